@@ -1,0 +1,168 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/protobuf/proto"
+	kmetav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
+)
+
+// Registrar adds one kind's REST routes (a generated Register<Kind>ServiceHandler).
+type Registrar func(ctx context.Context, mux *runtime.ServeMux, conn *grpc.ClientConn) error
+
+// Config configures the gateway.
+type Config struct {
+	// Conn reaches the hub's gRPC server (in-process); every REST call runs through its interceptors.
+	Conn *grpc.ClientConn
+	// Registrars add the kinds' routes.
+	Registrars []Registrar
+	Logger     *slog.Logger
+}
+
+// HeaderHTTPCode is gRPC response metadata by which a handler asks the gateway for a specific HTTP success code
+// (201 for Create, as kube-apiserver answers).
+const HeaderHTTPCode = "x-trellis-http-code"
+
+// New returns the REST handler.
+func New(ctx context.Context, cfg Config) (http.Handler, error) {
+	strict, lenient := &Marshaler{}, &Marshaler{Lenient: true}
+	mux := runtime.NewServeMux(
+		runtime.WithMarshalerOption(runtime.MIMEWildcard, strict),
+		runtime.WithMarshalerOption(MIMEJSON, strict),
+		runtime.WithMarshalerOption("application/merge-patch+json", strict),
+		runtime.WithMarshalerOption("application/json-patch+json", strict),
+		runtime.WithMarshalerOption("application/strategic-merge-patch+json", strict),
+		runtime.WithMarshalerOption(mimeJSONLenient, lenient),
+		runtime.WithMarshalerOption(MIMEYAML, &Marshaler{YAML: true}),
+		runtime.WithErrorHandler(errorHandler),
+		runtime.WithRoutingErrorHandler(routingErrorHandler),
+		runtime.WithOutgoingHeaderMatcher(func(string) (string, bool) { return "", false }),
+		runtime.WithForwardResponseOption(setHTTPCode),
+		runtime.WithIncomingHeaderMatcher(incomingHeader),
+	)
+	for _, reg := range cfg.Registrars {
+		if err := reg(ctx, mux, cfg.Conn); err != nil {
+			return nil, err
+		}
+	}
+	return &handler{mux: mux}, nil
+}
+
+// incomingHeader forwards what the hub needs from HTTP headers: the bearer token (forwarded by grpc-gateway anyway),
+// and the client's user agent for logs.
+func incomingHeader(key string) (string, bool) {
+	switch strings.ToLower(key) {
+	case "user-agent":
+		return "x-forwarded-user-agent", true
+	}
+	return "", false
+}
+
+func setHTTPCode(ctx context.Context, w http.ResponseWriter, _ proto.Message) error {
+	md, ok := runtime.ServerMetadataFromContext(ctx)
+	if !ok {
+		return nil
+	}
+	if v := md.HeaderMD.Get(HeaderHTTPCode); len(v) > 0 {
+		if code, err := strconv.Atoi(v[0]); err == nil {
+			w.WriteHeader(code)
+		}
+	}
+	return nil
+}
+
+// SetHTTPCode is called by a gRPC handler to choose the REST success code.
+func SetHTTPCode(ctx context.Context, code int) {
+	_ = grpc.SetHeader(ctx, metadata.Pairs(HeaderHTTPCode, strconv.Itoa(code)))
+}
+
+// handler adapts Kubernetes' REST conventions to the routes grpc-gateway knows.
+type handler struct{ mux *runtime.ServeMux }
+
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	changed := false
+	// ?watch=true on a collection is the legacy /watch/ path.
+	if r.Method == http.MethodGet && isTrue(q.Get("watch")) {
+		r.URL.Path = watchPath(r.URL.Path)
+		r.URL.RawPath = ""
+		q.Del("watch")
+		changed = true
+	}
+	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if r.Method == http.MethodPatch {
+		q.Set("patchType", ct)
+		changed = true
+	}
+	switch q.Get("fieldValidation") {
+	case "", "Strict":
+	case "Ignore", "Warn":
+		if ct == "" || ct == MIMEJSON {
+			r.Header.Set("Content-Type", mimeJSONLenient)
+		}
+	default:
+		writeStatus(w, badRequest("fieldValidation must be Strict, Warn or Ignore"))
+		return
+	}
+	if q.Has("fieldValidation") {
+		q.Del("fieldValidation")
+		changed = true
+	}
+	if ct == MIMEYAML && r.Body != nil && (r.Method == http.MethodPatch) {
+		// A YAML patch document becomes JSON before the merge.
+		body, err := io.ReadAll(io.LimitReader(r.Body, maxBody))
+		if err != nil {
+			writeStatus(w, badRequest(err.Error()))
+			return
+		}
+		j, err := yaml.YAMLToJSON(body)
+		if err != nil {
+			writeStatus(w, badRequest("invalid YAML: "+err.Error()))
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(j))
+		r.ContentLength = int64(len(j))
+		r.Header.Set("Content-Type", MIMEJSON)
+	}
+	for _, p := range []string{"pretty", "fieldManager", "propagationPolicy", "gracePeriodSeconds", "orphanDependents", "timeout"} {
+		if q.Has(p) {
+			q.Del(p)
+			changed = true
+		}
+	}
+	if changed {
+		r.URL.RawQuery = q.Encode()
+	}
+	h.mux.ServeHTTP(w, r)
+}
+
+func isTrue(v string) bool { return v == "true" || v == "1" }
+
+// watchPath turns /apis/<g>/<v>/... or /api/v1/... into the same path under .../watch/.
+func watchPath(p string) string {
+	parts := strings.SplitN(strings.TrimPrefix(p, "/"), "/", 4)
+	switch {
+	case len(parts) >= 3 && parts[0] == "api":
+		return "/api/" + parts[1] + "/watch/" + strings.Join(parts[2:], "/")
+	case len(parts) == 4 && parts[0] == "apis":
+		return "/apis/" + parts[1] + "/" + parts[2] + "/watch/" + parts[3]
+	}
+	return p
+}
+
+func badRequest(msg string) *metav1.Status {
+	return &metav1.Status{ApiVersion: "v1", Kind: "Status", Status: kmetav1.StatusFailure, Message: msg, Reason: string(kmetav1.StatusReasonBadRequest), Code: http.StatusBadRequest}
+}

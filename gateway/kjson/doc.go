@@ -1,0 +1,26 @@
+// Package kjson is Trellis' JSON codec: it writes and reads protobuf messages as Kubernetes/Gardener JSON, so the REST
+// gateway and the CLI serve exactly the JSON that Gardener's own API server would.
+//
+// It owns the JSON mapping of every Trellis message (docs/proto-conventions.md says how protos are written for it):
+//
+//   - Field names are the descriptor's JSON name (json_name); only that name is accepted on input.
+//   - Output follows Kubernetes' omitempty: non-optional scalars at their zero value, empty lists and empty maps are
+//     left out; optional scalars are written whenever set (even 0, false or ""), message fields whenever set (an
+//     empty message prints {}). Fields are written in declaration order, map keys sorted.
+//   - Integers of every width and floats are JSON numbers (64-bit integers are not quoted, unlike protojson); quoted
+//     64-bit integers are accepted on input. NaN and infinities are errors.
+//   - bytes are standard base64 (padded on output; padded or not on input); enums are their value names.
+//   - google.protobuf.Timestamp is an RFC 3339 string in UTC ("2026-05-16T13:04:16Z", fractional seconds only when
+//     non-zero); trellis.meta.v1.RawExtension is the embedded JSON value itself, compacted on input;
+//     trellis.meta.v1.IntOrString is a number or a string; google.protobuf.Struct, Value and ListValue use the
+//     standard JSON mapping. Other well-known types (Any, Duration, wrappers, ...) are rejected.
+//   - JSON null means "unset" for a field. Inside lists and maps null is the element's zero value; a
+//     google.protobuf.Value reads null as its null value, as in protojson.
+//   - Decoding is strict by default: unknown fields, duplicate keys, type mismatches and trailing data are errors
+//     reported as *FieldError with the field path ("spec.provider.workers[0].minimum", "metadata.labels[key]").
+//
+// Files: api.go (the entry points and options), encode.go and decode.go (the two directions over protoreflect),
+// wellknown.go (Timestamp, RawExtension, IntOrString, Struct/Value/ListValue), descriptors.go (the cached
+// per-message field tables), strings.go and numbers.go (string escaping and number parsing/formatting), errors.go
+// (FieldError and field paths), yaml.go (YAML manifests).
+package kjson

@@ -1,0 +1,66 @@
+package kjson
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
+)
+
+// FuzzUnmarshal decodes arbitrary input into a generated message (ObjectMeta), the all-kinds test message and a
+// Struct. It must never panic, and whatever decodes must encode, and decode back to an equal message whose JSON is
+// the same again.
+func FuzzUnmarshal(f *testing.F) {
+	seeds := []string{
+		canonicalObjectMeta,
+		canonicalKitchen,
+		`{}`, `null`, ``, `[]`, `"x"`, `0`, `{"name":"a"}`,
+		`{"generation":"12"}`, `{"generation":1.0}`, `{"generation":1e3}`, `{"generation":1.5}`,
+		`{"deletionGracePeriodSeconds":0}`, `{"labels":{"a":null,"b":"c"}}`, `{"finalizers":[null,"x"]}`,
+		`{"creationTimestamp":"2026-05-16T15:04:16.123+02:00"}`, `{"creationTimestamp":"0000-01-01T00:00:00Z"}`,
+		`{"raw":{"a" : [1, 2.5, "x"], "b":1152921504606846976}}`, `{"raws":[null,{},"s"]}`,
+		`{"ios":1}`, `{"ios":"25%"}`, `{"ioss":{"a":null}}`, `{"intMap":{"-0":"a"}}`, `{"boolMap":{"true":1}}`,
+		`{"val":null}`, `{"vals":[null,{"a":[]}]}`, `{"st":{"a":{"b":[1,{}]}}}`, `{"by":"AA"}`, `{"by":"AA=="}`,
+		`{"fl":1e-46}`, `{"fl":-0}`, `{"color":7}`, `{"oneS":null,"oneI":2}`, `{"child":{"child":{"child":{}}}}`,
+		`{"name":"a","name":"b"}`, `{"name":"a"} x`, `{"unknown":1}`, `{"name":"\ud83d\ude00\u0000"}`,
+		`{"kids":{"k":null}}`, `{"tss":[null]}`, `{"metadata":{"ownerReferences":[{"controller":false}]}}`,
+	}
+	for _, s := range seeds {
+		f.Add([]byte(s))
+	}
+	newMsgs := []func() proto.Message{
+		func() proto.Message { return &metav1.ObjectMeta{} },
+		func() proto.Message { return newKitchen() },
+		func() proto.Message { return &structpb.Struct{} },
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		for _, newMsg := range newMsgs {
+			m := newMsg()
+			if err := Unmarshal(data, m); err != nil {
+				continue
+			}
+			out, err := Marshal(m)
+			if err != nil {
+				t.Fatalf("Unmarshal(%q) succeeded but Marshal failed: %v", data, err)
+			}
+			if !json.Valid(out) {
+				t.Fatalf("Marshal wrote invalid JSON %q", out)
+			}
+			m2 := newMsg()
+			if err := Unmarshal(out, m2); err != nil {
+				t.Fatalf("Unmarshal(Marshal(x)) failed: %v\ninput %q\noutput %q", err, data, out)
+			}
+			if !proto.Equal(m, m2) {
+				t.Fatalf("Unmarshal(Marshal(x)) != x\ninput %q\noutput %q", data, out)
+			}
+			out2, err := Marshal(m2)
+			if err != nil || !bytes.Equal(out, out2) {
+				t.Fatalf("Marshal not stable: %q vs %q (%v)", out, out2, err)
+			}
+		}
+	})
+}

@@ -1,0 +1,85 @@
+package gateway
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	kmetav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/trellis-dev/trellis/gateway/kjson"
+	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
+)
+
+// StatusOf returns the Kubernetes Status carried by a gRPC error (the hub attaches one to every API error), or builds
+// one from the gRPC code for errors that have none, such as those raised by gRPC or the gateway itself.
+func StatusOf(err error) *metav1.Status {
+	st, _ := status.FromError(err)
+	for _, d := range st.Details() {
+		if s, ok := d.(*metav1.Status); ok {
+			return s
+		}
+	}
+	code, reason := httpForCode(st.Code())
+	return &metav1.Status{ApiVersion: "v1", Kind: "Status", Status: kmetav1.StatusFailure, Message: st.Message(), Reason: string(reason), Code: int32(code)}
+}
+
+func httpForCode(c codes.Code) (int, kmetav1.StatusReason) {
+	switch c {
+	case codes.InvalidArgument:
+		return http.StatusBadRequest, kmetav1.StatusReasonBadRequest
+	case codes.Unauthenticated:
+		return http.StatusUnauthorized, kmetav1.StatusReasonUnauthorized
+	case codes.PermissionDenied:
+		return http.StatusForbidden, kmetav1.StatusReasonForbidden
+	case codes.NotFound:
+		return http.StatusNotFound, kmetav1.StatusReasonNotFound
+	case codes.AlreadyExists:
+		return http.StatusConflict, kmetav1.StatusReasonAlreadyExists
+	case codes.Aborted:
+		return http.StatusConflict, kmetav1.StatusReasonConflict
+	case codes.OutOfRange:
+		return http.StatusGone, kmetav1.StatusReasonExpired
+	case codes.ResourceExhausted:
+		return http.StatusTooManyRequests, kmetav1.StatusReasonTooManyRequests
+	case codes.DeadlineExceeded:
+		return http.StatusGatewayTimeout, kmetav1.StatusReasonTimeout
+	case codes.Unavailable:
+		return http.StatusServiceUnavailable, kmetav1.StatusReasonServiceUnavailable
+	case codes.Unimplemented:
+		return http.StatusMethodNotAllowed, kmetav1.StatusReasonMethodNotAllowed
+	case codes.Canceled:
+		return 499, kmetav1.StatusReasonUnknown
+	}
+	return http.StatusInternalServerError, kmetav1.StatusReasonInternalError
+}
+
+// errorHandler writes every error as a Kubernetes Status with its HTTP code. Body decoding errors (the gateway
+// reports them as InvalidArgument without a Status) keep the decoder's field path in the message.
+func errorHandler(_ context.Context, _ *runtime.ServeMux, _ runtime.Marshaler, w http.ResponseWriter, _ *http.Request, err error) {
+	writeStatus(w, StatusOf(err))
+}
+
+func writeStatus(w http.ResponseWriter, st *metav1.Status) {
+	body, err := kjson.Marshal(st)
+	if err != nil {
+		body = []byte(`{"kind":"Status","apiVersion":"v1","status":"Failure","message":"internal error","code":500}`)
+		st.Code = http.StatusInternalServerError
+	}
+	w.Header().Set("Content-Type", MIMEJSON)
+	w.Header().Del("Trailer")
+	w.WriteHeader(int(st.Code))
+	_, _ = w.Write(append(body, '\n'))
+}
+
+// routingErrorHandler answers unknown paths and methods with Kubernetes' 404/405 Status.
+func routingErrorHandler(_ context.Context, _ *runtime.ServeMux, _ runtime.Marshaler, w http.ResponseWriter, r *http.Request, code int) {
+	reason := kmetav1.StatusReasonNotFound
+	msg := "the server could not find the requested resource"
+	if code == http.StatusMethodNotAllowed {
+		reason, msg = kmetav1.StatusReasonMethodNotAllowed, "the server does not allow this method on the requested resource"
+	}
+	writeStatus(w, &metav1.Status{ApiVersion: "v1", Kind: "Status", Status: kmetav1.StatusFailure, Message: msg + ": " + r.Method + " " + r.URL.Path, Reason: string(reason), Code: int32(code)})
+}

@@ -1,0 +1,55 @@
+package admission
+
+import (
+	"context"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/trellis-dev/trellis/hub/store"
+)
+
+// Reader reads other objects for admission checks, from the hub's caches.
+type Reader interface {
+	Get(ctx context.Context, gr schema.GroupResource, namespace, name string) (store.Object, error)
+	List(ctx context.Context, gr schema.GroupResource, namespace string) ([]store.Object, error)
+}
+
+// Plugin is what one kind adds to the generic server. Every function may be nil.
+type Plugin struct {
+	// Default fills in defaults on create and update, before validation.
+	Default func(obj store.Object)
+	// Validate checks obj; old is nil on create. Errors name their field path.
+	Validate func(ctx context.Context, r Reader, obj, old store.Object) field.ErrorList
+	// ValidateDelete may refuse a delete, e.g. without Gardener's deletion confirmation.
+	ValidateDelete func(ctx context.Context, r Reader, obj store.Object) error
+}
+
+var plugins = map[protoreflect.FullName]Plugin{}
+
+// For returns the plugin of the message type of m (zero Plugin when the kind has none).
+func For(m proto.Message) Plugin { return plugins[m.ProtoReflect().Descriptor().FullName()] }
+
+// register adds a typed plugin for T.
+func register[T store.Object](def func(T), validate func(ctx context.Context, r Reader, obj, old T) field.ErrorList, validateDelete func(ctx context.Context, r Reader, obj T) error) {
+	var zero T
+	p := Plugin{}
+	if def != nil {
+		p.Default = func(obj store.Object) { def(obj.(T)) }
+	}
+	if validate != nil {
+		p.Validate = func(ctx context.Context, r Reader, obj, old store.Object) field.ErrorList {
+			var o T
+			if old != nil {
+				o = old.(T)
+			}
+			return validate(ctx, r, obj.(T), o)
+		}
+	}
+	if validateDelete != nil {
+		p.ValidateDelete = func(ctx context.Context, r Reader, obj store.Object) error { return validateDelete(ctx, r, obj.(T)) }
+	}
+	plugins[zero.ProtoReflect().Descriptor().FullName()] = p
+}

@@ -1,0 +1,20 @@
+package admission
+
+import (
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// Resources admission reads.
+var (
+	projects                = schema.GroupResource{Group: "core.gardener.cloud", Resource: "projects"}
+	cloudProfiles           = schema.GroupResource{Group: "core.gardener.cloud", Resource: "cloudprofiles"}
+	namespacedCloudProfiles = schema.GroupResource{Group: "core.gardener.cloud", Resource: "namespacedcloudprofiles"}
+	secretBindings          = schema.GroupResource{Group: "core.gardener.cloud", Resource: "secretbindings"}
+	credentialsBindings     = schema.GroupResource{Group: "security.gardener.cloud", Resource: "credentialsbindings"}
+	namespaces              = schema.GroupResource{Group: "", Resource: "namespaces"}
+)
+
+// Gardener's deletion confirmation: Projects and Shoots are deleted only when annotated with it.
+const (
+	AnnotationConfirmDeletion = "confirmation.gardener.cloud/deletion"
+)

@@ -1,0 +1,248 @@
+package admission
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apimachinery/pkg/util/version"
+
+	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
+)
+
+func init() { register(defaultShoot, validateShoot, confirmDeletion[*corev1beta1.Shoot]) }
+
+func defaultShoot(s *corev1beta1.Shoot) {
+	if s.Spec == nil {
+		s.Spec = &corev1beta1.ShootSpec{}
+	}
+	spec := s.Spec
+	if spec.Purpose == nil {
+		p := "evaluation"
+		spec.Purpose = &p
+	}
+	// spec.cloudProfileName is deprecated in favour of spec.cloudProfile; Gardener keeps both in sync.
+	if spec.CloudProfile == nil && spec.GetCloudProfileName() != "" {
+		spec.CloudProfile = &corev1beta1.CloudProfileReference{Kind: "CloudProfile", Name: spec.GetCloudProfileName()}
+	}
+	if spec.CloudProfile != nil && spec.CloudProfile.Kind == "" {
+		spec.CloudProfile.Kind = "CloudProfile"
+	}
+}
+
+// validateShoot checks a Shoot's own fields and its references: the namespace belongs to a Project, the cloud profile
+// exists and offers the shoot's region, Kubernetes version and machine types, and the credentials binding exists.
+func validateShoot(ctx context.Context, r Reader, s, old *corev1beta1.Shoot) field.ErrorList {
+	var errs field.ErrorList
+	spec := field.NewPath("spec")
+	if s.GetSpec().GetProvider().GetType() == "" {
+		errs = append(errs, field.Required(spec.Child("provider", "type"), "the provider type is required"))
+	}
+	if s.GetSpec().GetRegion() == "" {
+		errs = append(errs, field.Required(spec.Child("region"), "the region is required"))
+	}
+	if v := s.GetSpec().GetKubernetes().GetVersion(); v == "" {
+		// Defaulted from the cloud profile below.
+	} else if _, err := version.ParseGeneric(v); err != nil {
+		errs = append(errs, field.Invalid(spec.Child("kubernetes", "version"), s.Spec.Kubernetes.Version, err.Error()))
+	}
+	names := map[string]bool{}
+	for i, w := range s.GetSpec().GetProvider().GetWorkers() {
+		p := spec.Child("provider", "workers").Index(i)
+		if w.GetName() == "" {
+			errs = append(errs, field.Required(p.Child("name"), "a worker pool needs a name"))
+		} else if names[w.GetName()] {
+			errs = append(errs, field.Duplicate(p.Child("name"), w.GetName()))
+		}
+		names[w.GetName()] = true
+		if w.GetMachine().GetType() == "" {
+			errs = append(errs, field.Required(p.Child("machine", "type"), "the machine type is required"))
+		}
+		if w.Minimum != nil && w.Maximum != nil && w.GetMinimum() > w.GetMaximum() {
+			errs = append(errs, field.Invalid(p.Child("minimum"), w.GetMinimum(), "must not be greater than maximum"))
+		}
+	}
+	if old != nil {
+		errs = append(errs, validateShootUpdate(s, old)...)
+	}
+	if len(errs) > 0 {
+		return errs
+	}
+	return append(errs, admitShoot(ctx, r, s)...)
+}
+
+func validateShootUpdate(s, old *corev1beta1.Shoot) field.ErrorList {
+	var errs field.ErrorList
+	spec := field.NewPath("spec")
+	if s.GetSpec().GetRegion() != old.GetSpec().GetRegion() {
+		errs = append(errs, field.Invalid(spec.Child("region"), s.GetSpec().GetRegion(), "field is immutable"))
+	}
+	if s.GetSpec().GetProvider().GetType() != old.GetSpec().GetProvider().GetType() {
+		errs = append(errs, field.Invalid(spec.Child("provider", "type"), s.GetSpec().GetProvider().GetType(), "field is immutable"))
+	}
+	if nt, ot := s.GetSpec().GetNetworking().GetType(), old.GetSpec().GetNetworking().GetType(); ot != "" && nt != ot {
+		errs = append(errs, field.Invalid(spec.Child("networking", "type"), nt, "field is immutable"))
+	}
+	nv, err1 := version.ParseGeneric(s.GetSpec().GetKubernetes().GetVersion())
+	ov, err2 := version.ParseGeneric(old.GetSpec().GetKubernetes().GetVersion())
+	if err1 == nil && err2 == nil && nv.LessThan(ov) {
+		errs = append(errs, field.Forbidden(spec.Child("kubernetes", "version"), "kubernetes version downgrade is not supported"))
+	}
+	return errs
+}
+
+// admitShoot checks the Shoot's references against the objects they name.
+func admitShoot(ctx context.Context, r Reader, s *corev1beta1.Shoot) field.ErrorList {
+	var errs field.ErrorList
+	spec := field.NewPath("spec")
+	ns := s.GetMetadata().GetNamespace()
+	if err := namespaceHasProject(ctx, r, ns); err != nil {
+		errs = append(errs, err)
+	}
+
+	profileSpec, profilePath, perr := shootCloudProfile(ctx, r, s)
+	if perr != nil {
+		return append(errs, perr)
+	}
+	if profileSpec.GetType() != "" && profileSpec.GetType() != s.GetSpec().GetProvider().GetType() {
+		errs = append(errs, field.Invalid(spec.Child("provider", "type"), s.GetSpec().GetProvider().GetType(),
+			fmt.Sprintf("must match the type of cloud profile %s (%s)", profilePath, profileSpec.GetType())))
+	}
+	var regions []string
+	for _, rg := range profileSpec.GetRegions() {
+		regions = append(regions, rg.GetName())
+	}
+	if len(regions) > 0 && !slices.Contains(regions, s.GetSpec().GetRegion()) {
+		errs = append(errs, field.NotSupported(spec.Child("region"), s.GetSpec().GetRegion(), regions))
+	}
+	defaultKubernetesVersion(s, profileSpec)
+	var versions []string
+	for _, v := range profileSpec.GetKubernetes().GetVersions() {
+		versions = append(versions, v.GetVersion())
+	}
+	if v := s.GetSpec().GetKubernetes().GetVersion(); !slices.Contains(versions, v) {
+		errs = append(errs, field.NotSupported(spec.Child("kubernetes", "version"), v, versions))
+	}
+	var machineTypes []string
+	for _, m := range profileSpec.GetMachineTypes() {
+		machineTypes = append(machineTypes, m.GetName())
+	}
+	for i, w := range s.GetSpec().GetProvider().GetWorkers() {
+		if t := w.GetMachine().GetType(); !slices.Contains(machineTypes, t) {
+			errs = append(errs, field.NotSupported(spec.Child("provider", "workers").Index(i).Child("machine", "type"), t, machineTypes))
+		}
+	}
+
+	if name := s.GetSpec().GetCredentialsBindingName(); name != "" {
+		if err := mustExist(ctx, r, credentialsBindings, ns, name, spec.Child("credentialsBindingName")); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if name := s.GetSpec().GetSecretBindingName(); name != "" {
+		if err := mustExist(ctx, r, secretBindings, ns, name, spec.Child("secretBindingName")); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errs
+}
+
+// shootCloudProfile resolves the Shoot's CloudProfile or NamespacedCloudProfile (whose status holds the merged spec).
+func shootCloudProfile(ctx context.Context, r Reader, s *corev1beta1.Shoot) (*corev1beta1.CloudProfileSpec, *field.Path, *field.Error) {
+	spec := field.NewPath("spec")
+	ref := s.GetSpec().GetCloudProfile()
+	path := spec.Child("cloudProfile", "name")
+	if ref == nil {
+		return nil, path, field.Required(path, "a cloud profile is required (spec.cloudProfile or spec.cloudProfileName)")
+	}
+	if s.GetSpec().GetCloudProfileName() != "" && ref.GetKind() == "CloudProfile" && ref.GetName() != s.GetSpec().GetCloudProfileName() {
+		return nil, path, field.Invalid(spec.Child("cloudProfileName"), s.GetSpec().GetCloudProfileName(), "must match spec.cloudProfile.name")
+	}
+	switch ref.GetKind() {
+	case "CloudProfile":
+		obj, err := r.Get(ctx, cloudProfiles, "", ref.GetName())
+		if err != nil {
+			return nil, path, refError(path, "CloudProfile", ref.GetName(), err)
+		}
+		return obj.(*corev1beta1.CloudProfile).GetSpec(), path, nil
+	case "NamespacedCloudProfile":
+		obj, err := r.Get(ctx, namespacedCloudProfiles, s.GetMetadata().GetNamespace(), ref.GetName())
+		if err != nil {
+			return nil, path, refError(path, "NamespacedCloudProfile", ref.GetName(), err)
+		}
+		ncp := obj.(*corev1beta1.NamespacedCloudProfile)
+		if merged := ncp.GetStatus().GetCloudProfileSpec(); merged != nil {
+			return merged, path, nil
+		}
+		parent, err := r.Get(ctx, cloudProfiles, "", ncp.GetSpec().GetParent().GetName())
+		if err != nil {
+			return nil, path, refError(path, "CloudProfile", ncp.GetSpec().GetParent().GetName(), err)
+		}
+		return parent.(*corev1beta1.CloudProfile).GetSpec(), path, nil
+	}
+	return nil, path, field.NotSupported(spec.Child("cloudProfile", "kind"), ref.GetKind(), []string{"CloudProfile", "NamespacedCloudProfile"})
+}
+
+func refError(p *field.Path, kind, name string, err error) *field.Error {
+	if apierrors.IsNotFound(err) {
+		return field.NotFound(p, name)
+	}
+	return field.InternalError(p, fmt.Errorf("read %s %s: %w", kind, name, err))
+}
+
+func mustExist(ctx context.Context, r Reader, gr schemaGR, ns, name string, p *field.Path) *field.Error {
+	if _, err := r.Get(ctx, gr, ns, name); err != nil {
+		return refError(p, gr.Resource, name, err)
+	}
+	return nil
+}
+
+// namespaceHasProject requires a Project whose spec.namespace is ns.
+func namespaceHasProject(ctx context.Context, r Reader, ns string) *field.Error {
+	p := field.NewPath("metadata", "namespace")
+	list, err := r.List(ctx, projects, "")
+	if err != nil {
+		return field.InternalError(p, err)
+	}
+	for _, o := range list {
+		if o.(*corev1beta1.Project).GetSpec().GetNamespace() == ns {
+			return nil
+		}
+	}
+	return field.Invalid(p, ns, "the namespace does not belong to a Project")
+}
+
+// defaultKubernetesVersion completes an empty or partial (<major> or <major>.<minor>) version to the highest matching
+// version of the cloud profile that has not expired, as Gardener's admission does.
+func defaultKubernetesVersion(s *corev1beta1.Shoot, profile *corev1beta1.CloudProfileSpec) {
+	if s.Spec.Kubernetes == nil {
+		s.Spec.Kubernetes = &corev1beta1.Kubernetes{}
+	}
+	want := s.Spec.Kubernetes.Version
+	if strings.Count(want, ".") == 2 {
+		return
+	}
+	var best *version.Version
+	now := time.Now()
+	for _, ev := range profile.GetKubernetes().GetVersions() {
+		v, err := version.ParseSemantic(ev.GetVersion())
+		if err != nil {
+			continue
+		}
+		if exp := ev.GetExpirationDate(); exp != nil && exp.AsTime().Before(now) {
+			continue
+		}
+		if want != "" && !strings.HasPrefix(ev.GetVersion()+".", want+".") {
+			continue
+		}
+		if best == nil || best.LessThan(v) {
+			best = v
+		}
+	}
+	if best != nil {
+		s.Spec.Kubernetes.Version = best.String()
+	}
+}

@@ -1,0 +1,105 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	kmetav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
+)
+
+// ToGRPC maps an error to a gRPC status error. Kubernetes API errors (from the store, validation and admission) keep
+// their full Kubernetes Status as a status detail, so the REST gateway can answer with the same body and HTTP code
+// kube-apiserver would. It is applied once, by the server interceptors.
+func ToGRPC(err error) error {
+	if err == nil {
+		return nil
+	}
+	if _, ok := status.FromError(err); ok {
+		return err
+	}
+	var apiStatus apierrors.APIStatus
+	if errors.As(err, &apiStatus) {
+		return statusError(apiStatus.Status())
+	}
+	switch {
+	case errors.Is(err, context.Canceled):
+		return status.Error(codes.Canceled, err.Error())
+	case errors.Is(err, context.DeadlineExceeded):
+		return statusError(apierrors.NewTimeoutError(err.Error(), 0).ErrStatus)
+	}
+	return statusError(apierrors.NewInternalError(err).ErrStatus)
+}
+
+func statusError(s kmetav1.Status) error {
+	st := status.New(CodeForHTTP(int(s.Code), s.Reason), s.Message)
+	if withDetail, err := st.WithDetails(protoStatus(s)); err == nil {
+		st = withDetail
+	}
+	return st.Err()
+}
+
+// CodeForHTTP maps a Kubernetes HTTP status code and reason to the gRPC code that carries it.
+func CodeForHTTP(code int, reason kmetav1.StatusReason) codes.Code {
+	switch code {
+	case http.StatusBadRequest, http.StatusUnprocessableEntity:
+		return codes.InvalidArgument
+	case http.StatusUnauthorized:
+		return codes.Unauthenticated
+	case http.StatusForbidden:
+		return codes.PermissionDenied
+	case http.StatusNotFound:
+		return codes.NotFound
+	case http.StatusMethodNotAllowed:
+		return codes.Unimplemented
+	case http.StatusConflict:
+		if reason == kmetav1.StatusReasonAlreadyExists {
+			return codes.AlreadyExists
+		}
+		return codes.Aborted
+	case http.StatusGone:
+		// Expired: the resourceVersion or continue token is no longer kept; the client relists.
+		return codes.OutOfRange
+	case http.StatusRequestEntityTooLarge:
+		return codes.ResourceExhausted
+	case http.StatusTooManyRequests:
+		return codes.ResourceExhausted
+	case http.StatusGatewayTimeout:
+		return codes.DeadlineExceeded
+	case http.StatusServiceUnavailable:
+		return codes.Unavailable
+	}
+	return codes.Internal
+}
+
+func protoStatus(s kmetav1.Status) *metav1.Status {
+	out := &metav1.Status{
+		ApiVersion: "v1",
+		Kind:       "Status",
+		Status:     kmetav1.StatusFailure,
+		Message:    s.Message,
+		Reason:     string(s.Reason),
+		Code:       s.Code,
+	}
+	if d := s.Details; d != nil {
+		out.Details = &metav1.StatusDetails{
+			Name:              d.Name,
+			Group:             d.Group,
+			Kind:              d.Kind,
+			Uid:               string(d.UID),
+			RetryAfterSeconds: d.RetryAfterSeconds,
+		}
+		for _, c := range d.Causes {
+			out.Details.Causes = append(out.Details.Causes, &metav1.StatusCause{
+				Reason: string(c.Type), Message: c.Message, Field: c.Field,
+			})
+		}
+	}
+	return out
+}
+

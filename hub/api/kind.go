@@ -1,0 +1,46 @@
+package api
+
+import (
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// Kind describes one kind the hub serves, as listed in proto/kindgen/kinds.go.
+type Kind struct {
+	Group      string
+	Version    string
+	Kind       string
+	Resource   string
+	Namespaced bool
+	Status     bool     // has the status subresource
+	Encrypted  bool     // stored encrypted at rest
+	StoredAs   string   // group/version whose shape is stored, when this version is served by conversion
+	Fields     []string // field-selector paths beyond metadata.name and metadata.namespace
+}
+
+// APIVersion is group/version, or the version alone for Kubernetes' core group.
+func (k Kind) APIVersion() string {
+	if k.Group == "" {
+		return k.Version
+	}
+	return k.Group + "/" + k.Version
+}
+
+// GroupResource identifies the kind's storage, shared by all versions of it.
+func (k Kind) GroupResource() schema.GroupResource {
+	return schema.GroupResource{Group: k.Group, Resource: k.Resource}
+}
+
+// GroupKind is the kind's group and kind, as used in errors.
+func (k Kind) GroupKind() schema.GroupKind { return schema.GroupKind{Group: k.Group, Kind: k.Kind} }
+
+func (k Kind) id() string { return k.Group + "/" + k.Version + "/" + k.Kind }
+
+// KindFor returns the kind served under apiVersion and kind, if any.
+func KindFor(apiVersion, kind string) (Kind, bool) {
+	for _, k := range Kinds {
+		if k.APIVersion() == apiVersion && k.Kind == kind {
+			return k, true
+		}
+	}
+	return Kind{}, false
+}

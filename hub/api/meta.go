@@ -1,0 +1,143 @@
+package api
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	kmetav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/trellis-dev/trellis/gateway/kjson"
+	"github.com/trellis-dev/trellis/hub/store"
+	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
+)
+
+// toKubeMeta converts metadata to apimachinery's type, so its validation can be used as is.
+func toKubeMeta(m *metav1.ObjectMeta) *kmetav1.ObjectMeta {
+	out := &kmetav1.ObjectMeta{
+		Name: m.GetName(), GenerateName: m.GetGenerateName(), Namespace: m.GetNamespace(), UID: types.UID(m.GetUid()),
+		ResourceVersion: m.GetResourceVersion(), Generation: m.GetGeneration(), Labels: m.GetLabels(),
+		Annotations: m.GetAnnotations(), Finalizers: m.GetFinalizers(), DeletionGracePeriodSeconds: m.DeletionGracePeriodSeconds,
+	}
+	if t := m.GetCreationTimestamp(); t != nil {
+		out.CreationTimestamp = kmetav1.NewTime(t.AsTime())
+	}
+	if t := m.GetDeletionTimestamp(); t != nil {
+		dt := kmetav1.NewTime(t.AsTime())
+		out.DeletionTimestamp = &dt
+	}
+	for _, o := range m.GetOwnerReferences() {
+		out.OwnerReferences = append(out.OwnerReferences, kmetav1.OwnerReference{
+			APIVersion: o.GetApiVersion(), Kind: o.GetKind(), Name: o.GetName(), UID: types.UID(o.GetUid()),
+			Controller: o.Controller, BlockOwnerDeletion: o.BlockOwnerDeletion,
+		})
+	}
+	return out
+}
+
+// validateObjectMeta applies Kubernetes' metadata validation (names, labels, annotations, finalizers, owner
+// references) and, on update, its immutability rules.
+func validateObjectMeta(m, old *metav1.ObjectMeta, namespaced bool) field.ErrorList {
+	path := field.NewPath("metadata")
+	km := toKubeMeta(m)
+	if old == nil {
+		return apivalidation.ValidateObjectMeta(km, namespaced, apivalidation.NameIsDNSSubdomain, path)
+	}
+	ko := toKubeMeta(old)
+	// Server-owned fields come from the stored object; only what the client may change is compared.
+	km.UID, km.CreationTimestamp, km.Generation = ko.UID, ko.CreationTimestamp, ko.Generation
+	km.DeletionTimestamp, km.DeletionGracePeriodSeconds = ko.DeletionTimestamp, ko.DeletionGracePeriodSeconds
+	if km.Namespace == "" {
+		km.Namespace = ko.Namespace
+	}
+	errs := apivalidation.ValidateObjectMeta(km, namespaced, apivalidation.NameIsDNSSubdomain, path)
+	return append(errs, apivalidation.ValidateObjectMetaUpdate(km, ko, path)...)
+}
+
+func asFieldError(err error, target **kjson.FieldError) bool { return errors.As(err, target) }
+
+// fieldGetters builds field-selector getters for JSON paths such as "spec.seedName" of the message of obj.
+// Only string-valued leaves are selectable, as in Kubernetes.
+func fieldGetters(obj store.Object, paths []string) (map[string]func(store.Object) string, error) {
+	out := map[string]func(store.Object) string{}
+	for _, p := range paths {
+		var fds []protoreflect.FieldDescriptor
+		md := obj.ProtoReflect().Descriptor()
+		for i, seg := range strings.Split(p, ".") {
+			fd := md.Fields().ByJSONName(seg)
+			if fd == nil {
+				return nil, fmt.Errorf("field selector %q: %s has no field %q", p, md.FullName(), seg)
+			}
+			fds = append(fds, fd)
+			if fd.Kind() == protoreflect.MessageKind && !fd.IsList() && !fd.IsMap() {
+				md = fd.Message()
+				continue
+			}
+			if fd.Kind() != protoreflect.StringKind || fd.IsList() || fd.IsMap() || i != len(strings.Split(p, "."))-1 {
+				return nil, fmt.Errorf("field selector %q: only string fields can be selected", p)
+			}
+		}
+		out[p] = func(o store.Object) string {
+			m := o.ProtoReflect()
+			for _, fd := range fds[:len(fds)-1] {
+				if !m.Has(fd) {
+					return ""
+				}
+				m = m.Get(fd).Message()
+			}
+			return m.Get(fds[len(fds)-1]).String()
+		}
+	}
+	return out, nil
+}
+
+// indexesFor returns the secondary indexes of a kind: "seed" for everything that belongs to a seed, so the agent
+// stream and the authorizer can find "everything of seed X" without scanning.
+func indexesFor(k Kind) map[string]func(store.Object) []string {
+	var paths []string
+	for _, f := range k.Fields {
+		if f == "spec.seedName" || f == "status.seedName" || f == "spec.seedRef.name" {
+			paths = append(paths, f)
+		}
+	}
+	if len(paths) == 0 {
+		return nil
+	}
+	return map[string]func(store.Object) []string{"seed": func(o store.Object) []string {
+		var seeds []string
+		for _, p := range paths {
+			if v := getString(o, p); v != "" && (len(seeds) == 0 || seeds[0] != v) {
+				seeds = append(seeds, v)
+			}
+		}
+		return seeds
+	}}
+}
+
+// getString reads a string field at a JSON path; "" when any part is unset.
+func getString(o proto.Message, path string) string {
+	m := o.ProtoReflect()
+	segs := strings.Split(path, ".")
+	for i, seg := range segs {
+		fd := m.Descriptor().Fields().ByJSONName(seg)
+		if fd == nil || !m.Has(fd) {
+			return ""
+		}
+		if i == len(segs)-1 {
+			if fd.Kind() != protoreflect.StringKind {
+				return ""
+			}
+			return m.Get(fd).String()
+		}
+		if fd.Kind() != protoreflect.MessageKind {
+			return ""
+		}
+		m = m.Get(fd).Message()
+	}
+	return ""
+}

@@ -1,0 +1,107 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
+	"google.golang.org/grpc"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/trellis-dev/trellis/hub/store"
+)
+
+// GatewayRegistrar is a generated Register<Kind>ServiceHandler: it adds a kind's REST routes to the gateway mux.
+type GatewayRegistrar func(ctx context.Context, mux *runtime.ServeMux, conn *grpc.ClientConn) error
+
+// Registry wires every kind of the Kinds table to its store collection, its gRPC service and its REST routes.
+// It also serves admission's reads of other kinds.
+type Registry struct {
+	store    *store.Store
+	grpc     grpc.ServiceRegistrar
+	gateways []GatewayRegistrar
+
+	mu          sync.Mutex
+	ctx         context.Context
+	collections map[schema.GroupResource]*store.Collection
+}
+
+// NewRegistry registers every kind on srv, with collections of st. ctx bounds the collections' watch caches.
+func NewRegistry(ctx context.Context, st *store.Store, srv grpc.ServiceRegistrar) (*Registry, error) {
+	r := &Registry{store: st, grpc: srv, ctx: ctx, collections: map[schema.GroupResource]*store.Collection{}}
+	if err := registerKinds(r); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// Gateways returns the REST route registrars of every kind.
+func (r *Registry) Gateways() []GatewayRegistrar { return r.gateways }
+
+func (r *Registry) kindByID(id string) (Kind, bool) {
+	for _, k := range Kinds {
+		if k.id() == id {
+			return k, true
+		}
+	}
+	return Kind{}, false
+}
+
+// collection returns the store collection of a kind's resource, registering it on first use; all versions of a
+// resource share one collection holding the stored shape.
+func (r *Registry) collection(k Kind, newObj func() store.Object) (*store.Collection, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	gr := k.GroupResource()
+	if c, ok := r.collections[gr]; ok {
+		return c, nil
+	}
+	if k.StoredAs != "" {
+		// The stored version registers the collection; it must come first in the table.
+		return nil, fmt.Errorf("kind %s: stored version %s is not registered yet", k.id(), k.StoredAs)
+	}
+	getters, err := fieldGetters(newObj(), k.Fields)
+	if err != nil {
+		return nil, fmt.Errorf("kind %s: %w", k.id(), err)
+	}
+	c, err := r.store.Register(r.ctx, store.Resource{
+		Group: k.Group, Resource: k.Resource, Namespaced: k.Namespaced, Encrypted: k.Encrypted,
+		New: newObj, Fields: getters, Indexes: indexesFor(k),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("register %s: %w", gr, err)
+	}
+	r.collections[gr] = c
+	return c, nil
+}
+
+// Collection returns the collection of a resource, for controllers and tests.
+func (r *Registry) Collection(gr schema.GroupResource) (*store.Collection, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c, ok := r.collections[gr]
+	return c, ok
+}
+
+// Get reads an object of any kind (admission.Reader).
+func (r *Registry) Get(ctx context.Context, gr schema.GroupResource, namespace, name string) (store.Object, error) {
+	c, ok := r.Collection(gr)
+	if !ok {
+		return nil, fmt.Errorf("resource %s is not served", gr)
+	}
+	return c.Get(ctx, namespace, name)
+}
+
+// List reads all objects of a resource in a namespace (admission.Reader).
+func (r *Registry) List(ctx context.Context, gr schema.GroupResource, namespace string) ([]store.Object, error) {
+	c, ok := r.Collection(gr)
+	if !ok {
+		return nil, fmt.Errorf("resource %s is not served", gr)
+	}
+	res, err := c.List(ctx, namespace, store.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return res.Items, nil
+}

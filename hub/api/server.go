@@ -1,0 +1,529 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	jsonpatch "github.com/evanphx/json-patch/v5"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	kmetav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/trellis-dev/trellis/gateway"
+	"github.com/trellis-dev/trellis/gateway/kjson"
+	"github.com/trellis-dev/trellis/hub/admission"
+	"github.com/trellis-dev/trellis/hub/store"
+	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
+)
+
+var namespacesResource = schema.GroupResource{Resource: "namespaces"}
+
+// Patch types accepted by Patch. Strategic merge patches are applied as JSON merge patches: Trellis kinds carry no
+// patch-merge keys, so lists are replaced as a whole (what Kubernetes does for custom resources).
+const (
+	PatchTypeMerge     = "application/merge-patch+json"
+	PatchTypeJSON      = "application/json-patch+json"
+	PatchTypeStrategic = "application/strategic-merge-patch+json"
+)
+
+// Server is the one implementation of every kind's typed service. T is the kind's message, L its list, E its watch
+// event (PE = *E). The generated <Kind>ServiceServer interfaces are satisfied by *Server instantiated with their types.
+type Server[T store.Object, L proto.Message, E any, PE interface {
+	*E
+	proto.Message
+}] struct {
+	kind   Kind
+	coll   *store.Collection
+	reader admission.Reader
+	plugin admission.Plugin
+	conv   *converter // nil when the served shape is the stored one
+
+	apiVersionField, kindField, metadataField, statusField protoreflect.FieldDescriptor
+	listItems, listMeta, listAPIVersion, listKind           protoreflect.FieldDescriptor
+	eventType, eventObject                                  protoreflect.FieldDescriptor
+}
+
+func newServer[T store.Object, L proto.Message, E any, PE interface {
+	*E
+	proto.Message
+}](r *Registry, group, version, kind string) (*Server[T, L, E, PE], error) {
+	k, ok := r.kindByID(group + "/" + version + "/" + kind)
+	if !ok {
+		return nil, fmt.Errorf("kind %s/%s %s is not in the kind table", group, version, kind)
+	}
+	var zero T
+	var zeroL L
+	s := &Server[T, L, E, PE]{kind: k, reader: r, plugin: admission.For(zero)}
+	td := zero.ProtoReflect().Descriptor()
+	s.apiVersionField = td.Fields().ByName("api_version")
+	s.kindField = td.Fields().ByName("kind")
+	s.metadataField = td.Fields().ByName("metadata")
+	s.statusField = td.Fields().ByName("status")
+	ld := zeroL.ProtoReflect().Descriptor()
+	s.listItems, s.listMeta = ld.Fields().ByName("items"), ld.Fields().ByName("metadata")
+	s.listAPIVersion, s.listKind = ld.Fields().ByName("api_version"), ld.Fields().ByName("kind")
+	ed := PE(new(E)).ProtoReflect().Descriptor()
+	s.eventType, s.eventObject = ed.Fields().ByName("type"), ed.Fields().ByName("object")
+	if s.apiVersionField == nil || s.kindField == nil || s.metadataField == nil || s.listItems == nil || s.eventObject == nil {
+		return nil, fmt.Errorf("kind %s: message %s lacks apiVersion, kind or metadata", k.id(), td.FullName())
+	}
+	if k.StoredAs != "" {
+		c, ok := converters[k.id()]
+		if !ok {
+			return nil, fmt.Errorf("kind %s is stored as %s but has no converter", k.id(), k.StoredAs)
+		}
+		s.conv = &c
+	}
+	coll, err := r.collection(k, s.storedNew())
+	if err != nil {
+		return nil, err
+	}
+	s.coll = coll
+	return s, nil
+}
+
+func (s *Server[T, L, E, PE]) newT() T {
+	var zero T
+	return zero.ProtoReflect().Type().New().Interface().(T)
+}
+
+func (s *Server[T, L, E, PE]) storedNew() func() store.Object {
+	if s.conv != nil {
+		return s.conv.newStored
+	}
+	return func() store.Object { return s.newT() }
+}
+
+// out converts a stored object to the served type. Without conversion the stored (shared, immutable) object is
+// returned as is.
+func (s *Server[T, L, E, PE]) out(obj store.Object) (T, error) {
+	if s.conv == nil {
+		return obj.(T), nil
+	}
+	o, err := s.conv.fromStored(obj)
+	if err != nil {
+		var zero T
+		return zero, apierrors.NewInternalError(err)
+	}
+	return o.(T), nil
+}
+
+func (s *Server[T, L, E, PE]) in(obj T) (store.Object, error) {
+	if s.conv == nil {
+		return obj, nil
+	}
+	return s.conv.toStored(obj)
+}
+
+func (s *Server[T, L, E, PE]) meta(obj T) *metav1.ObjectMeta {
+	if md := obj.GetMetadata(); md != nil {
+		return md
+	}
+	md := &metav1.ObjectMeta{}
+	obj.ProtoReflect().Set(s.metadataField, protoreflect.ValueOfMessage(md.ProtoReflect()))
+	return md
+}
+
+// checkTypeMeta accepts an object whose apiVersion and kind are empty or this kind's, and sets them.
+func (s *Server[T, L, E, PE]) checkTypeMeta(obj T) error {
+	m := obj.ProtoReflect()
+	av, kd := m.Get(s.apiVersionField).String(), m.Get(s.kindField).String()
+	if av != "" && av != s.kind.APIVersion() {
+		return apierrors.NewBadRequest(fmt.Sprintf("apiVersion %q does not match the expected %q", av, s.kind.APIVersion()))
+	}
+	if kd != "" && kd != s.kind.Kind {
+		return apierrors.NewBadRequest(fmt.Sprintf("kind %q does not match the expected %q", kd, s.kind.Kind))
+	}
+	m.Set(s.apiVersionField, protoreflect.ValueOfString(s.kind.APIVersion()))
+	m.Set(s.kindField, protoreflect.ValueOfString(s.kind.Kind))
+	return nil
+}
+
+func (s *Server[T, L, E, PE]) checkScope(namespace string) error {
+	if !s.kind.Namespaced && namespace != "" {
+		return apierrors.NewBadRequest(fmt.Sprintf("%s is cluster-scoped: namespace must be empty", s.kind.Resource))
+	}
+	return nil
+}
+
+func (s *Server[T, L, E, PE]) validate(ctx context.Context, obj, old T) error {
+	var oldMeta *metav1.ObjectMeta
+	if any(old) != nil && old.ProtoReflect().IsValid() {
+		oldMeta = old.GetMetadata()
+	}
+	errs := validateObjectMeta(s.meta(obj), oldMeta, s.kind.Namespaced)
+	if s.plugin.Validate != nil {
+		var o store.Object
+		if oldMeta != nil {
+			o = old
+		}
+		errs = append(errs, s.plugin.Validate(ctx, s.reader, obj, o)...)
+	}
+	if len(errs) > 0 {
+		return apierrors.NewInvalid(s.kind.GroupKind(), s.meta(obj).GetName(), errs)
+	}
+	return nil
+}
+
+// Get reads one object from the watch cache.
+func (s *Server[T, L, E, PE]) Get(ctx context.Context, req *metav1.GetRequest) (T, error) {
+	var zero T
+	if err := s.checkScope(req.GetNamespace()); err != nil {
+		return zero, err
+	}
+	obj, err := s.coll.Get(ctx, req.GetNamespace(), req.GetName())
+	if err != nil {
+		return zero, err
+	}
+	return s.out(obj)
+}
+
+func parseSelectors(ls, fs string) (labels.Selector, fields.Selector, error) {
+	l, err := labels.Parse(ls)
+	if err != nil {
+		return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("labelSelector: %v", err))
+	}
+	f, err := fields.ParseSelector(fs)
+	if err != nil {
+		return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("fieldSelector: %v", err))
+	}
+	return l, f, nil
+}
+
+// List reads a page of objects.
+func (s *Server[T, L, E, PE]) List(ctx context.Context, req *metav1.ListRequest) (L, error) {
+	var zero L
+	if err := s.checkScope(req.GetNamespace()); err != nil {
+		return zero, err
+	}
+	ls, fs, err := parseSelectors(req.GetLabelSelector(), req.GetFieldSelector())
+	if err != nil {
+		return zero, err
+	}
+	if req.GetLimit() < 0 {
+		return zero, apierrors.NewBadRequest("limit must not be negative")
+	}
+	res, err := s.coll.List(ctx, req.GetNamespace(), store.ListOptions{Labels: ls, Fields: fs, Limit: req.GetLimit(), Continue: req.GetContinue()})
+	if err != nil {
+		return zero, err
+	}
+	list := zero.ProtoReflect().Type().New()
+	list.Set(s.listAPIVersion, protoreflect.ValueOfString(s.kind.APIVersion()))
+	list.Set(s.listKind, protoreflect.ValueOfString(s.kind.Kind+"List"))
+	lm := &metav1.ListMeta{ResourceVersion: res.ResourceVersion, Continue: res.Continue, RemainingItemCount: res.RemainingItemCount}
+	list.Set(s.listMeta, protoreflect.ValueOfMessage(lm.ProtoReflect()))
+	items := list.Mutable(s.listItems).List()
+	for _, it := range res.Items {
+		o, err := s.out(it)
+		if err != nil {
+			return zero, err
+		}
+		items.Append(protoreflect.ValueOfMessage(o.ProtoReflect()))
+	}
+	return list.Interface().(L), nil
+}
+
+// Watch streams changes until the client goes away, the timeout passes, or the store ends the watch (an Expired
+// error when the client fell too far behind or asked for a version no longer kept).
+func (s *Server[T, L, E, PE]) Watch(req *metav1.WatchRequest, stream grpc.ServerStreamingServer[E]) error {
+	if err := s.checkScope(req.GetNamespace()); err != nil {
+		return err
+	}
+	ls, fs, err := parseSelectors(req.GetLabelSelector(), req.GetFieldSelector())
+	if err != nil {
+		return err
+	}
+	ctx := stream.Context()
+	if t := req.GetTimeoutSeconds(); t > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, time.Duration(t)*time.Second)
+		defer cancel()
+	}
+	w, err := s.coll.Watch(ctx, req.GetNamespace(), store.WatchOptions{
+		ResourceVersion: req.GetResourceVersion(), Labels: ls, Fields: fs, Bookmarks: req.GetAllowWatchBookmarks(),
+	})
+	if err != nil {
+		return err
+	}
+	defer w.Stop()
+	// Headers go out at once, so clients know the watch is established before the first event.
+	if err := stream.SendHeader(metadata.MD{}); err != nil {
+		return err
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case ev, ok := <-w.Events():
+			if !ok {
+				return nil
+			}
+			if ev.Type == store.Error {
+				return ev.Err
+			}
+			pe := PE(new(E))
+			m := pe.ProtoReflect()
+			m.Set(s.eventType, protoreflect.ValueOfString(string(ev.Type)))
+			if ev.Object != nil {
+				o, err := s.out(ev.Object)
+				if err != nil {
+					return err
+				}
+				m.Set(s.eventObject, protoreflect.ValueOfMessage(o.ProtoReflect()))
+			}
+			if err := stream.Send((*E)(pe)); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// Create defaults, validates and stores a new object. Status is not taken from the request for kinds with a status
+// subresource, and server-owned metadata is reset.
+func (s *Server[T, L, E, PE]) Create(ctx context.Context, obj T) (T, error) {
+	var zero T
+	if err := s.checkTypeMeta(obj); err != nil {
+		return zero, err
+	}
+	md := s.meta(obj)
+	md.Uid, md.ResourceVersion, md.Generation = "", "", 0
+	md.CreationTimestamp, md.DeletionTimestamp, md.DeletionGracePeriodSeconds = nil, nil, nil
+	if s.kind.Status && s.statusField != nil {
+		obj.ProtoReflect().Clear(s.statusField)
+	}
+	if s.plugin.Default != nil {
+		s.plugin.Default(obj)
+	}
+	if s.kind.Namespaced {
+		if err := s.namespaceActive(ctx, md.GetNamespace()); err != nil {
+			return zero, err
+		}
+	}
+	var noOld T
+	if err := s.validate(ctx, obj, noOld); err != nil {
+		return zero, err
+	}
+	in, err := s.in(obj)
+	if err != nil {
+		return zero, err
+	}
+	stored, err := s.coll.Create(ctx, in)
+	if err != nil {
+		return zero, err
+	}
+	gateway.SetHTTPCode(ctx, http.StatusCreated)
+	return s.out(stored)
+}
+
+// namespaceActive is Kubernetes' NamespaceLifecycle admission: objects are created only in namespaces that exist
+// and are not being deleted.
+func (s *Server[T, L, E, PE]) namespaceActive(ctx context.Context, ns string) error {
+	if ns == "" {
+		return apierrors.NewInvalid(s.kind.GroupKind(), "", field.ErrorList{field.Required(field.NewPath("metadata", "namespace"), "namespace is required")})
+	}
+	obj, err := s.reader.Get(ctx, namespacesResource, "", ns)
+	if err != nil {
+		return err
+	}
+	if obj.GetMetadata().GetDeletionTimestamp() != nil {
+		return apierrors.NewForbidden(s.kind.GroupResource(), "", fmt.Errorf("unable to create new content in namespace %s because it is being terminated", ns))
+	}
+	return nil
+}
+
+// Update replaces the desired state and metadata; status stays as stored.
+func (s *Server[T, L, E, PE]) Update(ctx context.Context, obj T) (T, error) {
+	return s.update(ctx, obj, false)
+}
+
+// UpdateStatus replaces the status; everything else stays as stored.
+func (s *Server[T, L, E, PE]) UpdateStatus(ctx context.Context, obj T) (T, error) {
+	var zero T
+	if !s.kind.Status {
+		return zero, apierrors.NewMethodNotSupported(s.kind.GroupResource(), "update status")
+	}
+	return s.update(ctx, obj, true)
+}
+
+func (s *Server[T, L, E, PE]) update(ctx context.Context, obj T, status bool) (T, error) {
+	var zero T
+	if err := s.checkTypeMeta(obj); err != nil {
+		return zero, err
+	}
+	md := s.meta(obj)
+	if md.GetName() == "" {
+		return zero, apierrors.NewInvalid(s.kind.GroupKind(), "", field.ErrorList{field.Required(field.NewPath("metadata", "name"), "name is required")})
+	}
+	if err := s.checkScope(md.GetNamespace()); err != nil {
+		return zero, err
+	}
+	stored, err := s.coll.Get(ctx, md.GetNamespace(), md.GetName())
+	if err != nil {
+		return zero, err
+	}
+	old, err := s.out(stored)
+	if err != nil {
+		return zero, err
+	}
+	if !status {
+		if s.plugin.Default != nil {
+			s.plugin.Default(obj)
+		}
+		if err := s.validate(ctx, obj, old); err != nil {
+			return zero, err
+		}
+	}
+	in, err := s.in(obj)
+	if err != nil {
+		return zero, err
+	}
+	var out store.Object
+	if status {
+		out, err = s.coll.UpdateStatus(ctx, in)
+	} else {
+		out, err = s.coll.Update(ctx, in)
+	}
+	if err != nil {
+		return zero, err
+	}
+	return s.out(out)
+}
+
+// Patch applies a JSON merge patch or JSON patch to the current object and writes the result, retrying on
+// concurrent changes. A resourceVersion in the patch acts as a precondition.
+func (s *Server[T, L, E, PE]) Patch(ctx context.Context, req *metav1.PatchRequest) (T, error) {
+	var zero T
+	status := false
+	switch req.GetSubresource() {
+	case "":
+	case "status":
+		if !s.kind.Status {
+			return zero, apierrors.NewNotFound(s.kind.GroupResource(), req.GetName()+"/status")
+		}
+		status = true
+	default:
+		return zero, apierrors.NewNotFound(s.kind.GroupResource(), req.GetName()+"/"+req.GetSubresource())
+	}
+	if err := s.checkScope(req.GetNamespace()); err != nil {
+		return zero, err
+	}
+	patch := req.GetPatch().GetRaw()
+	if len(patch) == 0 {
+		return zero, apierrors.NewBadRequest("the patch document is empty")
+	}
+	apply, err := patchFunc(req.GetPatchType(), patch)
+	if err != nil {
+		return zero, err
+	}
+	out, err := s.coll.GuaranteedUpdate(ctx, req.GetNamespace(), req.GetName(), status, func(cur store.Object) (store.Object, error) {
+		curT, err := s.out(cur)
+		if err != nil {
+			return nil, err
+		}
+		doc, err := kjson.Marshal(curT)
+		if err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+		patched, err := apply(doc)
+		if err != nil {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("the patch could not be applied: %v", err))
+		}
+		obj := s.newT()
+		if err := kjson.Unmarshal(patched, obj); err != nil {
+			return nil, decodeError(s.kind, req.GetName(), err)
+		}
+		if err := s.checkTypeMeta(obj); err != nil {
+			return nil, err
+		}
+		md := s.meta(obj)
+		if md.GetName() != req.GetName() || md.GetNamespace() != req.GetNamespace() {
+			return nil, apierrors.NewBadRequest("the patch must not change metadata.name or metadata.namespace")
+		}
+		if md.GetResourceVersion() != cur.GetMetadata().GetResourceVersion() {
+			return nil, apierrors.NewConflict(s.kind.GroupResource(), req.GetName(), fmt.Errorf("the patch requires resourceVersion %s, the object has %s", md.GetResourceVersion(), cur.GetMetadata().GetResourceVersion()))
+		}
+		if !status {
+			if s.plugin.Default != nil {
+				s.plugin.Default(obj)
+			}
+			if err := s.validate(ctx, obj, curT); err != nil {
+				return nil, err
+			}
+		}
+		return s.in(obj)
+	})
+	if err != nil {
+		return zero, err
+	}
+	return s.out(out)
+}
+
+func patchFunc(patchType string, patch []byte) (func([]byte) ([]byte, error), error) {
+	switch patchType {
+	case "", PatchTypeMerge, PatchTypeStrategic:
+		return func(doc []byte) ([]byte, error) { return jsonpatch.MergePatch(doc, patch) }, nil
+	case PatchTypeJSON:
+		p, err := jsonpatch.DecodePatch(patch)
+		if err != nil {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid JSON patch: %v", err))
+		}
+		return p.Apply, nil
+	}
+	return nil, &apierrors.StatusError{ErrStatus: kmetav1.Status{
+		Status: kmetav1.StatusFailure, Code: http.StatusUnsupportedMediaType, Reason: kmetav1.StatusReasonUnsupportedMediaType,
+		Message: fmt.Sprintf("the patch type %q is not supported; use %s or %s", patchType, PatchTypeMerge, PatchTypeJSON),
+	}}
+}
+
+// decodeError turns a decoding error of a patched document into a 422 naming the field.
+func decodeError(k Kind, name string, err error) error {
+	var fe *kjson.FieldError
+	if asFieldError(err, &fe) {
+		return apierrors.NewInvalid(k.GroupKind(), name, field.ErrorList{field.Invalid(field.NewPath(fe.Path), nil, fe.Err.Error())})
+	}
+	return apierrors.NewBadRequest(err.Error())
+}
+
+// Delete deletes an object, or marks it for deletion while finalizers remain.
+func (s *Server[T, L, E, PE]) Delete(ctx context.Context, req *metav1.DeleteRequest) (T, error) {
+	var zero T
+	if err := s.checkScope(req.GetNamespace()); err != nil {
+		return zero, err
+	}
+	cur, err := s.coll.Get(ctx, req.GetNamespace(), req.GetName())
+	if err != nil {
+		return zero, err
+	}
+	if s.plugin.ValidateDelete != nil {
+		if err := s.plugin.ValidateDelete(ctx, s.reader, cur); err != nil {
+			return zero, err
+		}
+	}
+	out, _, err := s.coll.Delete(ctx, req.GetNamespace(), req.GetName(), req.GetPreconditions())
+	if err != nil {
+		return zero, err
+	}
+	return s.out(out)
+}
+
+// resourceVersionOf parses a resourceVersion for comparisons; invalid versions are BadRequest.
+func resourceVersionOf(rv string) (int64, error) {
+	if rv == "" {
+		return 0, nil
+	}
+	v, err := strconv.ParseInt(rv, 10, 64)
+	if err != nil || v < 0 {
+		return 0, apierrors.NewBadRequest(fmt.Sprintf("invalid resourceVersion %q", rv))
+	}
+	return v, nil
+}

@@ -1,0 +1,220 @@
+package hub_test
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/trellis-dev/trellis/hub/api"
+	"github.com/trellis-dev/trellis/test/hubtest"
+)
+
+// sharedDir finds ../shared (beside the repository) from the test's directory, or $TRELLIS_SHARED.
+func sharedDir(t *testing.T) string {
+	t.Helper()
+	if d := os.Getenv("TRELLIS_SHARED"); d != "" {
+		return d
+	}
+	dir, _ := os.Getwd()
+	for d := dir; d != "/"; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+			s := filepath.Join(filepath.Dir(d), "shared")
+			if _, err := os.Stat(s); err != nil {
+				t.Fatalf("../shared not found beside the repository at %s (set TRELLIS_SHARED)", s)
+			}
+			return s
+		}
+	}
+	t.Fatal("repository root not found")
+	return ""
+}
+
+var placeholder = regexp.MustCompile(`^<([^>]+)>$`)
+var base64Call = regexp.MustCompile(`^base64\((.*)\)$`)
+
+// fill replaces the examples' placeholders with concrete values of the right JSON type.
+func fill(v any, key string) any {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			x[k] = fill(e, k)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = fill(e, key)
+		}
+	case string:
+		if m := base64Call.FindStringSubmatch(x); m != nil {
+			return base64.StdEncoding.EncodeToString([]byte(m[1]))
+		}
+		m := placeholder.FindStringSubmatch(x)
+		if m == nil {
+			return x
+		}
+		switch p := m[1]; {
+		case strings.Contains(p, "specific"):
+			return map[string]any{"apiVersion": "local.provider.extensions.gardener.cloud/v1alpha1", "kind": "Config"}
+		case strings.Contains(p, "provider-name"):
+			return "local"
+		case p == "some-image-name":
+			return "gardenlinux"
+		case p == "some-image-version":
+			return "15.4.20220818"
+		case strings.Contains(p, "network-extension"):
+			return "calico"
+		default:
+			return "filled-" + strings.NewReplacer(" ", "-").Replace(p)
+		}
+	}
+	return v
+}
+
+type manifest struct {
+	file string
+	obj  map[string]any
+	kind api.Kind
+}
+
+// TestGardenerExamplesRoundTrip POSTs every example manifest whose kind the hub serves to its REST path and checks
+// that the object read back carries every field that was sent, with the same name, JSON type and value.
+func TestGardenerExamplesRoundTrip(t *testing.T) {
+	dir := filepath.Join(sharedDir(t), "gardener", "examples")
+	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no examples in %s: %v", dir, err)
+	}
+	num := func(f string) int { n, _ := strconv.Atoi(strings.SplitN(filepath.Base(f), "-", 2)[0]); return n }
+	sort.SliceStable(files, func(i, j int) bool { return num(files[i]) < num(files[j]) })
+
+	var ms []manifest
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, doc := range strings.Split(string(data), "\n---") {
+			var obj map[string]any
+			if err := yaml.Unmarshal([]byte(doc), &obj); err != nil {
+				t.Fatalf("%s: %v", f, err)
+			}
+			if obj == nil {
+				continue
+			}
+			av, _ := obj["apiVersion"].(string)
+			kd, _ := obj["kind"].(string)
+			k, ok := api.KindFor(av, kd)
+			if !ok {
+				t.Logf("%s: %s %s is not served by the hub, skipped", filepath.Base(f), av, kd)
+				continue
+			}
+			ms = append(ms, manifest{file: filepath.Base(f), obj: fill(obj, "").(map[string]any), kind: k})
+		}
+	}
+	if len(ms) < 15 {
+		t.Fatalf("only %d served manifests found", len(ms))
+	}
+
+	h := hubtest.Start(t)
+	// The examples use namespaces garden (seed secret, managed seeds) and garden-trial (quota) without manifests.
+	for _, ns := range []string{"garden", "garden-trial"} {
+		if code, body := h.Do(t, "POST", "/api/v1/namespaces", `{"metadata":{"name":"`+ns+`"}}`); code != 201 {
+			t.Fatalf("create namespace %s: %d %s", ns, code, body)
+		}
+	}
+	for _, m := range ms {
+		t.Run(m.file+"/"+m.kind.Kind, func(t *testing.T) {
+			sent, _ := json.Marshal(m.obj)
+			md := m.obj["metadata"].(map[string]any)
+			name, _ := md["name"].(string)
+			ns, _ := md["namespace"].(string)
+			code, body := h.Do(t, "POST", collectionPath(m.kind, ns), sent)
+			if code != 201 {
+				t.Fatalf("POST %s: %d %s", collectionPath(m.kind, ns), code, body)
+			}
+			code, body = h.Do(t, "GET", collectionPath(m.kind, ns)+"/"+name, nil)
+			if code != 200 {
+				t.Fatalf("GET: %d %s", code, body)
+			}
+			var got map[string]any
+			if err := json.Unmarshal(body, &got); err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range diffSent("", m.obj, got) {
+				t.Error(d)
+			}
+		})
+	}
+}
+
+func collectionPath(k api.Kind, ns string) string {
+	p := "/apis/" + k.Group + "/" + k.Version
+	if k.Group == "" {
+		p = "/api/" + k.Version
+	}
+	if k.Namespaced {
+		p += "/namespaces/" + ns
+	}
+	return p + "/" + k.Resource
+}
+
+// diffSent lists every field of sent missing from got or different in JSON type or value. Empty lists, empty
+// objects and nulls count as absent, as Kubernetes' omitempty treats them.
+func diffSent(path string, sent, got any) []string {
+	if isEmpty(sent) {
+		return nil
+	}
+	switch s := sent.(type) {
+	case map[string]any:
+		g, ok := got.(map[string]any)
+		if !ok {
+			return []string{fmt.Sprintf("%s: sent an object, got %T", path, got)}
+		}
+		var out []string
+		for k, v := range s {
+			p := strings.TrimPrefix(path+"."+k, ".")
+			gv, present := g[k]
+			if !present && !isEmpty(v) {
+				out = append(out, fmt.Sprintf("%s: sent %v, missing in the object read back", p, v))
+				continue
+			}
+			out = append(out, diffSent(p, v, gv)...)
+		}
+		return out
+	case []any:
+		g, ok := got.([]any)
+		if !ok || len(g) != len(s) {
+			return []string{fmt.Sprintf("%s: sent a list of %d, got %v", path, len(s), got)}
+		}
+		var out []string
+		for i := range s {
+			out = append(out, diffSent(fmt.Sprintf("%s[%d]", path, i), s[i], g[i])...)
+		}
+		return out
+	default:
+		if fmt.Sprintf("%T:%v", sent, sent) != fmt.Sprintf("%T:%v", got, got) {
+			return []string{fmt.Sprintf("%s: sent %T %v, got %T %v", path, sent, sent, got, got)}
+		}
+	}
+	return nil
+}
+
+func isEmpty(v any) bool {
+	switch x := v.(type) {
+	case nil:
+		return true
+	case map[string]any:
+		return len(x) == 0
+	case []any:
+		return len(x) == 0
+	}
+	return false
+}

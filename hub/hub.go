@@ -1,0 +1,374 @@
+package hub
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/base64"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/test/bufconn"
+
+	"github.com/trellis-dev/trellis/gateway"
+	"github.com/trellis-dev/trellis/hub/api"
+	"github.com/trellis-dev/trellis/hub/auth"
+	"github.com/trellis-dev/trellis/hub/pki"
+	"github.com/trellis-dev/trellis/hub/store"
+)
+
+// Config configures a hub. The zero value plus Default serves on 127.0.0.1:8443 with data in ./trellis-data.
+type Config struct {
+	// Listen is the TLS address serving gRPC and REST.
+	Listen string
+	// DataDir holds the embedded etcd, pki/ca.crt, admin-token and encryption-keys.
+	DataDir string
+	// EtcdEndpoints selects an external etcd cluster instead of the embedded one.
+	EtcdEndpoints []string
+	// EtcdCAFile, EtcdCertFile and EtcdKeyFile configure TLS to the external etcd.
+	EtcdCAFile, EtcdCertFile, EtcdKeyFile string
+	// EncryptionKeyFile lists the keys for encryption at rest, one "name:base64(32 bytes)" per line; the first
+	// encrypts, all decrypt. Default <DataDir>/encryption-keys, created on first start.
+	EncryptionKeyFile string
+	// Hosts are extra DNS names or IPs for the serving certificate.
+	Hosts []string
+	// WatchWindow is the number of events per kind kept for watch resumption.
+	WatchWindow int
+	// Logger receives structured logs.
+	Logger *slog.Logger
+}
+
+// Default fills unset fields.
+func (c *Config) Default() {
+	if c.Listen == "" {
+		c.Listen = "127.0.0.1:8443"
+	}
+	if c.DataDir == "" {
+		c.DataDir = "trellis-data"
+	}
+	if c.EncryptionKeyFile == "" {
+		c.EncryptionKeyFile = filepath.Join(c.DataDir, "encryption-keys")
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+}
+
+// Validate reports configuration errors.
+func (c *Config) Validate() error {
+	var errs []error
+	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
+		errs = append(errs, fmt.Errorf("listen: %w", err))
+	}
+	if c.DataDir == "" {
+		errs = append(errs, errors.New("data-dir: required"))
+	}
+	if (c.EtcdCertFile == "") != (c.EtcdKeyFile == "") {
+		errs = append(errs, errors.New("etcd-cert and etcd-key: set both or neither"))
+	}
+	if c.WatchWindow < 0 {
+		errs = append(errs, errors.New("watch-window: must not be negative"))
+	}
+	return errors.Join(errs...)
+}
+
+// AddFlags binds the configuration to command-line flags.
+func (c *Config) AddFlags(fs *flag.FlagSet) {
+	fs.StringVar(&c.Listen, "listen", "127.0.0.1:8443", "TLS address serving gRPC and REST")
+	fs.StringVar(&c.DataDir, "data-dir", "trellis-data", "directory for the embedded etcd, the CA certificate, the admin token and the encryption keys")
+	fs.Func("etcd-endpoints", "comma-separated external etcd endpoints (default: embedded etcd)", func(s string) error {
+		c.EtcdEndpoints = strings.Split(s, ",")
+		return nil
+	})
+	fs.StringVar(&c.EtcdCAFile, "etcd-ca", "", "CA bundle of the external etcd")
+	fs.StringVar(&c.EtcdCertFile, "etcd-cert", "", "client certificate for the external etcd")
+	fs.StringVar(&c.EtcdKeyFile, "etcd-key", "", "client key for the external etcd")
+	fs.StringVar(&c.EncryptionKeyFile, "encryption-key-file", "", "keys for encryption at rest (default <data-dir>/encryption-keys)")
+	fs.Func("host", "extra DNS name or IP for the serving certificate (repeatable)", func(s string) error {
+		c.Hosts = append(c.Hosts, s)
+		return nil
+	})
+	fs.IntVar(&c.WatchWindow, "watch-window", 0, "events per kind kept for watch resumption (default 10000)")
+}
+
+// Hub is one hub replica: the API over gRPC and REST on one TLS port, backed by etcd.
+type Hub struct {
+	cfg   Config
+	log   *slog.Logger
+	ready chan struct{}
+
+	mu       sync.Mutex
+	addr     string
+	registry *api.Registry
+	store    *store.Store
+}
+
+// New returns a hub for cfg.
+func New(cfg Config) (*Hub, error) {
+	cfg.Default()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Hub{cfg: cfg, log: cfg.Logger, ready: make(chan struct{})}, nil
+}
+
+// Ready is closed once the hub serves.
+func (h *Hub) Ready() <-chan struct{} { return h.ready }
+
+// Addr is the address the hub listens on (after Ready).
+func (h *Hub) Addr() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.addr
+}
+
+// Registry returns the kinds' registry (after Ready), for in-process controllers and tests.
+func (h *Hub) Registry() *api.Registry {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.registry
+}
+
+// Run serves until ctx ends, then shuts down gracefully.
+func (h *Hub) Run(ctx context.Context) error {
+	start := time.Now()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	keys, err := loadOrCreateKeys(h.cfg.EncryptionKeyFile)
+	if err != nil {
+		return err
+	}
+	etcdTLS, err := h.etcdTLS()
+	if err != nil {
+		return err
+	}
+	st, err := store.Open(ctx, store.Config{
+		DataDir: h.cfg.DataDir, Endpoints: h.cfg.EtcdEndpoints, TLS: etcdTLS, EncryptionKeys: keys,
+		WatchWindow: h.cfg.WatchWindow, Logger: h.log.With("component", "store"),
+	})
+	if err != nil {
+		return fmt.Errorf("open store: %w", err)
+	}
+	defer st.Close()
+
+	ca, err := pki.LoadOrCreate(ctx, st.Client(), st.Prefix()+"/pki/ca", st)
+	if err != nil {
+		return err
+	}
+	if err := writeFileAtomic(filepath.Join(h.cfg.DataDir, "pki", "ca.crt"), ca.CertPEM, 0o644); err != nil {
+		return err
+	}
+	authn, err := auth.Open(ctx, st.Client(), st.Prefix(), filepath.Join(h.cfg.DataDir, "admin-token"))
+	if err != nil {
+		return err
+	}
+	hosts := append([]string{"127.0.0.1", "::1", "localhost"}, h.cfg.Hosts...)
+	if hn, err := os.Hostname(); err == nil {
+		hosts = append(hosts, hn)
+	}
+	if host, _, _ := net.SplitHostPort(h.cfg.Listen); host != "" && host != "0.0.0.0" && host != "::" {
+		hosts = append(hosts, host)
+	}
+	serving, err := ca.ServingCert(hosts, 365*24*time.Hour)
+	if err != nil {
+		return err
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m := newMetrics(reg)
+	ic := &interceptors{authn: authn, metrics: m}
+	grpcSrv := grpc.NewServer(
+		grpc.ChainUnaryInterceptor(ic.unary),
+		grpc.ChainStreamInterceptor(ic.stream),
+		grpc.MaxRecvMsgSize(16<<20),
+	)
+	registry, err := api.NewRegistry(ctx, st, grpcSrv)
+	if err != nil {
+		return err
+	}
+
+	// The REST gateway reaches the gRPC server in-process, through the same interceptors.
+	inproc := bufconn.Listen(4 << 20)
+	conn, err := grpc.NewClient("passthrough:///inproc",
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return inproc.DialContext(ctx) }),
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20), grpc.MaxCallSendMsgSize(16<<20)),
+	)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	var registrars []gateway.Registrar
+	for _, g := range registry.Gateways() {
+		registrars = append(registrars, gateway.Registrar(g))
+	}
+	rest, err := gateway.New(ctx, gateway.Config{Conn: conn, Registrars: registrars, Logger: h.log})
+	if err != nil {
+		return err
+	}
+
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", h.healthz(st))
+	mux.HandleFunc("/livez", h.healthz(st))
+	mux.HandleFunc("/readyz", h.readyz(st))
+	mux.Handle("/metrics", requireToken(authn, promhttpHandler(reg)))
+	disc := api.DiscoveryHandler()
+	mux.Handle("/api", requireToken(authn, disc))
+	mux.Handle("/apis", requireToken(authn, disc))
+	mux.Handle("/", discoveryOr(authn, disc, m.http(rest)))
+
+	lis, err := net.Listen("tcp", h.cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	// One TLS port: gRPC (HTTP/2 with content-type application/grpc) goes to the gRPC server, everything else to the
+	// REST gateway, health and metrics handlers — etcd's arrangement for TLS listeners.
+	httpSrv := &http.Server{
+		Handler:           grpcOr(grpcSrv, mux),
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(h.log.Handler(), slog.LevelDebug),
+		TLSConfig: &tls.Config{
+			Certificates: []tls.Certificate{serving},
+			NextProtos:   []string{"h2", "http/1.1"},
+			MinVersion:   tls.VersionTLS12,
+			ClientAuth:   tls.VerifyClientCertIfGiven,
+			ClientCAs:    ca.Pool(),
+		},
+	}
+
+	errc := make(chan error, 4)
+	var wg sync.WaitGroup
+	serve := func(name string, fn func() error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := fn(); err != nil && !isClosedErr(err) {
+				errc <- fmt.Errorf("%s: %w", name, err)
+			}
+		}()
+	}
+	serve("grpc-inproc", func() error { return grpcSrv.Serve(inproc) })
+	serve("https", func() error { return httpSrv.ServeTLS(lis, "", "") })
+
+	h.mu.Lock()
+	h.addr, h.registry, h.store = lis.Addr().String(), registry, st
+	h.mu.Unlock()
+	close(h.ready)
+	h.log.Info("hub ready", "address", lis.Addr().String(), "dataDir", h.cfg.DataDir, "startup", time.Since(start).Round(time.Millisecond))
+
+	select {
+	case <-ctx.Done():
+	case err = <-errc:
+		h.log.Error("serving failed", "err", err)
+	}
+	shutdownCtx, cancelShutdown := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancelShutdown()
+	_ = httpSrv.Shutdown(shutdownCtx)
+	stopped := make(chan struct{})
+	go func() { grpcSrv.GracefulStop(); close(stopped) }()
+	select {
+	case <-stopped:
+	case <-shutdownCtx.Done():
+		grpcSrv.Stop()
+	}
+	_ = lis.Close()
+	wg.Wait()
+	return err
+}
+
+func isClosedErr(err error) bool {
+	return errors.Is(err, net.ErrClosed) || errors.Is(err, http.ErrServerClosed) || errors.Is(err, grpc.ErrServerStopped) ||
+		strings.Contains(err.Error(), "use of closed network connection")
+}
+
+func (h *Hub) etcdTLS() (*tls.Config, error) {
+	if h.cfg.EtcdCAFile == "" && h.cfg.EtcdCertFile == "" {
+		return nil, nil
+	}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	if h.cfg.EtcdCAFile != "" {
+		pem, err := os.ReadFile(h.cfg.EtcdCAFile)
+		if err != nil {
+			return nil, err
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("etcd-ca %s: no certificates", h.cfg.EtcdCAFile)
+		}
+		cfg.RootCAs = pool
+	}
+	if h.cfg.EtcdCertFile != "" {
+		cert, err := tls.LoadX509KeyPair(h.cfg.EtcdCertFile, h.cfg.EtcdKeyFile)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Certificates = []tls.Certificate{cert}
+	}
+	return cfg, nil
+}
+
+// loadOrCreateKeys reads the encryption keys, creating the file with one fresh key on first start.
+func loadOrCreateKeys(path string) ([]store.Key, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		secret := make([]byte, 32)
+		if _, err := rand.Read(secret); err != nil {
+			return nil, err
+		}
+		line := "key1:" + base64.StdEncoding.EncodeToString(secret) + "\n"
+		if err := writeFileAtomic(path, []byte(line), 0o600); err != nil {
+			return nil, err
+		}
+		data = []byte(line)
+	} else if err != nil {
+		return nil, err
+	}
+	return parseKeys(path, data)
+}
+
+func parseKeys(path string, data []byte) ([]store.Key, error) {
+	var keys []store.Key
+	for i, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		name, b64, ok := strings.Cut(line, ":")
+		secret, err := base64.StdEncoding.DecodeString(b64)
+		if !ok || name == "" || err != nil || len(secret) != 32 {
+			return nil, fmt.Errorf("%s:%d: want name:base64 of a 32-byte key", path, i+1)
+		}
+		keys = append(keys, store.Key{Name: name, Secret: secret})
+	}
+	if len(keys) == 0 {
+		return nil, fmt.Errorf("%s: no keys", path)
+	}
+	return keys, nil
+}
+
+func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, mode); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}

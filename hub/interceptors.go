@@ -1,0 +1,160 @@
+package hub
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/trellis-dev/trellis/hub/api"
+	"github.com/trellis-dev/trellis/hub/auth"
+	"github.com/trellis-dev/trellis/hub/store"
+)
+
+// interceptors authenticate every call, map errors to status codes (the one edge where that happens) and record
+// metrics.
+type interceptors struct {
+	authn   *auth.Authenticator
+	metrics *metrics
+}
+
+func (ic *interceptors) authenticate(ctx context.Context) (context.Context, error) {
+	md, _ := metadata.FromIncomingContext(ctx)
+	var token string
+	if v := md.Get("authorization"); len(v) > 0 {
+		token = auth.BearerToken(v[0])
+	}
+	u, err := ic.authn.Authenticate(token)
+	if err != nil {
+		return ctx, apierrors.NewUnauthorized(err.Error())
+	}
+	return auth.WithUser(ctx, u), nil
+}
+
+func (ic *interceptors) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	start := time.Now()
+	ctx, err := ic.authenticate(ctx)
+	var resp any
+	if err == nil {
+		resp, err = handler(ctx, req)
+	}
+	err = api.ToGRPC(err)
+	ic.metrics.observe(info.FullMethod, status.Code(err).String(), time.Since(start))
+	return resp, err
+}
+
+func (ic *interceptors) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+	start := time.Now()
+	ctx, err := ic.authenticate(ss.Context())
+	if err == nil {
+		err = handler(srv, &authedStream{ServerStream: ss, ctx: ctx})
+	}
+	err = api.ToGRPC(err)
+	ic.metrics.observe(info.FullMethod, status.Code(err).String(), time.Since(start))
+	return err
+}
+
+type authedStream struct {
+	grpc.ServerStream
+	ctx context.Context
+}
+
+func (s *authedStream) Context() context.Context { return s.ctx }
+
+// grpcOr sends gRPC requests to the gRPC server and everything else to rest.
+func grpcOr(grpcSrv *grpc.Server, rest http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ProtoMajor == 2 && strings.HasPrefix(r.Header.Get("Content-Type"), "application/grpc") {
+			grpcSrv.ServeHTTP(w, r)
+			return
+		}
+		rest.ServeHTTP(w, r)
+	})
+}
+
+type metrics struct {
+	grpcRequests *prometheus.CounterVec
+	grpcDuration *prometheus.HistogramVec
+	httpRequests *prometheus.CounterVec
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		grpcRequests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "trellis_grpc_requests_total", Help: "gRPC calls by method and code."}, []string{"method", "code"}),
+		grpcDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "trellis_grpc_request_duration_seconds", Help: "gRPC call latency by method (streams: their lifetime).", Buckets: prometheus.ExponentialBuckets(0.0001, 2, 18)}, []string{"method"}),
+		httpRequests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "trellis_http_requests_total", Help: "REST requests by method and code."}, []string{"method", "code"}),
+	}
+	reg.MustRegister(m.grpcRequests, m.grpcDuration, m.httpRequests)
+	return m
+}
+
+func (m *metrics) observe(method, code string, d time.Duration) {
+	m.grpcRequests.WithLabelValues(method, code).Inc()
+	m.grpcDuration.WithLabelValues(method).Observe(d.Seconds())
+}
+
+func (m *metrics) http(next http.Handler) http.Handler {
+	return promhttp.InstrumentHandlerCounter(m.httpRequests, next)
+}
+
+func promhttpHandler(reg *prometheus.Registry) http.Handler {
+	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
+}
+
+// requireToken guards plain HTTP endpoints (metrics, discovery) with the same bearer tokens as the API.
+func requireToken(authn *auth.Authenticator, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, err := authn.Authenticate(auth.BearerToken(r.Header.Get("Authorization"))); err != nil {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusUnauthorized)
+			_, _ = w.Write([]byte(`{"kind":"Status","apiVersion":"v1","status":"Failure","message":"Unauthorized","reason":"Unauthorized","code":401}` + "\n"))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// discoveryOr serves discovery documents (/api/v1, /apis/<group>, /apis/<group>/<version>) and passes everything
+// else to the REST gateway.
+func discoveryOr(authn *auth.Authenticator, disc, rest http.Handler) http.Handler {
+	guarded := requireToken(authn, disc)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet && api.IsDiscoveryPath(strings.TrimSuffix(r.URL.Path, "/")) {
+			guarded.ServeHTTP(w, r)
+			return
+		}
+		rest.ServeHTTP(w, r)
+	})
+}
+
+func (h *Hub) healthz(st *store.Store) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		if _, err := st.Client().Get(ctx, "health", clientv3.WithCountOnly()); err != nil {
+			http.Error(w, "etcd: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ok\n"))
+	}
+}
+
+func (h *Hub) readyz(st *store.Store) http.HandlerFunc {
+	health := h.healthz(st)
+	return func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-h.ready:
+			health(w, r)
+		default:
+			http.Error(w, "starting", http.StatusServiceUnavailable)
+		}
+	}
+}

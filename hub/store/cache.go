@@ -1,0 +1,410 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc/metadata"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+)
+
+// Tunables of the watch cache.
+const (
+	listPageSize     = 1000            // keys per etcd range request when (re)listing
+	freshTimeout     = 5 * time.Second // how long a read waits for the cache to catch up
+	bookmarkInterval = time.Second
+	maxWatchBackoff  = 5 * time.Second
+)
+
+// entry is one cached object. obj is immutable and shared; it is replaced, never modified.
+type entry struct {
+	key string // object key: "<namespace>/<name>" or "<name>"
+	obj Object
+}
+
+// cache is the watch cache of one resource: the objects at revision rev, sorted by key, the secondary indexes, the
+// recent history and the watchers fed from it. It is filled by one etcd watch (run) and read under mu.
+type cache struct {
+	c   *Collection
+	log *slog.Logger
+
+	mu       sync.RWMutex
+	items    map[string]*entry
+	sorted   []*entry                                // by key, for ordered and namespace-ranged lists
+	indexes  map[string]map[string]map[string]*entry // index → value → key → entry
+	history  history
+	watchers map[*watcher]struct{}
+
+	// rev is the revision the cache reflects: every event up to it is applied. Written under mu, read without.
+	rev atomic.Int64
+	// changed is closed and replaced whenever rev moves, to wake readers waiting for a revision.
+	changed atomic.Pointer[chan struct{}]
+}
+
+func newCache(c *Collection) *cache {
+	ch := &cache{
+		c:        c,
+		log:      c.store.log.With("resource", c.gr.String()),
+		items:    map[string]*entry{},
+		watchers: map[*watcher]struct{}{},
+	}
+	ch.history.capacity = c.store.cfg.WatchWindow
+	wake := make(chan struct{})
+	ch.changed.Store(&wake)
+	return ch
+}
+
+// watchContext puts all cache watches of a client on one gRPC watch stream, separate from other users of the client,
+// so that one progress request reaches them all.
+func watchContext(ctx context.Context) context.Context {
+	return metadata.AppendToOutgoingContext(ctx, "trellis-watch", "cache")
+}
+
+// list loads the resource from etcd and replaces the cache's state with it. Watchers of a previous state are ended
+// with an Expired error: the history they would resume from is gone.
+func (ch *cache) list(ctx context.Context) error {
+	var (
+		items  map[string]*entry
+		sorted []*entry
+		rev    int64
+		err    error
+	)
+	for attempt := 0; ; attempt++ {
+		items, sorted, rev, err = ch.load(ctx)
+		// The revision of the first page may be compacted before the last page is read; start over.
+		if errors.Is(err, rpctypes.ErrCompacted) && attempt < 3 {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		break
+	}
+	indexes := map[string]map[string]map[string]*entry{}
+	for name := range ch.c.res.Indexes {
+		indexes[name] = map[string]map[string]*entry{}
+	}
+
+	ch.mu.Lock()
+	ch.items, ch.sorted, ch.indexes = items, sorted, indexes
+	for _, e := range sorted {
+		ch.index(e, true)
+	}
+	ch.history.reset(rev)
+	for w := range ch.watchers {
+		w.terminate(apierrors.NewResourceExpired(fmt.Sprintf("the watch cache of %s was re-listed at revision %d; list again", ch.c.gr, rev)))
+		delete(ch.watchers, w)
+	}
+	ch.setRev(rev)
+	ch.mu.Unlock()
+	ch.wake()
+	return nil
+}
+
+// load reads every key of the resource at one revision, in pages.
+func (ch *cache) load(ctx context.Context) (map[string]*entry, []*entry, int64, error) {
+	items := map[string]*entry{}
+	var sorted []*entry
+	var rev int64
+	key, end := ch.c.prefix, clientv3.GetPrefixRangeEnd(ch.c.prefix)
+	for {
+		opts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithLimit(listPageSize)}
+		if rev != 0 {
+			opts = append(opts, clientv3.WithRev(rev))
+		}
+		resp, err := ch.c.store.client.Get(ctx, key, opts...)
+		if err != nil {
+			return nil, nil, 0, err
+		}
+		if rev == 0 {
+			rev = resp.Header.Revision
+		}
+		for _, kv := range resp.Kvs {
+			k := string(kv.Key[len(ch.c.prefix):])
+			obj, err := ch.c.decode(string(kv.Key), kv.Value, kv.ModRevision)
+			if err != nil {
+				ch.log.Error("skipping undecodable object", "key", string(kv.Key), "err", err)
+				continue
+			}
+			e := &entry{key: k, obj: obj}
+			items[k] = e
+			sorted = append(sorted, e)
+		}
+		if !resp.More || len(resp.Kvs) == 0 {
+			return items, sorted, rev, nil
+		}
+		key = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
+	}
+}
+
+var errCompacted = errors.New("watch revision compacted")
+
+// run keeps the cache current until ctx ends: it watches from the cache's revision, resumes after errors and
+// re-lists when the revision it needs was compacted.
+func (ch *cache) run(ctx context.Context) {
+	backoff := 50 * time.Millisecond
+	for {
+		err := ch.watch(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		if errors.Is(err, errCompacted) {
+			ch.log.Warn("watch revision compacted; re-listing", "rev", ch.rev.Load())
+			if err = ch.list(ctx); err == nil {
+				backoff = 50 * time.Millisecond
+				continue
+			}
+		}
+		ch.log.Warn("watch ended; resuming", "rev", ch.rev.Load(), "err", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, maxWatchBackoff)
+	}
+}
+
+// watch applies the events after the cache's revision until the watch fails or ctx ends. It also sends bookmarks.
+func (ch *cache) watch(ctx context.Context) error {
+	wctx, cancel := context.WithCancel(watchContext(ctx))
+	defer cancel()
+	wch := ch.c.store.client.Watch(wctx, ch.c.prefix,
+		clientv3.WithPrefix(), clientv3.WithRev(ch.rev.Load()+1), clientv3.WithPrevKV(), clientv3.WithProgressNotify())
+	ticker := time.NewTicker(bookmarkInterval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-ticker.C:
+			ch.bookmark()
+		case resp, ok := <-wch:
+			switch {
+			case !ok:
+				return errors.New("etcd watch channel closed")
+			case resp.CompactRevision != 0:
+				return errCompacted
+			case resp.Err() != nil:
+				return resp.Err()
+			case resp.IsProgressNotify():
+				ch.progressTo(resp.Header.Revision)
+			case len(resp.Events) > 0:
+				ch.apply(resp.Events)
+			}
+		}
+	}
+}
+
+// decodedEvent is an etcd event with its value decoded outside the cache lock.
+type decodedEvent struct {
+	key    string // object key
+	rev    int64
+	delete bool
+	obj    Object // new state of a put; nil if undecodable
+	prev   Object // decoded PrevKv of a delete, used only if the cache lacks the key
+}
+
+// apply brings the cache forward by a batch of etcd events and hands them to the watchers.
+func (ch *cache) apply(evs []*clientv3.Event) {
+	batch := make([]decodedEvent, 0, len(evs))
+	for _, ev := range evs {
+		full := string(ev.Kv.Key)
+		d := decodedEvent{key: full[len(ch.c.prefix):], rev: ev.Kv.ModRevision}
+		if ev.Type == mvccpb.DELETE {
+			d.delete = true
+		} else {
+			obj, err := ch.c.decode(full, ev.Kv.Value, ev.Kv.ModRevision)
+			if err != nil {
+				ch.log.Error("undecodable object in watch; dropping it from the cache", "key", full, "err", err)
+				d.delete = true
+			}
+			d.obj = obj
+		}
+		if d.delete && ev.PrevKv != nil {
+			d.prev, _ = ch.c.decode(full, ev.PrevKv.Value, ev.PrevKv.ModRevision)
+		}
+		batch = append(batch, d)
+	}
+
+	ch.mu.Lock()
+	last := ch.rev.Load()
+	for _, d := range batch {
+		last = max(last, d.rev)
+		old := ch.items[d.key]
+		var ev event
+		switch {
+		case d.delete:
+			prev := d.prev
+			if old != nil {
+				prev = old.obj
+				ch.remove(old)
+			}
+			if prev == nil {
+				continue
+			}
+			ev = event{typ: Deleted, key: d.key, rev: d.rev, obj: ch.c.withRevision(prev, d.rev), prev: prev}
+		case old == nil:
+			ch.insert(&entry{key: d.key, obj: d.obj})
+			ev = event{typ: Added, key: d.key, rev: d.rev, obj: d.obj}
+		default:
+			ch.index(old, false)
+			ev = event{typ: Modified, key: d.key, rev: d.rev, obj: d.obj, prev: old.obj}
+			old.obj = d.obj
+			ch.index(old, true)
+		}
+		ch.history.add(ev)
+		ch.dispatch(&ev)
+	}
+	ch.setRev(last)
+	ch.mu.Unlock()
+	ch.wake()
+}
+
+// progressTo records that etcd has delivered every event up to rev.
+func (ch *cache) progressTo(rev int64) {
+	ch.mu.Lock()
+	moved := rev > ch.rev.Load()
+	if moved {
+		ch.setRev(rev)
+	}
+	ch.mu.Unlock()
+	if moved {
+		ch.wake()
+	}
+}
+
+// setRev moves the revision; mu must be held.
+func (ch *cache) setRev(rev int64) {
+	ch.rev.Store(rev)
+	ch.c.store.observe(rev)
+}
+
+// wake releases readers waiting for the revision to move.
+func (ch *cache) wake() {
+	next := make(chan struct{})
+	old := ch.changed.Swap(&next)
+	close(*old)
+}
+
+// waitFor waits until the cache has reached rev, at most freshTimeout.
+func (ch *cache) waitFor(ctx context.Context, rev int64) error {
+	if ch.rev.Load() >= rev {
+		return nil
+	}
+	deadline := time.NewTimer(freshTimeout)
+	defer deadline.Stop()
+	// Revisions written to other resources reach this cache only through progress notifications; ask for them when
+	// events do not bring the cache forward soon.
+	nudge := time.NewTicker(50 * time.Millisecond)
+	defer nudge.Stop()
+	for {
+		wake := ch.changed.Load()
+		if ch.rev.Load() >= rev {
+			return nil
+		}
+		select {
+		case <-*wake:
+		case <-nudge.C:
+			ch.c.store.progress.kick()
+		case <-deadline.C:
+			return apierrors.NewTimeoutError(fmt.Sprintf("Too large resource version: %d, current: %d", rev, ch.rev.Load()), 1)
+		case <-ctx.Done():
+			return ch.c.internal("wait for cache", ctx.Err())
+		}
+	}
+}
+
+// get returns the cached object of key or nil.
+func (ch *cache) get(key string) Object {
+	ch.mu.RLock()
+	defer ch.mu.RUnlock()
+	if e := ch.items[key]; e != nil {
+		return e.obj
+	}
+	return nil
+}
+
+// getWithRev returns the cached object of key (or nil) and the cache revision it was read at.
+func (ch *cache) getWithRev(key string) (Object, int64) {
+	ch.mu.RLock()
+	defer ch.mu.RUnlock()
+	if e := ch.items[key]; e != nil {
+		return e.obj, ch.rev.Load()
+	}
+	return nil, ch.rev.Load()
+}
+
+// byIndex returns copies of the entries whose index function gave value.
+func (ch *cache) byIndex(index, value string) []entry {
+	ch.mu.RLock()
+	defer ch.mu.RUnlock()
+	set := ch.indexes[index][value]
+	out := make([]entry, 0, len(set))
+	for _, e := range set {
+		out = append(out, *e)
+	}
+	return out
+}
+
+// insert adds a new entry; mu must be held for writing.
+func (ch *cache) insert(e *entry) {
+	ch.items[e.key] = e
+	i, _ := slices.BinarySearchFunc(ch.sorted, e.key, compareEntryKey)
+	ch.sorted = slices.Insert(ch.sorted, i, e)
+	ch.index(e, true)
+}
+
+// remove drops an entry; mu must be held for writing.
+func (ch *cache) remove(e *entry) {
+	delete(ch.items, e.key)
+	if i, ok := slices.BinarySearchFunc(ch.sorted, e.key, compareEntryKey); ok {
+		ch.sorted = slices.Delete(ch.sorted, i, i+1)
+	}
+	ch.index(e, false)
+}
+
+func compareEntryKey(e *entry, key string) int { return strings.Compare(e.key, key) }
+
+// index adds e to or removes it from the secondary indexes, by the values of its current object.
+func (ch *cache) index(e *entry, add bool) {
+	for name, fn := range ch.c.res.Indexes {
+		byValue := ch.indexes[name]
+		for _, v := range fn(e.obj) {
+			set := byValue[v]
+			if add {
+				if set == nil {
+					set = map[string]*entry{}
+					byValue[v] = set
+				}
+				set[e.key] = e
+				continue
+			}
+			delete(set, e.key)
+			if len(set) == 0 {
+				delete(byValue, v)
+			}
+		}
+	}
+}
+
+// rangeOf returns the sorted entries of a namespace (all entries for ""); mu must be held.
+func (ch *cache) rangeOf(namespace string) []*entry {
+	if namespace == "" {
+		return ch.sorted
+	}
+	// The namespace's keys lie in ["<ns>/", "<ns>0"): '0' follows '/'.
+	lo, _ := slices.BinarySearchFunc(ch.sorted, namespace+"/", compareEntryKey)
+	hi, _ := slices.BinarySearchFunc(ch.sorted, namespace+"0", compareEntryKey)
+	return ch.sorted[lo:hi]
+}

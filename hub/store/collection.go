@@ -1,0 +1,144 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync/atomic"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// Resource describes a stored kind.
+type Resource struct {
+	// Group and Resource name the collection, e.g. "core.gardener.cloud" and "shoots"; Group "" is Kubernetes' core.
+	Group, Resource string
+	Namespaced      bool
+	// Encrypted values are encrypted at rest with Config.EncryptionKeys.
+	Encrypted bool
+	// New returns an empty message of the stored type.
+	New func() Object
+	// Fields are the field-selector getters beyond metadata.name and metadata.namespace, by field path
+	// (e.g. "spec.seedName").
+	Fields map[string]func(Object) string
+	// Indexes are named secondary indexes maintained by the watch cache (e.g. "seed"); ByIndex reads them.
+	Indexes map[string]func(Object) []string
+}
+
+// Collection is one registered resource: its writes go to etcd, its reads to its watch cache.
+type Collection struct {
+	store  *Store
+	res    Resource
+	shape  *shape
+	gr     schema.GroupResource
+	gk     schema.GroupKind
+	prefix string // key prefix ending in "/"
+	cache  *cache
+
+	// written is the highest revision this Store wrote to the resource; reads wait for the cache to reach it.
+	written atomic.Int64
+}
+
+func newCollection(s *Store, r Resource) (*Collection, error) {
+	if r.Resource == "" || r.New == nil {
+		return nil, errors.New("store: Resource needs Resource and New")
+	}
+	sh, err := newShape(r.New())
+	if err != nil {
+		return nil, fmt.Errorf("store: resource %s: %w", r.Resource, err)
+	}
+	if r.Encrypted && !s.enc.enabled() {
+		return nil, fmt.Errorf("store: resource %s is encrypted but Config.EncryptionKeys is empty", r.Resource)
+	}
+	for f := range r.Fields {
+		if f == fieldMetaName || f == fieldMetaNamespace {
+			return nil, fmt.Errorf("store: resource %s: field %s is built in", r.Resource, f)
+		}
+	}
+	c := &Collection{
+		store:  s,
+		res:    r,
+		shape:  sh,
+		gr:     schema.GroupResource{Group: r.Group, Resource: r.Resource},
+		gk:     schema.GroupKind{Group: r.Group, Kind: sh.kind},
+		prefix: resourcePrefix(s.cfg.Prefix, r.Group, r.Resource),
+	}
+	c.cache = newCache(c)
+	return c, nil
+}
+
+// Resource returns the description the collection was registered with.
+func (c *Collection) Resource() Resource { return c.res }
+
+// wrote records a revision this Store wrote to the resource, for read-your-writes.
+func (c *Collection) wrote(rev int64) {
+	for {
+		cur := c.written.Load()
+		if rev <= cur || c.written.CompareAndSwap(cur, rev) {
+			return
+		}
+	}
+}
+
+// fresh waits until the cache has seen every write of this Store to the resource.
+func (c *Collection) fresh(ctx context.Context) error {
+	return c.cache.waitFor(ctx, c.written.Load())
+}
+
+// checkNamespace validates the namespace argument of a read: cluster-scoped resources take none.
+func (c *Collection) checkNamespace(namespace string) error {
+	if !c.res.Namespaced && namespace != "" {
+		return apierrors.NewBadRequest(fmt.Sprintf("%s is cluster-scoped: namespace must be empty, got %q", c.gr, namespace))
+	}
+	return nil
+}
+
+// checkName validates the identity of an object named in a request.
+func (c *Collection) checkName(namespace, name string) error {
+	var errs field.ErrorList
+	if c.res.Namespaced {
+		errs = append(errs, validatePathSegment(field.NewPath("metadata", "namespace"), namespace)...)
+	} else if namespace != "" {
+		errs = append(errs, field.Forbidden(field.NewPath("metadata", "namespace"), "not allowed on a cluster-scoped resource"))
+	}
+	errs = append(errs, validatePathSegment(field.NewPath("metadata", "name"), name)...)
+	if len(errs) > 0 {
+		return c.invalid(name, errs)
+	}
+	return nil
+}
+
+// Get returns the object from the watch cache. The object is shared: do not modify it.
+func (c *Collection) Get(ctx context.Context, namespace, name string) (Object, error) {
+	if err := c.checkName(namespace, name); err != nil {
+		return nil, err
+	}
+	if err := c.fresh(ctx); err != nil {
+		return nil, err
+	}
+	if obj := c.cache.get(objectKey(namespace, name)); obj != nil {
+		return obj, nil
+	}
+	return nil, c.notFound(name)
+}
+
+// ByIndex returns the objects whose index function yields value, sorted by key. The objects are shared: do not
+// modify them.
+func (c *Collection) ByIndex(ctx context.Context, index, value string) ([]Object, error) {
+	if _, ok := c.res.Indexes[index]; !ok {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("%s has no index %q", c.gr, index))
+	}
+	if err := c.fresh(ctx); err != nil {
+		return nil, err
+	}
+	entries := c.cache.byIndex(index, value)
+	sort.Slice(entries, func(i, j int) bool { return entries[i].key < entries[j].key })
+	out := make([]Object, len(entries))
+	for i, e := range entries {
+		out[i] = e.obj
+	}
+	return out, nil
+}

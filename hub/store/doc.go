@@ -1,0 +1,24 @@
+// Package store owns Trellis' persistence: objects in etcd (embedded or external), the watch cache that serves every
+// read, and watches with resumable history.
+//
+// Layout. An object lives under <prefix>/<group or "core">/<resource>/[<namespace>/]<name>, its value is the
+// deterministic protobuf encoding of the whole object with metadata.resourceVersion cleared, AES-256-GCM encrypted for
+// resources marked Encrypted. resourceVersion is the etcd ModRevision of the key; every write is a compare-and-swap
+// transaction on it.
+//
+// Reads. Get, List (first page) and ByIndex are answered by the per-resource watch cache, never by etcd. Before a read
+// the cache is brought up to the highest revision this Store has written to that resource, so a client always reads its
+// own writes. Only List continuations go to etcd, at the revision of the first page, which gives Kubernetes' snapshot
+// paging.
+//
+// Sharing. Objects returned by Get, List, ByIndex and delivered by watches are shared with the cache and with other
+// callers: they must be treated as immutable. Clone them (proto.Clone) before modifying. Objects returned by writes
+// (Create, Update, UpdateStatus, GuaranteedUpdate, Delete) belong to the caller. The cur object handed to a
+// GuaranteedUpdate mutate function is a private copy.
+//
+// Errors. Every error a Collection returns is a *k8s.io/apimachinery/pkg/api/errors.StatusError, so the API edge maps
+// them to gRPC and HTTP codes in one place.
+//
+// Goroutines. Open starts the embedded etcd (if any) and a progress requester; Register starts one goroutine per
+// resource (its etcd watch); Watch starts one goroutine per watcher. Close stops all of them and waits for them.
+package store

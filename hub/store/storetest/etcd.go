@@ -1,0 +1,153 @@
+// Package storetest holds the conformance suite of hub/store and what tests need to run it: fixtures of the
+// resources it stores and a launcher for an external etcd process. Tests of other packages use it to run the store
+// against real etcd.
+package storetest
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+)
+
+// Environment variables of the external etcd.
+const (
+	// EnvEtcdBin names the etcd binary; default <module root>/bin/testbin/etcd.
+	EnvEtcdBin = "TRELLIS_ETCD_BIN"
+	// EnvSkipExternal, set to 1, skips tests that need the binary when it is missing instead of failing them.
+	EnvSkipExternal = "TRELLIS_SKIP_EXTERNAL_ETCD"
+)
+
+// EtcdBinary returns the path of the etcd binary for tests, or "" when there is none.
+func EtcdBinary() string {
+	if p := os.Getenv(EnvEtcdBin); p != "" {
+		return p
+	}
+	dir, err := os.Getwd()
+	if err != nil {
+		return ""
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			p := filepath.Join(dir, "bin", "testbin", "etcd")
+			if _, err := os.Stat(p); err == nil {
+				return p
+			}
+			return ""
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return ""
+		}
+		dir = parent
+	}
+}
+
+// StartEtcd starts an etcd process on ephemeral loopback ports with a temporary data directory and returns its
+// client endpoint; the process is killed when the test ends. Without a binary the test fails with a hint to run
+// `make testbin`, or is skipped when TRELLIS_SKIP_EXTERNAL_ETCD=1.
+func StartEtcd(t testing.TB) string {
+	t.Helper()
+	bin := EtcdBinary()
+	if bin == "" {
+		if os.Getenv(EnvSkipExternal) == "1" {
+			t.Skipf("no etcd binary (%s=1)", EnvSkipExternal)
+		}
+		t.Fatalf("no etcd binary at $%s or bin/testbin/etcd: run `make testbin` (or set %s=1 to skip)", EnvEtcdBin, EnvSkipExternal)
+	}
+	var lastErr error
+	for attempt := 0; attempt < 3; attempt++ {
+		endpoint, err := startEtcd(t, bin)
+		if err == nil {
+			return endpoint
+		}
+		lastErr = err
+	}
+	t.Fatalf("start etcd %s: %v", bin, lastErr)
+	return ""
+}
+
+func startEtcd(t testing.TB, bin string) (string, error) {
+	client, peer := freePort(t), freePort(t)
+	clientURL := "http://127.0.0.1:" + strconv.Itoa(client)
+	peerURL := "http://127.0.0.1:" + strconv.Itoa(peer)
+	dir := t.TempDir()
+	cmd := exec.Command(bin,
+		"--name", "test",
+		"--data-dir", filepath.Join(dir, "data"),
+		"--listen-client-urls", clientURL,
+		"--advertise-client-urls", clientURL,
+		"--listen-peer-urls", peerURL,
+		"--initial-advertise-peer-urls", peerURL,
+		"--initial-cluster", "test="+peerURL,
+		"--heartbeat-interval", "10",
+		"--election-timeout", "100",
+		"--log-level", "error",
+		// Test data need no durability; fsync would only slow the suite.
+		"--unsafe-no-fsync",
+	)
+	logf, err := os.Create(filepath.Join(dir, "etcd.log"))
+	if err != nil {
+		return "", err
+	}
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return "", err
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	stop := func() {
+		_ = cmd.Process.Kill()
+		<-exited
+		logf.Close()
+	}
+
+	c, err := clientv3.New(clientv3.Config{Endpoints: []string{clientURL}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		stop()
+		return "", err
+	}
+	defer c.Close()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_, err = c.Get(ctx, "health")
+		cancel()
+		if err == nil {
+			break
+		}
+		select {
+		case werr := <-exited:
+			logf.Close()
+			log, _ := os.ReadFile(filepath.Join(dir, "etcd.log"))
+			return "", fmt.Errorf("etcd exited: %v\n%s", werr, log)
+		default:
+		}
+		if time.Now().After(deadline) {
+			stop()
+			return "", fmt.Errorf("etcd at %s not ready: %w", clientURL, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Cleanup(stop)
+	return clientURL, nil
+}
+
+func freePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("free port: %v", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}

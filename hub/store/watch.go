@@ -1,0 +1,297 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// EventType is the kind of a watch event, spelled as Kubernetes spells it.
+type EventType string
+
+// Watch event types.
+const (
+	Added    EventType = "ADDED"
+	Modified EventType = "MODIFIED"
+	Deleted  EventType = "DELETED"
+	Bookmark EventType = "BOOKMARK"
+	Error    EventType = "ERROR"
+)
+
+// Event is one change seen by a watcher. Object is shared: do not modify it. A Bookmark's Object carries only
+// metadata.resourceVersion. An Error event has Err (a StatusError) and no Object, and is the last event.
+type Event struct {
+	Type   EventType
+	Object Object
+	Err    error
+}
+
+// Watcher delivers events until Stop, the end of the Watch context, Close, or until it falls too far behind; in the
+// last case a final Error event carries an Expired error and the client watches again.
+type Watcher interface {
+	Events() <-chan Event
+	// Stop ends the watch and closes the channel; it returns when the channel is closed.
+	Stop()
+}
+
+// WatchOptions select the events of a watch.
+type WatchOptions struct {
+	// ResourceVersion "" or "0" starts with ADDED events for the current state; any other value resumes after that
+	// revision (410 Expired when it is older than the history kept).
+	ResourceVersion string
+	Labels          labels.Selector
+	Fields          fields.Selector
+	// Bookmarks asks for a BOOKMARK event about every second while the watcher is idle.
+	Bookmarks bool
+}
+
+// watchBuffer is how many live events a watcher may have pending before it is ended as too slow.
+const watchBuffer = 1000
+
+// Watch starts a watch on the resource, in one namespace or ("") in all.
+func (c *Collection) Watch(ctx context.Context, namespace string, o WatchOptions) (Watcher, error) {
+	if err := c.checkNamespace(namespace); err != nil {
+		return nil, err
+	}
+	pred, err := c.newPredicate(o.Labels, o.Fields)
+	if err != nil {
+		return nil, err
+	}
+	from := int64(-1) // initial state
+	if o.ResourceVersion != "" && o.ResourceVersion != "0" {
+		from, err = strconv.ParseInt(o.ResourceVersion, 10, 64)
+		if err != nil || from < 0 {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid resourceVersion %q", o.ResourceVersion))
+		}
+	}
+	if from < 0 {
+		err = c.fresh(ctx)
+	} else {
+		err = c.cache.waitFor(ctx, from)
+	}
+	if err != nil {
+		return nil, err
+	}
+
+	ch := c.cache
+	w := &watcher{
+		ch:        ch,
+		namespace: namespace,
+		pred:      pred,
+		bookmarks: o.Bookmarks,
+		out:       make(chan Event),
+		done:      make(chan struct{}),
+		exited:    make(chan struct{}),
+		notify:    make(chan struct{}, 1),
+	}
+	ch.mu.Lock()
+	if from < 0 {
+		for _, e := range ch.rangeOf(namespace) {
+			if pred.matches(e.obj) {
+				w.queue = append(w.queue, Event{Type: Added, Object: e.obj})
+			}
+		}
+	} else {
+		evs, ok := ch.history.since(from)
+		if !ok {
+			oldest := ch.history.oldest
+			ch.mu.Unlock()
+			return nil, apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d)", from, oldest))
+		}
+		for _, ev := range evs {
+			if out, ok := w.convert(ev); ok {
+				w.queue = append(w.queue, out)
+			}
+		}
+	}
+	ch.watchers[w] = struct{}{}
+	ch.mu.Unlock()
+
+	if err := c.store.goroutine(func(storeCtx context.Context) { w.run(ctx, storeCtx) }); err != nil {
+		ch.removeWatcher(w)
+		return nil, c.internal("watch", err)
+	}
+	return w, nil
+}
+
+// watcher is one client's watch: the cache queues events under its lock without blocking, and the watcher's
+// goroutine forwards them to the client's channel.
+type watcher struct {
+	ch        *cache
+	namespace string
+	pred      predicate
+	bookmarks bool
+
+	out      chan Event
+	done     chan struct{} // closed by Stop
+	exited   chan struct{} // closed when run has returned and out is closed
+	stopOnce sync.Once
+	notify   chan struct{} // wakes run; capacity 1
+
+	mu    sync.Mutex
+	queue []Event
+	live  int   // events queued since run last took the queue; the initial state and replay do not count
+	ended bool  // no more events are queued
+	final error // sent as an Error event after the queue when ended
+}
+
+func (w *watcher) Events() <-chan Event { return w.out }
+
+func (w *watcher) Stop() {
+	w.stopOnce.Do(func() { close(w.done) })
+	<-w.exited
+}
+
+// run forwards queued events until the watcher is stopped, its context or the store ends, or it is terminated.
+func (w *watcher) run(ctx, storeCtx context.Context) {
+	defer close(w.exited)
+	defer close(w.out)
+	defer w.ch.removeWatcher(w)
+	send := func(ev Event) bool {
+		select {
+		case w.out <- ev:
+			return true
+		case <-w.done:
+		case <-ctx.Done():
+		case <-storeCtx.Done():
+		}
+		return false
+	}
+	for {
+		w.mu.Lock()
+		batch, ended, final := w.queue, w.ended, w.final
+		w.queue, w.live = nil, 0
+		w.mu.Unlock()
+		for _, ev := range batch {
+			if !send(ev) {
+				return
+			}
+		}
+		if ended {
+			if final != nil {
+				send(Event{Type: Error, Err: final})
+			}
+			return
+		}
+		if len(batch) > 0 {
+			continue
+		}
+		select {
+		case <-w.notify:
+		case <-w.done:
+			return
+		case <-ctx.Done():
+			return
+		case <-storeCtx.Done():
+			return
+		}
+	}
+}
+
+func (w *watcher) wake() {
+	select {
+	case w.notify <- struct{}{}:
+	default:
+	}
+}
+
+// enqueue queues a live event without blocking. A watcher whose queue is full is terminated with an Expired error;
+// enqueue then returns false and the cache forgets it.
+func (w *watcher) enqueue(ev Event) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.ended {
+		return false
+	}
+	if w.live >= watchBuffer {
+		w.ended, w.queue = true, nil
+		w.final = apierrors.NewResourceExpired(fmt.Sprintf(
+			"watch of %s fell behind by more than %d events; watch again from the last resourceVersion received", w.ch.c.gr, watchBuffer))
+		w.wake()
+		return false
+	}
+	w.queue = append(w.queue, ev)
+	w.live++
+	w.wake()
+	return true
+}
+
+// terminate ends the watcher with a final error event.
+func (w *watcher) terminate(err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.ended {
+		w.ended, w.queue, w.final = true, nil, err
+		w.wake()
+	}
+}
+
+// idle reports whether nothing is waiting to be sent.
+func (w *watcher) idle() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.queue) == 0 && !w.ended
+}
+
+// convert turns a cache event into what this watcher sees, as Kubernetes' watch cache does: an object that starts
+// matching the selectors is ADDED, one that stops matching is DELETED (its previous state at the event's revision).
+func (w *watcher) convert(ev *event) (Event, bool) {
+	if w.namespace != "" && namespaceOfKey(ev.key) != w.namespace {
+		return Event{}, false
+	}
+	prevMatch := ev.prev != nil && w.pred.matches(ev.prev)
+	if ev.typ == Deleted {
+		if prevMatch {
+			return Event{Type: Deleted, Object: ev.obj}, true
+		}
+		return Event{}, false
+	}
+	curMatch := w.pred.matches(ev.obj)
+	switch {
+	case curMatch && prevMatch:
+		return Event{Type: Modified, Object: ev.obj}, true
+	case curMatch:
+		return Event{Type: Added, Object: ev.obj}, true
+	case prevMatch:
+		return Event{Type: Deleted, Object: w.ch.c.withRevision(ev.prev, ev.rev)}, true
+	}
+	return Event{}, false
+}
+
+// dispatch queues an event for every watcher it concerns; mu must be held for writing.
+func (ch *cache) dispatch(ev *event) {
+	for w := range ch.watchers {
+		out, ok := w.convert(ev)
+		if ok && !w.enqueue(out) {
+			delete(ch.watchers, w)
+		}
+	}
+}
+
+// bookmark queues a BOOKMARK at the cache's revision for every idle watcher that asked for bookmarks.
+func (ch *cache) bookmark() {
+	ch.mu.RLock()
+	defer ch.mu.RUnlock()
+	rev := ch.rev.Load()
+	var bm Object
+	for w := range ch.watchers {
+		if !w.bookmarks || !w.idle() {
+			continue
+		}
+		if bm == nil {
+			bm = ch.c.shape.newBookmark(ch.c.res.New, rev)
+		}
+		w.enqueue(Event{Type: Bookmark, Object: bm})
+	}
+}
+
+func (ch *cache) removeWatcher(w *watcher) {
+	ch.mu.Lock()
+	delete(ch.watchers, w)
+	ch.mu.Unlock()
+}

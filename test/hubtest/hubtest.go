@@ -1,0 +1,172 @@
+package hubtest
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/metadata"
+
+	"github.com/trellis-dev/trellis/hub"
+)
+
+// Hub is a running hub and clients for it.
+type Hub struct {
+	*hub.Hub
+	URL     string // https://127.0.0.1:<port>
+	Token   string
+	CA      []byte
+	DataDir string
+	HTTP    *http.Client
+}
+
+// Start runs a hub until the test ends. mutate may adjust the configuration.
+func Start(t testing.TB, mutate ...func(*hub.Config)) *Hub {
+	t.Helper()
+	dir := t.TempDir()
+	cfg := hub.Config{
+		Listen:  "127.0.0.1:0",
+		DataDir: dir,
+		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)),
+	}
+	if testing.Verbose() && os.Getenv("TRELLIS_TEST_LOGS") != "" {
+		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	for _, m := range mutate {
+		m(&cfg)
+	}
+	h, err := hub.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- h.Run(ctx) }()
+	stopped := false
+	t.Cleanup(func() {
+		cancel()
+		if stopped {
+			return
+		}
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("hub stopped with error: %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Error("hub did not stop within 30s")
+		}
+	})
+	select {
+	case <-h.Ready():
+	case err := <-done:
+		stopped = true
+		t.Fatalf("hub failed to start: %v", err)
+	case <-time.After(60 * time.Second):
+		t.Fatal("hub not ready within 60s")
+	}
+	return connect(t, h, dir)
+}
+
+func connect(t testing.TB, h *hub.Hub, dir string) *Hub {
+	ca, err := os.ReadFile(filepath.Join(dir, "pki", "ca.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	token, err := os.ReadFile(filepath.Join(dir, "admin-token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(ca)
+	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, ForceAttemptHTTP2: true, MaxIdleConnsPerHost: 64}
+	return &Hub{Hub: h, URL: "https://" + h.Addr(), Token: strings.TrimSpace(string(token)), CA: ca, DataDir: dir, HTTP: &http.Client{Transport: tr, Timeout: 60 * time.Second}}
+}
+
+// Do sends a REST request with the admin token; body may be nil, []byte, string or a value to encode as JSON.
+func (h *Hub) Do(t testing.TB, method, path string, body any, header ...string) (int, []byte) {
+	t.Helper()
+	return h.DoToken(t, h.Token, method, path, body, header...)
+}
+
+// DoToken is Do with another token ("" for none).
+func (h *Hub) DoToken(t testing.TB, token, method, path string, body any, header ...string) (int, []byte) {
+	t.Helper()
+	var r io.Reader
+	switch b := body.(type) {
+	case nil:
+	case []byte:
+		r = bytes.NewReader(b)
+	case string:
+		r = strings.NewReader(b)
+	default:
+		j, err := json.Marshal(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r = bytes.NewReader(j)
+	}
+	req, err := http.NewRequest(method, h.URL+path, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := h.HTTP.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	out, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, out
+}
+
+// GRPC returns a gRPC connection to the hub over TLS; calls carry the admin token.
+func (h *Hub) GRPC(t testing.TB) *grpc.ClientConn {
+	t.Helper()
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(h.CA)
+	conn, err := grpc.NewClient(h.Addr(),
+		grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{RootCAs: pool})),
+		grpc.WithPerRPCCredentials(tokenCreds(h.Token)),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return conn
+}
+
+type tokenCreds string
+
+func (c tokenCreds) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
+	return map[string]string{"authorization": "Bearer " + string(c)}, nil
+}
+func (tokenCreds) RequireTransportSecurity() bool { return true }
+
+// WithToken returns ctx carrying a bearer token for a gRPC call.
+func WithToken(ctx context.Context, token string) context.Context {
+	return metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+token)
+}
