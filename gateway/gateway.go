@@ -3,6 +3,7 @@ package gateway
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"mime"
@@ -17,6 +18,7 @@ import (
 	kmetav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/trellis-dev/trellis/gateway/kjson"
 	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
 )
 
@@ -71,9 +73,18 @@ func incomingHeader(key string) (string, bool) {
 	return "", false
 }
 
-func setHTTPCode(ctx context.Context, w http.ResponseWriter, _ proto.Message) error {
+func setHTTPCode(ctx context.Context, w http.ResponseWriter, m proto.Message) error {
 	md, ok := runtime.ServerMetadataFromContext(ctx)
 	if !ok {
+		return nil
+	}
+	if m == nil && len(md.HeaderMD.Get(HeaderWatchStarted)) > 0 {
+		// A watch is established: answer at once, as kube-apiserver does, not with the first event.
+		w.Header().Set("Content-Type", MIMEJSON)
+		w.WriteHeader(http.StatusOK)
+		if f, ok := w.(http.Flusher); ok {
+			f.Flush()
+		}
 		return nil
 	}
 	if v := md.HeaderMD.Get(HeaderHTTPCode); len(v) > 0 {
@@ -83,6 +94,9 @@ func setHTTPCode(ctx context.Context, w http.ResponseWriter, _ proto.Message) er
 	}
 	return nil
 }
+
+// HeaderWatchStarted is gRPC response metadata a Watch sends once the watch is established.
+const HeaderWatchStarted = "x-trellis-watch-started"
 
 // SetHTTPCode is called by a gRPC handler to choose the REST success code.
 func SetHTTPCode(ctx context.Context, code int) {
@@ -101,6 +115,9 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r.URL.RawPath = ""
 		q.Del("watch")
 		changed = true
+	}
+	if r.Method == http.MethodGet && strings.Contains(r.URL.Path, "/watch/") {
+		w = &watchWriter{ResponseWriter: w}
 	}
 	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if r.Method == http.MethodPatch {
@@ -166,3 +183,46 @@ func watchPath(p string) string {
 func badRequest(msg string) *metav1.Status {
 	return &metav1.Status{ApiVersion: "v1", Kind: "Status", Status: kmetav1.StatusFailure, Message: msg, Reason: string(kmetav1.StatusReasonBadRequest), Code: http.StatusBadRequest}
 }
+
+// watchWriter makes a watch that fails before its first event answer like kube-apiserver: with the error's HTTP code
+// (410 for an expired resourceVersion) and a Status body, instead of grpc-gateway's mapping of the gRPC code and an
+// ERROR event. Once events flow, errors stay ERROR events in the stream, as in Kubernetes.
+type watchWriter struct {
+	http.ResponseWriter
+	started, failed bool
+}
+
+func (w *watchWriter) WriteHeader(code int) {
+	if !w.started && code != http.StatusOK {
+		w.failed = true
+		return
+	}
+	w.started = true
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *watchWriter) Write(b []byte) (int, error) {
+	if w.failed {
+		var ev struct {
+			Object json.RawMessage `json:"object"`
+		}
+		st := &metav1.Status{}
+		if json.Unmarshal(b, &ev) != nil || kjson.Unmarshal(ev.Object, st) != nil || st.Code == 0 {
+			st = &metav1.Status{ApiVersion: "v1", Kind: "Status", Status: kmetav1.StatusFailure, Message: strings.TrimSpace(string(b)), Code: http.StatusInternalServerError}
+		}
+		w.failed = false
+		w.started = true
+		writeStatus(w.ResponseWriter, st)
+		return len(b), nil
+	}
+	w.started = true
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *watchWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok && !w.failed {
+		f.Flush()
+	}
+}
+
+func (w *watchWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

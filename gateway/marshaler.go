@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"reflect"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	spb "google.golang.org/genproto/googleapis/rpc/status"
@@ -97,6 +98,14 @@ func (m *Marshaler) marshalStreamError(e any) ([]byte, error) {
 func (m *Marshaler) Unmarshal(data []byte, v any) error {
 	msg, ok := v.(proto.Message)
 	if !ok {
+		// grpc-gateway decodes a body mapped to a message field through a pointer to that (nil) field.
+		rv := reflect.ValueOf(v)
+		if rv.Kind() == reflect.Pointer && rv.Elem().Kind() == reflect.Pointer && rv.Elem().Type().Implements(protoMessageType) {
+			if rv.Elem().IsNil() {
+				rv.Elem().Set(reflect.New(rv.Elem().Type().Elem()))
+			}
+			return m.Unmarshal(data, rv.Elem().Interface())
+		}
 		return json.Unmarshal(data, v)
 	}
 	if m.YAML {
@@ -117,6 +126,8 @@ func (m *Marshaler) Unmarshal(data []byte, v any) error {
 	}
 	return kjson.UnmarshalOptions{DiscardUnknown: m.Lenient}.Unmarshal(data, msg)
 }
+
+var protoMessageType = reflect.TypeFor[proto.Message]()
 
 // NewDecoder implements runtime.Marshaler.
 func (m *Marshaler) NewDecoder(r io.Reader) runtime.Decoder {

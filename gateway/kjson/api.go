@@ -15,17 +15,18 @@ var bufPool sync.Pool
 
 // Marshal writes m as Kubernetes JSON (compact, fields in declaration order, map keys sorted).
 func Marshal(m proto.Message) ([]byte, error) {
-	var buf []byte
-	if p, ok := bufPool.Get().(*[]byte); ok {
-		buf = (*p)[:0]
+	p, _ := bufPool.Get().(*[]byte)
+	if p == nil {
+		p = new([]byte)
 	}
-	buf, err := AppendMarshal(buf, m)
+	buf, err := AppendMarshal((*p)[:0], m)
 	var out []byte
 	if err == nil {
 		out = bytes.Clone(buf)
 	}
-	if cap(buf) <= 1<<20 {
-		bufPool.Put(&buf)
+	if cap(buf) <= 1<<20 { // do not keep huge buffers alive
+		*p = buf
+		bufPool.Put(p)
 	}
 	return out, err
 }

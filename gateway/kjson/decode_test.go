@@ -252,7 +252,13 @@ func TestUnmarshalErrors(t *testing.T) {
 		{"duplicate field", `{"name":"a","name":"b"}`, meta, `name: duplicate field "name"`, "name"},
 		{"duplicate nested field", `{"metadata":{"name":"a","uid":"u","name":"b"}}`, kitchen, `metadata.name: duplicate field "name"`, "metadata.name"},
 		{"duplicate map key", `{"metadata":{"labels":{"a":"1","a":"2"}}}`, kitchen, `metadata.labels[a]: duplicate key "a"`, "metadata.labels[a]"},
-		{"duplicate key in raw extension", `{"raw":{"x":{"a":1,"a":2}}}`, kitchen, `raw: duplicate key "a" at /raw/x/a`, "raw"},
+		{"duplicate key in raw extension", `{"raw":{"x":{"a":1,"a":2}}}`, kitchen, `raw: duplicate key "a" at /x/a`, "raw"},
+		{"duplicate null field", `{"name":null,"name":"a"}`, meta, `name: duplicate field "name"`, "name"},
+		{"duplicate message field", `{"ts":null,"s":"","ts":"2026-05-16T13:04:16Z"}`, kitchen, `ts: duplicate field "ts"`, "ts"},
+		{"duplicate map key (dynamic message)", `{"labels":{"a":"1","b":"2","a":"3"}}`, kitchen, `labels[a]: duplicate key "a"`, "labels[a]"},
+		{"duplicate map key escaped", `{"labels":{"a":"1","\u0061":"3"}}`, meta, `labels[a]: duplicate key "a"`, "labels[a]"},
+		{"duplicate message-valued key", `{"kids":{"a":{},"a":{}}}`, kitchen, `kids[a]: duplicate key "a"`, "kids[a]"},
+		{"duplicate in raw list", `{"raws":[{},[{"b":1,"b":1}]]}`, kitchen, `raws[1]: duplicate key "b" at /0/b`, "raws[1]"},
 		{"duplicate key in struct", `{"st":{"a":1,"a":2}}`, kitchen, `st[a]: duplicate key "a"`, "st[a]"},
 		{"path after list and map", `{"finalizers":["a"],"labels":{"a":"b"},"name":5}`, meta, `name: expected a string, got number`, "name"},
 		{"path after nested list and map", `{"metadata":{"finalizers":["a"],"labels":{"a":"b"},"ownerReferences":[{}]},"children":[{"strs":[],"kids":{"k":{}}},{"s":1}]}`,
@@ -318,6 +324,16 @@ func TestUnknownFieldOptions(t *testing.T) {
 	// DiscardUnknown without a callback.
 	if err := (UnmarshalOptions{DiscardUnknown: true}).Unmarshal([]byte(in), newKitchen()); err != nil {
 		t.Fatal(err)
+	}
+	// Duplicates are errors among skipped fields and inside skipped values too.
+	for in, want := range map[string]string{
+		`{"x":1,"s":"","x":2}`:       `x: duplicate field "x"`,
+		`{"x":{"a":[{"b":1,"b":2}]}}`: `x: duplicate key "b" at /a/0/b`,
+	} {
+		err := (UnmarshalOptions{DiscardUnknown: true}).Unmarshal([]byte(in), newKitchen())
+		if err == nil || err.Error() != want {
+			t.Errorf("DiscardUnknown %s: err = %v, want %s", in, err, want)
+		}
 	}
 	// Skipping still checks the syntax of the skipped value.
 	if err := (UnmarshalOptions{DiscardUnknown: true}).Unmarshal([]byte(`{"x":[1,}`), newKitchen()); err == nil {

@@ -56,6 +56,9 @@ type messageInfo struct {
 	fields  []*fieldInfo          // declaration order, the order fields are written in
 	byName  map[string]*fieldInfo // by JSON name, the only name accepted on input
 
+	hasFast  bool                     // some field may have a fast path (golayout.go)
+	goLayout atomic.Pointer[goLayout] // the Go struct layout of the last Go type seen
+
 	// Fields of the special messages, looked up once.
 	f1, f2, f3, f4, f5, f6 protoreflect.FieldDescriptor
 	oneof                  protoreflect.OneofDescriptor
@@ -63,9 +66,11 @@ type messageInfo struct {
 
 // fieldInfo is one field of a messageInfo.
 type fieldInfo struct {
-	fd   protoreflect.FieldDescriptor
-	name string // JSON name
-	key  []byte // `"name":`, written before the value
+	fd    protoreflect.FieldDescriptor
+	index int      // fd.Index()
+	fast  fastKind // direct Go field access this field allows (golayout.go)
+	name  string   // JSON name
+	key   []byte   // `"name":`, written before the value
 
 	// elem describes the single value: the field itself, a list element, or a map value.
 	elem     protoreflect.FieldDescriptor
@@ -162,7 +167,8 @@ func newMessageInfo(md protoreflect.MessageDescriptor) *messageInfo {
 	mi.byName = make(map[string]*fieldInfo, fds.Len())
 	for i := range fds.Len() {
 		fd := fds.Get(i)
-		fi := &fieldInfo{fd: fd, name: fd.JSONName(), elem: fd, isList: fd.IsList(), isMap: fd.IsMap()}
+		fi := &fieldInfo{fd: fd, index: i, fast: fastKindOf(fd), name: fd.JSONName(), elem: fd, isList: fd.IsList(), isMap: fd.IsMap()}
+		mi.hasFast = mi.hasFast || fi.fast != fastNone
 		fi.key, _ = appendString(nil, fi.name)
 		fi.key = append(fi.key, ':')
 		if fi.isMap {

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unsafe"
 
 	"google.golang.org/protobuf/reflect/protoreflect"
 )
@@ -12,6 +13,8 @@ import (
 // encoder holds the scratch state of one Marshal call; it is pooled. The JSON itself is threaded through the
 // methods as an append buffer.
 type encoder struct {
+	// keys collects the keys of a map[string]string or map[string][]byte for sorting.
+	keys []string
 	// entries collects map entries for sorting; nested maps use the slice as a stack.
 	entries []mapEntry
 	// collect appends one map entry to entries; made once per encoder so that Map.Range does not allocate a closure.
@@ -38,9 +41,17 @@ func (e *encoder) message(b []byte, mi *messageInfo, m protoreflect.Message) ([]
 	if mi.special != specialNone {
 		return e.special(b, mi, m)
 	}
+	gl, base := mi.layout(m)
 	b = append(b, '{')
 	first := true
 	for _, fi := range mi.fields {
+		if p := gl.field(base, fi); p != nil {
+			var err error
+			if b, err = e.fastField(b, fi, p, &first); err != nil {
+				return b, prependPath(err, fi.name)
+			}
+			continue
+		}
 		// Has is exactly Kubernetes' omitempty: proto3 scalars are "set" when non-zero, optional scalars and
 		// messages when present, lists and maps when non-empty.
 		if !m.Has(fi.fd) {
@@ -160,3 +171,84 @@ func (e *encoder) mapObject(b []byte, fi *fieldInfo, mp protoreflect.Map) ([]byt
 }
 
 func compareKeys(a, b mapEntry) int { return strings.Compare(a.key, b.key) }
+
+// fastField appends a field read directly from its Go struct field p (see golayout.go), unless it is empty.
+func (e *encoder) fastField(b []byte, fi *fieldInfo, p unsafe.Pointer, first *bool) ([]byte, error) {
+	switch fi.fast {
+	case fastString:
+		s := *(*string)(p)
+		if s == "" {
+			return b, nil
+		}
+		b = e.fieldKey(b, fi, first)
+		return appendString(b, s)
+	case fastStringList:
+		l := *(*[]string)(p)
+		if len(l) == 0 {
+			return b, nil
+		}
+		b = e.fieldKey(b, fi, first)
+		b = append(b, '[')
+		for i, s := range l {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			var err error
+			if b, err = appendString(b, s); err != nil {
+				return b, prependPath(err, "["+strconv.Itoa(i)+"]")
+			}
+		}
+		return append(b, ']'), nil
+	case fastStringMap:
+		mp := *(*map[string]string)(p)
+		if len(mp) == 0 {
+			return b, nil
+		}
+		b = e.fieldKey(b, fi, first)
+		return appendSortedMap(b, e, mp, func(b []byte, v string) ([]byte, error) { return appendString(b, v) })
+	case fastBytesMap:
+		mp := *(*map[string][]byte)(p)
+		if len(mp) == 0 {
+			return b, nil
+		}
+		b = e.fieldKey(b, fi, first)
+		return appendSortedMap(b, e, mp, func(b []byte, v []byte) ([]byte, error) { return appendBase64(b, v), nil })
+	}
+	return b, nil
+}
+
+func (e *encoder) fieldKey(b []byte, fi *fieldInfo, first *bool) []byte {
+	if !*first {
+		b = append(b, ',')
+	}
+	*first = false
+	return append(b, fi.key...)
+}
+
+// appendSortedMap appends a Go map with string keys as a JSON object with sorted keys.
+func appendSortedMap[V any](b []byte, e *encoder, mp map[string]V, appendValue func([]byte, V) ([]byte, error)) ([]byte, error) {
+	keys := e.keys[:0]
+	for k := range mp {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	defer func() {
+		clear(keys)
+		e.keys = keys[:0]
+	}()
+	b = append(b, '{')
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		var err error
+		if b, err = appendString(b, k); err != nil {
+			return b, prependPath(err, "["+strings.ToValidUTF8(k, "\uFFFD")+"]")
+		}
+		b = append(b, ':')
+		if b, err = appendValue(b, mp[k]); err != nil {
+			return b, prependPath(err, "["+k+"]")
+		}
+	}
+	return append(b, '}'), nil
+}

@@ -4,7 +4,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
-	"sync/atomic"
+	"unsafe"
 
 	"google.golang.org/protobuf/reflect/protoreflect"
 )
@@ -57,15 +57,17 @@ var goTypeOf = map[fastKind]reflect.Type{
 
 // goLayout maps the fast fields of one message descriptor to the struct fields of one generated Go type.
 type goLayout struct {
-	typ   reflect.Type // the pointer type, as reflect.TypeOf(m.Interface()) gives it
-	index []int        // by protobuf field index: the Go struct field index, or -1
+	typ    reflect.Type // the pointer type, as reflect.TypeOf(m.Interface()) gives it
+	fast   bool         // whether any field has a fast path
+	offset []uintptr    // by protobuf field index: the Go field's offset in the struct, valid where the fieldInfo has fast
+	ok     []bool       // by protobuf field index: whether the Go field was found with the expected type
 }
 
-// layout returns the goLayout of m's Go type, or nil when m has no fast fields (or is not an open-struct generated
-// message). It caches the last Go type seen.
-func (mi *messageInfo) layout(m protoreflect.Message) (*goLayout, reflect.Value) {
+// layout returns the goLayout of m's Go type and a pointer to m's struct, or nil when m has no fast fields (or is not
+// an open-struct generated message). It caches the last Go type seen.
+func (mi *messageInfo) layout(m protoreflect.Message) (*goLayout, unsafe.Pointer) {
 	if !mi.hasFast {
-		return nil, reflect.Value{}
+		return nil, nil
 	}
 	msg := m.Interface()
 	t := reflect.TypeOf(msg)
@@ -74,10 +76,22 @@ func (mi *messageInfo) layout(m protoreflect.Message) (*goLayout, reflect.Value)
 		gl = newGoLayout(mi, t)
 		mi.goLayout.Store(gl)
 	}
-	if gl.index == nil {
-		return nil, reflect.Value{}
+	if !gl.fast {
+		return nil, nil
 	}
-	return gl, reflect.ValueOf(msg).Elem()
+	p := reflect.ValueOf(msg).UnsafePointer()
+	if p == nil {
+		return nil, nil
+	}
+	return gl, p
+}
+
+// field returns a pointer to the Go field of fi in the struct at base, or nil when fi has no fast path.
+func (gl *goLayout) field(base unsafe.Pointer, fi *fieldInfo) unsafe.Pointer {
+	if gl == nil || !gl.ok[fi.index] {
+		return nil
+	}
+	return unsafe.Add(base, gl.offset[fi.index])
 }
 
 func newGoLayout(mi *messageInfo, t reflect.Type) *goLayout {
@@ -89,18 +103,14 @@ func newGoLayout(mi *messageInfo, t reflect.Type) *goLayout {
 	if st.NumField() == 0 || st.Field(0).Name != "state" || !strings.HasPrefix(st.Field(0).Tag.Get("protogen"), "open.") {
 		return gl
 	}
-	index := make([]int, len(mi.fields))
-	found := false
-	for i := range index {
-		index[i] = -1
-	}
+	gl.offset = make([]uintptr, len(mi.fields))
+	gl.ok = make([]bool, len(mi.fields))
 	for i := range st.NumField() {
 		sf := st.Field(i)
 		if !sf.IsExported() {
 			continue
 		}
-		tag := sf.Tag.Get("protobuf")
-		parts := strings.SplitN(tag, ",", 3)
+		parts := strings.SplitN(sf.Tag.Get("protobuf"), ",", 3)
 		if len(parts) < 2 {
 			continue
 		}
@@ -112,17 +122,11 @@ func newGoLayout(mi *messageInfo, t reflect.Type) *goLayout {
 		if fd == nil {
 			continue
 		}
-		fi := mi.fields[fd.Index()]
-		if fi.fast != fastNone && sf.Type == goTypeOf[fi.fast] {
-			index[fd.Index()] = i
-			found = true
+		if fi := mi.fields[fd.Index()]; fi.fast != fastNone && sf.Type == goTypeOf[fi.fast] {
+			gl.offset[fd.Index()] = sf.Offset
+			gl.ok[fd.Index()] = true
+			gl.fast = true
 		}
-	}
-	if found {
-		gl.index = index
 	}
 	return gl
 }
-
-// goLayout caches the Go struct layout on messageInfo; see layout.
-type goLayoutCache = atomic.Pointer[goLayout]

@@ -123,6 +123,9 @@ func (d *decoder) special(mi *messageInfo, m protoreflect.Message, k byte) error
 		if err != nil {
 			return d.syntaxError(err)
 		}
+		if err := d.checkDuplicates(raw); err != nil {
+			return err
+		}
 		m.Set(mi.f1, protoreflect.ValueOfBytes(compactJSON(raw)))
 		return nil
 	case specialIntOrString:

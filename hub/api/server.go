@@ -257,7 +257,7 @@ func (s *Server[T, L, E, PE]) Watch(req *metav1.WatchRequest, stream grpc.Server
 	}
 	defer w.Stop()
 	// Headers go out at once, so clients know the watch is established before the first event.
-	if err := stream.SendHeader(metadata.MD{}); err != nil {
+	if err := stream.SendHeader(metadata.Pairs(gateway.HeaderWatchStarted, "true")); err != nil {
 		return err
 	}
 	for {

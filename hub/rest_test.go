@@ -1,0 +1,340 @@
+package hub_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/trellis-dev/trellis/hub"
+	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
+	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
+	"github.com/trellis-dev/trellis/test/hubtest"
+)
+
+const (
+	shoots   = "/apis/core.gardener.cloud/v1beta1/namespaces/garden-dev/shoots"
+	projects = "/apis/core.gardener.cloud/v1beta1/projects"
+)
+
+type statusBody struct {
+	Kind    string `json:"kind"`
+	Reason  string `json:"reason"`
+	Message string `json:"message"`
+	Code    int    `json:"code"`
+	Details struct {
+		Causes []struct {
+			Field  string `json:"field"`
+			Reason string `json:"reason"`
+		} `json:"causes"`
+	} `json:"details"`
+}
+
+func decodeStatus(t *testing.T, body []byte) statusBody {
+	t.Helper()
+	var s statusBody
+	if err := json.Unmarshal(body, &s); err != nil || s.Kind != "Status" {
+		t.Fatalf("not a Status body (%v): %s", err, body)
+	}
+	return s
+}
+
+func (s statusBody) hasCause(field string) bool {
+	for _, c := range s.Details.Causes {
+		if c.Field == field {
+			return true
+		}
+	}
+	return false
+}
+
+func mustDo(t *testing.T, h *hubtest.Hub, want int, method, path string, body any) []byte {
+	t.Helper()
+	var hdr []string
+	if method == "PATCH" {
+		hdr = []string{"Content-Type", "application/merge-patch+json"}
+	}
+	code, out := h.Do(t, method, path, body, hdr...)
+	if code != want {
+		t.Fatalf("%s %s: want %d, got %d: %s", method, path, want, code, out)
+	}
+	return out
+}
+
+// garden sets up what a Shoot needs: namespace, project, cloud profile, credentials binding.
+func garden(t *testing.T, h *hubtest.Hub) {
+	t.Helper()
+	mustDo(t, h, 201, "POST", "/api/v1/namespaces", `{"metadata":{"name":"garden-dev"}}`)
+	mustDo(t, h, 201, "POST", "/api/v1/namespaces", `{"metadata":{"name":"orphan"}}`)
+	mustDo(t, h, 201, "POST", projects, `{"metadata":{"name":"dev"},"spec":{"namespace":"garden-dev"}}`)
+	mustDo(t, h, 201, "POST", "/apis/core.gardener.cloud/v1beta1/cloudprofiles", `{"metadata":{"name":"local"},"spec":{"type":"local",
+		"kubernetes":{"versions":[{"version":"1.35.4"},{"version":"1.34.7"}]},
+		"machineImages":[{"name":"gardenlinux","versions":[{"version":"1.0.0"}]}],
+		"machineTypes":[{"name":"m5.large","cpu":"2","gpu":"0","memory":"8Gi"}],
+		"regions":[{"name":"local"}]}}`)
+	mustDo(t, h, 201, "POST", "/apis/security.gardener.cloud/v1alpha1/namespaces/garden-dev/credentialsbindings",
+		`{"metadata":{"name":"local"},"provider":{"type":"local"},"credentialsRef":{"apiVersion":"v1","kind":"Secret","name":"local","namespace":"garden-dev"}}`)
+}
+
+func shoot(name, ns, version string) string {
+	return fmt.Sprintf(`{"apiVersion":"core.gardener.cloud/v1beta1","kind":"Shoot","metadata":{"name":%q,"namespace":%q},
+		"spec":{"cloudProfile":{"name":"local"},"credentialsBindingName":"local","region":"local","kubernetes":{"version":%q},
+		"provider":{"type":"local","workers":[{"name":"w1","minimum":1,"maximum":2,"machine":{"type":"m5.large"}}]},
+		"networking":{"type":"calico","nodes":"10.0.0.0/16"}}}`, name, ns, version)
+}
+
+func TestShootAdmission(t *testing.T) {
+	h := hubtest.Start(t)
+	garden(t, h)
+
+	code, body := h.Do(t, "POST", shoots, shoot("bad-version", "garden-dev", "1.30.0"))
+	if code != 422 {
+		t.Fatalf("version not in profile: want 422, got %d %s", code, body)
+	}
+	if st := decodeStatus(t, body); st.Reason != "Invalid" || !st.hasCause("spec.kubernetes.version") {
+		t.Errorf("want Invalid with cause spec.kubernetes.version, got %+v", st)
+	}
+
+	code, body = h.Do(t, "POST", "/apis/core.gardener.cloud/v1beta1/namespaces/orphan/shoots", shoot("s", "orphan", "1.35.4"))
+	if code != 422 || !decodeStatus(t, body).hasCause("metadata.namespace") {
+		t.Errorf("namespace without project: want 422 naming metadata.namespace, got %d %s", code, body)
+	}
+
+	badMachine := strings.Replace(shoot("bad-machine", "garden-dev", "1.35.4"), `"m5.large"`, `"m9.huge"`, 1)
+	code, body = h.Do(t, "POST", shoots, badMachine)
+	if code != 422 || !decodeStatus(t, body).hasCause("spec.provider.workers[0].machine.type") {
+		t.Errorf("unknown machine type: want 422 naming the worker's machine type, got %d %s", code, body)
+	}
+
+	noBinding := strings.Replace(shoot("no-binding", "garden-dev", "1.35.4"), `"credentialsBindingName":"local"`, `"credentialsBindingName":"missing"`, 1)
+	code, body = h.Do(t, "POST", shoots, noBinding)
+	if code != 422 || !decodeStatus(t, body).hasCause("spec.credentialsBindingName") {
+		t.Errorf("missing credentials binding: want 422 naming spec.credentialsBindingName, got %d %s", code, body)
+	}
+
+	// A partial version is completed from the profile, as Gardener's admission does.
+	out := mustDo(t, h, 201, "POST", shoots, shoot("partial", "garden-dev", "1.34"))
+	var s map[string]any
+	_ = json.Unmarshal(out, &s)
+	if v := s["spec"].(map[string]any)["kubernetes"].(map[string]any)["version"]; v != "1.34.7" {
+		t.Errorf("partial version 1.34 defaulted to %v, want 1.34.7", v)
+	}
+
+	unknown := strings.Replace(shoot("unknown-field", "garden-dev", "1.35.4"), `"region":"local"`, `"region":"local","regoin":"x"`, 1)
+	code, body = h.Do(t, "POST", shoots, unknown)
+	if code != 400 || !strings.Contains(string(body), "spec.regoin") {
+		t.Errorf("unknown field: want 400 naming spec.regoin, got %d %s", code, body)
+	}
+	mustDo(t, h, 201, "POST", shoots+"?fieldValidation=Ignore", strings.Replace(unknown, "unknown-field", "ignored-field", 1))
+
+	// Deletion needs Gardener's confirmation annotation.
+	code, body = h.Do(t, "DELETE", shoots+"/partial", nil)
+	if code != 403 {
+		t.Errorf("delete without confirmation: want 403, got %d %s", code, body)
+	}
+	mustDo(t, h, 200, "PATCH", shoots+"/partial", `{"metadata":{"annotations":{"confirmation.gardener.cloud/deletion":"true"}}}`)
+	mustDo(t, h, 200, "DELETE", shoots+"/partial", nil)
+	mustDo(t, h, 404, "GET", shoots+"/partial", nil)
+}
+
+func TestOptimisticConcurrencyGenerationAndStatus(t *testing.T) {
+	h := hubtest.Start(t)
+	garden(t, h)
+	var created struct {
+		Metadata struct {
+			ResourceVersion string `json:"resourceVersion"`
+			Generation      int64  `json:"generation"`
+			UID             string `json:"uid"`
+		} `json:"metadata"`
+	}
+	if err := json.Unmarshal(mustDo(t, h, 201, "POST", shoots, shoot("occ", "garden-dev", "1.34.7")), &created); err != nil {
+		t.Fatal(err)
+	}
+	if created.Metadata.Generation != 1 || created.Metadata.UID == "" || created.Metadata.ResourceVersion == "" {
+		t.Fatalf("server-owned metadata not set: %+v", created.Metadata)
+	}
+	stale := created.Metadata.ResourceVersion
+	upd := func(rv, version string) string {
+		s := shoot("occ", "garden-dev", version)
+		return strings.Replace(s, `"namespace":"garden-dev"}`, `"namespace":"garden-dev","resourceVersion":"`+rv+`"}`, 1)
+	}
+	out := mustDo(t, h, 200, "PUT", shoots+"/occ", upd(stale, "1.35.4"))
+	var updated map[string]any
+	_ = json.Unmarshal(out, &updated)
+	md := updated["metadata"].(map[string]any)
+	if md["generation"] != float64(2) {
+		t.Errorf("spec change: generation %v, want 2", md["generation"])
+	}
+	code, body := h.Do(t, "PUT", shoots+"/occ", upd(stale, "1.35.4"))
+	if code != 409 || decodeStatus(t, body).Reason != "Conflict" {
+		t.Fatalf("stale resourceVersion: want 409 Conflict, got %d %s", code, body)
+	}
+	// The status subresource changes status only, and not the generation.
+	st := fmt.Sprintf(`{"metadata":{"name":"occ","namespace":"garden-dev"},"spec":{"region":"ignored"},"status":{"technicalID":"shoot--dev--occ","lastOperation":{"type":"Create","state":"Processing","progress":10}}}`)
+	out = mustDo(t, h, 200, "PUT", shoots+"/occ/status", st)
+	var afterStatus map[string]any
+	_ = json.Unmarshal(out, &afterStatus)
+	if g := afterStatus["metadata"].(map[string]any)["generation"]; g != float64(2) {
+		t.Errorf("status update moved generation to %v", g)
+	}
+	if r := afterStatus["spec"].(map[string]any)["region"]; r != "local" {
+		t.Errorf("status update changed spec.region to %v", r)
+	}
+	if p := afterStatus["status"].(map[string]any)["lastOperation"].(map[string]any)["progress"]; p != float64(10) {
+		t.Errorf("status not written: progress %v", p)
+	}
+	// A spec update keeps the status.
+	out = mustDo(t, h, 200, "PATCH", shoots+"/occ", `{"metadata":{"labels":{"a":"b"}}}`)
+	var afterPatch map[string]any
+	_ = json.Unmarshal(out, &afterPatch)
+	if afterPatch["status"] == nil {
+		t.Error("a metadata patch dropped the status")
+	}
+	if g := afterPatch["metadata"].(map[string]any)["generation"]; g != float64(2) {
+		t.Errorf("metadata-only patch moved generation to %v", g)
+	}
+}
+
+func TestFinalizersHoldDeletion(t *testing.T) {
+	h := hubtest.Start(t)
+	const seeds = "/apis/core.gardener.cloud/v1beta1/seeds"
+	mustDo(t, h, 201, "POST", seeds, `{"metadata":{"name":"s1","finalizers":["gardener"]},"spec":{"provider":{"type":"local","region":"local"},"networks":{"pods":"10.1.0.0/16","services":"10.2.0.0/16"},"dns":{}}}`)
+	out := mustDo(t, h, 200, "DELETE", seeds+"/s1", nil)
+	if !strings.Contains(string(out), "deletionTimestamp") {
+		t.Fatalf("delete with finalizer did not set deletionTimestamp: %s", out)
+	}
+	mustDo(t, h, 200, "GET", seeds+"/s1", nil)
+	mustDo(t, h, 200, "PATCH", seeds+"/s1", `{"metadata":{"finalizers":null}}`)
+	mustDo(t, h, 404, "GET", seeds+"/s1", nil)
+}
+
+func TestWatchResumeExpiredThenRelist(t *testing.T) {
+	h := hubtest.Start(t, func(c *hub.Config) { c.WatchWindow = 5 })
+	mustDo(t, h, 201, "POST", "/api/v1/namespaces", `{"metadata":{"name":"w"}}`)
+	const cms = "/api/v1/namespaces/w/configmaps"
+	var first struct {
+		Metadata struct {
+			ResourceVersion string `json:"resourceVersion"`
+		} `json:"metadata"`
+	}
+	_ = json.Unmarshal(mustDo(t, h, 201, "POST", cms, `{"metadata":{"name":"c0"}}`), &first)
+	for i := 1; i <= 20; i++ {
+		mustDo(t, h, 201, "POST", cms, fmt.Sprintf(`{"metadata":{"name":"c%d"}}`, i))
+	}
+	code, body := h.Do(t, "GET", cms+"?watch=true&resourceVersion="+first.Metadata.ResourceVersion, nil)
+	if code != 410 || decodeStatus(t, body).Reason != "Expired" {
+		t.Fatalf("watch from a version no longer kept: want 410 Expired, got %d %s", code, body)
+	}
+	// The client relists and watches from the list's version.
+	var list struct {
+		Metadata struct {
+			ResourceVersion string `json:"resourceVersion"`
+		} `json:"metadata"`
+		Items []any `json:"items"`
+	}
+	_ = json.Unmarshal(mustDo(t, h, 200, "GET", cms, nil), &list)
+	if len(list.Items) != 21 {
+		t.Fatalf("relist: %d items, want 21", len(list.Items))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", h.URL+cms+"?watch=1&resourceVersion="+list.Metadata.ResourceVersion, nil)
+	req.Header.Set("Authorization", "Bearer "+h.Token)
+	resp, err := h.HTTP.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("watch: %d", resp.StatusCode)
+	}
+	mustDo(t, h, 201, "POST", cms, `{"metadata":{"name":"after"}}`)
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	if !sc.Scan() {
+		t.Fatalf("no watch event: %v", sc.Err())
+	}
+	var ev struct {
+		Type   string `json:"type"`
+		Object struct {
+			Kind     string `json:"kind"`
+			Metadata struct {
+				Name string `json:"name"`
+			} `json:"metadata"`
+		} `json:"object"`
+	}
+	if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+		t.Fatalf("watch event %q: %v", sc.Text(), err)
+	}
+	if ev.Type != "ADDED" || ev.Object.Metadata.Name != "after" || ev.Object.Kind != "ConfigMap" {
+		t.Errorf("want ADDED ConfigMap after, got %s", sc.Text())
+	}
+}
+
+func TestAuthenticationRequired(t *testing.T) {
+	h := hubtest.Start(t)
+	for _, token := range []string{"", "wrong"} {
+		code, body := h.DoToken(t, token, "GET", "/api/v1/namespaces", nil)
+		if code != 401 || decodeStatus(t, body).Reason != "Unauthorized" {
+			t.Errorf("token %q: want 401 Unauthorized, got %d %s", token, code, body)
+		}
+	}
+	if code, _ := h.DoToken(t, "", "GET", "/metrics", nil); code != 401 {
+		t.Errorf("metrics without token: %d", code)
+	}
+	if code, _ := h.DoToken(t, "", "GET", "/readyz", nil); code != 200 {
+		t.Errorf("readyz: %d", code)
+	}
+	if code, body := h.Do(t, "GET", "/metrics", nil); code != 200 || !strings.Contains(string(body), "trellis_grpc_requests_total") {
+		t.Errorf("metrics: %d", code)
+	}
+	// gRPC without a token is refused too.
+	conn := h.GRPC(t)
+	_, err := corev1beta1.NewSeedServiceClient(conn).List(context.Background(), &metav1.ListRequest{})
+	if err != nil {
+		t.Fatalf("gRPC with token: %v", err)
+	}
+}
+
+func TestGRPCSDK(t *testing.T) {
+	h := hubtest.Start(t)
+	garden(t, h)
+	ctx := context.Background()
+	c := corev1beta1.NewShootServiceClient(h.GRPC(t))
+	region, ver := "local", "1.35.4"
+	s := &corev1beta1.Shoot{
+		Metadata: &metav1.ObjectMeta{Name: "sdk", Namespace: "garden-dev"},
+		Spec: &corev1beta1.ShootSpec{
+			CloudProfile: &corev1beta1.CloudProfileReference{Name: "local"}, Region: region,
+			Kubernetes: &corev1beta1.Kubernetes{Version: ver}, Provider: &corev1beta1.Provider{Type: "local"},
+		},
+	}
+	out, err := c.Create(ctx, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.GetMetadata().GetGeneration() != 1 || out.GetKind() != "Shoot" {
+		t.Errorf("created: %v", out.GetMetadata())
+	}
+	_, err = c.Create(ctx, s)
+	if status.Code(err) != codes.AlreadyExists {
+		t.Errorf("second create: want AlreadyExists, got %v", err)
+	}
+	_, err = c.Get(ctx, &metav1.GetRequest{Namespace: "garden-dev", Name: "nope"})
+	if status.Code(err) != codes.NotFound {
+		t.Errorf("get missing: want NotFound, got %v", err)
+	}
+	list, err := c.List(ctx, &metav1.ListRequest{Namespace: "garden-dev", FieldSelector: "metadata.name=sdk"})
+	if err != nil || len(list.GetItems()) != 1 {
+		t.Fatalf("list: %v %d", err, len(list.GetItems()))
+	}
+	unauth := corev1beta1.NewShootServiceClient(h.GRPC(t))
+	_ = unauth
+}
