@@ -24,9 +24,13 @@ type converter struct {
 // converters by served kind id.
 var converters = map[string]converter{
 	"core.gardener.cloud/v1beta1/ControllerDeployment": {
-		newStored:  func() store.Object { return &corev1.ControllerDeployment{} },
-		toStored:   func(o store.Object) (store.Object, error) { return controllerDeploymentToV1(o.(*corev1beta1.ControllerDeployment)) },
-		fromStored: func(o store.Object) (store.Object, error) { return controllerDeploymentToV1beta1(o.(*corev1.ControllerDeployment)) },
+		newStored: func() store.Object { return &corev1.ControllerDeployment{} },
+		toStored: func(o store.Object) (store.Object, error) {
+			return controllerDeploymentToV1(o.(*corev1beta1.ControllerDeployment))
+		},
+		fromStored: func(o store.Object) (store.Object, error) {
+			return controllerDeploymentToV1beta1(o.(*corev1.ControllerDeployment))
+		},
 	},
 }
 

@@ -5,10 +5,10 @@ import (
 	"errors"
 	"net/http"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	kmetav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	kmetav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
 )
@@ -102,4 +102,3 @@ func protoStatus(s kmetav1.Status) *metav1.Status {
 	}
 	return out
 }
-

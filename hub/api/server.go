@@ -49,8 +49,8 @@ type Server[T store.Object, L proto.Message, E any, PE interface {
 	conv   *converter // nil when the served shape is the stored one
 
 	apiVersionField, kindField, metadataField, statusField protoreflect.FieldDescriptor
-	listItems, listMeta, listAPIVersion, listKind           protoreflect.FieldDescriptor
-	eventType, eventObject                                  protoreflect.FieldDescriptor
+	listItems, listMeta, listAPIVersion, listKind          protoreflect.FieldDescriptor
+	eventType, eventObject                                 protoreflect.FieldDescriptor
 }
 
 func newServer[T store.Object, L proto.Message, E any, PE interface {

@@ -114,7 +114,9 @@ func BearerToken(header string) string {
 type userKey struct{}
 
 // WithUser returns ctx carrying u.
-func WithUser(ctx context.Context, u User) context.Context { return context.WithValue(ctx, userKey{}, u) }
+func WithUser(ctx context.Context, u User) context.Context {
+	return context.WithValue(ctx, userKey{}, u)
+}
 
 // UserFrom returns the user of ctx.
 func UserFrom(ctx context.Context) (User, bool) {
