@@ -124,25 +124,7 @@ func (d *decoder) syntaxError(err error) error {
 	if err == io.EOF || errors.Is(err, io.ErrUnexpectedEOF) {
 		return d.fail(errUnexpectedEOF)
 	}
-	var se *jsontext.SyntacticError
-	if errors.Is(err, jsontext.ErrDuplicateName) && errors.As(err, &se) {
-		return d.fail(fmt.Errorf("duplicate key %q at %s", se.JSONPointer.LastToken(), se.JSONPointer))
-	}
 	return d.fail(err)
-}
-
-// nameError reports an error reading an object member name; duplicate names are named in the path.
-func (d *decoder) nameError(err error, kind segKind) error {
-	var se *jsontext.SyntacticError
-	if errors.Is(err, jsontext.ErrDuplicateName) && errors.As(err, &se) {
-		name := se.JSONPointer.LastToken()
-		d.path = append(d.path, pathSeg{kind: kind, name: name})
-		if kind == segKey {
-			return d.fail(fmt.Errorf("duplicate key %q", name))
-		}
-		return d.fail(fmt.Errorf("duplicate field %q", name))
-	}
-	return d.syntaxError(err)
 }
 
 // unquote returns the contents of a JSON string token; the result is valid until the next read or unquote.
@@ -183,7 +165,7 @@ func (d *decoder) message(mi *messageInfo, m protoreflect.Message, k byte) error
 		}
 		name, err := d.dec.ReadValue()
 		if err != nil {
-			return d.nameError(err, segField)
+			return d.syntaxError(err)
 		}
 		fi := mi.byName[string(d.unquote(name))]
 		if fi == nil {
@@ -355,7 +337,7 @@ func (d *decoder) mapObject(fi *fieldInfo, m protoreflect.Message, k byte) error
 		}
 		raw, err := d.dec.ReadValue()
 		if err != nil {
-			return d.nameError(err, segKey)
+			return d.syntaxError(err)
 		}
 		d.path = d.path[:top+1]
 		key := string(d.unquote(raw))
@@ -730,7 +712,7 @@ func (d *decoder) fastMap(k byte, entry func(key string, k byte) error) error {
 		}
 		raw, err := d.dec.ReadValue()
 		if err != nil {
-			return d.nameError(err, segKey)
+			return d.syntaxError(err)
 		}
 		key := string(d.unquote(raw))
 		d.path = d.path[:top+1]

@@ -327,7 +327,7 @@ func TestUnknownFieldOptions(t *testing.T) {
 	}
 	// Duplicates are errors among skipped fields and inside skipped values too.
 	for in, want := range map[string]string{
-		`{"x":1,"s":"","x":2}`:       `x: duplicate field "x"`,
+		`{"x":1,"s":"","x":2}`:        `x: duplicate field "x"`,
 		`{"x":{"a":[{"b":1,"b":2}]}}`: `x: duplicate key "b" at /a/0/b`,
 	} {
 		err := (UnmarshalOptions{DiscardUnknown: true}).Unmarshal([]byte(in), newKitchen())

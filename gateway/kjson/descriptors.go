@@ -167,7 +167,10 @@ func newMessageInfo(md protoreflect.MessageDescriptor) *messageInfo {
 	mi.byName = make(map[string]*fieldInfo, fds.Len())
 	for i := range fds.Len() {
 		fd := fds.Get(i)
-		fi := &fieldInfo{fd: fd, index: i, fast: fastKindOf(fd), name: fd.JSONName(), elem: fd, isList: fd.IsList(), isMap: fd.IsMap()}
+		fi := &fieldInfo{
+			fd: fd, index: i, fast: fastKindOf(fd), name: fd.JSONName(),
+			elem: fd, isList: fd.IsList(), isMap: fd.IsMap(),
+		}
 		mi.hasFast = mi.hasFast || fi.fast != fastNone
 		fi.key, _ = appendString(nil, fi.name)
 		fi.key = append(fi.key, ':')
@@ -192,18 +195,24 @@ func newMessageInfo(md protoreflect.MessageDescriptor) *messageInfo {
 func (mi *messageInfo) valid() bool {
 	switch mi.special {
 	case specialTimestamp:
-		return mi.f1 != nil && mi.f1.Kind() == protoreflect.Int64Kind && mi.f2 != nil && mi.f2.Kind() == protoreflect.Int32Kind
+		return mi.f1 != nil && mi.f1.Kind() == protoreflect.Int64Kind &&
+			mi.f2 != nil && mi.f2.Kind() == protoreflect.Int32Kind
 	case specialRawExtension:
 		return mi.f1 != nil && mi.f1.Kind() == protoreflect.BytesKind && !mi.f1.IsList()
 	case specialIntOrString:
-		return mi.f1 != nil && mi.f1.Kind() == protoreflect.Int32Kind && mi.f2 != nil && mi.f2.Kind() == protoreflect.StringKind &&
+		return mi.f1 != nil && mi.f1.Kind() == protoreflect.Int32Kind &&
+			mi.f2 != nil && mi.f2.Kind() == protoreflect.StringKind &&
 			mi.oneof != nil && mi.f1.ContainingOneof() == mi.oneof && mi.f2.ContainingOneof() == mi.oneof
 	case specialStruct:
-		return mi.f1 != nil && mi.f1.IsMap() && mi.f1.MapValue().Message() != nil && mi.f1.MapValue().Message().FullName() == nameValue
+		return mi.f1 != nil && mi.f1.IsMap() && mi.f1.MapKey().Kind() == protoreflect.StringKind &&
+			mi.f1.MapValue().Message() != nil && mi.f1.MapValue().Message().FullName() == nameValue
 	case specialListValue:
 		return mi.f1 != nil && mi.f1.IsList() && mi.f1.Message() != nil && mi.f1.Message().FullName() == nameValue
 	case specialValue:
-		return mi.f1 != nil && mi.f2 != nil && mi.f3 != nil && mi.f4 != nil && mi.f5 != nil && mi.f6 != nil && mi.oneof != nil
+		return mi.f1 != nil && mi.f1.Kind() == protoreflect.EnumKind && mi.f2 != nil && mi.f2.Kind() == protoreflect.DoubleKind &&
+			mi.f3 != nil && mi.f3.Kind() == protoreflect.StringKind && mi.f4 != nil && mi.f4.Kind() == protoreflect.BoolKind &&
+			mi.f5 != nil && mi.f5.Message() != nil && mi.f5.Message().FullName() == nameStruct &&
+			mi.f6 != nil && mi.f6.Message() != nil && mi.f6.Message().FullName() == nameListValue && mi.oneof != nil
 	}
 	return true
 }

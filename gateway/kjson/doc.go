@@ -6,7 +6,7 @@
 //   - Field names are the descriptor's JSON name (json_name); only that name is accepted on input.
 //   - Output follows Kubernetes' omitempty: non-optional scalars at their zero value, empty lists and empty maps are
 //     left out; optional scalars are written whenever set (even 0, false or ""), message fields whenever set (an
-//     empty message prints {}). Fields are written in declaration order, map keys sorted.
+//     empty message prints {}). Fields are written in declaration order, map keys sorted as encoding/json sorts them.
 //   - Integers of every width and floats are JSON numbers (64-bit integers are not quoted, unlike protojson); quoted
 //     64-bit integers are accepted on input. NaN and infinities are errors.
 //   - bytes are standard base64 (padded on output; padded or not on input); enums are their value names.

@@ -226,7 +226,8 @@ func (e *encoder) fieldKey(b []byte, fi *fieldInfo, first *bool) []byte {
 }
 
 // appendSortedMap appends a Go map with string keys as a JSON object with sorted keys.
-func appendSortedMap[V any](b []byte, e *encoder, mp map[string]V, appendValue func([]byte, V) ([]byte, error)) ([]byte, error) {
+func appendSortedMap[V any](b []byte, e *encoder, mp map[string]V,
+	appendValue func([]byte, V) ([]byte, error)) ([]byte, error) {
 	keys := e.keys[:0]
 	for k := range mp {
 		keys = append(keys, k)

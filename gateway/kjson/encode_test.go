@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
+	"math/bits"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -213,6 +215,58 @@ func TestStringEscapingMatchesEncodingJSON(t *testing.T) {
 		}
 		if string(got) != strings.TrimSuffix(want.String(), "\n") {
 			t.Errorf("appendString(%q)\n got %s\nwant %s", s, got, want.String())
+		}
+	}
+}
+
+// TestStringEscapingRandom compares the escaper with encoding/json on random strings made of the bytes that matter.
+func TestStringEscapingRandom(t *testing.T) {
+	alphabet := []string{"a", "Z", " ", "~", "\"", "\\", "\x00", "\x1f", "\n", "\x7f", "é", "\u2028", "😀", "<", "/"}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 5000 {
+		var sb strings.Builder
+		for range rng.IntN(40) {
+			sb.WriteString(alphabet[rng.IntN(len(alphabet))])
+		}
+		s := sb.String()
+		var want bytes.Buffer
+		enc := json.NewEncoder(&want)
+		enc.SetEscapeHTML(false)
+		_ = enc.Encode(s)
+		got, err := appendString(nil, s)
+		if err != nil || string(got) != strings.TrimSuffix(want.String(), "\n") {
+			t.Fatalf("appendString(%q) = %s, %v; want %s", s, got, err, want.String())
+		}
+	}
+	for _, s := range []string{"12345678\xff", "1234567\xff8", "\xff2345678", "abcdefgh\xc3"} {
+		if _, err := appendString(nil, s); err == nil {
+			t.Errorf("appendString(%q) accepted invalid UTF-8", s)
+		}
+	}
+}
+
+// TestSpecial8 checks the 8-byte scan against a byte-by-byte one.
+func TestSpecial8(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	interesting := []byte{0, 0x1f, 0x20, 0x21, '"', 0x23, '\\', 0x5b, 0x5d, 0x7f, 0x80, 0xff, 'a'}
+	for range 200000 {
+		var x uint64
+		first := -1
+		for j := range 8 {
+			var c byte
+			if rng.IntN(2) == 0 {
+				c = interesting[rng.IntN(len(interesting))]
+			} else {
+				c = byte(rng.IntN(256))
+			}
+			x |= uint64(c) << (8 * j)
+			if first < 0 && (c < 0x20 || c == '"' || c == '\\' || c >= 0x80) {
+				first = j
+			}
+		}
+		got := special8(x)
+		if (got == 0) != (first < 0) || first >= 0 && bits.TrailingZeros64(got)/8 != first {
+			t.Fatalf("special8(%#016x) = %#016x, first special byte %d", x, got, first)
 		}
 	}
 }

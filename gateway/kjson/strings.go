@@ -3,6 +3,7 @@ package kjson
 import (
 	"encoding/base64"
 	"errors"
+	"math/bits"
 	"unicode/utf8"
 )
 
@@ -18,12 +19,32 @@ var plainASCII = func() (t [utf8.RuneSelf]bool) {
 	return t
 }()
 
+// special8 has the high bit set in the lowest byte of x that is a control character, '"', '\\' or not ASCII (higher
+// bytes may be flagged spuriously by borrows, never lower ones), and is zero when there is none.
+func special8(x uint64) uint64 {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	return ((x - 0x20*ones) | ((x ^ '"'*ones) - ones) | ((x ^ '\\'*ones) - ones) | x) & highs
+}
+
 // appendString appends s as a JSON string, escaped as encoding/json escapes with HTML escaping off: \" \\ \b \f \n
 // \r \t, other control characters as \u00XX, and U+2028/U+2029 as \u2028/\u2029. Invalid UTF-8 is an error.
 func appendString(b []byte, s string) ([]byte, error) {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
+		// Skip 8 bytes at a time while none needs a look: no control character, '"', '\\' or non-ASCII byte.
+		for i+8 <= len(s) {
+			x := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+				uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+			if t := special8(x); t != 0 {
+				i += bits.TrailingZeros64(t) / 8
+				break
+			}
+			i += 8
+		}
+		if i >= len(s) {
+			break
+		}
 		c := s[i]
 		if c < utf8.RuneSelf {
 			if plainASCII[c] {

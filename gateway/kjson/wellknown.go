@@ -248,10 +248,10 @@ func parseTimestamp(s []byte) (secs int64, nanos int32, err error) {
 	hour, ok4 := num(s[11:13])
 	minute, ok5 := num(s[14:16])
 	second, ok6 := num(s[17:19])
-	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6) || month < 1 || month > 12 || day < 1 || hour > 23 || minute > 59 || second > 59 {
+	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6) {
 		return bad()
 	}
-	if day > daysIn(month, year) {
+	if month < 1 || month > 12 || day < 1 || day > daysIn(month, year) || hour > 23 || minute > 59 || second > 59 {
 		return bad()
 	}
 	rest := s[19:]

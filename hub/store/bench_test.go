@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -134,4 +135,32 @@ func mustSelector(b *testing.B, s string) labels.Selector {
 		b.Fatal(err)
 	}
 	return sel
+}
+
+// BenchmarkWatchLatency measures an update's round trip: write to etcd, event through the cache to a watcher.
+func BenchmarkWatchLatency(b *testing.B) {
+	_, c := benchStore(b)
+	fill(b, c, 100)
+	w, err := c.Watch(b.Context(), "", store.WatchOptions{ResourceVersion: strconv.FormatInt(0, 10)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer w.Stop()
+	for range 100 {
+		<-w.Events()
+	}
+	i := 0
+	for b.Loop() {
+		_, err := c.GuaranteedUpdate(b.Context(), "garden-p0", "shoot-00000", false, func(cur store.Object) (store.Object, error) {
+			cur.(*corev1beta1.Shoot).Spec.Region = strconv.Itoa(i)
+			return cur, nil
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if ev := <-w.Events(); ev.Type != store.Modified {
+			b.Fatalf("event %s", ev.Type)
+		}
+		i++
+	}
 }

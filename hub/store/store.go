@@ -167,7 +167,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		enc:         enc,
 		collections: map[string]*Collection{},
 	}
-	zl := zap.New(newSlogCore(cfg.Logger.With("component", "etcd-client"), zap.WarnLevel, &s.closing))
+	zl := zap.New(newSlogCore(cfg.Logger.With("component", "etcd-client"), zap.ErrorLevel, &s.closing))
 	endpoints := cfg.Endpoints
 	if len(endpoints) == 0 {
 		start := time.Now()

@@ -1,8 +1,13 @@
 package store_test
 
 import (
+	"context"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/trellis-dev/trellis/hub/store"
 	"github.com/trellis-dev/trellis/hub/store/storetest"
@@ -49,5 +54,81 @@ func TestOpenEmbeddedFast(t *testing.T) {
 		if took > 1500*time.Millisecond {
 			t.Errorf("%s open took %s: want well under 1s", run, took)
 		}
+	}
+}
+
+// TestExternalEtcdRestart kills the external etcd and starts it again: the store's writes fail meanwhile, then
+// succeed, and its caches and watches carry on from where they were.
+func TestExternalEtcdRestart(t *testing.T) {
+	etcd := storetest.NewEtcd(t)
+	s, err := store.Open(t.Context(), store.Config{Endpoints: []string{etcd.Endpoint()}, Logger: storetest.Logger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	shoots, err := s.Register(t.Context(), storetest.Shoots())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := shoots.Create(t.Context(), storetest.NewShoot("garden-a", "before", "seed", nil)); err != nil {
+		t.Fatal(err)
+	}
+	w, err := shoots.Watch(t.Context(), "", store.WatchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	if ev := <-w.Events(); ev.Type != store.Added {
+		t.Fatalf("initial event %s", ev.Type)
+	}
+
+	etcd.Stop()
+	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	_, err = shoots.Create(ctx, storetest.NewShoot("garden-a", "during", "seed", nil))
+	cancel()
+	if err == nil {
+		t.Fatal("create succeeded while etcd was down")
+	}
+	if _, ok := err.(apierrors.APIStatus); !ok {
+		t.Fatalf("error while etcd is down is not a StatusError: %T %v", err, err)
+	}
+	if err := etcd.Start(); err != nil {
+		t.Fatal(err)
+	}
+
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		_, err := shoots.Create(t.Context(), storetest.NewShoot("garden-a", "after", "seed", nil))
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("create after restart: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if _, err := shoots.Get(t.Context(), "garden-a", "after"); err != nil {
+		t.Fatalf("get after restart: %v", err)
+	}
+	select {
+	case ev := <-w.Events():
+		if ev.Type != store.Added || ev.Object.GetMetadata().GetName() != "after" {
+			t.Fatalf("event after restart: %s %v", ev.Type, ev.Err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no event after restart")
+	}
+}
+
+func TestEmbeddedUnixSocket(t *testing.T) {
+	dir, err := os.MkdirTemp("", "trs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	s := openEmbedded(t, store.Config{DataDir: dir, EtcdListen: "unix://" + filepath.Join(dir, "etcd.sock"), Logger: storetest.Logger(t)})
+	defer s.Close()
+	if _, err := s.Client().Put(t.Context(), "/x", "y"); err != nil {
+		t.Fatal(err)
 	}
 }

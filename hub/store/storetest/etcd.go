@@ -56,6 +56,24 @@ func EtcdBinary() string {
 // `make testbin`, or is skipped when TRELLIS_SKIP_EXTERNAL_ETCD=1.
 func StartEtcd(t testing.TB) string {
 	t.Helper()
+	return NewEtcd(t).Endpoint()
+}
+
+// Etcd is an etcd process for tests that can be stopped and started again on the same ports and data.
+type Etcd struct {
+	t         testing.TB
+	bin, dir  string
+	clientURL string
+	peerURL   string
+
+	cmd    *exec.Cmd
+	exited chan error
+	logf   *os.File
+}
+
+// NewEtcd starts an etcd process like StartEtcd and returns its handle; it is killed when the test ends.
+func NewEtcd(t testing.TB) *Etcd {
+	t.Helper()
 	bin := EtcdBinary()
 	if bin == "" {
 		if os.Getenv(EnvSkipExternal) == "1" {
@@ -65,56 +83,57 @@ func StartEtcd(t testing.TB) string {
 	}
 	var lastErr error
 	for attempt := 0; attempt < 3; attempt++ {
-		endpoint, err := startEtcd(t, bin)
-		if err == nil {
-			return endpoint
+		e := &Etcd{
+			t:         t,
+			bin:       bin,
+			dir:       t.TempDir(),
+			clientURL: "http://127.0.0.1:" + strconv.Itoa(freePort(t)),
+			peerURL:   "http://127.0.0.1:" + strconv.Itoa(freePort(t)),
 		}
-		lastErr = err
+		if lastErr = e.Start(); lastErr == nil {
+			t.Cleanup(e.Stop)
+			return e
+		}
 	}
 	t.Fatalf("start etcd %s: %v", bin, lastErr)
-	return ""
+	return nil
 }
 
-func startEtcd(t testing.TB, bin string) (string, error) {
-	client, peer := freePort(t), freePort(t)
-	clientURL := "http://127.0.0.1:" + strconv.Itoa(client)
-	peerURL := "http://127.0.0.1:" + strconv.Itoa(peer)
-	dir := t.TempDir()
-	cmd := exec.Command(bin,
+// Endpoint is the client URL.
+func (e *Etcd) Endpoint() string { return e.clientURL }
+
+// Start starts the process (again) and waits until it answers.
+func (e *Etcd) Start() error {
+	cmd := exec.Command(e.bin,
 		"--name", "test",
-		"--data-dir", filepath.Join(dir, "data"),
-		"--listen-client-urls", clientURL,
-		"--advertise-client-urls", clientURL,
-		"--listen-peer-urls", peerURL,
-		"--initial-advertise-peer-urls", peerURL,
-		"--initial-cluster", "test="+peerURL,
+		"--data-dir", filepath.Join(e.dir, "data"),
+		"--listen-client-urls", e.clientURL,
+		"--advertise-client-urls", e.clientURL,
+		"--listen-peer-urls", e.peerURL,
+		"--initial-advertise-peer-urls", e.peerURL,
+		"--initial-cluster", "test="+e.peerURL,
 		"--heartbeat-interval", "10",
 		"--election-timeout", "100",
 		"--log-level", "error",
-		// Test data need no durability; fsync would only slow the suite.
+		// Test data need no durability across machine crashes; fsync would only slow the suite.
 		"--unsafe-no-fsync",
 	)
-	logf, err := os.Create(filepath.Join(dir, "etcd.log"))
+	logf, err := os.OpenFile(filepath.Join(e.dir, "etcd.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
-		return "", err
+		return err
 	}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		logf.Close()
-		return "", err
+		return err
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	stop := func() {
-		_ = cmd.Process.Kill()
-		<-exited
-		logf.Close()
-	}
+	e.cmd, e.logf, e.exited = cmd, logf, make(chan error, 1)
+	go func(exited chan<- error) { exited <- cmd.Wait() }(e.exited)
 
-	c, err := clientv3.New(clientv3.Config{Endpoints: []string{clientURL}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	c, err := clientv3.New(clientv3.Config{Endpoints: []string{e.clientURL}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 	if err != nil {
-		stop()
-		return "", err
+		e.Stop()
+		return err
 	}
 	defer c.Close()
 	deadline := time.Now().Add(15 * time.Second)
@@ -123,23 +142,33 @@ func startEtcd(t testing.TB, bin string) (string, error) {
 		_, err = c.Get(ctx, "health")
 		cancel()
 		if err == nil {
-			break
+			return nil
 		}
 		select {
-		case werr := <-exited:
-			logf.Close()
-			log, _ := os.ReadFile(filepath.Join(dir, "etcd.log"))
-			return "", fmt.Errorf("etcd exited: %v\n%s", werr, log)
+		case werr := <-e.exited:
+			e.exited <- werr
+			e.Stop()
+			log, _ := os.ReadFile(filepath.Join(e.dir, "etcd.log"))
+			return fmt.Errorf("etcd exited: %v\n%s", werr, log)
 		default:
 		}
 		if time.Now().After(deadline) {
-			stop()
-			return "", fmt.Errorf("etcd at %s not ready: %w", clientURL, err)
+			e.Stop()
+			return fmt.Errorf("etcd at %s not ready: %w", e.clientURL, err)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	t.Cleanup(stop)
-	return clientURL, nil
+}
+
+// Stop kills the process and waits for it; stopping a stopped etcd does nothing.
+func (e *Etcd) Stop() {
+	if e.cmd == nil {
+		return
+	}
+	_ = e.cmd.Process.Kill()
+	<-e.exited
+	e.logf.Close()
+	e.cmd = nil
 }
 
 func freePort(t testing.TB) int {

@@ -1,0 +1,184 @@
+package store
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	kcorev1 "github.com/trellis-dev/trellis/proto/gen/trellis/kubernetes/core/v1"
+	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
+)
+
+func TestHistory(t *testing.T) {
+	h := history{capacity: 3}
+	h.reset(10)
+	if evs, ok := h.since(10); !ok || len(evs) != 0 {
+		t.Fatalf("empty history since its start: %v %v", evs, ok)
+	}
+	if _, ok := h.since(9); ok {
+		t.Fatal("resume from before the start allowed")
+	}
+	for _, rev := range []int64{11, 12, 12, 13, 14} {
+		h.add(event{rev: rev, key: "k"})
+	}
+	// Kept: 12, 13, 14 (the first 12 is gone, so resuming from 11 would lose it).
+	if h.oldest != 12 {
+		t.Fatalf("oldest %d, want 12", h.oldest)
+	}
+	if _, ok := h.since(11); ok {
+		t.Fatal("resume from 11 allowed after an event at 12 was evicted")
+	}
+	evs, ok := h.since(12)
+	if !ok || len(evs) != 2 || evs[0].rev != 13 || evs[1].rev != 14 {
+		t.Fatalf("since 12: %v %v", evs, ok)
+	}
+	if evs, ok := h.since(20); !ok || len(evs) != 0 {
+		t.Fatalf("since 20: %v %v", evs, ok)
+	}
+}
+
+func TestTransformer(t *testing.T) {
+	a := Key{Name: "a", Secret: bytes.Repeat([]byte{1}, 32)}
+	b := Key{Name: "b", Secret: bytes.Repeat([]byte{2}, 32)}
+	ta, _ := newTransformer([]Key{a})
+	tba, _ := newTransformer([]Key{b, a})
+	tb, _ := newTransformer([]Key{b})
+	sealed, err := ta.seal("/k1", []byte("plain"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(sealed, []byte("trellis:enc:aesgcm:v1:a:")) || bytes.Contains(sealed, []byte("plain")) {
+		t.Fatalf("sealed %q", sealed)
+	}
+	for _, tr := range []*transformer{ta, tba} {
+		if got, err := tr.open("/k1", sealed); err != nil || string(got) != "plain" {
+			t.Fatalf("open: %q %v", got, err)
+		}
+	}
+	if _, err := tb.open("/k1", sealed); err == nil || !strings.Contains(err.Error(), `"a"`) {
+		t.Fatalf("open without the key: %v", err)
+	}
+	if _, err := ta.open("/k2", sealed); err == nil {
+		t.Fatal("value opened under another key path")
+	}
+	if got, err := tb.open("/k1", []byte("legacy")); err != nil || string(got) != "legacy" {
+		t.Fatalf("plaintext: %q %v", got, err)
+	}
+	sealed2, _ := ta.seal("/k1", []byte("plain"))
+	if bytes.Equal(sealed, sealed2) {
+		t.Fatal("nonce reused")
+	}
+	tampered := bytes.Clone(sealed)
+	tampered[len(tampered)-1] ^= 1
+	if _, err := ta.open("/k1", tampered); err == nil {
+		t.Fatal("tampered value opened")
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	for name, c := range map[string]Config{
+		"no data dir":      {},
+		"short key":        {DataDir: "x", EncryptionKeys: []Key{{Name: "a", Secret: []byte("short")}}},
+		"key name":         {DataDir: "x", EncryptionKeys: []Key{{Name: "a:b", Secret: make([]byte, 32)}}},
+		"duplicate key":    {DataDir: "x", EncryptionKeys: []Key{{Name: "a", Secret: make([]byte, 32)}, {Name: "a", Secret: make([]byte, 32)}}},
+		"public listen":    {DataDir: "x", EtcdListen: "http://0.0.0.0:2379"},
+		"listen, external": {Endpoints: []string{"http://127.0.0.1:2379"}, EtcdListen: "http://127.0.0.1:2379"},
+	} {
+		c.setDefaults()
+		if err := c.Validate(); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+	for _, c := range []Config{
+		{DataDir: "x"},
+		{DataDir: "x", EtcdListen: "http://127.0.0.1:2379"},
+		{DataDir: "x", EtcdListen: "unix:///tmp/etcd.sock"},
+		{Endpoints: []string{"https://etcd:2379"}},
+	} {
+		c.setDefaults()
+		if err := c.Validate(); err != nil {
+			t.Errorf("%+v: %v", c, err)
+		}
+	}
+	c := Config{DataDir: "x", Prefix: "custom/"}
+	c.setDefaults()
+	if c.Prefix != "/custom" || c.WatchWindow != DefaultWatchWindow || c.Logger == nil {
+		t.Fatalf("defaults: %+v", c)
+	}
+}
+
+// TestRelist checks the path taken when the cache's watch revision was compacted: the state is reloaded and the
+// watchers, whose history is gone, end with Expired.
+func TestRelist(t *testing.T) {
+	s, err := Open(t.Context(), Config{DataDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	c, err := s.Register(t.Context(), testResource())
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj, err := c.Create(t.Context(), newTestObject("a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := c.Watch(t.Context(), "", WatchOptions{ResourceVersion: obj.GetMetadata().GetResourceVersion()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	// Changed behind the cache's back, as if the events were lost to a compaction.
+	if _, err := s.client.Put(t.Context(), c.prefix+"b", string(mustEncode(t, c, "b"))); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.cache.list(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	for ev := range w.Events() {
+		if ev.Type == Error {
+			if !apierrors.IsResourceExpired(ev.Err) {
+				t.Fatalf("error %v", ev.Err)
+			}
+			break
+		}
+	}
+	select {
+	case _, ok := <-w.Events():
+		if ok {
+			t.Fatal("event after the error")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("watcher not closed")
+	}
+	if _, err := c.Get(t.Context(), "", "b"); err != nil {
+		t.Fatalf("object written behind the cache's back: %v", err)
+	}
+	// The cache keeps following etcd.
+	if _, err := c.Create(t.Context(), newTestObject("c")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Get(t.Context(), "", "c"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func testResource() Resource {
+	return Resource{Resource: "namespaces", New: func() Object { return &kcorev1.Namespace{} }}
+}
+
+func newTestObject(name string) *kcorev1.Namespace {
+	return &kcorev1.Namespace{Metadata: &metav1.ObjectMeta{Name: name}}
+}
+
+func mustEncode(t *testing.T, c *Collection, name string) []byte {
+	t.Helper()
+	b, err := c.encode(c.prefix+name, newTestObject(name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}

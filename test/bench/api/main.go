@@ -1,0 +1,1498 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"text/tabwriter"
+	"time"
+)
+
+const (
+	namespace     = "garden-dev"
+	shootsPath    = "/apis/core.gardener.cloud/v1beta1/namespaces/" + namespace + "/shoots"
+	groupLabel    = "bench.trellis.dev/group"
+	groups        = 10 // the label selector of the list phase matches 1/groups of the shoots
+	genLabel      = "bench.trellis.dev/generation"
+	statusLabel   = "shoot.gardener.cloud/status"
+	sentAtAnno    = "bench.trellis.dev/sent-at"
+	minShootBytes = 8000
+	maxShootBytes = 10240
+)
+
+// Budgets from DESIGN.md (Budgets, 2 cores, loopback). The throughput budgets are 5× the kube-apiserver + etcd numbers
+// recorded there (create 290/s, get 910/s, update 230/s, delete 360/s); the list budget is 20× faster than that
+// peer's 690 ms for 2,000 shoots, and < 100 ms for 10,000.
+var opsBudget = map[string]float64{"create": 5 * 290, "get": 5 * 910, "update": 5 * 230, "delete": 5 * 360}
+
+const (
+	startupBudget = 2 * time.Second
+	watchBudget   = 5 * time.Millisecond // p99 update sent → event received
+)
+
+func listBudget(n int) time.Duration {
+	if n <= 2000 {
+		return 690 * time.Millisecond / 20
+	}
+	return 100 * time.Millisecond
+}
+
+type config struct {
+	hubBin       string
+	n, c         int
+	watchUpdates int
+	lists        int
+	out          string
+	seed         uint64
+	phaseLimit   time.Duration
+	timeout      time.Duration
+	keep         bool
+}
+
+func (c *config) validate() error {
+	var errs []error
+	if c.n < groups {
+		errs = append(errs, fmt.Errorf("-n must be at least %d", groups))
+	}
+	if c.n > 100000 {
+		errs = append(errs, errors.New("-n must be at most 100000"))
+	}
+	if c.c < 1 || c.c > 256 {
+		errs = append(errs, errors.New("-c must be between 1 and 256"))
+	}
+	if c.watchUpdates < 1 {
+		errs = append(errs, errors.New("-watch-updates must be positive"))
+	}
+	if c.lists < 1 || c.lists > 1000 {
+		errs = append(errs, errors.New("-lists must be between 1 and 1000"))
+	}
+	if c.phaseLimit <= 0 || c.timeout <= 0 {
+		errs = append(errs, errors.New("-phase-limit and -timeout must be positive"))
+	}
+	return errors.Join(errs...)
+}
+
+func main() {
+	var cfg config
+	flag.StringVar(&cfg.hubBin, "hub", "bin/trellis-hub", "hub binary to start")
+	flag.IntVar(&cfg.n, "n", 10000, "number of shoots")
+	flag.IntVar(&cfg.c, "c", 16, "concurrent HTTP/2 clients, one connection each")
+	flag.IntVar(&cfg.watchUpdates, "watch-updates", 2000, "updates whose watch latency is measured (at most -n)")
+	flag.IntVar(&cfg.lists, "lists", 10, "lists of the whole collection, and as many with a label selector")
+	flag.StringVar(&cfg.out, "out", "", "write the results as JSON to this file")
+	flag.Uint64Var(&cfg.seed, "seed", 1, "seed of the random choices")
+	flag.DurationVar(&cfg.phaseLimit, "phase-limit", 5*time.Minute, "time limit of each phase")
+	flag.DurationVar(&cfg.timeout, "timeout", 30*time.Minute, "time limit of the whole run")
+	flag.BoolVar(&cfg.keep, "keep", false, "keep the hub's data dir and log")
+	flag.Parse()
+	if err := cfg.validate(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	cfg.watchUpdates = min(cfg.watchUpdates, cfg.n)
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ctx, cancel := context.WithTimeout(ctx, cfg.timeout)
+	defer cancel()
+
+	failed, err := run(ctx, cfg)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench-api:", err)
+		os.Exit(1)
+	}
+	if failed {
+		os.Exit(1)
+	}
+}
+
+// run returns failed when some operation failed; err when the benchmark could not run at all.
+func run(ctx context.Context, cfg config) (failed bool, err error) {
+	bin, err := filepath.Abs(cfg.hubBin)
+	if err != nil {
+		return false, err
+	}
+	if _, err := os.Stat(bin); err != nil {
+		return false, fmt.Errorf("hub binary: %w (build it with `go build -o bin/ ./cmd/...`)", err)
+	}
+	dir, err := os.MkdirTemp("", "trellis-bench-api-")
+	if err != nil {
+		return false, err
+	}
+	h, err := startHub(ctx, bin, dir)
+	defer func() {
+		if h != nil {
+			h.stop()
+		}
+		if cfg.keep {
+			fmt.Printf("kept %s (hub log: %s)\n", dir, filepath.Join(dir, "hub.log"))
+		} else {
+			_ = os.RemoveAll(dir)
+		}
+	}()
+	if err != nil {
+		return false, err
+	}
+	rep := &report{
+		N: cfg.n, C: cfg.c, WatchUpdates: cfg.watchUpdates, Lists: cfg.lists, Seed: cfg.seed,
+		GoVersion: runtime.Version(), CPUs: runtime.NumCPU(),
+		StartupMs: ms(h.startup), StartupBudgetMs: ms(startupBudget), StartupOK: h.startup < startupBudget,
+	}
+	fmt.Printf("hub %s started (pid %d) at %s: ready after %s (budget < %s: %s)\n",
+		bin, h.cmd.Process.Pid, h.url, h.startup.Round(time.Microsecond), startupBudget, verdict(rep.StartupOK))
+
+	b := &bench{cfg: cfg, hub: h, rep: rep, rv: make([]atomic.Int64, cfg.n)}
+	if err := b.setup(ctx); err != nil {
+		return false, err
+	}
+	if err := b.phases(ctx); err != nil {
+		return false, err
+	}
+	rep.HubRSSBytes, rep.HubPeakRSSBytes = h.rss()
+	rep.HubLogProblems = h.logProblems(5)
+	b.print()
+	if cfg.out != "" {
+		data, err := json.MarshalIndent(rep, "", "  ")
+		if err != nil {
+			return false, err
+		}
+		if err := os.WriteFile(cfg.out, append(data, '\n'), 0o644); err != nil {
+			return false, err
+		}
+		fmt.Printf("results written to %s\n", cfg.out)
+	}
+	return rep.Errors > 0 || !rep.ShootSizeOK, nil
+}
+
+// ---- the hub process ----
+
+type hubProc struct {
+	cmd     *exec.Cmd
+	dir     string
+	url     string
+	token   string
+	pool    *x509.CertPool
+	logPath string
+	startup time.Duration
+	exited  chan struct{}
+}
+
+// startHub runs the hub on a free loopback port and waits for /readyz; a port taken between choosing and binding it
+// is retried with another.
+func startHub(ctx context.Context, bin, dir string) (*hubProc, error) {
+	var lastErr error
+	for attempt := 0; attempt < 3; attempt++ {
+		port, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		h, err := startHubOn(ctx, bin, dir, port)
+		if err == nil {
+			return h, nil
+		}
+		lastErr = err
+		if h != nil {
+			h.stop()
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return nil, lastErr
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func startHubOn(ctx context.Context, bin, dir string, port int) (*hubProc, error) {
+	_ = os.RemoveAll(filepath.Join(dir, "data"))
+	h := &hubProc{dir: filepath.Join(dir, "data"), url: fmt.Sprintf("https://127.0.0.1:%d", port), logPath: filepath.Join(dir, "hub.log"), exited: make(chan struct{})}
+	logf, err := os.Create(h.logPath)
+	if err != nil {
+		return nil, err
+	}
+	h.cmd = exec.Command(bin, "--data-dir", h.dir, "--listen", fmt.Sprintf("127.0.0.1:%d", port))
+	h.cmd.Stdout, h.cmd.Stderr = logf, logf
+	// The hub dies with the benchmark, even when the benchmark is killed.
+	h.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	start := time.Now()
+	if err := h.cmd.Start(); err != nil {
+		logf.Close()
+		return nil, err
+	}
+	go func() { _ = h.cmd.Wait(); logf.Close(); close(h.exited) }()
+
+	deadline := time.Now().Add(20 * time.Second)
+	var probe *http.Client
+	for time.Now().Before(deadline) {
+		select {
+		case <-h.exited:
+			return h, fmt.Errorf("hub exited while starting: %s", h.logTail(20))
+		case <-ctx.Done():
+			return h, ctx.Err()
+		default:
+		}
+		if probe == nil {
+			// The CA certificate is written before the hub listens; until then there is nothing to probe.
+			if pem, err := os.ReadFile(filepath.Join(h.dir, "pki", "ca.crt")); err == nil {
+				pool := x509.NewCertPool()
+				if pool.AppendCertsFromPEM(pem) {
+					h.pool = pool
+					probe = &http.Client{Timeout: time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+				}
+			}
+		}
+		if probe != nil {
+			resp, err := probe.Get(h.url + "/readyz")
+			if err == nil {
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					h.startup = time.Since(start)
+					probe.CloseIdleConnections()
+					token, err := os.ReadFile(filepath.Join(h.dir, "admin-token"))
+					if err != nil {
+						return h, fmt.Errorf("admin token: %w", err)
+					}
+					h.token = strings.TrimSpace(string(token))
+					return h, nil
+				}
+			}
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	return h, fmt.Errorf("hub not ready within 20s: %s", h.logTail(20))
+}
+
+// stop ends the hub with SIGTERM, and SIGKILL when it has not exited after 15 s.
+func (h *hubProc) stop() {
+	if h.cmd == nil || h.cmd.Process == nil {
+		return
+	}
+	select {
+	case <-h.exited:
+		return
+	default:
+	}
+	_ = h.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-h.exited:
+	case <-time.After(15 * time.Second):
+		fmt.Fprintln(os.Stderr, "hub did not stop within 15s after SIGTERM; killing it")
+		_ = h.cmd.Process.Kill()
+		<-h.exited
+	}
+}
+
+func (h *hubProc) logTail(lines int) string {
+	data, _ := os.ReadFile(h.logPath)
+	all := strings.Split(strings.TrimSpace(string(data)), "\n")
+	if len(all) > lines {
+		all = all[len(all)-lines:]
+	}
+	return strings.Join(all, "\n")
+}
+
+// logProblems returns the count and the first few of the hub's warning and error log lines.
+func (h *hubProc) logProblems(keep int) logProblems {
+	data, _ := os.ReadFile(h.logPath)
+	var p logProblems
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.Contains(line, "level=ERROR") || strings.Contains(line, "level=WARN") {
+			p.Count++
+			if len(p.First) < keep {
+				p.First = append(p.First, line)
+			}
+		}
+	}
+	return p
+}
+
+// rss reads VmRSS and VmHWM (peak) of the hub from /proc.
+func (h *hubProc) rss() (cur, peak int64) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", h.cmd.Process.Pid))
+	if err != nil {
+		return -1, -1
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		kb, _ := strconv.ParseInt(f[1], 10, 64)
+		switch f[0] {
+		case "VmRSS:":
+			cur = kb << 10
+		case "VmHWM:":
+			peak = kb << 10
+		}
+	}
+	return cur, peak
+}
+
+// cpu is the hub's user+system CPU time so far, from /proc/<pid>/stat (USER_HZ is 100 on Linux).
+func (h *hubProc) cpu() time.Duration {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", h.cmd.Process.Pid))
+	if err != nil {
+		return 0
+	}
+	// The command name (field 2) may contain spaces; the fields after it start after the last ')'.
+	s := string(data)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(f) < 13 {
+		return 0
+	}
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(utime+stime) * 10 * time.Millisecond
+}
+
+// selfCPU is this process's user+system CPU time, to show what the load generator takes of the machine.
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// ---- clients ----
+
+// client is one HTTP/2 client with its own connection to the hub.
+type client struct {
+	http  *http.Client
+	url   string
+	token string
+	rnd   *rand.Rand
+}
+
+func (h *hubProc) newClient(id int, seed uint64, timeout time.Duration) *client {
+	tr := &http.Transport{
+		TLSClientConfig:     &tls.Config{RootCAs: h.pool},
+		ForceAttemptHTTP2:   true,
+		MaxIdleConnsPerHost: 1,
+		IdleConnTimeout:     5 * time.Minute,
+	}
+	return &client{http: &http.Client{Transport: tr, Timeout: timeout}, url: h.url, token: h.token, rnd: rand.New(rand.NewPCG(seed, uint64(id)))}
+}
+
+// do sends one request and reads the whole response.
+func (c *client) do(ctx context.Context, method, path string, body []byte) (int, []byte, error) {
+	var r io.Reader
+	if body != nil {
+		r = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.url+path, r)
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	req.Header.Set("Accept", "application/json")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	out, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return resp.StatusCode, out, err
+	}
+	if resp.ProtoMajor != 2 {
+		return resp.StatusCode, out, fmt.Errorf("%s %s: answered over %s, want HTTP/2", method, path, resp.Proto)
+	}
+	return resp.StatusCode, out, nil
+}
+
+// expect turns an unexpected status into an error carrying the start of the body (a Kubernetes Status).
+func expect(method, path string, code int, body []byte, err error, want ...int) error {
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	if slices.Contains(want, code) {
+		return nil
+	}
+	if len(body) > 300 {
+		body = body[:300]
+	}
+	return fmt.Errorf("%s %s: %d %s", method, path, code, bytes.TrimSpace(body))
+}
+
+// ---- results ----
+
+type report struct {
+	N               int           `json:"n"`
+	C               int           `json:"c"`
+	WatchUpdates    int           `json:"watchUpdates"`
+	Lists           int           `json:"lists"`
+	Seed            uint64        `json:"seed"`
+	GoVersion       string        `json:"goVersion"`
+	CPUs            int           `json:"cpus"`
+	StartupMs       float64       `json:"startupMs"`
+	StartupBudgetMs float64       `json:"startupBudgetMs"`
+	StartupOK       bool          `json:"startupOK"`
+	ShootBytes      shootBytes    `json:"shootBytes"`
+	ShootSizeOK     bool          `json:"shootSizeOK"`
+	Phases          []*phase      `json:"phases"`
+	ListSamples     []listSample  `json:"listSamples"`
+	Watch           watchReport   `json:"watch"`
+	HubRSSBytes     int64         `json:"hubRSSBytes"`
+	HubPeakRSSBytes int64         `json:"hubPeakRSSBytes"`
+	HubLogProblems  logProblems   `json:"hubLogProblems"`
+	Errors          int           `json:"errors"`
+	Elapsed         time.Duration `json:"-"`
+}
+
+type shootBytes struct {
+	Min      int `json:"min"`
+	Max      int `json:"max"`
+	Mean     int `json:"mean"`
+	Returned int `json:"returned"` // the created object as the hub answered it (with uid, timestamps, defaults)
+}
+
+type phase struct {
+	Name        string   `json:"name"`
+	Ops         int      `json:"ops"`
+	Errors      int      `json:"errors"`
+	Incomplete  int      `json:"incomplete,omitempty"` // not run because the phase's time limit passed
+	Seconds     float64  `json:"seconds"`
+	OpsPerSec   float64  `json:"opsPerSec"`
+	P50Ms       float64  `json:"p50Ms"`
+	P90Ms       float64  `json:"p90Ms"`
+	P99Ms       float64  `json:"p99Ms"`
+	MaxMs       float64  `json:"maxMs"`
+	HubCPUSec   float64  `json:"hubCPUSeconds"`
+	BenchCPUSec float64  `json:"benchCPUSeconds"`
+	HubRSSBytes int64    `json:"hubRSSBytesAfter"`
+	Budget      string   `json:"budget,omitempty"`
+	BudgetOK    *bool    `json:"budgetOK,omitempty"`
+	FirstErrors []string `json:"firstErrors,omitempty"`
+	Note        string   `json:"note,omitempty"`
+}
+
+type listSample struct {
+	Selector string  `json:"selector,omitempty"`
+	Ms       float64 `json:"ms"`
+	Items    int     `json:"items"`
+	Bytes    int     `json:"bytes"`
+}
+
+type watchReport struct {
+	FromResourceVersion int64          `json:"fromResourceVersion"`
+	ReplayEvents        int            `json:"replayEvents"`
+	ReplayExpected      int            `json:"replayExpected"`
+	ReplayMs            float64        `json:"replayMs"`
+	LiveEvents          int            `json:"liveEvents"`
+	LiveExpected        int            `json:"liveExpected"`
+	EventTypes          map[string]int `json:"eventTypes"`
+	StreamError         string         `json:"streamError,omitempty"`
+}
+
+type logProblems struct {
+	Count int      `json:"count"`
+	First []string `json:"first,omitempty"`
+}
+
+func ms(d time.Duration) float64 { return math.Round(float64(d)/1e3) / 1e3 }
+
+func verdict(ok bool) string {
+	if ok {
+		return "ok"
+	}
+	return "MISSED"
+}
+
+// recorder collects one phase's latencies and errors from many workers.
+type recorder struct {
+	mu     sync.Mutex
+	lat    []time.Duration
+	errs   int
+	first  []string
+	ops    int
+	notRun int
+}
+
+func (r *recorder) add(lat []time.Duration, errs []error, ops int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.lat = append(r.lat, lat...)
+	r.ops += ops
+	for _, err := range errs {
+		r.errs++
+		if len(r.first) < 5 {
+			r.first = append(r.first, err.Error())
+		}
+	}
+}
+
+func (r *recorder) phase(name string, wall time.Duration) *phase {
+	slices.Sort(r.lat)
+	p := &phase{Name: name, Ops: r.ops, Errors: r.errs + r.notRun, Incomplete: r.notRun, Seconds: wall.Seconds(), FirstErrors: r.first}
+	if r.notRun > 0 {
+		p.FirstErrors = append(p.FirstErrors, fmt.Sprintf("%d operations not run: the phase's time limit passed", r.notRun))
+	}
+	if wall > 0 {
+		p.OpsPerSec = math.Round(float64(r.ops-r.errs)/wall.Seconds()*10) / 10
+	}
+	p.P50Ms, p.P90Ms, p.P99Ms = ms(quantile(r.lat, 0.50)), ms(quantile(r.lat, 0.90)), ms(quantile(r.lat, 0.99))
+	if len(r.lat) > 0 {
+		p.MaxMs = ms(r.lat[len(r.lat)-1])
+	}
+	return p
+}
+
+// quantile is the nearest-rank quantile of sorted durations.
+func quantile(sorted []time.Duration, q float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(math.Ceil(q*float64(len(sorted)))) - 1
+	return sorted[max(0, min(i, len(sorted)-1))]
+}
+
+// ---- the benchmark ----
+
+type bench struct {
+	cfg     config
+	hub     *hubProc
+	rep     *report
+	clients []*client
+	bodies  [][]byte       // create bodies, by shoot index
+	rv      []atomic.Int64 // current resourceVersion, by shoot index
+	gen     []int          // value of the generation label, by shoot index (each index is owned by one worker per phase)
+}
+
+func shootName(i int) string { return fmt.Sprintf("bench-%05d", i) }
+
+// setup creates what a Shoot needs, builds the shoots' bodies and checks their size and that every client speaks
+// HTTP/2.
+func (b *bench) setup(ctx context.Context) error {
+	for i := 0; i < b.cfg.c; i++ {
+		b.clients = append(b.clients, b.hub.newClient(i, b.cfg.seed, 60*time.Second))
+	}
+	admin := b.clients[0]
+	for _, p := range prerequisites() {
+		code, body, err := admin.do(ctx, http.MethodPost, p.path, mustJSON(p.obj))
+		if err := expect("POST", p.path, code, body, err, http.StatusCreated); err != nil {
+			return fmt.Errorf("prerequisites: %w", err)
+		}
+	}
+	for _, c := range b.clients {
+		code, body, err := c.do(ctx, http.MethodGet, "/api/v1/namespaces/"+namespace, nil)
+		if err := expect("GET", "/api/v1/namespaces/"+namespace, code, body, err, http.StatusOK); err != nil {
+			return err
+		}
+	}
+
+	b.bodies = make([][]byte, b.cfg.n)
+	b.gen = make([]int, b.cfg.n)
+	sz := shootBytes{Min: math.MaxInt}
+	total := 0
+	for i := range b.bodies {
+		b.bodies[i] = mustJSON(shoot(i))
+		n := len(b.bodies[i])
+		sz.Min, sz.Max, total = min(sz.Min, n), max(sz.Max, n), total+n
+	}
+	sz.Mean = total / b.cfg.n
+	b.rep.ShootBytes = sz
+	b.rep.ShootSizeOK = sz.Min >= minShootBytes && sz.Max <= maxShootBytes
+	fmt.Printf("shoot size (compact JSON as sent): min %d, mean %d, max %d bytes (want %d..%d: %s)\n",
+		sz.Min, sz.Mean, sz.Max, minShootBytes, maxShootBytes, verdict(b.rep.ShootSizeOK))
+	if !b.rep.ShootSizeOK {
+		return errors.New("shoot size outside the wanted range")
+	}
+	return nil
+}
+
+func (b *bench) phases(ctx context.Context) error {
+	n := b.cfg.n
+	start := time.Now()
+
+	// create
+	var rvAfterCreates atomic.Int64
+	var returned atomic.Int64
+	b.runPhase(ctx, "create", n, func(ctx context.Context, c *client, i int) error {
+		code, body, err := c.do(ctx, http.MethodPost, shootsPath, b.bodies[i])
+		if err := expect("POST", shootsPath, code, body, err, http.StatusCreated); err != nil {
+			return err
+		}
+		rv, err := resourceVersion(body)
+		if err != nil {
+			return fmt.Errorf("POST %s: %w", shootName(i), err)
+		}
+		b.rv[i].Store(rv)
+		storeMax(&rvAfterCreates, rv)
+		returned.CompareAndSwap(0, int64(len(body)))
+		return nil
+	})
+	b.rep.ShootBytes.Returned = int(returned.Load())
+	fmt.Printf("created shoot as returned by the hub: %d bytes\n", b.rep.ShootBytes.Returned)
+
+	// get
+	b.runPhase(ctx, "get", n, func(ctx context.Context, c *client, _ int) error {
+		i := c.rnd.IntN(n)
+		p := shootsPath + "/" + shootName(i)
+		code, body, err := c.do(ctx, http.MethodGet, p, nil)
+		if err := expect("GET", p, code, body, err, http.StatusOK); err != nil {
+			return err
+		}
+		if !bytes.Contains(body, []byte(`"name":"`+shootName(i)+`"`)) {
+			return fmt.Errorf("GET %s: the answer is not that shoot", p)
+		}
+		return nil
+	})
+
+	// update: every shoot once, in random order
+	order := rand.New(rand.NewPCG(b.cfg.seed, 99)).Perm(n)
+	b.runPhase(ctx, "update", n, func(ctx context.Context, c *client, k int) error {
+		return b.update(ctx, c, order[k], false)
+	})
+
+	// list
+	if err := b.listPhase(ctx); err != nil {
+		return err
+	}
+
+	// watch
+	b.watchPhase(ctx, rvAfterCreates.Load())
+
+	// delete
+	b.runPhase(ctx, "delete", n, func(ctx context.Context, c *client, i int) error {
+		p := shootsPath + "/" + shootName(i)
+		code, body, err := c.do(ctx, http.MethodDelete, p, nil)
+		return expect("DELETE", p, code, body, err, http.StatusOK, http.StatusAccepted)
+	})
+	code, body, err := b.clients[0].do(ctx, http.MethodGet, shootsPath, nil)
+	if err := expect("GET", shootsPath, code, body, err, http.StatusOK); err != nil {
+		return err
+	}
+	var left struct{ Items []json.RawMessage }
+	if err := json.Unmarshal(body, &left); err != nil {
+		return fmt.Errorf("list after delete: %w", err)
+	}
+	if len(left.Items) != 0 {
+		b.rep.Errors++
+		fmt.Printf("ERROR: %d shoots left after the delete phase\n", len(left.Items))
+	}
+	b.rep.Elapsed = time.Since(start)
+	for _, p := range b.rep.Phases {
+		b.rep.Errors += p.Errors
+	}
+	return nil
+}
+
+// update PUTs shoot i with the next generation label, the status label flipped and its current resourceVersion;
+// stamp also sets the sent-at annotation to the time of sending.
+func (b *bench) update(ctx context.Context, c *client, i int, stamp bool) error {
+	b.gen[i]++
+	body := bytes.Replace(b.bodies[i], []byte(`"`+genLabel+`":"0"`), []byte(`"`+genLabel+`":"`+strconv.Itoa(b.gen[i])+`"`), 1)
+	body = bytes.Replace(body, []byte(`"`+statusLabel+`":"healthy"`), []byte(`"`+statusLabel+`":"progressing"`), 1)
+	body = bytes.Replace(body, []byte(`"metadata":{`), []byte(`"metadata":{"resourceVersion":"`+strconv.FormatInt(b.rv[i].Load(), 10)+`",`), 1)
+	if stamp {
+		body = bytes.Replace(body, []byte(`"`+sentAtAnno+`":"0"`), []byte(`"`+sentAtAnno+`":"`+strconv.FormatInt(time.Now().UnixNano(), 10)+`"`), 1)
+	}
+	p := shootsPath + "/" + shootName(i)
+	code, resp, err := c.do(ctx, http.MethodPut, p, body)
+	if err := expect("PUT", p, code, resp, err, http.StatusOK); err != nil {
+		return err
+	}
+	if !bytes.Contains(resp, []byte(`"`+genLabel+`":"`+strconv.Itoa(b.gen[i])+`"`)) {
+		return fmt.Errorf("PUT %s: the answer lacks the changed label", p)
+	}
+	rv, err := resourceVersion(resp)
+	if err != nil {
+		return fmt.Errorf("PUT %s: %w", p, err)
+	}
+	b.rv[i].Store(rv)
+	return nil
+}
+
+// runPhase runs op for 0..n-1 on all clients, each client one operation at a time, within the phase time limit.
+func (b *bench) runPhase(ctx context.Context, name string, n int, op func(ctx context.Context, c *client, i int) error) *phase {
+	ctx, cancel := context.WithTimeout(ctx, b.cfg.phaseLimit)
+	defer cancel()
+	hubCPU, benchCPU := b.hub.cpu(), selfCPU()
+	var next atomic.Int64
+	rec := &recorder{}
+	var wg sync.WaitGroup
+	start := time.Now()
+	for _, c := range b.clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			lat := make([]time.Duration, 0, n/len(b.clients)+1)
+			var errs []error
+			ops := 0
+			for ctx.Err() == nil {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					break
+				}
+				t0 := time.Now()
+				err := op(ctx, c, i)
+				d := time.Since(t0)
+				ops++
+				if err != nil {
+					errs = append(errs, err)
+					continue
+				}
+				lat = append(lat, d)
+			}
+			rec.add(lat, errs, ops)
+		}()
+	}
+	wg.Wait()
+	wall := time.Since(start)
+	rec.notRun = n - rec.ops
+	p := rec.phase(name, wall)
+	b.finish(p, hubCPU, benchCPU)
+	if want, ok := opsBudget[name]; ok {
+		ok := p.OpsPerSec >= want
+		p.Budget, p.BudgetOK = fmt.Sprintf("≥ %.0f/s", want), &ok
+	}
+	fmt.Printf("  %-8s done: %d ops, %d errors, %.1f/s\n", name, p.Ops, p.Errors, p.OpsPerSec)
+	return p
+}
+
+func (b *bench) finish(p *phase, hubCPU, benchCPU time.Duration) {
+	p.HubCPUSec = (b.hub.cpu() - hubCPU).Seconds()
+	p.BenchCPUSec = math.Round((selfCPU()-benchCPU).Seconds()*100) / 100
+	p.HubRSSBytes, _ = b.hub.rss()
+	b.rep.Phases = append(b.rep.Phases, p)
+}
+
+// listPhase lists the whole collection and then a tenth of it by label selector, -lists times each, one list at a
+// time. The latency is the time to the last byte of the answer; the items are counted outside of it.
+func (b *bench) listPhase(ctx context.Context) error {
+	c := b.clients[0]
+	for _, sel := range []bool{false, true} {
+		name := "list-all"
+		if sel {
+			name = "list-10%"
+		}
+		hubCPU, benchCPU := b.hub.cpu(), selfCPU()
+		rec := &recorder{}
+		start := time.Now()
+		fullBytes := 0
+		for k := 0; k < b.cfg.lists && ctx.Err() == nil && time.Since(start) < b.cfg.phaseLimit; k++ {
+			p, want, selector := shootsPath, b.cfg.n, ""
+			if sel {
+				g := k % groups
+				selector = fmt.Sprintf("%s=g%d", groupLabel, g)
+				p += "?labelSelector=" + selector
+				want = (b.cfg.n - g + groups - 1) / groups // indices i < n with i % groups == g
+			}
+			t0 := time.Now()
+			code, body, err := c.do(ctx, http.MethodGet, p, nil)
+			d := time.Since(t0)
+			err = expect("GET", p, code, body, err, http.StatusOK)
+			items := -1
+			if err == nil {
+				// Whole lists are identical (nothing is written meanwhile): count the items of the first, compare the
+				// size of the others. Selector lists are small enough to count every time.
+				if sel || fullBytes == 0 {
+					items, err = countItems(body, want)
+					fullBytes = len(body)
+				} else if len(body) != fullBytes {
+					err = fmt.Errorf("GET %s: %d bytes, the first list had %d", p, len(body), fullBytes)
+				} else {
+					items = want
+				}
+			}
+			if err != nil {
+				rec.add(nil, []error{err}, 1)
+			} else {
+				rec.add([]time.Duration{d}, nil, 1)
+			}
+			b.rep.ListSamples = append(b.rep.ListSamples, listSample{Selector: selector, Ms: ms(d), Items: items, Bytes: len(body)})
+		}
+		rec.notRun = b.cfg.lists - rec.ops
+		ph := rec.phase(name, time.Since(start))
+		b.finish(ph, hubCPU, benchCPU)
+		if !sel {
+			budget := listBudget(b.cfg.n)
+			ok := time.Duration(ph.P50Ms*1e6) < budget
+			ph.Budget, ph.BudgetOK = fmt.Sprintf("p50 < %s", budget), &ok
+		}
+		ph.Note = "ops/s = lists/s, one client"
+		fmt.Printf("  %-8s done: %d lists, %d errors, p50 %.1f ms\n", name, ph.Ops, ph.Errors, ph.P50Ms)
+	}
+	return nil
+}
+
+// countItems counts the items of a ShootList and checks there are want of them.
+func countItems(body []byte, want int) (int, error) {
+	var list struct {
+		Items []struct {
+			Metadata struct {
+				Name string `json:"name"`
+			} `json:"metadata"`
+		} `json:"items"`
+	}
+	if err := json.Unmarshal(body, &list); err != nil {
+		return 0, fmt.Errorf("decode list: %w", err)
+	}
+	if len(list.Items) != want {
+		return len(list.Items), fmt.Errorf("list: %d items, want %d", len(list.Items), want)
+	}
+	return len(list.Items), nil
+}
+
+// watchPhase watches the collection from rvFrom (the resourceVersion after the creates): the watcher first replays
+// the update phase, then -watch-updates PUTs stamped with their send time are measured until their events arrive.
+func (b *bench) watchPhase(ctx context.Context, rvFrom int64) {
+	wr := &b.rep.Watch
+	wr.FromResourceVersion = rvFrom
+	wr.EventTypes = map[string]int{}
+	var rvAfterUpdates int64
+	for i := range b.rv {
+		rvAfterUpdates = max(rvAfterUpdates, b.rv[i].Load())
+	}
+	wr.ReplayExpected = b.cfg.n - b.phaseErrors("update")
+
+	ctx, cancel := context.WithTimeout(ctx, b.cfg.phaseLimit)
+	defer cancel()
+	hubCPU, benchCPU := b.hub.cpu(), selfCPU()
+	w := &watcher{caughtUpAt: rvAfterUpdates, caughtUp: make(chan struct{}), live: make(chan time.Duration, b.cfg.watchUpdates*2), done: make(chan struct{})}
+	wc := b.hub.newClient(b.cfg.c, b.cfg.seed, 0) // no client timeout: the context bounds the stream
+	p := fmt.Sprintf("%s?watch=true&resourceVersion=%d", shootsPath, rvFrom)
+	start := time.Now()
+	go w.run(ctx, wc, p)
+
+	rec := &recorder{}
+	fail := func(err error) {
+		rec.add(nil, []error{err}, 0)
+	}
+	select {
+	case <-w.caughtUp:
+		wr.ReplayMs = ms(time.Since(start))
+	case <-w.done:
+	case <-time.After(60 * time.Second):
+	}
+	w.mu.Lock()
+	wr.ReplayEvents = w.replayed
+	w.mu.Unlock()
+	select {
+	case <-w.caughtUp:
+	default:
+		fail(fmt.Errorf("watch from %d did not replay to %d within 60s (%d events seen): %s", rvFrom, rvAfterUpdates, wr.ReplayEvents, w.errText()))
+		rec.notRun = b.cfg.watchUpdates
+		b.finishWatch(rec, time.Since(start), hubCPU, benchCPU, w)
+		return
+	}
+	if wr.ReplayEvents != wr.ReplayExpected {
+		fail(fmt.Errorf("watch replay: %d events, want %d", wr.ReplayEvents, wr.ReplayExpected))
+	}
+
+	// The stamped updates: distinct shoots chosen at random, sent by all clients.
+	pick := rand.New(rand.NewPCG(b.cfg.seed, 7)).Perm(b.cfg.n)[:b.cfg.watchUpdates]
+	var sent atomic.Int64
+	upd := b.runPhase(ctx, "watch-put", len(pick), func(ctx context.Context, c *client, k int) error {
+		if err := b.update(ctx, c, pick[k], true); err != nil {
+			return err
+		}
+		sent.Add(1)
+		return nil
+	})
+	upd.Note = "the PUTs of the watch phase"
+	wr.LiveExpected = int(sent.Load())
+
+	var lat []time.Duration
+	timeout := time.After(15 * time.Second)
+collect:
+	for len(lat) < wr.LiveExpected {
+		select {
+		case d := <-w.live:
+			lat = append(lat, d)
+		case <-w.done:
+			// Drain what arrived before the stream ended.
+			for {
+				select {
+				case d := <-w.live:
+					lat = append(lat, d)
+					continue
+				default:
+				}
+				break collect
+			}
+		case <-timeout:
+			break collect
+		}
+	}
+	wall := time.Since(start)
+	cancel()
+	<-w.done
+	wr.LiveEvents = len(lat)
+	if len(lat) < wr.LiveExpected {
+		fail(fmt.Errorf("watch: %d of %d stamped updates arrived within 15s: %s", len(lat), wr.LiveExpected, w.errText()))
+	}
+	rec.add(lat, nil, len(lat))
+	b.finishWatch(rec, wall, hubCPU, benchCPU, w)
+}
+
+func (b *bench) finishWatch(rec *recorder, wall time.Duration, hubCPU, benchCPU time.Duration, w *watcher) {
+	wr := &b.rep.Watch
+	w.mu.Lock()
+	for k, v := range w.types {
+		wr.EventTypes[k] = v
+	}
+	if w.err != nil && !errors.Is(w.err, context.Canceled) {
+		wr.StreamError = w.err.Error()
+		rec.add(nil, []error{fmt.Errorf("watch stream: %w", w.err)}, 0)
+	}
+	w.mu.Unlock()
+	p := rec.phase("watch", wall)
+	p.OpsPerSec = 0
+	b.finish(p, hubCPU, benchCPU)
+	ok := time.Duration(p.P99Ms*1e6) <= watchBudget
+	p.Budget, p.BudgetOK = fmt.Sprintf("p99 ≤ %s", watchBudget), &ok
+	p.Note = fmt.Sprintf("latency PUT sent → event received; replay of %d events took %.0f ms", wr.ReplayEvents, wr.ReplayMs)
+	fmt.Printf("  %-8s done: %d events, %d errors, p99 %.2f ms\n", "watch", p.Ops, p.Errors, p.P99Ms)
+}
+
+func (b *bench) phaseErrors(name string) int {
+	for _, p := range b.rep.Phases {
+		if p.Name == name {
+			return p.Errors
+		}
+	}
+	return 0
+}
+
+// watcher reads one watch stream: events up to caughtUpAt are the replay; events carrying a sent-at stamp are live
+// and their latency goes to live.
+type watcher struct {
+	caughtUpAt int64
+	caughtUp   chan struct{}
+	live       chan time.Duration
+	done       chan struct{}
+
+	mu       sync.Mutex
+	replayed int
+	types    map[string]int
+	err      error
+}
+
+func (w *watcher) errText() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err == nil {
+		return "no stream error"
+	}
+	return w.err.Error()
+}
+
+func (w *watcher) run(ctx context.Context, c *client, path string) {
+	defer close(w.done)
+	w.types = map[string]int{}
+	setErr := func(err error) {
+		w.mu.Lock()
+		if w.err == nil {
+			w.err = err
+		}
+		w.mu.Unlock()
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.url+path, nil)
+	if err != nil {
+		setErr(err)
+		return
+	}
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	resp, err := c.http.Do(req)
+	if err != nil {
+		setErr(err)
+		return
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 300))
+		setErr(fmt.Errorf("GET %s: %d %s", path, resp.StatusCode, bytes.TrimSpace(body)))
+		return
+	}
+	r := bufio.NewReaderSize(resp.Body, 1<<20)
+	caught := false
+	for events := 0; events < 10_000_000; events++ {
+		line, err := r.ReadBytes('\n')
+		recv := time.Now()
+		if len(bytes.TrimSpace(line)) > 0 {
+			var ev struct {
+				Type   string `json:"type"`
+				Object struct {
+					Message  string `json:"message"`
+					Metadata struct {
+						ResourceVersion string            `json:"resourceVersion"`
+						Annotations     map[string]string `json:"annotations"`
+					} `json:"metadata"`
+				} `json:"object"`
+			}
+			if jerr := json.Unmarshal(line, &ev); jerr != nil {
+				setErr(fmt.Errorf("watch event: %w", jerr))
+				return
+			}
+			w.mu.Lock()
+			w.types[ev.Type]++
+			w.mu.Unlock()
+			if ev.Type == "ERROR" {
+				setErr(fmt.Errorf("watch ERROR event: %s", ev.Object.Message))
+				return
+			}
+			rv, _ := strconv.ParseInt(ev.Object.Metadata.ResourceVersion, 10, 64)
+			if !caught {
+				w.mu.Lock()
+				w.replayed++
+				w.mu.Unlock()
+				if rv >= w.caughtUpAt {
+					caught = true
+					close(w.caughtUp)
+				}
+			} else if s := ev.Object.Metadata.Annotations[sentAtAnno]; s != "" && s != "0" {
+				sentAt, _ := strconv.ParseInt(s, 10, 64)
+				select {
+				case w.live <- recv.Sub(time.Unix(0, sentAt)):
+				default:
+				}
+			}
+		}
+		if err != nil {
+			if ctx.Err() == nil {
+				setErr(fmt.Errorf("watch stream ended: %w", err))
+			} else {
+				setErr(ctx.Err())
+			}
+			return
+		}
+	}
+}
+
+// resourceVersion finds metadata.resourceVersion in an object's JSON; metadata comes before spec in the hub's JSON.
+func resourceVersion(body []byte) (int64, error) {
+	key := []byte(`"resourceVersion":"`)
+	i := bytes.Index(body, key)
+	spec := bytes.Index(body, []byte(`"spec":`))
+	if i < 0 || (spec >= 0 && spec < i) {
+		var obj struct {
+			Metadata struct {
+				ResourceVersion string `json:"resourceVersion"`
+			} `json:"metadata"`
+		}
+		if err := json.Unmarshal(body, &obj); err != nil {
+			return 0, fmt.Errorf("decode answer: %w", err)
+		}
+		return strconv.ParseInt(obj.Metadata.ResourceVersion, 10, 64)
+	}
+	rest := body[i+len(key):]
+	end := bytes.IndexByte(rest, '"')
+	if end < 0 {
+		return 0, errors.New("unterminated resourceVersion")
+	}
+	return strconv.ParseInt(string(rest[:end]), 10, 64)
+}
+
+func storeMax(a *atomic.Int64, v int64) {
+	for {
+		cur := a.Load()
+		if v <= cur || a.CompareAndSwap(cur, v) {
+			return
+		}
+	}
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// ---- output ----
+
+func (b *bench) print() {
+	rep := b.rep
+	fmt.Println()
+	fmt.Printf("Trellis REST benchmark: %d shoots (%d..%d bytes of JSON, %d as returned), %d HTTP/2 clients, %d CPUs, %s\n",
+		rep.N, rep.ShootBytes.Min, rep.ShootBytes.Max, rep.ShootBytes.Returned, rep.C, rep.CPUs, rep.GoVersion)
+	fmt.Printf("hub start → /readyz 200: %.1f ms (budget < %.0f ms: %s)\n\n", rep.StartupMs, rep.StartupBudgetMs, verdict(rep.StartupOK))
+	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "phase\tops\terrors\ttime s\tops/s\tp50 ms\tp90 ms\tp99 ms\tmax ms\thub CPU s\tbench CPU s\thub RSS MiB\tbudget\t\t")
+	for _, p := range rep.Phases {
+		bud := ""
+		if p.BudgetOK != nil {
+			bud = p.Budget + " " + verdict(*p.BudgetOK)
+		}
+		ops := fmt.Sprintf("%.0f", p.OpsPerSec)
+		if p.Name == "watch" {
+			ops = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.2f\t%s\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.0f\t%s\t\t\n",
+			p.Name, p.Ops, p.Errors, p.Seconds, ops, p.P50Ms, p.P90Ms, p.P99Ms, p.MaxMs, p.HubCPUSec, p.BenchCPUSec, float64(p.HubRSSBytes)/(1<<20), bud)
+	}
+	tw.Flush()
+	fmt.Println()
+	for _, s := range rep.ListSamples {
+		sel := "whole collection"
+		if s.Selector != "" {
+			sel = s.Selector
+		}
+		fmt.Printf("  list %-30s %8.2f ms  %6d items  %6.1f MB\n", sel, s.Ms, s.Items, float64(s.Bytes)/1e6)
+	}
+	w := rep.Watch
+	fmt.Printf("\nwatch from resourceVersion %d: replayed %d events (want %d) in %.0f ms, then %d of %d stamped updates arrived; event types %v\n",
+		w.FromResourceVersion, w.ReplayEvents, w.ReplayExpected, w.ReplayMs, w.LiveEvents, w.LiveExpected, w.EventTypes)
+	if w.StreamError != "" {
+		fmt.Printf("watch stream error: %s\n", w.StreamError)
+	}
+	fmt.Printf("hub RSS at the end: %.1f MiB (VmRSS), peak %.1f MiB (VmHWM)\n", float64(rep.HubRSSBytes)/(1<<20), float64(rep.HubPeakRSSBytes)/(1<<20))
+	fmt.Printf("hub log: %d warning/error lines\n", rep.HubLogProblems.Count)
+	for _, l := range rep.HubLogProblems.First {
+		fmt.Printf("  %s\n", l)
+	}
+	for _, p := range rep.Phases {
+		for _, e := range p.FirstErrors {
+			fmt.Printf("%s error: %s\n", p.Name, e)
+		}
+	}
+	fmt.Printf("total errors: %d, elapsed %s\n", rep.Errors, rep.Elapsed.Round(time.Millisecond))
+}
+
+// ---- objects ----
+
+type (
+	obj  = map[string]any
+	list = []any
+)
+
+type prerequisite struct {
+	path string
+	obj  obj
+}
+
+// prerequisites are what a Shoot in garden-dev needs: its namespace, the Project owning it, the CloudProfile offering
+// its region, Kubernetes version and machine types, and its CredentialsBinding (with the Secret it binds).
+func prerequisites() []prerequisite {
+	zones := list{obj{"name": "eu-central-1a"}, obj{"name": "eu-central-1b"}, obj{"name": "eu-central-1c"}}
+	machineType := func(name, cpu, mem string) obj {
+		return obj{"name": name, "cpu": cpu, "gpu": "0", "memory": mem, "usable": true, "architecture": "amd64"}
+	}
+	return []prerequisite{
+		{"/api/v1/namespaces", obj{"apiVersion": "v1", "kind": "Namespace", "metadata": obj{
+			"name":        namespace,
+			"labels":      obj{"gardener.cloud/role": "project", "project.gardener.cloud/name": "dev"},
+			"annotations": obj{"namespace.gardener.cloud/keep-after-project-deletion": "true"},
+		}}},
+		{"/apis/core.gardener.cloud/v1beta1/projects", obj{"apiVersion": "core.gardener.cloud/v1beta1", "kind": "Project",
+			"metadata": obj{"name": "dev"},
+			"spec": obj{
+				"namespace": namespace,
+				"owner":     obj{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "john.doe@example.com"},
+				"members": list{
+					obj{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "john.doe@example.com", "role": "admin"},
+					obj{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "alice.doe@example.com", "role": "viewer"},
+				},
+			}}},
+		{"/apis/core.gardener.cloud/v1beta1/cloudprofiles", obj{"apiVersion": "core.gardener.cloud/v1beta1", "kind": "CloudProfile",
+			"metadata": obj{"name": "aws"},
+			"spec": obj{
+				"type":       "aws",
+				"kubernetes": obj{"versions": list{obj{"version": "1.35.4"}, obj{"version": "1.34.7"}, obj{"version": "1.33.11"}}},
+				"machineImages": list{obj{"name": "gardenlinux", "versions": list{
+					obj{"version": "1877.5.0"}, obj{"version": "1592.9.0"},
+				}}},
+				"machineTypes": list{
+					machineType("m5.large", "2", "8Gi"), machineType("m5.xlarge", "4", "16Gi"),
+					machineType("m5.2xlarge", "8", "32Gi"), machineType("c5.2xlarge", "8", "16Gi"),
+					machineType("r5.xlarge", "4", "32Gi"),
+				},
+				"volumeTypes": list{
+					obj{"name": "gp3", "class": "standard", "usable": true},
+					obj{"name": "io1", "class": "premium", "usable": true},
+				},
+				"regions": list{obj{"name": "eu-central-1", "zones": zones}},
+			}}},
+		{"/api/v1/namespaces/" + namespace + "/secrets", obj{"apiVersion": "v1", "kind": "Secret",
+			"metadata":   obj{"name": "aws-account", "namespace": namespace},
+			"type":       "Opaque",
+			"stringData": obj{"accessKeyID": "AKIAIOSFODNN7EXAMPLE", "secretAccessKey": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"},
+		}},
+		{"/apis/security.gardener.cloud/v1alpha1/namespaces/" + namespace + "/credentialsbindings", obj{
+			"apiVersion": "security.gardener.cloud/v1alpha1", "kind": "CredentialsBinding",
+			"metadata":       obj{"name": "aws-account", "namespace": namespace},
+			"provider":       obj{"type": "aws"},
+			"credentialsRef": obj{"apiVersion": "v1", "kind": "Secret", "name": "aws-account", "namespace": namespace},
+		}},
+	}
+}
+
+var (
+	teams = []string{"platform", "payments", "search", "checkout", "identity", "data", "ml", "observability"}
+	envs  = []string{"dev", "staging", "prod"}
+)
+
+// shoot builds shoot i the way a defaulted Gardener AWS shoot looks after admission: cloud profile reference, three
+// worker pools with labels, annotations, taints and provider config, control plane settings, networking, DNS,
+// extensions, maintenance, and many labels and annotations. The generation label and the sent-at annotation are the
+// markers updates replace.
+func shoot(i int) obj {
+	name := shootName(i)
+	zones := []string{"eu-central-1a", "eu-central-1b", "eu-central-1c"}
+	team := teams[i%len(teams)]
+	kubelet := obj{
+		"failSwapOn":                       true,
+		"serializeImagePulls":              false,
+		"maxPods":                          110,
+		"podPidsLimit":                     4096,
+		"imageGCHighThresholdPercent":      85,
+		"imageGCLowThresholdPercent":       80,
+		"containerLogMaxSize":              "100Mi",
+		"containerLogMaxFiles":             5,
+		"evictionHard":                     obj{"memoryAvailable": "100Mi", "imageFSAvailable": "5%", "imageFSInodesFree": "5%", "nodeFSAvailable": "5%", "nodeFSInodesFree": "5%"},
+		"evictionMaxPodGracePeriod":        90,
+		"evictionPressureTransitionPeriod": "4m0s",
+		"kubeReserved":                     obj{"cpu": "80m", "memory": "1Gi", "pid": "20k"},
+		"systemReserved":                   obj{"cpu": "20m", "memory": "256Mi"},
+		"streamingConnectionIdleTimeout":   "5m",
+		"seccompDefault":                   true,
+	}
+	worker := func(pool, machine string, min, max int, taints list, extraLabels obj) obj {
+		labels := obj{
+			"worker.gardener.cloud/pool": pool,
+			"node.kubernetes.io/role":    "node",
+			"team":                       team,
+		}
+		for k, v := range extraLabels {
+			labels[k] = v
+		}
+		return obj{
+			"name":           pool,
+			"machine":        obj{"type": machine, "image": obj{"name": "gardenlinux", "version": "1877.5.0"}, "architecture": "amd64"},
+			"minimum":        min,
+			"maximum":        max,
+			"maxSurge":       1,
+			"maxUnavailable": 0,
+			"volume":         obj{"type": "gp3", "size": "50Gi", "encrypted": true},
+			"zones":          zones,
+			"cri":            obj{"name": "containerd"},
+			"labels":         labels,
+			"annotations": obj{
+				"cluster-autoscaler.kubernetes.io/scale-down-disabled": "false",
+			},
+			"taints": taints,
+			"providerConfig": obj{
+				"apiVersion":              "aws.provider.extensions.gardener.cloud/v1alpha1",
+				"kind":                    "WorkerConfig",
+				"volume":                  obj{"iops": 3000, "throughput": 125},
+				"instanceMetadataOptions": obj{"httpTokens": "required", "httpPutResponseHopLimit": 2},
+			},
+			"machineControllerManager": obj{
+				"machineDrainTimeout":    "2h",
+				"machineHealthTimeout":   "10m",
+				"machineCreationTimeout": "20m",
+				"maxEvictRetries":        30,
+			},
+			"updateStrategy": "AutoRollingUpdate",
+		}
+	}
+	return obj{
+		"apiVersion": "core.gardener.cloud/v1beta1",
+		"kind":       "Shoot",
+		"metadata": obj{
+			"name":      name,
+			"namespace": namespace,
+			"labels": obj{
+				groupLabel:                      fmt.Sprintf("g%d", i%groups),
+				genLabel:                        "0",
+				statusLabel:                     "healthy",
+				"shoot.gardener.cloud/provider": "aws",
+				"networking.shoot.gardener.cloud/provider":                     "calico",
+				"extensions.extensions.gardener.cloud/shoot-dns-service":       "true",
+				"extensions.extensions.gardener.cloud/shoot-cert-service":      "true",
+				"extensions.extensions.gardener.cloud/shoot-networking-filter": "true",
+				"app.kubernetes.io/managed-by":                                 "trellis-bench",
+				"team":                                                         team,
+				"environment":                                                  envs[i%len(envs)],
+				"cost-center":                                                  fmt.Sprintf("cc-%04d", i%37),
+				"owner":                                                        fmt.Sprintf("user-%03d", i%211),
+				"compliance.example.com/level":                                 "high",
+				"billing.example.com/account":                                  fmt.Sprintf("acct-%06d", i%997),
+			},
+			"annotations": obj{
+				"confirmation.gardener.cloud/deletion":                                     "true",
+				"gardener.cloud/created-by":                                                fmt.Sprintf("user-%03d@example.com", i%211),
+				"shoot.gardener.cloud/infrastructure-cleanup-wait-period-seconds":          "180",
+				"shoot.gardener.cloud/cloud-config-execution-max-delay-seconds":            "300",
+				"dashboard.gardener.cloud/no-hibernation-schedule":                         "true",
+				"shoot.gardener.cloud/cleanup-extended-apis-finalize-grace-period-seconds": "30",
+				"support.gardener.cloud/eol-notifications":                                 "true",
+				"custom.example.com/ticket":                                                fmt.Sprintf("OPS-%05d", 10000+i),
+				"custom.example.com/description": "Shoot cluster of team " + team + " for " + envs[i%len(envs)] +
+					" workloads; created by the Trellis REST benchmark with three worker pools across three zones.",
+				sentAtAnno: "0",
+			},
+		},
+		"spec": obj{
+			"cloudProfileName":       "aws",
+			"cloudProfile":           obj{"kind": "CloudProfile", "name": "aws"},
+			"credentialsBindingName": "aws-account",
+			"region":                 "eu-central-1",
+			"purpose":                "production",
+			"schedulerName":          "default-scheduler",
+			"addons": obj{
+				"kubernetesDashboard": obj{"enabled": false, "authenticationMode": "token"},
+				"nginxIngress":        obj{"enabled": false, "externalTrafficPolicy": "Cluster"},
+			},
+			"controlPlane": obj{"highAvailability": obj{"failureTolerance": obj{"type": "zone"}}},
+			"dns": obj{
+				"domain": name + ".dev.shoot.example.gardener.cloud",
+				"providers": list{obj{
+					"type": "aws-route53", "primary": true, "secretName": "route53-credentials",
+					"domains": obj{"include": list{name + ".dev.shoot.example.gardener.cloud"}},
+				}},
+			},
+			"extensions": list{
+				obj{"type": "shoot-dns-service", "providerConfig": obj{
+					"apiVersion": "service.dns.extensions.gardener.cloud/v1alpha1", "kind": "DNSConfig",
+					"syncProvidersFromShootSpecDNS": true,
+				}},
+				obj{"type": "shoot-cert-service", "providerConfig": obj{
+					"apiVersion": "service.cert.extensions.gardener.cloud/v1alpha1", "kind": "CertConfig",
+					"shootIssuers": obj{"enabled": true},
+				}},
+				obj{"type": "shoot-networking-filter", "disabled": false},
+			},
+			"hibernation": obj{"enabled": false, "schedules": list{
+				obj{"start": "00 20 * * 1,2,3,4,5", "end": "00 07 * * 1,2,3,4,5", "location": "Europe/Berlin"},
+			}},
+			"kubernetes": obj{
+				"version": "1.35.4",
+				"kubeAPIServer": obj{
+					"enableAnonymousAuthentication":       false,
+					"eventTTL":                            "1h0m0s",
+					"requests":                            obj{"maxNonMutatingInflight": 400, "maxMutatingInflight": 200},
+					"logging":                             obj{"verbosity": 2, "httpAccessVerbosity": 3},
+					"defaultNotReadyTolerationSeconds":    300,
+					"defaultUnreachableTolerationSeconds": 300,
+					"admissionPlugins": list{
+						obj{"name": "PodNodeSelector"},
+						obj{"name": "AlwaysPullImages", "disabled": true},
+					},
+					"featureGates":  obj{"StructuredAuthenticationConfiguration": true},
+					"runtimeConfig": obj{"autoscaling/v2beta2": false},
+					"serviceAccountConfig": obj{
+						"extendTokenExpiration": true,
+						"maxTokenExpiration":    "2160h",
+					},
+					"autoscaling": obj{"minAllowed": obj{"cpu": "250m", "memory": "512Mi"}},
+				},
+				"kubeControllerManager": obj{
+					"nodeCIDRMaskSize":        24,
+					"nodeMonitorGracePeriod":  "40s",
+					"horizontalPodAutoscaler": obj{"syncPeriod": "15s", "tolerance": 0.1, "downscaleStabilization": "5m0s", "initialReadinessDelay": "30s", "cpuInitializationPeriod": "5m0s"},
+				},
+				"kubeScheduler": obj{"profile": "balanced"},
+				"kubeProxy":     obj{"mode": "IPTables", "enabled": true},
+				"kubelet":       kubelet,
+				"verticalPodAutoscaler": obj{
+					"enabled": true, "evictAfterOOMThreshold": "10m0s", "evictionRateBurst": 1, "evictionRateLimit": -1,
+					"evictionTolerance": 0.5, "recommendationMarginFraction": 0.15, "updaterInterval": "1m0s", "recommenderInterval": "1m0s",
+				},
+				"clusterAutoscaler": obj{
+					"expander": "least-waste", "maxNodeProvisionTime": "20m0s", "scaleDownDelayAfterAdd": "1h0m0s",
+					"scaleDownUnneededTime":         "30m0s",
+					"scaleDownUtilizationThreshold": 0.5, "scanInterval": "10s", "maxGracefulTerminationSeconds": 600,
+				},
+			},
+			"maintenance": obj{
+				"autoUpdate":               obj{"kubernetesVersion": true, "machineImageVersion": true},
+				"timeWindow":               obj{"begin": fmt.Sprintf("%02d0000+0000", i%24), "end": fmt.Sprintf("%02d0000+0000", (i+1)%24)},
+				"confineSpecUpdateRollout": false,
+				"autoRotation": obj{"credentials": obj{
+					"observability": obj{"enabled": true, "rotationPeriod": "168h0m0s"},
+					"sshKeypair":    obj{"enabled": true, "rotationPeriod": "168h0m0s"},
+				}},
+			},
+			"monitoring": obj{"alerting": obj{"emailReceivers": list{team + "-oncall@example.com"}}},
+			"networking": obj{
+				"type":       "calico",
+				"pods":       "100.64.0.0/12",
+				"nodes":      "10.180.0.0/16",
+				"services":   "100.104.0.0/13",
+				"ipFamilies": list{"IPv4"},
+				"providerConfig": obj{
+					"apiVersion": "calico.networking.extensions.gardener.cloud/v1alpha1", "kind": "NetworkConfig",
+					"backend": "bird", "ipam": obj{"type": "host-local", "cidr": "usePodCIDR"},
+					"typha": obj{"enabled": true}, "overlay": obj{"enabled": false, "createPodRoutes": true},
+					"snatToUpstreamDNS": obj{"enabled": true},
+				},
+			},
+			"provider": obj{
+				"type": "aws",
+				"controlPlaneConfig": obj{
+					"apiVersion": "aws.provider.extensions.gardener.cloud/v1alpha1", "kind": "ControlPlaneConfig",
+					"cloudControllerManager": obj{"featureGates": obj{"RotateKubeletServerCertificate": true}, "useCustomRouteController": true},
+					"loadBalancerController": obj{"enabled": true, "ingressClassName": "alb"},
+					"storage":                obj{"managedDefaultClass": true},
+				},
+				"infrastructureConfig": obj{
+					"apiVersion": "aws.provider.extensions.gardener.cloud/v1alpha1", "kind": "InfrastructureConfig",
+					"enableECRAccess": true,
+					"dualStack":       obj{"enabled": false},
+					"networks": obj{
+						"vpc": obj{"cidr": "10.180.0.0/16"},
+						"zones": list{
+							obj{"name": zones[0], "workers": "10.180.0.0/19", "public": "10.180.96.0/22", "internal": "10.180.112.0/22"},
+							obj{"name": zones[1], "workers": "10.180.32.0/19", "public": "10.180.100.0/22", "internal": "10.180.116.0/22"},
+							obj{"name": zones[2], "workers": "10.180.64.0/19", "public": "10.180.104.0/22", "internal": "10.180.120.0/22"},
+						},
+					},
+				},
+				"workers": list{
+					worker("worker-a", "m5.xlarge", 3, 10, list{}, nil),
+					worker("worker-b", "m5.2xlarge", 1, 6, list{
+						obj{"key": "dedicated", "value": team, "effect": "NoSchedule"},
+					}, obj{"workload-class": "batch"}),
+					worker("memory", "r5.xlarge", 0, 4, list{
+						obj{"key": "dedicated", "value": "memory-intensive", "effect": "NoSchedule"},
+						obj{"key": "example.com/spot", "value": "true", "effect": "PreferNoSchedule"},
+					}, obj{"workload-class": "memory"}),
+				},
+				"workersSettings": obj{"sshAccess": obj{"enabled": true}},
+			},
+			"systemComponents": obj{
+				"coreDNS":      obj{"autoscaling": obj{"mode": "horizontal"}},
+				"nodeLocalDNS": obj{"enabled": true, "forceTCPToClusterDNS": true, "forceTCPToUpstreamDNS": true, "disableForwardToUpstreamDNS": false},
+			},
+			"tolerations": list{obj{"key": "seed.gardener.cloud/protected"}},
+			"resources":   list{obj{"name": "audit-policy", "resourceRef": obj{"apiVersion": "v1", "kind": "ConfigMap", "name": "audit-policy-" + team}}},
+		},
+	}
+}
