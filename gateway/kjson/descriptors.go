@@ -56,8 +56,7 @@ type messageInfo struct {
 	fields  []*fieldInfo          // declaration order, the order fields are written in
 	byName  map[string]*fieldInfo // by JSON name, the only name accepted on input
 
-	hasFast  bool                     // some field may have a fast path (golayout.go)
-	goLayout atomic.Pointer[goLayout] // the Go struct layout of the last Go type seen
+	goLayout atomic.Pointer[goLayout] // the Go struct layout of the last Go type seen (golayout.go)
 
 	// Fields of the special messages, looked up once.
 	f1, f2, f3, f4, f5, f6 protoreflect.FieldDescriptor
@@ -171,7 +170,6 @@ func newMessageInfo(md protoreflect.MessageDescriptor) *messageInfo {
 			fd: fd, index: i, fast: fastKindOf(fd), name: fd.JSONName(),
 			elem: fd, isList: fd.IsList(), isMap: fd.IsMap(),
 		}
-		mi.hasFast = mi.hasFast || fi.fast != fastNone
 		fi.key, _ = appendString(nil, fi.name)
 		fi.key = append(fi.key, ':')
 		if fi.isMap {

@@ -8,19 +8,23 @@
 //     left out; optional scalars are written whenever set (even 0, false or ""), message fields whenever set (an
 //     empty message prints {}). Fields are written in declaration order, map keys sorted as encoding/json sorts them.
 //   - Integers of every width and floats are JSON numbers (64-bit integers are not quoted, unlike protojson); quoted
-//     64-bit integers are accepted on input. NaN and infinities are errors.
+//     64-bit integers are accepted on input, and so are integral numbers such as 1.0 or 1e3 for integer fields.
+//     NaN and infinities are errors. Strings must be valid UTF-8 and are escaped as encoding/json escapes them with
+//     HTML escaping off.
 //   - bytes are standard base64 (padded on output; padded or not on input); enums are their value names.
 //   - google.protobuf.Timestamp is an RFC 3339 string in UTC ("2026-05-16T13:04:16Z", fractional seconds only when
 //     non-zero); trellis.meta.v1.RawExtension is the embedded JSON value itself, compacted on input;
 //     trellis.meta.v1.IntOrString is a number or a string; google.protobuf.Struct, Value and ListValue use the
-//     standard JSON mapping. Other well-known types (Any, Duration, wrappers, ...) are rejected.
+//     standard JSON mapping. Other well-known types (Any, Duration, wrappers, ...) are rejected. A RawExtension or
+//     IntOrString that holds nothing is written as null, and left out where it is a field.
 //   - JSON null means "unset" for a field. Inside lists and maps null is the element's zero value; a
 //     google.protobuf.Value reads null as its null value, as in protojson.
-//   - Decoding is strict by default: unknown fields, duplicate keys, type mismatches and trailing data are errors
+//   - Unmarshal resets the message first. Decoding is strict by default: unknown fields, duplicate keys, type mismatches and trailing data are errors
 //     reported as *FieldError with the field path ("spec.provider.workers[0].minimum", "metadata.labels[key]").
 //
 // Files: api.go (the entry points and options), encode.go and decode.go (the two directions over protoreflect),
+// golayout.go (direct access to the fields of generated Go structs where protoreflect would allocate or reflect),
 // wellknown.go (Timestamp, RawExtension, IntOrString, Struct/Value/ListValue), descriptors.go (the cached
-// per-message field tables), strings.go and numbers.go (string escaping and number parsing/formatting), errors.go
-// (FieldError and field paths), yaml.go (YAML manifests).
+// per-message field tables), strings.go and numbers.go (string escaping, base64, number parsing and formatting),
+// errors.go (FieldError and field paths), yaml.go (YAML manifests).
 package kjson

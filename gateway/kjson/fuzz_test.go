@@ -3,16 +3,19 @@ package kjson
 import (
 	"bytes"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 
+	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
 	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
 )
 
-// FuzzUnmarshal decodes arbitrary input into a generated message (ObjectMeta), the all-kinds test message and a
-// Struct. It must never panic, and whatever decodes must encode, and decode back to an equal message whose JSON is
+// FuzzUnmarshal decodes arbitrary input into generated messages (ObjectMeta, Shoot), the all-kinds test message and
+// a Struct. It must never panic, and whatever decodes must encode, and decode back to an equal message whose JSON is
 // the same again.
 func FuzzUnmarshal(f *testing.F) {
 	seeds := []string{
@@ -32,10 +35,19 @@ func FuzzUnmarshal(f *testing.F) {
 	for _, s := range seeds {
 		f.Add([]byte(s))
 	}
+	files, _ := filepath.Glob(filepath.Join(examplesDir, "*.yaml"))
+	for _, file := range files {
+		if y, err := os.ReadFile(file); err == nil {
+			if j, err := YAMLToJSON(base64Placeholder.ReplaceAll(y, []byte("QQ=="))); err == nil {
+				f.Add(j)
+			}
+		}
+	}
 	newMsgs := []func() proto.Message{
 		func() proto.Message { return &metav1.ObjectMeta{} },
 		func() proto.Message { return newKitchen() },
 		func() proto.Message { return &structpb.Struct{} },
+		func() proto.Message { return &corev1beta1.Shoot{} },
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		for _, newMsg := range newMsgs {

@@ -55,20 +55,72 @@ var goTypeOf = map[fastKind]reflect.Type{
 	fastBytesMap:   reflect.TypeFor[map[string][]byte](),
 }
 
-// goLayout maps the fast fields of one message descriptor to the struct fields of one generated Go type.
-type goLayout struct {
-	typ    reflect.Type // the pointer type, as reflect.TypeOf(m.Interface()) gives it
-	fast   bool         // whether any field has a fast path
-	offset []uintptr    // by protobuf field index: the Go field's offset in the struct, valid where the fieldInfo has fast
-	ok     []bool       // by protobuf field index: whether the Go field was found with the expected type
+// probeKind says how to tell from a Go struct field whether the protobuf field is empty (m.Has false) without asking
+// protoreflect, whose Has costs a reflect lookup per message field.
+type probeKind uint8
+
+const (
+	probeNone    probeKind = iota // ask protoreflect
+	probePointer                  // *T (messages, optional scalars): empty when nil
+	probeSlice                    // []T (repeated fields, bytes): empty when len is 0
+	probeMap                      // map[K]V: empty when nil (a non-nil map is asked about)
+	probe8                        // bool: empty when zero
+	probe32                       // int32, uint32, float32, enums: empty when all bits are zero
+	probe64                       // int64, uint64, float64: empty when all bits are zero
+)
+
+// probeKindOf is the probe a field allows if its Go field has the Go kind it implies (checked by newGoLayout).
+func probeKindOf(fd protoreflect.FieldDescriptor) (probeKind, reflect.Kind) {
+	if od := fd.ContainingOneof(); od != nil && !od.IsSynthetic() {
+		return probeNone, 0 // a oneof wrapper interface
+	}
+	switch {
+	case fd.IsMap():
+		return probeMap, reflect.Map
+	case fd.IsList():
+		return probeSlice, reflect.Slice
+	case fd.Message() != nil || fd.HasPresence():
+		return probePointer, reflect.Pointer
+	}
+	switch fd.Kind() {
+	case protoreflect.BytesKind:
+		return probeSlice, reflect.Slice
+	case protoreflect.BoolKind:
+		return probe8, reflect.Bool
+	case protoreflect.Int32Kind, protoreflect.Sint32Kind, protoreflect.Sfixed32Kind:
+		return probe32, reflect.Int32
+	case protoreflect.EnumKind:
+		return probe32, reflect.Int32
+	case protoreflect.Uint32Kind, protoreflect.Fixed32Kind:
+		return probe32, reflect.Uint32
+	case protoreflect.FloatKind:
+		return probe32, reflect.Float32
+	case protoreflect.Int64Kind, protoreflect.Sint64Kind, protoreflect.Sfixed64Kind:
+		return probe64, reflect.Int64
+	case protoreflect.Uint64Kind, protoreflect.Fixed64Kind:
+		return probe64, reflect.Uint64
+	case protoreflect.DoubleKind:
+		return probe64, reflect.Float64
+	}
+	return probeNone, 0
 }
 
-// layout returns the goLayout of m's Go type and a pointer to m's struct, or nil when m has no fast fields (or is not
-// an open-struct generated message). It caches the last Go type seen.
+// goField is where one protobuf field lives in a generated Go struct.
+type goField struct {
+	offset uintptr
+	fast   bool      // the fieldInfo's fastKind applies
+	probe  probeKind // how to tell emptiness
+}
+
+// goLayout maps the fields of one message descriptor to the struct fields of one generated Go type.
+type goLayout struct {
+	typ    reflect.Type // the pointer type, as reflect.TypeOf(m.Interface()) gives it
+	fields []goField    // by protobuf field index; nil when the Go type is not an open-struct generated message
+}
+
+// layout returns the goLayout of m's Go type and a pointer to m's struct, or nil when m is not an open-struct
+// generated message. It caches the last Go type seen.
 func (mi *messageInfo) layout(m protoreflect.Message) (*goLayout, unsafe.Pointer) {
-	if !mi.hasFast {
-		return nil, nil
-	}
 	msg := m.Interface()
 	t := reflect.TypeOf(msg)
 	gl := mi.goLayout.Load()
@@ -76,7 +128,7 @@ func (mi *messageInfo) layout(m protoreflect.Message) (*goLayout, unsafe.Pointer
 		gl = newGoLayout(mi, t)
 		mi.goLayout.Store(gl)
 	}
-	if !gl.fast {
+	if gl.fields == nil {
 		return nil, nil
 	}
 	p := reflect.ValueOf(msg).UnsafePointer()
@@ -88,10 +140,36 @@ func (mi *messageInfo) layout(m protoreflect.Message) (*goLayout, unsafe.Pointer
 
 // field returns a pointer to the Go field of fi in the struct at base, or nil when fi has no fast path.
 func (gl *goLayout) field(base unsafe.Pointer, fi *fieldInfo) unsafe.Pointer {
-	if gl == nil || !gl.ok[fi.index] {
+	if gl == nil || !gl.fields[fi.index].fast {
 		return nil
 	}
-	return unsafe.Add(base, gl.offset[fi.index])
+	return unsafe.Add(base, gl.fields[fi.index].offset)
+}
+
+// has reports whether fi is set (m.Has) in the struct at base; known is false when only protoreflect can tell.
+func (gl *goLayout) has(base unsafe.Pointer, fi *fieldInfo) (has, known bool) {
+	if gl == nil {
+		return false, false
+	}
+	gf := &gl.fields[fi.index]
+	p := unsafe.Add(base, gf.offset)
+	switch gf.probe {
+	case probePointer:
+		return *(*unsafe.Pointer)(p) != nil, true
+	case probeSlice:
+		return len(*(*[]byte)(p)) != 0, true // every slice header has its length in the same place
+	case probeMap:
+		if *(*unsafe.Pointer)(p) == nil { // a map value is a pointer
+			return false, true
+		}
+	case probe8:
+		return *(*uint8)(p) != 0, true
+	case probe32:
+		return *(*uint32)(p) != 0, true
+	case probe64:
+		return *(*uint64)(p) != 0, true
+	}
+	return false, false
 }
 
 func newGoLayout(mi *messageInfo, t reflect.Type) *goLayout {
@@ -103,8 +181,7 @@ func newGoLayout(mi *messageInfo, t reflect.Type) *goLayout {
 	if st.NumField() == 0 || st.Field(0).Name != "state" || !strings.HasPrefix(st.Field(0).Tag.Get("protogen"), "open.") {
 		return gl
 	}
-	gl.offset = make([]uintptr, len(mi.fields))
-	gl.ok = make([]bool, len(mi.fields))
+	fields := make([]goField, len(mi.fields))
 	for i := range st.NumField() {
 		sf := st.Field(i)
 		if !sf.IsExported() {
@@ -122,11 +199,14 @@ func newGoLayout(mi *messageInfo, t reflect.Type) *goLayout {
 		if fd == nil {
 			continue
 		}
-		if fi := mi.fields[fd.Index()]; fi.fast != fastNone && sf.Type == goTypeOf[fi.fast] {
-			gl.offset[fd.Index()] = sf.Offset
-			gl.ok[fd.Index()] = true
-			gl.fast = true
+		fi := mi.fields[fd.Index()]
+		gf := goField{offset: sf.Offset}
+		gf.fast = fi.fast != fastNone && sf.Type == goTypeOf[fi.fast]
+		if probe, kind := probeKindOf(fd); probe != probeNone && sf.Type.Kind() == kind {
+			gf.probe = probe
 		}
+		fields[fd.Index()] = gf
 	}
+	gl.fields = fields
 	return gl
 }

@@ -23,7 +23,10 @@ const (
 	listPageSize     = 1000            // keys per etcd range request when (re)listing
 	freshTimeout     = 5 * time.Second // how long a read waits for the cache to catch up
 	bookmarkInterval = time.Second
-	maxWatchBackoff  = 5 * time.Second
+	// progressNudge is how long a waiting reader lets events bring the cache forward before it asks etcd for a
+	// progress notification.
+	progressNudge   = 20 * time.Millisecond
+	maxWatchBackoff = 5 * time.Second
 )
 
 // entry is one cached object. obj is immutable and shared; it is replaced, never modified.
@@ -49,14 +52,17 @@ type cache struct {
 	rev atomic.Int64
 	// changed is closed and replaced whenever rev moves, to wake readers waiting for a revision.
 	changed atomic.Pointer[chan struct{}]
+	// backfilled is closed when the history of the revisions before the store opened is loaded (or given up).
+	backfilled chan struct{}
 }
 
 func newCache(c *Collection) *cache {
 	ch := &cache{
-		c:        c,
-		log:      c.store.log.With("resource", c.gr.String()),
-		items:    map[string]*entry{},
-		watchers: map[*watcher]struct{}{},
+		c:          c,
+		log:        c.store.log.With("resource", c.gr.String()),
+		items:      map[string]*entry{},
+		watchers:   map[*watcher]struct{}{},
+		backfilled: make(chan struct{}),
 	}
 	ch.history.capacity = c.store.cfg.WatchWindow
 	wake := make(chan struct{})
@@ -70,8 +76,8 @@ func watchContext(ctx context.Context) context.Context {
 	return metadata.AppendToOutgoingContext(ctx, "trellis-watch", "cache")
 }
 
-// list loads the resource from etcd and replaces the cache's state with it. Watchers of a previous state are ended
-// with an Expired error: the history they would resume from is gone.
+// list loads the resource's current state from etcd and replaces the cache's state with it. Watchers of a previous
+// state are ended with an Expired error: the history they would resume from is gone.
 func (ch *cache) list(ctx context.Context) error {
 	var (
 		items  map[string]*entry
@@ -111,7 +117,7 @@ func (ch *cache) list(ctx context.Context) error {
 	return nil
 }
 
-// load reads every key of the resource at one revision, in pages.
+// load reads every key of the resource at the current revision, in pages.
 func (ch *cache) load(ctx context.Context) (map[string]*entry, []*entry, int64, error) {
 	items := map[string]*entry{}
 	var sorted []*entry
@@ -179,8 +185,11 @@ func (ch *cache) run(ctx context.Context) {
 func (ch *cache) watch(ctx context.Context) error {
 	wctx, cancel := context.WithCancel(watchContext(ctx))
 	defer cancel()
+	// The watch starts at the cache's revision, not after it: etcd answers progress requests only when every watch
+	// of the stream has reached its start revision, and a watch starting at a revision etcd has not reached yet would
+	// hold back the progress of all caches until the next write. apply skips the events the cache already has.
 	wch := ch.c.store.client.Watch(wctx, ch.c.prefix,
-		clientv3.WithPrefix(), clientv3.WithRev(ch.rev.Load()+1), clientv3.WithPrevKV(), clientv3.WithProgressNotify())
+		clientv3.WithPrefix(), clientv3.WithRev(ch.rev.Load()), clientv3.WithPrevKV(), clientv3.WithProgressNotify())
 	ticker := time.NewTicker(bookmarkInterval)
 	defer ticker.Stop()
 	for {
@@ -215,10 +224,16 @@ type decodedEvent struct {
 	prev   Object // decoded PrevKv of a delete, used only if the cache lacks the key
 }
 
-// apply brings the cache forward by a batch of etcd events and hands them to the watchers.
+// apply brings the cache forward by a batch of etcd events and hands them to the watchers. Events at or below the
+// cache's revision are in its state already and skipped. Only run calls apply, so the revision cannot move between
+// the check and the update.
 func (ch *cache) apply(evs []*clientv3.Event) {
 	batch := make([]decodedEvent, 0, len(evs))
+	applied := ch.rev.Load()
 	for _, ev := range evs {
+		if ev.Kv.ModRevision <= applied {
+			continue
+		}
 		full := string(ev.Kv.Key)
 		d := decodedEvent{key: full[len(ch.c.prefix):], rev: ev.Kv.ModRevision}
 		if ev.Type == mvccpb.DELETE {
@@ -306,7 +321,7 @@ func (ch *cache) waitFor(ctx context.Context, rev int64) error {
 	defer deadline.Stop()
 	// Revisions written to other resources reach this cache only through progress notifications; ask for them when
 	// events do not bring the cache forward soon.
-	nudge := time.NewTicker(50 * time.Millisecond)
+	nudge := time.NewTicker(progressNudge)
 	defer nudge.Stop()
 	for {
 		wake := ch.changed.Load()

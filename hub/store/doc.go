@@ -19,6 +19,11 @@
 // Errors. Every error a Collection returns is a *k8s.io/apimachinery/pkg/api/errors.StatusError, so the API edge maps
 // them to gRPC and HTTP codes in one place.
 //
-// Goroutines. Open starts the embedded etcd (if any) and a progress requester; Register starts one goroutine per
-// resource (its etcd watch); Watch starts one goroutine per watcher. Close stops all of them and waits for them.
+// History. Each resource keeps its last WatchWindow events, so a watch resumes from any revision they cover; older
+// revisions get 410 Expired and the client re-lists. On Register the cache also loads, in the background, the
+// resource's events of the last WatchWindow etcd revisions, so clients of a restarted hub can still resume.
+//
+// Goroutines. Open starts the embedded etcd (if any) and a progress requester; Register starts two goroutines per
+// resource (its etcd watch and the history backfill); Watch starts one goroutine per watcher. Close stops all of
+// them and waits for them.
 package store

@@ -40,6 +40,11 @@ func newTransformer(keys []Key) (*transformer, error) {
 
 func (t *transformer) enabled() bool { return t.primary != "" }
 
+// stale reports whether a stored value is not sealed with the primary key, so it should be rewritten.
+func (t *transformer) stale(value []byte) bool {
+	return t.enabled() && !bytes.HasPrefix(value, []byte(encPrefix+t.primary+":"))
+}
+
 // seal encrypts plain for key with the primary key.
 func (t *transformer) seal(key string, plain []byte) ([]byte, error) {
 	aead := t.aeads[t.primary]

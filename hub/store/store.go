@@ -73,8 +73,8 @@ func (c *Config) Validate() error {
 	if c.Prefix == "/" {
 		return errors.New("store: Prefix must not be the root")
 	}
-	if c.WatchWindow < 1 {
-		return fmt.Errorf("store: WatchWindow must be positive, got %d", c.WatchWindow)
+	if c.WatchWindow < 0 {
+		return fmt.Errorf("store: WatchWindow must not be negative, got %d", c.WatchWindow)
 	}
 	seen := map[string]bool{}
 	for i, k := range c.EncryptionKeys {
@@ -293,14 +293,22 @@ func (s *Store) Register(ctx context.Context, r Resource) (*Collection, error) {
 	s.collections[id] = c
 	s.mu.Unlock()
 
-	if err := c.cache.list(ctx); err != nil {
+	fail := func(err error) (*Collection, error) {
 		s.mu.Lock()
 		delete(s.collections, id)
 		s.mu.Unlock()
-		return nil, fmt.Errorf("store: initial list of %s: %w", id, err)
+		return nil, fmt.Errorf("store: register %s: %w", id, err)
+	}
+	rev, err := c.cache.start(ctx)
+	if err != nil {
+		return fail(err)
 	}
 	if err := s.goroutine(c.cache.run); err != nil {
-		return nil, err
+		close(c.cache.backfilled)
+		return fail(err)
+	}
+	if err := s.goroutine(func(ctx context.Context) { c.cache.backfill(ctx, rev) }); err != nil {
+		close(c.cache.backfilled)
 	}
 	return c, nil
 }

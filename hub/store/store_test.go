@@ -13,31 +13,14 @@ import (
 	"github.com/trellis-dev/trellis/hub/store/storetest"
 )
 
-func openEmbedded(t *testing.T, cfg store.Config) *store.Store {
-	t.Helper()
-	s, err := store.Open(t.Context(), cfg)
-	if err != nil {
-		t.Fatalf("open embedded store: %v", err)
-	}
-	return s
-}
+func openEmbedded(t *testing.T, cfg store.Config) *store.Store { return storetest.OpenEmbedded(t, cfg) }
 
 func TestConformanceEmbedded(t *testing.T) {
-	storetest.RunConformance(t, openEmbedded)
+	storetest.RunConformance(t, storetest.OpenEmbedded)
 }
 
 func TestConformanceExternal(t *testing.T) {
-	endpoint := storetest.StartEtcd(t)
-	storetest.RunConformance(t, func(t *testing.T, cfg store.Config) *store.Store {
-		t.Helper()
-		cfg.Endpoints = []string{endpoint}
-		cfg.DataDir = ""
-		s, err := store.Open(t.Context(), cfg)
-		if err != nil {
-			t.Fatalf("open store on external etcd: %v", err)
-		}
-		return s
-	})
+	storetest.RunConformance(t, storetest.OpenExternal(storetest.StartEtcd(t)))
 }
 
 // TestOpenEmbeddedFast holds the embedded etcd to its start-up budget (the hub must be ready in under 2 s).

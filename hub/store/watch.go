@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/fields"
@@ -42,7 +43,8 @@ type Watcher interface {
 // WatchOptions select the events of a watch.
 type WatchOptions struct {
 	// ResourceVersion "" or "0" starts with ADDED events for the current state; any other value resumes after that
-	// revision (410 Expired when it is older than the history kept).
+	// revision (410 Expired when it is older than the history kept). A revision the cache has not reached yet is
+	// waited for, at most 5 s (then a Timeout error, as Kubernetes' "Too large resource version").
 	ResourceVersion string
 	Labels          labels.Selector
 	Fields          fields.Selector
@@ -79,6 +81,12 @@ func (c *Collection) Watch(ctx context.Context, namespace string, o WatchOptions
 	}
 
 	ch := c.cache
+	if from >= 0 && from < ch.oldest() {
+		// The history before the store opened may still be loading.
+		if err := ch.waitBackfill(ctx); err != nil {
+			return nil, err
+		}
+	}
 	w := &watcher{
 		ch:        ch,
 		namespace: namespace,
@@ -93,7 +101,7 @@ func (c *Collection) Watch(ctx context.Context, namespace string, o WatchOptions
 	if from < 0 {
 		for _, e := range ch.rangeOf(namespace) {
 			if pred.matches(e.obj) {
-				w.queue = append(w.queue, Event{Type: Added, Object: e.obj})
+				w.queue = append(w.queue, queued{ev: Event{Type: Added, Object: e.obj}})
 			}
 		}
 	} else {
@@ -105,7 +113,7 @@ func (c *Collection) Watch(ctx context.Context, namespace string, o WatchOptions
 		}
 		for _, ev := range evs {
 			if out, ok := w.convert(ev); ok {
-				w.queue = append(w.queue, out)
+				w.queue = append(w.queue, queued{ev: out})
 			}
 		}
 	}
@@ -134,10 +142,17 @@ type watcher struct {
 	notify   chan struct{} // wakes run; capacity 1
 
 	mu    sync.Mutex
-	queue []Event
-	live  int   // events queued since run last took the queue; the initial state and replay do not count
+	queue []queued
 	ended bool  // no more events are queued
 	final error // sent as an Error event after the queue when ended
+	// live counts the live events queued or being sent; the initial state and the replay do not count.
+	live atomic.Int64
+}
+
+// queued is an event waiting in a watcher's queue.
+type queued struct {
+	ev   Event
+	live bool
 }
 
 func (w *watcher) Events() <-chan Event { return w.out }
@@ -165,11 +180,14 @@ func (w *watcher) run(ctx, storeCtx context.Context) {
 	for {
 		w.mu.Lock()
 		batch, ended, final := w.queue, w.ended, w.final
-		w.queue, w.live = nil, 0
+		w.queue = nil
 		w.mu.Unlock()
-		for _, ev := range batch {
-			if !send(ev) {
+		for _, q := range batch {
+			if !send(q.ev) {
 				return
+			}
+			if q.live {
+				w.live.Add(-1)
 			}
 		}
 		if ended {
@@ -208,15 +226,15 @@ func (w *watcher) enqueue(ev Event) bool {
 	if w.ended {
 		return false
 	}
-	if w.live >= watchBuffer {
+	if w.live.Load() >= watchBuffer {
 		w.ended, w.queue = true, nil
 		w.final = apierrors.NewResourceExpired(fmt.Sprintf(
 			"watch of %s fell behind by more than %d events; watch again from the last resourceVersion received", w.ch.c.gr, watchBuffer))
 		w.wake()
 		return false
 	}
-	w.queue = append(w.queue, ev)
-	w.live++
+	w.queue = append(w.queue, queued{ev: ev, live: true})
+	w.live.Add(1)
 	w.wake()
 	return true
 }
@@ -235,7 +253,7 @@ func (w *watcher) terminate(err error) {
 func (w *watcher) idle() bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return len(w.queue) == 0 && !w.ended
+	return len(w.queue) == 0 && w.live.Load() == 0 && !w.ended
 }
 
 // convert turns a cache event into what this watcher sees, as Kubernetes' watch cache does: an object that starts

@@ -312,20 +312,32 @@ func (c *Collection) guaranteed(ctx context.Context, namespace, name string, dec
 		}
 		curRev := revisionOf(cur)
 		if p.next == nil && !p.delete {
-			if !fromEtcd {
-				// The cache may lag behind another writer: confirm that cur is current before saying "no change".
-				resp, err := c.store.client.Get(ctx, key, clientv3.WithKeysOnly())
-				if err != nil {
-					return nil, false, c.internal("get", err)
-				}
-				if len(resp.Kvs) == 0 || resp.Kvs[0].ModRevision != curRev {
-					if err := reread(); err != nil {
-						return nil, false, err
-					}
-					continue
-				}
+			if fromEtcd && !c.res.Encrypted {
+				return p.result, false, nil
 			}
-			return p.result, false, nil
+			// The cache may lag behind another writer: confirm that cur is current before saying "no change".
+			var opts []clientv3.OpOption
+			if !c.res.Encrypted {
+				opts = append(opts, clientv3.WithKeysOnly())
+			}
+			resp, err := c.store.client.Get(ctx, key, opts...)
+			if err != nil {
+				return nil, false, c.internal("get", err)
+			}
+			if len(resp.Kvs) == 0 || resp.Kvs[0].ModRevision != curRev {
+				if err := reread(); err != nil {
+					return nil, false, err
+				}
+				continue
+			}
+			if !c.res.Encrypted || !c.store.enc.stale(resp.Kvs[0].Value) {
+				return p.result, false, nil
+			}
+			// Sealed with a key that is no longer the primary one (or not sealed): an update rewrites it even
+			// without changes, as Kubernetes does, so rewriting every object completes a key rotation.
+			next := clone(cur)
+			c.shape.metaOf(next).ResourceVersion = ""
+			p = plan{next: next}
 		}
 		var op clientv3.Op
 		if p.delete {

@@ -29,6 +29,9 @@ const (
 // EtcdBinary returns the path of the etcd binary for tests, or "" when there is none.
 func EtcdBinary() string {
 	if p := os.Getenv(EnvEtcdBin); p != "" {
+		if _, err := os.Stat(p); err != nil {
+			return ""
+		}
 		return p
 	}
 	dir, err := os.Getwd()
