@@ -27,11 +27,16 @@ type Registrar func(ctx context.Context, mux *runtime.ServeMux, conn *grpc.Clien
 
 // Config configures the gateway.
 type Config struct {
-	// Conn reaches the hub's gRPC server (in-process); every REST call runs through its interceptors.
+	// Local add the kinds' routes served by calling their servers in-process (unary calls): no serialization
+	// between the REST request and the handler.
+	Local []func(ctx context.Context, mux *runtime.ServeMux) error
+	// Remote add the kinds' routes served through Conn; the gateway uses them for watches (streams).
+	Remote []Registrar
+	// Conn reaches the hub's gRPC server in-process; calls through it run the gRPC interceptors.
 	Conn *grpc.ClientConn
-	// Registrars add the kinds' routes.
-	Registrars []Registrar
-	Logger     *slog.Logger
+	// Authenticate identifies the caller of a request and returns the context to serve it with.
+	Authenticate func(r *http.Request) (context.Context, error)
+	Logger       *slog.Logger
 }
 
 // HeaderHTTPCode is gRPC response metadata by which a handler asks the gateway for a specific HTTP success code
@@ -40,8 +45,23 @@ const HeaderHTTPCode = "x-trellis-http-code"
 
 // New returns the REST handler.
 func New(ctx context.Context, cfg Config) (http.Handler, error) {
+	local, remote := newMux(), newMux()
+	for _, reg := range cfg.Local {
+		if err := reg(ctx, local); err != nil {
+			return nil, err
+		}
+	}
+	for _, reg := range cfg.Remote {
+		if err := reg(ctx, remote, cfg.Conn); err != nil {
+			return nil, err
+		}
+	}
+	return &handler{local: local, remote: remote, authenticate: cfg.Authenticate}, nil
+}
+
+func newMux() *runtime.ServeMux {
 	strict, lenient := &Marshaler{}, &Marshaler{Lenient: true}
-	mux := runtime.NewServeMux(
+	return runtime.NewServeMux(
 		runtime.WithMarshalerOption(runtime.MIMEWildcard, strict),
 		runtime.WithMarshalerOption(MIMEJSON, strict),
 		runtime.WithMarshalerOption("application/merge-patch+json", strict),
@@ -55,12 +75,6 @@ func New(ctx context.Context, cfg Config) (http.Handler, error) {
 		runtime.WithForwardResponseOption(setHTTPCode),
 		runtime.WithIncomingHeaderMatcher(incomingHeader),
 	)
-	for _, reg := range cfg.Registrars {
-		if err := reg(ctx, mux, cfg.Conn); err != nil {
-			return nil, err
-		}
-	}
-	return &handler{mux: mux}, nil
 }
 
 // incomingHeader forwards what the hub needs from HTTP headers: the bearer token (forwarded by grpc-gateway anyway),
@@ -103,10 +117,23 @@ func SetHTTPCode(ctx context.Context, code int) {
 	_ = grpc.SetHeader(ctx, metadata.Pairs(HeaderHTTPCode, strconv.Itoa(code)))
 }
 
-// handler adapts Kubernetes' REST conventions to the routes grpc-gateway knows.
-type handler struct{ mux *runtime.ServeMux }
+// handler adapts Kubernetes' REST conventions to the routes grpc-gateway knows, authenticates the caller, and sends
+// watches through the gRPC connection and everything else straight to the servers.
+type handler struct {
+	local, remote *runtime.ServeMux
+	authenticate  func(r *http.Request) (context.Context, error)
+}
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if h.authenticate != nil {
+		ctx, err := h.authenticate(r)
+		if err != nil {
+			writeStatus(w, StatusOf(err))
+			return
+		}
+		r = r.WithContext(ctx)
+	}
+	mux := h.local
 	q := r.URL.Query()
 	changed := false
 	// ?watch=true on a collection is the legacy /watch/ path.
@@ -118,6 +145,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if r.Method == http.MethodGet && strings.Contains(r.URL.Path, "/watch/") {
 		w = &watchWriter{ResponseWriter: w}
+		mux = h.remote
 	}
 	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if r.Method == http.MethodPatch {
@@ -163,7 +191,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if changed {
 		r.URL.RawQuery = q.Encode()
 	}
-	h.mux.ServeHTTP(w, r)
+	mux.ServeHTTP(w, r)
 }
 
 func isTrue(v string) bool { return v == "true" || v == "1" }

@@ -2,12 +2,15 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"net/http"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	kmetav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/trellis-dev/trellis/gateway/kjson"
 	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
@@ -16,7 +19,20 @@ import (
 // StatusOf returns the Kubernetes Status carried by a gRPC error (the hub attaches one to every API error), or builds
 // one from the gRPC code for errors that have none, such as those raised by gRPC or the gateway itself.
 func StatusOf(err error) *metav1.Status {
-	st, _ := status.FromError(err)
+	var apiStatus apierrors.APIStatus
+	if errors.As(err, &apiStatus) {
+		return StatusFromKube(apiStatus.Status())
+	}
+	switch {
+	case errors.Is(err, context.Canceled):
+		return StatusFromKube(apierrors.NewGenericServerResponse(499, "", schema.GroupResource{}, "", "the request was canceled", 0, false).ErrStatus)
+	case errors.Is(err, context.DeadlineExceeded):
+		return StatusFromKube(apierrors.NewTimeoutError(err.Error(), 0).ErrStatus)
+	}
+	st, ok := status.FromError(err)
+	if !ok {
+		return StatusFromKube(apierrors.NewInternalError(err).ErrStatus)
+	}
 	for _, d := range st.Details() {
 		if s, ok := d.(*metav1.Status); ok {
 			return s
@@ -24,6 +40,33 @@ func StatusOf(err error) *metav1.Status {
 	}
 	code, reason := httpForCode(st.Code())
 	return &metav1.Status{ApiVersion: "v1", Kind: "Status", Status: kmetav1.StatusFailure, Message: st.Message(), Reason: string(reason), Code: int32(code)}
+}
+
+// StatusFromKube converts apimachinery's Status to the API's Status message.
+func StatusFromKube(s kmetav1.Status) *metav1.Status {
+	out := &metav1.Status{
+		ApiVersion: "v1",
+		Kind:       "Status",
+		Status:     kmetav1.StatusFailure,
+		Message:    s.Message,
+		Reason:     string(s.Reason),
+		Code:       s.Code,
+	}
+	if d := s.Details; d != nil {
+		out.Details = &metav1.StatusDetails{
+			Name:              d.Name,
+			Group:             d.Group,
+			Kind:              d.Kind,
+			Uid:               string(d.UID),
+			RetryAfterSeconds: d.RetryAfterSeconds,
+		}
+		for _, c := range d.Causes {
+			out.Details.Causes = append(out.Details.Causes, &metav1.StatusCause{
+				Reason: string(c.Type), Message: c.Message, Field: c.Field,
+			})
+		}
+	}
+	return out
 }
 
 func httpForCode(c codes.Code) (int, kmetav1.StatusReason) {

@@ -23,6 +23,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/test/bufconn"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/trellis-dev/trellis/gateway"
 	"github.com/trellis-dev/trellis/hub/api"
@@ -214,11 +215,18 @@ func (h *Hub) Run(ctx context.Context) error {
 		return err
 	}
 	defer conn.Close()
-	var registrars []gateway.Registrar
-	for _, g := range registry.Gateways() {
-		registrars = append(registrars, gateway.Registrar(g))
+	gwCfg := gateway.Config{Conn: conn, Logger: h.log, Authenticate: func(r *http.Request) (context.Context, error) {
+		u, err := authn.Authenticate(auth.BearerToken(r.Header.Get("Authorization")))
+		if err != nil {
+			return nil, apierrors.NewUnauthorized(err.Error())
+		}
+		return auth.WithUser(r.Context(), u), nil
+	}}
+	for _, rt := range registry.Routes() {
+		gwCfg.Local = append(gwCfg.Local, rt.Local)
+		gwCfg.Remote = append(gwCfg.Remote, rt.Remote)
 	}
-	rest, err := gateway.New(ctx, gateway.Config{Conn: conn, Registrars: registrars, Logger: h.log})
+	rest, err := gateway.New(ctx, gwCfg)
 	if err != nil {
 		return err
 	}

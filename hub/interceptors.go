@@ -84,6 +84,7 @@ type metrics struct {
 	grpcRequests *prometheus.CounterVec
 	grpcDuration *prometheus.HistogramVec
 	httpRequests *prometheus.CounterVec
+	httpDuration *prometheus.HistogramVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -91,8 +92,9 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		grpcRequests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "trellis_grpc_requests_total", Help: "gRPC calls by method and code."}, []string{"method", "code"}),
 		grpcDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "trellis_grpc_request_duration_seconds", Help: "gRPC call latency by method (streams: their lifetime).", Buckets: prometheus.ExponentialBuckets(0.0001, 2, 18)}, []string{"method"}),
 		httpRequests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "trellis_http_requests_total", Help: "REST requests by method and code."}, []string{"method", "code"}),
+		httpDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "trellis_http_request_duration_seconds", Help: "REST request latency by method (watches: their lifetime).", Buckets: prometheus.ExponentialBuckets(0.0001, 2, 18)}, []string{"method"}),
 	}
-	reg.MustRegister(m.grpcRequests, m.grpcDuration, m.httpRequests)
+	reg.MustRegister(m.grpcRequests, m.grpcDuration, m.httpRequests, m.httpDuration)
 	return m
 }
 
@@ -102,7 +104,7 @@ func (m *metrics) observe(method, code string, d time.Duration) {
 }
 
 func (m *metrics) http(next http.Handler) http.Handler {
-	return promhttp.InstrumentHandlerCounter(m.httpRequests, next)
+	return promhttp.InstrumentHandlerCounter(m.httpRequests, promhttp.InstrumentHandlerDuration(m.httpDuration, next))
 }
 
 func promhttpHandler(reg *prometheus.Registry) http.Handler {

@@ -292,7 +292,7 @@ func TestAuthenticationRequired(t *testing.T) {
 	if code, _ := h.DoToken(t, "", "GET", "/readyz", nil); code != 200 {
 		t.Errorf("readyz: %d", code)
 	}
-	if code, body := h.Do(t, "GET", "/metrics", nil); code != 200 || !strings.Contains(string(body), "trellis_grpc_requests_total") {
+	if code, body := h.Do(t, "GET", "/metrics", nil); code != 200 || !strings.Contains(string(body), "trellis_http_requests_total") {
 		t.Errorf("metrics: %d", code)
 	}
 	// gRPC without a token is refused too.

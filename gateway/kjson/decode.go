@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"sync"
 	"unsafe"
 
 	"github.com/go-json-experiment/json/jsontext"
 	"google.golang.org/protobuf/reflect/protoreflect"
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // decoder holds the state of one Unmarshal call; it is pooled together with its tokenizer.
@@ -266,7 +268,7 @@ func (d *decoder) field(fi *fieldInfo, m protoreflect.Message) error {
 }
 
 // element reads one list element or map value. null is the element's zero value (an empty message), except for
-// google.protobuf.Value where it is the null value.
+// google.protobuf.Value where it is the null value and for quantities where it is "0" (Kubernetes' zero Quantity).
 func (d *decoder) element(fi *fieldInfo, k byte, newMessage func() protoreflect.Value) (protoreflect.Value, error) {
 	if fi.elemMsg != nil {
 		v := newMessage()
@@ -278,6 +280,9 @@ func (d *decoder) element(fi *fieldInfo, k byte, newMessage func() protoreflect.
 	}
 	if k == 'n' {
 		_, err := d.dec.ReadValue()
+		if fi.quantity {
+			return protoreflect.ValueOfString(zeroQuantity), d.syntaxError(err)
+		}
 		return zeroValue(fi.elem), d.syntaxError(err)
 	}
 	return d.scalar(fi, k)
@@ -438,6 +443,13 @@ func zeroValue(fd protoreflect.FieldDescriptor) protoreflect.Value {
 func (d *decoder) scalar(fi *fieldInfo, k byte) (protoreflect.Value, error) {
 	switch fi.elemKind {
 	case protoreflect.StringKind:
+		if fi.quantity {
+			s, err := d.quantity(k)
+			if err != nil {
+				return protoreflect.Value{}, err
+			}
+			return protoreflect.ValueOfString(s), nil
+		}
 		if k != '"' {
 			return protoreflect.Value{}, d.typeError("a string", k)
 		}
@@ -556,6 +568,32 @@ func (d *decoder) scalar(fi *fieldInfo, k byte) (protoreflect.Value, error) {
 	return protoreflect.Value{}, d.fail(errUnsupportedKind(fi.elemKind))
 }
 
+// zeroQuantity is how Kubernetes writes the zero resource.Quantity, which JSON null decodes to inside a map or list.
+const zeroQuantity = "0"
+
+// quantity reads the value of a field marked (trellis.meta.v1.quantity) as Kubernetes' resource.Quantity reads its
+// JSON: a string, or a number whose literal text is taken (2 is "2", 1e3 is "1e3"). The text, without surrounding
+// whitespace, must parse with resource.ParseQuantity; it is kept as written, not canonicalized. Like Kubernetes,
+// this looks at the string as written between the quotes: a quantity has no use for escapes, and one that has them
+// is invalid there too.
+func (d *decoder) quantity(k byte) (string, error) {
+	if k != '"' && k != '0' {
+		return "", d.typeError("a quantity (a string or a number)", k)
+	}
+	raw, err := d.dec.ReadValue()
+	if err != nil {
+		return "", d.syntaxError(err)
+	}
+	if k == '"' {
+		raw = raw[1 : len(raw)-1]
+	}
+	s := strings.TrimSpace(string(raw))
+	if _, err := resource.ParseQuantity(s); err != nil {
+		return "", d.fail(err)
+	}
+	return s, nil
+}
+
 // number reads a number literal; a quoted integer is accepted for 64-bit fields (quoted).
 func (d *decoder) number(k byte, quoted bool) ([]byte, error) {
 	switch {
@@ -592,6 +630,14 @@ func (d *decoder) fastField(fi *fieldInfo, p unsafe.Pointer) error {
 	}
 	switch fi.fast {
 	case fastString:
+		if fi.quantity {
+			s, err := d.quantity(k)
+			if err != nil {
+				return err
+			}
+			*(*string)(p) = s
+			return nil
+		}
 		if k != '"' {
 			return d.typeError("a string", k)
 		}
@@ -622,7 +668,7 @@ func (d *decoder) fastField(fi *fieldInfo, p unsafe.Pointer) error {
 			}
 			d.path = d.path[:top+1]
 			d.path[top].index = i
-			s, err := d.fastString(k)
+			s, err := d.fastString(fi, k)
 			if err != nil {
 				return err
 			}
@@ -639,7 +685,7 @@ func (d *decoder) fastField(fi *fieldInfo, p unsafe.Pointer) error {
 			if _, dup := (*mp)[key]; dup {
 				return d.fail(fmt.Errorf("duplicate key %q", key))
 			}
-			v, err := d.fastString(k)
+			v, err := d.fastString(fi, k)
 			(*mp)[key] = v
 			return err
 		})
@@ -675,8 +721,11 @@ func (d *decoder) fastField(fi *fieldInfo, p unsafe.Pointer) error {
 	return d.fail(errUnsupportedKind(fi.elemKind))
 }
 
-// fastString reads a string element; null is "".
-func (d *decoder) fastString(k byte) (string, error) {
+// fastString reads a string element of fi; null is "" ("0" for a quantity).
+func (d *decoder) fastString(fi *fieldInfo, k byte) (string, error) {
+	if fi.quantity && k != 'n' {
+		return d.quantity(k)
+	}
 	switch k {
 	case '"':
 		raw, err := d.dec.ReadValue()
@@ -686,6 +735,9 @@ func (d *decoder) fastString(k byte) (string, error) {
 		return string(d.unquote(raw)), nil
 	case 'n':
 		_, err := d.dec.ReadValue()
+		if fi.quantity {
+			return zeroQuantity, d.syntaxError(err)
+		}
 		return "", d.syntaxError(err)
 	}
 	return "", d.typeError("a string", k)

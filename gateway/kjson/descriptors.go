@@ -4,6 +4,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/reflect/protoreflect"
 )
 
@@ -29,6 +30,13 @@ const (
 	nameStruct       = "google.protobuf.Struct"
 	nameValue        = "google.protobuf.Value"
 	nameListValue    = "google.protobuf.ListValue"
+)
+
+// The field option (trellis.meta.v1.quantity) = true (proto/trellis/meta/v1/options.proto) marks a string field, or
+// the values of a map or list of strings, as a Kubernetes resource.Quantity.
+const (
+	nameQuantityOption                    = "trellis.meta.v1.quantity"
+	numberQuantityOption protowire.Number = 51001
 )
 
 // unsupportedWKT lists the well-known types that have a special protojson form this codec does not implement; they
@@ -78,6 +86,10 @@ type fieldInfo struct {
 	isMap    bool
 	mapKey   protoreflect.FieldDescriptor
 	oneof    protoreflect.OneofDescriptor
+	// quantity says that the string elem is a Kubernetes quantity (the field is marked (trellis.meta.v1.quantity)):
+	// a JSON number is accepted as its text, and the text must parse as a quantity. Looked up once here, so that
+	// unmarked fields pay nothing for it.
+	quantity bool
 
 	// elemSpecial is the special form of a message-typed elem (specialNone otherwise), known without resolving
 	// elemInfo, which is resolved lazily so that recursive messages work.
@@ -179,6 +191,7 @@ func newMessageInfo(md protoreflect.MessageDescriptor) *messageInfo {
 			fi.oneof = od
 		}
 		fi.elemKind = fi.elem.Kind()
+		fi.quantity = fi.elemKind == protoreflect.StringKind && quantityOption(fd)
 		if fi.elemKind == protoreflect.MessageKind || fi.elemKind == protoreflect.GroupKind {
 			fi.elemMsg = fi.elem.Message()
 			fi.elemSpecial = specialOf(fi.elemMsg)
@@ -187,6 +200,52 @@ func newMessageInfo(md protoreflect.MessageDescriptor) *messageInfo {
 		mi.byName[fi.name] = fi
 	}
 	return mi
+}
+
+// quantityOption reports whether fd is marked [(trellis.meta.v1.quantity) = true]. The option is found by name, so
+// that dynamic descriptors work too; when the extension was not known where the descriptor was built, it is read
+// from the options' unknown fields.
+func quantityOption(fd protoreflect.FieldDescriptor) bool {
+	opts := fd.Options()
+	if opts == nil {
+		return false
+	}
+	m := opts.ProtoReflect()
+	if !m.IsValid() {
+		return false
+	}
+	set, found := false, false
+	m.Range(func(xd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		if xd.IsExtension() && xd.FullName() == nameQuantityOption && xd.Kind() == protoreflect.BoolKind && !xd.IsList() {
+			set, found = v.Bool(), true
+			return false
+		}
+		return true
+	})
+	if found {
+		return set
+	}
+	for b := m.GetUnknown(); len(b) > 0; {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return false
+		}
+		b = b[n:]
+		if num == numberQuantityOption && typ == protowire.VarintType {
+			v, n := protowire.ConsumeVarint(b)
+			if n < 0 {
+				return false
+			}
+			set = v != 0 // the last one wins, as in protobuf
+			b = b[n:]
+			continue
+		}
+		if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
+			return false
+		}
+		b = b[n:]
+	}
+	return set
 }
 
 // valid reports whether a special message has the fields its JSON form needs.

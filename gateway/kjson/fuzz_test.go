@@ -14,8 +14,8 @@ import (
 	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
 )
 
-// FuzzUnmarshal decodes arbitrary input into generated messages (ObjectMeta, Shoot), the all-kinds test message and
-// a Struct. It must never panic, and whatever decodes must encode, and decode back to an equal message whose JSON is
+// FuzzUnmarshal decodes arbitrary input into generated messages (ObjectMeta, Shoot), the all-kinds test message, the
+// quantities test message and a Struct. It must never panic, and whatever decodes must encode, and decode back to an equal message whose JSON is
 // the same again.
 func FuzzUnmarshal(f *testing.F) {
 	seeds := []string{
@@ -31,6 +31,13 @@ func FuzzUnmarshal(f *testing.F) {
 		`{"fl":1e-46}`, `{"fl":-0}`, `{"color":7}`, `{"oneS":null,"oneI":2}`, `{"child":{"child":{"child":{}}}}`,
 		`{"name":"a","name":"b"}`, `{"name":"a"} x`, `{"unknown":1}`, `{"name":"\ud83d\ude00\u0000"}`,
 		`{"kids":{"k":null}}`, `{"tss":[null]}`, `{"metadata":{"ownerReferences":[{"controller":false}]}}`,
+		// Quantities (fields marked (trellis.meta.v1.quantity)): numbers, strings, nulls in maps and lists, invalid text.
+		`{"spec":{"kubernetes":{"kubelet":{"containerLogMaxSize":100,"kubeReserved":{"cpu":2,"memory":"1Gi","ephemeralStorage":1e9,"pid":1000},` +
+			`"evictionMinimumReclaim":{"memoryAvailable":0}},"verticalPodAutoscaler":{"maxAllowed":{"cpu":8,"memory":"32Gi","x":null}},` +
+			`"kubeAPIServer":{"autoscaling":{"minAllowed":{"cpu":1.5}}}},` +
+			`"provider":{"workers":[{"name":"w","kubernetes":{"kubelet":{"kubeReserved":{"cpu":"100m","pid":-0}}},"volume":{"size":"20Gi"}}]}}}`,
+		`{"q":2,"optQ":0,"qs":[1,null,"3Gi",-1.5e-3],"qMap":{"a":1E3,"b":null},"plain":"x","qUnknown":" 5 "}`,
+		`{"q":"two"}`, `{"qs":[1e99999999999999999999]}`, `{"qMap":{"a":"\u0031"}}`, `{"q":""}`, `{"plain":2}`,
 	}
 	for _, s := range seeds {
 		f.Add([]byte(s))
@@ -46,6 +53,7 @@ func FuzzUnmarshal(f *testing.F) {
 	newMsgs := []func() proto.Message{
 		func() proto.Message { return &metav1.ObjectMeta{} },
 		func() proto.Message { return newKitchen() },
+		func() proto.Message { return newQuantities() },
 		func() proto.Message { return &structpb.Struct{} },
 		func() proto.Message { return &corev1beta1.Shoot{} },
 	}

@@ -10,7 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	kmetav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
+	"github.com/trellis-dev/trellis/gateway"
 )
 
 // ToGRPC maps an error to a gRPC status error. Kubernetes API errors (from the store, validation and admission) keep
@@ -38,7 +38,7 @@ func ToGRPC(err error) error {
 
 func statusError(s kmetav1.Status) error {
 	st := status.New(CodeForHTTP(int(s.Code), s.Reason), s.Message)
-	if withDetail, err := st.WithDetails(protoStatus(s)); err == nil {
+	if withDetail, err := st.WithDetails(gateway.StatusFromKube(s)); err == nil {
 		st = withDetail
 	}
 	return st.Err()
@@ -75,30 +75,4 @@ func CodeForHTTP(code int, reason kmetav1.StatusReason) codes.Code {
 		return codes.Unavailable
 	}
 	return codes.Internal
-}
-
-func protoStatus(s kmetav1.Status) *metav1.Status {
-	out := &metav1.Status{
-		ApiVersion: "v1",
-		Kind:       "Status",
-		Status:     kmetav1.StatusFailure,
-		Message:    s.Message,
-		Reason:     string(s.Reason),
-		Code:       s.Code,
-	}
-	if d := s.Details; d != nil {
-		out.Details = &metav1.StatusDetails{
-			Name:              d.Name,
-			Group:             d.Group,
-			Kind:              d.Kind,
-			Uid:               string(d.UID),
-			RetryAfterSeconds: d.RetryAfterSeconds,
-		}
-		for _, c := range d.Causes {
-			out.Details.Causes = append(out.Details.Causes, &metav1.StatusCause{
-				Reason: string(c.Type), Message: c.Message, Field: c.Field,
-			})
-		}
-	}
-	return out
 }

@@ -12,15 +12,19 @@ import (
 	"github.com/trellis-dev/trellis/hub/store"
 )
 
-// GatewayRegistrar is a generated Register<Kind>ServiceHandler: it adds a kind's REST routes to the gateway mux.
-type GatewayRegistrar func(ctx context.Context, mux *runtime.ServeMux, conn *grpc.ClientConn) error
+// Routes adds one kind's REST routes to a gateway mux: Local calls the kind's server in-process (no serialization;
+// unary calls only), Remote goes through a gRPC connection (needed for the Watch stream).
+type Routes struct {
+	Local  func(ctx context.Context, mux *runtime.ServeMux) error
+	Remote func(ctx context.Context, mux *runtime.ServeMux, conn *grpc.ClientConn) error
+}
 
 // Registry wires every kind of the Kinds table to its store collection, its gRPC service and its REST routes.
 // It also serves admission's reads of other kinds.
 type Registry struct {
-	store    *store.Store
-	grpc     grpc.ServiceRegistrar
-	gateways []GatewayRegistrar
+	store  *store.Store
+	grpc   grpc.ServiceRegistrar
+	routes []Routes
 
 	mu          sync.Mutex
 	ctx         context.Context
@@ -36,8 +40,8 @@ func NewRegistry(ctx context.Context, st *store.Store, srv grpc.ServiceRegistrar
 	return r, nil
 }
 
-// Gateways returns the REST route registrars of every kind.
-func (r *Registry) Gateways() []GatewayRegistrar { return r.gateways }
+// Routes returns the REST routes of every kind.
+func (r *Registry) Routes() []Routes { return r.routes }
 
 func (r *Registry) kindByID(id string) (Kind, bool) {
 	for _, k := range Kinds {

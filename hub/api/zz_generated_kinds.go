@@ -3,6 +3,10 @@
 package api
 
 import (
+	"context"
+
+	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
+
 	corev1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1"
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
 	certificatesv1 "github.com/trellis-dev/trellis/proto/gen/trellis/kubernetes/certificates/v1"
@@ -53,7 +57,12 @@ func registerKinds(r *Registry) error {
 			return err
 		}
 		corev1.RegisterControllerDeploymentServiceServer(r.grpc, s)
-		r.gateways = append(r.gateways, corev1.RegisterControllerDeploymentServiceHandler)
+		r.routes = append(r.routes, Routes{
+			Local: func(ctx context.Context, mux *runtime.ServeMux) error {
+				return corev1.RegisterControllerDeploymentServiceHandlerServer(ctx, mux, s)
+			},
+			Remote: corev1.RegisterControllerDeploymentServiceHandler,
+		})
 	}
 	{
 		s, err := newServer[*corev1beta1.BackupBucket, *corev1beta1.BackupBucketList, corev1beta1.BackupBucketWatchEvent](r, "core.gardener.cloud", "v1beta1", "BackupBucket")
@@ -61,7 +70,12 @@ func registerKinds(r *Registry) error {
 			return err
 		}
 		corev1beta1.RegisterBackupBucketServiceServer(r.grpc, s)
-		r.gateways = append(r.gateways, corev1beta1.RegisterBackupBucketServiceHandler)
+		r.routes = append(r.routes, Routes{
+			Local: func(ctx context.Context, mux *runtime.ServeMux) error {
+				return corev1beta1.RegisterBackupBucketServiceHandlerServer(ctx, mux, s)
+			},
+			Remote: corev1beta1.RegisterBackupBucketServiceHandler,
+		})
 	}
 	{
 		s, err := newServer[*corev1beta1.BackupEntry, *corev1beta1.BackupEntryList, corev1beta1.BackupEntryWatchEvent](r, "core.gardener.cloud", "v1beta1", "BackupEntry")
@@ -69,7 +83,12 @@ func registerKinds(r *Registry) error {
 			return err
 		}
 		corev1beta1.RegisterBackupEntryServiceServer(r.grpc, s)
-		r.gateways = append(r.gateways, corev1beta1.RegisterBackupEntryServiceHandler)
+		r.routes = append(r.routes, Routes{
+			Local: func(ctx context.Context, mux *runtime.ServeMux) error {
+				return corev1beta1.RegisterBackupEntryServiceHandlerServer(ctx, mux, s)
+			},
+			Remote: corev1beta1.RegisterBackupEntryServiceHandler,
+		})
 	}
 	{
 		s, err := newServer[*corev1beta1.CloudProfile, *corev1beta1.CloudProfileList, corev1beta1.CloudProfileWatchEvent](r, "core.gardener.cloud", "v1beta1", "CloudProfile")
@@ -77,7 +96,12 @@ func registerKinds(r *Registry) error {
 			return err
 		}
 		corev1beta1.RegisterCloudProfileServiceServer(r.grpc, s)
-		r.gateways = append(r.gateways, corev1beta1.RegisterCloudProfileServiceHandler)
+		r.routes = append(r.routes, Routes{
+			Local: func(ctx context.Context, mux *runtime.ServeMux) error {
+				return corev1beta1.RegisterCloudProfileServiceHandlerServer(ctx, mux, s)
+			},
+			Remote: corev1beta1.RegisterCloudProfileServiceHandler,
+		})
 	}
 	{
 		s, err := newServer[*corev1beta1.ControllerDeployment, *corev1beta1.ControllerDeploymentList, corev1beta1.ControllerDeploymentWatchEvent](r, "core.gardener.cloud", "v1beta1", "ControllerDeployment")
@@ -85,7 +109,12 @@ func registerKinds(r *Registry) error {
 			return err
 		}
 		corev1beta1.RegisterControllerDeploymentServiceServer(r.grpc, s)
-		r.gateways = append(r.gateways, corev1beta1.RegisterControllerDeploymentServiceHandler)
+		r.routes = append(r.routes, Routes{
+			Local: func(ctx context.Context, mux *runtime.ServeMux) error {
+				return corev1beta1.RegisterControllerDeploymentServiceHandlerServer(ctx, mux, s)
+			},
+			Remote: corev1beta1.RegisterControllerDeploymentServiceHandler,
+		})
 	}
 	{
 		s, err := newServer[*corev1beta1.ControllerInstallation, *corev1beta1.ControllerInstallationList, corev1beta1.ControllerInstallationWatchEvent](r, "core.gardener.cloud", "v1beta1", "ControllerInstallation")
@@ -93,7 +122,12 @@ func registerKinds(r *Registry) error {
 			return err
 		}
 		corev1beta1.RegisterControllerInstallationServiceServer(r.grpc, s)
-		r.gateways = append(r.gateways, corev1beta1.RegisterControllerInstallationServiceHandler)
+		r.routes = append(r.routes, Routes{
+			Local: func(ctx context.Context, mux *runtime.ServeMux) error {
+				return corev1beta1.RegisterControllerInstallationServiceHandlerServer(ctx, mux, s)
+			},
+			Remote: corev1beta1.RegisterControllerInstallationServiceHandler,
+		})
 	}
 	{
 		s, err := newServer[*corev1beta1.ControllerRegistration, *corev1beta1.ControllerRegistrationList, corev1beta1.ControllerRegistrationWatchEvent](r, "core.gardener.cloud", "v1beta1", "ControllerRegistration")
@@ -101,7 +135,12 @@ func registerKinds(r *Registry) error {
 			return err
 		}
 		corev1beta1.RegisterControllerRegistrationServiceServer(r.grpc, s)
-		r.gateways = append(r.gateways, corev1beta1.RegisterControllerRegistrationServiceHandler)
+		r.routes = append(r.routes, Routes{
+			Local: func(ctx context.Context, mux *runtime.ServeMux) error {
+				return corev1beta1.RegisterControllerRegistrationServiceHandlerServer(ctx, mux, s)
+			},
+			Remote: corev1beta1.RegisterControllerRegistrationServiceHandler,
+		})
 	}
 	{
 		s, err := newServer[*corev1beta1.ExposureClass, *corev1beta1.ExposureClassList, corev1beta1.ExposureClassWatchEvent](r, "core.gardener.cloud", "v1beta1", "ExposureClass")
@@ -109,7 +148,12 @@ func registerKinds(r *Registry) error {
 			return err
 		}
 		corev1beta1.RegisterExposureClassServiceServer(r.grpc, s)
-		r.gateways = append(r.gateways, corev1beta1.RegisterExposureClassServiceHandler)
+		r.routes = append(r.routes, Routes{
+			Local: func(ctx context.Context, mux *runtime.ServeMux) error {
+				return corev1beta1.RegisterExposureClassServiceHandlerServer(ctx, mux, s)
+			},
+			Remote: corev1beta1.RegisterExposureClassServiceHandler,
+		})
 	}
 	{
 		s, err := newServer[*corev1beta1.InternalSecret, *corev1beta1.InternalSecretList, corev1beta1.InternalSecretWatchEvent](r, "core.gardener.cloud", "v1beta1", "InternalSecret")
@@ -117,7 +161,12 @@ func registerKinds(r *Registry) error {
 			return err
 		}
 		corev1beta1.RegisterInternalSecretServiceServer(r.grpc, s)
-		r.gateways = append(r.gateways, corev1beta1.RegisterInternalSecretServiceHandler)
+		r.routes = append(r.routes, Routes{
+			Local: func(ctx context.Context, mux *runtime.ServeMux) error {
+				return corev1beta1.RegisterInternalSecretServiceHandlerServer(ctx, mux, s)
+			},
+			Remote: corev1beta1.RegisterInternalSecretServiceHandler,
+		})
 	}
 	{
 		s, err := newServer[*corev1beta1.NamespacedCloudProfile, *corev1beta1.NamespacedCloudProfileList, corev1beta1.NamespacedCloudProfileWatchEvent](r, "core.gardener.cloud", "v1beta1", "NamespacedCloudProfile")
@@ -125,7 +174,12 @@ func registerKinds(r *Registry) error {
 			return err
 		}
 		corev1beta1.RegisterNamespacedCloudProfileServiceServer(r.grpc, s)
-		r.gateways = append(r.gateways, corev1beta1.RegisterNamespacedCloudProfileServiceHandler)
+		r.routes = append(r.routes, Routes{
+			Local: func(ctx context.Context, mux *runtime.ServeMux) error {
+				return corev1beta1.RegisterNamespacedCloudProfileServiceHandlerServer(ctx, mux, s)
+			},
+			Remote: corev1beta1.RegisterNamespacedCloudProfileServiceHandler,
+		})
 	}
 	{
 		s, err := newServer[*corev1beta1.Project, *corev1beta1.ProjectList, corev1beta1.ProjectWatchEvent](r, "core.gardener.cloud", "v1beta1", "Project")
@@ -133,7 +187,12 @@ func registerKinds(r *Registry) error {
 			return err
 		}
 		corev1beta1.RegisterProjectServiceServer(r.grpc, s)
-		r.gateways = append(r.gateways, corev1beta1.RegisterProjectServiceHandler)
+		r.routes = append(r.routes, Routes{
+			Local: func(ctx context.Context, mux *runtime.ServeMux) error {
+				return corev1beta1.RegisterProjectServiceHandlerServer(ctx, mux, s)
+			},
+			Remote: corev1beta1.RegisterProjectServiceHandler,
+		})
 	}
 	{
 		s, err := newServer[*corev1beta1.Quota, *corev1beta1.QuotaList, corev1beta1.QuotaWatchEvent](r, "core.gardener.cloud", "v1beta1", "Quota")
@@ -141,7 +200,12 @@ func registerKinds(r *Registry) error {
 			return err
 		}
 		corev1beta1.RegisterQuotaServiceServer(r.grpc, s)
-		r.gateways = append(r.gateways, corev1beta1.RegisterQuotaServiceHandler)
+		r.routes = append(r.routes, Routes{
+			Local: func(ctx context.Context, mux *runtime.ServeMux) error {
+				return corev1beta1.RegisterQuotaServiceHandlerServer(ctx, mux, s)
+			},
+			Remote: corev1beta1.RegisterQuotaServiceHandler,
+		})
 	}
 	{
 		s, err := newServer[*corev1beta1.SecretBinding, *corev1beta1.SecretBindingList, corev1beta1.SecretBindingWatchEvent](r, "core.gardener.cloud", "v1beta1", "SecretBinding")
@@ -149,7 +213,12 @@ func registerKinds(r *Registry) error {
 			return err
 		}
 		corev1beta1.RegisterSecretBindingServiceServer(r.grpc, s)
-		r.gateways = append(r.gateways, corev1beta1.RegisterSecretBindingServiceHandler)
+		r.routes = append(r.routes, Routes{
+			Local: func(ctx context.Context, mux *runtime.ServeMux) error {
+				return corev1beta1.RegisterSecretBindingServiceHandlerServer(ctx, mux, s)
+			},
+			Remote: corev1beta1.RegisterSecretBindingServiceHandler,
+		})
 	}
 	{
 		s, err := newServer[*corev1beta1.Seed, *corev1beta1.SeedList, corev1beta1.SeedWatchEvent](r, "core.gardener.cloud", "v1beta1", "Seed")
@@ -157,7 +226,12 @@ func registerKinds(r *Registry) error {
 			return err
 		}
 		corev1beta1.RegisterSeedServiceServer(r.grpc, s)
-		r.gateways = append(r.gateways, corev1beta1.RegisterSeedServiceHandler)
+		r.routes = append(r.routes, Routes{
+			Local: func(ctx context.Context, mux *runtime.ServeMux) error {
+				return corev1beta1.RegisterSeedServiceHandlerServer(ctx, mux, s)
+			},
+			Remote: corev1beta1.RegisterSeedServiceHandler,
+		})
 	}
 	{
 		s, err := newServer[*corev1beta1.Shoot, *corev1beta1.ShootList, corev1beta1.ShootWatchEvent](r, "core.gardener.cloud", "v1beta1", "Shoot")
@@ -165,7 +239,12 @@ func registerKinds(r *Registry) error {
 			return err
 		}
 		corev1beta1.RegisterShootServiceServer(r.grpc, s)
-		r.gateways = append(r.gateways, corev1beta1.RegisterShootServiceHandler)
+		r.routes = append(r.routes, Routes{
+			Local: func(ctx context.Context, mux *runtime.ServeMux) error {
+				return corev1beta1.RegisterShootServiceHandlerServer(ctx, mux, s)
+			},
+			Remote: corev1beta1.RegisterShootServiceHandler,
+		})
 	}
 	{
 		s, err := newServer[*corev1beta1.ShootState, *corev1beta1.ShootStateList, corev1beta1.ShootStateWatchEvent](r, "core.gardener.cloud", "v1beta1", "ShootState")
@@ -173,7 +252,12 @@ func registerKinds(r *Registry) error {
 			return err
 		}
 		corev1beta1.RegisterShootStateServiceServer(r.grpc, s)
-		r.gateways = append(r.gateways, corev1beta1.RegisterShootStateServiceHandler)
+		r.routes = append(r.routes, Routes{
+			Local: func(ctx context.Context, mux *runtime.ServeMux) error {
+				return corev1beta1.RegisterShootStateServiceHandlerServer(ctx, mux, s)
+			},
+			Remote: corev1beta1.RegisterShootStateServiceHandler,
+		})
 	}
 	{
 		s, err := newServer[*securityv1alpha1.CredentialsBinding, *securityv1alpha1.CredentialsBindingList, securityv1alpha1.CredentialsBindingWatchEvent](r, "security.gardener.cloud", "v1alpha1", "CredentialsBinding")
@@ -181,7 +265,12 @@ func registerKinds(r *Registry) error {
 			return err
 		}
 		securityv1alpha1.RegisterCredentialsBindingServiceServer(r.grpc, s)
-		r.gateways = append(r.gateways, securityv1alpha1.RegisterCredentialsBindingServiceHandler)
+		r.routes = append(r.routes, Routes{
+			Local: func(ctx context.Context, mux *runtime.ServeMux) error {
+				return securityv1alpha1.RegisterCredentialsBindingServiceHandlerServer(ctx, mux, s)
+			},
+			Remote: securityv1alpha1.RegisterCredentialsBindingServiceHandler,
+		})
 	}
 	{
 		s, err := newServer[*securityv1alpha1.WorkloadIdentity, *securityv1alpha1.WorkloadIdentityList, securityv1alpha1.WorkloadIdentityWatchEvent](r, "security.gardener.cloud", "v1alpha1", "WorkloadIdentity")
@@ -189,7 +278,12 @@ func registerKinds(r *Registry) error {
 			return err
 		}
 		securityv1alpha1.RegisterWorkloadIdentityServiceServer(r.grpc, s)
-		r.gateways = append(r.gateways, securityv1alpha1.RegisterWorkloadIdentityServiceHandler)
+		r.routes = append(r.routes, Routes{
+			Local: func(ctx context.Context, mux *runtime.ServeMux) error {
+				return securityv1alpha1.RegisterWorkloadIdentityServiceHandlerServer(ctx, mux, s)
+			},
+			Remote: securityv1alpha1.RegisterWorkloadIdentityServiceHandler,
+		})
 	}
 	{
 		s, err := newServer[*seedmanagementv1alpha1.Gardenlet, *seedmanagementv1alpha1.GardenletList, seedmanagementv1alpha1.GardenletWatchEvent](r, "seedmanagement.gardener.cloud", "v1alpha1", "Gardenlet")
@@ -197,7 +291,12 @@ func registerKinds(r *Registry) error {
 			return err
 		}
 		seedmanagementv1alpha1.RegisterGardenletServiceServer(r.grpc, s)
-		r.gateways = append(r.gateways, seedmanagementv1alpha1.RegisterGardenletServiceHandler)
+		r.routes = append(r.routes, Routes{
+			Local: func(ctx context.Context, mux *runtime.ServeMux) error {
+				return seedmanagementv1alpha1.RegisterGardenletServiceHandlerServer(ctx, mux, s)
+			},
+			Remote: seedmanagementv1alpha1.RegisterGardenletServiceHandler,
+		})
 	}
 	{
 		s, err := newServer[*seedmanagementv1alpha1.ManagedSeed, *seedmanagementv1alpha1.ManagedSeedList, seedmanagementv1alpha1.ManagedSeedWatchEvent](r, "seedmanagement.gardener.cloud", "v1alpha1", "ManagedSeed")
@@ -205,7 +304,12 @@ func registerKinds(r *Registry) error {
 			return err
 		}
 		seedmanagementv1alpha1.RegisterManagedSeedServiceServer(r.grpc, s)
-		r.gateways = append(r.gateways, seedmanagementv1alpha1.RegisterManagedSeedServiceHandler)
+		r.routes = append(r.routes, Routes{
+			Local: func(ctx context.Context, mux *runtime.ServeMux) error {
+				return seedmanagementv1alpha1.RegisterManagedSeedServiceHandlerServer(ctx, mux, s)
+			},
+			Remote: seedmanagementv1alpha1.RegisterManagedSeedServiceHandler,
+		})
 	}
 	{
 		s, err := newServer[*seedmanagementv1alpha1.ManagedSeedSet, *seedmanagementv1alpha1.ManagedSeedSetList, seedmanagementv1alpha1.ManagedSeedSetWatchEvent](r, "seedmanagement.gardener.cloud", "v1alpha1", "ManagedSeedSet")
@@ -213,7 +317,12 @@ func registerKinds(r *Registry) error {
 			return err
 		}
 		seedmanagementv1alpha1.RegisterManagedSeedSetServiceServer(r.grpc, s)
-		r.gateways = append(r.gateways, seedmanagementv1alpha1.RegisterManagedSeedSetServiceHandler)
+		r.routes = append(r.routes, Routes{
+			Local: func(ctx context.Context, mux *runtime.ServeMux) error {
+				return seedmanagementv1alpha1.RegisterManagedSeedSetServiceHandlerServer(ctx, mux, s)
+			},
+			Remote: seedmanagementv1alpha1.RegisterManagedSeedSetServiceHandler,
+		})
 	}
 	{
 		s, err := newServer[*operationsv1alpha1.Bastion, *operationsv1alpha1.BastionList, operationsv1alpha1.BastionWatchEvent](r, "operations.gardener.cloud", "v1alpha1", "Bastion")
@@ -221,7 +330,12 @@ func registerKinds(r *Registry) error {
 			return err
 		}
 		operationsv1alpha1.RegisterBastionServiceServer(r.grpc, s)
-		r.gateways = append(r.gateways, operationsv1alpha1.RegisterBastionServiceHandler)
+		r.routes = append(r.routes, Routes{
+			Local: func(ctx context.Context, mux *runtime.ServeMux) error {
+				return operationsv1alpha1.RegisterBastionServiceHandlerServer(ctx, mux, s)
+			},
+			Remote: operationsv1alpha1.RegisterBastionServiceHandler,
+		})
 	}
 	{
 		s, err := newServer[*kcorev1.ConfigMap, *kcorev1.ConfigMapList, kcorev1.ConfigMapWatchEvent](r, "", "v1", "ConfigMap")
@@ -229,7 +343,12 @@ func registerKinds(r *Registry) error {
 			return err
 		}
 		kcorev1.RegisterConfigMapServiceServer(r.grpc, s)
-		r.gateways = append(r.gateways, kcorev1.RegisterConfigMapServiceHandler)
+		r.routes = append(r.routes, Routes{
+			Local: func(ctx context.Context, mux *runtime.ServeMux) error {
+				return kcorev1.RegisterConfigMapServiceHandlerServer(ctx, mux, s)
+			},
+			Remote: kcorev1.RegisterConfigMapServiceHandler,
+		})
 	}
 	{
 		s, err := newServer[*kcorev1.Event, *kcorev1.EventList, kcorev1.EventWatchEvent](r, "", "v1", "Event")
@@ -237,7 +356,12 @@ func registerKinds(r *Registry) error {
 			return err
 		}
 		kcorev1.RegisterEventServiceServer(r.grpc, s)
-		r.gateways = append(r.gateways, kcorev1.RegisterEventServiceHandler)
+		r.routes = append(r.routes, Routes{
+			Local: func(ctx context.Context, mux *runtime.ServeMux) error {
+				return kcorev1.RegisterEventServiceHandlerServer(ctx, mux, s)
+			},
+			Remote: kcorev1.RegisterEventServiceHandler,
+		})
 	}
 	{
 		s, err := newServer[*kcorev1.Namespace, *kcorev1.NamespaceList, kcorev1.NamespaceWatchEvent](r, "", "v1", "Namespace")
@@ -245,7 +369,12 @@ func registerKinds(r *Registry) error {
 			return err
 		}
 		kcorev1.RegisterNamespaceServiceServer(r.grpc, s)
-		r.gateways = append(r.gateways, kcorev1.RegisterNamespaceServiceHandler)
+		r.routes = append(r.routes, Routes{
+			Local: func(ctx context.Context, mux *runtime.ServeMux) error {
+				return kcorev1.RegisterNamespaceServiceHandlerServer(ctx, mux, s)
+			},
+			Remote: kcorev1.RegisterNamespaceServiceHandler,
+		})
 	}
 	{
 		s, err := newServer[*kcorev1.Secret, *kcorev1.SecretList, kcorev1.SecretWatchEvent](r, "", "v1", "Secret")
@@ -253,7 +382,12 @@ func registerKinds(r *Registry) error {
 			return err
 		}
 		kcorev1.RegisterSecretServiceServer(r.grpc, s)
-		r.gateways = append(r.gateways, kcorev1.RegisterSecretServiceHandler)
+		r.routes = append(r.routes, Routes{
+			Local: func(ctx context.Context, mux *runtime.ServeMux) error {
+				return kcorev1.RegisterSecretServiceHandlerServer(ctx, mux, s)
+			},
+			Remote: kcorev1.RegisterSecretServiceHandler,
+		})
 	}
 	{
 		s, err := newServer[*coordinationv1.Lease, *coordinationv1.LeaseList, coordinationv1.LeaseWatchEvent](r, "coordination.k8s.io", "v1", "Lease")
@@ -261,7 +395,12 @@ func registerKinds(r *Registry) error {
 			return err
 		}
 		coordinationv1.RegisterLeaseServiceServer(r.grpc, s)
-		r.gateways = append(r.gateways, coordinationv1.RegisterLeaseServiceHandler)
+		r.routes = append(r.routes, Routes{
+			Local: func(ctx context.Context, mux *runtime.ServeMux) error {
+				return coordinationv1.RegisterLeaseServiceHandlerServer(ctx, mux, s)
+			},
+			Remote: coordinationv1.RegisterLeaseServiceHandler,
+		})
 	}
 	{
 		s, err := newServer[*certificatesv1.CertificateSigningRequest, *certificatesv1.CertificateSigningRequestList, certificatesv1.CertificateSigningRequestWatchEvent](r, "certificates.k8s.io", "v1", "CertificateSigningRequest")
@@ -269,7 +408,12 @@ func registerKinds(r *Registry) error {
 			return err
 		}
 		certificatesv1.RegisterCertificateSigningRequestServiceServer(r.grpc, s)
-		r.gateways = append(r.gateways, certificatesv1.RegisterCertificateSigningRequestServiceHandler)
+		r.routes = append(r.routes, Routes{
+			Local: func(ctx context.Context, mux *runtime.ServeMux) error {
+				return certificatesv1.RegisterCertificateSigningRequestServiceHandlerServer(ctx, mux, s)
+			},
+			Remote: certificatesv1.RegisterCertificateSigningRequestServiceHandler,
+		})
 	}
 	return nil
 }

@@ -206,6 +206,9 @@ var goTmpl = template.Must(template.New("go").Funcs(funcs).Parse(`// Code genera
 package api
 
 import (
+	"context"
+
+	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 {{range .}}
 	{{.GoAlias}} "{{.GoImport}}"
 {{- end}}
@@ -227,7 +230,12 @@ func registerKinds(r *Registry) error {
 			return err
 		}
 		{{$g.GoAlias}}.Register{{.Kind}}ServiceServer(r.grpc, s)
-		r.gateways = append(r.gateways, {{$g.GoAlias}}.Register{{.Kind}}ServiceHandler)
+		r.routes = append(r.routes, Routes{
+			Local: func(ctx context.Context, mux *runtime.ServeMux) error {
+				return {{$g.GoAlias}}.Register{{.Kind}}ServiceHandlerServer(ctx, mux, s)
+			},
+			Remote: {{$g.GoAlias}}.Register{{.Kind}}ServiceHandler,
+		})
 	}
 {{- end}}{{end}}
 	return nil

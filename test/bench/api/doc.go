@@ -16,6 +16,9 @@
 // kube-apiserver numbers recorded there, not measured in this run. Every loop is bounded by a count and a time limit,
 // and nothing leaves 127.0.0.1. The hub is stopped (and its data dir removed unless -keep) on exit or interrupt.
 //
+// With -n above the hub's --watch-window (10,000 events by default) the watch cannot resume from the revision after
+// the creates and the hub answers 410 Expired, as Kubernetes would; the run then reports the watch phase as failed.
+//
 // Run with `make bench-api BENCH_ARGS="-n 2000 -out /tmp/bench.json"` from the repository root (it needs
 // bin/trellis-hub, which make bench-api builds first). The exit code is 1 when any operation failed.
 package main

@@ -1640,7 +1640,7 @@ var File_trellis_core_v1beta1_cloudprofile_proto protoreflect.FileDescriptor
 
 const file_trellis_core_v1beta1_cloudprofile_proto_rawDesc = "" +
 	"\n" +
-	"'trellis/core/v1beta1/cloudprofile.proto\x12\x14trellis.core.v1beta1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a!trellis/core/v1beta1/common.proto\x1a\x1atrellis/meta/v1/meta.proto\"\xfa\x01\n" +
+	"'trellis/core/v1beta1/cloudprofile.proto\x12\x14trellis.core.v1beta1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a!trellis/core/v1beta1/common.proto\x1a\x1atrellis/meta/v1/meta.proto\x1a\x1dtrellis/meta/v1/options.proto\"\xfa\x01\n" +
 	"\fCloudProfile\x12\x1f\n" +
 	"\vapi_version\x18\x01 \x01(\tR\n" +
 	"apiVersion\x12\x12\n" +
@@ -1701,11 +1701,11 @@ const file_trellis_core_v1beta1_cloudprofile_proto_rawDesc = "" +
 	"start_time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\tstartTime\"\x8a\x01\n" +
 	",CloudProfileMachineControllerManagerSettings\x12=\n" +
 	"\x18machine_creation_timeout\x18\x01 \x01(\tH\x00R\x16machineCreationTimeout\x88\x01\x01B\x1b\n" +
-	"\x19_machine_creation_timeout\"\xc9\x03\n" +
-	"\vMachineType\x12\x10\n" +
-	"\x03cpu\x18\x01 \x01(\tR\x03cpu\x12\x10\n" +
-	"\x03gpu\x18\x02 \x01(\tR\x03gpu\x12\x16\n" +
-	"\x06memory\x18\x03 \x01(\tR\x06memory\x12\x12\n" +
+	"\x19_machine_creation_timeout\"\xdb\x03\n" +
+	"\vMachineType\x12\x16\n" +
+	"\x03cpu\x18\x01 \x01(\tB\x04\xc8\xf3\x18\x01R\x03cpu\x12\x16\n" +
+	"\x03gpu\x18\x02 \x01(\tB\x04\xc8\xf3\x18\x01R\x03gpu\x12\x1c\n" +
+	"\x06memory\x18\x03 \x01(\tB\x04\xc8\xf3\x18\x01R\x06memory\x12\x12\n" +
 	"\x04name\x18\x04 \x01(\tR\x04name\x12B\n" +
 	"\astorage\x18\x05 \x01(\v2(.trellis.core.v1beta1.MachineTypeStorageR\astorage\x12\x1b\n" +
 	"\x06usable\x18\x06 \x01(\bH\x00R\x06usable\x88\x01\x01\x12'\n" +
@@ -1713,12 +1713,12 @@ const file_trellis_core_v1beta1_cloudprofile_proto_rawDesc = "" +
 	"\fcapabilities\x18\b \x01(\v2\x1d.trellis.meta.v1.RawExtensionR\fcapabilities\x12\x80\x01\n" +
 	"\x1amachine_controller_manager\x18\t \x01(\v2B.trellis.core.v1beta1.CloudProfileMachineControllerManagerSettingsR\x18machineControllerManagerB\t\n" +
 	"\a_usableB\x0f\n" +
-	"\r_architecture\"\x8d\x01\n" +
+	"\r_architecture\"\x99\x01\n" +
 	"\x12MachineTypeStorage\x12\x14\n" +
-	"\x05class\x18\x01 \x01(\tR\x05class\x12\x17\n" +
-	"\x04size\x18\x02 \x01(\tH\x00R\x04size\x88\x01\x01\x12\x12\n" +
-	"\x04type\x18\x03 \x01(\tR\x04type\x12\x1e\n" +
-	"\bmin_size\x18\x04 \x01(\tH\x01R\aminSize\x88\x01\x01B\a\n" +
+	"\x05class\x18\x01 \x01(\tR\x05class\x12\x1d\n" +
+	"\x04size\x18\x02 \x01(\tB\x04\xc8\xf3\x18\x01H\x00R\x04size\x88\x01\x01\x12\x12\n" +
+	"\x04type\x18\x03 \x01(\tR\x04type\x12$\n" +
+	"\bmin_size\x18\x04 \x01(\tB\x04\xc8\xf3\x18\x01H\x01R\aminSize\x88\x01\x01B\a\n" +
 	"\x05_sizeB\v\n" +
 	"\t_min_size\"\xb1\x02\n" +
 	"\x06Region\x12\x12\n" +
@@ -1732,13 +1732,13 @@ const file_trellis_core_v1beta1_cloudprofile_proto_rawDesc = "" +
 	"\x10AvailabilityZone\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12:\n" +
 	"\x19unavailable_machine_types\x18\x02 \x03(\tR\x17unavailableMachineTypes\x128\n" +
-	"\x18unavailable_volume_types\x18\x03 \x03(\tR\x16unavailableVolumeTypes\"\x8b\x01\n" +
+	"\x18unavailable_volume_types\x18\x03 \x03(\tR\x16unavailableVolumeTypes\"\x91\x01\n" +
 	"\n" +
 	"VolumeType\x12\x14\n" +
 	"\x05class\x18\x01 \x01(\tR\x05class\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1b\n" +
-	"\x06usable\x18\x03 \x01(\bH\x00R\x06usable\x88\x01\x01\x12\x1e\n" +
-	"\bmin_size\x18\x04 \x01(\tH\x01R\aminSize\x88\x01\x01B\t\n" +
+	"\x06usable\x18\x03 \x01(\bH\x00R\x06usable\x88\x01\x01\x12$\n" +
+	"\bmin_size\x18\x04 \x01(\tB\x04\xc8\xf3\x18\x01H\x01R\aminSize\x88\x01\x01B\t\n" +
 	"\a_usableB\v\n" +
 	"\t_min_size\"\xa6\x01\n" +
 	"\aBastion\x12N\n" +

@@ -2149,7 +2149,7 @@ var File_trellis_core_v1beta1_seed_proto protoreflect.FileDescriptor
 
 const file_trellis_core_v1beta1_seed_proto_rawDesc = "" +
 	"\n" +
-	"\x1ftrellis/core/v1beta1/seed.proto\x12\x14trellis.core.v1beta1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a!trellis/core/v1beta1/common.proto\x1a\x1atrellis/meta/v1/meta.proto\"\xe2\x01\n" +
+	"\x1ftrellis/core/v1beta1/seed.proto\x12\x14trellis.core.v1beta1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a!trellis/core/v1beta1/common.proto\x1a\x1atrellis/meta/v1/meta.proto\x1a\x1dtrellis/meta/v1/options.proto\"\xe2\x01\n" +
 	"\x04Seed\x12\x1f\n" +
 	"\vapi_version\x18\x01 \x01(\tR\n" +
 	"apiVersion\x12\x12\n" +
@@ -2174,7 +2174,7 @@ const file_trellis_core_v1beta1_seed_proto_rawDesc = "" +
 	"extensions\x18\n" +
 	" \x03(\v2\x1f.trellis.core.v1beta1.ExtensionR\n" +
 	"extensions\x12J\n" +
-	"\tresources\x18\v \x03(\v2,.trellis.core.v1beta1.NamedResourceReferenceR\tresources\"\xf8\x06\n" +
+	"\tresources\x18\v \x03(\v2,.trellis.core.v1beta1.NamedResourceReferenceR\tresources\"\x84\a\n" +
 	"\n" +
 	"SeedStatus\x12:\n" +
 	"\bgardener\x18\x01 \x01(\v2\x1e.trellis.core.v1beta1.GardenerR\bgardener\x122\n" +
@@ -2183,9 +2183,9 @@ const file_trellis_core_v1beta1_seed_proto_rawDesc = "" +
 	"conditions\x18\x03 \x03(\v2\x1a.trellis.meta.v1.ConditionR\n" +
 	"conditions\x124\n" +
 	"\x13observed_generation\x18\x04 \x01(\x03H\x01R\x12observedGeneration\x88\x01\x01\x12.\n" +
-	"\x10cluster_identity\x18\x05 \x01(\tH\x02R\x0fclusterIdentity\x88\x01\x01\x12J\n" +
-	"\bcapacity\x18\x06 \x03(\v2..trellis.core.v1beta1.SeedStatus.CapacityEntryR\bcapacity\x12S\n" +
-	"\vallocatable\x18\a \x03(\v21.trellis.core.v1beta1.SeedStatus.AllocatableEntryR\vallocatable\x12q\n" +
+	"\x10cluster_identity\x18\x05 \x01(\tH\x02R\x0fclusterIdentity\x88\x01\x01\x12P\n" +
+	"\bcapacity\x18\x06 \x03(\v2..trellis.core.v1beta1.SeedStatus.CapacityEntryB\x04\xc8\xf3\x18\x01R\bcapacity\x12Y\n" +
+	"\vallocatable\x18\a \x03(\v21.trellis.core.v1beta1.SeedStatus.AllocatableEntryB\x04\xc8\xf3\x18\x01R\vallocatable\x12q\n" +
 	"'client_certificate_expiration_timestamp\x18\b \x01(\v2\x1a.google.protobuf.TimestampR$clientCertificateExpirationTimestamp\x12E\n" +
 	"\x0elast_operation\x18\t \x01(\v2\x1e.trellis.meta.v1.LastOperationR\rlastOperation\x12<\n" +
 	"\vconstraints\x18\n" +
@@ -2263,9 +2263,9 @@ const file_trellis_core_v1beta1_seed_proto_rawDesc = "" +
 	"\aenabled\x18\x01 \x01(\bH\x00R\aenabled\x88\x01\x01\x12Z\n" +
 	"\aconfigs\x18\x02 \x03(\v2@.trellis.core.v1beta1.SeedSettingExcessCapacityReservationConfigR\aconfigsB\n" +
 	"\n" +
-	"\b_enabled\"\xda\x03\n" +
-	"*SeedSettingExcessCapacityReservationConfig\x12m\n" +
-	"\tresources\x18\x01 \x03(\v2O.trellis.core.v1beta1.SeedSettingExcessCapacityReservationConfig.ResourcesEntryR\tresources\x12w\n" +
+	"\b_enabled\"\xe0\x03\n" +
+	"*SeedSettingExcessCapacityReservationConfig\x12s\n" +
+	"\tresources\x18\x01 \x03(\v2O.trellis.core.v1beta1.SeedSettingExcessCapacityReservationConfig.ResourcesEntryB\x04\xc8\xf3\x18\x01R\tresources\x12w\n" +
 	"\rnode_selector\x18\x02 \x03(\v2R.trellis.core.v1beta1.SeedSettingExcessCapacityReservationConfig.NodeSelectorEntryR\fnodeSelector\x12E\n" +
 	"\vtolerations\x18\x03 \x03(\v2#.trellis.core.v1beta1.PodTolerationR\vtolerations\x1a<\n" +
 	"\x0eResourcesEntry\x12\x10\n" +
@@ -2313,11 +2313,11 @@ const file_trellis_core_v1beta1_seed_proto_rawDesc = "" +
 	"+SeedSettingLoadBalancerServicesZonalIngress\x12\x1d\n" +
 	"\aenabled\x18\x01 \x01(\bH\x00R\aenabled\x88\x01\x01B\n" +
 	"\n" +
-	"\b_enabled\"\xa5\x03\n" +
+	"\b_enabled\"\xab\x03\n" +
 	" SeedSettingVerticalPodAutoscaler\x12\x1d\n" +
 	"\aenabled\x18\x01 \x01(\bH\x00R\aenabled\x88\x01\x01\x12m\n" +
-	"\rfeature_gates\x18\x02 \x03(\v2H.trellis.core.v1beta1.SeedSettingVerticalPodAutoscaler.FeatureGatesEntryR\ffeatureGates\x12g\n" +
-	"\vmax_allowed\x18\x03 \x03(\v2F.trellis.core.v1beta1.SeedSettingVerticalPodAutoscaler.MaxAllowedEntryR\n" +
+	"\rfeature_gates\x18\x02 \x03(\v2H.trellis.core.v1beta1.SeedSettingVerticalPodAutoscaler.FeatureGatesEntryR\ffeatureGates\x12m\n" +
+	"\vmax_allowed\x18\x03 \x03(\v2F.trellis.core.v1beta1.SeedSettingVerticalPodAutoscaler.MaxAllowedEntryB\x04\xc8\xf3\x18\x01R\n" +
 	"maxAllowed\x1a?\n" +
 	"\x11FeatureGatesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
@@ -2349,10 +2349,10 @@ const file_trellis_core_v1beta1_seed_proto_rawDesc = "" +
 	"\tSeedTaint\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x19\n" +
 	"\x05value\x18\x02 \x01(\tH\x00R\x05value\x88\x01\x01B\b\n" +
-	"\x06_value\"\x8d\x01\n" +
+	"\x06_value\"\x93\x01\n" +
 	"\n" +
-	"SeedVolume\x12&\n" +
-	"\fminimum_size\x18\x01 \x01(\tH\x00R\vminimumSize\x88\x01\x01\x12F\n" +
+	"SeedVolume\x12,\n" +
+	"\fminimum_size\x18\x01 \x01(\tB\x04\xc8\xf3\x18\x01H\x00R\vminimumSize\x88\x01\x01\x12F\n" +
 	"\tproviders\x18\x02 \x03(\v2(.trellis.core.v1beta1.SeedVolumeProviderR\tprovidersB\x0f\n" +
 	"\r_minimum_size\"B\n" +
 	"\x12SeedVolumeProvider\x12\x18\n" +

@@ -7231,7 +7231,7 @@ var File_trellis_core_v1beta1_shoot_proto protoreflect.FileDescriptor
 
 const file_trellis_core_v1beta1_shoot_proto_rawDesc = "" +
 	"\n" +
-	" trellis/core/v1beta1/shoot.proto\x12\x14trellis.core.v1beta1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a!trellis/core/v1beta1/common.proto\x1a\x1ftrellis/core/v1beta1/seed.proto\x1a\x1atrellis/meta/v1/meta.proto\"\xe5\x01\n" +
+	" trellis/core/v1beta1/shoot.proto\x12\x14trellis.core.v1beta1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a!trellis/core/v1beta1/common.proto\x1a\x1ftrellis/core/v1beta1/seed.proto\x1a\x1atrellis/meta/v1/meta.proto\x1a\x1dtrellis/meta/v1/options.proto\"\xe5\x01\n" +
 	"\x05Shoot\x12\x1f\n" +
 	"\vapi_version\x18\x01 \x01(\tR\n" +
 	"apiVersion\x12\x12\n" +
@@ -7513,7 +7513,7 @@ const file_trellis_core_v1beta1_shoot_proto_rawDesc = "" +
 	"$_initial_node_group_backoff_durationB\"\n" +
 	" _max_node_group_backoff_durationB#\n" +
 	"!_node_group_backoff_reset_timeoutB\x1e\n" +
-	"\x1c_emit_per_node_group_metrics\"\xe6\x11\n" +
+	"\x1c_emit_per_node_group_metrics\"\xec\x11\n" +
 	"\x15VerticalPodAutoscaler\x12\x1d\n" +
 	"\aenabled\x18\x01 \x01(\bH\x00R\aenabled\x88\x01\x01\x12>\n" +
 	"\x19evict_after_oom_threshold\x18\x02 \x01(\tH\x01R\x16evictAfterOOMThreshold\x88\x01\x01\x123\n" +
@@ -7535,8 +7535,8 @@ const file_trellis_core_v1beta1_shoot_proto_rawDesc = "" +
 	" memory_histogram_decay_half_life\x18\x10 \x01(\tH\x0fR\x1cmemoryHistogramDecayHalfLife\x88\x01\x01\x12C\n" +
 	"\x1bmemory_aggregation_interval\x18\x11 \x01(\tH\x10R\x19memoryAggregationInterval\x88\x01\x01\x12N\n" +
 	"!memory_aggregation_interval_count\x18\x12 \x01(\x03H\x11R\x1ememoryAggregationIntervalCount\x88\x01\x01\x12b\n" +
-	"\rfeature_gates\x18\x13 \x03(\v2=.trellis.core.v1beta1.VerticalPodAutoscaler.FeatureGatesEntryR\ffeatureGates\x12\\\n" +
-	"\vmax_allowed\x18\x14 \x03(\v2;.trellis.core.v1beta1.VerticalPodAutoscaler.MaxAllowedEntryR\n" +
+	"\rfeature_gates\x18\x13 \x03(\v2=.trellis.core.v1beta1.VerticalPodAutoscaler.FeatureGatesEntryR\ffeatureGates\x12b\n" +
+	"\vmax_allowed\x18\x14 \x03(\v2;.trellis.core.v1beta1.VerticalPodAutoscaler.MaxAllowedEntryB\x04\xc8\xf3\x18\x01R\n" +
 	"maxAllowed\x12J\n" +
 	"\x1frecommender_update_worker_count\x18\x15 \x01(\x05H\x12R\x1crecommenderUpdateWorkerCount\x88\x01\x01\x1a?\n" +
 	"\x11FeatureGatesEntry\x12\x10\n" +
@@ -7598,9 +7598,9 @@ const file_trellis_core_v1beta1_shoot_proto_rawDesc = "" +
 	"_event_ttlB'\n" +
 	"%_default_not_ready_toleration_secondsB)\n" +
 	"'_default_unreachable_toleration_secondsB\x12\n" +
-	"\x10_tls_min_version\"\xb8\x01\n" +
-	"\x17ControlPlaneAutoscaling\x12^\n" +
-	"\vmin_allowed\x18\x01 \x03(\v2=.trellis.core.v1beta1.ControlPlaneAutoscaling.MinAllowedEntryR\n" +
+	"\x10_tls_min_version\"\xbe\x01\n" +
+	"\x17ControlPlaneAutoscaling\x12d\n" +
+	"\vmin_allowed\x18\x01 \x03(\v2=.trellis.core.v1beta1.ControlPlaneAutoscaling.MinAllowedEntryB\x04\xc8\xf3\x18\x01R\n" +
 	"minAllowed\x1a=\n" +
 	"\x0fMinAllowedEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
@@ -7741,7 +7741,7 @@ const file_trellis_core_v1beta1_shoot_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\bR\x05value:\x028\x01B\a\n" +
 	"\x05_modeB\n" +
 	"\n" +
-	"\b_enabled\"\xed\x15\n" +
+	"\b_enabled\"\xf3\x15\n" +
 	"\rKubeletConfig\x12Z\n" +
 	"\rfeature_gates\x18\x01 \x03(\v25.trellis.core.v1beta1.KubeletConfig.FeatureGatesEntryR\ffeatureGates\x12'\n" +
 	"\rcpu_cfs_quota\x18\x02 \x01(\bH\x00R\vcpuCFSQuota\x88\x01\x01\x121\n" +
@@ -7765,8 +7765,8 @@ const file_trellis_core_v1beta1_shoot_proto_rawDesc = "" +
 	"\x11registry_pull_qps\x18\x12 \x01(\x05H\n" +
 	"R\x0fregistryPullQPS\x88\x01\x01\x12*\n" +
 	"\x0eregistry_burst\x18\x13 \x01(\x05H\vR\rregistryBurst\x88\x01\x01\x12,\n" +
-	"\x0fseccomp_default\x18\x14 \x01(\bH\fR\x0eseccompDefault\x88\x01\x01\x128\n" +
-	"\x16container_log_max_size\x18\x15 \x01(\tH\rR\x13containerLogMaxSize\x88\x01\x01\x12:\n" +
+	"\x0fseccomp_default\x18\x14 \x01(\bH\fR\x0eseccompDefault\x88\x01\x01\x12>\n" +
+	"\x16container_log_max_size\x18\x15 \x01(\tB\x04\xc8\xf3\x18\x01H\rR\x13containerLogMaxSize\x88\x01\x01\x12:\n" +
 	"\x17container_log_max_files\x18\x16 \x01(\x05H\x0eR\x14containerLogMaxFiles\x88\x01\x01\x12;\n" +
 	"\x17protect_kernel_defaults\x18\x17 \x01(\bH\x0fR\x15protectKernelDefaults\x88\x01\x01\x12N\n" +
 	"!streaming_connection_idle_timeout\x18\x18 \x01(\tH\x10R\x1estreamingConnectionIdleTimeout\x88\x01\x01\x12N\n" +
@@ -7813,13 +7813,13 @@ const file_trellis_core_v1beta1_shoot_proto_rawDesc = "" +
 	"\x13_image_fs_availableB\x17\n" +
 	"\x15_image_fs_inodes_freeB\x14\n" +
 	"\x12_node_fs_availableB\x16\n" +
-	"\x14_node_fs_inodes_free\"\x96\x03\n" +
-	"#KubeletConfigEvictionMinimumReclaim\x12.\n" +
-	"\x10memory_available\x18\x01 \x01(\tH\x00R\x0fmemoryAvailable\x88\x01\x01\x121\n" +
-	"\x12image_fs_available\x18\x02 \x01(\tH\x01R\x10imageFSAvailable\x88\x01\x01\x124\n" +
-	"\x14image_fs_inodes_free\x18\x03 \x01(\tH\x02R\x11imageFSInodesFree\x88\x01\x01\x12/\n" +
-	"\x11node_fs_available\x18\x04 \x01(\tH\x03R\x0fnodeFSAvailable\x88\x01\x01\x122\n" +
-	"\x13node_fs_inodes_free\x18\x05 \x01(\tH\x04R\x10nodeFSInodesFree\x88\x01\x01B\x13\n" +
+	"\x14_node_fs_inodes_free\"\xb4\x03\n" +
+	"#KubeletConfigEvictionMinimumReclaim\x124\n" +
+	"\x10memory_available\x18\x01 \x01(\tB\x04\xc8\xf3\x18\x01H\x00R\x0fmemoryAvailable\x88\x01\x01\x127\n" +
+	"\x12image_fs_available\x18\x02 \x01(\tB\x04\xc8\xf3\x18\x01H\x01R\x10imageFSAvailable\x88\x01\x01\x12:\n" +
+	"\x14image_fs_inodes_free\x18\x03 \x01(\tB\x04\xc8\xf3\x18\x01H\x02R\x11imageFSInodesFree\x88\x01\x01\x125\n" +
+	"\x11node_fs_available\x18\x04 \x01(\tB\x04\xc8\xf3\x18\x01H\x03R\x0fnodeFSAvailable\x88\x01\x01\x128\n" +
+	"\x13node_fs_inodes_free\x18\x05 \x01(\tB\x04\xc8\xf3\x18\x01H\x04R\x10nodeFSInodesFree\x88\x01\x01B\x13\n" +
 	"\x11_memory_availableB\x15\n" +
 	"\x13_image_fs_availableB\x17\n" +
 	"\x15_image_fs_inodes_freeB\x14\n" +
@@ -7835,12 +7835,12 @@ const file_trellis_core_v1beta1_shoot_proto_rawDesc = "" +
 	"\x13_image_fs_availableB\x17\n" +
 	"\x15_image_fs_inodes_freeB\x14\n" +
 	"\x12_node_fs_availableB\x16\n" +
-	"\x14_node_fs_inodes_free\"\xc5\x01\n" +
-	"\x15KubeletConfigReserved\x12\x15\n" +
-	"\x03cpu\x18\x01 \x01(\tH\x00R\x03cpu\x88\x01\x01\x12\x1b\n" +
-	"\x06memory\x18\x02 \x01(\tH\x01R\x06memory\x88\x01\x01\x120\n" +
-	"\x11ephemeral_storage\x18\x03 \x01(\tH\x02R\x10ephemeralStorage\x88\x01\x01\x12\x15\n" +
-	"\x03pid\x18\x04 \x01(\tH\x03R\x03pid\x88\x01\x01B\x06\n" +
+	"\x14_node_fs_inodes_free\"\xdd\x01\n" +
+	"\x15KubeletConfigReserved\x12\x1b\n" +
+	"\x03cpu\x18\x01 \x01(\tB\x04\xc8\xf3\x18\x01H\x00R\x03cpu\x88\x01\x01\x12!\n" +
+	"\x06memory\x18\x02 \x01(\tB\x04\xc8\xf3\x18\x01H\x01R\x06memory\x88\x01\x01\x126\n" +
+	"\x11ephemeral_storage\x18\x03 \x01(\tB\x04\xc8\xf3\x18\x01H\x02R\x10ephemeralStorage\x88\x01\x01\x12\x1b\n" +
+	"\x03pid\x18\x04 \x01(\tB\x04\xc8\xf3\x18\x01H\x03R\x03pid\x88\x01\x01B\x06\n" +
 	"\x04_cpuB\t\n" +
 	"\a_memoryB\x14\n" +
 	"\x12_ephemeral_storageB\x06\n" +

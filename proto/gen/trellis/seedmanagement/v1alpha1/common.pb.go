@@ -1017,7 +1017,7 @@ var File_trellis_seedmanagement_v1alpha1_common_proto protoreflect.FileDescripto
 
 const file_trellis_seedmanagement_v1alpha1_common_proto_rawDesc = "" +
 	"\n" +
-	",trellis/seedmanagement/v1alpha1/common.proto\x12\x1ftrellis.seedmanagement.v1alpha1\x1a\x1atrellis/meta/v1/meta.proto\"\xf2\b\n" +
+	",trellis/seedmanagement/v1alpha1/common.proto\x12\x1ftrellis.seedmanagement.v1alpha1\x1a\x1atrellis/meta/v1/meta.proto\x1a\x1dtrellis/meta/v1/options.proto\"\xf2\b\n" +
 	"\x13GardenletDeployment\x12(\n" +
 	"\rreplica_count\x18\x01 \x01(\x05H\x00R\freplicaCount\x88\x01\x01\x129\n" +
 	"\x16revision_history_limit\x18\x02 \x01(\x05H\x01R\x14revisionHistoryLimit\x88\x01\x01\x125\n" +
@@ -1054,10 +1054,10 @@ const file_trellis_seedmanagement_v1alpha1_common_proto_rawDesc = "" +
 	"\v_repositoryB\x06\n" +
 	"\x04_tagB\x0e\n" +
 	"\f_pull_policyB\x06\n" +
-	"\x04_ref\"\x92\x03\n" +
-	"\x14ResourceRequirements\x12Y\n" +
-	"\x06limits\x18\x01 \x03(\v2A.trellis.seedmanagement.v1alpha1.ResourceRequirements.LimitsEntryR\x06limits\x12_\n" +
-	"\brequests\x18\x02 \x03(\v2C.trellis.seedmanagement.v1alpha1.ResourceRequirements.RequestsEntryR\brequests\x12F\n" +
+	"\x04_ref\"\x9e\x03\n" +
+	"\x14ResourceRequirements\x12_\n" +
+	"\x06limits\x18\x01 \x03(\v2A.trellis.seedmanagement.v1alpha1.ResourceRequirements.LimitsEntryB\x04\xc8\xf3\x18\x01R\x06limits\x12e\n" +
+	"\brequests\x18\x02 \x03(\v2C.trellis.seedmanagement.v1alpha1.ResourceRequirements.RequestsEntryB\x04\xc8\xf3\x18\x01R\brequests\x12F\n" +
 	"\x06claims\x18\x03 \x03(\v2..trellis.seedmanagement.v1alpha1.ResourceClaimR\x06claims\x1a9\n" +
 	"\vLimitsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
@@ -1097,11 +1097,11 @@ const file_trellis_seedmanagement_v1alpha1_common_proto_rawDesc = "" +
 	"\vapi_version\x18\x01 \x01(\tR\n" +
 	"apiVersion\x12\x1d\n" +
 	"\n" +
-	"field_path\x18\x02 \x01(\tR\tfieldPath\"\x85\x01\n" +
+	"field_path\x18\x02 \x01(\tR\tfieldPath\"\x8b\x01\n" +
 	"\x15ResourceFieldSelector\x12%\n" +
 	"\x0econtainer_name\x18\x01 \x01(\tR\rcontainerName\x12\x1a\n" +
-	"\bresource\x18\x02 \x01(\tR\bresource\x12\x1d\n" +
-	"\adivisor\x18\x03 \x01(\tH\x00R\adivisor\x88\x01\x01B\n" +
+	"\bresource\x18\x02 \x01(\tR\bresource\x12#\n" +
+	"\adivisor\x18\x03 \x01(\tB\x04\xc8\xf3\x18\x01H\x00R\adivisor\x88\x01\x01B\n" +
 	"\n" +
 	"\b_divisor\"j\n" +
 	"\x14ConfigMapKeySelector\x12\x12\n" +

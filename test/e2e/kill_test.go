@@ -1,0 +1,560 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// binDir holds the binaries built for this test binary; TestMain removes it.
+var binDir string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "trellis-e2e-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binDir = dir
+	code := m.Run()
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+var (
+	buildOnce sync.Once
+	hubPath   string
+	buildErr  error
+)
+
+// hubBinary builds cmd/trellis-hub once per test binary (go's build cache makes it quick when nothing changed).
+func hubBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		gobin, err := exec.LookPath("go")
+		if err != nil {
+			gobin = filepath.Join(runtime.GOROOT(), "bin", "go")
+		}
+		hubPath = filepath.Join(binDir, "trellis-hub")
+		cmd := exec.Command(gobin, "build", "-o", hubPath, "github.com/trellis-dev/trellis/cmd/trellis-hub")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build trellis-hub: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return hubPath
+}
+
+// hubProcess is one run of bin/trellis-hub on a data dir.
+type hubProcess struct {
+	cmd     *exec.Cmd
+	url     string
+	token   string
+	client  *http.Client
+	logPath string
+	exited  chan struct{}
+}
+
+// startHub runs the hub on dataDir and a free loopback port and waits until /readyz answers 200.
+func startHub(t *testing.T, bin, dataDir, logPath string) *hubProcess {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &hubProcess{url: "https://" + addr, logPath: logPath, exited: make(chan struct{})}
+	h.cmd = exec.Command(bin, "--data-dir", dataDir, "--listen", addr)
+	h.cmd.Stdout, h.cmd.Stderr = logf, logf
+	h.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	start := time.Now()
+	if err := h.cmd.Start(); err != nil {
+		logf.Close()
+		t.Fatal(err)
+	}
+	go func() { _ = h.cmd.Wait(); logf.Close(); close(h.exited) }()
+	t.Cleanup(func() { h.stop(t) })
+
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if time.Now().After(deadline) {
+			t.Fatalf("hub on %s not ready within 20s; log:\n%s", dataDir, tail(logPath, 30))
+		}
+		select {
+		case <-h.exited:
+			t.Fatalf("hub on %s exited while starting; log:\n%s", dataDir, tail(logPath, 30))
+		default:
+		}
+		if h.client == nil {
+			if pem, err := os.ReadFile(filepath.Join(dataDir, "pki", "ca.crt")); err == nil {
+				pool := x509.NewCertPool()
+				if pool.AppendCertsFromPEM(pem) {
+					h.client = &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+						TLSClientConfig: &tls.Config{RootCAs: pool}, ForceAttemptHTTP2: true, MaxIdleConnsPerHost: 16,
+					}}
+				}
+			}
+		}
+		if h.client != nil {
+			if resp, err := h.client.Get(h.url + "/readyz"); err == nil {
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					break
+				}
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	token, err := os.ReadFile(filepath.Join(dataDir, "admin-token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.token = strings.TrimSpace(string(token))
+	t.Logf("hub pid %d on %s ready after %s", h.cmd.Process.Pid, addr, time.Since(start).Round(time.Millisecond))
+	return h
+}
+
+// kill sends SIGKILL: no shutdown, no flush, as a power cut would leave the process's own state.
+func (h *hubProcess) kill(t *testing.T) {
+	if err := syscall.Kill(h.cmd.Process.Pid, syscall.SIGKILL); err != nil {
+		t.Errorf("SIGKILL hub: %v", err)
+	}
+}
+
+func (h *hubProcess) stop(t *testing.T) {
+	select {
+	case <-h.exited:
+		return
+	default:
+	}
+	_ = h.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-h.exited:
+	case <-time.After(10 * time.Second):
+		t.Errorf("hub pid %d did not stop within 10s after SIGTERM; killing it", h.cmd.Process.Pid)
+		_ = h.cmd.Process.Kill()
+		<-h.exited
+	}
+}
+
+// do sends a REST request with the admin token; err is set only when no response arrived.
+func (h *hubProcess) do(ctx context.Context, method, path string, body []byte) (int, []byte, error) {
+	var r io.Reader
+	if body != nil {
+		r = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, h.url+path, r)
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+h.token)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := h.client.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	out, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, out, err
+}
+
+func tail(path string, lines int) string {
+	data, _ := os.ReadFile(path)
+	all := strings.Split(strings.TrimSpace(string(data)), "\n")
+	if len(all) > lines {
+		all = all[len(all)-lines:]
+	}
+	return strings.Join(all, "\n")
+}
+
+const (
+	killNamespace = "kill-test"
+	totalObjects  = 1000
+	writers       = 8
+	killAfterAcks = 400
+)
+
+// outcome of one create.
+type outcome int
+
+const (
+	notTried outcome = iota
+	acked            // 201 received
+	inDoubt          // no answer, or an answer other than 201: the write may or may not have happened
+)
+
+// written is one object the test tried to create: what was sent and what the hub answered.
+type written struct {
+	kind    string // "configmaps" or "secrets"
+	name    string
+	data    map[string]string // as in the JSON: plain for ConfigMaps, base64 for Secrets
+	plain   string            // a value of the object that is unique to it, for the encryption-at-rest check
+	outcome outcome
+	uid, rv string // from the 201 answer
+	err     string // why it is in doubt
+}
+
+func (w *written) path() string {
+	return "/api/v1/namespaces/" + killNamespace + "/" + w.kind + "/" + w.name
+}
+
+// newObject makes object k: even k a ConfigMap, odd k a Secret, each with data unique to it.
+func newObject(k int) *written {
+	nonce := make([]byte, 16)
+	_, _ = rand.Read(nonce)
+	marker := fmt.Sprintf("kill-test-value-%04d-%s", k, hex.EncodeToString(nonce))
+	payload := strings.Repeat(marker+";", 8)
+	w := &written{plain: marker}
+	plain := map[string]string{"index": fmt.Sprint(k), "marker": marker, "payload": payload}
+	if k%2 == 0 {
+		w.kind, w.name, w.data = "configmaps", fmt.Sprintf("cm-%04d", k), plain
+		return w
+	}
+	w.kind, w.name, w.data = "secrets", fmt.Sprintf("secret-%04d", k), map[string]string{}
+	for key, v := range plain {
+		w.data[key] = base64.StdEncoding.EncodeToString([]byte(v))
+	}
+	return w
+}
+
+func (w *written) body() []byte {
+	obj := map[string]any{
+		"apiVersion": "v1",
+		"metadata":   map[string]any{"name": w.name, "namespace": killNamespace, "labels": map[string]string{"test": "kill"}},
+		"data":       w.data,
+	}
+	if w.kind == "configmaps" {
+		obj["kind"] = "ConfigMap"
+	} else {
+		obj["kind"], obj["type"] = "Secret", "Opaque"
+	}
+	b, _ := json.Marshal(obj)
+	return b
+}
+
+// stored is what the hub returns for a ConfigMap or Secret.
+type stored struct {
+	Metadata struct {
+		Name            string `json:"name"`
+		UID             string `json:"uid"`
+		ResourceVersion string `json:"resourceVersion"`
+	} `json:"metadata"`
+	Data map[string]string `json:"data"`
+}
+
+// TestSIGKILLLosesNoAcknowledgedWrite SIGKILLs the hub while 8 writers create ConfigMaps and Secrets, restarts it on
+// the same data dir, and checks that every create answered with 201 survived with the data sent, that every create
+// left in doubt is either absent or complete, and that the Secrets' values are not on disk in plain text.
+func TestSIGKILLLosesNoAcknowledgedWrite(t *testing.T) {
+	bin := hubBinary(t)
+	dataDir, logPath := filepath.Join(t.TempDir(), "data"), filepath.Join(t.TempDir(), "hub.log")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+
+	h := startHub(t, bin, dataDir, logPath)
+	ns := []byte(`{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"` + killNamespace + `"}}`)
+	if code, body, err := h.do(ctx, http.MethodPost, "/api/v1/namespaces", ns); err != nil || code != http.StatusCreated {
+		t.Fatalf("create namespace: %d %s %v", code, body, err)
+	}
+
+	objs := make([]*written, totalObjects)
+	for k := range objs {
+		objs[k] = newObject(k)
+	}
+
+	// Phase 1: write until ~400 creates are acknowledged, then SIGKILL the hub with the other writers mid-request.
+	var (
+		next, ackCount, inflight atomic.Int64
+		killed                   atomic.Bool
+		killOnce                 sync.Once
+		inflightAtKill           int64
+	)
+	kill := func() {
+		killOnce.Do(func() {
+			inflightAtKill = inflight.Load()
+			killed.Store(true)
+			h.kill(t)
+		})
+	}
+	create := func(h *hubProcess, w *written) {
+		inflight.Add(1)
+		code, body, err := h.do(ctx, http.MethodPost, "/api/v1/namespaces/"+killNamespace+"/"+w.kind, w.body())
+		inflight.Add(-1)
+		if err == nil && code == http.StatusCreated {
+			var s stored
+			if jerr := json.Unmarshal(body, &s); jerr != nil {
+				t.Errorf("%s: 201 with an undecodable body: %v", w.name, jerr)
+			}
+			w.uid, w.rv, w.outcome = s.Metadata.UID, s.Metadata.ResourceVersion, acked
+			return
+		}
+		w.outcome = inDoubt
+		if err != nil {
+			w.err = err.Error()
+		} else {
+			w.err = fmt.Sprintf("%d %s", code, bytes.TrimSpace(body))
+		}
+	}
+	var wg sync.WaitGroup
+	for range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for !killed.Load() && ctx.Err() == nil {
+				k := int(next.Add(1) - 1)
+				if k >= totalObjects {
+					return
+				}
+				w := objs[k]
+				create(h, w)
+				if w.outcome == acked && ackCount.Add(1) == killAfterAcks {
+					kill()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if !killed.Load() {
+		t.Fatalf("only %d creates were acknowledged before the writers ran out of objects; the hub was never killed", ackCount.Load())
+	}
+	select {
+	case <-h.exited:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the hub did not die within 10s of SIGKILL")
+	}
+	phase1Acked, phase1Tried := 0, 0
+	for _, w := range objs {
+		if w.outcome != notTried {
+			phase1Tried++
+		}
+		if w.outcome == acked {
+			phase1Acked++
+		}
+	}
+	t.Logf("before the kill: %d creates tried, %d acknowledged, %d in doubt; %d requests in flight at SIGKILL",
+		phase1Tried, phase1Acked, phase1Tried-phase1Acked, inflightAtKill)
+	if inflightAtKill == 0 {
+		t.Errorf("no create was in flight at SIGKILL: the test did not exercise an interrupted write")
+	}
+
+	// Phase 2: restart on the same data dir and create the objects not tried yet.
+	h = startHub(t, bin, dataDir, logPath)
+	var rest []*written
+	for _, w := range objs {
+		if w.outcome == notTried {
+			rest = append(rest, w)
+		}
+	}
+	var idx atomic.Int64
+	for range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				i := int(idx.Add(1) - 1)
+				if i >= len(rest) {
+					return
+				}
+				create(h, rest[i])
+				if rest[i].outcome != acked {
+					t.Errorf("create %s after the restart: %s", rest[i].name, rest[i].err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+
+	// Every object the hub has must be one the test sent, exactly as sent.
+	listed := map[string]stored{}
+	for _, kind := range []string{"configmaps", "secrets"} {
+		code, body, err := h.do(ctx, http.MethodGet, "/api/v1/namespaces/"+killNamespace+"/"+kind, nil)
+		if err != nil || code != http.StatusOK {
+			t.Fatalf("list %s: %d %s %v", kind, code, body, err)
+		}
+		var list struct{ Items []stored }
+		if err := json.Unmarshal(body, &list); err != nil {
+			t.Fatalf("list %s: %v", kind, err)
+		}
+		for _, it := range list.Items {
+			listed[kind+"/"+it.Metadata.Name] = it
+		}
+	}
+	byKey := map[string]*written{}
+	for _, w := range objs {
+		byKey[w.kind+"/"+w.name] = w
+	}
+	for key, it := range listed {
+		w, ok := byKey[key]
+		if !ok {
+			t.Errorf("list has %s, which the test never created", key)
+			continue
+		}
+		if !sameData(w.data, it.Data) {
+			t.Errorf("list: %s has data %v, sent %v (outcome %v)", key, it.Data, w.data, w.outcome)
+		}
+	}
+
+	var present, absent int
+	for _, w := range objs {
+		key := w.kind + "/" + w.name
+		code, body, err := h.do(ctx, http.MethodGet, w.path(), nil)
+		if err != nil {
+			t.Fatalf("GET %s: %v", w.path(), err)
+		}
+		_, inList := listed[key]
+		switch w.outcome {
+		case acked:
+			if code != http.StatusOK {
+				t.Errorf("acknowledged %s lost: GET %d %s", key, code, body)
+				continue
+			}
+			var s stored
+			if err := json.Unmarshal(body, &s); err != nil {
+				t.Errorf("GET %s: %v", key, err)
+				continue
+			}
+			if !sameData(w.data, s.Data) {
+				t.Errorf("acknowledged %s has data %v, sent %v", key, s.Data, w.data)
+			}
+			if s.Metadata.UID != w.uid || s.Metadata.ResourceVersion != w.rv {
+				t.Errorf("acknowledged %s: uid %s rv %s, the 201 said uid %s rv %s", key, s.Metadata.UID, s.Metadata.ResourceVersion, w.uid, w.rv)
+			}
+			if !inList {
+				t.Errorf("acknowledged %s is missing from the list", key)
+			}
+		case inDoubt:
+			switch code {
+			case http.StatusNotFound:
+				absent++
+				if inList {
+					t.Errorf("in-doubt %s: GET 404 but listed", key)
+				}
+			case http.StatusOK:
+				present++
+				var s stored
+				if err := json.Unmarshal(body, &s); err != nil || !sameData(w.data, s.Data) {
+					t.Errorf("in-doubt %s is present but not as sent: %s (%v)", key, body, err)
+				}
+				if !inList {
+					t.Errorf("in-doubt %s: GET 200 but not listed", key)
+				}
+			default:
+				t.Errorf("in-doubt %s: GET %d %s", key, code, body)
+			}
+		default:
+			t.Errorf("%s was never tried", key)
+		}
+	}
+	acks := 0
+	for _, w := range objs {
+		if w.outcome == acked {
+			acks++
+		}
+	}
+	t.Logf("after the restart: %d of %d objects acknowledged and intact; of %d in doubt, %d present and complete, %d absent",
+		acks, totalObjects, present+absent, present, absent)
+
+	// Secrets are encrypted at rest: their values must not be in etcd's files, while ConfigMaps' are (which shows
+	// that the search would find them).
+	h.stop(t)
+	cmFound, secretFound := searchAtRest(t, filepath.Join(dataDir, "etcd"), objs)
+	if cmFound == 0 {
+		t.Errorf("no ConfigMap value found in etcd's files: the encryption-at-rest check cannot be trusted")
+	}
+	if secretFound > 0 {
+		t.Errorf("%d Secret values found in plain text in etcd's files", secretFound)
+	}
+	if t.Failed() {
+		t.Logf("hub log:\n%s", tail(logPath, 40))
+	}
+}
+
+// sameData compares data maps, treating nil and empty alike.
+func sameData(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+// searchAtRest counts the acknowledged objects whose unique value appears in the files under dir, by kind. Each
+// file is read once and scanned for the values' common prefix.
+func searchAtRest(t *testing.T, dir string, objs []*written) (configMaps, secrets int) {
+	t.Helper()
+	found := make([]bool, len(objs))
+	prefix := []byte("kill-test-value-")
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for i := bytes.Index(data, prefix); i >= 0; {
+			rest := data[i+len(prefix):]
+			var k int
+			if _, err := fmt.Sscanf(string(rest[:min(4, len(rest))]), "%04d", &k); err == nil && k >= 0 && k < len(objs) &&
+				bytes.HasPrefix(data[i:], []byte(objs[k].plain)) {
+				found[k] = true
+			}
+			j := bytes.Index(rest, prefix)
+			if j < 0 {
+				break
+			}
+			i += len(prefix) + j
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("read etcd files: %v", err)
+	}
+	for k, w := range objs {
+		if !found[k] || w.outcome != acked {
+			continue
+		}
+		if w.kind == "secrets" {
+			secrets++
+		} else {
+			configMaps++
+		}
+	}
+	return configMaps, secrets
+}
