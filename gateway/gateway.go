@@ -36,6 +36,8 @@ type Config struct {
 	Conn *grpc.ClientConn
 	// Authenticate identifies the caller of a request and returns the context to serve it with.
 	Authenticate func(r *http.Request) (context.Context, error)
+	// ObjectJSON returns the memoized JSON of objects served from the hub's cache (see Marshaler.ObjectJSON).
+	ObjectJSON func(m proto.Message) ([]byte, bool)
 	Logger       *slog.Logger
 }
 
@@ -45,7 +47,7 @@ const HeaderHTTPCode = "x-trellis-http-code"
 
 // New returns the REST handler.
 func New(ctx context.Context, cfg Config) (http.Handler, error) {
-	local, remote := newMux(), newMux()
+	local, remote := newMux(cfg.ObjectJSON), newMux(cfg.ObjectJSON)
 	for _, reg := range cfg.Local {
 		if err := reg(ctx, local); err != nil {
 			return nil, err
@@ -59,8 +61,8 @@ func New(ctx context.Context, cfg Config) (http.Handler, error) {
 	return &handler{local: local, remote: remote, authenticate: cfg.Authenticate}, nil
 }
 
-func newMux() *runtime.ServeMux {
-	strict, lenient := &Marshaler{}, &Marshaler{Lenient: true}
+func newMux(objectJSON func(proto.Message) ([]byte, bool)) *runtime.ServeMux {
+	strict, lenient := &Marshaler{ObjectJSON: objectJSON}, &Marshaler{Lenient: true, ObjectJSON: objectJSON}
 	return runtime.NewServeMux(
 		runtime.WithMarshalerOption(runtime.MIMEWildcard, strict),
 		runtime.WithMarshalerOption(MIMEJSON, strict),
@@ -68,7 +70,7 @@ func newMux() *runtime.ServeMux {
 		runtime.WithMarshalerOption("application/json-patch+json", strict),
 		runtime.WithMarshalerOption("application/strategic-merge-patch+json", strict),
 		runtime.WithMarshalerOption(mimeJSONLenient, lenient),
-		runtime.WithMarshalerOption(MIMEYAML, &Marshaler{YAML: true}),
+		runtime.WithMarshalerOption(MIMEYAML, &Marshaler{YAML: true, ObjectJSON: objectJSON}),
 		runtime.WithErrorHandler(errorHandler),
 		runtime.WithRoutingErrorHandler(routingErrorHandler),
 		runtime.WithOutgoingHeaderMatcher(func(string) (string, bool) { return "", false }),

@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"strings"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	spb "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 	"sigs.k8s.io/yaml"
 
 	"github.com/trellis-dev/trellis/gateway/kjson"
@@ -32,6 +34,9 @@ type Marshaler struct {
 	Lenient bool
 	// YAML writes YAML instead of JSON.
 	YAML bool
+	// ObjectJSON, when set, returns the memoized JSON of an object served from the hub's cache (false for other
+	// messages); lists and gets are then assembled from it instead of being encoded anew.
+	ObjectJSON func(m proto.Message) ([]byte, bool)
 }
 
 var _ runtime.Marshaler = (*Marshaler)(nil)
@@ -56,6 +61,17 @@ func (m *Marshaler) Marshal(v any) ([]byte, error) {
 func (m *Marshaler) marshalJSON(v any) ([]byte, error) {
 	switch x := v.(type) {
 	case proto.Message:
+		if m.ObjectJSON != nil {
+			if b, ok := m.ObjectJSON(x); ok {
+				return b, nil
+			}
+			if isList(x) {
+				return m.marshalList(x)
+			}
+		}
+		if isList(x) {
+			return m.marshalList(x)
+		}
 		return kjson.Marshal(x)
 	case map[string]any:
 		// grpc-gateway wraps each streamed message as {"result": msg}; a watch event is written as itself.
@@ -160,3 +176,60 @@ func (m *Marshaler) Delimiter() []byte { return []byte("\n") }
 
 // maxBody bounds request bodies (Kubernetes' limit is 3 MiB per object; ShootStates and charts can be larger).
 const maxBody = 8 << 20
+
+// isList reports whether m is a <Kind>List: apiVersion, kind, metadata and repeated items.
+func isList(m proto.Message) bool {
+	d := m.ProtoReflect().Descriptor()
+	items := d.Fields().ByName("items")
+	return items != nil && items.IsList() && items.Kind() == protoreflect.MessageKind &&
+		d.Fields().ByName("metadata") != nil && strings.HasSuffix(string(d.Name()), "List")
+}
+
+// marshalList writes a list as Kubernetes does (items always present, [] when empty), with each item's JSON taken
+// from ObjectJSON when it has it.
+func (m *Marshaler) marshalList(list proto.Message) ([]byte, error) {
+	src := list.ProtoReflect()
+	itemsField := src.Descriptor().Fields().ByName("items")
+	head := src.Type().New()
+	src.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		if fd != itemsField {
+			head.Set(fd, v)
+		}
+		return true
+	})
+	hb, err := kjson.Marshal(head.Interface())
+	if err != nil {
+		return nil, err
+	}
+	items := src.Get(itemsField).List()
+	parts := make([][]byte, items.Len())
+	size := len(hb) + 16
+	for i := range items.Len() {
+		item := items.Get(i).Message().Interface()
+		var b []byte
+		ok := false
+		if m.ObjectJSON != nil {
+			b, ok = m.ObjectJSON(item)
+		}
+		if !ok {
+			if b, err = kjson.Marshal(item); err != nil {
+				return nil, err
+			}
+		}
+		parts[i] = b
+		size += len(b) + 1
+	}
+	out := make([]byte, 0, size)
+	out = append(out, hb[:len(hb)-1]...)
+	if len(hb) > 2 {
+		out = append(out, ',')
+	}
+	out = append(out, `"items":[`...)
+	for i, p := range parts {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, p...)
+	}
+	return append(out, "]}"...), nil
+}

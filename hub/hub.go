@@ -215,7 +215,7 @@ func (h *Hub) Run(ctx context.Context) error {
 		return err
 	}
 	defer conn.Close()
-	gwCfg := gateway.Config{Conn: conn, Logger: h.log, Authenticate: func(r *http.Request) (context.Context, error) {
+	gwCfg := gateway.Config{Conn: conn, Logger: h.log, ObjectJSON: registry.ObjectJSON, Authenticate: func(r *http.Request) (context.Context, error) {
 		u, err := authn.Authenticate(auth.BearerToken(r.Header.Get("Authorization")))
 		if err != nil {
 			return nil, apierrors.NewUnauthorized(err.Error())

@@ -7,8 +7,11 @@ import (
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/trellis-dev/trellis/gateway/kjson"
 	"github.com/trellis-dev/trellis/hub/store"
 )
 
@@ -29,11 +32,13 @@ type Registry struct {
 	mu          sync.Mutex
 	ctx         context.Context
 	collections map[schema.GroupResource]*store.Collection
+	// byMessage maps a served message type to its collection when it is also the stored type (no conversion).
+	byMessage map[protoreflect.FullName]*store.Collection
 }
 
 // NewRegistry registers every kind on srv, with collections of st. ctx bounds the collections' watch caches.
 func NewRegistry(ctx context.Context, st *store.Store, srv grpc.ServiceRegistrar) (*Registry, error) {
-	r := &Registry{store: st, grpc: srv, ctx: ctx, collections: map[schema.GroupResource]*store.Collection{}}
+	r := &Registry{store: st, grpc: srv, ctx: ctx, collections: map[schema.GroupResource]*store.Collection{}, byMessage: map[protoreflect.FullName]*store.Collection{}}
 	if err := registerKinds(r); err != nil {
 		return nil, err
 	}
@@ -108,4 +113,19 @@ func (r *Registry) List(ctx context.Context, gr schema.GroupResource, namespace 
 		return nil, err
 	}
 	return res.Items, nil
+}
+
+// ObjectJSON returns the JSON of m, memoized in the watch cache, when m is the cached state of an object of a kind
+// served in its stored shape; false otherwise. The REST gateway builds lists and gets from it.
+func (r *Registry) ObjectJSON(m proto.Message) ([]byte, bool) {
+	c := r.byMessage[m.ProtoReflect().Descriptor().FullName()]
+	obj, ok := m.(store.Object)
+	if c == nil || !ok || obj.GetMetadata() == nil {
+		return nil, false
+	}
+	b, err := c.CachedEncoding(obj, func(o store.Object) ([]byte, error) { return kjson.Marshal(o) })
+	if err != nil {
+		return nil, false
+	}
+	return b, true
 }

@@ -89,6 +89,9 @@ func newServer[T store.Object, L proto.Message, E any, PE interface {
 		return nil, err
 	}
 	s.coll = coll
+	if s.conv == nil {
+		r.byMessage[td.FullName()] = coll
+	}
 	return s, nil
 }
 

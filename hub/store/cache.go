@@ -33,6 +33,14 @@ const (
 type entry struct {
 	key string // object key: "<namespace>/<name>" or "<name>"
 	obj Object
+	// encoded memoizes a serialization of obj (see Collection.CachedEncoding); it belongs to the object it names.
+	encoded atomic.Pointer[encoding]
+}
+
+// encoding is one serialization of one cached object.
+type encoding struct {
+	obj  Object
+	data []byte
 }
 
 // cache is the watch cache of one resource: the objects at revision rev, sorted by key, the secondary indexes, the
@@ -360,14 +368,20 @@ func (ch *cache) getWithRev(key string) (Object, int64) {
 	return nil, ch.rev.Load()
 }
 
-// byIndex returns copies of the entries whose index function gave value.
-func (ch *cache) byIndex(index, value string) []entry {
+// keyedObject is an object with its cache key, as read under the cache's lock.
+type keyedObject struct {
+	key string
+	obj Object
+}
+
+// byIndex returns the objects whose index function gave value.
+func (ch *cache) byIndex(index, value string) []keyedObject {
 	ch.mu.RLock()
 	defer ch.mu.RUnlock()
 	set := ch.indexes[index][value]
-	out := make([]entry, 0, len(set))
+	out := make([]keyedObject, 0, len(set))
 	for _, e := range set {
-		out = append(out, *e)
+		out = append(out, keyedObject{key: e.key, obj: e.obj})
 	}
 	return out
 }

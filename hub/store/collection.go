@@ -142,3 +142,28 @@ func (c *Collection) ByIndex(ctx context.Context, index, value string) ([]Object
 	}
 	return out, nil
 }
+
+// CachedEncoding returns encode(obj), memoized in the watch cache while obj is the cached state of its object, so
+// that serving the same object many times (lists, gets) serializes it once — what Kubernetes' watch cache does with
+// its caching objects. Objects that are not the cached state (results of writes, converted objects) are encoded
+// without memoization. encode must be deterministic and the same for every caller of a collection.
+func (c *Collection) CachedEncoding(obj Object, encode func(Object) ([]byte, error)) ([]byte, error) {
+	md := obj.GetMetadata()
+	ch := c.cache
+	ch.mu.RLock()
+	e := ch.items[objectKey(md.GetNamespace(), md.GetName())]
+	cached := e != nil && e.obj == obj
+	ch.mu.RUnlock()
+	if !cached {
+		return encode(obj)
+	}
+	if m := e.encoded.Load(); m != nil && m.obj == obj {
+		return m.data, nil
+	}
+	data, err := encode(obj)
+	if err != nil {
+		return nil, err
+	}
+	e.encoded.Store(&encoding{obj: obj, data: data})
+	return data, nil
+}

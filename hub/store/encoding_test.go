@@ -1,0 +1,56 @@
+package store_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/trellis-dev/trellis/hub/store"
+	"github.com/trellis-dev/trellis/hub/store/storetest"
+	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
+)
+
+func TestCachedEncodingFollowsTheCachedState(t *testing.T) {
+	ctx := context.Background()
+	st := storetest.NewStore(t)
+	shoots, err := st.Register(ctx, storetest.Shoots())
+	if err != nil {
+		t.Fatal(err)
+	}
+	created, err := shoots.Create(ctx, storetest.NewShoot("garden-a", "s1", "seed", nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var calls atomic.Int32
+	encode := func(o store.Object) ([]byte, error) {
+		calls.Add(1)
+		return []byte(o.GetMetadata().GetResourceVersion() + "/" + o.(*corev1beta1.Shoot).GetSpec().GetRegion()), nil
+	}
+	cached, _ := shoots.Get(ctx, "garden-a", "s1")
+	a, _ := shoots.CachedEncoding(cached, encode)
+	b, _ := shoots.CachedEncoding(cached, encode)
+	if string(a) != string(b) || calls.Load() != 1 {
+		t.Fatalf("cached object encoded %d times (%q, %q), want once", calls.Load(), a, b)
+	}
+	// The object returned by the write is not the cached one: encoded, not memoized.
+	if _, err := shoots.CachedEncoding(created, encode); err != nil || calls.Load() != 2 {
+		t.Fatalf("write result: %d calls, %v", calls.Load(), err)
+	}
+	// After an update the memo of the old state is not served for the new one.
+	next := proto.Clone(cached).(*corev1beta1.Shoot)
+	next.Spec.Region = "r2"
+	if _, err := shoots.Update(ctx, next); err != nil {
+		t.Fatal(err)
+	}
+	cur, _ := shoots.Get(ctx, "garden-a", "s1")
+	c, _ := shoots.CachedEncoding(cur, encode)
+	if string(c) == string(a) || string(c) != cur.GetMetadata().GetResourceVersion()+"/r2" {
+		t.Fatalf("after update: %q (before %q)", c, a)
+	}
+	// An old state still held by a reader is encoded as what it is.
+	if old, _ := shoots.CachedEncoding(cached, encode); string(old) != string(a) {
+		t.Fatalf("old state encoded as %q, want %q", old, a)
+	}
+}
