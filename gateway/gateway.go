@@ -38,7 +38,7 @@ type Config struct {
 	Authenticate func(r *http.Request) (context.Context, error)
 	// ObjectJSON returns the memoized JSON of objects served from the hub's cache (see Marshaler.ObjectJSON).
 	ObjectJSON func(m proto.Message) ([]byte, bool)
-	Logger       *slog.Logger
+	Logger     *slog.Logger
 }
 
 // HeaderHTTPCode is gRPC response metadata by which a handler asks the gateway for a specific HTTP success code
