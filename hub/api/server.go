@@ -370,32 +370,22 @@ func (s *Server[T, L, E, PE]) update(ctx context.Context, obj T, status bool) (T
 	if err := s.checkScope(md.GetNamespace()); err != nil {
 		return zero, err
 	}
-	stored, err := s.coll.Get(ctx, md.GetNamespace(), md.GetName())
-	if err != nil {
-		return zero, err
+	if !status && s.plugin.Default != nil {
+		s.plugin.Default(obj)
 	}
-	old, err := s.out(stored)
-	if err != nil {
-		return zero, err
-	}
-	if !status {
-		if s.plugin.Default != nil {
-			s.plugin.Default(obj)
+	// Validation runs against the state the write applies to (again when a concurrent write intervened).
+	out, err := s.coll.GuaranteedUpdate(ctx, md.GetNamespace(), md.GetName(), status, func(cur store.Object) (store.Object, error) {
+		if !status {
+			old, err := s.out(cur)
+			if err != nil {
+				return nil, err
+			}
+			if err := s.validate(ctx, obj, old); err != nil {
+				return nil, err
+			}
 		}
-		if err := s.validate(ctx, obj, old); err != nil {
-			return zero, err
-		}
-	}
-	in, err := s.in(obj)
-	if err != nil {
-		return zero, err
-	}
-	var out store.Object
-	if status {
-		out, err = s.coll.UpdateStatus(ctx, in)
-	} else {
-		out, err = s.coll.Update(ctx, in)
-	}
+		return s.in(obj)
+	})
 	if err != nil {
 		return zero, err
 	}

@@ -281,9 +281,9 @@ type plan struct {
 func (c *Collection) guaranteed(ctx context.Context, namespace, name string, decide func(cur Object) (plan, error)) (Object, bool, error) {
 	objKey := objectKey(namespace, name)
 	key := c.prefix + objKey
-	if err := c.fresh(ctx); err != nil {
-		return nil, false, err
-	}
+	// No wait for the cache to catch up: the cached object is only a first guess, the compare-and-swap on its
+	// revision catches a stale one, and every decision that could be wrong on stale data is re-made on etcd's state.
+	// Waiting would make every writer wait for every other writer's watch delivery.
 	cur, fromEtcd := c.cache.get(objKey), false
 	reread := func() error {
 		obj, err := c.read(ctx, key)
