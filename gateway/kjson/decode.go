@@ -12,7 +12,6 @@ import (
 
 	"github.com/go-json-experiment/json/jsontext"
 	"google.golang.org/protobuf/reflect/protoreflect"
-	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // decoder holds the state of one Unmarshal call; it is pooled together with its tokenizer.
@@ -568,14 +567,11 @@ func (d *decoder) scalar(fi *fieldInfo, k byte) (protoreflect.Value, error) {
 	return protoreflect.Value{}, d.fail(errUnsupportedKind(fi.elemKind))
 }
 
-// zeroQuantity is how Kubernetes writes the zero resource.Quantity, which JSON null decodes to inside a map or list.
-const zeroQuantity = "0"
-
 // quantity reads the value of a field marked (trellis.meta.v1.quantity) as Kubernetes' resource.Quantity reads its
-// JSON: a string, or a number whose literal text is taken (2 is "2", 1e3 is "1e3"). The text, without surrounding
-// whitespace, must parse with resource.ParseQuantity; it is kept as written, not canonicalized. Like Kubernetes,
-// this looks at the string as written between the quotes: a quantity has no use for escapes, and one that has them
-// is invalid there too.
+// JSON (quantity.go): a string, or a number whose literal text is taken (2 is "2", 1e3 is "1e3"). The text, without
+// surrounding whitespace, must parse with resource.ParseQuantity; it is kept as written, not canonicalized. Like
+// Kubernetes, this looks at the string as written between the quotes: a quantity has no use for escapes, and one
+// that has them is invalid there too.
 func (d *decoder) quantity(k byte) (string, error) {
 	if k != '"' && k != '0' {
 		return "", d.typeError("a quantity (a string or a number)", k)
@@ -588,7 +584,7 @@ func (d *decoder) quantity(k byte) (string, error) {
 		raw = raw[1 : len(raw)-1]
 	}
 	s := strings.TrimSpace(string(raw))
-	if _, err := resource.ParseQuantity(s); err != nil {
+	if err := checkQuantity(s); err != nil {
 		return "", d.fail(err)
 	}
 	return s, nil

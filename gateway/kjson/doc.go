@@ -12,6 +12,13 @@
 //     NaN and infinities are errors. Strings must be valid UTF-8 and are escaped as encoding/json escapes them with
 //     HTML escaping off.
 //   - bytes are standard base64 (padded on output; padded or not on input); enums are their value names.
+//   - Kubernetes quantities (resource.Quantity, the values of corev1.ResourceList) are strings in the protos; the
+//     fields are marked [(trellis.meta.v1.quantity) = true] (proto/trellis/meta/v1/options.proto; on a map or
+//     repeated field the mark applies to its values). As Kubernetes does, such a field accepts a JSON number as well
+//     as a string and keeps the number's literal text (2 is "2", 1e3 is "1e3"); the text, without surrounding
+//     whitespace, must parse with resource.ParseQuantity, or decoding fails with a *FieldError at the field. It is
+//     kept as written, not canonicalized, and always written as a string. null inside a map or list of quantities is
+//     "0", Kubernetes' zero quantity. Other string fields reject numbers.
 //   - google.protobuf.Timestamp is an RFC 3339 string in UTC ("2026-05-16T13:04:16Z", fractional seconds only when
 //     non-zero); trellis.meta.v1.RawExtension is the embedded JSON value itself, compacted on input;
 //     trellis.meta.v1.IntOrString is a number or a string; google.protobuf.Struct, Value and ListValue use the
@@ -25,6 +32,7 @@
 // Files: api.go (the entry points and options), encode.go and decode.go (the two directions over protoreflect),
 // golayout.go (direct access to the fields of generated Go structs where protoreflect would allocate or reflect),
 // wellknown.go (Timestamp, RawExtension, IntOrString, Struct/Value/ListValue), descriptors.go (the cached
-// per-message field tables), strings.go and numbers.go (string escaping, base64, number parsing and formatting),
-// errors.go (FieldError and field paths), yaml.go (YAML manifests).
+// per-message field tables, including which fields are quantities), strings.go and numbers.go (string escaping,
+// base64, number parsing and formatting), quantity.go (checking quantities in bounded time), errors.go (FieldError
+// and field paths), yaml.go (YAML manifests).
 package kjson

@@ -15,8 +15,8 @@ import (
 )
 
 // FuzzUnmarshal decodes arbitrary input into generated messages (ObjectMeta, Shoot), the all-kinds test message, the
-// quantities test message and a Struct. It must never panic, and whatever decodes must encode, and decode back to an equal message whose JSON is
-// the same again.
+// quantities test message and a Struct. It must never panic, and whatever decodes must encode, and decode back to an
+// equal message whose JSON is the same again.
 func FuzzUnmarshal(f *testing.F) {
 	seeds := []string{
 		canonicalObjectMeta,
@@ -38,6 +38,7 @@ func FuzzUnmarshal(f *testing.F) {
 			`"provider":{"workers":[{"name":"w","kubernetes":{"kubelet":{"kubeReserved":{"cpu":"100m","pid":-0}}},"volume":{"size":"20Gi"}}]}}}`,
 		`{"q":2,"optQ":0,"qs":[1,null,"3Gi",-1.5e-3],"qMap":{"a":1E3,"b":null},"plain":"x","qUnknown":" 5 "}`,
 		`{"q":"two"}`, `{"qs":[1e99999999999999999999]}`, `{"qMap":{"a":"\u0031"}}`, `{"q":""}`, `{"plain":2}`,
+		`{"q":1e-2147483648}`, `{"qs":["0.00000000000000000000000000000000000001Ki"]}`,
 	}
 	for _, s := range seeds {
 		f.Add([]byte(s))

@@ -2,8 +2,10 @@ package kjson
 
 import (
 	"errors"
+	"math/rand/v2"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protodesc"
@@ -117,6 +119,18 @@ func TestQuantityOption(t *testing.T) {
 		fi := getMessageInfo(tc.msg.ProtoReflect().Descriptor()).byName[tc.field]
 		if fi == nil || fi.quantity != tc.want {
 			t.Errorf("%T.%s: quantity = %v, want %v", tc.msg, tc.field, fi != nil && fi.quantity, tc.want)
+		}
+	}
+	// Marked plain strings and maps keep their Go-struct fast paths (TestQuantityNumbers runs them).
+	for _, tc := range []struct {
+		msg   proto.Message
+		field string
+	}{{&corev1beta1.MachineType{}, "cpu"}, {&corev1beta1.QuotaSpec{}, "metrics"}, {&corev1beta1.SeedStatus{}, "capacity"}} {
+		m := tc.msg.ProtoReflect()
+		mi := getMessageInfo(m.Descriptor())
+		gl, base := mi.layout(m)
+		if fi := mi.byName[tc.field]; gl.field(base, fi) == nil {
+			t.Errorf("%T.%s has no fast path", tc.msg, tc.field)
 		}
 	}
 }
@@ -276,5 +290,117 @@ func TestQuantityErrors(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestQuantityProbe checks that quantityProbe keeps resource.ParseQuantity's verdict: every short text over an
+// alphabet of quantity characters, and random longer ones, probed with the tightest bounds, get the same error (or
+// none) as the text itself.
+func TestQuantityProbe(t *testing.T) {
+	const alphabet = "0019.+-eEikKmMGPu x"
+	same := func(s string) {
+		_, want := resource.ParseQuantity(s)
+		p := quantityProbe(s, 1, 1)
+		if _, got := resource.ParseQuantity(p); got != want {
+			t.Errorf("%q: ParseQuantity error %v; probe %q gives %v", s, want, p, got)
+		}
+	}
+	var gen func(prefix string, n int)
+	gen = func(prefix string, n int) {
+		same(prefix)
+		if n == 0 {
+			return
+		}
+		for i := range len(alphabet) {
+			gen(prefix+alphabet[i:i+1], n-1)
+		}
+	}
+	gen("", 4)
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 200000 {
+		b := make([]byte, 5+r.IntN(20))
+		for i := range b {
+			b[i] = alphabet[r.IntN(len(alphabet))]
+		}
+		if s := string(b); quantityProbe(s, maxQuantityDigits, maxQuantityExponent) == s { // cheap to parse as it is
+			same(s)
+		}
+	}
+	for _, s := range []string{"1e-99", "1e-999", "123456789012345678901234567890e-5", "0.0000000000000000000000000001",
+		"-00000000000000000000000000000000000.5Ki", "1e+1000", ".e-1000", "+e99999", "1.e-5000",
+		"e4294967286", "-e-4294967306", "e4294967296", "1e4294967286", "e9223372036854775808", "e+0000000000000000000000001"} {
+		same(s)
+	}
+}
+
+// TestQuantityCost: texts that resource.ParseQuantity would take seconds or forever over are checked quickly.
+func TestQuantityCost(t *testing.T) {
+	for _, s := range []string{
+		"1e-2147483648", "1e2147483648", "-1.5E-9223372036854775808", "1e-9999999",
+		"0." + strings.Repeat("0", 1<<20) + "1", "1" + strings.Repeat("0", 1<<20) + "e-1048586",
+		strings.Repeat("9", 1<<20) + "." + strings.Repeat("9", 1<<20), strings.Repeat("9", 1<<20) + "Ki",
+	} {
+		start := time.Now()
+		if err := checkQuantity(s); err != nil {
+			t.Errorf("%.20q...: %v", s, err)
+		}
+		if d := time.Since(start); d > 5*time.Second {
+			t.Errorf("%.20q...: took %v", s, d)
+		}
+	}
+	for _, s := range []string{"1e-99999999999999999999", "1e-2147483648x", strings.Repeat("9", 1<<20) + "Gb"} {
+		if err := checkQuantity(s); err == nil {
+			t.Errorf("%.20q... accepted", s)
+		}
+	}
+	// Through the decoder, as a JSON number.
+	start := time.Now()
+	var q corev1beta1.Quota
+	if err := Unmarshal([]byte(`{"spec":{"metrics":{"cpu":1e-2147483648}}}`), &q); err != nil || q.Spec.Metrics["cpu"] != "1e-2147483648" {
+		t.Errorf("Unmarshal: %v, %v", err, q.Spec.Metrics)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("Unmarshal took %v", d)
+	}
+}
+
+// TestQuantityManifest reads a YAML manifest as Gardener's examples write quantities (numbers in YAML), e.g. the
+// commented kubelet and VPA settings of 90-shoot.yaml.
+func TestQuantityManifest(t *testing.T) {
+	y := `apiVersion: core.gardener.cloud/v1beta1
+kind: Shoot
+metadata:
+  name: crazy-botany
+spec:
+  kubernetes:
+    kubelet:
+      kubeReserved:
+        cpu: 100m
+        memory: 1Gi
+        pid: 1000
+      evictionHard:
+        memoryAvailable: 100Mi
+    verticalPodAutoscaler:
+      maxAllowed:
+        cpu: 8
+        memory: 32Gi
+`
+	j, err := YAMLToJSON([]byte(y))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var shoot corev1beta1.Shoot
+	if err := Unmarshal(j, &shoot); err != nil {
+		t.Fatalf("Unmarshal(%s): %v", j, err)
+	}
+	out, err := Marshal(&shoot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"apiVersion":"core.gardener.cloud/v1beta1","kind":"Shoot","metadata":{"name":"crazy-botany"},"spec":{"kubernetes":` +
+		`{"kubelet":{"evictionHard":{"memoryAvailable":"100Mi"},"kubeReserved":{"cpu":"100m","memory":"1Gi","pid":"1000"}},` +
+		`"verticalPodAutoscaler":{"maxAllowed":{"cpu":"8","memory":"32Gi"}}}}}`
+	if string(out) != want {
+		t.Errorf("wrote\n%s\nwant\n%s", out, want)
 	}
 }
