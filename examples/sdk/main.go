@@ -78,8 +78,11 @@ func CreateProjectAndShoot(ctx context.Context, conn *grpc.ClientConn, project, 
 	_, err = corev1beta1.NewCloudProfileServiceClient(conn).Create(ctx, &corev1beta1.CloudProfile{
 		Metadata: &metav1.ObjectMeta{Name: "sdk-local"},
 		Spec: &corev1beta1.CloudProfileSpec{
-			Type:         "local",
-			Kubernetes:   &corev1beta1.KubernetesSettings{Versions: []*corev1beta1.ExpirableVersion{{Version: "1.35.4"}}},
+			Type:       "local",
+			Kubernetes: &corev1beta1.KubernetesSettings{Versions: []*corev1beta1.ExpirableVersion{{Version: "1.35.4"}}},
+			MachineImages: []*corev1beta1.MachineImage{{Name: "gardenlinux", Versions: []*corev1beta1.MachineImageVersion{{
+				Version: "1.0.0", Cri: []*corev1beta1.CRI{{Name: "containerd"}}, Architectures: []string{"amd64"},
+			}}}},
 			MachineTypes: []*corev1beta1.MachineType{{Name: "local", Cpu: "1", Gpu: "0", Memory: "1Gi"}},
 			Regions:      []*corev1beta1.Region{{Name: "local"}},
 		},
