@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/url"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -63,7 +64,19 @@ func (c *Config) setDefaults() {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
+	if c.EtcdListen == "" && len(c.Endpoints) == 0 && c.DataDir != "" {
+		// The embedded etcd has no authentication of its own: by default its clients reach it through a unix socket
+		// in the data directory, which only the hub's user can open, rather than a loopback port anyone on the
+		// machine could connect to. Socket paths are limited to about 100 bytes; longer data directories fall back
+		// to an ephemeral loopback port.
+		if abs, err := filepath.Abs(c.DataDir); err == nil && len(abs) < maxSocketPath-len("/etcd.sock") {
+			c.EtcdListen = "unix://" + filepath.Join(abs, "etcd.sock")
+		}
+	}
 }
+
+// maxSocketPath is the portable limit of a unix socket path (sun_path is 108 bytes on Linux, 104 on others).
+const maxSocketPath = 100
 
 // Validate reports the first problem of a Config (after defaults are applied).
 func (c *Config) Validate() error {
