@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"path/filepath"
 	"strings"
@@ -236,6 +237,10 @@ func (h *Hub) Run(ctx context.Context) error {
 	mux.HandleFunc("/livez", h.healthz(st))
 	mux.HandleFunc("/readyz", h.readyz(st))
 	mux.Handle("/metrics", requireToken(authn, promhttpHandler(reg)))
+	// Go's profiler, for cluster admins (kube-apiserver serves it too, behind --profiling).
+	mux.Handle("/debug/pprof/", requireToken(authn, http.HandlerFunc(pprof.Index)))
+	mux.Handle("/debug/pprof/profile", requireToken(authn, http.HandlerFunc(pprof.Profile)))
+	mux.Handle("/debug/pprof/trace", requireToken(authn, http.HandlerFunc(pprof.Trace)))
 	disc := api.DiscoveryHandler()
 	mux.Handle("/api", requireToken(authn, disc))
 	mux.Handle("/apis", requireToken(authn, disc))
