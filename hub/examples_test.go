@@ -1,12 +1,12 @@
 package hub_test
 
 import (
-	"encoding/base64"
+	"github.com/trellis-dev/trellis/test/gardenerexamples"
+
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -18,66 +18,6 @@ import (
 	"github.com/trellis-dev/trellis/test/hubtest"
 )
 
-// sharedDir finds ../shared (beside the repository) from the test's directory, or $TRELLIS_SHARED.
-func sharedDir(t *testing.T) string {
-	t.Helper()
-	if d := os.Getenv("TRELLIS_SHARED"); d != "" {
-		return d
-	}
-	dir, _ := os.Getwd()
-	for d := dir; d != "/"; d = filepath.Dir(d) {
-		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
-			s := filepath.Join(filepath.Dir(d), "shared")
-			if _, err := os.Stat(s); err != nil {
-				t.Fatalf("../shared not found beside the repository at %s (set TRELLIS_SHARED)", s)
-			}
-			return s
-		}
-	}
-	t.Fatal("repository root not found")
-	return ""
-}
-
-var placeholder = regexp.MustCompile(`^<([^>]+)>$`)
-var base64Call = regexp.MustCompile(`^base64\((.*)\)$`)
-
-// fill replaces the examples' placeholders with concrete values of the right JSON type.
-func fill(v any, key string) any {
-	switch x := v.(type) {
-	case map[string]any:
-		for k, e := range x {
-			x[k] = fill(e, k)
-		}
-	case []any:
-		for i, e := range x {
-			x[i] = fill(e, key)
-		}
-	case string:
-		if m := base64Call.FindStringSubmatch(x); m != nil {
-			return base64.StdEncoding.EncodeToString([]byte(m[1]))
-		}
-		m := placeholder.FindStringSubmatch(x)
-		if m == nil {
-			return x
-		}
-		switch p := m[1]; {
-		case strings.Contains(p, "specific"):
-			return map[string]any{"apiVersion": "local.provider.extensions.gardener.cloud/v1alpha1", "kind": "Config"}
-		case strings.Contains(p, "provider-name"):
-			return "local"
-		case p == "some-image-name":
-			return "gardenlinux"
-		case p == "some-image-version":
-			return "15.4.20220818"
-		case strings.Contains(p, "network-extension"):
-			return "calico"
-		default:
-			return "filled-" + strings.NewReplacer(" ", "-").Replace(p)
-		}
-	}
-	return v
-}
-
 type manifest struct {
 	file string
 	obj  map[string]any
@@ -87,7 +27,7 @@ type manifest struct {
 // TestGardenerExamplesRoundTrip POSTs every example manifest whose kind the hub serves to its REST path and checks
 // that the object read back carries every field that was sent, with the same name, JSON type and value.
 func TestGardenerExamplesRoundTrip(t *testing.T) {
-	dir := filepath.Join(sharedDir(t), "gardener", "examples")
+	dir := gardenerexamples.Dir(t)
 	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no examples in %s: %v", dir, err)
@@ -116,7 +56,7 @@ func TestGardenerExamplesRoundTrip(t *testing.T) {
 				t.Logf("%s: %s %s is not served by the hub, skipped", filepath.Base(f), av, kd)
 				continue
 			}
-			ms = append(ms, manifest{file: filepath.Base(f), obj: fill(obj, "").(map[string]any), kind: k})
+			ms = append(ms, manifest{file: filepath.Base(f), obj: gardenerexamples.Fill(obj).(map[string]any), kind: k})
 		}
 	}
 	if len(ms) < 15 {

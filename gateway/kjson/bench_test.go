@@ -13,6 +13,7 @@ import (
 
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
 	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
+	"github.com/trellis-dev/trellis/test/gardenerexamples"
 )
 
 // benchObjectMeta is an ObjectMeta as a Gardener Shoot carries it: many labels and annotations (one a
@@ -64,7 +65,7 @@ const shootStatus = `{"conditions":[` +
 // benchShoot is a reconciled Shoot: Gardener's example spec, benchObjectMeta's metadata and a status with
 // conditions — about 8 KB of JSON.
 func benchShoot(tb testing.TB) proto.Message {
-	y, err := os.ReadFile(filepath.Join(examplesDir, "90-shoot.yaml"))
+	y, err := os.ReadFile(filepath.Join(gardenerexamples.Dir(tb), "90-shoot.yaml"))
 	if err != nil {
 		tb.Skip("no Gardener Shoot example")
 	}

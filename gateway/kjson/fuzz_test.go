@@ -12,6 +12,7 @@ import (
 
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
 	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
+	"github.com/trellis-dev/trellis/test/gardenerexamples"
 )
 
 // FuzzUnmarshal decodes arbitrary input into generated messages (ObjectMeta, Shoot), the all-kinds test message, the
@@ -43,7 +44,7 @@ func FuzzUnmarshal(f *testing.F) {
 	for _, s := range seeds {
 		f.Add([]byte(s))
 	}
-	files, _ := filepath.Glob(filepath.Join(examplesDir, "*.yaml"))
+	files, _ := filepath.Glob(filepath.Join(gardenerexamples.Dir(f), "*.yaml"))
 	for _, file := range files {
 		if y, err := os.ReadFile(file); err == nil {
 			if j, err := YAMLToJSON(base64Placeholder.ReplaceAll(y, []byte("QQ=="))); err == nil {

@@ -12,53 +12,17 @@ import (
 	"testing"
 
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/reflect/protoreflect"
-	"google.golang.org/protobuf/reflect/protoregistry"
 
-	_ "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1"
-	_ "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
-	_ "github.com/trellis-dev/trellis/proto/gen/trellis/kubernetes/certificates/v1"
-	_ "github.com/trellis-dev/trellis/proto/gen/trellis/kubernetes/coordination/v1"
-	_ "github.com/trellis-dev/trellis/proto/gen/trellis/kubernetes/core/v1"
-	_ "github.com/trellis-dev/trellis/proto/gen/trellis/operations/v1alpha1"
-	_ "github.com/trellis-dev/trellis/proto/gen/trellis/security/v1alpha1"
-	_ "github.com/trellis-dev/trellis/proto/gen/trellis/seedmanagement/v1alpha1"
+	"github.com/trellis-dev/trellis/test/gardenerexamples"
 )
-
-// examplesDir holds Gardener's example manifests.
-const examplesDir = "../../../shared/gardener/examples"
-
-// kindMessage returns a new message for apiVersion and kind, or nil when Trellis has no such kind.
-func kindMessage(apiVersion, kind string) proto.Message {
-	group, version, ok := strings.Cut(apiVersion, "/")
-	if !ok {
-		group, version = "", apiVersion
-	}
-	var pkg string
-	switch {
-	case group == "":
-		pkg = "trellis.kubernetes.core." + version
-	case strings.HasSuffix(group, ".gardener.cloud"):
-		pkg = "trellis." + strings.TrimSuffix(group, ".gardener.cloud") + "." + version
-	case strings.HasSuffix(group, ".k8s.io"):
-		pkg = "trellis.kubernetes." + strings.TrimSuffix(group, ".k8s.io") + "." + version
-	default:
-		return nil
-	}
-	mt, err := protoregistry.GlobalTypes.FindMessageByName(protoreflect.FullName(pkg + "." + kind))
-	if err != nil {
-		return nil
-	}
-	return mt.New().Interface()
-}
 
 // TestGardenerExamples decodes Gardener's example manifests into the Trellis kinds and checks that kjson writes them
 // back as the same JSON: every field of the manifest that the proto models comes back with the same name, type and
 // value. Fields the protos do not model yet are logged, not failed: they are the protos' business.
 func TestGardenerExamples(t *testing.T) {
-	files, _ := filepath.Glob(filepath.Join(examplesDir, "*.yaml"))
+	files, _ := filepath.Glob(filepath.Join(gardenerexamples.Dir(t), "*.yaml"))
 	if len(files) == 0 {
-		t.Skip("no Gardener examples at " + examplesDir)
+		t.Fatal("no Gardener examples")
 	}
 	decoded := 0
 	for _, file := range files {
@@ -79,7 +43,7 @@ func TestGardenerExamples(t *testing.T) {
 			if err := json.Unmarshal(j, &tm); err != nil {
 				t.Fatal(err)
 			}
-			m := kindMessage(tm.APIVersion, tm.Kind)
+			m := gardenerexamples.KindMessage(tm.APIVersion, tm.Kind)
 			if m == nil {
 				t.Skipf("%s %s is not a Trellis kind", tm.APIVersion, tm.Kind)
 			}

@@ -1,19 +1,17 @@
 package admission_test
 
 import (
+	"github.com/trellis-dev/trellis/test/gardenerexamples"
+
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/reflect/protoreflect"
-	"google.golang.org/protobuf/reflect/protoregistry"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -99,64 +97,6 @@ func meta(name, namespace string) *metav1.ObjectMeta {
 
 func ptr[T any](v T) *T { return &v }
 
-// sharedDir finds ../shared beside the repository, or $TRELLIS_SHARED.
-func sharedDir(t *testing.T) string {
-	t.Helper()
-	if d := os.Getenv("TRELLIS_SHARED"); d != "" {
-		return d
-	}
-	dir, _ := os.Getwd()
-	for d := dir; d != "/"; d = filepath.Dir(d) {
-		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
-			return filepath.Join(filepath.Dir(d), "shared")
-		}
-	}
-	t.Fatal("repository root not found")
-	return ""
-}
-
-var (
-	placeholder = regexp.MustCompile(`^<([^>]+)>$`)
-	base64Call  = regexp.MustCompile(`^base64\((.*)\)$`)
-)
-
-// fill replaces the examples' placeholders with concrete values of the right JSON type, as hub/examples_test.go does.
-func fill(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		for k, e := range x {
-			x[k] = fill(e)
-		}
-	case []any:
-		for i, e := range x {
-			x[i] = fill(e)
-		}
-	case string:
-		if m := base64Call.FindStringSubmatch(x); m != nil {
-			return base64.StdEncoding.EncodeToString([]byte(m[1]))
-		}
-		m := placeholder.FindStringSubmatch(x)
-		if m == nil {
-			return x
-		}
-		switch p := m[1]; {
-		case strings.Contains(p, "specific"):
-			return map[string]any{"apiVersion": "local.provider.extensions.gardener.cloud/v1alpha1", "kind": "Config"}
-		case strings.Contains(p, "provider-name"):
-			return "local"
-		case p == "some-image-name":
-			return "gardenlinux"
-		case p == "some-image-version":
-			return "15.4.20220818"
-		case strings.Contains(p, "network-extension"):
-			return "calico"
-		default:
-			return "filled-" + strings.ReplaceAll(p, " ", "-")
-		}
-	}
-	return v
-}
-
 // example is a Gardener example manifest decoded into its Trellis kind.
 type example struct {
 	name string // file/kind
@@ -168,7 +108,7 @@ type example struct {
 // Trellis protos model.
 func examples(t *testing.T) []example {
 	t.Helper()
-	dir := filepath.Join(sharedDir(t), "gardener", "examples")
+	dir := gardenerexamples.Dir(t)
 	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no Gardener examples in %s: %v", dir, err)
@@ -190,12 +130,12 @@ func examples(t *testing.T) []example {
 			}
 			av, _ := m["apiVersion"].(string)
 			kind, _ := m["kind"].(string)
-			msg := kindMessage(av, kind)
+			msg, _ := gardenerexamples.KindMessage(av, kind).(store.Object)
 			k, served := api.KindFor(av, kind)
 			if msg == nil || !served {
 				continue
 			}
-			j, err = json.Marshal(fill(m))
+			j, err = json.Marshal(gardenerexamples.Fill(m))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -221,31 +161,6 @@ func examplesOf(t *testing.T, zero store.Object) []store.Object {
 		t.Fatalf("no example of %s", zero.ProtoReflect().Descriptor().FullName())
 	}
 	return out
-}
-
-// kindMessage maps an apiVersion and kind to a new Trellis message (nil when the kind is not modelled).
-func kindMessage(apiVersion, kind string) store.Object {
-	group, version, ok := strings.Cut(apiVersion, "/")
-	if !ok {
-		group, version = "", apiVersion
-	}
-	var pkg string
-	switch {
-	case group == "":
-		pkg = "trellis.kubernetes.core." + version
-	case strings.HasSuffix(group, ".gardener.cloud"):
-		pkg = "trellis." + strings.TrimSuffix(group, ".gardener.cloud") + "." + version
-	case strings.HasSuffix(group, ".k8s.io"):
-		pkg = "trellis.kubernetes." + strings.TrimSuffix(group, ".k8s.io") + "." + version
-	default:
-		return nil
-	}
-	mt, err := protoregistry.GlobalTypes.FindMessageByName(protoreflect.FullName(pkg + "." + kind))
-	if err != nil {
-		return nil
-	}
-	obj, _ := mt.New().Interface().(store.Object)
-	return obj
 }
 
 // exampleReader serves the example objects to the admission checks that read (a Shoot's project, cloud profile and
