@@ -200,6 +200,12 @@ func TestOptimisticConcurrencyGenerationAndStatus(t *testing.T) {
 	if g := afterPatch["metadata"].(map[string]any)["generation"]; g != float64(2) {
 		t.Errorf("metadata-only patch moved generation to %v", g)
 	}
+	// A resourceVersion in a patch is a precondition; a stale one conflicts, a removed one applies to the current.
+	code, body = h.Do(t, "PATCH", shoots+"/occ", `{"metadata":{"resourceVersion":"`+stale+`","labels":{"a":"c"}}}`, "Content-Type", "application/merge-patch+json")
+	if code != 409 {
+		t.Errorf("patch with a stale resourceVersion: want 409, got %d %s", code, body)
+	}
+	mustDo(t, h, 200, "PATCH", shoots+"/occ", `{"metadata":{"resourceVersion":null,"labels":{"a":"d"}}}`)
 }
 
 func TestFinalizersHoldDeletion(t *testing.T) {

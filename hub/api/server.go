@@ -442,6 +442,10 @@ func (s *Server[T, L, E, PE]) Patch(ctx context.Context, req *metav1.PatchReques
 		if md.GetName() != req.GetName() || md.GetNamespace() != req.GetNamespace() {
 			return nil, apierrors.NewBadRequest("the patch must not change metadata.name or metadata.namespace")
 		}
+		if md.GetResourceVersion() == "" {
+			// A patch that drops the resourceVersion applies to whatever is current, as in Kubernetes.
+			md.ResourceVersion = cur.GetMetadata().GetResourceVersion()
+		}
 		if md.GetResourceVersion() != cur.GetMetadata().GetResourceVersion() {
 			return nil, apierrors.NewConflict(s.kind.GroupResource(), req.GetName(), fmt.Errorf("the patch requires resourceVersion %s, the object has %s", md.GetResourceVersion(), cur.GetMetadata().GetResourceVersion()))
 		}
