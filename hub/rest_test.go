@@ -344,3 +344,51 @@ func TestGRPCSDK(t *testing.T) {
 	unauth := corev1beta1.NewShootServiceClient(h.GRPC(t))
 	_ = unauth
 }
+
+func TestDiscoveryAndYAML(t *testing.T) {
+	h := hubtest.Start(t)
+	var groups struct {
+		Groups []struct {
+			Name             string `json:"name"`
+			PreferredVersion struct {
+				Version string `json:"version"`
+			} `json:"preferredVersion"`
+		} `json:"groups"`
+	}
+	_ = json.Unmarshal(mustDo(t, h, 200, "GET", "/apis", nil), &groups)
+	preferred := map[string]string{}
+	for _, g := range groups.Groups {
+		preferred[g.Name] = g.PreferredVersion.Version
+	}
+	if preferred["core.gardener.cloud"] != "v1beta1" || preferred["seedmanagement.gardener.cloud"] != "v1alpha1" {
+		t.Errorf("groups: %v", preferred)
+	}
+	var res struct {
+		Resources []struct {
+			Name       string `json:"name"`
+			Kind       string `json:"kind"`
+			Namespaced bool   `json:"namespaced"`
+		} `json:"resources"`
+	}
+	_ = json.Unmarshal(mustDo(t, h, 200, "GET", "/apis/core.gardener.cloud/v1beta1", nil), &res)
+	found := false
+	for _, r := range res.Resources {
+		if r.Name == "shoots" && r.Kind == "Shoot" && r.Namespaced {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("shoots missing from discovery: %+v", res.Resources)
+	}
+	mustDo(t, h, 404, "GET", "/apis/nope.gardener.cloud/v1", nil)
+
+	// YAML in and out.
+	y := "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: yaml-ns\n  labels:\n    a: b\n"
+	if code, body := h.Do(t, "POST", "/api/v1/namespaces", y, "Content-Type", "application/yaml"); code != 201 {
+		t.Fatalf("create from YAML: %d %s", code, body)
+	}
+	code, body := h.Do(t, "GET", "/api/v1/namespaces/yaml-ns", nil, "Accept", "application/yaml")
+	if code != 200 || !strings.Contains(string(body), "name: yaml-ns") || !strings.Contains(string(body), "  labels:\n    a: b") {
+		t.Errorf("get as YAML: %d %s", code, body)
+	}
+}
