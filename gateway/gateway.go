@@ -3,7 +3,6 @@ package gateway
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"io"
 	"log/slog"
 	"mime"
@@ -18,22 +17,13 @@ import (
 	kmetav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/trellis-dev/trellis/gateway/kjson"
 	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
 )
 
-// Registrar adds one kind's REST routes (a generated Register<Kind>ServiceHandler).
-type Registrar func(ctx context.Context, mux *runtime.ServeMux, conn *grpc.ClientConn) error
-
 // Config configures the gateway.
 type Config struct {
-	// Local add the kinds' routes served by calling their servers in-process (unary calls): no serialization
-	// between the REST request and the handler.
-	Local []func(ctx context.Context, mux *runtime.ServeMux) error
-	// Remote add the kinds' routes served through Conn; the gateway uses them for watches (streams).
-	Remote []Registrar
-	// Conn reaches the hub's gRPC server in-process; calls through it run the gRPC interceptors.
-	Conn *grpc.ClientConn
+	// Routes add the kinds' routes; they call the kinds' servers in-process, without serializing to protobuf.
+	Routes []func(ctx context.Context, mux *runtime.ServeMux) error
 	// Authenticate identifies the caller of a request and returns the context to serve it with.
 	Authenticate func(r *http.Request) (context.Context, error)
 	// ObjectJSON returns the memoized JSON of objects served from the hub's cache (see Marshaler.ObjectJSON).
@@ -47,18 +37,13 @@ const HeaderHTTPCode = "x-trellis-http-code"
 
 // New returns the REST handler.
 func New(ctx context.Context, cfg Config) (http.Handler, error) {
-	local, remote := newMux(cfg.ObjectJSON), newMux(cfg.ObjectJSON)
-	for _, reg := range cfg.Local {
-		if err := reg(ctx, local); err != nil {
+	mux := newMux(cfg.ObjectJSON)
+	for _, reg := range cfg.Routes {
+		if err := reg(ctx, mux); err != nil {
 			return nil, err
 		}
 	}
-	for _, reg := range cfg.Remote {
-		if err := reg(ctx, remote, cfg.Conn); err != nil {
-			return nil, err
-		}
-	}
-	return &handler{local: local, remote: remote, authenticate: cfg.Authenticate}, nil
+	return &handler{mux: mux, authenticate: cfg.Authenticate}, nil
 }
 
 func newMux(objectJSON func(proto.Message) ([]byte, bool)) *runtime.ServeMux {
@@ -94,15 +79,6 @@ func setHTTPCode(ctx context.Context, w http.ResponseWriter, m proto.Message) er
 	if !ok {
 		return nil
 	}
-	if m == nil && len(md.HeaderMD.Get(HeaderWatchStarted)) > 0 {
-		// A watch is established: answer at once, as kube-apiserver does, not with the first event.
-		w.Header().Set("Content-Type", MIMEJSON)
-		w.WriteHeader(http.StatusOK)
-		if f, ok := w.(http.Flusher); ok {
-			f.Flush()
-		}
-		return nil
-	}
 	if v := md.HeaderMD.Get(HeaderHTTPCode); len(v) > 0 {
 		if code, err := strconv.Atoi(v[0]); err == nil {
 			w.WriteHeader(code)
@@ -111,19 +87,15 @@ func setHTTPCode(ctx context.Context, w http.ResponseWriter, m proto.Message) er
 	return nil
 }
 
-// HeaderWatchStarted is gRPC response metadata a Watch sends once the watch is established.
-const HeaderWatchStarted = "x-trellis-watch-started"
-
 // SetHTTPCode is called by a gRPC handler to choose the REST success code.
 func SetHTTPCode(ctx context.Context, code int) {
 	_ = grpc.SetHeader(ctx, metadata.Pairs(HeaderHTTPCode, strconv.Itoa(code)))
 }
 
-// handler adapts Kubernetes' REST conventions to the routes grpc-gateway knows, authenticates the caller, and sends
-// watches through the gRPC connection and everything else straight to the servers.
+// handler adapts Kubernetes' REST conventions to the routes grpc-gateway knows and authenticates the caller.
 type handler struct {
-	local, remote *runtime.ServeMux
-	authenticate  func(r *http.Request) (context.Context, error)
+	mux          *runtime.ServeMux
+	authenticate func(r *http.Request) (context.Context, error)
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -135,7 +107,6 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		r = r.WithContext(ctx)
 	}
-	mux := h.local
 	q := r.URL.Query()
 	changed := false
 	// ?watch=true on a collection is the legacy /watch/ path.
@@ -144,10 +115,6 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r.URL.RawPath = ""
 		q.Del("watch")
 		changed = true
-	}
-	if r.Method == http.MethodGet && strings.Contains(r.URL.Path, "/watch/") {
-		w = &watchWriter{ResponseWriter: w}
-		mux = h.remote
 	}
 	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if r.Method == http.MethodPatch {
@@ -193,7 +160,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if changed {
 		r.URL.RawQuery = q.Encode()
 	}
-	mux.ServeHTTP(w, r)
+	h.mux.ServeHTTP(w, r)
 }
 
 func isTrue(v string) bool { return v == "true" || v == "1" }
@@ -213,46 +180,3 @@ func watchPath(p string) string {
 func badRequest(msg string) *metav1.Status {
 	return &metav1.Status{ApiVersion: "v1", Kind: "Status", Status: kmetav1.StatusFailure, Message: msg, Reason: string(kmetav1.StatusReasonBadRequest), Code: http.StatusBadRequest}
 }
-
-// watchWriter makes a watch that fails before its first event answer like kube-apiserver: with the error's HTTP code
-// (410 for an expired resourceVersion) and a Status body, instead of grpc-gateway's mapping of the gRPC code and an
-// ERROR event. Once events flow, errors stay ERROR events in the stream, as in Kubernetes.
-type watchWriter struct {
-	http.ResponseWriter
-	started, failed bool
-}
-
-func (w *watchWriter) WriteHeader(code int) {
-	if !w.started && code != http.StatusOK {
-		w.failed = true
-		return
-	}
-	w.started = true
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *watchWriter) Write(b []byte) (int, error) {
-	if w.failed {
-		var ev struct {
-			Object json.RawMessage `json:"object"`
-		}
-		st := &metav1.Status{}
-		if json.Unmarshal(b, &ev) != nil || kjson.Unmarshal(ev.Object, st) != nil || st.Code == 0 {
-			st = &metav1.Status{ApiVersion: "v1", Kind: "Status", Status: kmetav1.StatusFailure, Message: strings.TrimSpace(string(b)), Code: http.StatusInternalServerError}
-		}
-		w.failed = false
-		w.started = true
-		writeStatus(w.ResponseWriter, st)
-		return len(b), nil
-	}
-	w.started = true
-	return w.ResponseWriter.Write(b)
-}
-
-func (w *watchWriter) Flush() {
-	if f, ok := w.ResponseWriter.(http.Flusher); ok && !w.failed {
-		f.Flush()
-	}
-}
-
-func (w *watchWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

@@ -126,3 +126,18 @@ func routingErrorHandler(_ context.Context, _ *runtime.ServeMux, _ runtime.Marsh
 	}
 	writeStatus(w, &metav1.Status{ApiVersion: "v1", Kind: "Status", Status: kmetav1.StatusFailure, Message: msg + ": " + r.Method + " " + r.URL.Path, Reason: string(reason), Code: int32(code)})
 }
+
+// WriteError answers a REST request with the Kubernetes Status of err.
+func WriteError(w http.ResponseWriter, err error) { writeStatus(w, StatusOf(err)) }
+
+// AppendWatchError appends the watch line Kubernetes sends for an error inside a watch stream:
+// {"type":"ERROR","object":Status}.
+func AppendWatchError(b []byte, err error) []byte {
+	obj, merr := kjson.Marshal(StatusOf(err))
+	if merr != nil {
+		obj = []byte(`{"kind":"Status","apiVersion":"v1","status":"Failure","code":500}`)
+	}
+	b = append(b, `{"type":"ERROR","object":`...)
+	b = append(b, obj...)
+	return append(b, "}\n"...)
+}

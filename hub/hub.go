@@ -22,8 +22,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/test/bufconn"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/trellis-dev/trellis/gateway"
@@ -205,18 +203,8 @@ func (h *Hub) Run(ctx context.Context) error {
 		return err
 	}
 
-	// The REST gateway reaches the gRPC server in-process, through the same interceptors.
-	inproc := bufconn.Listen(4 << 20)
-	conn, err := grpc.NewClient("passthrough:///inproc",
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return inproc.DialContext(ctx) }),
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20), grpc.MaxCallSendMsgSize(16<<20)),
-	)
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	gwCfg := gateway.Config{Conn: conn, Logger: h.log, ObjectJSON: registry.ObjectJSON, Authenticate: func(r *http.Request) (context.Context, error) {
+	// The REST gateway calls the kinds' servers in-process; it authenticates requests itself.
+	gwCfg := gateway.Config{Logger: h.log, ObjectJSON: registry.ObjectJSON, Authenticate: func(r *http.Request) (context.Context, error) {
 		u, err := authn.Authenticate(auth.BearerToken(r.Header.Get("Authorization")))
 		if err != nil {
 			return nil, apierrors.NewUnauthorized(err.Error())
@@ -224,8 +212,7 @@ func (h *Hub) Run(ctx context.Context) error {
 		return auth.WithUser(r.Context(), u), nil
 	}}
 	for _, rt := range registry.Routes() {
-		gwCfg.Local = append(gwCfg.Local, rt.Local)
-		gwCfg.Remote = append(gwCfg.Remote, rt.Remote)
+		gwCfg.Routes = append(gwCfg.Routes, rt)
 	}
 	rest, err := gateway.New(ctx, gwCfg)
 	if err != nil {
@@ -276,7 +263,6 @@ func (h *Hub) Run(ctx context.Context) error {
 			}
 		}()
 	}
-	serve("grpc-inproc", func() error { return grpcSrv.Serve(inproc) })
 	serve("https", func() error { return httpSrv.ServeTLS(lis, "", "") })
 
 	h.mu.Lock()

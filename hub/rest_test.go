@@ -15,6 +15,7 @@ import (
 
 	"github.com/trellis-dev/trellis/hub"
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
+	kcorev1 "github.com/trellis-dev/trellis/proto/gen/trellis/kubernetes/core/v1"
 	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
 	"github.com/trellis-dev/trellis/test/hubtest"
 )
@@ -238,6 +239,14 @@ func TestWatchResumeExpiredThenRelist(t *testing.T) {
 	if code != 410 || decodeStatus(t, body).Reason != "Expired" {
 		t.Fatalf("watch from a version no longer kept: want 410 Expired, got %d %s", code, body)
 	}
+	// Over gRPC the same is OUT_OF_RANGE carrying the Expired Status.
+	gw, err := kcorev1.NewConfigMapServiceClient(h.GRPC(t)).Watch(context.Background(), &metav1.WatchRequest{Namespace: "w", ResourceVersion: first.Metadata.ResourceVersion})
+	if err == nil {
+		_, err = gw.Recv()
+	}
+	if status.Code(err) != codes.OutOfRange {
+		t.Fatalf("gRPC watch from a version no longer kept: want OutOfRange, got %v", err)
+	}
 	// The client relists and watches from the list's version.
 	var list struct {
 		Metadata struct {
@@ -341,8 +350,20 @@ func TestGRPCSDK(t *testing.T) {
 	if err != nil || len(list.GetItems()) != 1 {
 		t.Fatalf("list: %v %d", err, len(list.GetItems()))
 	}
-	unauth := corev1beta1.NewShootServiceClient(h.GRPC(t))
-	_ = unauth
+	// Watch over gRPC: the current state first, then changes, resumable from the list's resourceVersion.
+	wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	stream, err := c.Watch(wctx, &metav1.WatchRequest{Namespace: "garden-dev", ResourceVersion: list.GetMetadata().GetResourceVersion()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Patch(ctx, &metav1.PatchRequest{Namespace: "garden-dev", Name: "sdk", Patch: &metav1.RawExtension{Raw: []byte(`{"metadata":{"labels":{"w":"1"}}}`)}}); err != nil {
+		t.Fatal(err)
+	}
+	ev, err := stream.Recv()
+	if err != nil || ev.GetType() != "MODIFIED" || ev.GetObject().GetMetadata().GetLabels()["w"] != "1" {
+		t.Fatalf("gRPC watch event: %v %v", ev, err)
+	}
 }
 
 func TestDiscoveryAndYAML(t *testing.T) {

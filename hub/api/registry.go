@@ -15,12 +15,9 @@ import (
 	"github.com/trellis-dev/trellis/hub/store"
 )
 
-// Routes adds one kind's REST routes to a gateway mux: Local calls the kind's server in-process (no serialization;
-// unary calls only), Remote goes through a gRPC connection (needed for the Watch stream).
-type Routes struct {
-	Local  func(ctx context.Context, mux *runtime.ServeMux) error
-	Remote func(ctx context.Context, mux *runtime.ServeMux, conn *grpc.ClientConn) error
-}
+// Routes adds one kind's REST routes to a gateway mux; every route calls the kind's server in-process, without
+// serializing the request or the response to protobuf.
+type Routes func(ctx context.Context, mux *runtime.ServeMux) error
 
 // Registry wires every kind of the Kinds table to its store collection, its gRPC service and its REST routes.
 // It also serves admission's reads of other kinds.
@@ -118,9 +115,16 @@ func (r *Registry) List(ctx context.Context, gr schema.GroupResource, namespace 
 // ObjectJSON returns the JSON of m, memoized in the watch cache, when m is the cached state of an object of a kind
 // served in its stored shape; false otherwise. The REST gateway builds lists and gets from it.
 func (r *Registry) ObjectJSON(m proto.Message) ([]byte, bool) {
-	c := r.byMessage[m.ProtoReflect().Descriptor().FullName()]
 	obj, ok := m.(store.Object)
-	if c == nil || !ok || obj.GetMetadata() == nil {
+	if !ok {
+		return nil, false
+	}
+	return r.objectJSON(obj)
+}
+
+func (r *Registry) objectJSON(obj store.Object) ([]byte, bool) {
+	c := r.byMessage[obj.ProtoReflect().Descriptor().FullName()]
+	if c == nil || obj.GetMetadata() == nil {
 		return nil, false
 	}
 	b, err := c.CachedEncoding(obj, func(o store.Object) ([]byte, error) { return kjson.Marshal(o) })

@@ -260,7 +260,7 @@ func (s *Server[T, L, E, PE]) Watch(req *metav1.WatchRequest, stream grpc.Server
 	}
 	defer w.Stop()
 	// Headers go out at once, so clients know the watch is established before the first event.
-	if err := stream.SendHeader(metadata.Pairs(gateway.HeaderWatchStarted, "true")); err != nil {
+	if err := stream.SendHeader(metadata.MD{}); err != nil {
 		return err
 	}
 	for {

@@ -57,11 +57,11 @@ func registerKinds(r *Registry) error {
 			return err
 		}
 		corev1.RegisterControllerDeploymentServiceServer(r.grpc, s)
-		r.routes = append(r.routes, Routes{
-			Local: func(ctx context.Context, mux *runtime.ServeMux) error {
-				return corev1.RegisterControllerDeploymentServiceHandlerServer(ctx, mux, s)
-			},
-			Remote: corev1.RegisterControllerDeploymentServiceHandler,
+		r.routes = append(r.routes, func(ctx context.Context, mux *runtime.ServeMux) error {
+			if err := corev1.RegisterControllerDeploymentServiceHandlerServer(ctx, mux, s); err != nil {
+				return err
+			}
+			return s.registerWatch(mux, r.objectJSON, "/apis/core.gardener.cloud/v1/watch/controllerdeployments")
 		})
 	}
 	{
@@ -70,11 +70,11 @@ func registerKinds(r *Registry) error {
 			return err
 		}
 		corev1beta1.RegisterBackupBucketServiceServer(r.grpc, s)
-		r.routes = append(r.routes, Routes{
-			Local: func(ctx context.Context, mux *runtime.ServeMux) error {
-				return corev1beta1.RegisterBackupBucketServiceHandlerServer(ctx, mux, s)
-			},
-			Remote: corev1beta1.RegisterBackupBucketServiceHandler,
+		r.routes = append(r.routes, func(ctx context.Context, mux *runtime.ServeMux) error {
+			if err := corev1beta1.RegisterBackupBucketServiceHandlerServer(ctx, mux, s); err != nil {
+				return err
+			}
+			return s.registerWatch(mux, r.objectJSON, "/apis/core.gardener.cloud/v1beta1/watch/backupbuckets")
 		})
 	}
 	{
@@ -83,11 +83,11 @@ func registerKinds(r *Registry) error {
 			return err
 		}
 		corev1beta1.RegisterBackupEntryServiceServer(r.grpc, s)
-		r.routes = append(r.routes, Routes{
-			Local: func(ctx context.Context, mux *runtime.ServeMux) error {
-				return corev1beta1.RegisterBackupEntryServiceHandlerServer(ctx, mux, s)
-			},
-			Remote: corev1beta1.RegisterBackupEntryServiceHandler,
+		r.routes = append(r.routes, func(ctx context.Context, mux *runtime.ServeMux) error {
+			if err := corev1beta1.RegisterBackupEntryServiceHandlerServer(ctx, mux, s); err != nil {
+				return err
+			}
+			return s.registerWatch(mux, r.objectJSON, "/apis/core.gardener.cloud/v1beta1/watch/namespaces/{namespace}/backupentries", "/apis/core.gardener.cloud/v1beta1/watch/backupentries")
 		})
 	}
 	{
@@ -96,11 +96,11 @@ func registerKinds(r *Registry) error {
 			return err
 		}
 		corev1beta1.RegisterCloudProfileServiceServer(r.grpc, s)
-		r.routes = append(r.routes, Routes{
-			Local: func(ctx context.Context, mux *runtime.ServeMux) error {
-				return corev1beta1.RegisterCloudProfileServiceHandlerServer(ctx, mux, s)
-			},
-			Remote: corev1beta1.RegisterCloudProfileServiceHandler,
+		r.routes = append(r.routes, func(ctx context.Context, mux *runtime.ServeMux) error {
+			if err := corev1beta1.RegisterCloudProfileServiceHandlerServer(ctx, mux, s); err != nil {
+				return err
+			}
+			return s.registerWatch(mux, r.objectJSON, "/apis/core.gardener.cloud/v1beta1/watch/cloudprofiles")
 		})
 	}
 	{
@@ -109,11 +109,11 @@ func registerKinds(r *Registry) error {
 			return err
 		}
 		corev1beta1.RegisterControllerDeploymentServiceServer(r.grpc, s)
-		r.routes = append(r.routes, Routes{
-			Local: func(ctx context.Context, mux *runtime.ServeMux) error {
-				return corev1beta1.RegisterControllerDeploymentServiceHandlerServer(ctx, mux, s)
-			},
-			Remote: corev1beta1.RegisterControllerDeploymentServiceHandler,
+		r.routes = append(r.routes, func(ctx context.Context, mux *runtime.ServeMux) error {
+			if err := corev1beta1.RegisterControllerDeploymentServiceHandlerServer(ctx, mux, s); err != nil {
+				return err
+			}
+			return s.registerWatch(mux, r.objectJSON, "/apis/core.gardener.cloud/v1beta1/watch/controllerdeployments")
 		})
 	}
 	{
@@ -122,11 +122,11 @@ func registerKinds(r *Registry) error {
 			return err
 		}
 		corev1beta1.RegisterControllerInstallationServiceServer(r.grpc, s)
-		r.routes = append(r.routes, Routes{
-			Local: func(ctx context.Context, mux *runtime.ServeMux) error {
-				return corev1beta1.RegisterControllerInstallationServiceHandlerServer(ctx, mux, s)
-			},
-			Remote: corev1beta1.RegisterControllerInstallationServiceHandler,
+		r.routes = append(r.routes, func(ctx context.Context, mux *runtime.ServeMux) error {
+			if err := corev1beta1.RegisterControllerInstallationServiceHandlerServer(ctx, mux, s); err != nil {
+				return err
+			}
+			return s.registerWatch(mux, r.objectJSON, "/apis/core.gardener.cloud/v1beta1/watch/controllerinstallations")
 		})
 	}
 	{
@@ -135,11 +135,11 @@ func registerKinds(r *Registry) error {
 			return err
 		}
 		corev1beta1.RegisterControllerRegistrationServiceServer(r.grpc, s)
-		r.routes = append(r.routes, Routes{
-			Local: func(ctx context.Context, mux *runtime.ServeMux) error {
-				return corev1beta1.RegisterControllerRegistrationServiceHandlerServer(ctx, mux, s)
-			},
-			Remote: corev1beta1.RegisterControllerRegistrationServiceHandler,
+		r.routes = append(r.routes, func(ctx context.Context, mux *runtime.ServeMux) error {
+			if err := corev1beta1.RegisterControllerRegistrationServiceHandlerServer(ctx, mux, s); err != nil {
+				return err
+			}
+			return s.registerWatch(mux, r.objectJSON, "/apis/core.gardener.cloud/v1beta1/watch/controllerregistrations")
 		})
 	}
 	{
@@ -148,11 +148,11 @@ func registerKinds(r *Registry) error {
 			return err
 		}
 		corev1beta1.RegisterExposureClassServiceServer(r.grpc, s)
-		r.routes = append(r.routes, Routes{
-			Local: func(ctx context.Context, mux *runtime.ServeMux) error {
-				return corev1beta1.RegisterExposureClassServiceHandlerServer(ctx, mux, s)
-			},
-			Remote: corev1beta1.RegisterExposureClassServiceHandler,
+		r.routes = append(r.routes, func(ctx context.Context, mux *runtime.ServeMux) error {
+			if err := corev1beta1.RegisterExposureClassServiceHandlerServer(ctx, mux, s); err != nil {
+				return err
+			}
+			return s.registerWatch(mux, r.objectJSON, "/apis/core.gardener.cloud/v1beta1/watch/exposureclasses")
 		})
 	}
 	{
@@ -161,11 +161,11 @@ func registerKinds(r *Registry) error {
 			return err
 		}
 		corev1beta1.RegisterInternalSecretServiceServer(r.grpc, s)
-		r.routes = append(r.routes, Routes{
-			Local: func(ctx context.Context, mux *runtime.ServeMux) error {
-				return corev1beta1.RegisterInternalSecretServiceHandlerServer(ctx, mux, s)
-			},
-			Remote: corev1beta1.RegisterInternalSecretServiceHandler,
+		r.routes = append(r.routes, func(ctx context.Context, mux *runtime.ServeMux) error {
+			if err := corev1beta1.RegisterInternalSecretServiceHandlerServer(ctx, mux, s); err != nil {
+				return err
+			}
+			return s.registerWatch(mux, r.objectJSON, "/apis/core.gardener.cloud/v1beta1/watch/namespaces/{namespace}/internalsecrets", "/apis/core.gardener.cloud/v1beta1/watch/internalsecrets")
 		})
 	}
 	{
@@ -174,11 +174,11 @@ func registerKinds(r *Registry) error {
 			return err
 		}
 		corev1beta1.RegisterNamespacedCloudProfileServiceServer(r.grpc, s)
-		r.routes = append(r.routes, Routes{
-			Local: func(ctx context.Context, mux *runtime.ServeMux) error {
-				return corev1beta1.RegisterNamespacedCloudProfileServiceHandlerServer(ctx, mux, s)
-			},
-			Remote: corev1beta1.RegisterNamespacedCloudProfileServiceHandler,
+		r.routes = append(r.routes, func(ctx context.Context, mux *runtime.ServeMux) error {
+			if err := corev1beta1.RegisterNamespacedCloudProfileServiceHandlerServer(ctx, mux, s); err != nil {
+				return err
+			}
+			return s.registerWatch(mux, r.objectJSON, "/apis/core.gardener.cloud/v1beta1/watch/namespaces/{namespace}/namespacedcloudprofiles", "/apis/core.gardener.cloud/v1beta1/watch/namespacedcloudprofiles")
 		})
 	}
 	{
@@ -187,11 +187,11 @@ func registerKinds(r *Registry) error {
 			return err
 		}
 		corev1beta1.RegisterProjectServiceServer(r.grpc, s)
-		r.routes = append(r.routes, Routes{
-			Local: func(ctx context.Context, mux *runtime.ServeMux) error {
-				return corev1beta1.RegisterProjectServiceHandlerServer(ctx, mux, s)
-			},
-			Remote: corev1beta1.RegisterProjectServiceHandler,
+		r.routes = append(r.routes, func(ctx context.Context, mux *runtime.ServeMux) error {
+			if err := corev1beta1.RegisterProjectServiceHandlerServer(ctx, mux, s); err != nil {
+				return err
+			}
+			return s.registerWatch(mux, r.objectJSON, "/apis/core.gardener.cloud/v1beta1/watch/projects")
 		})
 	}
 	{
@@ -200,11 +200,11 @@ func registerKinds(r *Registry) error {
 			return err
 		}
 		corev1beta1.RegisterQuotaServiceServer(r.grpc, s)
-		r.routes = append(r.routes, Routes{
-			Local: func(ctx context.Context, mux *runtime.ServeMux) error {
-				return corev1beta1.RegisterQuotaServiceHandlerServer(ctx, mux, s)
-			},
-			Remote: corev1beta1.RegisterQuotaServiceHandler,
+		r.routes = append(r.routes, func(ctx context.Context, mux *runtime.ServeMux) error {
+			if err := corev1beta1.RegisterQuotaServiceHandlerServer(ctx, mux, s); err != nil {
+				return err
+			}
+			return s.registerWatch(mux, r.objectJSON, "/apis/core.gardener.cloud/v1beta1/watch/namespaces/{namespace}/quotas", "/apis/core.gardener.cloud/v1beta1/watch/quotas")
 		})
 	}
 	{
@@ -213,11 +213,11 @@ func registerKinds(r *Registry) error {
 			return err
 		}
 		corev1beta1.RegisterSecretBindingServiceServer(r.grpc, s)
-		r.routes = append(r.routes, Routes{
-			Local: func(ctx context.Context, mux *runtime.ServeMux) error {
-				return corev1beta1.RegisterSecretBindingServiceHandlerServer(ctx, mux, s)
-			},
-			Remote: corev1beta1.RegisterSecretBindingServiceHandler,
+		r.routes = append(r.routes, func(ctx context.Context, mux *runtime.ServeMux) error {
+			if err := corev1beta1.RegisterSecretBindingServiceHandlerServer(ctx, mux, s); err != nil {
+				return err
+			}
+			return s.registerWatch(mux, r.objectJSON, "/apis/core.gardener.cloud/v1beta1/watch/namespaces/{namespace}/secretbindings", "/apis/core.gardener.cloud/v1beta1/watch/secretbindings")
 		})
 	}
 	{
@@ -226,11 +226,11 @@ func registerKinds(r *Registry) error {
 			return err
 		}
 		corev1beta1.RegisterSeedServiceServer(r.grpc, s)
-		r.routes = append(r.routes, Routes{
-			Local: func(ctx context.Context, mux *runtime.ServeMux) error {
-				return corev1beta1.RegisterSeedServiceHandlerServer(ctx, mux, s)
-			},
-			Remote: corev1beta1.RegisterSeedServiceHandler,
+		r.routes = append(r.routes, func(ctx context.Context, mux *runtime.ServeMux) error {
+			if err := corev1beta1.RegisterSeedServiceHandlerServer(ctx, mux, s); err != nil {
+				return err
+			}
+			return s.registerWatch(mux, r.objectJSON, "/apis/core.gardener.cloud/v1beta1/watch/seeds")
 		})
 	}
 	{
@@ -239,11 +239,11 @@ func registerKinds(r *Registry) error {
 			return err
 		}
 		corev1beta1.RegisterShootServiceServer(r.grpc, s)
-		r.routes = append(r.routes, Routes{
-			Local: func(ctx context.Context, mux *runtime.ServeMux) error {
-				return corev1beta1.RegisterShootServiceHandlerServer(ctx, mux, s)
-			},
-			Remote: corev1beta1.RegisterShootServiceHandler,
+		r.routes = append(r.routes, func(ctx context.Context, mux *runtime.ServeMux) error {
+			if err := corev1beta1.RegisterShootServiceHandlerServer(ctx, mux, s); err != nil {
+				return err
+			}
+			return s.registerWatch(mux, r.objectJSON, "/apis/core.gardener.cloud/v1beta1/watch/namespaces/{namespace}/shoots", "/apis/core.gardener.cloud/v1beta1/watch/shoots")
 		})
 	}
 	{
@@ -252,11 +252,11 @@ func registerKinds(r *Registry) error {
 			return err
 		}
 		corev1beta1.RegisterShootStateServiceServer(r.grpc, s)
-		r.routes = append(r.routes, Routes{
-			Local: func(ctx context.Context, mux *runtime.ServeMux) error {
-				return corev1beta1.RegisterShootStateServiceHandlerServer(ctx, mux, s)
-			},
-			Remote: corev1beta1.RegisterShootStateServiceHandler,
+		r.routes = append(r.routes, func(ctx context.Context, mux *runtime.ServeMux) error {
+			if err := corev1beta1.RegisterShootStateServiceHandlerServer(ctx, mux, s); err != nil {
+				return err
+			}
+			return s.registerWatch(mux, r.objectJSON, "/apis/core.gardener.cloud/v1beta1/watch/namespaces/{namespace}/shootstates", "/apis/core.gardener.cloud/v1beta1/watch/shootstates")
 		})
 	}
 	{
@@ -265,11 +265,11 @@ func registerKinds(r *Registry) error {
 			return err
 		}
 		securityv1alpha1.RegisterCredentialsBindingServiceServer(r.grpc, s)
-		r.routes = append(r.routes, Routes{
-			Local: func(ctx context.Context, mux *runtime.ServeMux) error {
-				return securityv1alpha1.RegisterCredentialsBindingServiceHandlerServer(ctx, mux, s)
-			},
-			Remote: securityv1alpha1.RegisterCredentialsBindingServiceHandler,
+		r.routes = append(r.routes, func(ctx context.Context, mux *runtime.ServeMux) error {
+			if err := securityv1alpha1.RegisterCredentialsBindingServiceHandlerServer(ctx, mux, s); err != nil {
+				return err
+			}
+			return s.registerWatch(mux, r.objectJSON, "/apis/security.gardener.cloud/v1alpha1/watch/namespaces/{namespace}/credentialsbindings", "/apis/security.gardener.cloud/v1alpha1/watch/credentialsbindings")
 		})
 	}
 	{
@@ -278,11 +278,11 @@ func registerKinds(r *Registry) error {
 			return err
 		}
 		securityv1alpha1.RegisterWorkloadIdentityServiceServer(r.grpc, s)
-		r.routes = append(r.routes, Routes{
-			Local: func(ctx context.Context, mux *runtime.ServeMux) error {
-				return securityv1alpha1.RegisterWorkloadIdentityServiceHandlerServer(ctx, mux, s)
-			},
-			Remote: securityv1alpha1.RegisterWorkloadIdentityServiceHandler,
+		r.routes = append(r.routes, func(ctx context.Context, mux *runtime.ServeMux) error {
+			if err := securityv1alpha1.RegisterWorkloadIdentityServiceHandlerServer(ctx, mux, s); err != nil {
+				return err
+			}
+			return s.registerWatch(mux, r.objectJSON, "/apis/security.gardener.cloud/v1alpha1/watch/namespaces/{namespace}/workloadidentities", "/apis/security.gardener.cloud/v1alpha1/watch/workloadidentities")
 		})
 	}
 	{
@@ -291,11 +291,11 @@ func registerKinds(r *Registry) error {
 			return err
 		}
 		seedmanagementv1alpha1.RegisterGardenletServiceServer(r.grpc, s)
-		r.routes = append(r.routes, Routes{
-			Local: func(ctx context.Context, mux *runtime.ServeMux) error {
-				return seedmanagementv1alpha1.RegisterGardenletServiceHandlerServer(ctx, mux, s)
-			},
-			Remote: seedmanagementv1alpha1.RegisterGardenletServiceHandler,
+		r.routes = append(r.routes, func(ctx context.Context, mux *runtime.ServeMux) error {
+			if err := seedmanagementv1alpha1.RegisterGardenletServiceHandlerServer(ctx, mux, s); err != nil {
+				return err
+			}
+			return s.registerWatch(mux, r.objectJSON, "/apis/seedmanagement.gardener.cloud/v1alpha1/watch/namespaces/{namespace}/gardenlets", "/apis/seedmanagement.gardener.cloud/v1alpha1/watch/gardenlets")
 		})
 	}
 	{
@@ -304,11 +304,11 @@ func registerKinds(r *Registry) error {
 			return err
 		}
 		seedmanagementv1alpha1.RegisterManagedSeedServiceServer(r.grpc, s)
-		r.routes = append(r.routes, Routes{
-			Local: func(ctx context.Context, mux *runtime.ServeMux) error {
-				return seedmanagementv1alpha1.RegisterManagedSeedServiceHandlerServer(ctx, mux, s)
-			},
-			Remote: seedmanagementv1alpha1.RegisterManagedSeedServiceHandler,
+		r.routes = append(r.routes, func(ctx context.Context, mux *runtime.ServeMux) error {
+			if err := seedmanagementv1alpha1.RegisterManagedSeedServiceHandlerServer(ctx, mux, s); err != nil {
+				return err
+			}
+			return s.registerWatch(mux, r.objectJSON, "/apis/seedmanagement.gardener.cloud/v1alpha1/watch/namespaces/{namespace}/managedseeds", "/apis/seedmanagement.gardener.cloud/v1alpha1/watch/managedseeds")
 		})
 	}
 	{
@@ -317,11 +317,11 @@ func registerKinds(r *Registry) error {
 			return err
 		}
 		seedmanagementv1alpha1.RegisterManagedSeedSetServiceServer(r.grpc, s)
-		r.routes = append(r.routes, Routes{
-			Local: func(ctx context.Context, mux *runtime.ServeMux) error {
-				return seedmanagementv1alpha1.RegisterManagedSeedSetServiceHandlerServer(ctx, mux, s)
-			},
-			Remote: seedmanagementv1alpha1.RegisterManagedSeedSetServiceHandler,
+		r.routes = append(r.routes, func(ctx context.Context, mux *runtime.ServeMux) error {
+			if err := seedmanagementv1alpha1.RegisterManagedSeedSetServiceHandlerServer(ctx, mux, s); err != nil {
+				return err
+			}
+			return s.registerWatch(mux, r.objectJSON, "/apis/seedmanagement.gardener.cloud/v1alpha1/watch/namespaces/{namespace}/managedseedsets", "/apis/seedmanagement.gardener.cloud/v1alpha1/watch/managedseedsets")
 		})
 	}
 	{
@@ -330,11 +330,11 @@ func registerKinds(r *Registry) error {
 			return err
 		}
 		operationsv1alpha1.RegisterBastionServiceServer(r.grpc, s)
-		r.routes = append(r.routes, Routes{
-			Local: func(ctx context.Context, mux *runtime.ServeMux) error {
-				return operationsv1alpha1.RegisterBastionServiceHandlerServer(ctx, mux, s)
-			},
-			Remote: operationsv1alpha1.RegisterBastionServiceHandler,
+		r.routes = append(r.routes, func(ctx context.Context, mux *runtime.ServeMux) error {
+			if err := operationsv1alpha1.RegisterBastionServiceHandlerServer(ctx, mux, s); err != nil {
+				return err
+			}
+			return s.registerWatch(mux, r.objectJSON, "/apis/operations.gardener.cloud/v1alpha1/watch/namespaces/{namespace}/bastions", "/apis/operations.gardener.cloud/v1alpha1/watch/bastions")
 		})
 	}
 	{
@@ -343,11 +343,11 @@ func registerKinds(r *Registry) error {
 			return err
 		}
 		kcorev1.RegisterConfigMapServiceServer(r.grpc, s)
-		r.routes = append(r.routes, Routes{
-			Local: func(ctx context.Context, mux *runtime.ServeMux) error {
-				return kcorev1.RegisterConfigMapServiceHandlerServer(ctx, mux, s)
-			},
-			Remote: kcorev1.RegisterConfigMapServiceHandler,
+		r.routes = append(r.routes, func(ctx context.Context, mux *runtime.ServeMux) error {
+			if err := kcorev1.RegisterConfigMapServiceHandlerServer(ctx, mux, s); err != nil {
+				return err
+			}
+			return s.registerWatch(mux, r.objectJSON, "/api/v1/watch/namespaces/{namespace}/configmaps", "/api/v1/watch/configmaps")
 		})
 	}
 	{
@@ -356,11 +356,11 @@ func registerKinds(r *Registry) error {
 			return err
 		}
 		kcorev1.RegisterEventServiceServer(r.grpc, s)
-		r.routes = append(r.routes, Routes{
-			Local: func(ctx context.Context, mux *runtime.ServeMux) error {
-				return kcorev1.RegisterEventServiceHandlerServer(ctx, mux, s)
-			},
-			Remote: kcorev1.RegisterEventServiceHandler,
+		r.routes = append(r.routes, func(ctx context.Context, mux *runtime.ServeMux) error {
+			if err := kcorev1.RegisterEventServiceHandlerServer(ctx, mux, s); err != nil {
+				return err
+			}
+			return s.registerWatch(mux, r.objectJSON, "/api/v1/watch/namespaces/{namespace}/events", "/api/v1/watch/events")
 		})
 	}
 	{
@@ -369,11 +369,11 @@ func registerKinds(r *Registry) error {
 			return err
 		}
 		kcorev1.RegisterNamespaceServiceServer(r.grpc, s)
-		r.routes = append(r.routes, Routes{
-			Local: func(ctx context.Context, mux *runtime.ServeMux) error {
-				return kcorev1.RegisterNamespaceServiceHandlerServer(ctx, mux, s)
-			},
-			Remote: kcorev1.RegisterNamespaceServiceHandler,
+		r.routes = append(r.routes, func(ctx context.Context, mux *runtime.ServeMux) error {
+			if err := kcorev1.RegisterNamespaceServiceHandlerServer(ctx, mux, s); err != nil {
+				return err
+			}
+			return s.registerWatch(mux, r.objectJSON, "/api/v1/watch/namespaces")
 		})
 	}
 	{
@@ -382,11 +382,11 @@ func registerKinds(r *Registry) error {
 			return err
 		}
 		kcorev1.RegisterSecretServiceServer(r.grpc, s)
-		r.routes = append(r.routes, Routes{
-			Local: func(ctx context.Context, mux *runtime.ServeMux) error {
-				return kcorev1.RegisterSecretServiceHandlerServer(ctx, mux, s)
-			},
-			Remote: kcorev1.RegisterSecretServiceHandler,
+		r.routes = append(r.routes, func(ctx context.Context, mux *runtime.ServeMux) error {
+			if err := kcorev1.RegisterSecretServiceHandlerServer(ctx, mux, s); err != nil {
+				return err
+			}
+			return s.registerWatch(mux, r.objectJSON, "/api/v1/watch/namespaces/{namespace}/secrets", "/api/v1/watch/secrets")
 		})
 	}
 	{
@@ -395,11 +395,11 @@ func registerKinds(r *Registry) error {
 			return err
 		}
 		coordinationv1.RegisterLeaseServiceServer(r.grpc, s)
-		r.routes = append(r.routes, Routes{
-			Local: func(ctx context.Context, mux *runtime.ServeMux) error {
-				return coordinationv1.RegisterLeaseServiceHandlerServer(ctx, mux, s)
-			},
-			Remote: coordinationv1.RegisterLeaseServiceHandler,
+		r.routes = append(r.routes, func(ctx context.Context, mux *runtime.ServeMux) error {
+			if err := coordinationv1.RegisterLeaseServiceHandlerServer(ctx, mux, s); err != nil {
+				return err
+			}
+			return s.registerWatch(mux, r.objectJSON, "/apis/coordination.k8s.io/v1/watch/namespaces/{namespace}/leases", "/apis/coordination.k8s.io/v1/watch/leases")
 		})
 	}
 	{
@@ -408,11 +408,11 @@ func registerKinds(r *Registry) error {
 			return err
 		}
 		certificatesv1.RegisterCertificateSigningRequestServiceServer(r.grpc, s)
-		r.routes = append(r.routes, Routes{
-			Local: func(ctx context.Context, mux *runtime.ServeMux) error {
-				return certificatesv1.RegisterCertificateSigningRequestServiceHandlerServer(ctx, mux, s)
-			},
-			Remote: certificatesv1.RegisterCertificateSigningRequestServiceHandler,
+		r.routes = append(r.routes, func(ctx context.Context, mux *runtime.ServeMux) error {
+			if err := certificatesv1.RegisterCertificateSigningRequestServiceHandlerServer(ctx, mux, s); err != nil {
+				return err
+			}
+			return s.registerWatch(mux, r.objectJSON, "/apis/certificates.k8s.io/v1/watch/certificatesigningrequests")
 		})
 	}
 	return nil

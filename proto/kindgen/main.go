@@ -230,11 +230,11 @@ func registerKinds(r *Registry) error {
 			return err
 		}
 		{{$g.GoAlias}}.Register{{.Kind}}ServiceServer(r.grpc, s)
-		r.routes = append(r.routes, Routes{
-			Local: func(ctx context.Context, mux *runtime.ServeMux) error {
-				return {{$g.GoAlias}}.Register{{.Kind}}ServiceHandlerServer(ctx, mux, s)
-			},
-			Remote: {{$g.GoAlias}}.Register{{.Kind}}ServiceHandler,
+		r.routes = append(r.routes, func(ctx context.Context, mux *runtime.ServeMux) error {
+			if err := {{$g.GoAlias}}.Register{{.Kind}}ServiceHandlerServer(ctx, mux, s); err != nil {
+				return err
+			}
+			return s.registerWatch(mux, r.objectJSON, "{{.WatchPath $g false}}"{{if .Namespaced}}, "{{.WatchPath $g true}}"{{end}})
 		})
 	}
 {{- end}}{{end}}

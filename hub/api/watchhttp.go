@@ -1,0 +1,113 @@
+package api
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/trellis-dev/trellis/gateway"
+	"github.com/trellis-dev/trellis/gateway/kjson"
+	"github.com/trellis-dev/trellis/hub/store"
+)
+
+// registerWatch serves the kind's REST watch paths in-process, replacing the gateway's (gRPC-only) Watch route:
+// events go from the watch cache to the client as Kubernetes watch lines, with each object's memoized JSON, without
+// a protobuf round trip. gRPC clients use Watch.
+func (s *Server[T, L, E, PE]) registerWatch(mux *runtime.ServeMux, objectJSON func(obj store.Object) ([]byte, bool), paths ...string) error {
+	for _, p := range paths {
+		if err := mux.HandlePath(http.MethodGet, p, func(w http.ResponseWriter, r *http.Request, params map[string]string) {
+			s.serveWatch(w, r, params["namespace"], objectJSON)
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Server[T, L, E, PE]) serveWatch(w http.ResponseWriter, r *http.Request, namespace string, objectJSON func(store.Object) ([]byte, bool)) {
+	q := r.URL.Query()
+	if err := s.checkScope(namespace); err != nil {
+		gateway.WriteError(w, err)
+		return
+	}
+	ls, fs, err := parseSelectors(q.Get("labelSelector"), q.Get("fieldSelector"))
+	if err != nil {
+		gateway.WriteError(w, err)
+		return
+	}
+	ctx := r.Context()
+	if t := q.Get("timeoutSeconds"); t != "" {
+		secs, err := strconv.ParseInt(t, 10, 64)
+		if err != nil || secs < 0 {
+			gateway.WriteError(w, apierrors.NewBadRequest("timeoutSeconds must be a non-negative integer"))
+			return
+		}
+		if secs > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, time.Duration(secs)*time.Second)
+			defer cancel()
+		}
+	}
+	bookmarks := q.Get("allowWatchBookmarks") == "true" || q.Get("allowWatchBookmarks") == "1"
+	wt, err := s.coll.Watch(ctx, namespace, store.WatchOptions{ResourceVersion: q.Get("resourceVersion"), Labels: ls, Fields: fs, Bookmarks: bookmarks})
+	if err != nil {
+		gateway.WriteError(w, err)
+		return
+	}
+	defer wt.Stop()
+	flusher, _ := w.(http.Flusher)
+	w.Header().Set("Content-Type", gateway.MIMEJSON)
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	if flusher != nil {
+		flusher.Flush()
+	}
+	var line []byte
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev, ok := <-wt.Events():
+			if !ok {
+				return
+			}
+			line = line[:0]
+			if ev.Type == store.Error {
+				line = gateway.AppendWatchError(line, ev.Err)
+			} else {
+				obj, err := s.out(ev.Object)
+				if err != nil {
+					line = gateway.AppendWatchError(line, err)
+				} else {
+					body, ok := objectJSON(obj)
+					if !ok {
+						if body, err = kjson.Marshal(obj); err != nil {
+							line = gateway.AppendWatchError(line, apierrors.NewInternalError(err))
+						}
+					}
+					if len(line) == 0 {
+						line = append(line, `{"type":"`...)
+						line = append(line, ev.Type...)
+						line = append(line, `","object":`...)
+						line = append(line, body...)
+						line = append(line, "}\n"...)
+					}
+				}
+			}
+			if _, err := w.Write(line); err != nil {
+				return
+			}
+			// Flush when the client has everything queued so far: bursts go out in few frames.
+			if flusher != nil && len(wt.Events()) == 0 {
+				flusher.Flush()
+			}
+			if ev.Type == store.Error {
+				return
+			}
+		}
+	}
+}
