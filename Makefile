@@ -7,11 +7,13 @@ PROTOC_GEN_GO_VERSION := v1.36.12
 PROTOC_GEN_GO_GRPC_VERSION := v1.6.2
 GRPC_GATEWAY_VERSION := v2.32.0
 ETCD_VERSION := v3.7.3
+KUBE_VERSION := v1.36.3
 # Test binaries are cached per machine, keyed by version, and linked from bin/testbin.
 TESTBIN_CACHE ?= $(HOME)/.cache/trellis/testbin/etcd-$(ETCD_VERSION)
+KUBE_CACHE ?= $(HOME)/.cache/trellis/testbin/kube-apiserver-$(KUBE_VERSION)
 BINARIES := trellis-hub trellisctl
 
-.PHONY: all build test lint generate checkgenerate tools testbin up down bench-api fuzz clean
+.PHONY: all build test lint generate checkgenerate tools testbin testbin-kube up down bench-api fuzz clean
 
 all: build
 
@@ -59,6 +61,13 @@ testbin:
 		echo "building etcd $(ETCD_VERSION) into $(TESTBIN_CACHE)"; \
 		$(GO) build -o $(TESTBIN_CACHE)/etcd go.etcd.io/etcd/server/v3; fi
 	@ln -sf $(TESTBIN_CACHE)/etcd bin/testbin/etcd
+
+## testbin-kube: build kube-apiserver (k8s.io/kubernetes $(KUBE_VERSION), staging modules at their published versions)
+## into a per-machine cache, for the seed tests and the peer comparisons; about 5 minutes the first time.
+testbin-kube:
+	@mkdir -p bin/testbin
+	@if [ ! -x $(KUBE_CACHE)/kube-apiserver ]; then ./test/testbin/build-kube-apiserver.sh $(KUBE_VERSION) $(KUBE_CACHE); fi
+	@ln -sf $(KUBE_CACHE)/kube-apiserver bin/testbin/kube-apiserver
 
 ## test: every test, with short fuzz runs; needs testbin.
 test: testbin build
