@@ -9,8 +9,6 @@ import (
 	"strings"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
-	spb "google.golang.org/genproto/googleapis/rpc/status"
-	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"sigs.k8s.io/yaml"
@@ -27,8 +25,8 @@ const (
 	mimeJSONLenient = "application/x-trellis-json-lenient"
 )
 
-// Marshaler is grpc-gateway's codec for Kubernetes JSON (or YAML). Watch streams are written as Kubernetes watch
-// events, one JSON object per line, instead of grpc-gateway's {"result": ...} wrapping.
+// Marshaler is grpc-gateway's codec for Kubernetes JSON (or YAML). Watches do not pass through it: package api serves
+// them as Kubernetes watch lines (see AppendWatchError for their errors).
 type Marshaler struct {
 	// Lenient drops unknown fields instead of failing.
 	Lenient bool
@@ -59,55 +57,19 @@ func (m *Marshaler) Marshal(v any) ([]byte, error) {
 }
 
 func (m *Marshaler) marshalJSON(v any) ([]byte, error) {
-	switch x := v.(type) {
-	case proto.Message:
-		if m.ObjectJSON != nil {
-			if b, ok := m.ObjectJSON(x); ok {
-				return b, nil
-			}
-			if isList(x) {
-				return m.marshalList(x)
-			}
-		}
-		if isList(x) {
-			return m.marshalList(x)
-		}
-		return kjson.Marshal(x)
-	case map[string]any:
-		// grpc-gateway wraps each streamed message as {"result": msg}; a watch event is written as itself.
-		if r, ok := x["result"]; ok && len(x) == 1 {
-			return m.marshalJSON(r)
-		}
-		if e, ok := x["error"]; ok && len(x) == 1 {
-			return m.marshalStreamError(e)
-		}
-	case map[string]proto.Message:
-		if e, ok := x["error"]; ok && len(x) == 1 {
-			return m.marshalStreamError(e)
-		}
-		if r, ok := x["result"]; ok && len(x) == 1 {
-			return kjson.Marshal(r)
+	x, ok := v.(proto.Message)
+	if !ok {
+		return json.Marshal(v)
+	}
+	if m.ObjectJSON != nil {
+		if b, ok := m.ObjectJSON(x); ok {
+			return b, nil
 		}
 	}
-	return json.Marshal(v)
-}
-
-// marshalStreamError writes an error inside a watch stream the way Kubernetes does: {"type":"ERROR","object":Status}.
-func (m *Marshaler) marshalStreamError(e any) ([]byte, error) {
-	var st *metav1.Status
-	switch x := e.(type) {
-	case *spb.Status:
-		st = StatusOf(status.FromProto(x).Err())
-	case *metav1.Status:
-		st = x
-	default:
-		st = StatusOf(fmt.Errorf("%v", e))
+	if isList(x) {
+		return m.marshalList(x)
 	}
-	obj, err := kjson.Marshal(st)
-	if err != nil {
-		return nil, err
-	}
-	return append(append([]byte(`{"type":"ERROR","object":`), obj...), '}'), nil
+	return kjson.Marshal(x)
 }
 
 // Unmarshal implements runtime.Marshaler.
@@ -170,9 +132,6 @@ func (m *Marshaler) NewEncoder(w io.Writer) runtime.Encoder {
 		return err
 	})
 }
-
-// Delimiter implements runtime.Delimited: one watch event per line.
-func (m *Marshaler) Delimiter() []byte { return []byte("\n") }
 
 // maxBody bounds request bodies (Kubernetes' limit is 3 MiB per object; ShootStates and charts can be larger).
 const maxBody = 8 << 20

@@ -11,7 +11,6 @@ var (
 	namespacedCloudProfiles = schema.GroupResource{Group: "core.gardener.cloud", Resource: "namespacedcloudprofiles"}
 	secretBindings          = schema.GroupResource{Group: "core.gardener.cloud", Resource: "secretbindings"}
 	credentialsBindings     = schema.GroupResource{Group: "security.gardener.cloud", Resource: "credentialsbindings"}
-	namespaces              = schema.GroupResource{Group: "", Resource: "namespaces"}
 )
 
 // Gardener's deletion confirmation: Projects and Shoots are deleted only when annotated with it.

@@ -37,15 +37,15 @@ func ToGRPC(err error) error {
 }
 
 func statusError(s kmetav1.Status) error {
-	st := status.New(CodeForHTTP(int(s.Code), s.Reason), s.Message)
+	st := status.New(codeForHTTP(int(s.Code), s.Reason), s.Message)
 	if withDetail, err := st.WithDetails(gateway.StatusFromKube(s)); err == nil {
 		st = withDetail
 	}
 	return st.Err()
 }
 
-// CodeForHTTP maps a Kubernetes HTTP status code and reason to the gRPC code that carries it.
-func CodeForHTTP(code int, reason kmetav1.StatusReason) codes.Code {
+// codeForHTTP maps a Kubernetes HTTP status code and reason to the gRPC code that carries it.
+func codeForHTTP(code int, reason kmetav1.StatusReason) codes.Code {
 	switch code {
 	case http.StatusBadRequest, http.StatusUnprocessableEntity:
 		return codes.InvalidArgument

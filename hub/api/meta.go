@@ -1,7 +1,6 @@
 package api
 
 import (
-	"errors"
 	"fmt"
 	"maps"
 	"strings"
@@ -13,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/trellis-dev/trellis/gateway/kjson"
 	"github.com/trellis-dev/trellis/hub/store"
 	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
 )
@@ -67,8 +65,6 @@ func validateObjectMeta(m, old *metav1.ObjectMeta, namespaced bool) field.ErrorL
 	}
 	return append(errs, apivalidation.ValidateObjectMeta(km, namespaced, apivalidation.NameIsDNSSubdomain, path)...)
 }
-
-func asFieldError(err error, target **kjson.FieldError) bool { return errors.As(err, target) }
 
 // fieldGetters builds field-selector getters for JSON paths such as "spec.seedName" of the message of obj.
 // Only string-valued leaves are selectable, as in Kubernetes.

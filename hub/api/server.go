@@ -2,9 +2,9 @@ package api
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 	"time"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
@@ -485,7 +485,7 @@ func patchFunc(patchType string, patch []byte) (func([]byte) ([]byte, error), er
 // decodeError turns a decoding error of a patched document into a 422 naming the field.
 func decodeError(k Kind, name string, err error) error {
 	var fe *kjson.FieldError
-	if asFieldError(err, &fe) {
+	if errors.As(err, &fe) {
 		return apierrors.NewInvalid(k.GroupKind(), name, field.ErrorList{field.Invalid(field.NewPath(fe.Path), nil, fe.Err.Error())})
 	}
 	return apierrors.NewBadRequest(err.Error())
@@ -511,16 +511,4 @@ func (s *Server[T, L, E, PE]) Delete(ctx context.Context, req *metav1.DeleteRequ
 		return zero, err
 	}
 	return s.out(out)
-}
-
-// resourceVersionOf parses a resourceVersion for comparisons; invalid versions are BadRequest.
-func resourceVersionOf(rv string) (int64, error) {
-	if rv == "" {
-		return 0, nil
-	}
-	v, err := strconv.ParseInt(rv, 10, 64)
-	if err != nil || v < 0 {
-		return 0, apierrors.NewBadRequest(fmt.Sprintf("invalid resourceVersion %q", rv))
-	}
-	return v, nil
 }

@@ -358,16 +358,6 @@ func (ch *cache) get(key string) Object {
 	return nil
 }
 
-// getWithRev returns the cached object of key (or nil) and the cache revision it was read at.
-func (ch *cache) getWithRev(key string) (Object, int64) {
-	ch.mu.RLock()
-	defer ch.mu.RUnlock()
-	if e := ch.items[key]; e != nil {
-		return e.obj, ch.rev.Load()
-	}
-	return nil, ch.rev.Load()
-}
-
 // keyedObject is an object with its cache key, as read under the cache's lock.
 type keyedObject struct {
 	key string
