@@ -9,11 +9,12 @@ GRPC_GATEWAY_VERSION := v2.32.0
 ETCD_VERSION := v3.7.3
 KUBE_VERSION := v1.36.3
 # Test binaries are cached per machine, keyed by version, and linked from bin/testbin.
-TESTBIN_CACHE ?= $(HOME)/.cache/trellis/testbin/etcd-$(ETCD_VERSION)
-KUBE_CACHE ?= $(HOME)/.cache/trellis/testbin/kube-apiserver-$(KUBE_VERSION)
+TESTBIN_CACHE ?= $(HOME)/.cache/trellis/testbin
+ETCD_CACHE ?= $(TESTBIN_CACHE)/etcd-$(ETCD_VERSION)
+KUBE_CACHE ?= $(TESTBIN_CACHE)/kube-apiserver-$(KUBE_VERSION)
 BINARIES := trellis-hub trellisctl
 
-.PHONY: all build test lint generate checkgenerate tools testbin testbin-kube up down bench-api fuzz clean
+.PHONY: all build test lint generate checkgenerate tools testbin testbin-etcd testbin-kube up down bench-api bench-agents fuzz clean
 
 all: build
 
@@ -54,20 +55,25 @@ lint: $(TOOLS)/buf
 	$(GO) vet ./...
 	$(TOOLS)/buf lint
 
-## testbin: build the external etcd used by the store conformance suite (cached per machine).
-testbin:
-	@mkdir -p bin/testbin $(TESTBIN_CACHE)
-	@if [ ! -x $(TESTBIN_CACHE)/etcd ]; then \
-		echo "building etcd $(ETCD_VERSION) into $(TESTBIN_CACHE)"; \
-		$(GO) build -o $(TESTBIN_CACHE)/etcd go.etcd.io/etcd/server/v3; fi
-	@ln -sf $(TESTBIN_CACHE)/etcd bin/testbin/etcd
+## testbin: build the test binaries into bin/testbin: etcd (store conformance suite, seed) and kube-apiserver (the
+## seed of the agent tests, run by test/seedtest through envtest). Cached per machine and version under
+## $(TESTBIN_CACHE), so another clone reuses them; a cold build takes about 5 minutes.
+testbin: testbin-etcd testbin-kube
+
+## testbin-etcd: build etcd (go.etcd.io/etcd/server/v3 $(ETCD_VERSION)) into a per-machine cache.
+testbin-etcd:
+	@mkdir -p bin/testbin $(ETCD_CACHE)
+	@if [ ! -x $(ETCD_CACHE)/etcd ]; then \
+		echo "building etcd $(ETCD_VERSION) into $(ETCD_CACHE)"; \
+		$(GO) build -o $(ETCD_CACHE)/etcd.partial go.etcd.io/etcd/server/v3 && mv -f $(ETCD_CACHE)/etcd.partial $(ETCD_CACHE)/etcd; fi
+	@ln -sfn $(ETCD_CACHE)/etcd bin/testbin/etcd
 
 ## testbin-kube: build kube-apiserver (k8s.io/kubernetes $(KUBE_VERSION), staging modules at their published versions)
 ## into a per-machine cache, for the seed tests and the peer comparisons; about 5 minutes the first time.
 testbin-kube:
 	@mkdir -p bin/testbin
 	@if [ ! -x $(KUBE_CACHE)/kube-apiserver ]; then ./test/testbin/build-kube-apiserver.sh $(KUBE_VERSION) $(KUBE_CACHE); fi
-	@ln -sf $(KUBE_CACHE)/kube-apiserver bin/testbin/kube-apiserver
+	@ln -sfn $(KUBE_CACHE)/kube-apiserver bin/testbin/kube-apiserver
 
 ## test: every test, with short fuzz runs; needs testbin.
 test: testbin build
@@ -85,6 +91,12 @@ fuzz:
 ## bench-api: REST benchmark of 10,000 realistic shoots against a real hub (create, get, list, watch).
 bench-api: build
 	$(GO) run ./test/bench/api $(BENCH_ARGS)
+
+## bench-agents: agent link benchmark: N simulated agents (default 1000) against a real hub over loopback TCP
+## (connect, steady-state RSS/CPU/heartbeat acks/etcd writes, assignment latency, reconnect storm); results in
+## bin/bench/agents-N.json. Extra flags in BENCH_ARGS, e.g. BENCH_ARGS="-reuse -kill9 -profile".
+bench-agents: build
+	$(GO) run ./test/bench/agents -n $(or $(N),1000) $(BENCH_ARGS)
 
 ## up: build and run a local landscape (hub on embedded etcd with example resources) under .trellis/local.
 up: build

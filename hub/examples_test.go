@@ -64,8 +64,9 @@ func TestGardenerExamplesRoundTrip(t *testing.T) {
 	}
 
 	h := hubtest.Start(t)
-	// The examples use namespaces garden (seed secret, managed seeds) and garden-trial (quota) without manifests.
-	for _, ns := range []string{"garden", "garden-trial"} {
+	// The examples use namespaces garden (seed secret, managed seeds; the hub creates it) and garden-trial (quota)
+	// without manifests.
+	for _, ns := range []string{"garden-trial"} {
 		if code, body := h.Do(t, "POST", "/api/v1/namespaces", `{"metadata":{"name":"`+ns+`"}}`); code != 201 {
 			t.Fatalf("create namespace %s: %d %s", ns, code, body)
 		}

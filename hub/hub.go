@@ -22,11 +22,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"google.golang.org/grpc"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/trellis-dev/trellis/gateway"
 	"github.com/trellis-dev/trellis/hub/api"
 	"github.com/trellis-dev/trellis/hub/auth"
+	"github.com/trellis-dev/trellis/hub/authz"
 	"github.com/trellis-dev/trellis/hub/pki"
 	"github.com/trellis-dev/trellis/hub/store"
 )
@@ -48,6 +48,13 @@ type Config struct {
 	Hosts []string
 	// WatchWindow is the number of events per kind kept for watch resumption.
 	WatchWindow int
+	// HeartbeatInterval is the interval agents heartbeat at (default 2 s).
+	HeartbeatInterval time.Duration
+	// MonitorPeriod is how long an agent may be silent before its Seed's GardenletReady turns Unknown (default 40 s);
+	// its shoots' conditions follow after five times as long.
+	MonitorPeriod time.Duration
+	// Listener, when set, is served instead of listening on Listen (tests pass an in-memory listener).
+	Listener net.Listener
 	// Logger receives structured logs.
 	Logger *slog.Logger
 }
@@ -103,6 +110,8 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 		return nil
 	})
 	fs.IntVar(&c.WatchWindow, "watch-window", 0, "events per kind kept for watch resumption (default 10000)")
+	fs.DurationVar(&c.HeartbeatInterval, "heartbeat-interval", 0, "interval agents heartbeat at (default 2s)")
+	fs.DurationVar(&c.MonitorPeriod, "seed-monitor-period", 0, "how long an agent may be silent before GardenletReady turns Unknown (default 40s)")
 }
 
 // Hub is one hub replica: the API over gRPC and REST on one TLS port, backed by etcd.
@@ -115,6 +124,8 @@ type Hub struct {
 	addr     string
 	registry *api.Registry
 	store    *store.Store
+	agents   *agentParts
+	ca       *pki.CA
 }
 
 // New returns a hub for cfg.
@@ -141,6 +152,14 @@ func (h *Hub) Registry() *api.Registry {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.registry
+}
+
+// CA returns the hub's certificate authority (after Ready), for tests and in-process tools that issue client
+// certificates (a seed agent's, without its bootstrap exchange).
+func (h *Hub) CA() *pki.CA {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.ca
 }
 
 // Run serves until ctx ends, then shuts down gracefully.
@@ -173,6 +192,9 @@ func (h *Hub) Run(ctx context.Context) error {
 	if err := writeFileAtomic(filepath.Join(h.cfg.DataDir, "pki", "ca.crt"), ca.CertPEM, 0o644); err != nil {
 		return err
 	}
+	h.mu.Lock()
+	h.ca = ca
+	h.mu.Unlock()
 	authn, err := auth.Open(ctx, st.Client(), st.Prefix(), filepath.Join(h.cfg.DataDir, "admin-token"))
 	if err != nil {
 		return err
@@ -202,14 +224,19 @@ func (h *Hub) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	authn.SetObjectReader(registry) // bootstrap token Secrets
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel() // runs before wg.Wait: the agent link's goroutines end with ctx
+	agents, err := h.startAgentLink(ctx, &wg, st, registry, ca, grpcSrv, reg)
+	if err != nil {
+		return err
+	}
+	registry.SetAuthorizer(authz.New(authz.Config{Graph: agents.graph, GraphReady: agents.graphReady, Reader: registry}))
 
 	// The REST gateway calls the kinds' servers in-process; it authenticates requests itself.
 	gwCfg := gateway.Config{Logger: h.log, ObjectJSON: registry.ObjectJSON, Authenticate: func(r *http.Request) (context.Context, error) {
-		u, err := authn.Authenticate(auth.BearerToken(r.Header.Get("Authorization")))
-		if err != nil {
-			return nil, apierrors.NewUnauthorized(err.Error())
-		}
-		return auth.WithUser(r.Context(), u), nil
+		return authenticateHTTP(authn, r)
 	}}
 	for _, rt := range registry.Routes() {
 		gwCfg.Routes = append(gwCfg.Routes, rt)
@@ -233,9 +260,11 @@ func (h *Hub) Run(ctx context.Context) error {
 	mux.Handle("/apis", requireToken(authn, disc))
 	mux.Handle("/", discoveryOr(authn, disc, m.http(rest)))
 
-	lis, err := net.Listen("tcp", h.cfg.Listen)
-	if err != nil {
-		return fmt.Errorf("listen: %w", err)
+	lis := h.cfg.Listener
+	if lis == nil {
+		if lis, err = net.Listen("tcp", h.cfg.Listen); err != nil {
+			return fmt.Errorf("listen: %w", err)
+		}
 	}
 	// One TLS port: gRPC (HTTP/2 with content-type application/grpc) goes to the gRPC server, everything else to the
 	// REST gateway, health and metrics handlers — etcd's arrangement for TLS listeners.
@@ -253,7 +282,6 @@ func (h *Hub) Run(ctx context.Context) error {
 	}
 
 	errc := make(chan error, 4)
-	var wg sync.WaitGroup
 	serve := func(name string, fn func() error) {
 		wg.Add(1)
 		go func() {
@@ -266,7 +294,7 @@ func (h *Hub) Run(ctx context.Context) error {
 	serve("https", func() error { return httpSrv.ServeTLS(lis, "", "") })
 
 	h.mu.Lock()
-	h.addr, h.registry, h.store = lis.Addr().String(), registry, st
+	h.addr, h.registry, h.store, h.agents = lis.Addr().String(), registry, st, agents
 	h.mu.Unlock()
 	close(h.ready)
 	h.log.Info("hub ready", "address", lis.Addr().String(), "dataDir", h.cfg.DataDir, "startup", time.Since(start).Round(time.Millisecond))
@@ -276,6 +304,7 @@ func (h *Hub) Run(ctx context.Context) error {
 	case err = <-errc:
 		h.log.Error("serving failed", "err", err)
 	}
+	agents.stop()
 	shutdownCtx, cancelShutdown := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancelShutdown()
 	_ = httpSrv.Shutdown(shutdownCtx)
@@ -287,6 +316,7 @@ func (h *Hub) Run(ctx context.Context) error {
 		grpcSrv.Stop()
 	}
 	_ = lis.Close()
+	cancel()
 	wg.Wait()
 	return err
 }

@@ -10,12 +10,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
+	"github.com/trellis-dev/trellis/gateway"
 	"github.com/trellis-dev/trellis/hub/api"
 	"github.com/trellis-dev/trellis/hub/auth"
+	"github.com/trellis-dev/trellis/hub/authz"
 	"github.com/trellis-dev/trellis/hub/store"
 )
 
@@ -26,22 +27,34 @@ type interceptors struct {
 	metrics *metrics
 }
 
-func (ic *interceptors) authenticate(ctx context.Context) (context.Context, error) {
-	md, _ := metadata.FromIncomingContext(ctx)
-	var token string
-	if v := md.Get("authorization"); len(v) > 0 {
-		token = auth.BearerToken(v[0])
-	}
-	u, err := ic.authn.Authenticate(token)
+// authenticate identifies the caller (client certificate, then bearer token) and keeps bootstrap token users to the
+// bootstrap exchange; what other users may do is decided per object by the kinds' servers.
+func (ic *interceptors) authenticate(ctx context.Context, fullMethod string) (context.Context, error) {
+	u, err := ic.authn.Authenticate(ctx, auth.RequestFromGRPC(ctx))
 	if err != nil {
 		return ctx, apierrors.NewUnauthorized(err.Error())
+	}
+	if err := authz.RestrictBootstrap(u, fullMethod); err != nil {
+		return ctx, err
 	}
 	return auth.WithUser(ctx, u), nil
 }
 
+// authenticateHTTP is authenticate for REST requests (the gateway's Authenticate hook).
+func authenticateHTTP(authn *auth.Authenticator, r *http.Request) (context.Context, error) {
+	u, err := authn.Authenticate(r.Context(), auth.RequestFromHTTP(r))
+	if err != nil {
+		return nil, apierrors.NewUnauthorized(err.Error())
+	}
+	if err := authz.RestrictBootstrap(u, r.Method+" "+r.URL.Path); err != nil {
+		return nil, err
+	}
+	return auth.WithUser(r.Context(), u), nil
+}
+
 func (ic *interceptors) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 	start := time.Now()
-	ctx, err := ic.authenticate(ctx)
+	ctx, err := ic.authenticate(ctx, info.FullMethod)
 	var resp any
 	if err == nil {
 		resp, err = handler(ctx, req)
@@ -53,7 +66,7 @@ func (ic *interceptors) unary(ctx context.Context, req any, info *grpc.UnaryServ
 
 func (ic *interceptors) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 	start := time.Now()
-	ctx, err := ic.authenticate(ss.Context())
+	ctx, err := ic.authenticate(ss.Context(), info.FullMethod)
 	if err == nil {
 		err = handler(srv, &authedStream{ServerStream: ss, ctx: ctx})
 	}
@@ -111,13 +124,19 @@ func promhttpHandler(reg *prometheus.Registry) http.Handler {
 	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 }
 
-// requireToken guards plain HTTP endpoints (metrics, discovery) with the same bearer tokens as the API.
+// requireToken guards plain HTTP endpoints (metrics, profiling, discovery) with the same credentials as the API:
+// discovery is for every user but bootstrap tokens, the others are not for agents either (authz.AuthorizePath).
 func requireToken(authn *auth.Authenticator, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if _, err := authn.Authenticate(auth.BearerToken(r.Header.Get("Authorization"))); err != nil {
+		u, err := authn.Authenticate(r.Context(), auth.RequestFromHTTP(r))
+		if err != nil {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusUnauthorized)
 			_, _ = w.Write([]byte(`{"kind":"Status","apiVersion":"v1","status":"Failure","message":"Unauthorized","reason":"Unauthorized","code":401}` + "\n"))
+			return
+		}
+		if err := authz.AuthorizePath(u, strings.ToLower(r.Method), r.URL.Path, api.IsDiscoveryPath(r.URL.Path)); err != nil {
+			gateway.WriteError(w, err)
 			return
 		}
 		next.ServeHTTP(w, r)

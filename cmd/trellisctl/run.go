@@ -26,7 +26,9 @@ commands:
   apply -f FILE|DIR|-        create or update the objects of Gardener manifests (YAML or JSON)
   get RESOURCE [NAME] [-n NAMESPACE | -A] [-o json|yaml|name]
   delete RESOURCE NAME [-n NAMESPACE]
-  api-resources              list the resources the hub serves`
+  api-resources              list the resources the hub serves
+  seed bootstrap-token create SEED [--validity 1h]
+                             create a bootstrap token for the agent of SEED and print it`
 
 type client struct {
 	hub, token string
@@ -73,6 +75,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return c.get(rest, stdout, stderr)
 	case "delete":
 		return c.delete(rest, stdout, stderr)
+	case "seed":
+		return c.seed(rest, stdout, stderr)
 	case "api-resources":
 		for _, k := range api.Kinds {
 			fmt.Fprintf(stdout, "%-28s %-40s %-26s namespaced=%v\n", k.Resource, k.APIVersion(), k.Kind, k.Namespaced)

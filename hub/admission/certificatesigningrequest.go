@@ -10,10 +10,24 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/trellis-dev/trellis/hub/auth"
 	certificatesv1 "github.com/trellis-dev/trellis/proto/gen/trellis/kubernetes/certificates/v1"
 )
 
-func init() { register(nil, validateCertificateSigningRequest, nil) }
+func init() {
+	register(nil, validateCertificateSigningRequest, nil)
+	registerPrepareCreate(prepareCertificateSigningRequest)
+}
+
+// prepareCertificateSigningRequest records the requester, as Kubernetes does: spec.username, spec.groups, spec.uid and
+// spec.extra always come from the authenticated user, never from the request body, so approvers can trust them.
+func prepareCertificateSigningRequest(ctx context.Context, csr *certificatesv1.CertificateSigningRequest) {
+	if csr.Spec == nil {
+		csr.Spec = &certificatesv1.CertificateSigningRequestSpec{}
+	}
+	u, _ := auth.UserFrom(ctx)
+	csr.Spec.Username, csr.Spec.Groups, csr.Spec.Uid, csr.Spec.Extra = u.Name, u.Groups, "", nil
+}
 
 // keyUsages are Kubernetes' certificates/v1 KeyUsage values.
 var keyUsages = []string{

@@ -19,6 +19,9 @@ type Reader interface {
 
 // Plugin is what one kind adds to the generic server. Every function may be nil.
 type Plugin struct {
+	// PrepareCreate sets what the server owns on create from the request (e.g. the requester of a CSR), before
+	// defaulting; Kubernetes' strategies do this in PrepareForCreate.
+	PrepareCreate func(ctx context.Context, obj store.Object)
 	// Default fills in defaults on create and update, before validation.
 	Default func(obj store.Object)
 	// Validate checks obj; old is nil on create. Errors name their field path.
@@ -52,4 +55,13 @@ func register[T store.Object](def func(T), validate func(ctx context.Context, r 
 		p.ValidateDelete = func(ctx context.Context, r Reader, obj store.Object) error { return validateDelete(ctx, r, obj.(T)) }
 	}
 	plugins[zero.ProtoReflect().Descriptor().FullName()] = p
+}
+
+// registerPrepareCreate adds a PrepareCreate hook to T's plugin.
+func registerPrepareCreate[T store.Object](prepare func(ctx context.Context, obj T)) {
+	var zero T
+	name := zero.ProtoReflect().Descriptor().FullName()
+	p := plugins[name]
+	p.PrepareCreate = func(ctx context.Context, obj store.Object) { prepare(ctx, obj.(T)) }
+	plugins[name] = p
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"google.golang.org/grpc"
@@ -25,6 +26,7 @@ type Registry struct {
 	store  *store.Store
 	grpc   grpc.ServiceRegistrar
 	routes []Routes
+	authz  atomic.Pointer[authorizerBox] // see SetAuthorizer
 
 	mu          sync.Mutex
 	ctx         context.Context

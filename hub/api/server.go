@@ -43,6 +43,7 @@ type Server[T store.Object, L proto.Message, E any, PE interface {
 	proto.Message
 }] struct {
 	kind   Kind
+	reg    *Registry
 	coll   *store.Collection
 	reader admission.Reader
 	plugin admission.Plugin
@@ -63,7 +64,7 @@ func newServer[T store.Object, L proto.Message, E any, PE interface {
 	}
 	var zero T
 	var zeroL L
-	s := &Server[T, L, E, PE]{kind: k, reader: r, plugin: admission.For(zero)}
+	s := &Server[T, L, E, PE]{kind: k, reg: r, reader: r, plugin: admission.For(zero)}
 	td := zero.ProtoReflect().Descriptor()
 	s.apiVersionField = td.Fields().ByName("api_version")
 	s.kindField = td.Fields().ByName("kind")
@@ -185,6 +186,10 @@ func (s *Server[T, L, E, PE]) Get(ctx context.Context, req *metav1.GetRequest) (
 		return zero, err
 	}
 	obj, err := s.coll.Get(ctx, req.GetNamespace(), req.GetName())
+	// Authorized before the lookup's result is told: a denied get is Forbidden whether or not the object exists.
+	if aerr := s.authorize(ctx, Attributes{Verb: VerbGet, Namespace: req.GetNamespace(), Name: req.GetName(), Current: present(obj, err)}); aerr != nil {
+		return zero, aerr
+	}
 	if err != nil {
 		return zero, err
 	}
@@ -216,6 +221,10 @@ func (s *Server[T, L, E, PE]) List(ctx context.Context, req *metav1.ListRequest)
 	if req.GetLimit() < 0 {
 		return zero, apierrors.NewBadRequest("limit must not be negative")
 	}
+	visible, err := s.authorizeCollection(ctx, VerbList, req.GetNamespace())
+	if err != nil {
+		return zero, err
+	}
 	res, err := s.coll.List(ctx, req.GetNamespace(), store.ListOptions{Labels: ls, Fields: fs, Limit: req.GetLimit(), Continue: req.GetContinue()})
 	if err != nil {
 		return zero, err
@@ -224,9 +233,17 @@ func (s *Server[T, L, E, PE]) List(ctx context.Context, req *metav1.ListRequest)
 	list.Set(s.listAPIVersion, protoreflect.ValueOfString(s.kind.APIVersion()))
 	list.Set(s.listKind, protoreflect.ValueOfString(s.kind.Kind+"List"))
 	lm := &metav1.ListMeta{ResourceVersion: res.ResourceVersion, Continue: res.Continue, RemainingItemCount: res.RemainingItemCount}
+	if visible != nil {
+		// A filtered page may hold fewer items than the limit (even none, with a continue token), as Kubernetes
+		// allows; how many remain is not known.
+		lm.RemainingItemCount = nil
+	}
 	list.Set(s.listMeta, protoreflect.ValueOfMessage(lm.ProtoReflect()))
 	items := list.Mutable(s.listItems).List()
 	for _, it := range res.Items {
+		if visible != nil && !visible(it) {
+			continue
+		}
 		o, err := s.out(it)
 		if err != nil {
 			return zero, err
@@ -247,6 +264,11 @@ func (s *Server[T, L, E, PE]) Watch(req *metav1.WatchRequest, stream grpc.Server
 		return err
 	}
 	ctx := stream.Context()
+	visible, err := s.authorizeCollection(ctx, VerbWatch, req.GetNamespace())
+	if err != nil {
+		return err
+	}
+	vis := newVisibility(visible, req.GetResourceVersion())
 	if t := req.GetTimeoutSeconds(); t > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, time.Duration(t)*time.Second)
@@ -273,6 +295,9 @@ func (s *Server[T, L, E, PE]) Watch(req *metav1.WatchRequest, stream grpc.Server
 			}
 			if ev.Type == store.Error {
 				return ev.Err
+			}
+			if ev, ok = vis.filter(ev); !ok {
+				continue
 			}
 			pe := PE(new(E))
 			m := pe.ProtoReflect()
@@ -304,8 +329,14 @@ func (s *Server[T, L, E, PE]) Create(ctx context.Context, obj T) (T, error) {
 	if s.kind.Status && s.statusField != nil {
 		obj.ProtoReflect().Clear(s.statusField)
 	}
+	if s.plugin.PrepareCreate != nil {
+		s.plugin.PrepareCreate(ctx, obj)
+	}
 	if s.plugin.Default != nil {
 		s.plugin.Default(obj)
+	}
+	if err := s.authorize(ctx, Attributes{Verb: VerbCreate, Namespace: md.GetNamespace(), Name: md.GetName(), Object: obj}); err != nil {
+		return zero, err
 	}
 	if s.kind.Namespaced {
 		if err := s.namespaceActive(ctx, md.GetNamespace()); err != nil {
@@ -373,8 +404,26 @@ func (s *Server[T, L, E, PE]) update(ctx context.Context, obj T, status bool) (T
 	if !status && s.plugin.Default != nil {
 		s.plugin.Default(obj)
 	}
+	attrs := Attributes{Verb: VerbUpdate, Namespace: md.GetNamespace(), Name: md.GetName(), Object: obj}
+	if status {
+		attrs.Subresource = "status"
+	}
+	check := s.authz(ctx)
+	if check != nil {
+		// Decided before the update reveals whether the object exists, and again on the state it applies to.
+		attrs.Current = present(s.coll.Get(ctx, attrs.Namespace, attrs.Name))
+		if err := check(attrs); err != nil {
+			return zero, err
+		}
+	}
 	// Validation runs against the state the write applies to (again when a concurrent write intervened).
 	out, err := s.coll.GuaranteedUpdate(ctx, md.GetNamespace(), md.GetName(), status, func(cur store.Object) (store.Object, error) {
+		if check != nil {
+			attrs.Current = cur
+			if err := check(attrs); err != nil {
+				return nil, err
+			}
+		}
 		if !status {
 			old, err := s.out(cur)
 			if err != nil {
@@ -418,6 +467,15 @@ func (s *Server[T, L, E, PE]) Patch(ctx context.Context, req *metav1.PatchReques
 	if err != nil {
 		return zero, err
 	}
+	attrs := Attributes{Verb: VerbPatch, Subresource: req.GetSubresource(), Namespace: req.GetNamespace(), Name: req.GetName()}
+	check := s.authz(ctx)
+	if check != nil {
+		// Decided before the patch reveals whether the object exists, and again on each state it applies to.
+		attrs.Current = present(s.coll.Get(ctx, attrs.Namespace, attrs.Name))
+		if err := check(attrs); err != nil {
+			return zero, err
+		}
+	}
 	out, err := s.coll.GuaranteedUpdate(ctx, req.GetNamespace(), req.GetName(), status, func(cur store.Object) (store.Object, error) {
 		curT, err := s.out(cur)
 		if err != nil {
@@ -448,6 +506,12 @@ func (s *Server[T, L, E, PE]) Patch(ctx context.Context, req *metav1.PatchReques
 		}
 		if md.GetResourceVersion() != cur.GetMetadata().GetResourceVersion() {
 			return nil, apierrors.NewConflict(s.kind.GroupResource(), req.GetName(), fmt.Errorf("the patch requires resourceVersion %s, the object has %s", md.GetResourceVersion(), cur.GetMetadata().GetResourceVersion()))
+		}
+		if check != nil {
+			attrs.Object, attrs.Current = obj, cur
+			if err := check(attrs); err != nil {
+				return nil, err
+			}
 		}
 		if !status {
 			if s.plugin.Default != nil {
@@ -498,6 +562,9 @@ func (s *Server[T, L, E, PE]) Delete(ctx context.Context, req *metav1.DeleteRequ
 		return zero, err
 	}
 	cur, err := s.coll.Get(ctx, req.GetNamespace(), req.GetName())
+	if aerr := s.authorize(ctx, Attributes{Verb: VerbDelete, Namespace: req.GetNamespace(), Name: req.GetName(), Current: present(cur, err)}); aerr != nil {
+		return zero, aerr
+	}
 	if err != nil {
 		return zero, err
 	}

@@ -40,6 +40,12 @@ func (s *Server[T, L, E, PE]) serveWatch(w http.ResponseWriter, r *http.Request,
 		return
 	}
 	ctx := r.Context()
+	visible, err := s.authorizeCollection(ctx, VerbWatch, namespace)
+	if err != nil {
+		gateway.WriteError(w, err)
+		return
+	}
+	vis := newVisibility(visible, q.Get("resourceVersion"))
 	if t := q.Get("timeoutSeconds"); t != "" {
 		secs, err := strconv.ParseInt(t, 10, 64)
 		if err != nil || secs < 0 {
@@ -67,6 +73,7 @@ func (s *Server[T, L, E, PE]) serveWatch(w http.ResponseWriter, r *http.Request,
 		flusher.Flush()
 	}
 	var line []byte
+	unflushed := false
 	for {
 		select {
 		case <-ctx.Done():
@@ -74,6 +81,14 @@ func (s *Server[T, L, E, PE]) serveWatch(w http.ResponseWriter, r *http.Request,
 		case ev, ok := <-wt.Events():
 			if !ok {
 				return
+			}
+			if ev, ok = vis.filter(ev); !ok {
+				// What was written waits for no more events.
+				if unflushed && flusher != nil && len(wt.Events()) == 0 {
+					flusher.Flush()
+					unflushed = false
+				}
+				continue
 			}
 			line = line[:0]
 			if ev.Type == store.Error {
@@ -102,8 +117,10 @@ func (s *Server[T, L, E, PE]) serveWatch(w http.ResponseWriter, r *http.Request,
 				return
 			}
 			// Flush when the client has everything queued so far: bursts go out in few frames.
+			unflushed = true
 			if flusher != nil && len(wt.Events()) == 0 {
 				flusher.Flush()
+				unflushed = false
 			}
 			if ev.Type == store.Error {
 				return

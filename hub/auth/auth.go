@@ -5,14 +5,17 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -21,7 +24,21 @@ import (
 type User struct {
 	Name   string
 	Groups []string
+	// Seed is the seed named by an agent's client certificate; "" for every other user.
+	Seed string
+	// CertNotAfter is when the agent's client certificate expires (zero for token users).
+	CertNotAfter time.Time
+	// BootstrapTokenID is the id of the bootstrap token a user authenticated with; "" for every other user.
+	BootstrapTokenID string
+	// BootstrapTokenDescription is the description of that bootstrap token's Secret (see SeedOfDescription).
+	BootstrapTokenDescription string
 }
+
+// IsBootstrap reports whether u authenticated with a bootstrap token.
+func (u User) IsBootstrap() bool { return u.BootstrapTokenID != "" }
+
+// InGroup reports whether u is a member of group.
+func (u User) InGroup(group string) bool { return slices.Contains(u.Groups, group) }
 
 // Well-known principals and groups.
 const (
@@ -30,13 +47,30 @@ const (
 	GroupAuthned = "system:authenticated"
 )
 
-// ErrUnauthenticated is returned for a missing or unknown token.
-var ErrUnauthenticated = errors.New("a valid bearer token is required")
+// ErrUnauthenticated is returned for a request without credentials, or with a token nobody knows.
+var ErrUnauthenticated = errors.New("a valid bearer token or seed client certificate is required")
 
-// Authenticator checks bearer tokens against the hashes stored in etcd.
+// Request holds what a request presents to authenticate with.
+type Request struct {
+	// Token is the bearer token ("" for none).
+	Token string
+	// VerifiedChains are the client certificate chains the TLS handshake verified against the hub's CA (none when
+	// the client sent no certificate).
+	VerifiedChains [][]*x509.Certificate
+}
+
+// Authenticator identifies the user of a request: seed agents by their client certificates, bootstrap tokens by
+// their Secrets in kube-system, other users by bearer tokens whose hashes are stored in etcd.
 type Authenticator struct {
 	mu     sync.RWMutex
 	hashes map[[32]byte]User
+	reader ObjectReader // bootstrap token Secrets; nil until SetObjectReader
+
+	now func() time.Time
+}
+
+func newAuthenticator(hashes map[[32]byte]User) *Authenticator {
+	return &Authenticator{hashes: hashes, now: time.Now}
 }
 
 // Open ensures the admin token exists: when etcd holds no admin token hash yet, a token is generated, its hash stored
@@ -53,7 +87,7 @@ func Open(ctx context.Context, cli *clientv3.Client, prefix, tokenFile string) (
 			if n, err := hex.Decode(h[:], resp.Kvs[0].Value); err != nil || n != 32 {
 				return nil, fmt.Errorf("admin token hash at %s is corrupt", key)
 			}
-			return &Authenticator{hashes: map[[32]byte]User{h: {Name: AdminUser, Groups: []string{GroupAdmins, GroupAuthned}}}}, nil
+			return newAuthenticator(map[[32]byte]User{h: {Name: AdminUser, Groups: []string{GroupAdmins, GroupAuthned}}}), nil
 		}
 		token, err := NewToken()
 		if err != nil {
@@ -87,10 +121,34 @@ func NewToken() (string, error) {
 	return base64.RawURLEncoding.EncodeToString(b), nil
 }
 
-// Authenticate returns the user of a bearer token.
-func (a *Authenticator) Authenticate(token string) (User, error) {
-	if token == "" {
+// Authenticate returns the user of a request. As kube-apiserver does, the client certificate is tried first and the
+// bearer token second: a seed client certificate wins over any token, and a certificate that is not a seed's is
+// rejected unless the token authenticates. Errors say why every credential presented failed.
+func (a *Authenticator) Authenticate(ctx context.Context, req Request) (User, error) {
+	var errs []error
+	if len(req.VerifiedChains) > 0 {
+		u, err := seedUser(req.VerifiedChains, a.now())
+		if err == nil {
+			return u, nil
+		}
+		errs = append(errs, err)
+	}
+	if req.Token != "" {
+		u, err := a.authenticateToken(ctx, req.Token)
+		if err == nil {
+			return u, nil
+		}
+		errs = append(errs, err)
+	}
+	if len(errs) == 0 {
 		return User{}, ErrUnauthenticated
+	}
+	return User{}, errors.Join(errs...)
+}
+
+func (a *Authenticator) authenticateToken(ctx context.Context, token string) (User, error) {
+	if id, secret, ok := ParseBootstrapToken(token); ok {
+		return a.authenticateBootstrap(ctx, id, secret)
 	}
 	h := sha256.Sum256([]byte(token))
 	a.mu.RLock()
@@ -100,7 +158,7 @@ func (a *Authenticator) Authenticate(token string) (User, error) {
 			return u, nil
 		}
 	}
-	return User{}, ErrUnauthenticated
+	return User{}, errors.New("invalid bearer token")
 }
 
 // BearerToken extracts the token of an Authorization header value ("Bearer <token>").

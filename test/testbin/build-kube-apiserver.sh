@@ -35,4 +35,6 @@ mkdir -p "$out"
 minor=${version#v1.}; minor=${minor%%.*}
 ldflags="-X k8s.io/component-base/version.gitVersion=$version -X k8s.io/component-base/version.gitMajor=1"
 ldflags="$ldflags -X k8s.io/component-base/version.gitMinor=$minor -X k8s.io/component-base/version.gitTreeState=clean"
-GOFLAGS=-mod=mod go build -ldflags "$ldflags" -o "$out/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver
+# Built beside the target and renamed, so an interrupted build leaves no binary that looks complete.
+GOFLAGS=-mod=mod go build -ldflags "$ldflags" -o "$out/kube-apiserver.partial" k8s.io/kubernetes/cmd/kube-apiserver
+mv -f "$out/kube-apiserver.partial" "$out/kube-apiserver"

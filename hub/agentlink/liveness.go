@@ -1,0 +1,414 @@
+package agentlink
+
+import (
+	"context"
+	"crypto/x509"
+	"encoding/pem"
+	"log/slog"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/trellis-dev/trellis/hub/seedgraph"
+	"github.com/trellis-dev/trellis/hub/store"
+	agentv1 "github.com/trellis-dev/trellis/proto/gen/trellis/agent/v1"
+	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
+	coordinationv1 "github.com/trellis-dev/trellis/proto/gen/trellis/kubernetes/coordination/v1"
+	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
+)
+
+// PresencePrefix is where, under the store prefix, replicas record the seeds whose agents they serve.
+const PresencePrefix = "/agentlink/presence/"
+
+// presence keeps one etcd key per seed whose agent has a healthy session in this replica, bound to the replica's
+// etcd lease: a crashed replica's keys vanish with its lease, and heartbeats cost no writes — only a session's start,
+// end and health transitions do, batched into transactions.
+type presence struct {
+	cli     *clientv3.Client
+	prefix  string
+	replica string
+	ttl     int64
+	log     *slog.Logger
+	metrics *metrics
+
+	mu      sync.Mutex
+	pending map[string]presenceOp
+	desired map[string]string // seed → session, for re-recording under a new lease
+	wake    chan struct{}
+}
+
+type presenceOp struct {
+	session string
+	present bool
+}
+
+func newPresence(cli *clientv3.Client, prefix, replica string, ttl int64, log *slog.Logger, m *metrics) *presence {
+	return &presence{
+		cli: cli, prefix: prefix + PresencePrefix, replica: replica, ttl: ttl, log: log, metrics: m,
+		pending: map[string]presenceOp{}, desired: map[string]string{}, wake: make(chan struct{}, 1),
+	}
+}
+
+func (p *presence) key(seed string) string { return p.prefix + seed }
+
+func (p *presence) value(session string) string { return p.replica + "/" + session }
+
+// set records that seed's agent is (or is no longer) present through session. A removal by a session that has been
+// superseded by another is ignored.
+func (p *presence) set(seed, session string, present bool) {
+	p.mu.Lock()
+	cur, pending := p.pending[seed]
+	if present || !pending || cur.session == session {
+		p.pending[seed] = presenceOp{session: session, present: present}
+	}
+	if present {
+		p.desired[seed] = session
+	} else if p.desired[seed] == session {
+		delete(p.desired, seed)
+	}
+	p.mu.Unlock()
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+// run grants the replica's lease, keeps it alive and writes presence changes until ctx ends. ready is closed once the
+// lease exists.
+func (p *presence) run(ctx context.Context, granted chan<- struct{}) error {
+	signalled := false
+	for ctx.Err() == nil {
+		lease, err := p.cli.Grant(ctx, p.ttl)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			p.log.Warn("presence: cannot grant lease", "err", err)
+			sleepCtx(ctx, time.Second)
+			continue
+		}
+		ka, err := p.cli.KeepAlive(ctx, lease.ID)
+		if err != nil {
+			sleepCtx(ctx, time.Second)
+			continue
+		}
+		// Everything desired is recorded again under the new lease.
+		p.mu.Lock()
+		for seed, session := range p.desired {
+			if _, ok := p.pending[seed]; !ok {
+				p.pending[seed] = presenceOp{session: session, present: true}
+			}
+		}
+		p.mu.Unlock()
+		if !signalled {
+			close(granted)
+			signalled = true
+		}
+		p.writeLoop(ctx, lease.ID, ka)
+	}
+	return nil
+}
+
+func (p *presence) writeLoop(ctx context.Context, lease clientv3.LeaseID, ka <-chan *clientv3.LeaseKeepAliveResponse) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case _, ok := <-ka:
+			if !ok {
+				p.log.Warn("presence: lease keepalive ended; granting a new lease")
+				return
+			}
+			continue
+		case <-p.wake:
+		}
+		// Let a burst of session starts gather into few transactions.
+		sleepCtx(ctx, 5*time.Millisecond)
+		p.mu.Lock()
+		ops := p.pending
+		p.pending = map[string]presenceOp{}
+		p.mu.Unlock()
+		var puts []clientv3.Op
+		for seed, op := range ops {
+			if op.present {
+				puts = append(puts, clientv3.OpPut(p.key(seed), p.value(op.session), clientv3.WithLease(lease)))
+				continue
+			}
+			// Remove only our own record: a newer session of the seed, maybe in another replica, keeps its.
+			_, err := p.cli.Txn(ctx).If(clientv3.Compare(clientv3.Value(p.key(seed)), "=", p.value(op.session))).
+				Then(clientv3.OpDelete(p.key(seed))).Commit()
+			p.metrics.writes.WithLabelValues("presence").Inc()
+			if err != nil && ctx.Err() == nil {
+				p.log.Warn("presence: delete failed", "seed", seed, "err", err)
+			}
+		}
+		for len(puts) > 0 {
+			n := min(len(puts), 100)
+			_, err := p.cli.Txn(ctx).Then(puts[:n]...).Commit()
+			p.metrics.writes.WithLabelValues("presence").Inc()
+			if err != nil {
+				if ctx.Err() == nil {
+					p.log.Warn("presence: write failed; retrying", "err", err)
+					p.requeue(ops)
+				}
+				break
+			}
+			puts = puts[n:]
+		}
+	}
+}
+
+func (p *presence) requeue(ops map[string]presenceOp) {
+	p.mu.Lock()
+	for seed, op := range ops {
+		if _, newer := p.pending[seed]; !newer {
+			p.pending[seed] = op
+		}
+	}
+	p.mu.Unlock()
+	go func() {
+		time.Sleep(500 * time.Millisecond)
+		select {
+		case p.wake <- struct{}{}:
+		default:
+		}
+	}()
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+// leaseWriter renews the seeds' Leases (gardener-system-seed-lease/<seed>) for the healthy sessions of this replica,
+// each at most every MinLeaseInterval and all together at most LeaseWritesPerSecond: with 10,000 agents a Lease is
+// renewed every 250 s, whatever the heartbeat interval. GardenletReady does not depend on these writes (the
+// lifecycle controller reads presence), so the rate bound costs nothing in detection time.
+type leaseWriter struct {
+	s     *Server
+	mu    sync.Mutex
+	seeds map[string]time.Time // seed → next renewal
+}
+
+func newLeaseWriter(s *Server) *leaseWriter {
+	return &leaseWriter{s: s, seeds: map[string]time.Time{}}
+}
+
+func (l *leaseWriter) add(seed string) {
+	l.mu.Lock()
+	if _, ok := l.seeds[seed]; !ok {
+		l.seeds[seed] = time.Now()
+	}
+	l.mu.Unlock()
+}
+
+func (l *leaseWriter) remove(seed, session string) {
+	l.s.mu.Lock()
+	cur := l.s.sessions[seed]
+	l.s.mu.Unlock()
+	if session != "" && cur != nil && cur.id != session {
+		return // a newer session keeps renewing
+	}
+	l.mu.Lock()
+	delete(l.seeds, seed)
+	l.mu.Unlock()
+}
+
+func (l *leaseWriter) run(ctx context.Context) {
+	const tick = 250 * time.Millisecond
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	budget := 0.0
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		rate := l.s.cfg.LeaseWritesPerSecond
+		budget = min(budget+rate*tick.Seconds(), rate)
+		now := time.Now()
+		l.mu.Lock()
+		interval := max(l.s.cfg.MinLeaseInterval, time.Duration(float64(len(l.seeds))/rate*float64(time.Second)))
+		var due []string
+		for seed, next := range l.seeds {
+			if !next.After(now) && float64(len(due)) < budget {
+				due = append(due, seed)
+				l.seeds[seed] = now.Add(time.Duration(float64(interval) * (0.9 + 0.2*rand.Float64())))
+			}
+		}
+		l.mu.Unlock()
+		for _, seed := range due {
+			if l.renew(ctx, seed, interval) {
+				budget--
+			}
+		}
+	}
+}
+
+// renew writes the seed's Lease unless it was renewed less than half an interval ago (by this or another replica,
+// for instance before a restart). It reports whether it wrote.
+func (l *leaseWriter) renew(ctx context.Context, seed string, interval time.Duration) bool {
+	leases := l.s.colls.leases
+	now := timestamppb.Now()
+	cur, err := leases.Get(ctx, seedgraph.LeaseNamespace, seed)
+	if err == nil {
+		if rt := cur.(*coordinationv1.Lease).GetSpec().GetRenewTime(); rt != nil && time.Since(rt.AsTime()) < interval/2 {
+			return false
+		}
+	}
+	spec := &coordinationv1.LeaseSpec{
+		HolderIdentity: proto.String(seed), LeaseDurationSeconds: proto.Int32(int32(l.s.cfg.HeartbeatInterval / time.Second)),
+		RenewTime: now,
+	}
+	var owners []*metav1.OwnerReference
+	if s, err := l.s.colls.seeds.Get(ctx, "", seed); err == nil {
+		owners = []*metav1.OwnerReference{{ApiVersion: "core.gardener.cloud/v1beta1", Kind: "Seed", Name: seed, Uid: s.GetMetadata().GetUid()}}
+	}
+	l.s.metrics.writes.WithLabelValues("lease").Inc()
+	if apierrors.IsNotFound(err) || cur == nil {
+		_, err = leases.Create(ctx, &coordinationv1.Lease{
+			ApiVersion: "coordination.k8s.io/v1", Kind: "Lease",
+			Metadata: &metav1.ObjectMeta{Namespace: seedgraph.LeaseNamespace, Name: seed, OwnerReferences: owners},
+			Spec:     spec,
+		})
+		if err == nil || !apierrors.IsAlreadyExists(err) {
+			return true
+		}
+	}
+	_, err = leases.GuaranteedUpdate(ctx, seedgraph.LeaseNamespace, seed, false, func(cur store.Object) (store.Object, error) {
+		next := cur.(*coordinationv1.Lease)
+		next.Spec = spec
+		if len(owners) > 0 {
+			next.Metadata.OwnerReferences = owners
+		}
+		return next, nil
+	})
+	if err != nil && ctx.Err() == nil {
+		l.s.cfg.Log.Warn("cannot renew seed lease", "seed", seed, "err", err)
+	}
+	return true
+}
+
+// Gardener's GardenletReady condition.
+const (
+	GardenletReady = "GardenletReady"
+)
+
+// needsStatus reports whether the seed's status lacks what a live session maintains.
+func needsStatus(seed *corev1beta1.Seed, notAfter int64) bool {
+	st := seed.GetStatus()
+	if ts := st.GetClientCertificateExpirationTimestamp(); notAfter > 0 && (ts == nil || ts.GetSeconds() != notAfter) {
+		return true
+	}
+	c := findCondition(st.GetConditions(), GardenletReady)
+	return c == nil || c.GetStatus() != "True"
+}
+
+func findCondition(conds []*metav1.Condition, typ string) *metav1.Condition {
+	for _, c := range conds {
+		if c.GetType() == typ {
+			return c
+		}
+	}
+	return nil
+}
+
+// setCondition sets a condition, moving lastTransitionTime only when the status changes.
+func setCondition(conds []*metav1.Condition, typ, status, reason, message string, now *timestamppb.Timestamp) []*metav1.Condition {
+	c := findCondition(conds, typ)
+	if c == nil {
+		c = &metav1.Condition{Type: typ, LastTransitionTime: now}
+		conds = append(conds, c)
+	}
+	if c.Status != status {
+		c.LastTransitionTime = now
+	}
+	c.Status, c.Reason, c.Message, c.LastUpdateTime = status, reason, message, now
+	return conds
+}
+
+// ensureSeedStatus writes GardenletReady=True and the certificate expiry into the Seed's status if they are not
+// there yet; concurrent requests coalesce into one write.
+func (ss *session) ensureSeedStatus() {
+	if !ss.statusBusy.CompareAndSwap(false, true) {
+		ss.statusAgain.Store(true)
+		return
+	}
+	go func() {
+		for {
+			ss.statusAgain.Store(false)
+			ss.writeSeedStatus()
+			ss.statusBusy.Store(false)
+			if !ss.statusAgain.Load() || !ss.statusBusy.CompareAndSwap(false, true) {
+				return
+			}
+		}
+	}()
+}
+
+func (ss *session) writeSeedStatus() {
+	if ss.ctx.Err() != nil || !ss.healthy.Load() {
+		return
+	}
+	notAfter := ss.notAfter.Load()
+	_, err := ss.srv.colls.seeds.GuaranteedUpdate(ss.ctx, "", ss.seed, true, func(cur store.Object) (store.Object, error) {
+		seed := cur.(*corev1beta1.Seed)
+		if !needsStatus(seed, notAfter) {
+			return nil, nil
+		}
+		if seed.Status == nil {
+			seed.Status = &corev1beta1.SeedStatus{}
+		}
+		now := timestamppb.Now()
+		seed.Status.Conditions = setCondition(seed.Status.Conditions, GardenletReady, "True", "GardenletReady", "Gardenlet is posting ready status.", now)
+		if notAfter > 0 {
+			seed.Status.ClientCertificateExpirationTimestamp = &timestamppb.Timestamp{Seconds: notAfter}
+		}
+		ss.srv.metrics.writes.WithLabelValues("seed-status").Inc()
+		return seed, nil
+	})
+	if err != nil && !apierrors.IsNotFound(err) && ss.ctx.Err() == nil {
+		ss.srv.cfg.Log.Warn("cannot update seed status", "seed", ss.seed, "err", err)
+	}
+}
+
+// rotate issues a new client certificate on a live session, then clears a renew-kubeconfig request from the Seed.
+func (ss *session) rotate(req *agentv1.CertificateRequest) {
+	defer ss.rotating.Store(false)
+	cert, err := ss.srv.issue(ss.ctx, ss.ident.User, req)
+	if err != nil {
+		ss.srv.cfg.Log.Warn("certificate rotation failed", "seed", ss.seed, "err", err)
+		ss.cancel(err)
+		return
+	}
+	ss.sendControl(&agentv1.HubMessage{Message: &agentv1.HubMessage_Certificate{Certificate: cert}})
+	if block, _ := pem.Decode(cert.GetCertificatePem()); block != nil {
+		if x, err := x509.ParseCertificate(block.Bytes); err == nil {
+			ss.notAfter.Store(x.NotAfter.Unix())
+		}
+	}
+	ss.srv.cfg.Log.Info("agent certificate rotated", "seed", ss.seed, "csr", cert.GetCsrName())
+	_, err = ss.srv.colls.seeds.GuaranteedUpdate(ss.ctx, "", ss.seed, false, func(cur store.Object) (store.Object, error) {
+		md := cur.GetMetadata()
+		if md.GetAnnotations()[operationAnnotation] != renewKubeconfig {
+			return nil, nil
+		}
+		delete(md.Annotations, operationAnnotation)
+		return cur, nil
+	})
+	if err != nil && !apierrors.IsNotFound(err) && !strings.Contains(err.Error(), "context canceled") {
+		ss.srv.cfg.Log.Warn("cannot clear renew-kubeconfig annotation", "seed", ss.seed, "err", err)
+	}
+	ss.ensureSeedStatus()
+}

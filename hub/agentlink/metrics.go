@@ -1,0 +1,37 @@
+package agentlink
+
+import "github.com/prometheus/client_golang/prometheus"
+
+type metrics struct {
+	sessions        prometheus.Gauge
+	sessionsStarted prometheus.Counter
+	heartbeats      prometheus.Counter
+	assignments     prometheus.Counter
+	writes          *prometheus.CounterVec
+}
+
+func newMetrics(reg prometheus.Registerer, s *Server) *metrics {
+	m := &metrics{
+		sessions:        prometheus.NewGauge(prometheus.GaugeOpts{Name: "trellis_agentlink_sessions", Help: "Agent sessions served by this replica."}),
+		sessionsStarted: prometheus.NewCounter(prometheus.CounterOpts{Name: "trellis_agentlink_sessions_started_total", Help: "Agent sessions started."}),
+		heartbeats:      prometheus.NewCounter(prometheus.CounterOpts{Name: "trellis_agentlink_heartbeats_total", Help: "Heartbeats received."}),
+		assignments:     prometheus.NewCounter(prometheus.CounterOpts{Name: "trellis_agentlink_assignments_total", Help: "Assignments sent to agents."}),
+		writes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "trellis_agentlink_etcd_writes_total",
+			Help: "etcd writes the agent link made, by purpose (presence, lease, seed-status).",
+		}, []string{"purpose"}),
+	}
+	if reg != nil {
+		queued := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "trellis_agentlink_queued_assignments", Help: "Assignments waiting in session queues."}, func() float64 {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			n := 0
+			for _, ss := range s.sessions {
+				n += ss.queueLen()
+			}
+			return float64(n)
+		})
+		reg.MustRegister(m.sessions, m.sessionsStarted, m.heartbeats, m.assignments, m.writes, queued)
+	}
+	return m
+}

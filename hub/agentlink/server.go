@@ -1,0 +1,243 @@
+package agentlink
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/trellis-dev/trellis/hub/pki"
+	"github.com/trellis-dev/trellis/hub/seedgraph"
+	"github.com/trellis-dev/trellis/hub/store"
+	agentv1 "github.com/trellis-dev/trellis/proto/gen/trellis/agent/v1"
+)
+
+// Identity is who opened a stream, as the hub's authenticators established it.
+type Identity struct {
+	// User is the user name.
+	User string
+	// Seed is the seed of a seed client certificate ("" otherwise).
+	Seed string
+	// CertNotAfter is the expiry of the seed client certificate.
+	CertNotAfter time.Time
+	// BootstrapTokenID is the id of the bootstrap token the stream authenticated with ("" otherwise).
+	BootstrapTokenID string
+}
+
+// Source gives the agent link the store's collections.
+type Source interface {
+	Collection(gr schema.GroupResource) (*store.Collection, bool)
+}
+
+// Config configures the agent link of one hub replica.
+type Config struct {
+	Source Source
+	Graph  *seedgraph.Graph
+	// GraphReady is closed once the graph has loaded every resource; sessions wait for it.
+	GraphReady <-chan struct{}
+	CA         *pki.CA
+	// Etcd and Prefix locate the presence keys.
+	Etcd   *clientv3.Client
+	Prefix string
+	// Identify returns the identity of a stream's caller.
+	Identify func(ctx context.Context) (Identity, error)
+	// ReplicaID names this replica in presence keys.
+	ReplicaID string
+	// HubVersion is reported to agents.
+	HubVersion string
+	// HeartbeatInterval is the interval agents heartbeat at (default 2 s); a session that misses three ends.
+	HeartbeatInterval time.Duration
+	// LeaseWritesPerSecond bounds the heartbeat-driven writes of seed Leases (default 40).
+	LeaseWritesPerSecond float64
+	// MinLeaseInterval is the shortest interval between two writes of one seed's Lease (default 10 s).
+	MinLeaseInterval time.Duration
+	// PresenceTTL is the lease (seconds) presence keys are bound to: how long a crashed replica's agents still count
+	// as present (default 15).
+	PresenceTTL int64
+	// ApprovalTimeout bounds how long a bootstrap or rotation waits for its CSR to be approved and signed (default 60 s).
+	ApprovalTimeout time.Duration
+	// MaxBatch is the most assignments in one message (default 256).
+	MaxBatch int
+	// Registerer receives the link's metrics (optional).
+	Registerer prometheus.Registerer
+	Log        *slog.Logger
+}
+
+func (c *Config) defaults() {
+	if c.HeartbeatInterval == 0 {
+		c.HeartbeatInterval = 2 * time.Second
+	}
+	if c.LeaseWritesPerSecond == 0 {
+		c.LeaseWritesPerSecond = 40
+	}
+	if c.MinLeaseInterval == 0 {
+		c.MinLeaseInterval = 10 * time.Second
+	}
+	if c.PresenceTTL == 0 {
+		c.PresenceTTL = 15
+	}
+	if c.ApprovalTimeout == 0 {
+		c.ApprovalTimeout = 60 * time.Second
+	}
+	if c.MaxBatch == 0 {
+		c.MaxBatch = 256
+	}
+	if c.ReplicaID == "" {
+		b := make([]byte, 6)
+		_, _ = rand.Read(b)
+		c.ReplicaID = hex.EncodeToString(b)
+	}
+	if c.Log == nil {
+		c.Log = slog.Default()
+	}
+}
+
+// Server implements agentv1.AgentServiceServer.
+type Server struct {
+	cfg      Config
+	colls    collections
+	presence *presence
+	leases   *leaseWriter
+	metrics  *metrics
+	encoder  *encoder
+
+	mu       sync.Mutex
+	sessions map[string]*session // by seed: one agent per seed
+	ready    chan struct{}
+	runCtx   context.Context // set before ready closes; sessions end with it
+}
+
+type collections struct {
+	csrs, secrets, seeds, shoots, leases *store.Collection
+}
+
+// New returns the agent link. Run must be running for sessions to be served.
+func New(cfg Config) (*Server, error) {
+	cfg.defaults()
+	s := &Server{cfg: cfg, sessions: map[string]*session{}, ready: make(chan struct{}), encoder: newEncoder()}
+	for gr, dst := range map[schema.GroupResource]**store.Collection{
+		{Group: "certificates.k8s.io", Resource: "certificatesigningrequests"}: &s.colls.csrs,
+		{Resource: "secrets"}:                              &s.colls.secrets,
+		{Group: "core.gardener.cloud", Resource: "seeds"}:  &s.colls.seeds,
+		{Group: "core.gardener.cloud", Resource: "shoots"}: &s.colls.shoots,
+		{Group: "coordination.k8s.io", Resource: "leases"}: &s.colls.leases,
+	} {
+		c, ok := cfg.Source.Collection(gr)
+		if !ok {
+			return nil, fmt.Errorf("agentlink: resource %s is not served", gr)
+		}
+		*dst = c
+	}
+	s.metrics = newMetrics(cfg.Registerer, s)
+	s.presence = newPresence(cfg.Etcd, cfg.Prefix, cfg.ReplicaID, cfg.PresenceTTL, cfg.Log, s.metrics)
+	s.leases = newLeaseWriter(s)
+	return s, nil
+}
+
+// Run keeps the replica's presence lease and writes the seeds' Leases until ctx ends.
+func (s *Server) Run(ctx context.Context) error {
+	s.runCtx = ctx
+	var wg sync.WaitGroup
+	errc := make(chan error, 3)
+	granted := make(chan struct{})
+	wg.Add(3)
+	go func() { defer wg.Done(); errc <- s.presence.run(ctx, granted) }()
+	go func() { defer wg.Done(); s.leases.run(ctx); errc <- nil }()
+	go func() {
+		defer wg.Done()
+		for _, ch := range []<-chan struct{}{granted, s.cfg.GraphReady} {
+			select {
+			case <-ch:
+			case <-ctx.Done():
+				errc <- nil
+				return
+			}
+		}
+		close(s.ready)
+		errc <- nil
+	}()
+	wg.Wait()
+	close(errc)
+	for err := range errc {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Sessions returns the seeds with a live session in this replica.
+func (s *Server) Sessions() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]string, 0, len(s.sessions))
+	for seed := range s.sessions {
+		out = append(out, seed)
+	}
+	return out
+}
+
+// Connect serves one agent stream.
+func (s *Server) Connect(stream agentv1.AgentService_ConnectServer) error {
+	ctx := stream.Context()
+	id, err := s.cfg.Identify(ctx)
+	if err != nil {
+		return err
+	}
+	switch {
+	case id.BootstrapTokenID != "":
+		return s.bootstrap(ctx, id, stream)
+	case id.Seed != "":
+		return s.serveSession(ctx, id, stream)
+	}
+	return status.Errorf(codes.PermissionDenied, "user %q is neither a seed agent (client certificate with O=%s) nor a bootstrap token", id.User, "gardener.cloud:system:seeds")
+}
+
+// recvTimeout receives one message, failing after d.
+func recvTimeout(ctx context.Context, stream agentv1.AgentService_ConnectServer, d time.Duration) (*agentv1.AgentMessage, error) {
+	type res struct {
+		m   *agentv1.AgentMessage
+		err error
+	}
+	ch := make(chan res, 1)
+	go func() {
+		m, err := stream.Recv()
+		ch <- res{m, err}
+	}()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case r := <-ch:
+		return r.m, r.err
+	case <-t.C:
+		return nil, status.Errorf(codes.DeadlineExceeded, "no message within %s of connecting", d)
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+var (
+	errSuperseded = errors.New("superseded by a newer session of the same seed")
+	errShutdown   = errors.New("the hub is shutting down; reconnect")
+)
+
+// QueueLength is the number of assignments waiting in the session of seed (-1 without a session).
+func (s *Server) QueueLength(seed string) int {
+	s.mu.Lock()
+	ss := s.sessions[seed]
+	s.mu.Unlock()
+	if ss == nil {
+		return -1
+	}
+	return ss.queueLen()
+}

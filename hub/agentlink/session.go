@@ -1,0 +1,522 @@
+package agentlink
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"io"
+	"sort"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/anypb"
+
+	"github.com/trellis-dev/trellis/hub/seedgraph"
+	"github.com/trellis-dev/trellis/hub/store"
+	agentv1 "github.com/trellis-dev/trellis/proto/gen/trellis/agent/v1"
+	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
+)
+
+// Streamed lists the resources an agent receives. Namespaces, ShootStates, Leases and CSRs belong to seeds too (the
+// seed authorizer lets agents read them) but are not streamed: agents read them on demand.
+var Streamed = []string{
+	seedgraph.Seeds, seedgraph.Shoots, seedgraph.BackupBuckets, seedgraph.BackupEntries, seedgraph.Bastions,
+	seedgraph.ControllerInstallations, seedgraph.ControllerRegistrations, seedgraph.ControllerDeployments,
+	seedgraph.ManagedSeeds, seedgraph.SecretBindings, seedgraph.CredentialsBindings, seedgraph.CloudProfiles,
+	seedgraph.NamespacedCloudProfiles, seedgraph.ExposureClasses, seedgraph.Projects, seedgraph.WorkloadIdentities,
+	seedgraph.Secrets, seedgraph.ConfigMaps,
+}
+
+var streamed = func() map[string]bool {
+	m := map[string]bool{}
+	for _, r := range Streamed {
+		m[r] = true
+	}
+	return m
+}()
+
+// syncMarker stands in the queue for the SyncComplete message.
+var syncMarker = seedgraph.Ref{}
+
+// Annotations of Gardener's.
+const (
+	operationAnnotation = "gardener.cloud/operation"
+	renewKubeconfig     = "renew-kubeconfig"
+)
+
+// session is one agent's stream. Its queue holds at most one entry per object of the seed (later changes of a queued
+// object coalesce into the entry, and the object's state is read when it is sent), so a slow agent costs memory
+// bounded by its seed's size and never holds up the graph or other sessions.
+type session struct {
+	srv    *Server
+	id     string
+	seed   string
+	ident  Identity
+	stream agentv1.AgentService_ConnectServer
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+
+	mu      sync.Mutex
+	pending map[seedgraph.Ref]struct{}
+	order   []seedgraph.Ref
+	head    int
+	control []*agentv1.HubMessage
+	wake    chan struct{}
+
+	lastHeartbeat atomic.Int64 // unix nanoseconds
+	healthy       atomic.Bool
+	ackedSeq      atomic.Int64
+	rotating      atomic.Bool
+	statusBusy    atomic.Bool
+	statusAgain   atomic.Bool
+	notAfter      atomic.Int64 // unix seconds of the client certificate's expiry
+
+	// Sender-owned.
+	seq        int64
+	renewSent  bool
+	sentSynced int64
+	syncedAt   time.Time
+}
+
+func newSessionID() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// Notify queues ref for sending (seedgraph.Subscriber). It runs under the graph's lock.
+func (ss *session) Notify(ref seedgraph.Ref) {
+	if !streamed[ref.Resource] {
+		return
+	}
+	ss.enqueue(ref)
+}
+
+func (ss *session) enqueue(ref seedgraph.Ref) {
+	ss.mu.Lock()
+	if _, ok := ss.pending[ref]; !ok {
+		ss.pending[ref] = struct{}{}
+		ss.order = append(ss.order, ref)
+	}
+	ss.mu.Unlock()
+	ss.poke()
+}
+
+func (ss *session) poke() {
+	select {
+	case ss.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (ss *session) sendControl(m *agentv1.HubMessage) {
+	ss.mu.Lock()
+	ss.control = append(ss.control, m)
+	ss.mu.Unlock()
+	ss.poke()
+}
+
+// pop takes up to n queued refs, stopping before the sync marker; marker reports that the marker was taken instead
+// (only when it is first), and empty that nothing is left.
+func (ss *session) pop(n int) (refs []seedgraph.Ref, marker, empty bool) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	for ss.head < len(ss.order) && len(refs) < n {
+		r := ss.order[ss.head]
+		if r == syncMarker {
+			if len(refs) > 0 {
+				break
+			}
+			marker = true
+			ss.head++
+			delete(ss.pending, r)
+			break
+		}
+		refs = append(refs, r)
+		ss.head++
+		delete(ss.pending, r)
+	}
+	if ss.head == len(ss.order) {
+		ss.order, ss.head = ss.order[:0], 0
+	} else if ss.head > 1024 && ss.head > len(ss.order)/2 {
+		ss.order = append(ss.order[:0:0], ss.order[ss.head:]...)
+		ss.head = 0
+	}
+	return refs, marker, len(ss.order) == ss.head
+}
+
+func (ss *session) takeControl() []*agentv1.HubMessage {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	c := ss.control
+	ss.control = nil
+	return c
+}
+
+func (ss *session) queueLen() int {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return len(ss.order) - ss.head
+}
+
+// serveSession runs the session of an agent with a seed client certificate.
+func (s *Server) serveSession(ctx context.Context, id Identity, stream agentv1.AgentService_ConnectServer) error {
+	msg, err := recvTimeout(ctx, stream, 30*time.Second)
+	if err != nil {
+		return err
+	}
+	hello := msg.GetHello()
+	if hello == nil {
+		return status.Errorf(codes.InvalidArgument, "the first message of a session must be Hello, got %s", messageName(msg))
+	}
+	if hello.GetSeedName() != id.Seed {
+		return status.Errorf(codes.PermissionDenied, "hello.seed_name %q does not match the client certificate's seed %q", hello.GetSeedName(), id.Seed)
+	}
+	select {
+	case <-s.ready:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(30 * time.Second):
+		return status.Error(codes.Unavailable, "the hub is still loading; retry")
+	}
+	sctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	defer context.AfterFunc(s.runCtx, func() { cancel(errShutdown) })()
+	ss := &session{
+		srv: s, id: newSessionID(), seed: id.Seed, ident: id, stream: stream, ctx: sctx, cancel: cancel,
+		pending: map[seedgraph.Ref]struct{}{}, wake: make(chan struct{}, 1),
+	}
+	ss.lastHeartbeat.Store(time.Now().UnixNano())
+	ss.healthy.Store(true)
+	ss.notAfter.Store(id.CertNotAfter.Unix())
+	s.register(ss)
+	defer s.deregister(ss)
+
+	resume := hello.GetResumeVersions()
+	var resumed bool
+	unsubscribe := s.cfg.Graph.Subscribe(ss.seed, ss, func(members []seedgraph.Member, synced int64) {
+		resumed = canResume(resume, synced)
+		sort.Slice(members, func(i, j int) bool { return members[i].Version < members[j].Version })
+		for _, m := range members {
+			if !streamed[m.Ref.Resource] {
+				continue
+			}
+			if resumed && m.Version <= resume[m.Ref.Resource] {
+				continue // the agent holds it as it is
+			}
+			ss.pending[m.Ref] = struct{}{}
+			ss.order = append(ss.order, m.Ref)
+		}
+		ss.pending[syncMarker] = struct{}{}
+		ss.order = append(ss.order, syncMarker)
+	})
+	defer unsubscribe()
+	ss.control = append(ss.control, &agentv1.HubMessage{Message: &agentv1.HubMessage_Welcome{Welcome: &agentv1.Welcome{
+		SessionId: ss.id, HeartbeatIntervalSeconds: int32(s.cfg.HeartbeatInterval / time.Second), Resumed: resumed,
+		HubVersion: s.cfg.HubVersion,
+	}}})
+	s.cfg.Log.Info("agent session started", "seed", ss.seed, "session", ss.id, "resumed", resumed, "queued", ss.queueLen())
+	s.metrics.sessionsStarted.Inc()
+
+	s.presence.set(ss.seed, ss.id, true)
+	s.leases.add(ss.seed)
+	defer func() {
+		s.presence.set(ss.seed, ss.id, false)
+		s.leases.remove(ss.seed, ss.id)
+	}()
+	ss.poke()
+
+	// The receive loop ends when the handler returns (gRPC then cancels the stream); the others end with sctx.
+	recvErr := make(chan error, 1)
+	go func() {
+		err := ss.recvLoop()
+		recvErr <- err
+		ss.cancel(err)
+	}()
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); ss.cancel(ss.sendLoop()) }()
+	go func() { defer wg.Done(); ss.cancel(ss.monitor()) }()
+	<-sctx.Done()
+	wg.Wait()
+	err = nil
+	select {
+	case err = <-recvErr:
+		if errors.Is(err, io.EOF) {
+			err = nil
+		}
+	default:
+	}
+	cause := context.Cause(sctx)
+	if errors.Is(cause, io.EOF) {
+		cause = nil
+	}
+	s.cfg.Log.Info("agent session ended", "seed", ss.seed, "session", ss.id, "cause", cause)
+	if errors.Is(cause, errSuperseded) {
+		return status.Error(codes.Aborted, errSuperseded.Error())
+	}
+	if errors.Is(cause, errShutdown) {
+		return status.Error(codes.Unavailable, errShutdown.Error())
+	}
+	if err != nil {
+		return err
+	}
+	if cause != nil && !errors.Is(cause, context.Canceled) {
+		return cause
+	}
+	return nil
+}
+
+// canResume reports whether the agent's versions can be resumed from: every streamed resource has a version, none
+// beyond what the hub has synced (an agent ahead of the hub saw a state the hub no longer has, e.g. after a restore).
+func canResume(versions map[string]int64, synced int64) bool {
+	if len(versions) == 0 {
+		return false
+	}
+	for _, r := range Streamed {
+		v, ok := versions[r]
+		if !ok || v <= 0 || v > synced {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *Server) register(ss *session) {
+	s.mu.Lock()
+	old := s.sessions[ss.seed]
+	s.sessions[ss.seed] = ss
+	n := len(s.sessions)
+	s.mu.Unlock()
+	s.metrics.sessions.Set(float64(n))
+	if old != nil {
+		old.cancel(errSuperseded)
+	}
+}
+
+func (s *Server) deregister(ss *session) {
+	s.mu.Lock()
+	if s.sessions[ss.seed] == ss {
+		delete(s.sessions, ss.seed)
+	}
+	n := len(s.sessions)
+	s.mu.Unlock()
+	s.metrics.sessions.Set(float64(n))
+}
+
+func (ss *session) recvLoop() error {
+	for {
+		msg, err := ss.stream.Recv()
+		if err != nil {
+			return err
+		}
+		switch m := msg.GetMessage().(type) {
+		case *agentv1.AgentMessage_Heartbeat:
+			ss.heartbeat(m.Heartbeat)
+		case *agentv1.AgentMessage_Ack:
+			ss.ackedSeq.Store(m.Ack.GetSequence())
+		case *agentv1.AgentMessage_CertificateRequest:
+			if !ss.rotating.CompareAndSwap(false, true) {
+				return status.Error(codes.FailedPrecondition, "a certificate request is already being processed")
+			}
+			go ss.rotate(m.CertificateRequest)
+		case *agentv1.AgentMessage_Hello:
+			return status.Error(codes.InvalidArgument, "Hello may only be sent once, first")
+		default:
+			return status.Error(codes.InvalidArgument, "empty AgentMessage")
+		}
+	}
+}
+
+func (ss *session) heartbeat(hb *agentv1.Heartbeat) {
+	ss.lastHeartbeat.Store(time.Now().UnixNano())
+	ss.srv.metrics.heartbeats.Inc()
+	healthy := hb.GetSeedHealthy()
+	if ss.healthy.Swap(healthy) != healthy {
+		// Only transitions write: an unhealthy seed stops counting as present, as a gardenlet that cannot reach
+		// its seed stops renewing its Lease.
+		ss.srv.presence.set(ss.seed, ss.id, healthy)
+		if healthy {
+			ss.srv.leases.add(ss.seed)
+			ss.ensureSeedStatus()
+		} else {
+			ss.srv.leases.remove(ss.seed, "")
+		}
+	}
+	ss.sendControl(&agentv1.HubMessage{Message: &agentv1.HubMessage_HeartbeatAck{HeartbeatAck: &agentv1.HeartbeatAck{Sequence: hb.GetSequence()}}})
+}
+
+// monitor ends the session when heartbeats stop.
+func (ss *session) monitor() error {
+	interval := ss.srv.cfg.HeartbeatInterval
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ss.ctx.Done():
+			return nil
+		case <-t.C:
+			if since := time.Since(time.Unix(0, ss.lastHeartbeat.Load())); since > 3*interval {
+				return status.Errorf(codes.DeadlineExceeded, "no heartbeat for %s (interval %s)", since.Round(time.Millisecond), interval)
+			}
+		}
+	}
+}
+
+// sendLoop is the only sender on the stream: control messages (Welcome, heartbeat acks, certificates) first, then
+// assignments in batches.
+func (ss *session) sendLoop() error {
+	g := ss.srv.cfg.Graph
+	for {
+		select {
+		case <-ss.ctx.Done():
+			return nil
+		case <-ss.wake:
+		}
+		for {
+			synced := g.Synced() // read before popping: every change up to synced is queued already
+			for _, m := range ss.takeControl() {
+				if ack := m.GetHeartbeatAck(); ack != nil && synced > ss.sentSynced && time.Since(ss.syncedAt) > 10*ss.srv.cfg.HeartbeatInterval && ss.queueLen() == 0 {
+					ack.SyncedVersions = syncedVersions(synced)
+					ss.sentSynced, ss.syncedAt = synced, time.Now()
+				}
+				if err := ss.stream.Send(m); err != nil {
+					return err
+				}
+			}
+			refs, marker, empty := ss.pop(ss.srv.cfg.MaxBatch)
+			if len(refs) > 0 {
+				batch := ss.batch(refs)
+				if empty && synced > ss.sentSynced {
+					batch.SyncedVersions = syncedVersions(synced)
+					ss.sentSynced, ss.syncedAt = synced, time.Now()
+				}
+				if err := ss.stream.Send(&agentv1.HubMessage{Message: &agentv1.HubMessage_Assignments{Assignments: batch}}); err != nil {
+					return err
+				}
+				ss.srv.metrics.assignments.Add(float64(len(batch.Assignments)))
+			}
+			if marker {
+				if err := ss.stream.Send(&agentv1.HubMessage{Message: &agentv1.HubMessage_SyncComplete{SyncComplete: ss.manifest()}}); err != nil {
+					return err
+				}
+				if empty && synced > ss.sentSynced {
+					ss.seq++
+					ss.sentSynced, ss.syncedAt = synced, time.Now()
+					if err := ss.stream.Send(&agentv1.HubMessage{Message: &agentv1.HubMessage_Assignments{Assignments: &agentv1.AssignmentBatch{
+						Sequence: ss.seq, SyncedVersions: syncedVersions(synced),
+					}}}); err != nil {
+						return err
+					}
+				}
+			}
+			if len(refs) == 0 && !marker {
+				break
+			}
+		}
+	}
+}
+
+func syncedVersions(rev int64) map[string]int64 {
+	m := make(map[string]int64, len(Streamed))
+	for _, r := range Streamed {
+		m[r] = rev
+	}
+	return m
+}
+
+func (ss *session) batch(refs []seedgraph.Ref) *agentv1.AssignmentBatch {
+	ss.seq++
+	b := &agentv1.AssignmentBatch{Sequence: ss.seq, Assignments: make([]*agentv1.Assignment, 0, len(refs))}
+	for _, ref := range refs {
+		a := &agentv1.Assignment{Resource: ref.Resource, Namespace: ref.Namespace, Name: ref.Name}
+		m, ok := ss.srv.cfg.Graph.Get(ss.seed, ref)
+		if ok {
+			a.ResourceVersion, _ = strconv.ParseInt(m.Object.GetMetadata().GetResourceVersion(), 10, 64)
+			any, err := ss.srv.encoder.encode(ref, m.Object)
+			if err != nil {
+				ss.srv.cfg.Log.Error("cannot encode assignment", "resource", ref.Resource, "key", ref.Key(), "err", err)
+				continue
+			}
+			a.Object = any
+			if ref.Resource == seedgraph.Seeds && ref.Name == ss.seed {
+				ss.seedChanged(m.Object.(*corev1beta1.Seed))
+			}
+		} else {
+			a.Removed = true
+		}
+		b.Assignments = append(b.Assignments, a)
+	}
+	return b
+}
+
+func (ss *session) manifest() *agentv1.SyncComplete {
+	byRes := map[string][]string{}
+	for _, m := range ss.srv.cfg.Graph.Members(ss.seed) {
+		if streamed[m.Ref.Resource] {
+			byRes[m.Ref.Resource] = append(byRes[m.Ref.Resource], m.Ref.Key())
+		}
+	}
+	sc := &agentv1.SyncComplete{}
+	for _, r := range Streamed {
+		keys := byRes[r]
+		sort.Strings(keys)
+		sc.Resources = append(sc.Resources, &agentv1.ResourceKeys{Resource: r, Keys: keys})
+	}
+	return sc
+}
+
+// seedChanged reacts to a new state of the session's Seed: a renew-kubeconfig request, and the status the session
+// maintains (GardenletReady, the certificate's expiry).
+func (ss *session) seedChanged(seed *corev1beta1.Seed) {
+	renew := seed.GetMetadata().GetAnnotations()[operationAnnotation] == renewKubeconfig
+	if renew && !ss.renewSent {
+		ss.sendControl(&agentv1.HubMessage{Message: &agentv1.HubMessage_RenewCertificate{RenewCertificate: &agentv1.RenewCertificate{
+			Reason: "the Seed is annotated " + operationAnnotation + "=" + renewKubeconfig,
+		}}})
+	}
+	ss.renewSent = renew
+	if ss.healthy.Load() && needsStatus(seed, ss.notAfter.Load()) {
+		ss.ensureSeedStatus()
+	}
+}
+
+type encoder struct {
+	mu   sync.Mutex
+	memo map[seedgraph.Ref]encoded
+}
+
+type encoded struct {
+	obj store.Object
+	any *anypb.Any
+}
+
+func newEncoder() *encoder { return &encoder{memo: map[seedgraph.Ref]encoded{}} }
+
+// encode returns obj as an Any, memoized per object state (the store's objects are immutable and shared, so a state
+// is its pointer): objects many seeds share, such as cloud profiles, are marshalled once per change, not once per
+// agent. The returned Any is shared and must not be modified.
+func (e *encoder) encode(ref seedgraph.Ref, obj store.Object) (*anypb.Any, error) {
+	e.mu.Lock()
+	if m, ok := e.memo[ref]; ok && m.obj == obj {
+		e.mu.Unlock()
+		return m.any, nil
+	}
+	e.mu.Unlock()
+	a, err := anypb.New(obj)
+	if err != nil {
+		return nil, err
+	}
+	e.mu.Lock()
+	if len(e.memo) > 200000 {
+		clear(e.memo)
+	}
+	e.memo[ref] = encoded{obj: obj, any: a}
+	e.mu.Unlock()
+	return a, nil
+}

@@ -1,0 +1,126 @@
+package hub
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/trellis-dev/trellis/hub/agentlink"
+	"github.com/trellis-dev/trellis/hub/api"
+	"github.com/trellis-dev/trellis/hub/auth"
+	"github.com/trellis-dev/trellis/hub/csr"
+	"github.com/trellis-dev/trellis/hub/leader"
+	"github.com/trellis-dev/trellis/hub/pki"
+	"github.com/trellis-dev/trellis/hub/seedgraph"
+	"github.com/trellis-dev/trellis/hub/store"
+	agentv1 "github.com/trellis-dev/trellis/proto/gen/trellis/agent/v1"
+	kcorev1 "github.com/trellis-dev/trellis/proto/gen/trellis/kubernetes/core/v1"
+	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
+)
+
+// Version is the hub's build version, reported to agents.
+var Version = "dev"
+
+// systemNamespaces exist in every garden: kube-system holds bootstrap tokens, garden the garden's own objects,
+// gardener-system-seed-lease the seeds' Leases.
+var systemNamespaces = []string{"kube-system", "garden", seedgraph.LeaseNamespace}
+
+// ensureNamespaces creates the system namespaces that do not exist yet.
+func ensureNamespaces(ctx context.Context, reg *api.Registry) error {
+	c, ok := reg.Collection(schema.GroupResource{Resource: "namespaces"})
+	if !ok {
+		return fmt.Errorf("namespaces are not served")
+	}
+	for _, ns := range systemNamespaces {
+		_, err := c.Create(ctx, &kcorev1.Namespace{ApiVersion: "v1", Kind: "Namespace", Metadata: &metav1.ObjectMeta{Name: ns}})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("create namespace %s: %w", ns, err)
+		}
+	}
+	return nil
+}
+
+// agentParts is everything the agent link adds to a replica.
+type agentParts struct {
+	graph     *seedgraph.Graph
+	link      *agentlink.Server
+	elector   *leader.Elector
+	lifecycle *agentlink.Lifecycle
+	// stop ends the sessions and the leader's work, ahead of the hub's graceful shutdown (sessions are long-lived
+	// streams a graceful stop would otherwise wait for).
+	stop context.CancelFunc
+	// graphReady is closed once the graph holds the store's state.
+	graphReady <-chan struct{}
+}
+
+// startAgentLink builds the seed graph, the agent link (registered on grpcSrv) and the leader-only controllers
+// (CSR approval, seed lifecycle), and runs them on wg until ctx ends.
+func (h *Hub) startAgentLink(ctx context.Context, wg *sync.WaitGroup, st *store.Store, reg *api.Registry, ca *pki.CA, grpcSrv grpc.ServiceRegistrar, promReg prometheus.Registerer) (*agentParts, error) {
+	if err := ensureNamespaces(ctx, reg); err != nil {
+		return nil, err
+	}
+	ctx, stop := context.WithCancel(ctx)
+	graph := seedgraph.New()
+	graphReady := make(chan struct{})
+	link, err := agentlink.New(agentlink.Config{
+		Source: reg, Graph: graph, GraphReady: graphReady, CA: ca, Etcd: st.Client(), Prefix: st.Prefix(),
+		Identify:          identify,
+		HubVersion:        Version,
+		HeartbeatInterval: h.cfg.HeartbeatInterval,
+		Registerer:        promReg,
+		Log:               h.log.With("component", "agentlink"),
+	})
+	if err != nil {
+		stop()
+		return nil, err
+	}
+	agentv1.RegisterAgentServiceServer(grpcSrv, link)
+	lifecycle := agentlink.NewLifecycle(agentlink.LifecycleConfig{
+		Source: reg, Etcd: st.Client(), Prefix: st.Prefix(), MonitorPeriod: h.cfg.MonitorPeriod,
+		Log: h.log.With("component", "seed-lifecycle"),
+	})
+	csrs := csr.NewController(reg, ca, h.log.With("component", "csr"))
+	elector := leader.New(leader.Config{Client: st.Client(), Key: st.Prefix() + "/leader", Log: h.log.With("component", "leader")})
+	run := func(name string, fn func() error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := fn(); err != nil && ctx.Err() == nil {
+				h.log.Error(name+" stopped", "err", err)
+			}
+		}()
+	}
+	run("seed graph", func() error { return graph.Run(ctx, reg, h.log.With("component", "seedgraph"), graphReady) })
+	run("agent link", func() error { return link.Run(ctx) })
+	run("leader election", func() error {
+		return elector.Run(ctx,
+			func(ctx context.Context) { _ = csrs.Run(ctx) },
+			func(ctx context.Context) { _ = lifecycle.Run(ctx) },
+		)
+	})
+	return &agentParts{graph: graph, link: link, elector: elector, lifecycle: lifecycle, stop: stop, graphReady: graphReady}, nil
+}
+
+// identify maps the authenticated user of a stream to an agent link identity.
+func identify(ctx context.Context) (agentlink.Identity, error) {
+	u, ok := auth.UserFrom(ctx)
+	if !ok {
+		return agentlink.Identity{}, apierrors.NewUnauthorized("not authenticated")
+	}
+	return agentlink.Identity{User: u.Name, Seed: u.Seed, CertNotAfter: u.CertNotAfter, BootstrapTokenID: u.BootstrapTokenID}, nil
+}
+
+// AgentLink returns the agent link (after Ready), for tests and in-process tools.
+func (h *Hub) AgentLink() *agentlink.Server {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.agents == nil {
+		return nil
+	}
+	return h.agents.link
+}

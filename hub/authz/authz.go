@@ -1,0 +1,107 @@
+package authz
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	kmetav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/trellis-dev/trellis/hub/api"
+	"github.com/trellis-dev/trellis/hub/auth"
+	"github.com/trellis-dev/trellis/hub/store"
+	agentv1 "github.com/trellis-dev/trellis/proto/gen/trellis/agent/v1"
+)
+
+// Graph says which objects belong to a seed beyond what the objects say themselves: everything a seed's objects
+// reference (a shoot's bindings, secrets, cloud profile, project, ...). resource is schema.GroupResource.String()
+// ("shoots.core.gardener.cloud", "secrets", "leases.coordination.k8s.io"); namespace is "" for cluster-scoped
+// objects.
+type Graph interface {
+	Belongs(seed, resource, namespace, name string) bool
+}
+
+// Reader reads objects from the hub's watch cache; *api.Registry is one.
+type Reader interface {
+	Get(ctx context.Context, gr schema.GroupResource, namespace, name string) (store.Object, error)
+}
+
+// Config configures an Authorizer.
+type Config struct {
+	// Graph answers what belongs to a seed through references. Without it, agents see only the objects that name
+	// their seed themselves.
+	Graph Graph
+	// GraphReady, when set, is closed once the graph holds the store's state; decisions that consult the graph wait
+	// for it (at most for their request's lifetime), so agents reconnecting to a starting hub are not denied what
+	// belongs to them.
+	GraphReady <-chan struct{}
+	// Reader reads objects a decision depends on that the graph may not have processed yet: a ShootState's shoot, a
+	// BackupEntry's bucket. Optional.
+	Reader Reader
+}
+
+// Authorizer is the hub's api.Authorizer: the seed rules for agents, nothing for bootstrap tokens, everything for
+// other users (until project roles exist).
+type Authorizer struct {
+	graph      Graph
+	graphReady <-chan struct{}
+	reader     Reader
+}
+
+var _ api.Authorizer = (*Authorizer)(nil)
+
+// New returns the hub's authorizer.
+func New(cfg Config) *Authorizer {
+	return &Authorizer{graph: cfg.Graph, graphReady: cfg.GraphReady, reader: cfg.Reader}
+}
+
+// Authorize implements api.Authorizer.
+func (a *Authorizer) Authorize(ctx context.Context, at api.Attributes) error {
+	switch {
+	case at.User.IsBootstrap():
+		return api.Forbidden(at, "a bootstrap token may only be used for the agent's bootstrap exchange")
+	case at.User.Seed != "":
+		return a.authorizeSeed(ctx, at)
+	}
+	return nil
+}
+
+// Filter implements api.Authorizer.
+func (a *Authorizer) Filter(ctx context.Context, at api.Attributes) func(store.Object) bool {
+	if at.User.Seed == "" {
+		return nil
+	}
+	return a.seedFilter(ctx, at)
+}
+
+// AgentConnectMethod is the one gRPC method a bootstrap token user may call: the agent link, where it may only ask
+// for a seed client certificate.
+const AgentConnectMethod = agentv1.AgentService_Connect_FullMethodName
+
+// RestrictBootstrap keeps bootstrap token users to the bootstrap exchange. request is a gRPC call's full method or,
+// for an HTTP request, "<METHOD> <path>"; everything but AgentConnectMethod is Forbidden for them. Other users pass.
+func RestrictBootstrap(u auth.User, request string) error {
+	if !u.IsBootstrap() || request == AgentConnectMethod {
+		return nil
+	}
+	return forbidden(fmt.Sprintf("User %q cannot %s: a bootstrap token may only be used for the agent's bootstrap exchange (%s)",
+		u.Name, request, AgentConnectMethod))
+}
+
+// AuthorizePath decides a request for a path outside the typed API, as kube-apiserver's non-resource URLs:
+// discovery documents are for every user but bootstrap tokens; other paths (metrics, profiling) are not for agents
+// or bootstrap tokens.
+func AuthorizePath(u auth.User, verb, path string, discovery bool) error {
+	if u.IsBootstrap() || (u.Seed != "" && !discovery) {
+		return forbidden(fmt.Sprintf("User %q cannot %s path %q", u.Name, verb, path))
+	}
+	return nil
+}
+
+func forbidden(msg string) error {
+	return &apierrors.StatusError{ErrStatus: kmetav1.Status{
+		Status: kmetav1.StatusFailure, Code: http.StatusForbidden, Reason: kmetav1.StatusReasonForbidden, Message: "forbidden: " + msg,
+	}}
+}

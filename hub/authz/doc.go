@@ -1,0 +1,13 @@
+// Package authz owns authorization: what an authenticated user may do. It decides for the kinds' servers through
+// api.Authorizer and for the hub's other entry points (gRPC methods, paths outside the API):
+//
+//   - Bootstrap token users may do nothing but the agent's bootstrap exchange (AgentService/Connect).
+//   - Seed agents (users with auth.User.Seed) are held to the rules of Gardener's SeedAuthorizer and SeedRestriction:
+//     they read only what belongs to their seed — lists and watches are filtered on the server — and write only
+//     what belongs to it and only where a gardenlet may; a create is checked on the new object. What belongs to a
+//     seed beyond what an object says itself (a shoot's spec.seedName, a BackupBucket's spec.seedName, ...) is the
+//     Graph's answer (package seedgraph keeps it).
+//   - Everyone else may do everything for now; project roles come later.
+//
+// Denials are Kubernetes Forbidden errors naming the user, verb and resource (api.Forbidden).
+package authz

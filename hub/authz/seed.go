@@ -1,0 +1,427 @@
+package authz
+
+import (
+	"context"
+	"crypto/x509"
+	"encoding/pem"
+	"fmt"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
+
+	"github.com/trellis-dev/trellis/hub/api"
+	"github.com/trellis-dev/trellis/hub/auth"
+	"github.com/trellis-dev/trellis/hub/store"
+	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
+	certificatesv1 "github.com/trellis-dev/trellis/proto/gen/trellis/kubernetes/certificates/v1"
+	kcorev1 "github.com/trellis-dev/trellis/proto/gen/trellis/kubernetes/core/v1"
+	operationsv1alpha1 "github.com/trellis-dev/trellis/proto/gen/trellis/operations/v1alpha1"
+)
+
+// Namespaces the seed rules name, as Gardener does.
+const (
+	// SeedLeaseNamespace holds every seed's heartbeat Lease, named after the seed.
+	SeedLeaseNamespace = "gardener-system-seed-lease"
+	// PublicNamespace holds configuration every client may read (gardener-info, kube-root-ca.crt).
+	PublicNamespace = "gardener-system-public"
+	// SeedNamespacePrefix followed by the seed name is the seed's own namespace in the garden.
+	SeedNamespacePrefix = "seed-"
+)
+
+// scope says which objects of a resource an agent may use a verb on.
+type scope int
+
+const (
+	none    scope = iota
+	own           // only the seed's own object, by name (its Seed, its Lease)
+	belongs       // objects that belong to the seed
+	all           // every object
+)
+
+// policy is what an agent may do with one resource: Gardener's SeedAuthorizer (reads, updates, deletes) and
+// SeedRestriction (creates).
+type policy struct {
+	read, update, patch, status, delete scope
+	// create decides a create on the new object: "" allows it, anything else is the reason it is denied. nil
+	// denies every create.
+	create func(c *seedRequest, obj store.Object) string
+	// self reports whether an object belongs to the seed by its namespace and name alone (so even before it exists).
+	self func(seed, namespace, name string) bool
+	// direct reports whether an object belongs to the seed by what it says (spec.seedName, ...).
+	direct func(c *seedRequest, obj store.Object) bool
+	// via reports whether an object belongs to the seed through another object (a ShootState through its shoot).
+	via func(c *seedRequest, namespace, name string) bool
+	// deleteAlso allows deleting some objects that do not belong (the seed's own bootstrap token).
+	deleteAlso func(c *seedRequest, cur store.Object) bool
+}
+
+var (
+	seedsResource                   = gr("core.gardener.cloud", "seeds")
+	shootsResource                  = gr("core.gardener.cloud", "shoots")
+	backupBucketsResource           = gr("core.gardener.cloud", "backupbuckets")
+	backupEntriesResource           = gr("core.gardener.cloud", "backupentries")
+	controllerInstallationsResource = gr("core.gardener.cloud", "controllerinstallations")
+	shootStatesResource             = gr("core.gardener.cloud", "shootstates")
+	leasesResource                  = gr("coordination.k8s.io", "leases")
+	secretsResource                 = gr("", "secrets")
+)
+
+func gr(group, resource string) schema.GroupResource {
+	return schema.GroupResource{Group: group, Resource: resource}
+}
+
+// readOnly is the policy of what an agent may read when it belongs to its seed.
+var readOnly = policy{read: belongs}
+
+// policies holds the seed rules. A resource that is not here (Quotas, Gardenlets, ManagedSeedSets, InternalSecrets)
+// is denied to agents altogether. (Set in init: some rules look up other resources' policies.)
+var policies map[schema.GroupResource]policy
+
+func init() { policies = seedPolicies() }
+
+func seedPolicies() map[schema.GroupResource]policy {
+	return map[schema.GroupResource]policy{
+		seedsResource: {
+			read: belongs, update: own, patch: own, status: own,
+			self:   func(seed, _, name string) bool { return name == seed },
+			create: createOwnSeed,
+		},
+		shootsResource: {
+			read: belongs, update: belongs, patch: belongs, status: belongs,
+			direct: func(c *seedRequest, obj store.Object) bool {
+				s, ok := obj.(*corev1beta1.Shoot)
+				return ok && (s.GetSpec().GetSeedName() == c.seed || s.GetStatus().GetSeedName() == c.seed)
+			},
+		},
+		backupBucketsResource: {
+			read: belongs, update: belongs, patch: belongs, status: belongs, delete: belongs,
+			direct: func(c *seedRequest, obj store.Object) bool {
+				b, ok := obj.(*corev1beta1.BackupBucket)
+				return ok && b.GetSpec().GetSeedName() == c.seed
+			},
+			create: createBackupBucket,
+		},
+		backupEntriesResource: {
+			read: belongs, update: belongs, patch: belongs, status: belongs, delete: belongs,
+			direct: func(c *seedRequest, obj store.Object) bool {
+				e, ok := obj.(*corev1beta1.BackupEntry)
+				return ok && (e.GetSpec().GetSeedName() == c.seed || e.GetStatus().GetSeedName() == c.seed)
+			},
+			create: createBackupEntry,
+		},
+		gr("operations.gardener.cloud", "bastions"): {
+			read: belongs, update: belongs, patch: belongs, status: belongs,
+			direct: func(c *seedRequest, obj store.Object) bool {
+				b, ok := obj.(*operationsv1alpha1.Bastion)
+				return ok && b.GetSpec().GetSeedName() == c.seed
+			},
+			create: createBastion,
+		},
+		controllerInstallationsResource: {
+			read: belongs, update: belongs, patch: belongs, status: belongs,
+			direct: func(c *seedRequest, obj store.Object) bool {
+				ci, ok := obj.(*corev1beta1.ControllerInstallation)
+				return ok && ci.GetSpec().GetSeedRef().GetName() == c.seed
+			},
+		},
+		gr("seedmanagement.gardener.cloud", "managedseeds"):  {read: belongs, update: belongs, patch: belongs, status: belongs},
+		gr("core.gardener.cloud", "controllerregistrations"): {read: all},
+		gr("core.gardener.cloud", "cloudprofiles"):           readOnly,
+		gr("core.gardener.cloud", "namespacedcloudprofiles"): readOnly,
+		gr("core.gardener.cloud", "controllerdeployments"):   readOnly,
+		gr("core.gardener.cloud", "secretbindings"):          readOnly,
+		gr("security.gardener.cloud", "credentialsbindings"): readOnly,
+		gr("security.gardener.cloud", "workloadidentities"):  readOnly,
+		gr("core.gardener.cloud", "exposureclasses"):         readOnly,
+		gr("core.gardener.cloud", "projects"):                readOnly,
+		gr("", "namespaces"): {
+			read: belongs,
+			self: func(seed, _, name string) bool { return name == SeedNamespacePrefix+seed },
+		},
+		gr("", "configmaps"): {
+			read: belongs,
+			self: func(_, namespace, _ string) bool { return namespace == PublicNamespace },
+		},
+		secretsResource: {
+			read: belongs, update: belongs, patch: belongs, delete: belongs,
+			self:       func(seed, namespace, _ string) bool { return namespace == SeedNamespacePrefix+seed },
+			create:     createSecret,
+			deleteAlso: ownBootstrapToken,
+		},
+		leasesResource: {
+			read: belongs, update: own, patch: own,
+			self:   func(seed, namespace, name string) bool { return namespace == SeedLeaseNamespace && name == seed },
+			create: createLease,
+		},
+		shootStatesResource: {
+			read: belongs, update: belongs, patch: belongs, delete: belongs,
+			via:    shootOf,
+			create: createShootState,
+		},
+		gr("", "events"): {
+			patch:  all,
+			create: func(*seedRequest, store.Object) string { return "" },
+		},
+		gr("certificates.k8s.io", "certificatesigningrequests"): {
+			read: belongs,
+			direct: func(c *seedRequest, obj store.Object) bool {
+				csr, ok := obj.(*certificatesv1.CertificateSigningRequest)
+				return ok && csr.GetSpec().GetUsername() == c.user
+			},
+			create: createCSR,
+		},
+	}
+}
+
+// seedRequest is one request of an agent, for the rules' functions.
+type seedRequest struct {
+	ctx        context.Context
+	a          *Authorizer
+	seed, user string
+}
+
+// belongs reports whether an object of resource r belongs to the seed. obj is the object when the caller has it.
+func (c *seedRequest) belongs(r schema.GroupResource, p policy, namespace, name string, obj store.Object) bool {
+	if p.self != nil && p.self(c.seed, namespace, name) {
+		return true
+	}
+	if obj != nil && p.direct != nil && p.direct(c, obj) {
+		return true
+	}
+	if c.graphBelongs(r, namespace, name) {
+		return true
+	}
+	if p.via != nil && p.via(c, namespace, name) {
+		return true
+	}
+	// The graph may not have processed an object yet that says itself it is the seed's.
+	if obj == nil && p.direct != nil && c.a.reader != nil {
+		if o, err := c.a.reader.Get(c.ctx, r, namespace, name); err == nil && p.direct(c, o) {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *seedRequest) graphBelongs(r schema.GroupResource, namespace, name string) bool {
+	if c.a.graph == nil {
+		return false
+	}
+	if c.a.graphReady != nil {
+		select {
+		case <-c.a.graphReady:
+		case <-c.ctx.Done():
+			return false
+		}
+	}
+	return c.a.graph.Belongs(c.seed, r.String(), namespace, name)
+}
+
+// belongsTo reports whether the object r namespace/name belongs to the seed, by r's policy.
+func (c *seedRequest) belongsTo(r schema.GroupResource, namespace, name string) bool {
+	return c.belongs(r, policies[r], namespace, name, nil)
+}
+
+func (a *Authorizer) authorizeSeed(ctx context.Context, at api.Attributes) error {
+	c := &seedRequest{ctx: ctx, a: a, seed: at.User.Seed, user: at.User.Name}
+	p, ok := policies[at.Resource]
+	if !ok {
+		return api.Forbidden(at, fmt.Sprintf("seed agents have no access to %s", at.Resource))
+	}
+	var sc scope
+	switch at.Verb {
+	case api.VerbGet, api.VerbList, api.VerbWatch:
+		sc = p.read
+	case api.VerbCreate:
+		if p.create == nil {
+			return api.Forbidden(at, fmt.Sprintf("seed agents may not create %s", at.Resource))
+		}
+		if at.Object == nil {
+			return api.Forbidden(at, "no object to check")
+		}
+		if reason := p.create(c, at.Object); reason != "" {
+			return api.Forbidden(at, reason)
+		}
+		return nil
+	case api.VerbUpdate, api.VerbPatch:
+		switch {
+		case at.Subresource == "status":
+			sc = p.status
+		case at.Subresource != "":
+			sc = none
+		case at.Verb == api.VerbUpdate:
+			sc = p.update
+		default:
+			sc = p.patch
+		}
+	case api.VerbDelete:
+		sc = p.delete
+		if p.deleteAlso != nil && at.Current != nil && p.deleteAlso(c, at.Current) {
+			return nil
+		}
+	}
+	what := at.Resource.String()
+	if at.Subresource != "" {
+		what += "/" + at.Subresource
+	}
+	switch sc {
+	case all:
+		return nil
+	case own:
+		if p.self(c.seed, at.Namespace, at.Name) {
+			return nil
+		}
+		return api.Forbidden(at, fmt.Sprintf("seed agents may %s only their own seed's %s", at.Verb, what))
+	case belongs:
+		if at.Verb == api.VerbList || at.Verb == api.VerbWatch {
+			return nil // filtered by seedFilter
+		}
+		if c.belongs(at.Resource, p, at.Namespace, at.Name, at.Current) {
+			return nil
+		}
+		return api.Forbidden(at, fmt.Sprintf("object does not belong to seed %q", c.seed))
+	}
+	return api.Forbidden(at, fmt.Sprintf("seed agents may not %s %s", at.Verb, what))
+}
+
+func (a *Authorizer) seedFilter(ctx context.Context, at api.Attributes) func(store.Object) bool {
+	p := policies[at.Resource]
+	switch p.read {
+	case all:
+		return nil
+	case none:
+		return func(store.Object) bool { return false }
+	}
+	c := &seedRequest{ctx: ctx, a: a, seed: at.User.Seed, user: at.User.Name}
+	r := at.Resource
+	return func(obj store.Object) bool {
+		md := obj.GetMetadata()
+		return c.belongs(r, p, md.GetNamespace(), md.GetName(), obj)
+	}
+}
+
+// Creates: SeedRestriction.
+
+func createOwnSeed(c *seedRequest, obj store.Object) string {
+	if name := obj.GetMetadata().GetName(); name != c.seed {
+		return fmt.Sprintf("seed agents may create only their own Seed %q, not %q", c.seed, name)
+	}
+	return ""
+}
+
+func createBackupBucket(c *seedRequest, obj store.Object) string {
+	b, ok := obj.(*corev1beta1.BackupBucket)
+	if !ok {
+		return "not a BackupBucket"
+	}
+	return seedNameIs(c, "spec.seedName", b.GetSpec().GetSeedName())
+}
+
+// createBackupEntry admits an entry of this seed whose bucket is the seed's too, except for a restore's source
+// entry ("source-<name>"), which refers to the bucket on the seed the shoot comes from.
+func createBackupEntry(c *seedRequest, obj store.Object) string {
+	e, ok := obj.(*corev1beta1.BackupEntry)
+	if !ok {
+		return "not a BackupEntry"
+	}
+	if reason := seedNameIs(c, "spec.seedName", e.GetSpec().GetSeedName()); reason != "" {
+		return reason
+	}
+	if strings.HasPrefix(e.GetMetadata().GetName(), "source-") {
+		return ""
+	}
+	if bucket := e.GetSpec().GetBucketName(); !c.belongsTo(backupBucketsResource, "", bucket) {
+		return fmt.Sprintf("BackupBucket %q does not belong to seed %q", bucket, c.seed)
+	}
+	return ""
+}
+
+func createBastion(c *seedRequest, obj store.Object) string {
+	b, ok := obj.(*operationsv1alpha1.Bastion)
+	if !ok {
+		return "not a Bastion"
+	}
+	return seedNameIs(c, "spec.seedName", b.GetSpec().GetSeedName())
+}
+
+func seedNameIs(c *seedRequest, field, got string) string {
+	if got != c.seed {
+		return fmt.Sprintf("%s %q is not seed %q", field, got, c.seed)
+	}
+	return ""
+}
+
+func createLease(c *seedRequest, obj store.Object) string {
+	md := obj.GetMetadata()
+	if md.GetNamespace() != SeedLeaseNamespace || md.GetName() != c.seed {
+		return fmt.Sprintf("seed agents may create only their own Lease %s/%s", SeedLeaseNamespace, c.seed)
+	}
+	return ""
+}
+
+// createSecret admits secrets in the seed's namespace and secrets owned by a shoot or BackupBucket of the seed
+// (the certificates, kubeconfigs and generated bucket secrets a gardenlet writes into the garden).
+func createSecret(c *seedRequest, obj store.Object) string {
+	md := obj.GetMetadata()
+	if md.GetNamespace() == SeedNamespacePrefix+c.seed {
+		return ""
+	}
+	for _, ref := range md.GetOwnerReferences() {
+		group, _, _ := strings.Cut(ref.GetApiVersion(), "/")
+		switch {
+		case group == "core.gardener.cloud" && ref.GetKind() == "Shoot" && c.belongsTo(shootsResource, md.GetNamespace(), ref.GetName()):
+			return ""
+		case group == "core.gardener.cloud" && ref.GetKind() == "BackupBucket" && c.belongsTo(backupBucketsResource, "", ref.GetName()):
+			return ""
+		}
+	}
+	return fmt.Sprintf("seed agents may create secrets only in namespace %q or owned by a Shoot or BackupBucket of seed %q", SeedNamespacePrefix+c.seed, c.seed)
+}
+
+// ownBootstrapToken reports whether a secret is a bootstrap token made for this seed's agent, which the agent may
+// delete once it holds its certificate.
+func ownBootstrapToken(c *seedRequest, cur store.Object) bool {
+	s, ok := cur.(*kcorev1.Secret)
+	return ok && s.GetMetadata().GetNamespace() == auth.BootstrapTokenNamespace &&
+		s.GetType() == string(bootstrapapi.SecretTypeBootstrapToken) &&
+		auth.SeedOfDescription(string(s.GetData()[bootstrapapi.BootstrapTokenDescriptionKey])) == c.seed
+}
+
+// shootOf reports whether the shoot a ShootState is named after belongs to the seed.
+func shootOf(c *seedRequest, namespace, name string) bool {
+	return c.belongsTo(shootsResource, namespace, name)
+}
+
+func createShootState(c *seedRequest, obj store.Object) string {
+	md := obj.GetMetadata()
+	if !shootOf(c, md.GetNamespace(), md.GetName()) {
+		return fmt.Sprintf("shoot %s/%s does not belong to seed %q", md.GetNamespace(), md.GetName(), c.seed)
+	}
+	return ""
+}
+
+// createCSR admits a request for the agent's own seed client certificate: spec.username is the agent's user and the
+// subject is O=[gardener.cloud:system:seeds], CN=gardener.cloud:system:seed:<seed>.
+func createCSR(c *seedRequest, obj store.Object) string {
+	csr, ok := obj.(*certificatesv1.CertificateSigningRequest)
+	if !ok {
+		return "not a CertificateSigningRequest"
+	}
+	if u := csr.GetSpec().GetUsername(); u != c.user {
+		return fmt.Sprintf("spec.username %q is not %q", u, c.user)
+	}
+	block, _ := pem.Decode(csr.GetSpec().GetRequest())
+	if block == nil {
+		return "spec.request is not a PEM-encoded certificate request"
+	}
+	req, err := x509.ParseCertificateRequest(block.Bytes)
+	if err != nil {
+		return fmt.Sprintf("spec.request: %v", err)
+	}
+	if !slices.Equal(req.Subject.Organization, []string{auth.SeedsGroup}) || req.Subject.CommonName != c.user {
+		return fmt.Sprintf("the request's subject (O=%q, CN=%q) is not seed %q's (O=[%s], CN=%s)", req.Subject.Organization, req.Subject.CommonName, c.seed, auth.SeedsGroup, c.user)
+	}
+	return ""
+}

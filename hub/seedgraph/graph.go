@@ -1,0 +1,372 @@
+package seedgraph
+
+import (
+	"strconv"
+	"sync"
+
+	"github.com/trellis-dev/trellis/hub/store"
+)
+
+// Ref identifies an object: its resource (schema.GroupResource.String(), e.g. "shoots.core.gardener.cloud"),
+// namespace ("" when cluster-scoped) and name.
+type Ref struct {
+	Resource  string
+	Namespace string
+	Name      string
+}
+
+// Key is "namespace/name", or "name" for a cluster-scoped object.
+func (r Ref) Key() string {
+	if r.Namespace == "" {
+		return r.Name
+	}
+	return r.Namespace + "/" + r.Name
+}
+
+// Subscriber hears about every change that concerns one seed: the object behind ref was added to, changed in or
+// removed from the seed. Notify runs under the graph's lock, in the order of the graph's changes: it must not block
+// and must not call back into the graph.
+type Subscriber interface {
+	Notify(ref Ref)
+}
+
+// Member is an object of a seed.
+type Member struct {
+	Ref    Ref
+	Object store.Object
+	// Version is the revision at which the seed's agent has the object as it is now: the later of the object's
+	// resourceVersion and the revision since which it belongs to the seed.
+	Version int64
+}
+
+type edge struct {
+	count int   // how many declarations make the edge (an object may reference another twice)
+	rev   int64 // revision at which the edge appeared
+}
+
+type node struct {
+	ref Ref
+	obj store.Object // nil while the object does not exist (a reference to a missing object)
+	rv  int64
+
+	// What the node's own object declares.
+	direct          []string
+	declOut, declIn []Ref
+
+	children map[*node]*edge
+	parents  map[*node]*edge
+	// count holds, per seed, 1 for direct membership plus 1 per parent in that seed; since holds when the count
+	// last left zero.
+	count map[string]int
+	since map[string]int64
+}
+
+// Graph holds the objects of the followed resources and which seeds each belongs to.
+type Graph struct {
+	mu        sync.RWMutex
+	nodes     map[Ref]*node
+	bySeed    map[string]map[*node]struct{}
+	subs      map[string]map[Subscriber]struct{}
+	processed map[string]int64
+}
+
+// New returns an empty graph.
+func New() *Graph {
+	return &Graph{
+		nodes: map[Ref]*node{}, bySeed: map[string]map[*node]struct{}{}, subs: map[string]map[Subscriber]struct{}{},
+		processed: map[string]int64{},
+	}
+}
+
+func revisionOf(obj store.Object) int64 {
+	rv, _ := strconv.ParseInt(obj.GetMetadata().GetResourceVersion(), 10, 64)
+	return rv
+}
+
+// Apply records the current state of an object of resource (an ADDED or MODIFIED event).
+func (g *Graph) Apply(resource string, obj store.Object) {
+	md := obj.GetMetadata()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.apply(Ref{Resource: resource, Namespace: md.GetNamespace(), Name: md.GetName()}, obj, revisionOf(obj))
+}
+
+// Remove records the deletion of an object at revision rev.
+func (g *Graph) Remove(resource, namespace, name string, rev int64) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.apply(Ref{Resource: resource, Namespace: namespace, Name: name}, nil, rev)
+}
+
+// Progress records that every change of resource up to rev has been applied.
+func (g *Graph) Progress(resource string, rev int64) {
+	g.mu.Lock()
+	if rev > g.processed[resource] {
+		g.processed[resource] = rev
+	}
+	g.mu.Unlock()
+}
+
+// Synced is the revision through which every change of every followed resource has been applied (and announced to
+// subscribers); 0 before the graph has loaded all of them.
+func (g *Graph) Synced() int64 {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	return g.synced()
+}
+
+func (g *Graph) synced() int64 {
+	var min int64 = -1
+	for _, r := range Followed {
+		p, ok := g.processed[r]
+		if !ok {
+			return 0
+		}
+		if min < 0 || p < min {
+			min = p
+		}
+	}
+	return max(min, 0)
+}
+
+func (g *Graph) node(ref Ref) *node {
+	n := g.nodes[ref]
+	if n == nil {
+		n = &node{ref: ref, children: map[*node]*edge{}, parents: map[*node]*edge{}, count: map[string]int{}, since: map[string]int64{}}
+		g.nodes[ref] = n
+	}
+	return n
+}
+
+func (g *Graph) apply(ref Ref, obj store.Object, rev int64) {
+	n := g.node(ref)
+	var direct []string
+	var out, in []Ref
+	if obj != nil {
+		direct, out, in = edges(obj)
+	}
+	n.obj, n.rv = obj, rev
+	var touched []*node
+	for _, r := range minus(n.declOut, out) {
+		if c := g.nodes[r]; c != nil {
+			g.unlink(n, c)
+			touched = append(touched, c)
+		}
+	}
+	for _, r := range minus(n.declIn, in) {
+		if p := g.nodes[r]; p != nil {
+			g.unlink(p, n)
+			touched = append(touched, p)
+		}
+	}
+	for _, s := range minusStrings(direct, n.direct) {
+		g.add(n, s, rev)
+	}
+	for _, s := range minusStrings(n.direct, direct) {
+		g.remove(n, s)
+	}
+	for _, r := range minus(out, n.declOut) {
+		g.link(n, g.node(r), rev)
+	}
+	for _, r := range minus(in, n.declIn) {
+		g.link(g.node(r), n, rev)
+	}
+	n.direct, n.declOut, n.declIn = direct, out, in
+	for s := range n.count {
+		g.notify(s, n.ref)
+	}
+	for _, t := range touched {
+		g.gc(t)
+	}
+	g.gc(n)
+}
+
+func (g *Graph) gc(n *node) {
+	if n.obj == nil && len(n.parents) == 0 && len(n.children) == 0 && len(n.count) == 0 && g.nodes[n.ref] == n {
+		delete(g.nodes, n.ref)
+	}
+}
+
+func (g *Graph) link(p, c *node, rev int64) {
+	if e := p.children[c]; e != nil {
+		e.count++
+		return
+	}
+	e := &edge{count: 1, rev: rev}
+	p.children[c], c.parents[p] = e, e
+	for s, since := range p.since {
+		g.add(c, s, max(since, rev))
+	}
+}
+
+func (g *Graph) unlink(p, c *node) {
+	e := p.children[c]
+	if e == nil {
+		return
+	}
+	if e.count--; e.count > 0 {
+		return
+	}
+	delete(p.children, c)
+	delete(c.parents, p)
+	for s := range p.count {
+		g.remove(c, s)
+	}
+}
+
+func (g *Graph) add(n *node, seed string, since int64) {
+	n.count[seed]++
+	if n.count[seed] > 1 {
+		return
+	}
+	n.since[seed] = since
+	m := g.bySeed[seed]
+	if m == nil {
+		m = map[*node]struct{}{}
+		g.bySeed[seed] = m
+	}
+	m[n] = struct{}{}
+	g.notify(seed, n.ref)
+	for c, e := range n.children {
+		g.add(c, seed, max(since, e.rev))
+	}
+}
+
+func (g *Graph) remove(n *node, seed string) {
+	if n.count[seed] == 0 {
+		return
+	}
+	if n.count[seed]--; n.count[seed] > 0 {
+		return
+	}
+	delete(n.count, seed)
+	delete(n.since, seed)
+	if m := g.bySeed[seed]; m != nil {
+		delete(m, n)
+		if len(m) == 0 {
+			delete(g.bySeed, seed)
+		}
+	}
+	g.notify(seed, n.ref)
+	for c := range n.children {
+		g.remove(c, seed)
+	}
+}
+
+func (g *Graph) notify(seed string, ref Ref) {
+	for s := range g.subs[seed] {
+		s.Notify(ref)
+	}
+}
+
+// Belongs reports whether the object exists and belongs to seed.
+func (g *Graph) Belongs(seed, resource, namespace, name string) bool {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	n := g.nodes[Ref{Resource: resource, Namespace: namespace, Name: name}]
+	return n != nil && n.obj != nil && n.count[seed] > 0
+}
+
+// Seeds returns the seeds an existing object belongs to.
+func (g *Graph) Seeds(resource, namespace, name string) []string {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	n := g.nodes[Ref{Resource: resource, Namespace: namespace, Name: name}]
+	if n == nil || n.obj == nil {
+		return nil
+	}
+	seeds := make([]string, 0, len(n.count))
+	for s := range n.count {
+		seeds = append(seeds, s)
+	}
+	return seeds
+}
+
+// Get returns an object of seed; ok is false when it does not exist or does not belong to the seed.
+func (g *Graph) Get(seed string, ref Ref) (Member, bool) {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	n := g.nodes[ref]
+	if n == nil || n.obj == nil || n.count[seed] == 0 {
+		return Member{}, false
+	}
+	return n.member(seed), true
+}
+
+func (n *node) member(seed string) Member {
+	return Member{Ref: n.ref, Object: n.obj, Version: max(n.rv, n.since[seed])}
+}
+
+// Members returns every existing object of seed.
+func (g *Graph) Members(seed string) []Member {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	return g.members(seed)
+}
+
+func (g *Graph) members(seed string) []Member {
+	out := make([]Member, 0, len(g.bySeed[seed]))
+	for n := range g.bySeed[seed] {
+		if n.obj != nil {
+			out = append(out, n.member(seed))
+		}
+	}
+	return out
+}
+
+// Subscribe registers sub for the changes of seed and, atomically with it, calls initial with the seed's members and
+// the revision the graph has synced through: every later change reaches sub. The returned function unsubscribes.
+func (g *Graph) Subscribe(seed string, sub Subscriber, initial func(members []Member, synced int64)) (cancel func()) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if initial != nil {
+		initial(g.members(seed), g.synced())
+	}
+	m := g.subs[seed]
+	if m == nil {
+		m = map[Subscriber]struct{}{}
+		g.subs[seed] = m
+	}
+	m[sub] = struct{}{}
+	return func() {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if m := g.subs[seed]; m != nil {
+			delete(m, sub)
+			if len(m) == 0 {
+				delete(g.subs, seed)
+			}
+		}
+	}
+}
+
+// Stats counts the graph's objects and seeds, for metrics.
+func (g *Graph) Stats() (objects, seeds int) {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	return len(g.nodes), len(g.bySeed)
+}
+
+func minus(a, b []Ref) []Ref {
+	var out []Ref
+outer:
+	for _, x := range a {
+		for _, y := range b {
+			if x == y {
+				continue outer
+			}
+		}
+		out = append(out, x)
+	}
+	return out
+}
+
+func minusStrings(a, b []string) []string {
+	var out []string
+	for _, x := range a {
+		if !contains(b, x) {
+			out = append(out, x)
+		}
+	}
+	return out
+}

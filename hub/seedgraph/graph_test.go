@@ -1,0 +1,145 @@
+package seedgraph
+
+import (
+	"slices"
+	"sort"
+	"strconv"
+	"testing"
+
+	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
+	kcorev1 "github.com/trellis-dev/trellis/proto/gen/trellis/kubernetes/core/v1"
+	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
+	seedmanagementv1alpha1 "github.com/trellis-dev/trellis/proto/gen/trellis/seedmanagement/v1alpha1"
+	"google.golang.org/protobuf/proto"
+)
+
+func meta(ns, name string, rv int64) *metav1.ObjectMeta {
+	return &metav1.ObjectMeta{Namespace: ns, Name: name, ResourceVersion: strconv.FormatInt(rv, 10)}
+}
+
+func shoot(name, seed string, rv int64) *corev1beta1.Shoot {
+	return &corev1beta1.Shoot{Metadata: meta("garden-dev", name, rv), Spec: &corev1beta1.ShootSpec{
+		SeedName: proto.String(seed), SecretBindingName: proto.String("provider"), CloudProfileName: proto.String("local"),
+	}}
+}
+
+type recorder struct{ refs []Ref }
+
+func (r *recorder) Notify(ref Ref) { r.refs = append(r.refs, ref) }
+
+func keys(ms []Member) []string {
+	var out []string
+	for _, m := range ms {
+		out = append(out, m.Ref.Resource+":"+m.Ref.Key())
+	}
+	sort.Strings(out)
+	return out
+}
+
+func TestMembershipThroughReferences(t *testing.T) {
+	g := New()
+	g.Apply(Secrets, &kcorev1.Secret{Metadata: meta("garden-dev", "provider-secret", 1)})
+	g.Apply(SecretBindings, &corev1beta1.SecretBinding{Metadata: meta("garden-dev", "provider", 2), SecretRef: &metav1.SecretReference{Name: "provider-secret"}})
+	g.Apply(CloudProfiles, &corev1beta1.CloudProfile{Metadata: meta("", "local", 3)})
+	g.Apply(Seeds, &corev1beta1.Seed{Metadata: meta("", "a", 4)})
+	g.Apply(Seeds, &corev1beta1.Seed{Metadata: meta("", "b", 5)})
+	if g.Belongs("a", Secrets, "garden-dev", "provider-secret") {
+		t.Fatal("a secret nobody on seed a references belongs to seed a")
+	}
+	ra, rb := &recorder{}, &recorder{}
+	var initial []Member
+	cancelA := g.Subscribe("a", ra, func(ms []Member, _ int64) { initial = ms })
+	defer cancelA()
+	defer g.Subscribe("b", rb, nil)()
+	if got := keys(initial); !slices.Equal(got, []string{"seeds.core.gardener.cloud:a"}) {
+		t.Fatalf("initial members of a = %v", got)
+	}
+
+	g.Apply(Shoots, shoot("s1", "a", 10))
+	want := []string{"cloudprofiles.core.gardener.cloud:local", "secretbindings.core.gardener.cloud:garden-dev/provider",
+		"secrets:garden-dev/provider-secret", "seeds.core.gardener.cloud:a", "shoots.core.gardener.cloud:garden-dev/s1"}
+	if got := keys(g.Members("a")); !slices.Equal(got, want) {
+		t.Fatalf("members of a = %v, want %v", got, want)
+	}
+	m, ok := g.Get("a", Ref{Resource: Secrets, Namespace: "garden-dev", Name: "provider-secret"})
+	if !ok || m.Version != 10 {
+		t.Fatalf("secret joined seed a with the shoot at revision 10, got version %d ok=%v", m.Version, ok)
+	}
+	if !slices.Contains(ra.refs, Ref{Resource: Secrets, Namespace: "garden-dev", Name: "provider-secret"}) {
+		t.Fatalf("subscriber of a was not told about the secret: %v", ra.refs)
+	}
+
+	// A second shoot on a referencing the same objects changes nothing for them; moving the first to b moves them.
+	g.Apply(Shoots, shoot("s2", "a", 11))
+	g.Apply(Shoots, shoot("s1", "b", 12))
+	if !g.Belongs("a", Secrets, "garden-dev", "provider-secret") || !g.Belongs("b", Secrets, "garden-dev", "provider-secret") {
+		t.Fatal("secret referenced from shoots on a and b must belong to both")
+	}
+	if g.Belongs("a", Shoots, "garden-dev", "s1") {
+		t.Fatal("shoot moved to b still belongs to a")
+	}
+	m, _ = g.Get("a", Ref{Resource: Secrets, Namespace: "garden-dev", Name: "provider-secret"})
+	if m.Version != 10 {
+		t.Fatalf("secret kept belonging to a since 10, version = %d", m.Version)
+	}
+	g.Remove(Shoots, "garden-dev", "s2", 13)
+	if g.Belongs("a", Secrets, "garden-dev", "provider-secret") || g.Belongs("a", CloudProfiles, "", "local") {
+		t.Fatal("after the last shoot of a is gone its references must leave a")
+	}
+	if got := keys(g.Members("a")); !slices.Equal(got, []string{"seeds.core.gardener.cloud:a"}) {
+		t.Fatalf("members of a = %v", got)
+	}
+
+	// Deleting a referenced object removes it from the seed's view; recreating it brings it back.
+	ra.refs = nil
+	g.Remove(Secrets, "garden-dev", "provider-secret", 14)
+	if g.Belongs("b", Secrets, "garden-dev", "provider-secret") {
+		t.Fatal("deleted secret still belongs")
+	}
+	g.Apply(Secrets, &kcorev1.Secret{Metadata: meta("garden-dev", "provider-secret", 15)})
+	m, ok = g.Get("b", Ref{Resource: Secrets, Namespace: "garden-dev", Name: "provider-secret"})
+	if !ok || m.Version != 15 {
+		t.Fatalf("recreated secret: version %d ok=%v", m.Version, ok)
+	}
+	for _, r := range ra.refs {
+		if r.Resource == Secrets {
+			t.Fatalf("seed a heard about a secret that is not its own: %v", ra.refs)
+		}
+	}
+}
+
+func TestManagedSeedInheritsItsShootsSeed(t *testing.T) {
+	g := New()
+	ms := &seedmanagementv1alpha1.ManagedSeed{Metadata: meta("garden", "ms", 1), Spec: &seedmanagementv1alpha1.ManagedSeedSpec{Shoot: &seedmanagementv1alpha1.Shoot{Name: "host"}}}
+	g.Apply(ManagedSeeds, ms)
+	if !g.Belongs("ms", ManagedSeeds, "garden", "ms") || g.Belongs("a", ManagedSeeds, "garden", "ms") {
+		t.Fatal("managed seed belongs to itself only while its shoot is unknown")
+	}
+	h := shoot("host", "a", 2)
+	h.Metadata.Namespace = "garden"
+	g.Apply(Shoots, h)
+	if !g.Belongs("a", ManagedSeeds, "garden", "ms") {
+		t.Fatal("managed seed must belong to the seed hosting its shoot")
+	}
+	g.Remove(ManagedSeeds, "garden", "ms", 3)
+	if g.Belongs("a", ManagedSeeds, "garden", "ms") {
+		t.Fatal("deleted managed seed still belongs")
+	}
+	g.Remove(Shoots, "garden", "host", 4)
+	if objects, seeds := g.Stats(); objects != 0 || seeds != 0 {
+		t.Fatalf("graph keeps %d nodes and %d seeds after everything is gone", objects, seeds)
+	}
+}
+
+func TestSeedOwnObjects(t *testing.T) {
+	g := New()
+	g.Apply(Namespaces, &kcorev1.Namespace{Metadata: meta("", "seed-a", 1)})
+	g.Apply(Secrets, &kcorev1.Secret{Metadata: meta("seed-a", "internal-domain", 2)})
+	g.Apply(Secrets, &kcorev1.Secret{Metadata: meta("seed-b", "internal-domain", 3)})
+	if !g.Belongs("a", Secrets, "seed-a", "internal-domain") || g.Belongs("a", Secrets, "seed-b", "internal-domain") {
+		t.Fatal("secrets of namespace seed-<name> belong to that seed only")
+	}
+	if !g.Belongs("a", Namespaces, "", "seed-a") {
+		t.Fatal("namespace seed-a belongs to a")
+	}
+}

@@ -1,0 +1,221 @@
+package seedgraph
+
+import (
+	"strings"
+
+	"github.com/trellis-dev/trellis/hub/auth"
+	"github.com/trellis-dev/trellis/hub/store"
+	corev1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1"
+	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
+	certificatesv1 "github.com/trellis-dev/trellis/proto/gen/trellis/kubernetes/certificates/v1"
+	coordinationv1 "github.com/trellis-dev/trellis/proto/gen/trellis/kubernetes/coordination/v1"
+	kcorev1 "github.com/trellis-dev/trellis/proto/gen/trellis/kubernetes/core/v1"
+	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
+	operationsv1alpha1 "github.com/trellis-dev/trellis/proto/gen/trellis/operations/v1alpha1"
+	securityv1alpha1 "github.com/trellis-dev/trellis/proto/gen/trellis/security/v1alpha1"
+	seedmanagementv1alpha1 "github.com/trellis-dev/trellis/proto/gen/trellis/seedmanagement/v1alpha1"
+)
+
+// Resources the graph follows, spelled as schema.GroupResource.String().
+const (
+	Seeds                   = "seeds.core.gardener.cloud"
+	Shoots                  = "shoots.core.gardener.cloud"
+	BackupBuckets           = "backupbuckets.core.gardener.cloud"
+	BackupEntries           = "backupentries.core.gardener.cloud"
+	Bastions                = "bastions.operations.gardener.cloud"
+	ControllerInstallations = "controllerinstallations.core.gardener.cloud"
+	ControllerRegistrations = "controllerregistrations.core.gardener.cloud"
+	ControllerDeployments   = "controllerdeployments.core.gardener.cloud"
+	ManagedSeeds            = "managedseeds.seedmanagement.gardener.cloud"
+	SecretBindings          = "secretbindings.core.gardener.cloud"
+	CredentialsBindings     = "credentialsbindings.security.gardener.cloud"
+	CloudProfiles           = "cloudprofiles.core.gardener.cloud"
+	NamespacedCloudProfiles = "namespacedcloudprofiles.core.gardener.cloud"
+	ExposureClasses         = "exposureclasses.core.gardener.cloud"
+	Projects                = "projects.core.gardener.cloud"
+	ShootStates             = "shootstates.core.gardener.cloud"
+	WorkloadIdentities      = "workloadidentities.security.gardener.cloud"
+	Secrets                 = "secrets"
+	ConfigMaps              = "configmaps"
+	Namespaces              = "namespaces"
+	Leases                  = "leases.coordination.k8s.io"
+	CSRs                    = "certificatesigningrequests.certificates.k8s.io"
+)
+
+// Followed lists every resource the graph watches.
+var Followed = []string{
+	Seeds, Shoots, BackupBuckets, BackupEntries, Bastions, ControllerInstallations, ControllerRegistrations,
+	ControllerDeployments, ManagedSeeds, SecretBindings, CredentialsBindings, CloudProfiles, NamespacedCloudProfiles,
+	ExposureClasses, Projects, ShootStates, WorkloadIdentities, Secrets, ConfigMaps, Namespaces, Leases, CSRs,
+}
+
+// Well-known names of Gardener's.
+const (
+	// LeaseNamespace holds the seeds' heartbeat Leases, one per seed, named after it.
+	LeaseNamespace = "gardener-system-seed-lease"
+	// SeedNamespacePrefix prefixes the garden namespace of each seed ("seed-<name>").
+	SeedNamespacePrefix = "seed-"
+	projectNameLabel    = "project.gardener.cloud/name"
+)
+
+// edges returns the seeds an object belongs to by its own fields, the objects it references (they belong to every
+// seed it belongs to) and the objects it inherits from (it belongs to every seed they belong to).
+func edges(obj store.Object) (direct []string, out, in []Ref) {
+	md := obj.GetMetadata()
+	ns, name := md.GetNamespace(), md.GetName()
+	add := func(seeds ...string) {
+		for _, s := range seeds {
+			if s != "" && !contains(direct, s) {
+				direct = append(direct, s)
+			}
+		}
+	}
+	ref := func(resource, namespace, name string) {
+		if name == "" {
+			return
+		}
+		r := Ref{Resource: resource, Namespace: namespace, Name: name}
+		for _, o := range out {
+			if o == r {
+				return
+			}
+		}
+		out = append(out, r)
+	}
+	// credentials references a Secret or WorkloadIdentity (defaultNS when the reference has no namespace).
+	credentials := func(kind, namespace, name, defaultNS string) {
+		if namespace == "" {
+			namespace = defaultNS
+		}
+		switch kind {
+		case "", "Secret":
+			ref(Secrets, namespace, name)
+		case "WorkloadIdentity":
+			ref(WorkloadIdentities, namespace, name)
+		}
+	}
+	objectRef := func(r *metav1.ObjectReference, defaultNS string) {
+		if r != nil {
+			credentials(r.GetKind(), r.GetNamespace(), r.GetName(), defaultNS)
+		}
+	}
+	namedResource := func(r *corev1beta1.NamedResourceReference, namespace string) {
+		rr := r.GetResourceRef()
+		switch rr.GetKind() {
+		case "Secret":
+			ref(Secrets, namespace, rr.GetName())
+		case "ConfigMap":
+			ref(ConfigMaps, namespace, rr.GetName())
+		case "WorkloadIdentity":
+			ref(WorkloadIdentities, namespace, rr.GetName())
+		}
+	}
+
+	switch o := obj.(type) {
+	case *corev1beta1.Seed:
+		add(name)
+		spec := o.GetSpec()
+		objectRef(spec.GetBackup().GetCredentialsRef(), "garden")
+		objectRef(spec.GetDns().GetProvider().GetCredentialsRef(), "garden")
+		objectRef(spec.GetDns().GetInternal().GetCredentialsRef(), "garden")
+		for _, d := range spec.GetDns().GetDefaults() {
+			objectRef(d.GetCredentialsRef(), "garden")
+		}
+		for _, r := range spec.GetResources() {
+			namedResource(r, "garden")
+		}
+		ref(Namespaces, "", SeedNamespacePrefix+name)
+	case *corev1beta1.Shoot:
+		spec := o.GetSpec()
+		add(spec.GetSeedName(), o.GetStatus().GetSeedName())
+		ref(SecretBindings, ns, spec.GetSecretBindingName())
+		ref(CredentialsBindings, ns, spec.GetCredentialsBindingName())
+		if cp := spec.GetCloudProfile(); cp.GetName() != "" {
+			if cp.GetKind() == "NamespacedCloudProfile" {
+				ref(NamespacedCloudProfiles, ns, cp.GetName())
+			} else {
+				ref(CloudProfiles, "", cp.GetName())
+			}
+		} else {
+			ref(CloudProfiles, "", spec.GetCloudProfileName())
+		}
+		ref(ExposureClasses, "", spec.GetExposureClassName())
+		for _, p := range spec.GetDns().GetProviders() {
+			ref(Secrets, ns, p.GetSecretName())
+			if c := p.GetCredentialsRef(); c != nil {
+				credentials(c.GetKind(), "", c.GetName(), ns)
+			}
+		}
+		for _, r := range spec.GetResources() {
+			namedResource(r, ns)
+		}
+		if cm := spec.GetKubernetes().GetKubeApiServer().GetAuditConfig().GetAuditPolicy().GetConfigMapRef(); cm != nil {
+			ref(ConfigMaps, ns, cm.GetName())
+		}
+		ref(ShootStates, ns, name)
+		ref(Namespaces, "", ns)
+	case *corev1beta1.BackupBucket:
+		add(o.GetSpec().GetSeedName())
+		objectRef(o.GetSpec().GetCredentialsRef(), "")
+		if g := o.GetStatus().GetGeneratedSecretRef(); g != nil {
+			ref(Secrets, g.GetNamespace(), g.GetName())
+		}
+	case *corev1beta1.BackupEntry:
+		add(o.GetSpec().GetSeedName(), o.GetStatus().GetSeedName())
+		ref(BackupBuckets, "", o.GetSpec().GetBucketName())
+	case *operationsv1alpha1.Bastion:
+		add(o.GetSpec().GetSeedName())
+	case *corev1beta1.ControllerInstallation:
+		add(o.GetSpec().GetSeedRef().GetName())
+		ref(ControllerRegistrations, "", o.GetSpec().GetRegistrationRef().GetName())
+		ref(ControllerDeployments, "", o.GetSpec().GetDeploymentRef().GetName())
+	case *seedmanagementv1alpha1.ManagedSeed:
+		// A ManagedSeed belongs to the seed it registers and to the seed hosting its shoot.
+		add(name)
+		if n := o.GetSpec().GetShoot().GetName(); n != "" {
+			in = append(in, Ref{Resource: Shoots, Namespace: ns, Name: n})
+		}
+	case *corev1beta1.SecretBinding:
+		if r := o.GetSecretRef(); r != nil {
+			credentials("Secret", r.GetNamespace(), r.GetName(), ns)
+		}
+	case *securityv1alpha1.CredentialsBinding:
+		if r := o.GetCredentialsRef(); r != nil {
+			credentials(r.GetKind(), r.GetNamespace(), r.GetName(), ns)
+		}
+	case *corev1beta1.NamespacedCloudProfile:
+		if p := o.GetSpec().GetParent(); p.GetKind() == "" || p.GetKind() == "CloudProfile" {
+			ref(CloudProfiles, "", p.GetName())
+		}
+	case *kcorev1.Namespace:
+		if s, ok := strings.CutPrefix(name, SeedNamespacePrefix); ok {
+			add(s)
+		}
+		ref(Projects, "", md.GetLabels()[projectNameLabel])
+	case *kcorev1.Secret:
+		if s, ok := strings.CutPrefix(ns, SeedNamespacePrefix); ok {
+			add(s)
+		}
+	case *coordinationv1.Lease:
+		if ns == LeaseNamespace {
+			add(name)
+		}
+	case *certificatesv1.CertificateSigningRequest:
+		if s, ok := auth.SeedOfUserName(o.GetSpec().GetUsername()); ok {
+			add(s)
+		}
+	case *corev1.ControllerDeployment, *corev1beta1.CloudProfile, *corev1beta1.ExposureClass, *corev1beta1.Project,
+		*corev1beta1.ShootState, *corev1beta1.ControllerRegistration, *kcorev1.ConfigMap, *securityv1alpha1.WorkloadIdentity:
+		// Members only through references.
+	}
+	return direct, out, in
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,477 @@
+package agentsim
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io"
+	mrand "math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	agentv1 "github.com/trellis-dev/trellis/proto/gen/trellis/agent/v1"
+)
+
+// SeedClientUsages are the usages a seed client certificate request carries.
+var SeedClientUsages = []string{"digital signature", "key encipherment", "client auth"}
+
+// CSR makes a key and a certificate request for seed; mutate may change the template (tests of refusals).
+func CSR(seed string, mutate func(*x509.CertificateRequest)) (*ecdsa.PrivateKey, []byte, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	tmpl := &x509.CertificateRequest{Subject: pkix.Name{CommonName: "gardener.cloud:system:seed:" + seed, Organization: []string{"gardener.cloud:system:seeds"}}}
+	if mutate != nil {
+		mutate(tmpl)
+	}
+	der, err := x509.CreateCertificateRequest(rand.Reader, tmpl, key)
+	if err != nil {
+		return nil, nil, err
+	}
+	return key, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der}), nil
+}
+
+// Dialer opens connections to the hub.
+type Dialer struct {
+	Target string
+	CA     *x509.CertPool
+	// Options are extra dial options (an in-memory dialer in bufconn tests).
+	Options []grpc.DialOption
+}
+
+func (d Dialer) dial(cert *tls.Certificate) (*grpc.ClientConn, error) {
+	tc := &tls.Config{RootCAs: d.CA, MinVersion: tls.VersionTLS12, ServerName: "127.0.0.1"}
+	if cert != nil {
+		tc.Certificates = []tls.Certificate{*cert}
+	}
+	opts := append([]grpc.DialOption{
+		grpc.WithTransportCredentials(credentials.NewTLS(tc)),
+		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 30 * time.Second, Timeout: 10 * time.Second, PermitWithoutStream: true}),
+	}, d.Options...)
+	return grpc.NewClient(d.Target, opts...)
+}
+
+// Bootstrap exchanges a bootstrap token for a seed client certificate, as an agent does on its first start. usages
+// nil means the right ones; mutate may spoil the request.
+func Bootstrap(ctx context.Context, d Dialer, token, seed string, usages []string, mutate func(*x509.CertificateRequest)) (tls.Certificate, error) {
+	key, csrPEM, err := CSR(seed, mutate)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	if usages == nil {
+		usages = SeedClientUsages
+	}
+	cc, err := d.dial(nil)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	defer cc.Close()
+	ctx = metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+token)
+	stream, err := agentv1.NewAgentServiceClient(cc).Connect(ctx)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	if err := stream.Send(&agentv1.AgentMessage{Message: &agentv1.AgentMessage_CertificateRequest{CertificateRequest: &agentv1.CertificateRequest{
+		Csr: csrPEM, Usages: usages, ExpirationSeconds: 3600,
+	}}}); err != nil {
+		return tls.Certificate{}, err
+	}
+	msg, err := stream.Recv()
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	c := msg.GetCertificate()
+	if c == nil {
+		return tls.Certificate{}, fmt.Errorf("expected a Certificate, got %T", msg.GetMessage())
+	}
+	return keyPair(key, c.GetCertificatePem())
+}
+
+func keyPair(key *ecdsa.PrivateKey, certPEM []byte) (tls.Certificate, error) {
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	return tls.X509KeyPair(certPEM, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}))
+}
+
+// Object is what the simulated agent keeps of an assigned object.
+type Object struct {
+	ResourceVersion int64
+	Message         proto.Message // nil unless KeepObjects
+}
+
+// Agent is one simulated agent.
+type Agent struct {
+	Seed              string
+	Dialer            Dialer
+	Cert              tls.Certificate
+	HeartbeatInterval time.Duration
+	// KeepObjects keeps the decoded objects (tests); the load generator keeps only versions.
+	KeepObjects bool
+	// OnAssignment, if set, is called for every assignment received, with the receive time.
+	OnAssignment func(a *agentv1.Assignment, at time.Time)
+	// OnHeartbeatAck, if set, is called with each heartbeat's round trip.
+	OnHeartbeatAck func(rtt time.Duration)
+	// Healthy is reported in heartbeats (default true; set Unhealthy to report a broken seed).
+	Unhealthy atomic.Bool
+
+	mu       sync.Mutex
+	objects  map[string]map[string]Object
+	synced   map[string]int64
+	syncs    int // SyncCompletes received
+	resumed  bool
+	sessions int
+	syncedCh chan struct{}
+	renew    chan struct{}
+	send     func(*agentv1.AgentMessage) error // the live session's sender, nil between sessions
+	certs    chan *agentv1.Certificate
+}
+
+func (a *Agent) init() {
+	if a.objects == nil {
+		a.objects = map[string]map[string]Object{}
+		a.synced = map[string]int64{}
+		a.syncedCh = make(chan struct{})
+		a.renew = make(chan struct{}, 1)
+		a.certs = make(chan *agentv1.Certificate, 1)
+	}
+	if a.HeartbeatInterval == 0 {
+		a.HeartbeatInterval = 2 * time.Second
+	}
+}
+
+// Run keeps a session up until ctx ends, reconnecting with full-jitter exponential backoff.
+func (a *Agent) Run(ctx context.Context) error {
+	a.mu.Lock()
+	a.init()
+	a.mu.Unlock()
+	backoff := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		start := time.Now()
+		err := a.Session(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if time.Since(start) > 10*time.Second {
+			backoff = 100 * time.Millisecond
+		}
+		_ = err
+		d := time.Duration(mrand.Int64N(int64(backoff)) + 1)
+		select {
+		case <-ctx.Done():
+		case <-time.After(d):
+		}
+		backoff = min(2*backoff, 5*time.Second)
+	}
+	return nil
+}
+
+// Session runs one session until it fails or ctx ends.
+func (a *Agent) Session(ctx context.Context) error {
+	a.mu.Lock()
+	a.init()
+	resume := make(map[string]int64, len(a.synced))
+	for r, v := range a.synced {
+		resume[r] = v
+	}
+	a.sessions++
+	a.mu.Unlock()
+	a.mu.Lock()
+	cert := a.Cert
+	a.mu.Unlock()
+	cc, err := a.Dialer.dial(&cert)
+	if err != nil {
+		return err
+	}
+	defer cc.Close()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stream, err := agentv1.NewAgentServiceClient(cc).Connect(ctx)
+	if err != nil {
+		return err
+	}
+	if err := stream.Send(&agentv1.AgentMessage{Message: &agentv1.AgentMessage_Hello{Hello: &agentv1.Hello{
+		SeedName: a.Seed, AgentVersion: "agentsim", ResumeVersions: resume,
+	}}}); err != nil {
+		return err
+	}
+	var sendMu sync.Mutex
+	send := func(m *agentv1.AgentMessage) error {
+		sendMu.Lock()
+		defer sendMu.Unlock()
+		return stream.Send(m)
+	}
+	a.mu.Lock()
+	a.send = send
+	a.mu.Unlock()
+	defer func() {
+		a.mu.Lock()
+		a.send = nil
+		a.mu.Unlock()
+	}()
+	var sent sync.Map // heartbeat sequence → send time
+	var lastRecv atomic.Int64
+	lastRecv.Store(time.Now().UnixNano())
+	// The hub acks every heartbeat: silence for three intervals means a dead or blackholed connection.
+	go func() {
+		t := time.NewTicker(a.HeartbeatInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if time.Since(time.Unix(0, lastRecv.Load())) > 3*a.HeartbeatInterval+time.Second {
+					cancel(errors.New("no message from the hub for three heartbeat intervals"))
+					return
+				}
+			}
+		}
+	}()
+	go func() {
+		t := time.NewTicker(a.HeartbeatInterval)
+		defer t.Stop()
+		var seq int64
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			seq++
+			sent.Store(seq, time.Now())
+			if err := send(&agentv1.AgentMessage{Message: &agentv1.AgentMessage_Heartbeat{Heartbeat: &agentv1.Heartbeat{
+				Sequence: seq, SentTime: timestamppb.Now(), SeedHealthy: !a.Unhealthy.Load(),
+			}}}); err != nil {
+				cancel(err)
+				return
+			}
+		}
+	}()
+	for {
+		msg, err := stream.Recv()
+		if err != nil {
+			if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
+				return cause
+			}
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return err
+		}
+		now := time.Now()
+		lastRecv.Store(now.UnixNano())
+		switch m := msg.GetMessage().(type) {
+		case *agentv1.HubMessage_Welcome:
+			a.mu.Lock()
+			a.resumed = m.Welcome.GetResumed()
+			a.mu.Unlock()
+		case *agentv1.HubMessage_HeartbeatAck:
+			if v, ok := sent.LoadAndDelete(m.HeartbeatAck.GetSequence()); ok && a.OnHeartbeatAck != nil {
+				a.OnHeartbeatAck(now.Sub(v.(time.Time)))
+			}
+			if sv := m.HeartbeatAck.GetSyncedVersions(); len(sv) > 0 {
+				a.mu.Lock()
+				for r, v := range sv {
+					a.synced[r] = v
+				}
+				a.mu.Unlock()
+			}
+		case *agentv1.HubMessage_Assignments:
+			a.apply(m.Assignments, now)
+			if err := send(&agentv1.AgentMessage{Message: &agentv1.AgentMessage_Ack{Ack: &agentv1.Ack{Sequence: m.Assignments.GetSequence()}}}); err != nil {
+				return err
+			}
+		case *agentv1.HubMessage_SyncComplete:
+			a.syncComplete(m.SyncComplete)
+		case *agentv1.HubMessage_RenewCertificate:
+			select {
+			case a.renew <- struct{}{}:
+			default:
+			}
+		case *agentv1.HubMessage_Certificate:
+			select {
+			case a.certs <- m.Certificate:
+			default:
+			}
+		}
+	}
+}
+
+func (a *Agent) apply(b *agentv1.AssignmentBatch, at time.Time) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, as := range b.GetAssignments() {
+		key := as.GetName()
+		if as.GetNamespace() != "" {
+			key = as.GetNamespace() + "/" + key
+		}
+		m := a.objects[as.GetResource()]
+		if m == nil {
+			m = map[string]Object{}
+			a.objects[as.GetResource()] = m
+		}
+		if as.GetRemoved() {
+			delete(m, key)
+			continue
+		}
+		o := Object{ResourceVersion: as.GetResourceVersion()}
+		if a.KeepObjects {
+			if msg, err := as.GetObject().UnmarshalNew(); err == nil {
+				o.Message = msg
+			}
+		}
+		m[key] = o
+	}
+	for r, v := range b.GetSyncedVersions() {
+		a.synced[r] = v
+	}
+	if a.OnAssignment != nil {
+		for _, as := range b.GetAssignments() {
+			a.OnAssignment(as, at)
+		}
+	}
+}
+
+func (a *Agent) syncComplete(sc *agentv1.SyncComplete) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	listed := map[string]bool{}
+	for _, rk := range sc.GetResources() {
+		listed[rk.GetResource()] = true
+		keep := map[string]bool{}
+		for _, k := range rk.GetKeys() {
+			keep[k] = true
+		}
+		for k := range a.objects[rk.GetResource()] {
+			if !keep[k] {
+				delete(a.objects[rk.GetResource()], k)
+			}
+		}
+	}
+	for r := range a.objects {
+		if !listed[r] {
+			delete(a.objects, r)
+		}
+	}
+	a.syncs++
+	if a.syncs == 1 {
+		close(a.syncedCh)
+	}
+}
+
+// Synced is closed after the first SyncComplete.
+func (a *Agent) Synced() <-chan struct{} {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.init()
+	return a.syncedCh
+}
+
+// Syncs counts SyncCompletes received (one per session that synced).
+func (a *Agent) Syncs() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.syncs
+}
+
+// Resumed reports whether the last session resumed from the agent's versions.
+func (a *Agent) Resumed() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.resumed
+}
+
+// Snapshot returns resource → key → resourceVersion of everything the agent holds.
+func (a *Agent) Snapshot() map[string]map[string]int64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := map[string]map[string]int64{}
+	for r, m := range a.objects {
+		if len(m) == 0 {
+			continue
+		}
+		out[r] = map[string]int64{}
+		for k, o := range m {
+			out[r][k] = o.ResourceVersion
+		}
+	}
+	return out
+}
+
+// Object returns a kept object.
+func (a *Agent) Object(resource, key string) (Object, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	o, ok := a.objects[resource][key]
+	return o, ok
+}
+
+// SyncedVersions returns the versions the agent would resume from.
+func (a *Agent) SyncedVersions() map[string]int64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := map[string]int64{}
+	for r, v := range a.synced {
+		out[r] = v
+	}
+	return out
+}
+
+// RenewRequested is signalled when the hub asks for a certificate rotation.
+func (a *Agent) RenewRequested() <-chan struct{} {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.init()
+	return a.renew
+}
+
+// Rotate asks for a new client certificate on the live session and switches to it; the next session uses it.
+func (a *Agent) Rotate(ctx context.Context) (tls.Certificate, error) {
+	a.mu.Lock()
+	a.init()
+	send, certs := a.send, a.certs
+	a.mu.Unlock()
+	if send == nil {
+		return tls.Certificate{}, errors.New("no live session")
+	}
+	key, csrPEM, err := CSR(a.Seed, nil)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	if err := send(&agentv1.AgentMessage{Message: &agentv1.AgentMessage_CertificateRequest{CertificateRequest: &agentv1.CertificateRequest{
+		Csr: csrPEM, Usages: SeedClientUsages, ExpirationSeconds: 7200,
+	}}}); err != nil {
+		return tls.Certificate{}, err
+	}
+	select {
+	case c := <-certs:
+		pair, err := keyPair(key, c.GetCertificatePem())
+		if err != nil {
+			return tls.Certificate{}, err
+		}
+		a.mu.Lock()
+		a.Cert = pair
+		a.mu.Unlock()
+		return pair, nil
+	case <-ctx.Done():
+		return tls.Certificate{}, ctx.Err()
+	}
+}

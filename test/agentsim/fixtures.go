@@ -1,0 +1,47 @@
+package agentsim
+
+import (
+	"google.golang.org/protobuf/proto"
+
+	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
+	kcorev1 "github.com/trellis-dev/trellis/proto/gen/trellis/kubernetes/core/v1"
+	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
+)
+
+// Fixtures: minimal objects with the references the agent link follows (shoot → secret binding → secret, shoot →
+// cloud profile). They are stored directly, so they carry only what the tests look at.
+
+// Seed returns a Seed.
+func Seed(name string) *corev1beta1.Seed {
+	return &corev1beta1.Seed{ApiVersion: "core.gardener.cloud/v1beta1", Kind: "Seed", Metadata: &metav1.ObjectMeta{Name: name},
+		Spec: &corev1beta1.SeedSpec{Provider: &corev1beta1.SeedProvider{Type: "local", Region: "local"}}}
+}
+
+// CloudProfile returns a CloudProfile.
+func CloudProfile(name string) *corev1beta1.CloudProfile {
+	return &corev1beta1.CloudProfile{ApiVersion: "core.gardener.cloud/v1beta1", Kind: "CloudProfile", Metadata: &metav1.ObjectMeta{Name: name},
+		Spec: &corev1beta1.CloudProfileSpec{Type: "local"}}
+}
+
+// Secret returns a provider Secret.
+func Secret(namespace, name string) *kcorev1.Secret {
+	return &kcorev1.Secret{ApiVersion: "v1", Kind: "Secret", Metadata: &metav1.ObjectMeta{Namespace: namespace, Name: name},
+		Data: map[string][]byte{"token": []byte("s3cr3t-" + name)}}
+}
+
+// SecretBinding returns a SecretBinding of the secret of the same name.
+func SecretBinding(namespace, name string) *corev1beta1.SecretBinding {
+	return &corev1beta1.SecretBinding{ApiVersion: "core.gardener.cloud/v1beta1", Kind: "SecretBinding",
+		Metadata: &metav1.ObjectMeta{Namespace: namespace, Name: name}, SecretRef: &metav1.SecretReference{Name: name, Namespace: namespace},
+		Provider: &corev1beta1.SecretBindingProvider{Type: "local"}}
+}
+
+// Shoot returns a Shoot scheduled on seed using binding and cloud profile.
+func Shoot(namespace, name, seed, binding, cloudProfile string) *corev1beta1.Shoot {
+	return &corev1beta1.Shoot{ApiVersion: "core.gardener.cloud/v1beta1", Kind: "Shoot",
+		Metadata: &metav1.ObjectMeta{Namespace: namespace, Name: name},
+		Spec: &corev1beta1.ShootSpec{
+			SeedName: proto.String(seed), SecretBindingName: proto.String(binding), CloudProfileName: proto.String(cloudProfile),
+			Region: "local", Provider: &corev1beta1.Provider{Type: "local"},
+		}}
+}
