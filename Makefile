@@ -12,7 +12,7 @@ KUBE_VERSION := v1.36.3
 TESTBIN_CACHE ?= $(HOME)/.cache/trellis/testbin
 ETCD_CACHE ?= $(TESTBIN_CACHE)/etcd-$(ETCD_VERSION)
 KUBE_CACHE ?= $(TESTBIN_CACHE)/kube-apiserver-$(KUBE_VERSION)
-BINARIES := trellis-hub trellisctl
+BINARIES := trellis-hub trellis-agent trellisctl
 
 .PHONY: all build test lint generate checkgenerate tools testbin testbin-etcd testbin-kube up down bench-api bench-agents fuzz clean
 
@@ -98,8 +98,9 @@ bench-api: build
 bench-agents: build
 	$(GO) run ./test/bench/agents -n $(or $(N),1000) $(BENCH_ARGS)
 
-## up: build and run a local landscape (hub on embedded etcd with example resources) under .trellis/local.
-up: build
+## up: build and run a local landscape under .trellis/local: hub on embedded etcd, a seed with its agent, example resources.
+up: build testbin
+	$(GO) build -o bin/localseed ./test/localseed
 	./deploy/local/up.sh
 
 ## down: stop the local landscape.
@@ -107,4 +108,4 @@ down:
 	./deploy/local/down.sh
 
 clean:
-	rm -rf bin/trellis-hub bin/trellisctl .trellis
+	rm -rf bin/trellis-hub bin/trellis-agent bin/trellisctl bin/localseed .trellis

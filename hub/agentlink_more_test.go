@@ -3,6 +3,7 @@ package hub_test
 import (
 	"context"
 	"crypto/x509"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -222,4 +223,20 @@ func TestAgentLinkSlowAgentIsBounded(t *testing.T) {
 	if maxQueue == 0 {
 		t.Fatal("the slow agent's queue never filled: the test did not exercise flow control")
 	}
+}
+
+// A seed whose state exceeds a message's size limit arrives in several batches.
+func TestAgentLinkLargeState(t *testing.T) {
+	e := startLink(t)
+	e.fixtures("a")
+	big := strings.Repeat("y", 100<<10)
+	for i := range 200 {
+		sh := agentsim.Shoot("garden-dev", fmt.Sprintf("large-%03d", i), "a", "creds-a", "local")
+		sh.Metadata.Annotations = map[string]string{"bulk": big}
+		e.create("core.gardener.cloud", "shoots", sh)
+	}
+	a := e.agent("a")
+	e.run(a)
+	waitSynced(t, a, 1)
+	eventually(t, "20 MB of shoots held by the agent", func() bool { return equalState(a.Snapshot(), e.expected("a")) })
 }

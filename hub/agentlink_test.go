@@ -30,7 +30,7 @@ import (
 	"github.com/trellis-dev/trellis/test/hubtest"
 )
 
-// linkEnv is a hub served over an in-memory listener (bufconn) with fast heartbeats, and a dialer for agents.
+// linkEnv is a hub whose gRPC-only listener is in memory (bufconn), with fast heartbeats, and a dialer for agents.
 type linkEnv struct {
 	t      *testing.T
 	h      *hubtest.Hub
@@ -41,7 +41,7 @@ func startLink(t *testing.T) *linkEnv {
 	t.Helper()
 	lis := bufconn.Listen(1 << 20)
 	h := hubtest.Start(t, func(c *hub.Config) {
-		c.Listener = lis
+		c.GRPCListener = lis // agents use the gRPC-only listener, in memory
 		c.HeartbeatInterval = 200 * time.Millisecond
 	})
 	pool := x509.NewCertPool()

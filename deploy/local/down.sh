@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# Stops the local landscape started by `make up`; its data stays in .trellis/local/data.
+# Stops the local landscape started by `make up` (agent, seed, hub); the hub's data stays in .trellis/local/data and
+# the seed's in .trellis/local/seed.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-pidfile=.trellis/local/hub.pid
-if [ -f "$pidfile" ] && kill "$(cat "$pidfile")" 2>/dev/null; then echo "hub stopped"; fi
-rm -f "$pidfile"
+for c in agent seed hub; do
+  pidfile=.trellis/local/$c.pid
+  if [ -f "$pidfile" ] && kill "$(cat "$pidfile")" 2>/dev/null; then echo "$c stopped"; fi
+  rm -f "$pidfile"
+done

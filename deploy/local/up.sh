@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Brings up a local landscape under .trellis/local: a hub on embedded etcd (127.0.0.1:8443) and Gardener's example
-# resources. Writes .trellis/local/env for `. .trellis/local/env && bin/trellisctl get shoots -n garden-dev`.
+# Brings up a local landscape under .trellis/local: a hub on embedded etcd (127.0.0.1:8443), a seed (a real
+# kube-apiserver from bin/testbin) with its trellis-agent registered as Seed "local", and Gardener's example resources.
+# Writes .trellis/local/env for `. .trellis/local/env && bin/trellisctl get shoots -n garden-dev`.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 dir=.trellis/local
@@ -34,6 +35,77 @@ if [ -d "$examples" ]; then
   done
   bin/trellisctl apply -f "$work"
 fi
+
+# The seed and its agent.
+running() { [ -f "$dir/$1.pid" ] && kill -0 "$(cat "$dir/$1.pid")" 2>/dev/null; }
+if ! running seed; then
+  rm -f "$dir/seed/kubeconfig"
+  nohup bin/localseed --dir "$dir/seed" >"$dir/seed.log" 2>&1 &
+  echo $! >"$dir/seed.pid"
+fi
+for _ in $(seq 1 600); do grep -q "ready in" "$dir/seed.log" 2>/dev/null && break; sleep 0.1; done
+grep -q "ready in" "$dir/seed.log" || { echo "the seed did not start; see $dir/seed.log"; exit 1; }
+if ! running agent; then
+  # The DNS credentials the seed's spec references.
+  bin/trellisctl apply -f - >/dev/null <<'YAML'
+apiVersion: v1
+kind: Secret
+metadata:
+  name: dns-local
+  namespace: garden
+type: Opaque
+stringData:
+  provider: local
+YAML
+  token_file="$dir/agent/bootstrap-token"
+  mkdir -p "$dir/agent"
+  # A first start bootstraps with a token; later starts reuse the credentials the agent stored in the seed.
+  [ -s "$token_file" ] || bin/trellisctl seed bootstrap-token create local --validity 1h >"$token_file"
+  cat >"$dir/agent/config.yaml" <<CFG
+apiVersion: agent.trellis.dev/v1alpha1
+kind: AgentConfiguration
+hubClientConnection:
+  address: 127.0.0.1:8444
+  caFile: $PWD/$dir/data/pki/ca.crt
+  bootstrapTokenFile: $PWD/$token_file
+seedClientConnection:
+  kubeconfig: $PWD/$dir/seed/kubeconfig
+seedConfig:
+  metadata:
+    name: local
+  spec:
+    provider:
+      type: local
+      region: local
+    ingress:
+      domain: ingress.local.seed.local.gardener.cloud
+      controller:
+        kind: nginx
+    dns:
+      provider:
+        type: local
+        credentialsRef:
+          apiVersion: v1
+          kind: Secret
+          namespace: garden
+          name: dns-local
+    networks:
+      nodes: 172.18.0.0/16
+      pods: 10.1.0.0/16
+      services: 10.2.0.0/16
+    settings:
+      scheduling:
+        visible: true
+CFG
+  nohup bin/trellis-agent --config "$dir/agent/config.yaml" --log-format text >"$dir/agent.log" 2>&1 &
+  echo $! >"$dir/agent.pid"
+fi
+for _ in $(seq 1 300); do
+  bin/trellisctl get seeds local -o json 2>/dev/null | grep -q '"GardenletReady"' && break
+  sleep 0.1
+done
+
 echo
 echo "hub: $TRELLIS_HUB (log: $dir/hub.log)"
+echo "seed: $dir/seed/kubeconfig (log: $dir/seed.log); agent log: $dir/agent.log"
 echo "try: . $dir/env && bin/trellisctl get shoots -n garden-dev"

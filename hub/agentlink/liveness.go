@@ -6,7 +6,6 @@ import (
 	"encoding/pem"
 	"log/slog"
 	"math/rand/v2"
-	"strings"
 	"sync"
 	"time"
 
@@ -268,7 +267,7 @@ func (l *leaseWriter) renew(ctx context.Context, seed string, interval time.Dura
 		}
 	}
 	spec := &coordinationv1.LeaseSpec{
-		HolderIdentity: proto.String(seed), LeaseDurationSeconds: proto.Int32(int32(l.s.cfg.HeartbeatInterval / time.Second)),
+		HolderIdentity: proto.String(seed), LeaseDurationSeconds: proto.Int32(leaseDurationSeconds(l.s.cfg.HeartbeatInterval)),
 		RenewTime: now,
 	}
 	var owners []*metav1.OwnerReference
@@ -300,6 +299,12 @@ func (l *leaseWriter) renew(ctx context.Context, seed string, interval time.Dura
 	return true
 }
 
+// leaseDurationSeconds is Gardener's leaseResyncSeconds: the heartbeat interval in whole seconds, at least 1 (the
+// Lease API requires a positive duration).
+func leaseDurationSeconds(interval time.Duration) int32 {
+	return int32(max(1, (interval+time.Second-1)/time.Second))
+}
+
 // Gardener's GardenletReady condition.
 const (
 	GardenletReady = "GardenletReady"
@@ -324,8 +329,10 @@ func findCondition(conds []*metav1.Condition, typ string) *metav1.Condition {
 	return nil
 }
 
-// setCondition sets a condition, moving lastTransitionTime only when the status changes.
+// setCondition sets a condition, moving lastTransitionTime only when the status changes. Times have whole seconds,
+// as Kubernetes' metav1.Time.
 func setCondition(conds []*metav1.Condition, typ, status, reason, message string, now *timestamppb.Timestamp) []*metav1.Condition {
+	now = &timestamppb.Timestamp{Seconds: now.GetSeconds()}
 	c := findCondition(conds, typ)
 	if c == nil {
 		c = &metav1.Condition{Type: typ, LastTransitionTime: now}
@@ -392,14 +399,10 @@ func (ss *session) rotate(req *agentv1.CertificateRequest) {
 		ss.cancel(err)
 		return
 	}
-	ss.sendControl(&agentv1.HubMessage{Message: &agentv1.HubMessage_Certificate{Certificate: cert}})
-	if block, _ := pem.Decode(cert.GetCertificatePem()); block != nil {
-		if x, err := x509.ParseCertificate(block.Bytes); err == nil {
-			ss.notAfter.Store(x.NotAfter.Unix())
-		}
-	}
-	ss.srv.cfg.Log.Info("agent certificate rotated", "seed", ss.seed, "csr", cert.GetCsrName())
-	_, err = ss.srv.colls.seeds.GuaranteedUpdate(ss.ctx, "", ss.seed, false, func(cur store.Object) (store.Object, error) {
+	// The renew request is done: clear it before the agent gets its certificate, or its next session (which follows
+	// at once) would still see it and rotate again. The clear must not depend on this session living on.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ss.ctx), 10*time.Second)
+	_, err = ss.srv.colls.seeds.GuaranteedUpdate(cctx, "", ss.seed, false, func(cur store.Object) (store.Object, error) {
 		md := cur.GetMetadata()
 		if md.GetAnnotations()[operationAnnotation] != renewKubeconfig {
 			return nil, nil
@@ -407,8 +410,16 @@ func (ss *session) rotate(req *agentv1.CertificateRequest) {
 		delete(md.Annotations, operationAnnotation)
 		return cur, nil
 	})
-	if err != nil && !apierrors.IsNotFound(err) && !strings.Contains(err.Error(), "context canceled") {
-		ss.srv.cfg.Log.Warn("cannot clear renew-kubeconfig annotation", "seed", ss.seed, "err", err)
+	cancel()
+	if err != nil && !apierrors.IsNotFound(err) {
+		ss.srv.cfg.Log.Warn("cannot clear the renew-kubeconfig annotation", "seed", ss.seed, "err", err)
 	}
+	if block, _ := pem.Decode(cert.GetCertificatePem()); block != nil {
+		if x, err := x509.ParseCertificate(block.Bytes); err == nil {
+			ss.notAfter.Store(x.NotAfter.Unix())
+		}
+	}
+	ss.sendControl(&agentv1.HubMessage{Message: &agentv1.HubMessage_Certificate{Certificate: cert}})
+	ss.srv.cfg.Log.Info("agent certificate rotated", "seed", ss.seed, "csr", cert.GetCsrName())
 	ss.ensureSeedStatus()
 }

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/anypb"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/trellis-dev/trellis/hub/seedgraph"
 	"github.com/trellis-dev/trellis/hub/store"
@@ -217,7 +218,7 @@ func (s *Server) serveSession(ctx context.Context, id Identity, stream agentv1.A
 	})
 	defer unsubscribe()
 	ss.control = append(ss.control, &agentv1.HubMessage{Message: &agentv1.HubMessage_Welcome{Welcome: &agentv1.Welcome{
-		SessionId: ss.id, HeartbeatIntervalSeconds: int32(s.cfg.HeartbeatInterval / time.Second), Resumed: resumed,
+		SessionId: ss.id, HeartbeatInterval: durationpb.New(s.cfg.HeartbeatInterval), Resumed: resumed,
 		HubVersion: s.cfg.HubVersion,
 	}}})
 	s.cfg.Log.Info("agent session started", "seed", ss.seed, "session", ss.id, "resumed", resumed, "queued", ss.queueLen())
@@ -231,19 +232,15 @@ func (s *Server) serveSession(ctx context.Context, id Identity, stream agentv1.A
 	}()
 	ss.poke()
 
-	// The receive loop ends when the handler returns (gRPC then cancels the stream); the others end with sctx.
+	// Two goroutines per session: this one sends (and watches the heartbeats); the receive loop ends when the handler
+	// returns, as gRPC then cancels the stream.
 	recvErr := make(chan error, 1)
 	go func() {
 		err := ss.recvLoop()
 		recvErr <- err
 		ss.cancel(err)
 	}()
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { defer wg.Done(); ss.cancel(ss.sendLoop()) }()
-	go func() { defer wg.Done(); ss.cancel(ss.monitor()) }()
-	<-sctx.Done()
-	wg.Wait()
+	ss.cancel(ss.sendLoop())
 	err = nil
 	select {
 	case err = <-recvErr:
@@ -351,31 +348,34 @@ func (ss *session) heartbeat(hb *agentv1.Heartbeat) {
 	ss.sendControl(&agentv1.HubMessage{Message: &agentv1.HubMessage_HeartbeatAck{HeartbeatAck: &agentv1.HeartbeatAck{Sequence: hb.GetSequence()}}})
 }
 
-// monitor ends the session when heartbeats stop.
-func (ss *session) monitor() error {
+// heartbeatMargin is added to three heartbeat intervals before a silent session is ended.
+const heartbeatMargin = 2 * time.Second
+
+// silent returns an error once heartbeats have stopped.
+func (ss *session) silent() error {
 	interval := ss.srv.cfg.HeartbeatInterval
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ss.ctx.Done():
-			return nil
-		case <-t.C:
-			if since := time.Since(time.Unix(0, ss.lastHeartbeat.Load())); since > 3*interval {
-				return status.Errorf(codes.DeadlineExceeded, "no heartbeat for %s (interval %s)", since.Round(time.Millisecond), interval)
-			}
-		}
+	// Three missed heartbeats plus a margin, so a hub or agent slowed by CPU load does not churn sessions.
+	if since := time.Since(time.Unix(0, ss.lastHeartbeat.Load())); since > 3*interval+heartbeatMargin {
+		return status.Errorf(codes.DeadlineExceeded, "no heartbeat for %s (interval %s)", since.Round(time.Millisecond), interval)
 	}
+	return nil
 }
 
 // sendLoop is the only sender on the stream: control messages (Welcome, heartbeat acks, certificates) first, then
-// assignments in batches.
+// assignments in batches. It also ends the session when heartbeats stop.
 func (ss *session) sendLoop() error {
 	g := ss.srv.cfg.Graph
+	tick := time.NewTicker(ss.srv.cfg.HeartbeatInterval)
+	defer tick.Stop()
 	for {
 		select {
 		case <-ss.ctx.Done():
 			return nil
+		case <-tick.C:
+			if err := ss.silent(); err != nil {
+				return err
+			}
+			continue
 		case <-ss.wake:
 		}
 		for {
@@ -391,15 +391,18 @@ func (ss *session) sendLoop() error {
 			}
 			refs, marker, empty := ss.pop(ss.srv.cfg.MaxBatch)
 			if len(refs) > 0 {
-				batch := ss.batch(refs)
+				batches := ss.batches(refs)
+				last := batches[len(batches)-1]
 				if empty && synced > ss.sentSynced {
-					batch.SyncedVersions = syncedVersions(synced)
+					last.SyncedVersions = syncedVersions(synced)
 					ss.sentSynced, ss.syncedAt = synced, time.Now()
 				}
-				if err := ss.stream.Send(&agentv1.HubMessage{Message: &agentv1.HubMessage_Assignments{Assignments: batch}}); err != nil {
-					return err
+				for _, b := range batches {
+					if err := ss.stream.Send(&agentv1.HubMessage{Message: &agentv1.HubMessage_Assignments{Assignments: b}}); err != nil {
+						return err
+					}
+					ss.srv.metrics.assignments.Add(float64(len(b.Assignments)))
 				}
-				ss.srv.metrics.assignments.Add(float64(len(batch.Assignments)))
 			}
 			if marker {
 				if err := ss.stream.Send(&agentv1.HubMessage{Message: &agentv1.HubMessage_SyncComplete{SyncComplete: ss.manifest()}}); err != nil {
@@ -430,9 +433,15 @@ func syncedVersions(rev int64) map[string]int64 {
 	return m
 }
 
-func (ss *session) batch(refs []seedgraph.Ref) *agentv1.AssignmentBatch {
+// maxBatchBytes bounds the objects in one AssignmentBatch; a single larger object goes alone.
+const maxBatchBytes = 1 << 20
+
+// batches builds the assignments of refs, split so that each message holds at most maxBatchBytes of objects.
+func (ss *session) batches(refs []seedgraph.Ref) []*agentv1.AssignmentBatch {
 	ss.seq++
 	b := &agentv1.AssignmentBatch{Sequence: ss.seq, Assignments: make([]*agentv1.Assignment, 0, len(refs))}
+	out := []*agentv1.AssignmentBatch{b}
+	size := 0
 	for _, ref := range refs {
 		a := &agentv1.Assignment{Resource: ref.Resource, Namespace: ref.Namespace, Name: ref.Name}
 		m, ok := ss.srv.cfg.Graph.Get(ss.seed, ref)
@@ -450,9 +459,16 @@ func (ss *session) batch(refs []seedgraph.Ref) *agentv1.AssignmentBatch {
 		} else {
 			a.Removed = true
 		}
+		if n := len(a.GetObject().GetValue()); size > 0 && size+n > maxBatchBytes {
+			ss.seq++
+			b = &agentv1.AssignmentBatch{Sequence: ss.seq}
+			out = append(out, b)
+			size = 0
+		}
+		size += len(a.GetObject().GetValue()) + len(a.Name) + len(a.Namespace) + len(a.Resource)
 		b.Assignments = append(b.Assignments, a)
 	}
-	return b
+	return out
 }
 
 func (ss *session) manifest() *agentv1.SyncComplete {

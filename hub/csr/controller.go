@@ -119,7 +119,7 @@ func (c *Controller) handle(ctx context.Context, req *certificatesv1.Certificate
 		c.Log.Error("csr: signing failed", "csr", name, "err", err)
 		return
 	}
-	now := timestamppb.Now()
+	now := &timestamppb.Timestamp{Seconds: time.Now().Unix()} // metav1.Time has whole seconds
 	_, err = c.CSRs.GuaranteedUpdate(ctx, "", name, true, func(cur store.Object) (store.Object, error) {
 		next := proto.Clone(cur).(*certificatesv1.CertificateSigningRequest)
 		if len(next.GetStatus().GetCertificate()) > 0 {

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/metadata"
@@ -63,6 +64,9 @@ func (d Dialer) dial(cert *tls.Certificate) (*grpc.ClientConn, error) {
 	opts := append([]grpc.DialOption{
 		grpc.WithTransportCredentials(credentials.NewTLS(tc)),
 		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 30 * time.Second, Timeout: 10 * time.Second, PermitWithoutStream: true}),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(16 << 20)),
+		// A blackholed hub must not hold a reconnect for gRPC's default 20 s connect timeout.
+		grpc.WithConnectParams(grpc.ConnectParams{MinConnectTimeout: 3 * time.Second, Backoff: backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 2 * time.Second}}),
 	}, d.Options...)
 	return grpc.NewClient(d.Target, opts...)
 }
@@ -89,9 +93,10 @@ func Bootstrap(ctx context.Context, d Dialer, token, seed string, usages []strin
 	}
 	if err := stream.Send(&agentv1.AgentMessage{Message: &agentv1.AgentMessage_CertificateRequest{CertificateRequest: &agentv1.CertificateRequest{
 		Csr: csrPEM, Usages: usages, ExpirationSeconds: 3600,
-	}}}); err != nil {
+	}}}); err != nil && !errors.Is(err, io.EOF) {
 		return tls.Certificate{}, err
-	}
+	} // on io.EOF the hub ended the stream: Recv returns its status
+
 	msg, err := stream.Recv()
 	if err != nil {
 		return tls.Certificate{}, err

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -78,7 +76,8 @@ type hubProcess struct {
 	exited  chan struct{}
 }
 
-// startHub runs the hub on dataDir and a free loopback port and waits until /readyz answers 200.
+// startHub runs the hub on dataDir and a free loopback port (without the gRPC-only listener) and waits until
+// /readyz answers 200.
 func startHub(t *testing.T, bin, dataDir, logPath string) *hubProcess {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -87,61 +86,7 @@ func startHub(t *testing.T, bin, dataDir, logPath string) *hubProcess {
 	}
 	addr := l.Addr().String()
 	l.Close()
-
-	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := &hubProcess{url: "https://" + addr, logPath: logPath, exited: make(chan struct{})}
-	h.cmd = exec.Command(bin, "--data-dir", dataDir, "--listen", addr)
-	h.cmd.Stdout, h.cmd.Stderr = logf, logf
-	h.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	start := time.Now()
-	if err := h.cmd.Start(); err != nil {
-		logf.Close()
-		t.Fatal(err)
-	}
-	go func() { _ = h.cmd.Wait(); logf.Close(); close(h.exited) }()
-	t.Cleanup(func() { h.stop(t) })
-
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		if time.Now().After(deadline) {
-			t.Fatalf("hub on %s not ready within 20s; log:\n%s", dataDir, tail(logPath, 30))
-		}
-		select {
-		case <-h.exited:
-			t.Fatalf("hub on %s exited while starting; log:\n%s", dataDir, tail(logPath, 30))
-		default:
-		}
-		if h.client == nil {
-			if pem, err := os.ReadFile(filepath.Join(dataDir, "pki", "ca.crt")); err == nil {
-				pool := x509.NewCertPool()
-				if pool.AppendCertsFromPEM(pem) {
-					h.client = &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
-						TLSClientConfig: &tls.Config{RootCAs: pool}, ForceAttemptHTTP2: true, MaxIdleConnsPerHost: 16,
-					}}
-				}
-			}
-		}
-		if h.client != nil {
-			if resp, err := h.client.Get(h.url + "/readyz"); err == nil {
-				_, _ = io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-				if resp.StatusCode == http.StatusOK {
-					break
-				}
-			}
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	token, err := os.ReadFile(filepath.Join(dataDir, "admin-token"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.token = strings.TrimSpace(string(token))
-	t.Logf("hub pid %d on %s ready after %s", h.cmd.Process.Pid, addr, time.Since(start).Round(time.Millisecond))
-	return h
+	return startHubAt(t, bin, dataDir, logPath, addr, "--grpc-listen", "")
 }
 
 // kill sends SIGKILL: no shutdown, no flush, as a power cut would leave the process's own state.

@@ -37,9 +37,10 @@ func Start(t testing.TB, mutate ...func(*hub.Config)) *Hub {
 	t.Helper()
 	dir := t.TempDir()
 	cfg := hub.Config{
-		Listen:  "127.0.0.1:0",
-		DataDir: dir,
-		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Listen:     "127.0.0.1:0",
+		GRPCListen: "127.0.0.1:0",
+		DataDir:    dir,
+		Logger:     slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}
 	if testing.Verbose() && os.Getenv("TRELLIS_TEST_LOGS") != "" {
 		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -77,7 +78,7 @@ func Start(t testing.TB, mutate ...func(*hub.Config)) *Hub {
 	case <-time.After(60 * time.Second):
 		t.Fatal("hub not ready within 60s")
 	}
-	return connect(t, h, dir)
+	return connect(t, h, cfg.DataDir)
 }
 
 func connect(t testing.TB, h *hub.Hub, dir string) *Hub {

@@ -316,3 +316,15 @@ func (s *Seed) logTails() string {
 	}
 	return b.String()
 }
+
+// StartInDir starts a seed outside a test, with its files in dir, for tools such as the local landscape
+// (test/localseed). The caller stops it with Close.
+func StartInDir(dir string) (*Seed, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	return start(dir)
+}
+
+// Close stops a seed started with StartInDir.
+func (s *Seed) Close() error { return s.stop() }

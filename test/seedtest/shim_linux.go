@@ -62,6 +62,9 @@ func processPath(dir, real string) (string, error) {
 		return "", err
 	}
 	shim := filepath.Join(bin, filepath.Base(real))
+	// A directory reused by a restarted seed (the local landscape) holds the links of the last start.
+	_ = os.Remove(shim)
+	_ = os.Remove(shim + realSuffix)
 	if err := os.Symlink(self, shim); err != nil {
 		return "", err
 	}

@@ -239,7 +239,7 @@ func startHubOn(ctx context.Context, bin, dir string, port int) (*hubProc, error
 	if err != nil {
 		return nil, err
 	}
-	h.cmd = exec.Command(bin, "--data-dir", h.dir, "--listen", fmt.Sprintf("127.0.0.1:%d", port))
+	h.cmd = exec.Command(bin, "--data-dir", h.dir, "--listen", fmt.Sprintf("127.0.0.1:%d", port), "--grpc-listen", "")
 	h.cmd.Stdout, h.cmd.Stderr = logf, logf
 	// The hub dies with the benchmark, even when the benchmark is killed.
 	h.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}

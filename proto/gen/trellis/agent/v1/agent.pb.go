@@ -14,6 +14,7 @@ import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	anypb "google.golang.org/protobuf/types/known/anypb"
+	durationpb "google.golang.org/protobuf/types/known/durationpb"
 	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
@@ -375,8 +376,9 @@ type Welcome struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// SessionId identifies the session in the hub's logs and metrics.
 	SessionId string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
-	// HeartbeatIntervalSeconds is the interval the hub expects heartbeats at; it ends a session that misses three.
-	HeartbeatIntervalSeconds int32 `protobuf:"varint,2,opt,name=heartbeat_interval_seconds,json=heartbeatIntervalSeconds,proto3" json:"heartbeat_interval_seconds,omitempty"`
+	// HeartbeatInterval is the interval the hub expects heartbeats at; it ends a session silent for three intervals
+	// plus two seconds. An agent configured with a longer interval heartbeats at this one.
+	HeartbeatInterval *durationpb.Duration `protobuf:"bytes,5,opt,name=heartbeat_interval,json=heartbeatInterval,proto3" json:"heartbeat_interval,omitempty"`
 	// Resumed reports whether the hub resumes from the agent's versions (true) or sends a full resync (false).
 	Resumed bool `protobuf:"varint,3,opt,name=resumed,proto3" json:"resumed,omitempty"`
 	// HubVersion is the hub's build version.
@@ -422,11 +424,11 @@ func (x *Welcome) GetSessionId() string {
 	return ""
 }
 
-func (x *Welcome) GetHeartbeatIntervalSeconds() int32 {
+func (x *Welcome) GetHeartbeatInterval() *durationpb.Duration {
 	if x != nil {
-		return x.HeartbeatIntervalSeconds
+		return x.HeartbeatInterval
 	}
-	return 0
+	return nil
 }
 
 func (x *Welcome) GetResumed() bool {
@@ -1064,7 +1066,7 @@ var File_trellis_agent_v1_agent_proto protoreflect.FileDescriptor
 
 const file_trellis_agent_v1_agent_proto_rawDesc = "" +
 	"\n" +
-	"\x1ctrellis/agent/v1/agent.proto\x12\x10trellis.agent.v1\x1a\x19google/protobuf/any.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x8b\x02\n" +
+	"\x1ctrellis/agent/v1/agent.proto\x12\x10trellis.agent.v1\x1a\x19google/protobuf/any.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x8b\x02\n" +
 	"\fAgentMessage\x12/\n" +
 	"\x05hello\x18\x01 \x01(\v2\x17.trellis.agent.v1.HelloH\x00R\x05hello\x12W\n" +
 	"\x13certificate_request\x18\x02 \x01(\v2$.trellis.agent.v1.CertificateRequestH\x00R\x12certificateRequest\x12;\n" +
@@ -1086,14 +1088,14 @@ const file_trellis_agent_v1_agent_proto_rawDesc = "" +
 	"\x0fresume_versions\x18\x03 \x03(\v2+.trellis.agent.v1.Hello.ResumeVersionsEntryR\x0eresumeVersions\x1aA\n" +
 	"\x13ResumeVersionsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"\xa1\x01\n" +
+	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"\xcf\x01\n" +
 	"\aWelcome\x12\x1d\n" +
 	"\n" +
-	"session_id\x18\x01 \x01(\tR\tsessionId\x12<\n" +
-	"\x1aheartbeat_interval_seconds\x18\x02 \x01(\x05R\x18heartbeatIntervalSeconds\x12\x18\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12H\n" +
+	"\x12heartbeat_interval\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\x11heartbeatInterval\x12\x18\n" +
 	"\aresumed\x18\x03 \x01(\bR\aresumed\x12\x1f\n" +
 	"\vhub_version\x18\x04 \x01(\tR\n" +
-	"hubVersion\"m\n" +
+	"hubVersionJ\x04\b\x02\x10\x03R\x1aheartbeat_interval_seconds\"m\n" +
 	"\x12CertificateRequest\x12\x10\n" +
 	"\x03csr\x18\x01 \x01(\fR\x03csr\x12\x16\n" +
 	"\x06usages\x18\x02 \x03(\tR\x06usages\x12-\n" +
@@ -1176,8 +1178,9 @@ var file_trellis_agent_v1_agent_proto_goTypes = []any{
 	nil,                           // 15: trellis.agent.v1.HeartbeatAck.SyncedVersionsEntry
 	nil,                           // 16: trellis.agent.v1.AssignmentBatch.SyncedVersionsEntry
 	nil,                           // 17: trellis.agent.v1.Ack.SyncedVersionsEntry
-	(*timestamppb.Timestamp)(nil), // 18: google.protobuf.Timestamp
-	(*anypb.Any)(nil),             // 19: google.protobuf.Any
+	(*durationpb.Duration)(nil),   // 18: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil), // 19: google.protobuf.Timestamp
+	(*anypb.Any)(nil),             // 20: google.protobuf.Any
 }
 var file_trellis_agent_v1_agent_proto_depIdxs = []int32{
 	2,  // 0: trellis.agent.v1.AgentMessage.hello:type_name -> trellis.agent.v1.Hello
@@ -1191,20 +1194,21 @@ var file_trellis_agent_v1_agent_proto_depIdxs = []int32{
 	11, // 8: trellis.agent.v1.HubMessage.sync_complete:type_name -> trellis.agent.v1.SyncComplete
 	8,  // 9: trellis.agent.v1.HubMessage.renew_certificate:type_name -> trellis.agent.v1.RenewCertificate
 	14, // 10: trellis.agent.v1.Hello.resume_versions:type_name -> trellis.agent.v1.Hello.ResumeVersionsEntry
-	18, // 11: trellis.agent.v1.Heartbeat.sent_time:type_name -> google.protobuf.Timestamp
-	15, // 12: trellis.agent.v1.HeartbeatAck.synced_versions:type_name -> trellis.agent.v1.HeartbeatAck.SyncedVersionsEntry
-	10, // 13: trellis.agent.v1.AssignmentBatch.assignments:type_name -> trellis.agent.v1.Assignment
-	16, // 14: trellis.agent.v1.AssignmentBatch.synced_versions:type_name -> trellis.agent.v1.AssignmentBatch.SyncedVersionsEntry
-	19, // 15: trellis.agent.v1.Assignment.object:type_name -> google.protobuf.Any
-	12, // 16: trellis.agent.v1.SyncComplete.resources:type_name -> trellis.agent.v1.ResourceKeys
-	17, // 17: trellis.agent.v1.Ack.synced_versions:type_name -> trellis.agent.v1.Ack.SyncedVersionsEntry
-	0,  // 18: trellis.agent.v1.AgentService.Connect:input_type -> trellis.agent.v1.AgentMessage
-	1,  // 19: trellis.agent.v1.AgentService.Connect:output_type -> trellis.agent.v1.HubMessage
-	19, // [19:20] is the sub-list for method output_type
-	18, // [18:19] is the sub-list for method input_type
-	18, // [18:18] is the sub-list for extension type_name
-	18, // [18:18] is the sub-list for extension extendee
-	0,  // [0:18] is the sub-list for field type_name
+	18, // 11: trellis.agent.v1.Welcome.heartbeat_interval:type_name -> google.protobuf.Duration
+	19, // 12: trellis.agent.v1.Heartbeat.sent_time:type_name -> google.protobuf.Timestamp
+	15, // 13: trellis.agent.v1.HeartbeatAck.synced_versions:type_name -> trellis.agent.v1.HeartbeatAck.SyncedVersionsEntry
+	10, // 14: trellis.agent.v1.AssignmentBatch.assignments:type_name -> trellis.agent.v1.Assignment
+	16, // 15: trellis.agent.v1.AssignmentBatch.synced_versions:type_name -> trellis.agent.v1.AssignmentBatch.SyncedVersionsEntry
+	20, // 16: trellis.agent.v1.Assignment.object:type_name -> google.protobuf.Any
+	12, // 17: trellis.agent.v1.SyncComplete.resources:type_name -> trellis.agent.v1.ResourceKeys
+	17, // 18: trellis.agent.v1.Ack.synced_versions:type_name -> trellis.agent.v1.Ack.SyncedVersionsEntry
+	0,  // 19: trellis.agent.v1.AgentService.Connect:input_type -> trellis.agent.v1.AgentMessage
+	1,  // 20: trellis.agent.v1.AgentService.Connect:output_type -> trellis.agent.v1.HubMessage
+	20, // [20:21] is the sub-list for method output_type
+	19, // [19:20] is the sub-list for method input_type
+	19, // [19:19] is the sub-list for extension type_name
+	19, // [19:19] is the sub-list for extension extendee
+	0,  // [0:19] is the sub-list for field type_name
 }
 
 func init() { file_trellis_agent_v1_agent_proto_init() }

@@ -1,0 +1,57 @@
+package backoff
+
+import (
+	"math/rand/v2"
+	"time"
+)
+
+// Backoff computes the delays before successive connection attempts. The zero value is not usable; set Initial, Max
+// and ResetAfter. It is not safe for concurrent use: one reconnect loop owns it.
+type Backoff struct {
+	// Initial bounds the first delay.
+	Initial time.Duration
+	// Max bounds every delay.
+	Max time.Duration
+	// ResetAfter is the quiet period: when the attempt that just failed started at least this long ago (it was
+	// connected and healthy for that long), the failures are not consecutive and the backoff starts over.
+	ResetAfter time.Duration
+	// Rand returns a number in [0, 1); nil uses math/rand/v2. Tests set it.
+	Rand func() float64
+
+	attempt      int       // consecutive failures so far
+	attemptStart time.Time // when the attempt that is running began (the end of the last delay)
+}
+
+// Next returns how long to wait before the next attempt, the failure having happened at now. The delay is uniform in
+// [0, min(Max, Initial·2ⁿ)) for the n-th consecutive failure (n from 0).
+func (b *Backoff) Next(now time.Time) time.Duration {
+	if !b.attemptStart.IsZero() && b.ResetAfter > 0 && now.Sub(b.attemptStart) >= b.ResetAfter {
+		b.attempt = 0
+	}
+	ceiling := b.Ceiling()
+	if b.attempt < 62 {
+		b.attempt++
+	}
+	r := b.Rand
+	if r == nil {
+		r = rand.Float64
+	}
+	d := time.Duration(r() * float64(ceiling))
+	b.attemptStart = now.Add(d)
+	return d
+}
+
+// Ceiling is the bound of the next delay, without the quiet-period reset that Next may apply.
+func (b *Backoff) Ceiling() time.Duration {
+	ceiling := b.Initial
+	for i := 0; i < b.attempt && ceiling < b.Max; i++ {
+		ceiling *= 2
+	}
+	return min(ceiling, b.Max)
+}
+
+// Reset starts over: the next delay is bounded by Initial again.
+func (b *Backoff) Reset() {
+	b.attempt = 0
+	b.attemptStart = time.Time{}
+}

@@ -1,0 +1,6 @@
+// Package backoff owns the agent's reconnect delays: full-jitter exponential backoff ("Exponential Backoff And
+// Jitter", AWS Architecture Blog) that starts over once a connection has stayed up for a quiet period.
+//
+// Full jitter spreads a fleet of agents that lost the hub at the same moment over the whole backoff window, so a hub
+// restart is followed by a ramp of reconnects rather than a storm.
+package backoff

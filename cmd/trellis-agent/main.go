@@ -1,0 +1,102 @@
+// Command trellis-agent is the seed agent (the gardenlet's role): it runs in a seed cluster, dials out to the hub,
+// bootstraps its client certificate with a bootstrap token, registers its Seed, heartbeats and keeps a local copy of
+// what the hub assigns to its seed. docs/agent.md describes the configuration file given with --config.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"syscall"
+
+	"github.com/trellis-dev/trellis/agent"
+	"github.com/trellis-dev/trellis/agent/config"
+)
+
+// version is the agent's build version; release builds set it with -ldflags "-X main.version=...".
+var version = ""
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stderr))
+}
+
+func run(args []string, stderr io.Writer) int {
+	fs := flag.NewFlagSet("trellis-agent", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	configPath := fs.String("config", "", "path of the AgentConfiguration file (required)")
+	logLevel := fs.String("log-level", "", "debug, info, warn or error (overrides logLevel of the configuration)")
+	logFormat := fs.String("log-format", "", "json or text (overrides logFormat of the configuration)")
+	printVersion := fs.Bool("version", false, "print the version and exit")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *printVersion {
+		fmt.Fprintln(stderr, buildVersion())
+		return 0
+	}
+	if *configPath == "" {
+		fmt.Fprintln(stderr, "trellis-agent: --config is required")
+		fs.Usage()
+		return 2
+	}
+	cfg, err := config.Load(*configPath)
+	if err != nil {
+		fmt.Fprintf(stderr, "trellis-agent: %v\n", err)
+		return 2
+	}
+	if *logLevel != "" {
+		cfg.LogLevel = *logLevel
+	}
+	if *logFormat != "" {
+		cfg.LogFormat = *logFormat
+	}
+	logger, err := newLogger(stderr, cfg.LogLevel, cfg.LogFormat)
+	if err != nil {
+		fmt.Fprintf(stderr, "trellis-agent: %v\n", err)
+		return 2
+	}
+
+	a, err := agent.New(agent.Config{Configuration: cfg, Logger: logger, Version: buildVersion()})
+	if err != nil {
+		fmt.Fprintf(stderr, "trellis-agent: %v\n", err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := a.Run(ctx); err != nil {
+		logger.Error("trellis-agent stopped", "err", err)
+		return 1
+	}
+	return 0
+}
+
+func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("log level: %w", err)
+	}
+	opts := &slog.HandlerOptions{Level: l}
+	switch format {
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	}
+	return nil, fmt.Errorf("log format %q: want json or text", format)
+}
+
+// buildVersion is version, else the module version the binary was built from.
+func buildVersion() string {
+	if version != "" {
+		return version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "dev"
+}

@@ -1,0 +1,29 @@
+// Command agents is the agent link's load generator: N simulated seed agents (test/agentsim) in this process,
+// against a real hub in another process, over real TCP on loopback, measured against the budgets of DESIGN.md
+// (Budgets, "connected agents per hub", "assignment latency", "reconnect storm").
+//
+// It starts bin/trellis-hub on a fresh data dir and a free loopback port (or uses the hub at -hub), then:
+//
+//	setup      creates a Project with its namespace, a CloudProfile, one Secret + SecretBinding shared by all
+//	           shoots, N Seeds and one Shoot per Seed through the typed gRPC services (full admission), and N
+//	           bootstrap tokens; bootstraps N agents (-bootstrap-concurrency at a time) and caches their keys and
+//	           certificates in the data dir, so -reuse skips all of it on the next run
+//	connect    runs the N agents (2 s heartbeats), their starts spread over -ramp, and times until every agent has
+//	           received its first SyncComplete
+//	steady     after the fleet has settled, measures for -window: the hub's RSS (VmRSS), its CPU (utime+stime) as % of
+//	           one core, the heartbeat ack round trip seen by the agents, and the agent link's etcd writes
+//	           (trellis_agentlink_etcd_writes_total; the etcd revision is read too, as a cross-check)
+//	assign     updates -updates shoots (a label each) through ShootService.Update at -update-rate and times, per
+//	           update, when Update returned (commit, with the new resourceVersion) → when the owning agent's
+//	           OnAssignment saw that resourceVersion; also update sent → received, which cannot be negative
+//	storm      stops the hub (SIGTERM, or SIGKILL with -kill9), starts it again on the same data dir and port, and
+//	           times until every agent has completed a new SyncComplete; reports how many resumed from their
+//	           versions and checks that every agent holds the latest version of its Seed and Shoot
+//
+// It prints a table and writes the results as JSON (-out, default bin/bench/agents-<N>.json). With -profile it also
+// saves the hub's heap and CPU profiles taken at steady state next to the JSON. The load generator shares the machine
+// with the hub: the CPU it and other processes took in each phase is reported with the hub's.
+//
+// Run with `make bench-agents N=10000` from the repository root (bin/trellis-hub is built first); extra flags go in
+// BENCH_ARGS, e.g. `make bench-agents N=1000 BENCH_ARGS="-reuse -kill9"`.
+package main

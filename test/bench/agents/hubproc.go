@@ -1,0 +1,391 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// hub is the hub under test: a child process this benchmark started (cmd != nil), or an external one (-hub).
+type hub struct {
+	bin  string
+	addr string // 127.0.0.1:<port>
+	// grpcAddr is the gRPC-only listener agents connect to ("" = agents use addr).
+	grpcAddr string
+	dataDir  string
+	logPath  string
+	hbInt    time.Duration
+
+	cmd    *exec.Cmd
+	pid    int // of the child, or -hub-pid
+	exited chan struct{}
+
+	token  string
+	pool   *x509.CertPool
+	http   *http.Client
+	probes []string // outcomes of the last start's /readyz probes
+	// logStart is where this run's part of the log begins (-reuse appends to an earlier run's log).
+	logStart int64
+}
+
+func (h *hub) url() string { return "https://" + h.addr }
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// start runs the hub process on h.addr and waits for /readyz 200; it returns the time from process start to ready.
+func (h *hub) start(ctx context.Context) (time.Duration, error) {
+	logf, err := os.OpenFile(h.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return 0, err
+	}
+	fmt.Fprintf(logf, "---- bench-agents: starting %s at %s\n", h.bin, time.Now().Format(time.RFC3339Nano))
+	cmd := exec.Command(h.bin, "--data-dir", h.dataDir, "--listen", h.addr, "--grpc-listen", h.grpcAddr, "--heartbeat-interval", h.hbInt.String())
+	cmd.Stdout, cmd.Stderr = logf, logf
+	// The hub dies with the benchmark, even when the benchmark is killed.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return 0, err
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); logf.Close(); close(exited) }()
+	h.cmd, h.pid, h.exited = cmd, cmd.Process.Pid, exited
+
+	// A fresh client: connections to an earlier process of the hub are of no use.
+	if h.http != nil {
+		h.http.CloseIdleConnections()
+	}
+	h.http = nil
+	h.probes = h.probes[:0]
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case <-exited:
+			return 0, fmt.Errorf("hub exited while starting:\n%s", h.logTail(20))
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		default:
+		}
+		if h.http == nil {
+			// The CA certificate is written before the hub listens; until then there is nothing to probe.
+			_ = h.loadCredentials(false)
+		}
+		if h.http != nil {
+			t := time.Now()
+			code, err := h.ready()
+			h.recordProbe(t.Sub(start), time.Since(t), code, err)
+			if code == http.StatusOK {
+				d := time.Since(start)
+				if err := h.loadCredentials(true); err != nil {
+					return d, err
+				}
+				return d, nil
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return 0, fmt.Errorf("hub not ready within 60s:\n%s", h.logTail(20))
+}
+
+// recordProbe keeps the outcome of a /readyz probe that did not succeed, or the first success, for the report of a
+// slow start; runs of the same outcome are kept once.
+func (h *hub) recordProbe(at, took time.Duration, code int, err error) {
+	what := strconv.Itoa(code)
+	if err != nil {
+		what = err.Error()
+		if i := strings.LastIndex(what, ": "); i >= 0 {
+			what = what[i+2:]
+		}
+	}
+	if n := len(h.probes); n > 0 && strings.HasSuffix(h.probes[n-1], " "+what) {
+		return
+	}
+	if len(h.probes) < 20 {
+		h.probes = append(h.probes, fmt.Sprintf("+%dms (took %dms) %s", at.Milliseconds(), took.Milliseconds(), what))
+	}
+}
+
+// loadCredentials reads the CA certificate and (with token) the admin token from the data dir.
+func (h *hub) loadCredentials(token bool) error {
+	pem, err := os.ReadFile(filepath.Join(h.dataDir, "pki", "ca.crt"))
+	if err != nil {
+		return err
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return errors.New("pki/ca.crt: no certificate")
+	}
+	h.pool = pool
+	h.http = &http.Client{Timeout: 120 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, ForceAttemptHTTP2: true,
+	}}
+	if token {
+		t, err := os.ReadFile(filepath.Join(h.dataDir, "admin-token"))
+		if err != nil {
+			return fmt.Errorf("admin token: %w", err)
+		}
+		h.token = strings.TrimSpace(string(t))
+	}
+	return nil
+}
+
+func (h *hub) ready() (int, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, h.url()+"/readyz", nil)
+	resp, err := h.http.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode, nil
+}
+
+// loggedStartup returns the startup the hub logged last ("hub ready ... startup=<d>"), the time it took to serve.
+func (h *hub) loggedStartup() time.Duration {
+	data, _ := os.ReadFile(h.logPath)
+	lines := strings.Split(string(data), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if strings.HasPrefix(lines[i], "---- bench-agents: starting") {
+			return 0
+		}
+		if !strings.Contains(lines[i], `msg="hub ready"`) {
+			continue
+		}
+		if _, v, ok := strings.Cut(lines[i], "startup="); ok {
+			v, _, _ = strings.Cut(v, " ")
+			d, _ := time.ParseDuration(v)
+			return d
+		}
+	}
+	return 0
+}
+
+// stop signals the hub and waits until it has exited (SIGKILL after 30 s); it returns the time the exit took.
+func (h *hub) stop(sig syscall.Signal) time.Duration {
+	if h.cmd == nil {
+		return 0
+	}
+	select {
+	case <-h.exited:
+		return 0
+	default:
+	}
+	start := time.Now()
+	_ = h.cmd.Process.Signal(sig)
+	select {
+	case <-h.exited:
+	case <-time.After(30 * time.Second):
+		fmt.Fprintln(os.Stderr, "hub did not stop within 30s; killing it")
+		_ = h.cmd.Process.Kill()
+		<-h.exited
+	}
+	return time.Since(start)
+}
+
+func (h *hub) logTail(lines int) string {
+	data, _ := os.ReadFile(h.logPath)
+	all := strings.Split(strings.TrimSpace(string(data)), "\n")
+	if len(all) > lines {
+		all = all[len(all)-lines:]
+	}
+	return strings.Join(all, "\n")
+}
+
+// logProblems counts the hub's warning and error log lines and keeps the first few.
+func (h *hub) logProblems(keep int) logProblems {
+	f, err := os.Open(h.logPath)
+	if err != nil {
+		return logProblems{}
+	}
+	defer f.Close()
+	if _, err := f.Seek(h.logStart, io.SeekStart); err != nil {
+		return logProblems{}
+	}
+	var p logProblems
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.Contains(line, "level=ERROR") || strings.Contains(line, "level=WARN") {
+			p.Count++
+			if len(p.First) < keep {
+				p.First = append(p.First, line)
+			}
+		}
+	}
+	return p
+}
+
+// rss reads VmRSS and VmHWM (peak) of the hub from /proc; -1 when unknown.
+func (h *hub) rss() (cur, peak int64) {
+	if h.pid == 0 {
+		return -1, -1
+	}
+	return procRSS(h.pid)
+}
+
+func procRSS(pid int) (cur, peak int64) {
+	cur, peak = -1, -1
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		kb, _ := strconv.ParseInt(f[1], 10, 64)
+		switch f[0] {
+		case "VmRSS:":
+			cur = kb << 10
+		case "VmHWM:":
+			peak = kb << 10
+		}
+	}
+	return
+}
+
+// cpu is the hub's user+system CPU time so far.
+func (h *hub) cpu() time.Duration {
+	if h.pid == 0 {
+		return 0
+	}
+	return procCPU(strconv.Itoa(h.pid))
+}
+
+// procCPU reads utime+stime from /proc/<pid>/stat (USER_HZ is 100 on Linux).
+func procCPU(pid string) time.Duration {
+	data, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return 0
+	}
+	// The command name (field 2) may contain spaces; the fields after it start after the last ')'.
+	s := string(data)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(f) < 13 {
+		return 0
+	}
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(utime+stime) * 10 * time.Millisecond
+}
+
+// machineCPU is the busy CPU time of the whole machine so far (all but idle and iowait), from /proc/stat.
+func machineCPU() time.Duration {
+	data, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0
+	}
+	line, _, _ := strings.Cut(string(data), "\n")
+	f := strings.Fields(line)
+	if len(f) < 8 || f[0] != "cpu" {
+		return 0
+	}
+	var busy int64
+	for i, v := range f[1:] {
+		n, _ := strconv.ParseInt(v, 10, 64)
+		if i != 3 && i != 4 && i < 8 { // idle, iowait; guest time is already in user
+			busy += n
+		}
+	}
+	return time.Duration(busy) * 10 * time.Millisecond
+}
+
+// get fetches a path with the admin token.
+func (h *hub) get(ctx context.Context, path string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, h.url()+path, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+h.token)
+	resp, err := h.http.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: %s: %.200s", path, resp.Status, body)
+	}
+	return body, nil
+}
+
+// metrics scrapes /metrics into series (name with labels, as printed) → value.
+func (h *hub) metrics(ctx context.Context) (map[string]float64, error) {
+	body, err := h.get(ctx, "/metrics")
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]float64{}
+	for _, line := range strings.Split(string(body), "\n") {
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		if i < 0 {
+			continue
+		}
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if err != nil {
+			continue
+		}
+		out[line[:i]] = v
+	}
+	return out, nil
+}
+
+// agentWrites returns trellis_agentlink_etcd_writes_total by purpose.
+func agentWrites(m map[string]float64) map[string]float64 {
+	const prefix = `trellis_agentlink_etcd_writes_total{purpose="`
+	out := map[string]float64{}
+	for k, v := range m {
+		if p, ok := strings.CutPrefix(k, prefix); ok {
+			out[strings.TrimSuffix(p, `"}`)] = v
+		}
+	}
+	return out
+}
+
+func sum(m map[string]float64) float64 {
+	var s float64
+	for _, v := range m {
+		s += v
+	}
+	return s
+}
+
+// saveProfile writes /debug/pprof/<name> (with query) to path.
+func (h *hub) saveProfile(ctx context.Context, name, query, path string) error {
+	body, err := h.get(ctx, "/debug/pprof/"+name+query)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, body, 0o644)
+}
