@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -56,8 +57,12 @@ type Agent struct {
 	health   func(ctx context.Context) error
 	secrets  *identity.SecretStore
 	creds    identity.Holder
-	cache    *cache.Cache
-	running  atomic.Bool
+
+	tlsMu       sync.Mutex
+	tlsFor      *identity.Credentials
+	tlsSessions tls.ClientSessionCache
+	cache       *cache.Cache
+	running     atomic.Bool
 
 	connected      atomic.Bool
 	sessions       atomic.Int64

@@ -40,6 +40,7 @@ func (a *Agent) dial(creds *identity.Credentials, mTLS bool) (*grpc.ClientConn, 
 	tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: pool}
 	if mTLS {
 		tlsCfg.GetClientCertificate = a.creds.GetClientCertificate
+		tlsCfg.ClientSessionCache = a.sessionCache(a.creds.Get())
 	}
 	conn, err := grpc.NewClient(a.cfg.HubClientConnection.Address,
 		grpc.WithTransportCredentials(credentials.NewTLS(tlsCfg)),
@@ -54,4 +55,16 @@ func (a *Agent) dial(creds *identity.Credentials, mTLS bool) (*grpc.ClientConn, 
 		return nil, fmt.Errorf("hub client: %w", err)
 	}
 	return conn, nil
+}
+
+// sessionCache returns the TLS session cache for creds: reconnects with the same certificate resume their TLS session
+// (cheap for the hub, which accepts its tickets across restarts); a new certificate starts a new cache, as a resumed
+// session would carry the old identity.
+func (a *Agent) sessionCache(creds *identity.Credentials) tls.ClientSessionCache {
+	a.tlsMu.Lock()
+	defer a.tlsMu.Unlock()
+	if a.tlsFor != creds || a.tlsSessions == nil {
+		a.tlsFor, a.tlsSessions = creds, tls.NewLRUClientSessionCache(4)
+	}
+	return a.tlsSessions
 }

@@ -2,6 +2,7 @@ package hub_test
 
 import (
 	"context"
+	"crypto/tls"
 	"crypto/x509"
 	"fmt"
 	"strings"
@@ -14,11 +15,14 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/timestamppb"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/trellis-dev/trellis/hub/auth"
 	"github.com/trellis-dev/trellis/hub/store"
 	agentv1 "github.com/trellis-dev/trellis/proto/gen/trellis/agent/v1"
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
 	"github.com/trellis-dev/trellis/test/agentsim"
+	"github.com/trellis-dev/trellis/test/hubtest"
 )
 
 // fixtures creates seeds with one shoot each, with a binding and secret per seed and a shared cloud profile.
@@ -239,4 +243,61 @@ func TestAgentLinkLargeState(t *testing.T) {
 	e.run(a)
 	waitSynced(t, a, 1)
 	eventually(t, "20 MB of shoots held by the agent", func() bool { return equalState(a.Snapshot(), e.expected("a")) })
+}
+
+// Agents' reconnects resume their TLS sessions on the gRPC listener, and a resumed session still authenticates the
+// seed's client certificate.
+func TestGRPCListenerResumesTLSSessions(t *testing.T) {
+	h := hubtest.Start(t)
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(h.CA)
+	d := agentsim.Dialer{Target: h.GRPCAddr(), CA: pool}
+	tok, err := auth.NewSeedBootstrapToken("a", time.Now().Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	secrets, _ := h.Registry().Collection(schema.GroupResource{Resource: "secrets"})
+	if _, err := secrets.Create(context.Background(), tok.SecretObject()); err != nil {
+		t.Fatal(err)
+	}
+	cert, err := agentsim.Bootstrap(context.Background(), d, tok.Token(), "a", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache := tls.NewLRUClientSessionCache(1)
+	cfg := &tls.Config{RootCAs: pool, ServerName: "127.0.0.1", Certificates: []tls.Certificate{cert}, ClientSessionCache: cache, NextProtos: []string{"h2"}}
+	for i, wantResumed := range []bool{false, true} {
+		c, err := tls.Dial("tcp", h.GRPCAddr(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// TLS 1.3 tickets arrive after the handshake: read until the server has sent its settings.
+		_ = c.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+		_, _ = c.Write([]byte("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00"))
+		buf := make([]byte, 512)
+		_, _ = c.Read(buf)
+		if got := c.ConnectionState().DidResume; got != wantResumed {
+			t.Fatalf("connection %d: resumed=%v, want %v", i, got, wantResumed)
+		}
+		c.Close()
+	}
+	a := &agentsim.Agent{Seed: "a", Dialer: d, Cert: cert, HeartbeatInterval: 100 * time.Millisecond}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = a.Run(ctx) }()
+	waitSynced(t, a, 1)
+	cancel()
+	// Twice more through the agent's own cache: the second session resumes and is still the seed's.
+	b := &agentsim.Agent{Seed: "a", Dialer: d, Cert: cert, HeartbeatInterval: 100 * time.Millisecond}
+	for range 2 {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		err := b.Session(ctx)
+		cancel()
+		if err != nil && status.Code(err) != codes.DeadlineExceeded && status.Code(err) != codes.Canceled && !strings.Contains(err.Error(), "context deadline") {
+			t.Fatalf("session: %v", err)
+		}
+	}
+	if b.Syncs() != 2 {
+		t.Fatalf("the agent synced %d times in two sessions", b.Syncs())
+	}
 }

@@ -238,7 +238,11 @@ func (h *Hub) Run(ctx context.Context) error {
 	servers := registrars{grpcSrv}
 	var nativeSrv *grpc.Server
 	if h.cfg.GRPCListen != "" || h.cfg.GRPCListener != nil {
-		nativeSrv = grpc.NewServer(append(grpcOpts, nativeOptions(serving, ca.Pool())...)...)
+		ticketKey, err := ca.SessionTicketKey()
+		if err != nil {
+			return err
+		}
+		nativeSrv = grpc.NewServer(append(grpcOpts, nativeOptions(serving, ca.Pool(), ticketKey)...)...)
 		servers = append(servers, nativeSrv)
 	}
 	registry, err := api.NewRegistry(ctx, st, servers)

@@ -15,10 +15,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/trellis-dev/trellis/agent/identity"
+	"github.com/trellis-dev/trellis/test/seedtest"
 )
 
 func TestRotationDeadlineBounds(t *testing.T) {
@@ -163,10 +163,13 @@ func TestHolder(t *testing.T) {
 	}
 }
 
+func TestMain(m *testing.M) { seedtest.Main(m) }
+
 func TestSecretStore(t *testing.T) {
 	ctx := context.Background()
-	client := fake.NewClientset(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "garden"}})
-	s := &identity.SecretStore{Client: client, Namespace: "garden", Name: "gardenlet-kubeconfig"}
+	seed := seedtest.StartShared(t) // a real kube-apiserver
+	client, ns := seed.Client, seed.Namespace(t)
+	s := &identity.SecretStore{Client: client, Namespace: ns, Name: "gardenlet-kubeconfig"}
 	if c, err := s.Load(ctx); c != nil || err != nil {
 		t.Fatalf("Load without a secret = %v, %v", c, err)
 	}
@@ -177,9 +180,9 @@ func TestSecretStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	// An existing secret keeps its other keys and gets the new kubeconfig.
-	sec, _ := client.CoreV1().Secrets("garden").Get(ctx, "gardenlet-kubeconfig", metav1.GetOptions{})
+	sec, _ := client.CoreV1().Secrets(ns).Get(ctx, "gardenlet-kubeconfig", metav1.GetOptions{})
 	sec.Data["other"] = []byte("x")
-	if _, err := client.CoreV1().Secrets("garden").Update(ctx, sec, metav1.UpdateOptions{}); err != nil {
+	if _, err := client.CoreV1().Secrets(ns).Update(ctx, sec, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	req2, _ := identity.NewRequest("local")
@@ -195,18 +198,22 @@ func TestSecretStore(t *testing.T) {
 	if string(got.CertPEM) != string(certPEM2) {
 		t.Fatal("Load does not return the last saved certificate")
 	}
-	sec, _ = client.CoreV1().Secrets("garden").Get(ctx, "gardenlet-kubeconfig", metav1.GetOptions{})
+	sec, _ = client.CoreV1().Secrets(ns).Get(ctx, "gardenlet-kubeconfig", metav1.GetOptions{})
 	if string(sec.Data["other"]) != "x" || sec.Type != corev1.SecretTypeOpaque {
 		t.Fatalf("secret data %v, type %s", sec.Data, sec.Type)
 	}
 	// A secret without the kubeconfig key holds no credentials; a broken one is an error.
 	delete(sec.Data, "kubeconfig")
-	_, _ = client.CoreV1().Secrets("garden").Update(ctx, sec, metav1.UpdateOptions{})
+	if sec, err = client.CoreV1().Secrets(ns).Update(ctx, sec, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	if c, err := s.Load(ctx); c != nil || err != nil {
 		t.Fatalf("Load without key = %v, %v", c, err)
 	}
 	sec.Data["kubeconfig"] = []byte("not: [a kubeconfig")
-	_, _ = client.CoreV1().Secrets("garden").Update(ctx, sec, metav1.UpdateOptions{})
+	if _, err := client.CoreV1().Secrets(ns).Update(ctx, sec, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := s.Load(ctx); err == nil {
 		t.Fatal("Load accepted a broken kubeconfig")
 	}

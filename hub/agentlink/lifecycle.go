@@ -189,6 +189,10 @@ func (l *Lifecycle) check(ctx context.Context, seed *corev1beta1.Seed) {
 			last = rt.AsTime()
 		}
 	}
+	// A session writes GardenletReady=True when it starts; its presence key may follow a moment later.
+	if ru := ready.GetLastUpdateTime(); ready.GetStatus() == "True" && ru != nil && ru.AsTime().After(last) {
+		last = ru.AsTime()
+	}
 	l.lastSeen[name] = last
 	l.mu.Unlock()
 	if now.Sub(last) < l.cfg.MonitorPeriod {

@@ -2,6 +2,7 @@ package pki
 
 import (
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
@@ -46,4 +47,15 @@ func (ca *CA) SignClientCert(csr *x509.CertificateRequest, validity time.Duratio
 		return nil, fmt.Errorf("sign client certificate: %w", err)
 	}
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), nil
+}
+
+// SessionTicketKey derives the key TLS session tickets are encrypted with from the CA's private key, so that every
+// replica, and a replica after a restart, accepts the tickets of the others: agents resume their TLS sessions after
+// a hub restart instead of all doing full handshakes at once. Tickets are as secret as the CA key that derives it.
+func (ca *CA) SessionTicketKey() ([32]byte, error) {
+	der, err := x509.MarshalPKCS8PrivateKey(ca.key)
+	if err != nil {
+		return [32]byte{}, err
+	}
+	return sha256.Sum256(append([]byte("trellis tls session ticket key v1\x00"), der...)), nil
 }

@@ -132,7 +132,7 @@ func (g *Graph) synced() int64 {
 func (g *Graph) node(ref Ref) *node {
 	n := g.nodes[ref]
 	if n == nil {
-		n = &node{ref: ref, children: map[*node]*edge{}, parents: map[*node]*edge{}, count: map[string]int{}, since: map[string]int64{}}
+		n = &node{ref: ref} // maps are made on first use: most nodes have few edges and one seed
 		g.nodes[ref] = n
 	}
 	return n
@@ -193,6 +193,12 @@ func (g *Graph) link(p, c *node, rev int64) {
 		return
 	}
 	e := &edge{count: 1, rev: rev}
+	if p.children == nil {
+		p.children = map[*node]*edge{}
+	}
+	if c.parents == nil {
+		c.parents = map[*node]*edge{}
+	}
 	p.children[c], c.parents[p] = e, e
 	for s, since := range p.since {
 		g.add(c, s, max(since, rev))
@@ -215,6 +221,9 @@ func (g *Graph) unlink(p, c *node) {
 }
 
 func (g *Graph) add(n *node, seed string, since int64) {
+	if n.count == nil {
+		n.count, n.since = map[string]int{}, map[string]int64{}
+	}
 	n.count[seed]++
 	if n.count[seed] > 1 {
 		return

@@ -56,8 +56,8 @@ type Dialer struct {
 	Options []grpc.DialOption
 }
 
-func (d Dialer) dial(cert *tls.Certificate) (*grpc.ClientConn, error) {
-	tc := &tls.Config{RootCAs: d.CA, MinVersion: tls.VersionTLS12, ServerName: "127.0.0.1"}
+func (d Dialer) dial(cert *tls.Certificate, sessions tls.ClientSessionCache) (*grpc.ClientConn, error) {
+	tc := &tls.Config{RootCAs: d.CA, MinVersion: tls.VersionTLS12, ServerName: "127.0.0.1", ClientSessionCache: sessions}
 	if cert != nil {
 		tc.Certificates = []tls.Certificate{*cert}
 	}
@@ -66,7 +66,7 @@ func (d Dialer) dial(cert *tls.Certificate) (*grpc.ClientConn, error) {
 		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 30 * time.Second, Timeout: 10 * time.Second, PermitWithoutStream: true}),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(16 << 20)),
 		// A blackholed hub must not hold a reconnect for gRPC's default 20 s connect timeout.
-		grpc.WithConnectParams(grpc.ConnectParams{MinConnectTimeout: 3 * time.Second, Backoff: backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 2 * time.Second}}),
+		grpc.WithConnectParams(grpc.ConnectParams{MinConnectTimeout: 10 * time.Second, Backoff: backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 2 * time.Second}}),
 	}, d.Options...)
 	return grpc.NewClient(d.Target, opts...)
 }
@@ -81,7 +81,7 @@ func Bootstrap(ctx context.Context, d Dialer, token, seed string, usages []strin
 	if usages == nil {
 		usages = SeedClientUsages
 	}
-	cc, err := d.dial(nil)
+	cc, err := d.dial(nil, nil)
 	if err != nil {
 		return tls.Certificate{}, err
 	}
@@ -147,6 +147,8 @@ type Agent struct {
 	renew    chan struct{}
 	send     func(*agentv1.AgentMessage) error // the live session's sender, nil between sessions
 	certs    chan *agentv1.Certificate
+	// tlsSessions lets a reconnect resume the TLS session instead of a full handshake.
+	tlsSessions tls.ClientSessionCache
 }
 
 func (a *Agent) init() {
@@ -156,6 +158,7 @@ func (a *Agent) init() {
 		a.syncedCh = make(chan struct{})
 		a.renew = make(chan struct{}, 1)
 		a.certs = make(chan *agentv1.Certificate, 1)
+		a.tlsSessions = tls.NewLRUClientSessionCache(4)
 	}
 	if a.HeartbeatInterval == 0 {
 		a.HeartbeatInterval = 2 * time.Second
@@ -199,9 +202,9 @@ func (a *Agent) Session(ctx context.Context) error {
 	a.sessions++
 	a.mu.Unlock()
 	a.mu.Lock()
-	cert := a.Cert
+	cert, sessions := a.Cert, a.tlsSessions
 	a.mu.Unlock()
-	cc, err := a.Dialer.dial(&cert)
+	cc, err := a.Dialer.dial(&cert, sessions)
 	if err != nil {
 		return err
 	}
@@ -474,6 +477,7 @@ func (a *Agent) Rotate(ctx context.Context) (tls.Certificate, error) {
 		}
 		a.mu.Lock()
 		a.Cert = pair
+		a.tlsSessions = tls.NewLRUClientSessionCache(4) // sessions of the old certificate would carry its identity
 		a.mu.Unlock()
 		return pair, nil
 	case <-ctx.Done():

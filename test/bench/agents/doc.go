@@ -20,9 +20,16 @@
 //	           times until every agent has completed a new SyncComplete; reports how many resumed from their
 //	           versions and checks that every agent holds the latest version of its Seed and Shoot
 //
+// Agents connect to the hub's gRPC-only listener (--grpc-listen, on a free port) unless -grpc-port=false, which
+// makes them use the main port (gRPC through net/http's HTTP/2 server and grpc.Server.ServeHTTP).
+//
 // It prints a table and writes the results as JSON (-out, default bin/bench/agents-<N>.json). With -profile it also
-// saves the hub's heap and CPU profiles taken at steady state next to the JSON. The load generator shares the machine
-// with the hub: the CPU it and other processes took in each phase is reported with the hub's.
+// saves the hub's heap, goroutine and CPU profiles at steady state and CPU profiles of the first 30 s of the connect
+// and of the storm next to the JSON; -bench-profile saves the load generator's own. The load generator shares the
+// machine with the hub: the CPU it and other processes took in each phase is reported with the hub's, each measured
+// phase first waits (-quiet-max) for other processes to go quiet, and a disturbed steady-state window is measured
+// again (-steady-attempts). Connect and storm also report the machine's TCP accept and listen-drop counters, which
+// show connection churn. A lock file keeps two runs off one data dir.
 //
 // Run with `make bench-agents N=10000` from the repository root (bin/trellis-hub is built first); extra flags go in
 // BENCH_ARGS, e.g. `make bench-agents N=1000 BENCH_ARGS="-reuse -kill9"`.

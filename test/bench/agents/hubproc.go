@@ -389,3 +389,49 @@ func (h *hub) saveProfile(ctx context.Context, name, query, path string) error {
 	}
 	return os.WriteFile(path, body, 0o644)
 }
+
+// tcpCounters are the machine's TCP counters that show connection churn: connections accepted (Tcp PassiveOpens) and
+// SYNs or connections dropped because a listen queue was full (TcpExt ListenOverflows, ListenDrops). They count every
+// process on the machine; on a quiet machine the hub's listener is nearly all of it.
+type tcpCounters struct {
+	passiveOpens, listenOverflows, listenDrops int64
+}
+
+func readTCPCounters() tcpCounters {
+	var c tcpCounters
+	c.passiveOpens = procNetField("/proc/net/snmp", "Tcp:", "PassiveOpens")
+	c.listenOverflows = procNetField("/proc/net/netstat", "TcpExt:", "ListenOverflows")
+	c.listenDrops = procNetField("/proc/net/netstat", "TcpExt:", "ListenDrops")
+	return c
+}
+
+func (c tcpCounters) sub(o tcpCounters) tcpCounters {
+	return tcpCounters{c.passiveOpens - o.passiveOpens, c.listenOverflows - o.listenOverflows, c.listenDrops - o.listenDrops}
+}
+
+// procNetField reads a field of a /proc/net file, where a header line and a value line share a prefix.
+func procNetField(path, prefix, field string) int64 {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return -1
+	}
+	var header []string
+	for _, line := range strings.Split(string(data), "\n") {
+		if !strings.HasPrefix(line, prefix) {
+			continue
+		}
+		f := strings.Fields(line)
+		if header == nil {
+			header = f
+			continue
+		}
+		for i, name := range header {
+			if name == field && i < len(f) {
+				v, _ := strconv.ParseInt(f[i], 10, 64)
+				return v
+			}
+		}
+		return -1
+	}
+	return -1
+}

@@ -92,7 +92,7 @@ func main() {
 	flag.StringVar(&cfg.out, "out", "", "JSON results (default bin/bench/agents-<n>.json)")
 	flag.BoolVar(&cfg.reuse, "reuse", false, "reuse the data dir of an earlier run: its objects and the agents' cached certificates")
 	flag.DurationVar(&cfg.heartbeat, "heartbeat", 2*time.Second, "heartbeat interval of the agents and the hub")
-	flag.DurationVar(&cfg.ramp, "ramp", -1, "spread the agents' starts over this long (default: one heartbeat interval)")
+	flag.DurationVar(&cfg.ramp, "ramp", -1, "spread the agents' starts over this long (default: 2 ms per agent, at least one heartbeat interval)")
 	flag.IntVar(&cfg.bootConc, "bootstrap-concurrency", 64, "bootstraps in flight")
 	flag.IntVar(&cfg.createConc, "create-concurrency", 32, "object creations in flight")
 	flag.DurationVar(&cfg.syncTimeout, "sync-timeout", 10*time.Minute, "time limit for every agent to sync")
@@ -118,7 +118,9 @@ func main() {
 		os.Exit(2)
 	}
 	if cfg.ramp < 0 {
-		cfg.ramp = cfg.heartbeat
+		// 500 starts a second: 10,000 agents started within a few seconds overload the TLS handshakes of both
+		// processes on 2 cores, and agents that give up on slow handshakes retry (see docs/benchmarks.md).
+		cfg.ramp = max(cfg.heartbeat, time.Duration(cfg.n)*2*time.Millisecond)
 	}
 	if cfg.dataDir == "" {
 		cfg.dataDir = filepath.Join("bin", "bench", fmt.Sprintf("agents-%d", cfg.n), "data")
@@ -293,6 +295,7 @@ func run(ctx context.Context, cfg config) (*report, error) {
 		}()
 		defer func() { <-done }()
 	}
+	tcp0 := readTCPCounters()
 	t0 := time.Now()
 	f.start(ctx, cfg.ramp)
 	progress := startProgress(ctx, "synced", cfg.n, f.countSynced)
@@ -300,6 +303,8 @@ func run(ctx context.Context, cfg config) (*report, error) {
 	progress()
 	rep.Connect.AllSyncedSec = secs(time.Since(t0))
 	rep.Connect.Synced = synced
+	tcp := readTCPCounters().sub(tcp0)
+	rep.Connect.TCPAccepted, rep.Connect.ListenOverflows, rep.Connect.ListenDrops = tcp.passiveOpens, tcp.listenOverflows, tcp.listenDrops
 	c := cpu0.delta(h)
 	rep.Connect.HubCPUSec, rep.Connect.BenchCPUSec, rep.Connect.OtherCPUSec = c.hub, c.bench, c.other
 	q := quantiles(f.syncTimes(), 0.5, 0.99, 1)
@@ -862,6 +867,7 @@ func storm(ctx context.Context, cfg config, h *hub, admin *client, f *fleet, rep
 	s.QuietWaitSec = secs(waitQuiet(ctx, cfg, h))
 	base := f.syncs()
 	logf("reconnect storm: stopping the hub with %s", name)
+	tcp0 := readTCPCounters()
 	tSignal := time.Now()
 	stopDur := h.stop(sig)
 	s.StopSec = secs(stopDur)
@@ -906,6 +912,8 @@ func storm(ctx context.Context, cfg config, h *hub, admin *client, f *fleet, rep
 		time.Sleep(20 * time.Millisecond)
 	}
 	tAll := time.Now()
+	tcp := readTCPCounters().sub(tcp0)
+	s.TCPAccepted, s.ListenOverflows, s.ListenDrops = tcp.passiveOpens, tcp.listenOverflows, tcp.listenDrops
 	stopBenchProfile()
 	hubCPU, bench, machine := h.cpu(), procCPU("self")-bench0, machineCPU()-machine0
 	s.HubCPUSec, s.BenchCPUSec = round2(hubCPU.Seconds()), round2(bench.Seconds())

@@ -79,6 +79,11 @@ type connectReport struct {
 	PresenceWrites    float64 `json:"presenceWrites"`
 	SessionsStarted   float64 `json:"sessionsStarted"`
 	AssignmentsToSync float64 `json:"assignmentsSent"`
+	// Machine-wide TCP counters over the phase: connections accepted (≈ TLS handshakes the hub began) and listen queue
+	// overflows/drops.
+	TCPAccepted     int64 `json:"tcpAccepted"`
+	ListenOverflows int64 `json:"listenOverflows"`
+	ListenDrops     int64 `json:"listenDrops"`
 }
 
 type steadyReport struct {
@@ -173,6 +178,9 @@ type stormReport struct {
 	VerifyFirstProblem string   `json:"verifyFirstProblem,omitempty"`
 	VerifySec          float64  `json:"verifySeconds"`
 	QuietWaitSec       float64  `json:"quietWaitSeconds"`
+	TCPAccepted        int64    `json:"tcpAccepted"` // machine-wide, signal → all resynced
+	ListenOverflows    int64    `json:"listenOverflows"`
+	ListenDrops        int64    `json:"listenDrops"`
 }
 
 type logProblems struct {
@@ -270,6 +278,7 @@ func (r *report) print() {
 			s.ObjectsSec, s.ObjectsPerSec, s.Tokens, s.TokensSec, s.Bootstrapped, s.BootstrapSec, s.BootstrapPerSec, s.BootstrapConc, s.BootstrapP50Ms, s.BootstrapP99Ms)
 	}
 	c := r.Connect
+	fmt.Printf("connect: %d TCP connections accepted on the machine for %d agents (%d listen queue overflows, %d drops)\n", c.TCPAccepted, r.N, c.ListenOverflows, c.ListenDrops)
 	fmt.Printf("connect: %d/%d synced in %.2f s (starts spread over %.1f s; per agent start → synced p50 %.0f ms, p99 %.0f ms, max %.0f ms); hub CPU %.1f s, bench CPU %.1f s, other CPU %.1f s; settled after %.1f s more\n",
 		c.Synced, r.N, c.AllSyncedSec, r.RampMs/1000, c.AgentSyncP50Ms, c.AgentSyncP99Ms, c.AgentSyncMaxMs, c.HubCPUSec, c.BenchCPUSec, c.OtherCPUSec, c.SettleSec)
 
@@ -340,6 +349,7 @@ func (r *report) printPhases() {
 		}
 		fmt.Printf("  %d/%d resynced (per agent from restart p50 %.0f ms, p99 %.0f ms), %d resumed from their versions; hub CPU %.1f s, bench CPU %.1f s, other %.1f s (waited %.0f s for a quiet machine); hub RSS after %.1f MiB\n",
 			s.Resynced, r.N, s.AgentResyncP50Ms, s.AgentResyncP99Ms, s.Resumed, s.HubCPUSec, s.BenchCPUSec, s.OtherCPUSec, s.QuietWaitSec, mib(s.HubRSSBytesAfter))
+		fmt.Printf("  %d TCP connections accepted on the machine for %d agents (%d listen queue overflows, %d drops)\n", s.TCPAccepted, r.N, s.ListenOverflows, s.ListenDrops)
 		if s.VerifySec > 0 {
 			fmt.Printf("  nothing lost: %d/%d agents hold the latest version of their Seed and Shoot (%d mismatches)", s.VerifiedAgents, r.N, s.VerifyMismatches)
 			if s.VerifyFirstProblem != "" {
