@@ -23,6 +23,8 @@ import (
 type hub struct {
 	bin  string
 	addr string // 127.0.0.1:<port>
+	// memLimit is the hub's GOMEMLIMIT ("" = unset).
+	memLimit string
 	// grpcAddr is the gRPC-only listener agents connect to ("" = agents use addr).
 	grpcAddr string
 	dataDir  string
@@ -61,6 +63,9 @@ func (h *hub) start(ctx context.Context) (time.Duration, error) {
 	fmt.Fprintf(logf, "---- bench-agents: starting %s at %s\n", h.bin, time.Now().Format(time.RFC3339Nano))
 	cmd := exec.Command(h.bin, "--data-dir", h.dataDir, "--listen", h.addr, "--grpc-listen", h.grpcAddr, "--heartbeat-interval", h.hbInt.String())
 	cmd.Stdout, cmd.Stderr = logf, logf
+	if h.memLimit != "" {
+		cmd.Env = append(os.Environ(), "GOMEMLIMIT="+h.memLimit)
+	}
 	// The hub dies with the benchmark, even when the benchmark is killed.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	start := time.Now()

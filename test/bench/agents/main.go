@@ -47,6 +47,7 @@ type config struct {
 	updateRate     float64
 	kill9          bool
 	agentPort      bool
+	hubMemLimit    string
 	noStorm        bool
 	stormTimeout   time.Duration
 	profile        bool
@@ -101,6 +102,7 @@ func main() {
 	flag.IntVar(&cfg.steadyAttempts, "steady-attempts", 3, "steady-state windows at most, while other processes disturb them (the quietest is reported)")
 	flag.IntVar(&cfg.updates, "updates", 1000, "shoot updates of the assignment latency phase (0 skips it)")
 	flag.Float64Var(&cfg.updateRate, "update-rate", 100, "shoot updates per second")
+	flag.StringVar(&cfg.hubMemLimit, "hub-gomemlimit", "", "GOMEMLIMIT of the hub process, e.g. 800MiB (Go's soft memory limit; unset by default)")
 	flag.BoolVar(&cfg.agentPort, "grpc-port", true, "agents connect to the hub's gRPC-only listener (--grpc-listen); false: to the main port")
 	flag.BoolVar(&cfg.kill9, "kill9", false, "kill the hub with SIGKILL instead of SIGTERM in the reconnect storm")
 	flag.BoolVar(&cfg.noStorm, "no-storm", false, "skip the reconnect storm")
@@ -187,7 +189,7 @@ func run(ctx context.Context, cfg config) (*report, error) {
 		N: cfg.n, Started: time.Now().UTC().Format(time.RFC3339), GoVersion: runtime.Version(), CPUs: runtime.NumCPU(),
 		HeartbeatIntervalMs: ms(cfg.heartbeat), RampMs: ms(cfg.ramp),
 	}
-	h := &hub{dataDir: cfg.dataDir, hbInt: cfg.heartbeat}
+	h := &hub{dataDir: cfg.dataDir, hbInt: cfg.heartbeat, memLimit: cfg.hubMemLimit}
 	if cfg.hubAddr != "" {
 		h.addr, h.pid = cfg.hubAddr, cfg.hubPID
 		rep.Hub = "external " + cfg.hubAddr
