@@ -259,7 +259,7 @@ func (l *leaseWriter) run(ctx context.Context) {
 // for instance before a restart). It reports whether it wrote.
 func (l *leaseWriter) renew(ctx context.Context, seed string, interval time.Duration) bool {
 	leases := l.s.colls.leases
-	now := timestamppb.Now()
+	now := timestamppb.New(time.Now().Truncate(time.Microsecond)) // renewTime is a MicroTime
 	cur, err := leases.Get(ctx, seedgraph.LeaseNamespace, seed)
 	if err == nil {
 		if rt := cur.(*coordinationv1.Lease).GetSpec().GetRenewTime(); rt != nil && time.Since(rt.AsTime()) < interval/2 {
