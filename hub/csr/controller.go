@@ -35,17 +35,31 @@ type Controller struct {
 	// MaxValidity caps the validity of issued certificates (default one year, Kubernetes' signing duration).
 	MaxValidity time.Duration
 	Log         *slog.Logger
+	// Now is the clock of the cleanup (tests move it).
+	Now func() time.Time
 }
 
 // NewController returns a controller over src's collections.
 func NewController(src Source, ca *pki.CA, log *slog.Logger) *Controller {
 	csrs, _ := src.Collection(Resource)
 	secrets, _ := src.Collection(secretsResource)
-	return &Controller{CSRs: csrs, Secrets: secrets, CA: ca, MaxValidity: 365 * 24 * time.Hour, Log: log}
+	return &Controller{CSRs: csrs, Secrets: secrets, CA: ca, MaxValidity: 365 * 24 * time.Hour, Log: log, Now: time.Now}
 }
 
-// Run handles every CSR, now and as they change, until ctx ends.
+// Run handles every CSR, now and as they change, and cleans up old ones every ten minutes, until ctx ends.
 func (c *Controller) Run(ctx context.Context) error {
+	go func() {
+		t := time.NewTicker(10 * time.Minute)
+		defer t.Stop()
+		for {
+			c.Cleanup(ctx)
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
 	for ctx.Err() == nil {
 		w, err := c.CSRs.Watch(ctx, "", store.WatchOptions{})
 		if err != nil {
@@ -142,4 +156,39 @@ func (c *Controller) handle(ctx context.Context, req *certificatesv1.Certificate
 	default:
 		c.Log.Warn("csr: approval failed", "csr", name, "err", err)
 	}
+}
+
+// Retention of CSRs, as kube-controller-manager's CSR cleaner keeps them: decided ones (approved, denied, failed) for
+// an hour, pending ones for a day.
+const (
+	decidedRetention = time.Hour
+	pendingRetention = 24 * time.Hour
+)
+
+// Cleanup deletes CSRs past their retention, so a fleet's bootstraps and rotations do not pile up.
+func (c *Controller) Cleanup(ctx context.Context) int {
+	res, err := c.CSRs.List(ctx, "", store.ListOptions{})
+	if err != nil {
+		return 0
+	}
+	now := c.Now()
+	deleted := 0
+	for _, obj := range res.Items {
+		req := obj.(*certificatesv1.CertificateSigningRequest)
+		created := req.GetMetadata().GetCreationTimestamp().AsTime()
+		keep := pendingRetention
+		if len(req.GetStatus().GetCertificate()) > 0 || len(req.GetStatus().GetConditions()) > 0 {
+			keep = decidedRetention
+		}
+		if now.Sub(created) < keep {
+			continue
+		}
+		if _, _, err := c.CSRs.Delete(ctx, "", req.GetMetadata().GetName(), nil); err == nil {
+			deleted++
+		}
+	}
+	if deleted > 0 {
+		c.Log.Info("cleaned up certificate signing requests", "deleted", deleted)
+	}
+	return deleted
 }
