@@ -17,6 +17,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/trellis-dev/trellis/test/bench/procstat"
 )
 
 // hub is the hub under test: a child process this benchmark started (cmd != nil), or an external one (-hub).
@@ -252,27 +254,7 @@ func (h *hub) rss() (cur, peak int64) {
 	return procRSS(h.pid)
 }
 
-func procRSS(pid int) (cur, peak int64) {
-	cur, peak = -1, -1
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		f := strings.Fields(line)
-		if len(f) < 2 {
-			continue
-		}
-		kb, _ := strconv.ParseInt(f[1], 10, 64)
-		switch f[0] {
-		case "VmRSS:":
-			cur = kb << 10
-		case "VmHWM:":
-			peak = kb << 10
-		}
-	}
-	return
-}
+func procRSS(pid int) (cur, peak int64) { return procstat.RSS(strconv.Itoa(pid)) }
 
 // cpu is the hub's user+system CPU time so far.
 func (h *hub) cpu() time.Duration {
@@ -282,43 +264,11 @@ func (h *hub) cpu() time.Duration {
 	return procCPU(strconv.Itoa(h.pid))
 }
 
-// procCPU reads utime+stime from /proc/<pid>/stat (USER_HZ is 100 on Linux).
-func procCPU(pid string) time.Duration {
-	data, err := os.ReadFile("/proc/" + pid + "/stat")
-	if err != nil {
-		return 0
-	}
-	// The command name (field 2) may contain spaces; the fields after it start after the last ')'.
-	s := string(data)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	if len(f) < 13 {
-		return 0
-	}
-	utime, _ := strconv.ParseInt(f[11], 10, 64)
-	stime, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(utime+stime) * 10 * time.Millisecond
-}
+// procCPU is a process's CPU time ("self" or a pid).
+func procCPU(pid string) time.Duration { return procstat.CPU(pid) }
 
-// machineCPU is the busy CPU time of the whole machine so far (all but idle and iowait), from /proc/stat.
-func machineCPU() time.Duration {
-	data, err := os.ReadFile("/proc/stat")
-	if err != nil {
-		return 0
-	}
-	line, _, _ := strings.Cut(string(data), "\n")
-	f := strings.Fields(line)
-	if len(f) < 8 || f[0] != "cpu" {
-		return 0
-	}
-	var busy int64
-	for i, v := range f[1:] {
-		n, _ := strconv.ParseInt(v, 10, 64)
-		if i != 3 && i != 4 && i < 8 { // idle, iowait; guest time is already in user
-			busy += n
-		}
-	}
-	return time.Duration(busy) * 10 * time.Millisecond
-}
+// machineCPU is the busy CPU time of the whole machine so far.
+func machineCPU() time.Duration { return procstat.Machine() }
 
 // get fetches a path with the admin token.
 func (h *hub) get(ctx context.Context, path string) ([]byte, error) {

@@ -28,6 +28,8 @@ import (
 	"syscall"
 	"text/tabwriter"
 	"time"
+
+	"github.com/trellis-dev/trellis/test/bench/procstat"
 )
 
 const (
@@ -337,65 +339,14 @@ func (h *hubProc) logProblems(keep int) logProblems {
 }
 
 // rss reads VmRSS and VmHWM (peak) of the hub from /proc.
-func (h *hubProc) rss() (cur, peak int64) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", h.cmd.Process.Pid))
-	if err != nil {
-		return -1, -1
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		f := strings.Fields(line)
-		if len(f) < 2 {
-			continue
-		}
-		kb, _ := strconv.ParseInt(f[1], 10, 64)
-		switch f[0] {
-		case "VmRSS:":
-			cur = kb << 10
-		case "VmHWM:":
-			peak = kb << 10
-		}
-	}
-	return cur, peak
-}
+func (h *hubProc) rss() (cur, peak int64) { return procstat.RSS(strconv.Itoa(h.cmd.Process.Pid)) }
 
-// cpu is the hub's user+system CPU time so far, from /proc/<pid>/stat (USER_HZ is 100 on Linux).
-func (h *hubProc) cpu() time.Duration {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", h.cmd.Process.Pid))
-	if err != nil {
-		return 0
-	}
-	// The command name (field 2) may contain spaces; the fields after it start after the last ')'.
-	s := string(data)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	if len(f) < 13 {
-		return 0
-	}
-	utime, _ := strconv.ParseInt(f[11], 10, 64)
-	stime, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(utime+stime) * 10 * time.Millisecond
-}
+// cpu is the hub's user+system CPU time so far.
+func (h *hubProc) cpu() time.Duration { return procstat.CPU(strconv.Itoa(h.cmd.Process.Pid)) }
 
-// machineCPU is the busy CPU time of the whole machine so far (all but idle and iowait), from /proc/stat. Minus the
-// hub's and the benchmark's own, it shows how much other processes took while a phase ran.
-func machineCPU() time.Duration {
-	data, err := os.ReadFile("/proc/stat")
-	if err != nil {
-		return 0
-	}
-	line, _, _ := strings.Cut(string(data), "\n")
-	f := strings.Fields(line)
-	if len(f) < 8 || f[0] != "cpu" {
-		return 0
-	}
-	var busy int64
-	for i, v := range f[1:] {
-		n, _ := strconv.ParseInt(v, 10, 64)
-		if i != 3 && i != 4 && i < 8 { // idle, iowait; guest time is already in user
-			busy += n
-		}
-	}
-	return time.Duration(busy) * 10 * time.Millisecond
-}
+// machineCPU is the busy CPU time of the whole machine so far. Minus the hub's and the benchmark's own, it shows how
+// much other processes took while a phase ran.
+func machineCPU() time.Duration { return procstat.Machine() }
 
 // selfCPU is this process's user+system CPU time, to show what the load generator takes of the machine.
 func selfCPU() time.Duration {
