@@ -238,6 +238,10 @@ func TestAgentLinkBootstrapSessionAssignments(t *testing.T) {
 		l, err := e.coll("coordination.k8s.io", "leases").Get(ctx, "gardener-system-seed-lease", "a")
 		return err == nil && l.(*coordinationv1.Lease).GetSpec().GetHolderIdentity() == "a"
 	})
+	l, _ := e.coll("coordination.k8s.io", "leases").Get(ctx, "gardener-system-seed-lease", "a")
+	if d := l.(*coordinationv1.Lease).GetSpec().GetLeaseDurationSeconds(); d != 1 {
+		t.Fatalf("leaseDurationSeconds = %d with a 200ms heartbeat; want 1 (whole seconds, at least one)", d)
+	}
 
 	// Changes flow: a modified shoot, a shoot moving in and out, a deleted binding.
 	shoots := e.coll("core.gardener.cloud", "shoots")

@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -246,9 +245,4 @@ func RotationDeadline(notBefore, notAfter time.Time, minPercent, maxPercent int3
 	onePercent := lifetime / 100 // in integers, so that 70 % is exactly 70 %
 	span := onePercent * time.Duration(hi-lo)
 	return notBefore.Add(onePercent*time.Duration(lo) + time.Duration(r*float64(span)))
-}
-
-// SeedName returns the seed named by a seed client certificate's common name.
-func SeedName(commonName string) (string, bool) {
-	return strings.CutPrefix(commonName, CommonNamePrefix)
 }

@@ -198,3 +198,35 @@ func equal(a, b map[string]string) bool {
 	}
 	return true
 }
+
+// A session writes GardenletReady=True as it starts; its presence key may lag. A seed whose condition was just
+// updated counts as seen, even when the controller started long ago.
+func TestLifecycleCountsAFreshReadyConditionAsSeen(t *testing.T) {
+	h := hubtest.Start(t)
+	e := &env{t: t, h: h, clock: &clock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}}
+	ctx := context.Background()
+	l := agentlink.NewLifecycle(agentlink.LifecycleConfig{Source: h.Registry(), Now: e.clock.Now, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	l.Start()
+	l.SetPresent("other", false) // presence is loaded; the seed under test has no key
+	e.clock.Step(10 * time.Minute)
+	e.seed("connecting", "")
+	_, err := e.coll("core.gardener.cloud", "seeds").GuaranteedUpdate(ctx, "", "connecting", true, func(cur store.Object) (store.Object, error) {
+		s := cur.(*corev1beta1.Seed)
+		s.Status = &corev1beta1.SeedStatus{Conditions: []*metav1.Condition{{Type: "GardenletReady", Status: "True",
+			LastTransitionTime: timestamppb.New(e.clock.now.Add(-10 * time.Minute)), LastUpdateTime: e.clock.ts()}}}
+		return s, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Step(39 * time.Second)
+	l.Sync(ctx)
+	if c := e.ready("connecting"); c.GetStatus() != "True" {
+		t.Fatalf("a seed whose agent reported 39s ago was marked %s", c.GetStatus())
+	}
+	e.clock.Step(2 * time.Second)
+	l.Sync(ctx)
+	if c := e.ready("connecting"); c.GetStatus() != "Unknown" {
+		t.Fatalf("41s after the last report without presence: %s", c.GetStatus())
+	}
+}

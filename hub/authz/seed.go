@@ -13,6 +13,7 @@ import (
 
 	"github.com/trellis-dev/trellis/hub/api"
 	"github.com/trellis-dev/trellis/hub/auth"
+	"github.com/trellis-dev/trellis/hub/seedgraph"
 	"github.com/trellis-dev/trellis/hub/store"
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
 	certificatesv1 "github.com/trellis-dev/trellis/proto/gen/trellis/kubernetes/certificates/v1"
@@ -22,12 +23,8 @@ import (
 
 // Namespaces the seed rules name, as Gardener does.
 const (
-	// SeedLeaseNamespace holds every seed's heartbeat Lease, named after the seed.
-	SeedLeaseNamespace = "gardener-system-seed-lease"
 	// PublicNamespace holds configuration every client may read (gardener-info, kube-root-ca.crt).
 	PublicNamespace = "gardener-system-public"
-	// SeedNamespacePrefix followed by the seed name is the seed's own namespace in the garden.
-	SeedNamespacePrefix = "seed-"
 )
 
 // scope says which objects of a resource an agent may use a verb on.
@@ -138,7 +135,7 @@ func seedPolicies() map[schema.GroupResource]policy {
 		gr("core.gardener.cloud", "projects"):                readOnly,
 		gr("", "namespaces"): {
 			read: belongs,
-			self: func(seed, _, name string) bool { return name == SeedNamespacePrefix+seed },
+			self: func(seed, _, name string) bool { return name == seedgraph.SeedNamespacePrefix+seed },
 		},
 		gr("", "configmaps"): {
 			read: belongs,
@@ -146,13 +143,13 @@ func seedPolicies() map[schema.GroupResource]policy {
 		},
 		secretsResource: {
 			read: belongs, update: belongs, patch: belongs, delete: belongs,
-			self:       func(seed, namespace, _ string) bool { return namespace == SeedNamespacePrefix+seed },
+			self:       func(seed, namespace, _ string) bool { return namespace == seedgraph.SeedNamespacePrefix+seed },
 			create:     createSecret,
 			deleteAlso: ownBootstrapToken,
 		},
 		leasesResource: {
 			read: belongs, update: own, patch: own,
-			self:   func(seed, namespace, name string) bool { return namespace == SeedLeaseNamespace && name == seed },
+			self:   func(seed, namespace, name string) bool { return namespace == seedgraph.LeaseNamespace && name == seed },
 			create: createLease,
 		},
 		shootStatesResource: {
@@ -355,8 +352,8 @@ func seedNameIs(c *seedRequest, field, got string) string {
 
 func createLease(c *seedRequest, obj store.Object) string {
 	md := obj.GetMetadata()
-	if md.GetNamespace() != SeedLeaseNamespace || md.GetName() != c.seed {
-		return fmt.Sprintf("seed agents may create only their own Lease %s/%s", SeedLeaseNamespace, c.seed)
+	if md.GetNamespace() != seedgraph.LeaseNamespace || md.GetName() != c.seed {
+		return fmt.Sprintf("seed agents may create only their own Lease %s/%s", seedgraph.LeaseNamespace, c.seed)
 	}
 	return ""
 }
@@ -365,7 +362,7 @@ func createLease(c *seedRequest, obj store.Object) string {
 // (the certificates, kubeconfigs and generated bucket secrets a gardenlet writes into the garden).
 func createSecret(c *seedRequest, obj store.Object) string {
 	md := obj.GetMetadata()
-	if md.GetNamespace() == SeedNamespacePrefix+c.seed {
+	if md.GetNamespace() == seedgraph.SeedNamespacePrefix+c.seed {
 		return ""
 	}
 	for _, ref := range md.GetOwnerReferences() {
@@ -377,7 +374,7 @@ func createSecret(c *seedRequest, obj store.Object) string {
 			return ""
 		}
 	}
-	return fmt.Sprintf("seed agents may create secrets only in namespace %q or owned by a Shoot or BackupBucket of seed %q", SeedNamespacePrefix+c.seed, c.seed)
+	return fmt.Sprintf("seed agents may create secrets only in namespace %q or owned by a Shoot or BackupBucket of seed %q", seedgraph.SeedNamespacePrefix+c.seed, c.seed)
 }
 
 // ownBootstrapToken reports whether a secret is a bootstrap token made for this seed's agent, which the agent may

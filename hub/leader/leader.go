@@ -48,9 +48,6 @@ func New(cfg Config) *Elector {
 // IsLeader reports whether this replica leads now.
 func (e *Elector) IsLeader() bool { return e.leader.Load() }
 
-// Identity is this replica's name in the election.
-func (e *Elector) Identity() string { return e.cfg.Identity }
-
 // Run campaigns until ctx ends; each time this replica wins, it runs every fn in its own goroutine with a context
 // that ends when leadership is lost, and waits for them to return before campaigning again.
 func (e *Elector) Run(ctx context.Context, fns ...func(ctx context.Context)) error {

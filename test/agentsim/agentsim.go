@@ -7,7 +7,6 @@ import (
 	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -25,11 +24,9 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/trellis-dev/trellis/agent/identity"
 	agentv1 "github.com/trellis-dev/trellis/proto/gen/trellis/agent/v1"
 )
-
-// SeedClientUsages are the usages a seed client certificate request carries.
-var SeedClientUsages = []string{"digital signature", "key encipherment", "client auth"}
 
 // CSR makes a key and a certificate request for seed; mutate may change the template (tests of refusals).
 func CSR(seed string, mutate func(*x509.CertificateRequest)) (*ecdsa.PrivateKey, []byte, error) {
@@ -37,7 +34,7 @@ func CSR(seed string, mutate func(*x509.CertificateRequest)) (*ecdsa.PrivateKey,
 	if err != nil {
 		return nil, nil, err
 	}
-	tmpl := &x509.CertificateRequest{Subject: pkix.Name{CommonName: "gardener.cloud:system:seed:" + seed, Organization: []string{"gardener.cloud:system:seeds"}}}
+	tmpl := &x509.CertificateRequest{Subject: identity.Subject(seed)}
 	if mutate != nil {
 		mutate(tmpl)
 	}
@@ -79,7 +76,7 @@ func Bootstrap(ctx context.Context, d Dialer, token, seed string, usages []strin
 		return tls.Certificate{}, err
 	}
 	if usages == nil {
-		usages = SeedClientUsages
+		usages = identity.Usages
 	}
 	cc, err := d.dial(nil, nil)
 	if err != nil {
@@ -465,7 +462,7 @@ func (a *Agent) Rotate(ctx context.Context) (tls.Certificate, error) {
 		return tls.Certificate{}, err
 	}
 	if err := send(&agentv1.AgentMessage{Message: &agentv1.AgentMessage_CertificateRequest{CertificateRequest: &agentv1.CertificateRequest{
-		Csr: csrPEM, Usages: SeedClientUsages, ExpirationSeconds: 7200,
+		Csr: csrPEM, Usages: identity.Usages, ExpirationSeconds: 7200,
 	}}}); err != nil {
 		return tls.Certificate{}, err
 	}
