@@ -8,11 +8,14 @@ PROTOC_GEN_GO_GRPC_VERSION := v1.6.2
 GRPC_GATEWAY_VERSION := v2.32.0
 ETCD_VERSION := v3.7.3
 KUBE_VERSION := v1.36.3
+# controller-gen writes the extension API's deep-copy functions and CRDs (extsdk/apis, deploy/crds).
+CONTROLLER_TOOLS_VERSION := v0.23.0
 # Test binaries are cached per machine, keyed by version, and linked from bin/testbin.
 TESTBIN_CACHE ?= $(HOME)/.cache/trellis/testbin
 ETCD_CACHE ?= $(TESTBIN_CACHE)/etcd-$(ETCD_VERSION)
-KUBE_CACHE ?= $(TESTBIN_CACHE)/kube-apiserver-$(KUBE_VERSION)
-BINARIES := trellis-hub trellis-agent trellisctl
+# Each of KUBE_BINARIES is cached in $(TESTBIN_CACHE)/<name>-$(KUBE_VERSION).
+KUBE_BINARIES := kube-apiserver kube-controller-manager
+BINARIES := trellis-hub trellis-agent trellisctl provider-local
 
 .PHONY: all build test lint generate checkgenerate tools testbin testbin-etcd testbin-kube up down bench-api bench-agents fuzz clean
 
@@ -21,6 +24,10 @@ all: build
 ## tools: install the pinned code generators and buf into bin/tools.
 tools: $(TOOLS)/buf $(TOOLS)/protoc-gen-go $(TOOLS)/protoc-gen-go-grpc $(TOOLS)/protoc-gen-grpc-gateway $(TOOLS)/protoc-gen-openapiv2
 
+tools: $(TOOLS)/controller-gen
+
+$(TOOLS)/controller-gen:
+	GOBIN=$(TOOLS) $(GO) install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION)
 $(TOOLS)/buf:
 	GOBIN=$(TOOLS) $(GO) install github.com/bufbuild/buf/cmd/buf@$(BUF_VERSION)
 $(TOOLS)/protoc-gen-go:
@@ -44,6 +51,21 @@ checkgenerate: generate
 		echo "generated files are out of date; run 'make generate' and commit:"; \
 		git diff --stat -- proto hub/api/zz_generated_kinds.go docs/openapi; exit 1; fi
 
+## generate-apis (part of generate): deep-copy functions of the extension API types and their CRDs in deploy/crds
+## (one file per kind, stale ones removed first), both from the Go types and their kubebuilder markers.
+.PHONY: generate-apis checkgenerate-apis
+generate: generate-apis
+generate-apis: $(TOOLS)/controller-gen
+	rm -f deploy/crds/extensions.gardener.cloud_*.yaml
+	$(TOOLS)/controller-gen object crd paths=./extsdk/apis/... output:crd:dir=deploy/crds
+
+## checkgenerate-apis (part of checkgenerate): fail when the generated API files differ from what is committed,
+## including new and deleted files (git status, so nothing is staged).
+checkgenerate: checkgenerate-apis
+checkgenerate-apis: generate-apis
+	@out=$$(git status --porcelain -- 'extsdk/apis/*zz_generated.deepcopy.go' 'deploy/crds/*.yaml'); \
+	if [ -n "$$out" ]; then echo "generated API files are out of date; run 'make generate' and commit:"; echo "$$out"; exit 1; fi
+
 ## build: build every binary into bin/.
 build:
 	@mkdir -p bin
@@ -55,9 +77,9 @@ lint: $(TOOLS)/buf
 	$(GO) vet ./...
 	$(TOOLS)/buf lint
 
-## testbin: build the test binaries into bin/testbin: etcd (store conformance suite, seed) and kube-apiserver (the
-## seed of the agent tests, run by test/seedtest through envtest). Cached per machine and version under
-## $(TESTBIN_CACHE), so another clone reuses them; a cold build takes about 5 minutes.
+## testbin: build the test binaries into bin/testbin: etcd (store conformance suite, seed), kube-apiserver and
+## kube-controller-manager (the seed of the agent tests, run by test/seedtest). Cached per machine and version under
+## $(TESTBIN_CACHE), so another clone reuses them; a cold build takes about 8 minutes.
 testbin: testbin-etcd testbin-kube
 
 ## testbin-etcd: build etcd (go.etcd.io/etcd/server/v3 $(ETCD_VERSION)) into a per-machine cache.
@@ -68,12 +90,13 @@ testbin-etcd:
 		$(GO) build -o $(ETCD_CACHE)/etcd.partial go.etcd.io/etcd/server/v3 && mv -f $(ETCD_CACHE)/etcd.partial $(ETCD_CACHE)/etcd; fi
 	@ln -sfn $(ETCD_CACHE)/etcd bin/testbin/etcd
 
-## testbin-kube: build kube-apiserver (k8s.io/kubernetes $(KUBE_VERSION), staging modules at their published versions)
-## into a per-machine cache, for the seed tests and the peer comparisons; about 5 minutes the first time.
+## testbin-kube: build $(KUBE_BINARIES) (k8s.io/kubernetes $(KUBE_VERSION), staging modules at their published
+## versions) into a per-machine cache, for the seed tests and the peer comparisons; only missing ones are built, about
+## 7 minutes for both the first time.
 testbin-kube:
 	@mkdir -p bin/testbin
-	@if [ ! -x $(KUBE_CACHE)/kube-apiserver ]; then ./test/testbin/build-kube-apiserver.sh $(KUBE_VERSION) $(KUBE_CACHE); fi
-	@ln -sfn $(KUBE_CACHE)/kube-apiserver bin/testbin/kube-apiserver
+	@./test/testbin/build-kube.sh $(KUBE_VERSION) $(TESTBIN_CACHE) $(KUBE_BINARIES)
+	@for b in $(KUBE_BINARIES); do ln -sfn $(TESTBIN_CACHE)/$$b-$(KUBE_VERSION)/$$b bin/testbin/$$b; done
 
 ## test: every test, with short fuzz runs; needs testbin.
 test: testbin build
@@ -98,12 +121,14 @@ bench-api: build
 bench-agents: build
 	$(GO) run ./test/bench/agents -n $(or $(N),1000) $(BENCH_ARGS)
 
-## up: build and run a local landscape under .trellis/local: hub on embedded etcd, a seed with its agent, example resources.
+## up: build and run the local landscape in the foreground, with its data in .trellis/local (test/landscape, docs/local.md):
+## a hub on embedded etcd (127.0.0.1:8443), seed "local" with its agent and provider-local, the example resources;
+## writes .trellis/local/env. Ctrl-C or `make down` stops it; the next `make up` reuses the data. Flags in UP_ARGS.
 up: build testbin
-	$(GO) build -o bin/localseed ./test/localseed
-	./deploy/local/up.sh
+	$(GO) build -o bin/ ./test/localseed ./test/landscape/cmd/landscape
+	bin/landscape $(UP_ARGS)
 
-## down: stop the local landscape.
+## down: stop a landscape that `make up` left running (pid in .trellis/local/landscape.pid).
 down:
 	./deploy/local/down.sh
 

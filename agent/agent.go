@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"google.golang.org/grpc"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -63,12 +64,19 @@ type Agent struct {
 	tlsSessions tls.ClientSessionCache
 	cache       *cache.Cache
 	running     atomic.Bool
+	seedREST    *rest.Config // nil when the controllers are disabled and the caller gave only a clientset
+
+	hubOnce  sync.Once
+	hubReady chan struct{}    // closed when hubConn is set
+	hubConn  *grpc.ClientConn // the controllers' mTLS connection to the hub
 
 	connected      atomic.Bool
 	sessions       atomic.Int64
 	csrsSent       atomic.Int64
 	ackLatency     atomic.Int64 // nanoseconds, of the last HeartbeatAck
 	seedRegistered atomic.Bool
+	crdsInstalled  atomic.Bool
+	controllers    atomic.Bool
 
 	mu          sync.Mutex
 	sessionID   string
@@ -96,17 +104,19 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.Rand == nil {
 		cfg.Rand = rand.Float64
 	}
-	seedClient := cfg.SeedClient
-	if seedClient == nil {
-		restCfg := cfg.SeedRESTConfig
-		if restCfg == nil {
-			var err error
-			if restCfg, err = seedRESTConfig(c.SeedClientConnection.Kubeconfig); err != nil {
-				return nil, err
-			}
+	restCfg := cfg.SeedRESTConfig
+	if restCfg == nil && (cfg.SeedClient == nil || !c.Controllers.Disabled) {
+		var err error
+		if restCfg, err = seedRESTConfig(c.SeedClientConnection.Kubeconfig); err != nil {
+			return nil, err
 		}
+	}
+	if restCfg != nil {
 		restCfg = rest.CopyConfig(restCfg)
 		restCfg.UserAgent = "trellis-agent/" + cfg.Version
+	}
+	seedClient := cfg.SeedClient
+	if seedClient == nil {
 		var err error
 		if seedClient, err = kubernetes.NewForConfig(restCfg); err != nil {
 			return nil, fmt.Errorf("seed client: %w", err)
@@ -128,6 +138,8 @@ func New(cfg Config) (*Agent, error) {
 		health:   health,
 		secrets:  &identity.SecretStore{Client: seedClient, Namespace: ref.Namespace, Name: ref.Name},
 		cache:    cache.New(),
+		seedREST: restCfg,
+		hubReady: make(chan struct{}),
 	}
 	return a, nil
 }
@@ -164,6 +176,12 @@ func (a *Agent) Run(ctx context.Context) error {
 		Max:        a.cfg.ReconnectBackoff.MaxDelay.Duration,
 		ResetAfter: a.cfg.ReconnectBackoff.ResetAfter.Duration,
 		Rand:       a.rand,
+	}
+	if !a.cfg.Controllers.Disabled {
+		var wg sync.WaitGroup
+		ctx, cancel := context.WithCancel(ctx)
+		defer func() { cancel(); wg.Wait() }()
+		wg.Go(func() { a.runControllers(ctx) })
 	}
 	for {
 		err := a.connect(ctx)
@@ -294,6 +312,10 @@ type Status struct {
 	HeartbeatAckLatency time.Duration
 	// LastError is the error of the last failed connection attempt or session; a session's start clears it.
 	LastError error
+	// CRDsInstalled reports whether the extension CRDs were installed in the seed.
+	CRDsInstalled bool
+	// ControllersRunning reports whether the seed-side controllers run.
+	ControllersRunning bool
 }
 
 // Status returns the agent's status.
@@ -303,6 +325,8 @@ func (a *Agent) Status() Status {
 		Sessions:            a.sessions.Load(),
 		CSRsSent:            a.csrsSent.Load(),
 		SeedRegistered:      a.seedRegistered.Load(),
+		CRDsInstalled:       a.crdsInstalled.Load(),
+		ControllersRunning:  a.controllers.Load(),
 		CertificateNotAfter: a.CertificateNotAfter(),
 		HeartbeatAckLatency: time.Duration(a.ackLatency.Load()),
 	}

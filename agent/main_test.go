@@ -168,6 +168,8 @@ func (e *env) config(t *testing.T) *config.AgentConfiguration {
 	}
 	cfg.SeedClientConnection.Kubeconfig = e.seed.KubeconfigPath
 	cfg.HeartbeatIntervalSeconds = 1
+	// The link tests' shoots have no extensions to reconcile them; the shoot tests turn the controllers on.
+	cfg.Controllers.Disabled = true
 	cfg.ReconnectBackoff = config.ReconnectBackoff{InitialDelay: d(10 * time.Millisecond), MaxDelay: d(200 * time.Millisecond)}
 	return cfg
 }

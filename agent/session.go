@@ -102,6 +102,7 @@ func (a *Agent) session(ctx context.Context, creds *identity.Credentials) error 
 	a.sessions.Add(1)
 	a.connected.Store(true)
 	defer a.connected.Store(false)
+	a.offerHubConn(creds)
 	s.log.Info("session established", "resumed", w.GetResumed(), "hubVersion", w.GetHubVersion(),
 		"heartbeatInterval", s.interval, "certificateNotAfter", creds.NotAfter())
 

@@ -58,6 +58,9 @@ type Config struct {
 	// MonitorPeriod is how long an agent may be silent before its Seed's GardenletReady turns Unknown (default 40 s);
 	// its shoots' conditions follow after five times as long.
 	MonitorPeriod time.Duration
+	// DisableScheduler leaves shoots without spec.seedName unplaced (the interim scheduler, package scheduler, runs
+	// in the leader otherwise).
+	DisableScheduler bool
 	// Listener, when set, is served instead of listening on Listen (tests pass an in-memory listener).
 	Listener net.Listener
 	// Logger receives structured logs.
@@ -118,6 +121,7 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.WatchWindow, "watch-window", 0, "events per kind kept for watch resumption (default 10000)")
 	fs.DurationVar(&c.HeartbeatInterval, "heartbeat-interval", 0, "interval agents heartbeat at (default 2s)")
 	fs.DurationVar(&c.MonitorPeriod, "seed-monitor-period", 0, "how long an agent may be silent before GardenletReady turns Unknown (default 40s)")
+	fs.BoolVar(&c.DisableScheduler, "disable-scheduler", false, "do not place shoots without spec.seedName on seeds")
 }
 
 // Hub is one hub replica: the API over gRPC and REST on one TLS port, backed by etcd.
@@ -258,6 +262,7 @@ func (h *Hub) Run(ctx context.Context) error {
 		return err
 	}
 	registry.SetAuthorizer(authz.New(authz.Config{Graph: agents.graph, GraphReady: agents.graphReady, Reader: registry}))
+	h.startScheduler(ctx, &wg, st, registry)
 
 	// The REST gateway calls the kinds' servers in-process; it authenticates requests itself.
 	gwCfg := gateway.Config{Logger: h.log, ObjectJSON: registry.ObjectJSON, Authenticate: func(r *http.Request) (context.Context, error) {

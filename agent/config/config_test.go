@@ -172,6 +172,13 @@ func TestValidate(t *testing.T) {
 			c.ReconnectBackoff.ResetAfter = &metav1.Duration{}
 		}, []string{"reconnectBackoff.maxDelay", "reconnectBackoff.resetAfter"}},
 		{"logging", func(c *config.AgentConfiguration) { c.LogLevel, c.LogFormat = "trace", "xml" }, []string{"logLevel", "logFormat"}},
+		{"shoot controller", func(c *config.AgentConfiguration) {
+			n := int32(0)
+			c.Controllers.Shoot.ConcurrentSyncs = &n
+			c.Controllers.Shoot.SyncPeriod = &metav1.Duration{Duration: -time.Second}
+			c.Controllers.Shoot.RetryMaxDelay = &metav1.Duration{Duration: time.Second}
+			c.Controllers.ShootCare.SyncPeriod = &metav1.Duration{}
+		}, []string{"controllers.shoot.concurrentSyncs", "controllers.shoot.syncPeriod", "controllers.shoot.retryMaxDelay: Invalid value: \"1s\": must not be less than retryMinDelay", "controllers.shootCare.syncPeriod"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := config.Decode([]byte(minimal))

@@ -59,6 +59,7 @@ func (c *AgentConfiguration) Default() {
 	if b.ResetAfter == nil {
 		b.ResetAfter = &metav1.Duration{Duration: DefaultResetAfter}
 	}
+	c.Controllers.defaults()
 	if c.LogLevel == "" {
 		c.LogLevel = DefaultLogLevel
 	}

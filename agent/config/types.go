@@ -35,6 +35,8 @@ type AgentConfiguration struct {
 	HeartbeatIntervalSeconds int32 `json:"heartbeatIntervalSeconds,omitzero"`
 	// ReconnectBackoff is the delay between connection attempts.
 	ReconnectBackoff ReconnectBackoff `json:"reconnectBackoff,omitzero"`
+	// Controllers configures the seed-side controllers: shoots, backups, bastions, seed care.
+	Controllers Controllers `json:"controllers,omitzero"`
 	// LogLevel is debug, info (default), warn or error.
 	LogLevel string `json:"logLevel,omitzero"`
 	// LogFormat is json (default) or text.

@@ -33,6 +33,7 @@ func (c *AgentConfiguration) Validate() error {
 		errs = append(errs, field.Invalid(field.NewPath("heartbeatIntervalSeconds"), hb, "must be between 1 and 300"))
 	}
 	errs = append(errs, c.ReconnectBackoff.validate(field.NewPath("reconnectBackoff"))...)
+	errs = append(errs, c.Controllers.validate(field.NewPath("controllers"))...)
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":
 	default:

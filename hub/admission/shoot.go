@@ -7,7 +7,9 @@ import (
 	"strings"
 	"time"
 
+	"google.golang.org/protobuf/proto"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/util/version"
 
@@ -34,8 +36,12 @@ func defaultShoot(s *corev1beta1.Shoot) {
 	}
 }
 
-// validateShoot checks a Shoot's own fields and its references: the namespace belongs to a Project, the cloud profile
-// exists and offers the shoot's region, Kubernetes version and machine types, and the credentials binding exists.
+var seeds = schema.GroupResource{Group: "core.gardener.cloud", Resource: "seeds"}
+
+// validateShoot checks a Shoot's own fields, its scheduling (validateSeedName) and its references: the namespace
+// belongs to a Project, the cloud profile exists and offers the shoot's region, Kubernetes version and machine types,
+// and the credentials binding exists. References are checked on create and when the spec changes, not on writes of
+// metadata alone: an agent adding or removing its finalizer is not held up by a binding deleted meanwhile.
 func validateShoot(ctx context.Context, r Reader, s, old *corev1beta1.Shoot) field.ErrorList {
 	var errs field.ErrorList
 	spec := field.NewPath("spec")
@@ -69,8 +75,12 @@ func validateShoot(ctx context.Context, r Reader, s, old *corev1beta1.Shoot) fie
 	if old != nil {
 		errs = append(errs, validateShootUpdate(s, old)...)
 	}
+	errs = append(errs, validateSeedName(ctx, r, s, old)...)
 	if len(errs) > 0 {
 		return errs
+	}
+	if old != nil && proto.Equal(s.GetSpec(), old.GetSpec()) {
+		return nil
 	}
 	return append(errs, admitShoot(ctx, r, s)...)
 }
@@ -78,6 +88,24 @@ func validateShoot(ctx context.Context, r Reader, s, old *corev1beta1.Shoot) fie
 func validateShootUpdate(s, old *corev1beta1.Shoot) field.ErrorList {
 	var errs field.ErrorList
 	spec := field.NewPath("spec")
+	if old.GetMetadata().GetDeletionTimestamp() != nil && !proto.Equal(s.GetSpec(), old.GetSpec()) {
+		return field.ErrorList{field.Forbidden(spec, "the shoot is being deleted: its spec cannot change")}
+	}
+	if migrating(old) && !proto.Equal(withSeedName(s.GetSpec(), ""), withSeedName(old.GetSpec(), "")) {
+		return field.ErrorList{field.Forbidden(spec, fmt.Sprintf("the shoot is being migrated from seed %q to seed %q (last operation %s %s): its spec cannot change until the restore succeeded",
+			old.GetStatus().GetSeedName(), old.GetSpec().GetSeedName(), old.GetStatus().GetLastOperation().GetType(), old.GetStatus().GetLastOperation().GetState()))}
+	}
+	// The secret binding may give way to a credentials binding (Gardener's migration between the two); a credentials
+	// binding may be replaced but not removed.
+	if ob, nb := old.GetSpec().GetSecretBindingName(), s.GetSpec().GetSecretBindingName(); nb != ob && (ob == "" || nb != "" || s.GetSpec().GetCredentialsBindingName() == "") {
+		errs = append(errs, field.Invalid(spec.Child("secretBindingName"), nb, "field is immutable (it may only be replaced by spec.credentialsBindingName)"))
+	}
+	if old.GetSpec().GetCredentialsBindingName() != "" && s.GetSpec().GetCredentialsBindingName() == "" {
+		errs = append(errs, field.Forbidden(spec.Child("credentialsBindingName"), "the field cannot be unset"))
+	}
+	if s.GetSpec().GetExposureClassName() != old.GetSpec().GetExposureClassName() {
+		errs = append(errs, field.Invalid(spec.Child("exposureClassName"), s.GetSpec().GetExposureClassName(), "field is immutable"))
+	}
 	if s.GetSpec().GetRegion() != old.GetSpec().GetRegion() {
 		errs = append(errs, field.Invalid(spec.Child("region"), s.GetSpec().GetRegion(), "field is immutable"))
 	}
@@ -93,6 +121,88 @@ func validateShootUpdate(s, old *corev1beta1.Shoot) field.ErrorList {
 		errs = append(errs, field.Forbidden(spec.Child("kubernetes", "version"), "kubernetes version downgrade is not supported"))
 	}
 	return errs
+}
+
+// validateSeedName admits changes of spec.seedName, as Gardener's ShootValidator does:
+//
+//   - A set spec.seedName is never cleared.
+//   - It moves from one seed to another only through the binding subresource (Subresource(ctx) "binding"): that is a
+//     control-plane migration, and both seeds need backup configured (spec.backup) — the old one unless it no
+//     longer exists. A binding that names the seed already assigned is refused.
+//   - Scheduling (empty to a seed) is allowed on create, update and binding alike.
+//   - The seed a shoot is scheduled or migrated to must exist and not be being deleted.
+//
+// old is nil on create.
+func validateSeedName(ctx context.Context, r Reader, s, old *corev1beta1.Shoot) field.ErrorList {
+	p := field.NewPath("spec", "seedName")
+	to, from := s.GetSpec().GetSeedName(), old.GetSpec().GetSeedName()
+	binding := Subresource(ctx) == "binding"
+	switch {
+	case old != nil && binding && to == from:
+		return field.ErrorList{field.Invalid(p, to, "the binding names the seed the shoot is already assigned to")}
+	case from != "" && to == "":
+		return field.ErrorList{field.Forbidden(p, fmt.Sprintf("spec.seedName is already set to %q and cannot be unset", from))}
+	case from != "" && to != from && !binding:
+		return field.ErrorList{field.Forbidden(p, fmt.Sprintf("spec.seedName %q cannot be changed to %q by updating the shoot; use the shoots/binding subresource", from, to))}
+	case to == "" || to == from:
+		return nil
+	}
+	seed, ferr := readSeed(ctx, r, p, to)
+	if ferr != nil {
+		return field.ErrorList{ferr}
+	}
+	if seed.GetMetadata().GetDeletionTimestamp() != nil {
+		return field.ErrorList{field.Forbidden(p, fmt.Sprintf("cannot schedule shoot %q on seed %q, which is being deleted", s.GetMetadata().GetName(), to))}
+	}
+	if from == "" {
+		return nil
+	}
+	var errs field.ErrorList
+	if seed.GetSpec().GetBackup() == nil {
+		errs = append(errs, field.Forbidden(p, fmt.Sprintf("cannot change the seed: backup is not configured for seed %q", to)))
+	}
+	if old, err := r.Get(ctx, seeds, "", from); err == nil && old.(*corev1beta1.Seed).GetSpec().GetBackup() == nil {
+		errs = append(errs, field.Forbidden(p, fmt.Sprintf("cannot change the seed: backup is not configured for the current seed %q", from)))
+	} else if err != nil && !apierrors.IsNotFound(err) {
+		errs = append(errs, field.InternalError(p, fmt.Errorf("read Seed %s: %w", from, err)))
+	}
+	return errs
+}
+
+func readSeed(ctx context.Context, r Reader, p *field.Path, name string) (*corev1beta1.Seed, *field.Error) {
+	obj, err := r.Get(ctx, seeds, "", name)
+	if err != nil {
+		return nil, refError(p, "Seed", name, err)
+	}
+	seed, ok := obj.(*corev1beta1.Seed)
+	if !ok {
+		return nil, field.InternalError(p, fmt.Errorf("Seed %s is a %T", name, obj))
+	}
+	return seed, nil
+}
+
+// migrating reports whether a stored shoot is in a control-plane migration, as Gardener's ShootValidator sees it: it
+// was bound to another seed than the one its status names and has not started migrating yet, or its last operation is
+// a Migrate, or a Restore that has not succeeded.
+func migrating(s *corev1beta1.Shoot) bool {
+	op := s.GetStatus().GetLastOperation()
+	spec, status := s.GetSpec().GetSeedName(), s.GetStatus().GetSeedName()
+	return (op != nil && op.GetType() != "Migrate" && spec != "" && status != "" && spec != status) ||
+		op.GetType() == "Migrate" || (op.GetType() == "Restore" && op.GetState() != "Succeeded")
+}
+
+// withSeedName returns a copy of spec with spec.seedName set to name ("": unset).
+func withSeedName(spec *corev1beta1.ShootSpec, name string) *corev1beta1.ShootSpec {
+	c := proto.Clone(spec).(*corev1beta1.ShootSpec)
+	if c == nil {
+		c = &corev1beta1.ShootSpec{}
+	}
+	if name == "" {
+		c.SeedName = nil
+	} else {
+		c.SeedName = &name
+	}
+	return c
 }
 
 // admitShoot checks the Shoot's references against the objects they name.

@@ -14,7 +14,8 @@ import (
 )
 
 // Verbs of authorization Attributes, as Kubernetes names them. UpdateStatus is VerbUpdate with Subresource
-// "status"; a status patch is VerbPatch with Subresource "status".
+// "status"; a status patch is VerbPatch with Subresource "status"; UpdateBinding and a binding patch likewise with
+// "binding".
 const (
 	VerbGet    = "get"
 	VerbList   = "list"
@@ -30,7 +31,7 @@ type Attributes struct {
 	User        auth.User
 	Verb        string
 	Resource    schema.GroupResource
-	Subresource string // "" or "status"
+	Subresource string // "", "status" or "binding"
 	Namespace   string // "" for cluster-scoped resources, and for a list or watch across all namespaces
 	Name        string // "" for list and watch
 	// Object is the object the request writes: the request's object on create and update, the patched object on

@@ -106,6 +106,9 @@ func resourceList(group, version string) *kmetav1.APIResourceList {
 		if k.Status {
 			out.APIResources = append(out.APIResources, kmetav1.APIResource{Name: k.Resource + "/status", Namespaced: k.Namespaced, Kind: k.Kind, Verbs: kmetav1.Verbs{"get", "patch", "update"}})
 		}
+		if k.Binding {
+			out.APIResources = append(out.APIResources, kmetav1.APIResource{Name: k.Resource + "/binding", Namespaced: k.Namespaced, Kind: k.Kind, Verbs: kmetav1.Verbs{"patch", "update"}})
+		}
 	}
 	if len(out.APIResources) == 0 {
 		return nil

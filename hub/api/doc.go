@@ -1,5 +1,6 @@
 // Package api owns the hub's typed services: one generic implementation (Server) of Get, List, Watch, Create,
-// Update, Patch, Delete and UpdateStatus that every kind's generated gRPC service is instantiated with, the table of
+// Update, Patch, Delete, UpdateStatus and UpdateBinding (a Shoot's binding subresource, spec.seedName alone) that
+// every kind's generated gRPC service is instantiated with, the table of
 // kinds (Kinds, generated from proto/kindgen), the Registry that wires kinds to the store and to the REST gateway,
 // API discovery documents, and the mapping of errors to gRPC status codes (the one edge where errors become codes).
 //

@@ -12,6 +12,7 @@ type Kind struct {
 	Resource   string
 	Namespaced bool
 	Status     bool     // has the status subresource
+	Binding    bool     // has the binding subresource: spec.seedName alone, as Gardener's shoots/binding
 	Encrypted  bool     // stored encrypted at rest
 	StoredAs   string   // group/version whose shape is stored, when this version is served by conversion
 	Fields     []string // field-selector paths beyond metadata.name and metadata.namespace

@@ -36,6 +36,12 @@ const (
 	PatchTypeStrategic = "application/strategic-merge-patch+json"
 )
 
+// Subresources a kind may have (Kind.Status, Kind.Binding), as they appear in paths and in Attributes.Subresource.
+const (
+	SubresourceStatus  = "status"
+	SubresourceBinding = "binding"
+)
+
 // Server is the one implementation of every kind's typed service. T is the kind's message, L its list, E its watch
 // event (PE = *E). The generated <Kind>ServiceServer interfaces are satisfied by *Server instantiated with their types.
 type Server[T store.Object, L proto.Message, E any, PE interface {
@@ -52,6 +58,8 @@ type Server[T store.Object, L proto.Message, E any, PE interface {
 	apiVersionField, kindField, metadataField, statusField protoreflect.FieldDescriptor
 	listItems, listMeta, listAPIVersion, listKind          protoreflect.FieldDescriptor
 	eventType, eventObject                                 protoreflect.FieldDescriptor
+	// specField and seedNameField locate spec.seedName, what the binding subresource writes (Kind.Binding).
+	specField, seedNameField protoreflect.FieldDescriptor
 }
 
 func newServer[T store.Object, L proto.Message, E any, PE interface {
@@ -77,6 +85,14 @@ func newServer[T store.Object, L proto.Message, E any, PE interface {
 	s.eventType, s.eventObject = ed.Fields().ByName("type"), ed.Fields().ByName("object")
 	if s.apiVersionField == nil || s.kindField == nil || s.metadataField == nil || s.listItems == nil || s.eventObject == nil {
 		return nil, fmt.Errorf("kind %s: message %s lacks apiVersion, kind or metadata", k.id(), td.FullName())
+	}
+	if k.Binding {
+		if s.specField = td.Fields().ByName("spec"); s.specField != nil && s.specField.Message() != nil {
+			s.seedNameField = s.specField.Message().Fields().ByName("seed_name")
+		}
+		if s.seedNameField == nil || s.seedNameField.Kind() != protoreflect.StringKind {
+			return nil, fmt.Errorf("kind %s has the binding subresource but no string spec.seedName", k.id())
+		}
 	}
 	if k.StoredAs != "" {
 		c, ok := converters[k.id()]
@@ -377,7 +393,7 @@ func (s *Server[T, L, E, PE]) namespaceActive(ctx context.Context, ns string) er
 
 // Update replaces the desired state and metadata; status stays as stored.
 func (s *Server[T, L, E, PE]) Update(ctx context.Context, obj T) (T, error) {
-	return s.update(ctx, obj, false)
+	return s.update(ctx, obj, "")
 }
 
 // UpdateStatus replaces the status; everything else stays as stored.
@@ -386,10 +402,43 @@ func (s *Server[T, L, E, PE]) UpdateStatus(ctx context.Context, obj T) (T, error
 	if !s.kind.Status {
 		return zero, apierrors.NewMethodNotSupported(s.kind.GroupResource(), "update status")
 	}
-	return s.update(ctx, obj, true)
+	return s.update(ctx, obj, SubresourceStatus)
 }
 
-func (s *Server[T, L, E, PE]) update(ctx context.Context, obj T, status bool) (T, error) {
+// UpdateBinding writes spec.seedName (the binding subresource); everything else stays as stored, and the request's
+// resourceVersion and uid are preconditions. Admission sees the write as a binding (admission.Subresource): the only
+// way a Shoot's spec.seedName moves from one seed to another.
+func (s *Server[T, L, E, PE]) UpdateBinding(ctx context.Context, obj T) (T, error) {
+	var zero T
+	if !s.kind.Binding {
+		return zero, apierrors.NewMethodNotSupported(s.kind.GroupResource(), "update binding")
+	}
+	return s.update(ctx, obj, SubresourceBinding)
+}
+
+// bound returns cur with req's spec.seedName, and req's resourceVersion and uid, when set, as the write's
+// preconditions: what a write of the binding subresource stores. Without a resourceVersion the binding applies to
+// whatever is current, as a patch does.
+func (s *Server[T, L, E, PE]) bound(cur, req T) T {
+	next := proto.Clone(cur).(T)
+	spec := next.ProtoReflect().Mutable(s.specField).Message()
+	if rs := req.ProtoReflect().Get(s.specField).Message(); rs.Has(s.seedNameField) {
+		spec.Set(s.seedNameField, rs.Get(s.seedNameField))
+	} else {
+		spec.Clear(s.seedNameField)
+	}
+	md, rmd := s.meta(next), req.GetMetadata()
+	if rv := rmd.GetResourceVersion(); rv != "" {
+		md.ResourceVersion = rv
+	}
+	if uid := rmd.GetUid(); uid != "" {
+		md.Uid = uid
+	}
+	return next
+}
+
+// update writes obj as Update (sub ""), UpdateStatus (SubresourceStatus) or UpdateBinding (SubresourceBinding).
+func (s *Server[T, L, E, PE]) update(ctx context.Context, obj T, sub string) (T, error) {
 	var zero T
 	if err := s.checkTypeMeta(obj); err != nil {
 		return zero, err
@@ -401,13 +450,11 @@ func (s *Server[T, L, E, PE]) update(ctx context.Context, obj T, status bool) (T
 	if err := s.checkScope(md.GetNamespace()); err != nil {
 		return zero, err
 	}
-	if !status && s.plugin.Default != nil {
+	if sub == "" && s.plugin.Default != nil {
 		s.plugin.Default(obj)
 	}
-	attrs := Attributes{Verb: VerbUpdate, Namespace: md.GetNamespace(), Name: md.GetName(), Object: obj}
-	if status {
-		attrs.Subresource = "status"
-	}
+	attrs := Attributes{Verb: VerbUpdate, Subresource: sub, Namespace: md.GetNamespace(), Name: md.GetName(), Object: obj}
+	status := sub == SubresourceStatus
 	check := s.authz(ctx)
 	if check != nil {
 		// Decided before the update reveals whether the object exists, and again on the state it applies to.
@@ -418,22 +465,33 @@ func (s *Server[T, L, E, PE]) update(ctx context.Context, obj T, status bool) (T
 	}
 	// Validation runs against the state the write applies to (again when a concurrent write intervened).
 	out, err := s.coll.GuaranteedUpdate(ctx, md.GetNamespace(), md.GetName(), status, func(cur store.Object) (store.Object, error) {
+		if status {
+			if check != nil {
+				attrs.Current = cur
+				if err := check(attrs); err != nil {
+					return nil, err
+				}
+			}
+			return s.in(obj)
+		}
+		old, err := s.out(cur)
+		if err != nil {
+			return nil, err
+		}
+		next, vctx := obj, ctx
+		if sub == SubresourceBinding {
+			next, vctx = s.bound(old, obj), admission.WithSubresource(ctx, sub)
+		}
 		if check != nil {
-			attrs.Current = cur
+			attrs.Object, attrs.Current = next, cur
 			if err := check(attrs); err != nil {
 				return nil, err
 			}
 		}
-		if !status {
-			old, err := s.out(cur)
-			if err != nil {
-				return nil, err
-			}
-			if err := s.validate(ctx, obj, old); err != nil {
-				return nil, err
-			}
+		if err := s.validate(vctx, next, old); err != nil {
+			return nil, err
 		}
-		return s.in(obj)
+		return s.in(next)
 	})
 	if err != nil {
 		return zero, err
@@ -445,14 +503,19 @@ func (s *Server[T, L, E, PE]) update(ctx context.Context, obj T, status bool) (T
 // concurrent changes. A resourceVersion in the patch acts as a precondition.
 func (s *Server[T, L, E, PE]) Patch(ctx context.Context, req *metav1.PatchRequest) (T, error) {
 	var zero T
-	status := false
+	status, binding := false, false
 	switch req.GetSubresource() {
 	case "":
-	case "status":
+	case SubresourceStatus:
 		if !s.kind.Status {
 			return zero, apierrors.NewNotFound(s.kind.GroupResource(), req.GetName()+"/status")
 		}
 		status = true
+	case SubresourceBinding:
+		if !s.kind.Binding {
+			return zero, apierrors.NewNotFound(s.kind.GroupResource(), req.GetName()+"/binding")
+		}
+		binding = true
 	default:
 		return zero, apierrors.NewNotFound(s.kind.GroupResource(), req.GetName()+"/"+req.GetSubresource())
 	}
@@ -507,6 +570,10 @@ func (s *Server[T, L, E, PE]) Patch(ctx context.Context, req *metav1.PatchReques
 		if md.GetResourceVersion() != cur.GetMetadata().GetResourceVersion() {
 			return nil, apierrors.NewConflict(s.kind.GroupResource(), req.GetName(), fmt.Errorf("the patch requires resourceVersion %s, the object has %s", md.GetResourceVersion(), cur.GetMetadata().GetResourceVersion()))
 		}
+		vctx := ctx
+		if binding {
+			obj, vctx = s.bound(curT, obj), admission.WithSubresource(ctx, SubresourceBinding)
+		}
 		if check != nil {
 			attrs.Object, attrs.Current = obj, cur
 			if err := check(attrs); err != nil {
@@ -514,10 +581,10 @@ func (s *Server[T, L, E, PE]) Patch(ctx context.Context, req *metav1.PatchReques
 			}
 		}
 		if !status {
-			if s.plugin.Default != nil {
+			if s.plugin.Default != nil && !binding {
 				s.plugin.Default(obj)
 			}
-			if err := s.validate(ctx, obj, curT); err != nil {
+			if err := s.validate(vctx, obj, curT); err != nil {
 				return nil, err
 			}
 		}

@@ -33,7 +33,7 @@ var Kinds = []Kind{
 	{Group: "core.gardener.cloud", Version: "v1beta1", Kind: "Quota", Resource: "quotas", Namespaced: true, Status: false, Encrypted: false, StoredAs: ""},
 	{Group: "core.gardener.cloud", Version: "v1beta1", Kind: "SecretBinding", Resource: "secretbindings", Namespaced: true, Status: false, Encrypted: false, StoredAs: "", Fields: []string{"provider.type"}},
 	{Group: "core.gardener.cloud", Version: "v1beta1", Kind: "Seed", Resource: "seeds", Namespaced: false, Status: true, Encrypted: false, StoredAs: ""},
-	{Group: "core.gardener.cloud", Version: "v1beta1", Kind: "Shoot", Resource: "shoots", Namespaced: true, Status: true, Encrypted: false, StoredAs: "", Fields: []string{"spec.seedName", "status.seedName", "spec.cloudProfileName", "spec.cloudProfile.name"}},
+	{Group: "core.gardener.cloud", Version: "v1beta1", Kind: "Shoot", Resource: "shoots", Namespaced: true, Status: true, Binding: true, Encrypted: false, StoredAs: "", Fields: []string{"spec.seedName", "status.seedName", "spec.cloudProfileName", "spec.cloudProfile.name"}},
 	{Group: "core.gardener.cloud", Version: "v1beta1", Kind: "ShootState", Resource: "shootstates", Namespaced: true, Status: false, Encrypted: true, StoredAs: ""},
 	{Group: "security.gardener.cloud", Version: "v1alpha1", Kind: "CredentialsBinding", Resource: "credentialsbindings", Namespaced: true, Status: false, Encrypted: false, StoredAs: "", Fields: []string{"provider.type"}},
 	{Group: "security.gardener.cloud", Version: "v1alpha1", Kind: "WorkloadIdentity", Resource: "workloadidentities", Namespaced: true, Status: true, Encrypted: false, StoredAs: ""},

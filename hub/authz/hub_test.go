@@ -134,9 +134,18 @@ func shootJSON(name, seed string) string {
 		"networking":{"type":"calico","nodes":"10.0.0.0/16"}}}`, name, seed)
 }
 
-// garden sets up a project with shoots s-a on seed a and s-b on seed b.
+// seedJSON is a Seed with backup (what a control-plane migration needs).
+func seedJSON(name string) string {
+	return fmt.Sprintf(`{"apiVersion":"core.gardener.cloud/v1beta1","kind":"Seed","metadata":{"name":%q},"spec":{
+		"provider":{"type":"local","region":"local"},"networks":{"pods":"10.1.0.0/16","services":"10.2.0.0/16"},"dns":{},
+		"backup":{"provider":"local","credentialsRef":{"apiVersion":"v1","kind":"Secret","name":"backup","namespace":"garden"}}}}`, name)
+}
+
+// garden sets up seeds a and b and a project with shoots s-a on seed a and s-b on seed b.
 func garden(t *testing.T, h *hubtest.Hub) {
 	t.Helper()
+	mustAdmin(t, h, 201, "POST", "/apis/core.gardener.cloud/v1beta1/seeds", seedJSON("a"))
+	mustAdmin(t, h, 201, "POST", "/apis/core.gardener.cloud/v1beta1/seeds", seedJSON("b"))
 	mustAdmin(t, h, 201, "POST", "/api/v1/namespaces", `{"metadata":{"name":"garden-dev"}}`)
 	mustAdmin(t, h, 201, "POST", "/apis/core.gardener.cloud/v1beta1/projects", `{"metadata":{"name":"dev"},"spec":{"namespace":"garden-dev"}}`)
 	mustAdmin(t, h, 201, "POST", "/apis/core.gardener.cloud/v1beta1/cloudprofiles", `{"metadata":{"name":"local"},"spec":{"type":"local",

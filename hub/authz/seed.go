@@ -104,7 +104,15 @@ func seedPolicies() map[schema.GroupResource]policy {
 			read: belongs, update: belongs, patch: belongs, status: belongs, delete: belongs,
 			direct: func(c *seedRequest, obj store.Object) bool {
 				e, ok := obj.(*corev1beta1.BackupEntry)
-				return ok && (e.GetSpec().GetSeedName() == c.seed || e.GetStatus().GetSeedName() == c.seed)
+				if !ok {
+					return false
+				}
+				if e.GetSpec().GetSeedName() == c.seed || e.GetStatus().GetSeedName() == c.seed {
+					return true
+				}
+				// The entry of a shoot migrating here (the graph says so too, once it has seen the entry).
+				shoot := seedgraph.OwnerShoot(e.GetMetadata())
+				return shoot != "" && c.belongsTo(shootsResource, e.GetMetadata().GetNamespace(), shoot)
 			},
 			create: createBackupEntry,
 		},
@@ -317,7 +325,8 @@ func createBackupBucket(c *seedRequest, obj store.Object) string {
 }
 
 // createBackupEntry admits an entry of this seed whose bucket is the seed's too, except for a restore's source
-// entry ("source-<name>"), which refers to the bucket on the seed the shoot comes from.
+// entry ("source-<name>"), which refers to the bucket on the seed the shoot comes from. The shoot owning the entry
+// (Gardener names it <technicalID>--<shoot UID> with an ownerReference to the shoot), if any, must be the seed's.
 func createBackupEntry(c *seedRequest, obj store.Object) string {
 	e, ok := obj.(*corev1beta1.BackupEntry)
 	if !ok {
@@ -325,6 +334,9 @@ func createBackupEntry(c *seedRequest, obj store.Object) string {
 	}
 	if reason := seedNameIs(c, "spec.seedName", e.GetSpec().GetSeedName()); reason != "" {
 		return reason
+	}
+	if shoot := seedgraph.OwnerShoot(e.GetMetadata()); shoot != "" && !c.belongsTo(shootsResource, e.GetMetadata().GetNamespace(), shoot) {
+		return fmt.Sprintf("the owning shoot %s/%s does not belong to seed %q", e.GetMetadata().GetNamespace(), shoot, c.seed)
 	}
 	if strings.HasPrefix(e.GetMetadata().GetName(), "source-") {
 		return ""

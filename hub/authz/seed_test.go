@@ -370,7 +370,14 @@ func TestSeedAuthorizerRules(t *testing.T) {
 		{"status of a shoot migrating here", withObj(attrs(api.VerbUpdate, shoots, "garden-dev", "m"), shoot("m", "a", "b"), shoot("m", "a", "b")), true},
 		{"delete own shoot", withObj(attrs(api.VerbDelete, shoots, "garden-dev", "s"), nil, shoot("s", "a", "a")), false},
 		{"create shoot", withObj(attrs(api.VerbCreate, shoots, "garden-dev", "s"), shoot("s", "a", ""), nil), false},
-		{"unknown subresource", withSub(attrs(api.VerbUpdate, shoots, "garden-dev", "graph-shoot"), "binding"), false},
+		{"unknown subresource", withSub(attrs(api.VerbUpdate, shoots, "garden-dev", "graph-shoot"), "scale"), false},
+		// Gardener's binding subresource schedules and migrates shoots: not for agents, not even for their own shoots.
+		{"update binding of own shoot", withSub(withObj(attrs(api.VerbUpdate, shoots, "garden-dev", "s"), shoot("s", "b", "a"), shoot("s", "a", "a")), "binding"), false},
+		{"patch binding of own shoot", withSub(withObj(attrs(api.VerbPatch, shoots, "garden-dev", "s"), nil, shoot("s", "a", "a")), "binding"), false},
+		// The finalizer "gardener" goes on and off with updates and patches of the shoot itself.
+		{"update own shoot (finalizer)", withObj(attrs(api.VerbUpdate, shoots, "garden-dev", "s"), finalized(shoot("s", "a", "a")), shoot("s", "a", "a")), true},
+		{"patch own shoot (finalizer)", withObj(attrs(api.VerbPatch, shoots, "garden-dev", "s"), shoot("s", "a", "a"), finalized(shoot("s", "a", "a"))), true},
+		{"patch other seed's shoot (finalizer)", withObj(attrs(api.VerbPatch, shoots, "garden-dev", "s"), finalized(shoot("s", "b", "b")), shoot("s", "b", "b")), false},
 		// Secrets referenced by the seed's shoots.
 		{"get referenced secret", attrs(api.VerbGet, secrets, "garden-dev", "cloud-credentials"), true},
 		{"update referenced secret", attrs(api.VerbUpdate, secrets, "garden-dev", "cloud-credentials"), true},
@@ -398,6 +405,20 @@ func TestSeedAuthorizerRules(t *testing.T) {
 		{"create entry in other seed's bucket", withObj(attrs(api.VerbCreate, backupEntries, "garden-dev", "e"), entry("e", "a", "bucket-b"), nil), false},
 		{"create restore's source entry", withObj(attrs(api.VerbCreate, backupEntries, "garden-dev", "source-e"), entry("source-e", "a", "bucket-b"), nil), true},
 		{"create entry for other seed", withObj(attrs(api.VerbCreate, backupEntries, "garden-dev", "e"), entry("e", "b", "bucket-a"), nil), false},
+		// Gardener's entry of a shoot: <technicalID>--<shoot UID>, owned by the shoot.
+		{"create entry owned by own shoot", withObj(attrs(api.VerbCreate, backupEntries, "garden-dev", "shoot--dev--s--uid"),
+			ownedEntry(entry("shoot--dev--s--uid", "a", "bucket-a"), "graph-shoot"), nil), true},
+		{"create entry owned by other seed's shoot", withObj(attrs(api.VerbCreate, backupEntries, "garden-dev", "shoot--dev--s--uid"),
+			ownedEntry(entry("shoot--dev--s--uid", "a", "bucket-a"), "their-shoot"), nil), false},
+		// A migration's destination takes over the entry the source wrote, through the entry's shoot.
+		{"update entry of a shoot migrating here", withObj(attrs(api.VerbUpdate, backupEntries, "garden-dev", "e"),
+			ownedEntry(entry("e", "a", "bucket-a"), "fresh-shoot"), ownedEntry(entry("e", "b", "bucket-b"), "fresh-shoot")), true},
+		{"update status of an entry of a shoot migrating here", withSub(withObj(attrs(api.VerbUpdate, backupEntries, "garden-dev", "e"),
+			nil, ownedEntry(entry("e", "b", "bucket-b"), "graph-shoot")), "status"), true},
+		{"update entry of other seed's shoot", withObj(attrs(api.VerbUpdate, backupEntries, "garden-dev", "e"),
+			nil, ownedEntry(entry("e", "b", "bucket-b"), "their-shoot")), false},
+		{"delete entry of other seed's shoot", withObj(attrs(api.VerbDelete, backupEntries, "garden-dev", "e"),
+			nil, ownedEntry(entry("e", "b", "bucket-b"), "their-shoot")), false},
 		{"create bastion for other seed", withObj(attrs(api.VerbCreate, schema.GroupResource{Group: "operations.gardener.cloud", Resource: "bastions"}, "garden-dev", "x"),
 			&operationsv1alpha1.Bastion{Metadata: &metav1.ObjectMeta{Namespace: "garden-dev", Name: "x"}, Spec: &operationsv1alpha1.BastionSpec{SeedName: proto.String("b")}}, nil), false},
 		{"create shoot state of own shoot", withObj(attrs(api.VerbCreate, shootStates, "garden-dev", "graph-shoot"), meta(&corev1beta1.ShootState{}, "garden-dev", "graph-shoot"), nil), true},
@@ -545,6 +566,16 @@ func owned(s *kcorev1.Secret, apiVersion, kind, name string) *kcorev1.Secret {
 
 func entry(name, seed, bucket string) *corev1beta1.BackupEntry {
 	return &corev1beta1.BackupEntry{Metadata: &metav1.ObjectMeta{Namespace: "garden-dev", Name: name}, Spec: &corev1beta1.BackupEntrySpec{SeedName: proto.String(seed), BucketName: bucket}}
+}
+
+func ownedEntry(e *corev1beta1.BackupEntry, shoot string) *corev1beta1.BackupEntry {
+	e.Metadata.OwnerReferences = []*metav1.OwnerReference{{ApiVersion: "core.gardener.cloud/v1beta1", Kind: "Shoot", Name: shoot, Controller: proto.Bool(true)}}
+	return e
+}
+
+func finalized(s *corev1beta1.Shoot) *corev1beta1.Shoot {
+	s.Metadata.Finalizers = []string{"gardener"}
+	return s
 }
 
 func bootstrapToken(t *testing.T, seed string) *kcorev1.Secret {

@@ -2,7 +2,8 @@
 // of Gardener's SeedAuthorizer graph. An object belongs to a seed directly (its Seed, shoots with spec.seedName or
 // status.seedName, BackupBuckets, BackupEntries, Bastions, ControllerInstallations, the seed's Lease, namespace
 // seed-<name> and its secrets, the seed's CSRs) or through references from an object that belongs (a shoot's
-// bindings, their secrets, its cloud profile, ...). Membership is kept incrementally with per-seed reference counts,
+// bindings, their secrets, its cloud profile, ...), or by inheriting from an object that belongs (a ManagedSeed from its
+// shoot, a BackupEntry from the shoot owning it). Membership is kept incrementally with per-seed reference counts,
 // so a change costs O(what it changes), and every change of membership or of a member object is announced to
 // subscribers (the agent link's sessions) while the graph's lock is held, in the order the graph processed it.
 //

@@ -143,3 +143,55 @@ func TestSeedOwnObjects(t *testing.T) {
 		t.Fatal("namespace seed-a belongs to a")
 	}
 }
+
+// TestMigratingShootBelongsToBothSeeds: a shoot bound to seed b whose status still names seed a (a control-plane
+// migration) belongs to both seeds with its references, and to b alone once the source agent clears
+// status.seedName.
+func TestMigratingShootBelongsToBothSeeds(t *testing.T) {
+	g := New()
+	g.Apply(SecretBindings, &corev1beta1.SecretBinding{Metadata: meta("garden-dev", "provider", 1)})
+	g.Apply(ShootStates, &corev1beta1.ShootState{Metadata: meta("garden-dev", "m", 1)})
+	s := shoot("m", "b", 2)
+	s.Status = &corev1beta1.ShootStatus{SeedName: proto.String("a")}
+	g.Apply(Shoots, s)
+	for _, seed := range []string{"a", "b"} {
+		if !g.Belongs(seed, Shoots, "garden-dev", "m") || !g.Belongs(seed, SecretBindings, "garden-dev", "provider") ||
+			!g.Belongs(seed, ShootStates, "garden-dev", "m") {
+			t.Fatalf("migrating shoot, its binding and its ShootState must belong to seed %s", seed)
+		}
+	}
+	s = proto.Clone(s).(*corev1beta1.Shoot)
+	s.Metadata.ResourceVersion = "3"
+	s.Status.SeedName = nil
+	g.Apply(Shoots, s)
+	if g.Belongs("a", Shoots, "garden-dev", "m") || g.Belongs("a", SecretBindings, "garden-dev", "provider") || !g.Belongs("b", Shoots, "garden-dev", "m") {
+		t.Fatal("once migrated the shoot and its references belong to the destination seed alone")
+	}
+}
+
+// TestBackupEntryInheritsItsShootsSeeds: an entry owned by a shoot belongs to the shoot's seeds, so the destination
+// of a migration may take over the entry the source wrote; an entry names its own seeds too.
+func TestBackupEntryInheritsItsShootsSeeds(t *testing.T) {
+	g := New()
+	g.Apply(BackupBuckets, &corev1beta1.BackupBucket{Metadata: meta("", "bucket-a", 1), Spec: &corev1beta1.BackupBucketSpec{SeedName: proto.String("a")}})
+	e := &corev1beta1.BackupEntry{Metadata: meta("garden-dev", "shoot--dev--m--uid", 1),
+		Spec: &corev1beta1.BackupEntrySpec{SeedName: proto.String("a"), BucketName: "bucket-a"}, Status: &corev1beta1.BackupEntryStatus{SeedName: proto.String("a")}}
+	e.Metadata.OwnerReferences = []*metav1.OwnerReference{{ApiVersion: "core.gardener.cloud/v1beta1", Kind: "Shoot", Name: "m"}}
+	g.Apply(BackupEntries, e)
+	g.Apply(Shoots, shoot("m", "a", 2))
+	if !g.Belongs("a", BackupEntries, "garden-dev", "shoot--dev--m--uid") || g.Belongs("b", BackupEntries, "garden-dev", "shoot--dev--m--uid") {
+		t.Fatal("entry of seed a, shoot on a: belongs to a only")
+	}
+	moved := shoot("m", "b", 3)
+	moved.Status = &corev1beta1.ShootStatus{SeedName: proto.String("a")}
+	g.Apply(Shoots, moved)
+	if !g.Belongs("b", BackupEntries, "garden-dev", "shoot--dev--m--uid") || !g.Belongs("b", BackupBuckets, "", "bucket-a") {
+		t.Fatal("the destination seed of the entry's shoot must see the entry and its bucket")
+	}
+	other := &corev1beta1.BackupEntry{Metadata: meta("garden-dev", "foreign", 4), Spec: &corev1beta1.BackupEntrySpec{SeedName: proto.String("a"), BucketName: "bucket-a"}}
+	other.Metadata.OwnerReferences = []*metav1.OwnerReference{{ApiVersion: "v1", Kind: "Shoot", Name: "m"}}
+	g.Apply(BackupEntries, other)
+	if g.Belongs("b", BackupEntries, "garden-dev", "foreign") {
+		t.Fatal("only an owner of kind core.gardener.cloud Shoot counts")
+	}
+}

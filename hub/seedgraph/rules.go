@@ -163,6 +163,11 @@ func edges(obj store.Object) (direct []string, out, in []Ref) {
 	case *corev1beta1.BackupEntry:
 		add(o.GetSpec().GetSeedName(), o.GetStatus().GetSeedName())
 		ref(BackupBuckets, "", o.GetSpec().GetBucketName())
+		// As in Gardener's graph, an entry also belongs to the seeds of the shoot owning it: the destination seed of
+		// a control-plane migration takes over the entry the source seed wrote.
+		if n := OwnerShoot(md); n != "" {
+			in = append(in, Ref{Resource: Shoots, Namespace: ns, Name: n})
+		}
 	case *operationsv1alpha1.Bastion:
 		add(o.GetSpec().GetSeedName())
 	case *corev1beta1.ControllerInstallation:
@@ -209,6 +214,17 @@ func edges(obj store.Object) (direct []string, out, in []Ref) {
 		// Members only through references.
 	}
 	return direct, out, in
+}
+
+// OwnerShoot returns the name of the Shoot (core.gardener.cloud) among an object's owner references, "" if none:
+// a BackupEntry's shoot, as Gardener's GetShootNameFromOwnerReferences finds it.
+func OwnerShoot(md *metav1.ObjectMeta) string {
+	for _, r := range md.GetOwnerReferences() {
+		if group, _, _ := strings.Cut(r.GetApiVersion(), "/"); group == "core.gardener.cloud" && r.GetKind() == "Shoot" {
+			return r.GetName()
+		}
+	}
+	return ""
 }
 
 func contains(list []string, s string) bool {

@@ -16,9 +16,12 @@ type kind struct {
 	Resource   string
 	File       string // proto file (under Dir) defining the message
 	Namespaced bool
-	Status     bool     // has a status subresource
-	Encrypted  bool     // stored encrypted at rest
-	Fields     []string // extra field selector paths (JSON names), beyond metadata.name and metadata.namespace
+	Status     bool // has a status subresource
+	// Binding gives the kind Gardener's binding subresource, which writes spec.seedName alone: a Shoot's scheduling
+	// and, from one seed to another, its control-plane migration.
+	Binding   bool
+	Encrypted bool     // stored encrypted at rest
+	Fields    []string // extra field selector paths (JSON names), beyond metadata.name and metadata.namespace
 	// StoredAs names the group/version whose message is stored when this version is served by conversion
 	// (ControllerDeployment v1beta1 is stored in the v1 shape).
 	StoredAs string
@@ -52,7 +55,7 @@ var groups = []group{
 			{Kind: "Quota", Resource: "quotas", File: "quota", Namespaced: true},
 			{Kind: "SecretBinding", Resource: "secretbindings", File: "secretbinding", Namespaced: true, Fields: []string{"provider.type"}},
 			{Kind: "Seed", Resource: "seeds", File: "seed", Status: true},
-			{Kind: "Shoot", Resource: "shoots", File: "shoot", Namespaced: true, Status: true, Fields: []string{"spec.seedName", "status.seedName", "spec.cloudProfileName", "spec.cloudProfile.name"}},
+			{Kind: "Shoot", Resource: "shoots", File: "shoot", Namespaced: true, Status: true, Binding: true, Fields: []string{"spec.seedName", "status.seedName", "spec.cloudProfileName", "spec.cloudProfile.name"}},
 			{Kind: "ShootState", Resource: "shootstates", File: "shootstate", Namespaced: true, Encrypted: true},
 		},
 	},

@@ -184,6 +184,10 @@ service {{.Kind}}Service {
       additional_bindings {
         patch: "{{.Path $g "namespace" "name"}}/{subresource=status}"
         body: "patch"
+      }{{end}}{{if .Binding}}
+      additional_bindings {
+        patch: "{{.Path $g "namespace" "name"}}/{subresource=binding}"
+        body: "patch"
       }{{end}}
     };
   }
@@ -195,6 +199,14 @@ service {{.Kind}}Service {
   rpc UpdateStatus({{.Kind}}) returns ({{.Kind}}) {
     option (google.api.http) = {
       put: "{{.Path $g "metadata.namespace" "metadata.name"}}/status"
+      body: "*"
+    };
+  }{{end}}{{if .Binding}}
+  // UpdateBinding assigns a {{.Kind}} to a seed (the binding subresource): it writes spec.seedName and leaves
+  // everything else as stored. Changing a spec.seedName that is already set starts a control-plane migration.
+  rpc UpdateBinding({{.Kind}}) returns ({{.Kind}}) {
+    option (google.api.http) = {
+      put: "{{.Path $g "metadata.namespace" "metadata.name"}}/binding"
       body: "*"
     };
   }{{end}}
@@ -217,7 +229,7 @@ import (
 // Kinds lists every kind the hub serves, in the order of proto/kindgen/kinds.go.
 var Kinds = []Kind{
 {{- range $g := .}}{{range .Kinds}}
-	{Group: "{{$g.Group}}", Version: "{{$g.Version}}", Kind: "{{.Kind}}", Resource: "{{.Resource}}", Namespaced: {{.Namespaced}}, Status: {{.Status}}, Encrypted: {{.Encrypted}}, StoredAs: "{{.StoredAs}}"{{if .Fields}}, Fields: []string{ {{quoteList .Fields}} }{{end}}},
+	{Group: "{{$g.Group}}", Version: "{{$g.Version}}", Kind: "{{.Kind}}", Resource: "{{.Resource}}", Namespaced: {{.Namespaced}}, Status: {{.Status}}{{if .Binding}}, Binding: true{{end}}, Encrypted: {{.Encrypted}}, StoredAs: "{{.StoredAs}}"{{if .Fields}}, Fields: []string{ {{quoteList .Fields}} }{{end}}},
 {{- end}}{{end}}
 }
 

@@ -1,7 +1,8 @@
-// Command localseed runs the local landscape's seed: a real kube-apiserver with its etcd, from the binaries `make
-// testbin` builds, until it is signalled. It writes the admin kubeconfig to <dir>/kubeconfig and creates the
-// namespace garden, where the agent keeps its credentials (a gardenlet's chart creates it in a real seed). It is a
-// development tool for `make up`, not a production seed.
+// Command localseed runs the local landscape's seed: a real kube-apiserver with its etcd and a kube-controller-manager
+// (namespace deletion, garbage collection of owned objects), from the binaries `make testbin` builds, until it is
+// signalled. It writes the admin kubeconfig to <dir>/kubeconfig and creates the namespace garden, where the agent
+// keeps its credentials (a gardenlet's chart creates it in a real seed). It is a development tool for `make up`, not
+// a production seed.
 package main
 
 import (

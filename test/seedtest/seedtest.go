@@ -20,18 +20,21 @@ import (
 )
 
 const (
-	// StartTimeout bounds the start of etcd and then of kube-apiserver, each; generous for loaded 2-core machines.
+	// StartTimeout bounds the start of etcd, of kube-apiserver and of kube-controller-manager, each; generous for
+	// loaded 2-core machines.
 	StartTimeout = 60 * time.Second
-	// StopTimeout bounds the graceful stop of each process before it is killed.
+	// StopTimeout bounds the graceful stop of etcd and of kube-apiserver before each is killed; the controller manager
+	// is killed at once.
 	StopTimeout = 30 * time.Second
 
-	// EnvAssets names a directory holding etcd and kube-apiserver to use instead of <module root>/bin/testbin.
+	// EnvAssets names a directory holding etcd, kube-apiserver and kube-controller-manager to use instead of
+	// <module root>/bin/testbin.
 	EnvAssets = "KUBEBUILDER_ASSETS"
 	// envAttachOutput is envtest's switch to send the processes' output to stdout.
 	envAttachOutput = "KUBEBUILDER_ATTACH_CONTROL_PLANE_OUTPUT"
 )
 
-// Seed is a running kube-apiserver with its etcd.
+// Seed is a running kube-apiserver with its etcd and a kube-controller-manager.
 type Seed struct {
 	// Config reaches the seed as the admin user (system:masters) with a client certificate.
 	Config *rest.Config
@@ -43,25 +46,52 @@ type Seed struct {
 	KubeconfigPath string
 	// Dir holds the seed's files: kubeconfig, logs, etcd data, certificates.
 	Dir string
-	// StartDuration is how long the start took, from launching etcd to the default namespace being served.
+	// StartDuration is how long the start took, from launching etcd to the controller manager collecting garbage.
 	StartDuration time.Duration
 
 	env      *envtest.Environment
+	kcm      *controllerManager
+	kcmStart time.Duration // the controller manager's part of StartDuration
 	logs     []*os.File
 	shared   bool
 	stopOnce sync.Once
 	stopErr  error
 }
 
+// Option changes how a seed starts.
+type Option func(*options)
+
+type options struct {
+	crdPaths []string
+}
+
+// WithCRDs installs the CustomResourceDefinitions in paths (YAML or JSON files, or directories of them) when the
+// seed starts, and waits for them to be served, before the controller manager starts. Its garbage collector then
+// follows owner references to their objects from the start; it finds CRDs installed later only at its next discovery
+// sync, every 30 s, and until then leaves the dependents of their objects alone (up to 45 s in all). The apiserver's
+// first watch of a new CRD's objects, the collector's, costs the start about 1 s. A missing path fails the start.
+func WithCRDs(paths ...string) Option {
+	return func(o *options) { o.crdPaths = append(o.crdPaths, paths...) }
+}
+
+func newOptions(opts []Option) options {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return o
+}
+
 // Start starts a seed that is stopped when the test ends. The test fails if the binaries are missing (run `make
-// testbin`) or the seed does not start.
-func Start(t testing.TB) *Seed {
+// testbin`) or the seed does not start, and, when it ends, if the controller manager exited meanwhile.
+func Start(t testing.TB, opts ...Option) *Seed {
 	t.Helper()
-	s, err := start(t.TempDir())
+	s, err := start(t.TempDir(), newOptions(opts))
 	if err != nil {
 		t.Fatalf("seedtest: %v", err)
 	}
-	t.Logf("seedtest: seed %s started in %v", s.Config.Host, s.StartDuration.Round(time.Millisecond))
+	t.Logf("seedtest: seed %s started in %v (kube-controller-manager %v)", s.Config.Host,
+		s.StartDuration.Round(time.Millisecond), s.kcmStart.Round(time.Millisecond))
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Log(s.logTails())
@@ -84,9 +114,15 @@ func (s *Seed) Stop() {
 
 func (s *Seed) stop() error {
 	s.stopOnce.Do(func() {
-		if s.env != nil {
-			s.stopErr = s.env.Stop()
+		// The controller manager first, so that it does not log the apiserver's going away.
+		var errs []error
+		if s.kcm != nil {
+			errs = append(errs, s.kcm.stop())
 		}
+		if s.env != nil {
+			errs = append(errs, s.env.Stop())
+		}
+		s.stopErr = errors.Join(errs...)
 		for _, f := range s.logs {
 			_ = f.Close()
 		}
@@ -94,8 +130,8 @@ func (s *Seed) stop() error {
 	return s.stopErr
 }
 
-// Namespace creates a namespace with a generated name for the test and returns its name. The seed runs no namespace
-// controller, so the namespace is not removed; it goes with the seed.
+// Namespace creates a namespace with a generated name for the test and returns its name. It is not deleted when the
+// test ends; it goes with the seed.
 func (s *Seed) Namespace(t testing.TB) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -111,18 +147,20 @@ func (s *Seed) Namespace(t testing.TB) string {
 var shared struct {
 	mu      sync.Mutex
 	inMain  bool
+	opts    options
 	started bool
 	seed    *Seed
 	err     error
 }
 
 // Main runs the tests of a package whose tests share one seed through StartShared, then stops that seed and exits
-// with the tests' status. Call it from TestMain:
+// with the tests' status; opts apply to the shared seed. Call it from TestMain:
 //
 //	func TestMain(m *testing.M) { seedtest.Main(m) }
-func Main(m *testing.M) {
+func Main(m *testing.M, opts ...Option) {
 	shared.mu.Lock()
 	shared.inMain = true
+	shared.opts = newOptions(opts)
 	shared.mu.Unlock()
 
 	code := m.Run()
@@ -160,7 +198,7 @@ func StartShared(t testing.TB) *Seed {
 		shared.started = true
 		dir, err := os.MkdirTemp("", "seedtest-")
 		if err == nil {
-			shared.seed, err = start(dir)
+			shared.seed, err = start(dir, shared.opts)
 			if err != nil {
 				_ = os.RemoveAll(dir)
 			}
@@ -169,8 +207,8 @@ func StartShared(t testing.TB) *Seed {
 			shared.err = err
 		} else {
 			shared.seed.shared = true
-			t.Logf("seedtest: shared seed %s started in %v", shared.seed.Config.Host,
-				shared.seed.StartDuration.Round(time.Millisecond))
+			t.Logf("seedtest: shared seed %s started in %v (kube-controller-manager %v)", shared.seed.Config.Host,
+				shared.seed.StartDuration.Round(time.Millisecond), shared.seed.kcmStart.Round(time.Millisecond))
 		}
 	}
 	if shared.err != nil {
@@ -180,8 +218,8 @@ func StartShared(t testing.TB) *Seed {
 }
 
 // start starts a seed whose files go to dir. On error nothing is left running.
-func start(dir string) (_ *Seed, err error) {
-	etcdBin, apiBin, err := binaries()
+func start(dir string, o options) (_ *Seed, err error) {
+	bins, err := binaries()
 	if err != nil {
 		return nil, err
 	}
@@ -198,7 +236,7 @@ func start(dir string) (_ *Seed, err error) {
 	etcd := &envtest.Etcd{DataDir: filepath.Join(dir, "etcd")}
 	// A single member has nobody to lose an election to: short ticks only make it elect itself sooner.
 	etcd.Configure().Set("heartbeat-interval", "10").Set("election-timeout", "100")
-	if etcd.Path, err = processPath(dir, etcdBin); err != nil {
+	if etcd.Path, err = processPath(dir, bins.etcd); err != nil {
 		return nil, err
 	}
 	falseValue := false
@@ -207,10 +245,12 @@ func start(dir string) (_ *Seed, err error) {
 		ControlPlane:             envtest.ControlPlane{Etcd: etcd},
 		ControlPlaneStartTimeout: StartTimeout,
 		ControlPlaneStopTimeout:  StopTimeout,
+		CRDDirectoryPaths:        o.crdPaths,
+		ErrorIfCRDPathMissing:    true,
 	}
 	api := s.env.ControlPlane.GetAPIServer()
 	api.CertDir = filepath.Join(dir, "pki")
-	if api.Path, err = processPath(dir, apiBin); err != nil {
+	if api.Path, err = processPath(dir, bins.apiserver); err != nil {
 		return nil, err
 	}
 	if err := os.MkdirAll(api.CertDir, 0o700); err != nil {
@@ -230,9 +270,8 @@ func start(dir string) (_ *Seed, err error) {
 	begin := time.Now()
 	cfg, err := s.env.Start()
 	if err != nil {
-		return nil, fmt.Errorf("start seed (etcd %s, kube-apiserver %s): %w", etcdBin, apiBin, err)
+		return nil, fmt.Errorf("start seed (etcd %s, kube-apiserver %s): %w", bins.etcd, bins.apiserver, err)
 	}
-	s.StartDuration = time.Since(begin)
 	s.Config = cfg
 	if s.Client, err = kubernetes.NewForConfig(cfg); err != nil {
 		return nil, err
@@ -242,17 +281,42 @@ func start(dir string) (_ *Seed, err error) {
 	if err := os.WriteFile(s.KubeconfigPath, s.Kubeconfig, 0o600); err != nil {
 		return nil, err
 	}
+
+	kcmBegin := time.Now()
+	kcmPath, err := processPath(dir, bins.controllerManager)
+	if err != nil {
+		return nil, err
+	}
+	out, err := s.controllerManagerOutput()
+	if err != nil {
+		return nil, err
+	}
+	if s.kcm, err = startControllerManager(kcmPath, s.KubeconfigPath, out); err != nil {
+		return nil, fmt.Errorf("start kube-controller-manager %s: %w", bins.controllerManager, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), StartTimeout)
+	defer cancel()
+	if err := s.waitCollecting(ctx); err != nil {
+		return nil, fmt.Errorf("start kube-controller-manager %s: %w", bins.controllerManager, err)
+	}
+	s.kcmStart = time.Since(kcmBegin)
+	s.StartDuration = time.Since(begin)
 	return s, nil
 }
 
-// binaries returns the paths of etcd and kube-apiserver: in $KUBEBUILDER_ASSETS when it is set, else in bin/testbin
-// of the module root, the first directory holding go.mod at or above the working directory.
-func binaries() (etcd, apiserver string, err error) {
+// binaryPaths are the paths of the seed's binaries.
+type binaryPaths struct {
+	etcd, apiserver, controllerManager string
+}
+
+// binaries returns the paths of the seed's binaries: in $KUBEBUILDER_ASSETS when it is set, else in bin/testbin of
+// the module root, the first directory holding go.mod at or above the working directory.
+func binaries() (binaryPaths, error) {
 	dir := os.Getenv(EnvAssets)
 	if dir == "" {
 		wd, err := os.Getwd()
 		if err != nil {
-			return "", "", err
+			return binaryPaths{}, err
 		}
 		for root := wd; ; {
 			if _, err := os.Stat(filepath.Join(root, "go.mod")); err == nil {
@@ -261,7 +325,7 @@ func binaries() (etcd, apiserver string, err error) {
 			}
 			parent := filepath.Dir(root)
 			if parent == root {
-				return "", "", fmt.Errorf("no go.mod at or above %s to find bin/testbin: run `make testbin` and "+
+				return binaryPaths{}, fmt.Errorf("no go.mod at or above %s to find bin/testbin: run `make testbin` and "+
 					"set $%s", wd, EnvAssets)
 			}
 			root = parent
@@ -275,11 +339,15 @@ func binaries() (etcd, apiserver string, err error) {
 		}
 		return p
 	}
-	etcd, apiserver = find("etcd"), find("kube-apiserver")
-	if len(missing) > 0 {
-		return "", "", fmt.Errorf("no executable %s: run `make testbin`", strings.Join(missing, " or "))
+	bins := binaryPaths{
+		etcd:              find("etcd"),
+		apiserver:         find("kube-apiserver"),
+		controllerManager: find("kube-controller-manager"),
 	}
-	return etcd, apiserver, nil
+	if len(missing) > 0 {
+		return binaryPaths{}, fmt.Errorf("no executable %s: run `make testbin`", strings.Join(missing, " or "))
+	}
+	return bins, nil
 }
 
 func (s *Seed) logFile(name string) (*os.File, error) {
@@ -319,12 +387,13 @@ func (s *Seed) logTails() string {
 
 // StartInDir starts a seed outside a test, with its files in dir, for tools such as the local landscape
 // (test/localseed). The caller stops it with Close.
-func StartInDir(dir string) (*Seed, error) {
+func StartInDir(dir string, opts ...Option) (*Seed, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
-	return start(dir)
+	return start(dir, newOptions(opts))
 }
 
-// Close stops a seed started with StartInDir.
+// Close stops a seed started with StartInDir. It returns an error if the controller manager exited while the seed
+// ran.
 func (s *Seed) Close() error { return s.stop() }

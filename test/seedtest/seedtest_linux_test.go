@@ -14,10 +14,10 @@ import (
 const envHelperDir = "SEEDTEST_HELPER_DIR"
 
 // TestProcessesDieWithTestProcess starts a seed in a child test process, kills that process with SIGKILL (no
-// cleanups run) and expects etcd and kube-apiserver to go with it.
+// cleanups run) and expects etcd, kube-apiserver and kube-controller-manager to go with it.
 func TestProcessesDieWithTestProcess(t *testing.T) {
 	if dir := os.Getenv(envHelperDir); dir != "" {
-		if _, err := start(dir); err != nil {
+		if _, err := start(dir, options{}); err != nil {
 			t.Fatal(err)
 		}
 		os.Stdout.WriteString("\nSEED READY\n")
@@ -48,8 +48,8 @@ func TestProcessesDieWithTestProcess(t *testing.T) {
 		_ = cmd.Wait()
 		t.Fatalf("child did not start a seed:\n%s", log.String())
 	}
-	if pids := processesUnder(dir); len(pids) != 2 {
-		t.Errorf("seed processes %v, want etcd and kube-apiserver", pids)
+	if pids := processesUnder(dir); len(pids) != 3 {
+		t.Errorf("seed processes %v, want etcd, kube-apiserver and kube-controller-manager", pids)
 	}
 	_ = cmd.Process.Kill()
 	_ = cmd.Wait()

@@ -21,7 +21,8 @@ import (
 func TestMain(m *testing.M) { Main(m) }
 
 func TestSeed(t *testing.T) {
-	s := Start(t)
+	t.Parallel()
+	s := Start(t, WithCRDs(extensionCRD))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 
@@ -91,7 +92,11 @@ func TestSeed(t *testing.T) {
 		t.Errorf("admin may not do everything: %v %+v", err, review)
 	}
 
+	testExtensionOwnerCollected(t, s)
+
+	begin := time.Now()
 	s.Stop()
+	t.Logf("seed stopped in %v", time.Since(begin).Round(time.Millisecond))
 	s.Stop()
 	if _, err := s.Client.Discovery().ServerVersion(); err == nil {
 		t.Error("seed still serves after Stop")
@@ -151,13 +156,15 @@ func TestBinariesFromModuleRoot(t *testing.T) {
 	if _, ok := os.LookupEnv(EnvAssets); ok {
 		t.Skipf("$%s is set", EnvAssets)
 	}
-	etcd, apiserver, err := binaries()
+	bins, err := binaries()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range []string{etcd, apiserver} {
-		if !strings.HasSuffix(p, "/bin/testbin/etcd") && !strings.HasSuffix(p, "/bin/testbin/kube-apiserver") {
-			t.Errorf("binary %s not from bin/testbin", p)
+	for p, name := range map[string]string{
+		bins.etcd: "etcd", bins.apiserver: "kube-apiserver", bins.controllerManager: "kube-controller-manager",
+	} {
+		if !strings.HasSuffix(p, "/bin/testbin/"+name) {
+			t.Errorf("%s %s not from bin/testbin", name, p)
 		}
 	}
 }

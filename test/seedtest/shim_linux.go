@@ -74,3 +74,7 @@ func processPath(dir, real string) (string, error) {
 	setParent.Do(func() { _ = os.Setenv(envParent, strconv.Itoa(os.Getpid())) })
 	return shim, nil
 }
+
+// sysProcAttr returns the attributes of the controller manager's process: its own process group, like envtest's
+// processes, so that a terminal's Ctrl-C reaches only the test process, which stops the seed in order.
+func sysProcAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }

@@ -2199,16 +2199,17 @@ const file_trellis_core_v1beta1_services_proto_rawDesc = "" +
 	"\x06Update\x12\x1a.trellis.core.v1beta1.Seed\x1a\x1a.trellis.core.v1beta1.Seed\"B\x82\xd3\xe4\x93\x02<:\x01*\x1a7/apis/core.gardener.cloud/v1beta1/seeds/{metadata.name}\x12\xd1\x01\n" +
 	"\x05Patch\x12\x1d.trellis.meta.v1.PatchRequest\x1a\x1a.trellis.core.v1beta1.Seed\"\x8c\x01\x82\xd3\xe4\x93\x02\x85\x01:\x05patchZL:\x05patch2C/apis/core.gardener.cloud/v1beta1/seeds/{name}/{subresource=status}2./apis/core.gardener.cloud/v1beta1/seeds/{name}\x12|\n" +
 	"\x06Delete\x12\x1e.trellis.meta.v1.DeleteRequest\x1a\x1a.trellis.core.v1beta1.Seed\"6\x82\xd3\xe4\x93\x020*./apis/core.gardener.cloud/v1beta1/seeds/{name}\x12\x91\x01\n" +
-	"\fUpdateStatus\x12\x1a.trellis.core.v1beta1.Seed\x1a\x1a.trellis.core.v1beta1.Seed\"I\x82\xd3\xe4\x93\x02C:\x01*\x1a>/apis/core.gardener.cloud/v1beta1/seeds/{metadata.name}/status2\xc8\v\n" +
+	"\fUpdateStatus\x12\x1a.trellis.core.v1beta1.Seed\x1a\x1a.trellis.core.v1beta1.Seed\"I\x82\xd3\xe4\x93\x02C:\x01*\x1a>/apis/core.gardener.cloud/v1beta1/seeds/{metadata.name}/status2\xe8\r\n" +
 	"\fShootService\x12\x8f\x01\n" +
 	"\x03Get\x12\x1b.trellis.meta.v1.GetRequest\x1a\x1b.trellis.core.v1beta1.Shoot\"N\x82\xd3\xe4\x93\x02H\x12F/apis/core.gardener.cloud/v1beta1/namespaces/{namespace}/shoots/{name}\x12\xba\x01\n" +
 	"\x04List\x12\x1c.trellis.meta.v1.ListRequest\x1a\x1f.trellis.core.v1beta1.ShootList\"s\x82\xd3\xe4\x93\x02mZ*\x12(/apis/core.gardener.cloud/v1beta1/shoots\x12?/apis/core.gardener.cloud/v1beta1/namespaces/{namespace}/shoots\x12\xd0\x01\n" +
 	"\x05Watch\x12\x1d.trellis.meta.v1.WatchRequest\x1a%.trellis.core.v1beta1.ShootWatchEvent\"\x7f\x82\xd3\xe4\x93\x02yZ0\x12./apis/core.gardener.cloud/v1beta1/watch/shoots\x12E/apis/core.gardener.cloud/v1beta1/watch/namespaces/{namespace}/shoots0\x01\x12\x97\x01\n" +
 	"\x06Create\x12\x1b.trellis.core.v1beta1.Shoot\x1a\x1b.trellis.core.v1beta1.Shoot\"S\x82\xd3\xe4\x93\x02M:\x01*\"H/apis/core.gardener.cloud/v1beta1/namespaces/{metadata.namespace}/shoots\x12\xa7\x01\n" +
-	"\x06Update\x12\x1b.trellis.core.v1beta1.Shoot\x1a\x1b.trellis.core.v1beta1.Shoot\"c\x82\xd3\xe4\x93\x02]:\x01*\x1aX/apis/core.gardener.cloud/v1beta1/namespaces/{metadata.namespace}/shoots/{metadata.name}\x12\x82\x02\n" +
-	"\x05Patch\x12\x1d.trellis.meta.v1.PatchRequest\x1a\x1b.trellis.core.v1beta1.Shoot\"\xbc\x01\x82\xd3\xe4\x93\x02\xb5\x01:\x05patchZd:\x05patch2[/apis/core.gardener.cloud/v1beta1/namespaces/{namespace}/shoots/{name}/{subresource=status}2F/apis/core.gardener.cloud/v1beta1/namespaces/{namespace}/shoots/{name}\x12\x95\x01\n" +
+	"\x06Update\x12\x1b.trellis.core.v1beta1.Shoot\x1a\x1b.trellis.core.v1beta1.Shoot\"c\x82\xd3\xe4\x93\x02]:\x01*\x1aX/apis/core.gardener.cloud/v1beta1/namespaces/{metadata.namespace}/shoots/{metadata.name}\x12\xe9\x02\n" +
+	"\x05Patch\x12\x1d.trellis.meta.v1.PatchRequest\x1a\x1b.trellis.core.v1beta1.Shoot\"\xa3\x02\x82\xd3\xe4\x93\x02\x9c\x02:\x05patchZd:\x05patch2[/apis/core.gardener.cloud/v1beta1/namespaces/{namespace}/shoots/{name}/{subresource=status}Ze:\x05patch2\\/apis/core.gardener.cloud/v1beta1/namespaces/{namespace}/shoots/{name}/{subresource=binding}2F/apis/core.gardener.cloud/v1beta1/namespaces/{namespace}/shoots/{name}\x12\x95\x01\n" +
 	"\x06Delete\x12\x1e.trellis.meta.v1.DeleteRequest\x1a\x1b.trellis.core.v1beta1.Shoot\"N\x82\xd3\xe4\x93\x02H*F/apis/core.gardener.cloud/v1beta1/namespaces/{namespace}/shoots/{name}\x12\xb4\x01\n" +
-	"\fUpdateStatus\x12\x1b.trellis.core.v1beta1.Shoot\x1a\x1b.trellis.core.v1beta1.Shoot\"j\x82\xd3\xe4\x93\x02d:\x01*\x1a_/apis/core.gardener.cloud/v1beta1/namespaces/{metadata.namespace}/shoots/{metadata.name}/status2\x8a\n" +
+	"\fUpdateStatus\x12\x1b.trellis.core.v1beta1.Shoot\x1a\x1b.trellis.core.v1beta1.Shoot\"j\x82\xd3\xe4\x93\x02d:\x01*\x1a_/apis/core.gardener.cloud/v1beta1/namespaces/{metadata.namespace}/shoots/{metadata.name}/status\x12\xb6\x01\n" +
+	"\rUpdateBinding\x12\x1b.trellis.core.v1beta1.Shoot\x1a\x1b.trellis.core.v1beta1.Shoot\"k\x82\xd3\xe4\x93\x02e:\x01*\x1a`/apis/core.gardener.cloud/v1beta1/namespaces/{metadata.namespace}/shoots/{metadata.name}/binding2\x8a\n" +
 	"\n" +
 	"\x11ShootStateService\x12\x99\x01\n" +
 	"\x03Get\x12\x1b.trellis.meta.v1.GetRequest\x1a .trellis.core.v1beta1.ShootState\"S\x82\xd3\xe4\x93\x02M\x12K/apis/core.gardener.cloud/v1beta1/namespaces/{namespace}/shootstates/{name}\x12\xc9\x01\n" +
@@ -2437,128 +2438,130 @@ var file_trellis_core_v1beta1_services_proto_depIdxs = []int32{
 	49,  // 148: trellis.core.v1beta1.ShootService.Patch:input_type -> trellis.meta.v1.PatchRequest
 	50,  // 149: trellis.core.v1beta1.ShootService.Delete:input_type -> trellis.meta.v1.DeleteRequest
 	44,  // 150: trellis.core.v1beta1.ShootService.UpdateStatus:input_type -> trellis.core.v1beta1.Shoot
-	46,  // 151: trellis.core.v1beta1.ShootStateService.Get:input_type -> trellis.meta.v1.GetRequest
-	47,  // 152: trellis.core.v1beta1.ShootStateService.List:input_type -> trellis.meta.v1.ListRequest
-	48,  // 153: trellis.core.v1beta1.ShootStateService.Watch:input_type -> trellis.meta.v1.WatchRequest
-	45,  // 154: trellis.core.v1beta1.ShootStateService.Create:input_type -> trellis.core.v1beta1.ShootState
-	45,  // 155: trellis.core.v1beta1.ShootStateService.Update:input_type -> trellis.core.v1beta1.ShootState
-	49,  // 156: trellis.core.v1beta1.ShootStateService.Patch:input_type -> trellis.meta.v1.PatchRequest
-	50,  // 157: trellis.core.v1beta1.ShootStateService.Delete:input_type -> trellis.meta.v1.DeleteRequest
-	31,  // 158: trellis.core.v1beta1.BackupBucketService.Get:output_type -> trellis.core.v1beta1.BackupBucket
-	0,   // 159: trellis.core.v1beta1.BackupBucketService.List:output_type -> trellis.core.v1beta1.BackupBucketList
-	1,   // 160: trellis.core.v1beta1.BackupBucketService.Watch:output_type -> trellis.core.v1beta1.BackupBucketWatchEvent
-	31,  // 161: trellis.core.v1beta1.BackupBucketService.Create:output_type -> trellis.core.v1beta1.BackupBucket
-	31,  // 162: trellis.core.v1beta1.BackupBucketService.Update:output_type -> trellis.core.v1beta1.BackupBucket
-	31,  // 163: trellis.core.v1beta1.BackupBucketService.Patch:output_type -> trellis.core.v1beta1.BackupBucket
-	31,  // 164: trellis.core.v1beta1.BackupBucketService.Delete:output_type -> trellis.core.v1beta1.BackupBucket
-	31,  // 165: trellis.core.v1beta1.BackupBucketService.UpdateStatus:output_type -> trellis.core.v1beta1.BackupBucket
-	32,  // 166: trellis.core.v1beta1.BackupEntryService.Get:output_type -> trellis.core.v1beta1.BackupEntry
-	2,   // 167: trellis.core.v1beta1.BackupEntryService.List:output_type -> trellis.core.v1beta1.BackupEntryList
-	3,   // 168: trellis.core.v1beta1.BackupEntryService.Watch:output_type -> trellis.core.v1beta1.BackupEntryWatchEvent
-	32,  // 169: trellis.core.v1beta1.BackupEntryService.Create:output_type -> trellis.core.v1beta1.BackupEntry
-	32,  // 170: trellis.core.v1beta1.BackupEntryService.Update:output_type -> trellis.core.v1beta1.BackupEntry
-	32,  // 171: trellis.core.v1beta1.BackupEntryService.Patch:output_type -> trellis.core.v1beta1.BackupEntry
-	32,  // 172: trellis.core.v1beta1.BackupEntryService.Delete:output_type -> trellis.core.v1beta1.BackupEntry
-	32,  // 173: trellis.core.v1beta1.BackupEntryService.UpdateStatus:output_type -> trellis.core.v1beta1.BackupEntry
-	33,  // 174: trellis.core.v1beta1.CloudProfileService.Get:output_type -> trellis.core.v1beta1.CloudProfile
-	4,   // 175: trellis.core.v1beta1.CloudProfileService.List:output_type -> trellis.core.v1beta1.CloudProfileList
-	5,   // 176: trellis.core.v1beta1.CloudProfileService.Watch:output_type -> trellis.core.v1beta1.CloudProfileWatchEvent
-	33,  // 177: trellis.core.v1beta1.CloudProfileService.Create:output_type -> trellis.core.v1beta1.CloudProfile
-	33,  // 178: trellis.core.v1beta1.CloudProfileService.Update:output_type -> trellis.core.v1beta1.CloudProfile
-	33,  // 179: trellis.core.v1beta1.CloudProfileService.Patch:output_type -> trellis.core.v1beta1.CloudProfile
-	33,  // 180: trellis.core.v1beta1.CloudProfileService.Delete:output_type -> trellis.core.v1beta1.CloudProfile
-	33,  // 181: trellis.core.v1beta1.CloudProfileService.UpdateStatus:output_type -> trellis.core.v1beta1.CloudProfile
-	34,  // 182: trellis.core.v1beta1.ControllerDeploymentService.Get:output_type -> trellis.core.v1beta1.ControllerDeployment
-	6,   // 183: trellis.core.v1beta1.ControllerDeploymentService.List:output_type -> trellis.core.v1beta1.ControllerDeploymentList
-	7,   // 184: trellis.core.v1beta1.ControllerDeploymentService.Watch:output_type -> trellis.core.v1beta1.ControllerDeploymentWatchEvent
-	34,  // 185: trellis.core.v1beta1.ControllerDeploymentService.Create:output_type -> trellis.core.v1beta1.ControllerDeployment
-	34,  // 186: trellis.core.v1beta1.ControllerDeploymentService.Update:output_type -> trellis.core.v1beta1.ControllerDeployment
-	34,  // 187: trellis.core.v1beta1.ControllerDeploymentService.Patch:output_type -> trellis.core.v1beta1.ControllerDeployment
-	34,  // 188: trellis.core.v1beta1.ControllerDeploymentService.Delete:output_type -> trellis.core.v1beta1.ControllerDeployment
-	35,  // 189: trellis.core.v1beta1.ControllerInstallationService.Get:output_type -> trellis.core.v1beta1.ControllerInstallation
-	8,   // 190: trellis.core.v1beta1.ControllerInstallationService.List:output_type -> trellis.core.v1beta1.ControllerInstallationList
-	9,   // 191: trellis.core.v1beta1.ControllerInstallationService.Watch:output_type -> trellis.core.v1beta1.ControllerInstallationWatchEvent
-	35,  // 192: trellis.core.v1beta1.ControllerInstallationService.Create:output_type -> trellis.core.v1beta1.ControllerInstallation
-	35,  // 193: trellis.core.v1beta1.ControllerInstallationService.Update:output_type -> trellis.core.v1beta1.ControllerInstallation
-	35,  // 194: trellis.core.v1beta1.ControllerInstallationService.Patch:output_type -> trellis.core.v1beta1.ControllerInstallation
-	35,  // 195: trellis.core.v1beta1.ControllerInstallationService.Delete:output_type -> trellis.core.v1beta1.ControllerInstallation
-	35,  // 196: trellis.core.v1beta1.ControllerInstallationService.UpdateStatus:output_type -> trellis.core.v1beta1.ControllerInstallation
-	36,  // 197: trellis.core.v1beta1.ControllerRegistrationService.Get:output_type -> trellis.core.v1beta1.ControllerRegistration
-	10,  // 198: trellis.core.v1beta1.ControllerRegistrationService.List:output_type -> trellis.core.v1beta1.ControllerRegistrationList
-	11,  // 199: trellis.core.v1beta1.ControllerRegistrationService.Watch:output_type -> trellis.core.v1beta1.ControllerRegistrationWatchEvent
-	36,  // 200: trellis.core.v1beta1.ControllerRegistrationService.Create:output_type -> trellis.core.v1beta1.ControllerRegistration
-	36,  // 201: trellis.core.v1beta1.ControllerRegistrationService.Update:output_type -> trellis.core.v1beta1.ControllerRegistration
-	36,  // 202: trellis.core.v1beta1.ControllerRegistrationService.Patch:output_type -> trellis.core.v1beta1.ControllerRegistration
-	36,  // 203: trellis.core.v1beta1.ControllerRegistrationService.Delete:output_type -> trellis.core.v1beta1.ControllerRegistration
-	37,  // 204: trellis.core.v1beta1.ExposureClassService.Get:output_type -> trellis.core.v1beta1.ExposureClass
-	12,  // 205: trellis.core.v1beta1.ExposureClassService.List:output_type -> trellis.core.v1beta1.ExposureClassList
-	13,  // 206: trellis.core.v1beta1.ExposureClassService.Watch:output_type -> trellis.core.v1beta1.ExposureClassWatchEvent
-	37,  // 207: trellis.core.v1beta1.ExposureClassService.Create:output_type -> trellis.core.v1beta1.ExposureClass
-	37,  // 208: trellis.core.v1beta1.ExposureClassService.Update:output_type -> trellis.core.v1beta1.ExposureClass
-	37,  // 209: trellis.core.v1beta1.ExposureClassService.Patch:output_type -> trellis.core.v1beta1.ExposureClass
-	37,  // 210: trellis.core.v1beta1.ExposureClassService.Delete:output_type -> trellis.core.v1beta1.ExposureClass
-	38,  // 211: trellis.core.v1beta1.InternalSecretService.Get:output_type -> trellis.core.v1beta1.InternalSecret
-	14,  // 212: trellis.core.v1beta1.InternalSecretService.List:output_type -> trellis.core.v1beta1.InternalSecretList
-	15,  // 213: trellis.core.v1beta1.InternalSecretService.Watch:output_type -> trellis.core.v1beta1.InternalSecretWatchEvent
-	38,  // 214: trellis.core.v1beta1.InternalSecretService.Create:output_type -> trellis.core.v1beta1.InternalSecret
-	38,  // 215: trellis.core.v1beta1.InternalSecretService.Update:output_type -> trellis.core.v1beta1.InternalSecret
-	38,  // 216: trellis.core.v1beta1.InternalSecretService.Patch:output_type -> trellis.core.v1beta1.InternalSecret
-	38,  // 217: trellis.core.v1beta1.InternalSecretService.Delete:output_type -> trellis.core.v1beta1.InternalSecret
-	39,  // 218: trellis.core.v1beta1.NamespacedCloudProfileService.Get:output_type -> trellis.core.v1beta1.NamespacedCloudProfile
-	16,  // 219: trellis.core.v1beta1.NamespacedCloudProfileService.List:output_type -> trellis.core.v1beta1.NamespacedCloudProfileList
-	17,  // 220: trellis.core.v1beta1.NamespacedCloudProfileService.Watch:output_type -> trellis.core.v1beta1.NamespacedCloudProfileWatchEvent
-	39,  // 221: trellis.core.v1beta1.NamespacedCloudProfileService.Create:output_type -> trellis.core.v1beta1.NamespacedCloudProfile
-	39,  // 222: trellis.core.v1beta1.NamespacedCloudProfileService.Update:output_type -> trellis.core.v1beta1.NamespacedCloudProfile
-	39,  // 223: trellis.core.v1beta1.NamespacedCloudProfileService.Patch:output_type -> trellis.core.v1beta1.NamespacedCloudProfile
-	39,  // 224: trellis.core.v1beta1.NamespacedCloudProfileService.Delete:output_type -> trellis.core.v1beta1.NamespacedCloudProfile
-	39,  // 225: trellis.core.v1beta1.NamespacedCloudProfileService.UpdateStatus:output_type -> trellis.core.v1beta1.NamespacedCloudProfile
-	40,  // 226: trellis.core.v1beta1.ProjectService.Get:output_type -> trellis.core.v1beta1.Project
-	18,  // 227: trellis.core.v1beta1.ProjectService.List:output_type -> trellis.core.v1beta1.ProjectList
-	19,  // 228: trellis.core.v1beta1.ProjectService.Watch:output_type -> trellis.core.v1beta1.ProjectWatchEvent
-	40,  // 229: trellis.core.v1beta1.ProjectService.Create:output_type -> trellis.core.v1beta1.Project
-	40,  // 230: trellis.core.v1beta1.ProjectService.Update:output_type -> trellis.core.v1beta1.Project
-	40,  // 231: trellis.core.v1beta1.ProjectService.Patch:output_type -> trellis.core.v1beta1.Project
-	40,  // 232: trellis.core.v1beta1.ProjectService.Delete:output_type -> trellis.core.v1beta1.Project
-	40,  // 233: trellis.core.v1beta1.ProjectService.UpdateStatus:output_type -> trellis.core.v1beta1.Project
-	41,  // 234: trellis.core.v1beta1.QuotaService.Get:output_type -> trellis.core.v1beta1.Quota
-	20,  // 235: trellis.core.v1beta1.QuotaService.List:output_type -> trellis.core.v1beta1.QuotaList
-	21,  // 236: trellis.core.v1beta1.QuotaService.Watch:output_type -> trellis.core.v1beta1.QuotaWatchEvent
-	41,  // 237: trellis.core.v1beta1.QuotaService.Create:output_type -> trellis.core.v1beta1.Quota
-	41,  // 238: trellis.core.v1beta1.QuotaService.Update:output_type -> trellis.core.v1beta1.Quota
-	41,  // 239: trellis.core.v1beta1.QuotaService.Patch:output_type -> trellis.core.v1beta1.Quota
-	41,  // 240: trellis.core.v1beta1.QuotaService.Delete:output_type -> trellis.core.v1beta1.Quota
-	42,  // 241: trellis.core.v1beta1.SecretBindingService.Get:output_type -> trellis.core.v1beta1.SecretBinding
-	22,  // 242: trellis.core.v1beta1.SecretBindingService.List:output_type -> trellis.core.v1beta1.SecretBindingList
-	23,  // 243: trellis.core.v1beta1.SecretBindingService.Watch:output_type -> trellis.core.v1beta1.SecretBindingWatchEvent
-	42,  // 244: trellis.core.v1beta1.SecretBindingService.Create:output_type -> trellis.core.v1beta1.SecretBinding
-	42,  // 245: trellis.core.v1beta1.SecretBindingService.Update:output_type -> trellis.core.v1beta1.SecretBinding
-	42,  // 246: trellis.core.v1beta1.SecretBindingService.Patch:output_type -> trellis.core.v1beta1.SecretBinding
-	42,  // 247: trellis.core.v1beta1.SecretBindingService.Delete:output_type -> trellis.core.v1beta1.SecretBinding
-	43,  // 248: trellis.core.v1beta1.SeedService.Get:output_type -> trellis.core.v1beta1.Seed
-	24,  // 249: trellis.core.v1beta1.SeedService.List:output_type -> trellis.core.v1beta1.SeedList
-	25,  // 250: trellis.core.v1beta1.SeedService.Watch:output_type -> trellis.core.v1beta1.SeedWatchEvent
-	43,  // 251: trellis.core.v1beta1.SeedService.Create:output_type -> trellis.core.v1beta1.Seed
-	43,  // 252: trellis.core.v1beta1.SeedService.Update:output_type -> trellis.core.v1beta1.Seed
-	43,  // 253: trellis.core.v1beta1.SeedService.Patch:output_type -> trellis.core.v1beta1.Seed
-	43,  // 254: trellis.core.v1beta1.SeedService.Delete:output_type -> trellis.core.v1beta1.Seed
-	43,  // 255: trellis.core.v1beta1.SeedService.UpdateStatus:output_type -> trellis.core.v1beta1.Seed
-	44,  // 256: trellis.core.v1beta1.ShootService.Get:output_type -> trellis.core.v1beta1.Shoot
-	26,  // 257: trellis.core.v1beta1.ShootService.List:output_type -> trellis.core.v1beta1.ShootList
-	27,  // 258: trellis.core.v1beta1.ShootService.Watch:output_type -> trellis.core.v1beta1.ShootWatchEvent
-	44,  // 259: trellis.core.v1beta1.ShootService.Create:output_type -> trellis.core.v1beta1.Shoot
-	44,  // 260: trellis.core.v1beta1.ShootService.Update:output_type -> trellis.core.v1beta1.Shoot
-	44,  // 261: trellis.core.v1beta1.ShootService.Patch:output_type -> trellis.core.v1beta1.Shoot
-	44,  // 262: trellis.core.v1beta1.ShootService.Delete:output_type -> trellis.core.v1beta1.Shoot
-	44,  // 263: trellis.core.v1beta1.ShootService.UpdateStatus:output_type -> trellis.core.v1beta1.Shoot
-	45,  // 264: trellis.core.v1beta1.ShootStateService.Get:output_type -> trellis.core.v1beta1.ShootState
-	28,  // 265: trellis.core.v1beta1.ShootStateService.List:output_type -> trellis.core.v1beta1.ShootStateList
-	29,  // 266: trellis.core.v1beta1.ShootStateService.Watch:output_type -> trellis.core.v1beta1.ShootStateWatchEvent
-	45,  // 267: trellis.core.v1beta1.ShootStateService.Create:output_type -> trellis.core.v1beta1.ShootState
-	45,  // 268: trellis.core.v1beta1.ShootStateService.Update:output_type -> trellis.core.v1beta1.ShootState
-	45,  // 269: trellis.core.v1beta1.ShootStateService.Patch:output_type -> trellis.core.v1beta1.ShootState
-	45,  // 270: trellis.core.v1beta1.ShootStateService.Delete:output_type -> trellis.core.v1beta1.ShootState
-	158, // [158:271] is the sub-list for method output_type
-	45,  // [45:158] is the sub-list for method input_type
+	44,  // 151: trellis.core.v1beta1.ShootService.UpdateBinding:input_type -> trellis.core.v1beta1.Shoot
+	46,  // 152: trellis.core.v1beta1.ShootStateService.Get:input_type -> trellis.meta.v1.GetRequest
+	47,  // 153: trellis.core.v1beta1.ShootStateService.List:input_type -> trellis.meta.v1.ListRequest
+	48,  // 154: trellis.core.v1beta1.ShootStateService.Watch:input_type -> trellis.meta.v1.WatchRequest
+	45,  // 155: trellis.core.v1beta1.ShootStateService.Create:input_type -> trellis.core.v1beta1.ShootState
+	45,  // 156: trellis.core.v1beta1.ShootStateService.Update:input_type -> trellis.core.v1beta1.ShootState
+	49,  // 157: trellis.core.v1beta1.ShootStateService.Patch:input_type -> trellis.meta.v1.PatchRequest
+	50,  // 158: trellis.core.v1beta1.ShootStateService.Delete:input_type -> trellis.meta.v1.DeleteRequest
+	31,  // 159: trellis.core.v1beta1.BackupBucketService.Get:output_type -> trellis.core.v1beta1.BackupBucket
+	0,   // 160: trellis.core.v1beta1.BackupBucketService.List:output_type -> trellis.core.v1beta1.BackupBucketList
+	1,   // 161: trellis.core.v1beta1.BackupBucketService.Watch:output_type -> trellis.core.v1beta1.BackupBucketWatchEvent
+	31,  // 162: trellis.core.v1beta1.BackupBucketService.Create:output_type -> trellis.core.v1beta1.BackupBucket
+	31,  // 163: trellis.core.v1beta1.BackupBucketService.Update:output_type -> trellis.core.v1beta1.BackupBucket
+	31,  // 164: trellis.core.v1beta1.BackupBucketService.Patch:output_type -> trellis.core.v1beta1.BackupBucket
+	31,  // 165: trellis.core.v1beta1.BackupBucketService.Delete:output_type -> trellis.core.v1beta1.BackupBucket
+	31,  // 166: trellis.core.v1beta1.BackupBucketService.UpdateStatus:output_type -> trellis.core.v1beta1.BackupBucket
+	32,  // 167: trellis.core.v1beta1.BackupEntryService.Get:output_type -> trellis.core.v1beta1.BackupEntry
+	2,   // 168: trellis.core.v1beta1.BackupEntryService.List:output_type -> trellis.core.v1beta1.BackupEntryList
+	3,   // 169: trellis.core.v1beta1.BackupEntryService.Watch:output_type -> trellis.core.v1beta1.BackupEntryWatchEvent
+	32,  // 170: trellis.core.v1beta1.BackupEntryService.Create:output_type -> trellis.core.v1beta1.BackupEntry
+	32,  // 171: trellis.core.v1beta1.BackupEntryService.Update:output_type -> trellis.core.v1beta1.BackupEntry
+	32,  // 172: trellis.core.v1beta1.BackupEntryService.Patch:output_type -> trellis.core.v1beta1.BackupEntry
+	32,  // 173: trellis.core.v1beta1.BackupEntryService.Delete:output_type -> trellis.core.v1beta1.BackupEntry
+	32,  // 174: trellis.core.v1beta1.BackupEntryService.UpdateStatus:output_type -> trellis.core.v1beta1.BackupEntry
+	33,  // 175: trellis.core.v1beta1.CloudProfileService.Get:output_type -> trellis.core.v1beta1.CloudProfile
+	4,   // 176: trellis.core.v1beta1.CloudProfileService.List:output_type -> trellis.core.v1beta1.CloudProfileList
+	5,   // 177: trellis.core.v1beta1.CloudProfileService.Watch:output_type -> trellis.core.v1beta1.CloudProfileWatchEvent
+	33,  // 178: trellis.core.v1beta1.CloudProfileService.Create:output_type -> trellis.core.v1beta1.CloudProfile
+	33,  // 179: trellis.core.v1beta1.CloudProfileService.Update:output_type -> trellis.core.v1beta1.CloudProfile
+	33,  // 180: trellis.core.v1beta1.CloudProfileService.Patch:output_type -> trellis.core.v1beta1.CloudProfile
+	33,  // 181: trellis.core.v1beta1.CloudProfileService.Delete:output_type -> trellis.core.v1beta1.CloudProfile
+	33,  // 182: trellis.core.v1beta1.CloudProfileService.UpdateStatus:output_type -> trellis.core.v1beta1.CloudProfile
+	34,  // 183: trellis.core.v1beta1.ControllerDeploymentService.Get:output_type -> trellis.core.v1beta1.ControllerDeployment
+	6,   // 184: trellis.core.v1beta1.ControllerDeploymentService.List:output_type -> trellis.core.v1beta1.ControllerDeploymentList
+	7,   // 185: trellis.core.v1beta1.ControllerDeploymentService.Watch:output_type -> trellis.core.v1beta1.ControllerDeploymentWatchEvent
+	34,  // 186: trellis.core.v1beta1.ControllerDeploymentService.Create:output_type -> trellis.core.v1beta1.ControllerDeployment
+	34,  // 187: trellis.core.v1beta1.ControllerDeploymentService.Update:output_type -> trellis.core.v1beta1.ControllerDeployment
+	34,  // 188: trellis.core.v1beta1.ControllerDeploymentService.Patch:output_type -> trellis.core.v1beta1.ControllerDeployment
+	34,  // 189: trellis.core.v1beta1.ControllerDeploymentService.Delete:output_type -> trellis.core.v1beta1.ControllerDeployment
+	35,  // 190: trellis.core.v1beta1.ControllerInstallationService.Get:output_type -> trellis.core.v1beta1.ControllerInstallation
+	8,   // 191: trellis.core.v1beta1.ControllerInstallationService.List:output_type -> trellis.core.v1beta1.ControllerInstallationList
+	9,   // 192: trellis.core.v1beta1.ControllerInstallationService.Watch:output_type -> trellis.core.v1beta1.ControllerInstallationWatchEvent
+	35,  // 193: trellis.core.v1beta1.ControllerInstallationService.Create:output_type -> trellis.core.v1beta1.ControllerInstallation
+	35,  // 194: trellis.core.v1beta1.ControllerInstallationService.Update:output_type -> trellis.core.v1beta1.ControllerInstallation
+	35,  // 195: trellis.core.v1beta1.ControllerInstallationService.Patch:output_type -> trellis.core.v1beta1.ControllerInstallation
+	35,  // 196: trellis.core.v1beta1.ControllerInstallationService.Delete:output_type -> trellis.core.v1beta1.ControllerInstallation
+	35,  // 197: trellis.core.v1beta1.ControllerInstallationService.UpdateStatus:output_type -> trellis.core.v1beta1.ControllerInstallation
+	36,  // 198: trellis.core.v1beta1.ControllerRegistrationService.Get:output_type -> trellis.core.v1beta1.ControllerRegistration
+	10,  // 199: trellis.core.v1beta1.ControllerRegistrationService.List:output_type -> trellis.core.v1beta1.ControllerRegistrationList
+	11,  // 200: trellis.core.v1beta1.ControllerRegistrationService.Watch:output_type -> trellis.core.v1beta1.ControllerRegistrationWatchEvent
+	36,  // 201: trellis.core.v1beta1.ControllerRegistrationService.Create:output_type -> trellis.core.v1beta1.ControllerRegistration
+	36,  // 202: trellis.core.v1beta1.ControllerRegistrationService.Update:output_type -> trellis.core.v1beta1.ControllerRegistration
+	36,  // 203: trellis.core.v1beta1.ControllerRegistrationService.Patch:output_type -> trellis.core.v1beta1.ControllerRegistration
+	36,  // 204: trellis.core.v1beta1.ControllerRegistrationService.Delete:output_type -> trellis.core.v1beta1.ControllerRegistration
+	37,  // 205: trellis.core.v1beta1.ExposureClassService.Get:output_type -> trellis.core.v1beta1.ExposureClass
+	12,  // 206: trellis.core.v1beta1.ExposureClassService.List:output_type -> trellis.core.v1beta1.ExposureClassList
+	13,  // 207: trellis.core.v1beta1.ExposureClassService.Watch:output_type -> trellis.core.v1beta1.ExposureClassWatchEvent
+	37,  // 208: trellis.core.v1beta1.ExposureClassService.Create:output_type -> trellis.core.v1beta1.ExposureClass
+	37,  // 209: trellis.core.v1beta1.ExposureClassService.Update:output_type -> trellis.core.v1beta1.ExposureClass
+	37,  // 210: trellis.core.v1beta1.ExposureClassService.Patch:output_type -> trellis.core.v1beta1.ExposureClass
+	37,  // 211: trellis.core.v1beta1.ExposureClassService.Delete:output_type -> trellis.core.v1beta1.ExposureClass
+	38,  // 212: trellis.core.v1beta1.InternalSecretService.Get:output_type -> trellis.core.v1beta1.InternalSecret
+	14,  // 213: trellis.core.v1beta1.InternalSecretService.List:output_type -> trellis.core.v1beta1.InternalSecretList
+	15,  // 214: trellis.core.v1beta1.InternalSecretService.Watch:output_type -> trellis.core.v1beta1.InternalSecretWatchEvent
+	38,  // 215: trellis.core.v1beta1.InternalSecretService.Create:output_type -> trellis.core.v1beta1.InternalSecret
+	38,  // 216: trellis.core.v1beta1.InternalSecretService.Update:output_type -> trellis.core.v1beta1.InternalSecret
+	38,  // 217: trellis.core.v1beta1.InternalSecretService.Patch:output_type -> trellis.core.v1beta1.InternalSecret
+	38,  // 218: trellis.core.v1beta1.InternalSecretService.Delete:output_type -> trellis.core.v1beta1.InternalSecret
+	39,  // 219: trellis.core.v1beta1.NamespacedCloudProfileService.Get:output_type -> trellis.core.v1beta1.NamespacedCloudProfile
+	16,  // 220: trellis.core.v1beta1.NamespacedCloudProfileService.List:output_type -> trellis.core.v1beta1.NamespacedCloudProfileList
+	17,  // 221: trellis.core.v1beta1.NamespacedCloudProfileService.Watch:output_type -> trellis.core.v1beta1.NamespacedCloudProfileWatchEvent
+	39,  // 222: trellis.core.v1beta1.NamespacedCloudProfileService.Create:output_type -> trellis.core.v1beta1.NamespacedCloudProfile
+	39,  // 223: trellis.core.v1beta1.NamespacedCloudProfileService.Update:output_type -> trellis.core.v1beta1.NamespacedCloudProfile
+	39,  // 224: trellis.core.v1beta1.NamespacedCloudProfileService.Patch:output_type -> trellis.core.v1beta1.NamespacedCloudProfile
+	39,  // 225: trellis.core.v1beta1.NamespacedCloudProfileService.Delete:output_type -> trellis.core.v1beta1.NamespacedCloudProfile
+	39,  // 226: trellis.core.v1beta1.NamespacedCloudProfileService.UpdateStatus:output_type -> trellis.core.v1beta1.NamespacedCloudProfile
+	40,  // 227: trellis.core.v1beta1.ProjectService.Get:output_type -> trellis.core.v1beta1.Project
+	18,  // 228: trellis.core.v1beta1.ProjectService.List:output_type -> trellis.core.v1beta1.ProjectList
+	19,  // 229: trellis.core.v1beta1.ProjectService.Watch:output_type -> trellis.core.v1beta1.ProjectWatchEvent
+	40,  // 230: trellis.core.v1beta1.ProjectService.Create:output_type -> trellis.core.v1beta1.Project
+	40,  // 231: trellis.core.v1beta1.ProjectService.Update:output_type -> trellis.core.v1beta1.Project
+	40,  // 232: trellis.core.v1beta1.ProjectService.Patch:output_type -> trellis.core.v1beta1.Project
+	40,  // 233: trellis.core.v1beta1.ProjectService.Delete:output_type -> trellis.core.v1beta1.Project
+	40,  // 234: trellis.core.v1beta1.ProjectService.UpdateStatus:output_type -> trellis.core.v1beta1.Project
+	41,  // 235: trellis.core.v1beta1.QuotaService.Get:output_type -> trellis.core.v1beta1.Quota
+	20,  // 236: trellis.core.v1beta1.QuotaService.List:output_type -> trellis.core.v1beta1.QuotaList
+	21,  // 237: trellis.core.v1beta1.QuotaService.Watch:output_type -> trellis.core.v1beta1.QuotaWatchEvent
+	41,  // 238: trellis.core.v1beta1.QuotaService.Create:output_type -> trellis.core.v1beta1.Quota
+	41,  // 239: trellis.core.v1beta1.QuotaService.Update:output_type -> trellis.core.v1beta1.Quota
+	41,  // 240: trellis.core.v1beta1.QuotaService.Patch:output_type -> trellis.core.v1beta1.Quota
+	41,  // 241: trellis.core.v1beta1.QuotaService.Delete:output_type -> trellis.core.v1beta1.Quota
+	42,  // 242: trellis.core.v1beta1.SecretBindingService.Get:output_type -> trellis.core.v1beta1.SecretBinding
+	22,  // 243: trellis.core.v1beta1.SecretBindingService.List:output_type -> trellis.core.v1beta1.SecretBindingList
+	23,  // 244: trellis.core.v1beta1.SecretBindingService.Watch:output_type -> trellis.core.v1beta1.SecretBindingWatchEvent
+	42,  // 245: trellis.core.v1beta1.SecretBindingService.Create:output_type -> trellis.core.v1beta1.SecretBinding
+	42,  // 246: trellis.core.v1beta1.SecretBindingService.Update:output_type -> trellis.core.v1beta1.SecretBinding
+	42,  // 247: trellis.core.v1beta1.SecretBindingService.Patch:output_type -> trellis.core.v1beta1.SecretBinding
+	42,  // 248: trellis.core.v1beta1.SecretBindingService.Delete:output_type -> trellis.core.v1beta1.SecretBinding
+	43,  // 249: trellis.core.v1beta1.SeedService.Get:output_type -> trellis.core.v1beta1.Seed
+	24,  // 250: trellis.core.v1beta1.SeedService.List:output_type -> trellis.core.v1beta1.SeedList
+	25,  // 251: trellis.core.v1beta1.SeedService.Watch:output_type -> trellis.core.v1beta1.SeedWatchEvent
+	43,  // 252: trellis.core.v1beta1.SeedService.Create:output_type -> trellis.core.v1beta1.Seed
+	43,  // 253: trellis.core.v1beta1.SeedService.Update:output_type -> trellis.core.v1beta1.Seed
+	43,  // 254: trellis.core.v1beta1.SeedService.Patch:output_type -> trellis.core.v1beta1.Seed
+	43,  // 255: trellis.core.v1beta1.SeedService.Delete:output_type -> trellis.core.v1beta1.Seed
+	43,  // 256: trellis.core.v1beta1.SeedService.UpdateStatus:output_type -> trellis.core.v1beta1.Seed
+	44,  // 257: trellis.core.v1beta1.ShootService.Get:output_type -> trellis.core.v1beta1.Shoot
+	26,  // 258: trellis.core.v1beta1.ShootService.List:output_type -> trellis.core.v1beta1.ShootList
+	27,  // 259: trellis.core.v1beta1.ShootService.Watch:output_type -> trellis.core.v1beta1.ShootWatchEvent
+	44,  // 260: trellis.core.v1beta1.ShootService.Create:output_type -> trellis.core.v1beta1.Shoot
+	44,  // 261: trellis.core.v1beta1.ShootService.Update:output_type -> trellis.core.v1beta1.Shoot
+	44,  // 262: trellis.core.v1beta1.ShootService.Patch:output_type -> trellis.core.v1beta1.Shoot
+	44,  // 263: trellis.core.v1beta1.ShootService.Delete:output_type -> trellis.core.v1beta1.Shoot
+	44,  // 264: trellis.core.v1beta1.ShootService.UpdateStatus:output_type -> trellis.core.v1beta1.Shoot
+	44,  // 265: trellis.core.v1beta1.ShootService.UpdateBinding:output_type -> trellis.core.v1beta1.Shoot
+	45,  // 266: trellis.core.v1beta1.ShootStateService.Get:output_type -> trellis.core.v1beta1.ShootState
+	28,  // 267: trellis.core.v1beta1.ShootStateService.List:output_type -> trellis.core.v1beta1.ShootStateList
+	29,  // 268: trellis.core.v1beta1.ShootStateService.Watch:output_type -> trellis.core.v1beta1.ShootStateWatchEvent
+	45,  // 269: trellis.core.v1beta1.ShootStateService.Create:output_type -> trellis.core.v1beta1.ShootState
+	45,  // 270: trellis.core.v1beta1.ShootStateService.Update:output_type -> trellis.core.v1beta1.ShootState
+	45,  // 271: trellis.core.v1beta1.ShootStateService.Patch:output_type -> trellis.core.v1beta1.ShootState
+	45,  // 272: trellis.core.v1beta1.ShootStateService.Delete:output_type -> trellis.core.v1beta1.ShootState
+	159, // [159:273] is the sub-list for method output_type
+	45,  // [45:159] is the sub-list for method input_type
 	45,  // [45:45] is the sub-list for extension type_name
 	45,  // [45:45] is the sub-list for extension extendee
 	0,   // [0:45] is the sub-list for field type_name

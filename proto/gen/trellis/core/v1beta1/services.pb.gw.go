@@ -6194,6 +6194,97 @@ func local_request_ShootService_Patch_1(ctx context.Context, marshaler runtime.M
 	return msg, metadata, err
 }
 
+var filter_ShootService_Patch_2 = &utilities.DoubleArray{Encoding: map[string]int{"patch": 0, "namespace": 1, "name": 2, "subresource": 3}, Base: []int{1, 1, 2, 3, 4, 0, 0, 0, 0}, Check: []int{0, 1, 1, 1, 1, 2, 3, 4, 5}}
+
+func request_ShootService_Patch_2(ctx context.Context, marshaler runtime.Marshaler, client ShootServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+	var (
+		protoReq metav1.PatchRequest
+		metadata runtime.ServerMetadata
+		err      error
+	)
+	if err := marshaler.NewDecoder(req.Body).Decode(&protoReq.Patch); err != nil && !errors.Is(err, io.EOF) {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	val, ok := pathParams["namespace"]
+	if !ok {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "missing parameter %s", "namespace")
+	}
+	protoReq.Namespace, err = runtime.String(val)
+	if err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "type mismatch, parameter: %s, error: %v", "namespace", err)
+	}
+	val, ok = pathParams["name"]
+	if !ok {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "missing parameter %s", "name")
+	}
+	protoReq.Name, err = runtime.String(val)
+	if err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "type mismatch, parameter: %s, error: %v", "name", err)
+	}
+	val, ok = pathParams["subresource"]
+	if !ok {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "missing parameter %s", "subresource")
+	}
+	protoReq.Subresource, err = runtime.String(val)
+	if err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "type mismatch, parameter: %s, error: %v", "subresource", err)
+	}
+	if err := req.ParseForm(); err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	if err := runtime.PopulateQueryParameters(&protoReq, req.Form, filter_ShootService_Patch_2); err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	if req.Body != nil {
+		_, _ = io.Copy(io.Discard, req.Body)
+	}
+	msg, err := client.Patch(ctx, &protoReq, grpc.Header(&metadata.HeaderMD), grpc.Trailer(&metadata.TrailerMD))
+	return msg, metadata, err
+}
+
+func local_request_ShootService_Patch_2(ctx context.Context, marshaler runtime.Marshaler, server ShootServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+	var (
+		protoReq metav1.PatchRequest
+		metadata runtime.ServerMetadata
+		err      error
+	)
+	if err := marshaler.NewDecoder(req.Body).Decode(&protoReq.Patch); err != nil && !errors.Is(err, io.EOF) {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	val, ok := pathParams["namespace"]
+	if !ok {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "missing parameter %s", "namespace")
+	}
+	protoReq.Namespace, err = runtime.String(val)
+	if err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "type mismatch, parameter: %s, error: %v", "namespace", err)
+	}
+	val, ok = pathParams["name"]
+	if !ok {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "missing parameter %s", "name")
+	}
+	protoReq.Name, err = runtime.String(val)
+	if err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "type mismatch, parameter: %s, error: %v", "name", err)
+	}
+	val, ok = pathParams["subresource"]
+	if !ok {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "missing parameter %s", "subresource")
+	}
+	protoReq.Subresource, err = runtime.String(val)
+	if err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "type mismatch, parameter: %s, error: %v", "subresource", err)
+	}
+	if err := req.ParseForm(); err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	if err := runtime.PopulateQueryParameters(&protoReq, req.Form, filter_ShootService_Patch_2); err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	msg, err := server.Patch(ctx, &protoReq)
+	return msg, metadata, err
+}
+
 var filter_ShootService_Delete_0 = &utilities.DoubleArray{Encoding: map[string]int{"namespace": 0, "name": 1}, Base: []int{1, 1, 2, 0, 0}, Check: []int{0, 1, 1, 2, 3}}
 
 func request_ShootService_Delete_0(ctx context.Context, marshaler runtime.Marshaler, client ShootServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
@@ -6321,6 +6412,67 @@ func local_request_ShootService_UpdateStatus_0(ctx context.Context, marshaler ru
 		return nil, metadata, status.Errorf(codes.InvalidArgument, "type mismatch, parameter: %s, error: %v", "metadata.name", err)
 	}
 	msg, err := server.UpdateStatus(ctx, &protoReq)
+	return msg, metadata, err
+}
+
+func request_ShootService_UpdateBinding_0(ctx context.Context, marshaler runtime.Marshaler, client ShootServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+	var (
+		protoReq Shoot
+		metadata runtime.ServerMetadata
+		err      error
+	)
+	if err := marshaler.NewDecoder(req.Body).Decode(&protoReq); err != nil && !errors.Is(err, io.EOF) {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	val, ok := pathParams["metadata.namespace"]
+	if !ok {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "missing parameter %s", "metadata.namespace")
+	}
+	err = runtime.PopulateFieldFromPath(&protoReq, "metadata.namespace", val)
+	if err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "type mismatch, parameter: %s, error: %v", "metadata.namespace", err)
+	}
+	val, ok = pathParams["metadata.name"]
+	if !ok {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "missing parameter %s", "metadata.name")
+	}
+	err = runtime.PopulateFieldFromPath(&protoReq, "metadata.name", val)
+	if err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "type mismatch, parameter: %s, error: %v", "metadata.name", err)
+	}
+	if req.Body != nil {
+		_, _ = io.Copy(io.Discard, req.Body)
+	}
+	msg, err := client.UpdateBinding(ctx, &protoReq, grpc.Header(&metadata.HeaderMD), grpc.Trailer(&metadata.TrailerMD))
+	return msg, metadata, err
+}
+
+func local_request_ShootService_UpdateBinding_0(ctx context.Context, marshaler runtime.Marshaler, server ShootServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+	var (
+		protoReq Shoot
+		metadata runtime.ServerMetadata
+		err      error
+	)
+	if err := marshaler.NewDecoder(req.Body).Decode(&protoReq); err != nil && !errors.Is(err, io.EOF) {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	val, ok := pathParams["metadata.namespace"]
+	if !ok {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "missing parameter %s", "metadata.namespace")
+	}
+	err = runtime.PopulateFieldFromPath(&protoReq, "metadata.namespace", val)
+	if err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "type mismatch, parameter: %s, error: %v", "metadata.namespace", err)
+	}
+	val, ok = pathParams["metadata.name"]
+	if !ok {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "missing parameter %s", "metadata.name")
+	}
+	err = runtime.PopulateFieldFromPath(&protoReq, "metadata.name", val)
+	if err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "type mismatch, parameter: %s, error: %v", "metadata.name", err)
+	}
+	msg, err := server.UpdateBinding(ctx, &protoReq)
 	return msg, metadata, err
 }
 
@@ -9152,6 +9304,26 @@ func RegisterShootServiceHandlerServer(ctx context.Context, mux *runtime.ServeMu
 		}
 		forward_ShootService_Patch_1(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
 	})
+	mux.Handle(http.MethodPatch, pattern_ShootService_Patch_2, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		var stream runtime.ServerTransportStream
+		ctx = grpc.NewContextWithServerTransportStream(ctx, &stream)
+		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
+		annotatedContext, err := runtime.AnnotateIncomingContext(ctx, mux, req, "/trellis.core.v1beta1.ShootService/Patch", runtime.WithHTTPPathPattern("/apis/core.gardener.cloud/v1beta1/namespaces/{namespace}/shoots/{name}/{subresource=binding}"))
+		if err != nil {
+			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		resp, md, err := local_request_ShootService_Patch_2(annotatedContext, inboundMarshaler, server, req, pathParams)
+		md.HeaderMD, md.TrailerMD = metadata.Join(md.HeaderMD, stream.Header()), metadata.Join(md.TrailerMD, stream.Trailer())
+		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
+		if err != nil {
+			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		forward_ShootService_Patch_2(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
+	})
 	mux.Handle(http.MethodDelete, pattern_ShootService_Delete_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
 		ctx, cancel := context.WithCancel(req.Context())
 		defer cancel()
@@ -9191,6 +9363,26 @@ func RegisterShootServiceHandlerServer(ctx context.Context, mux *runtime.ServeMu
 			return
 		}
 		forward_ShootService_UpdateStatus_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
+	})
+	mux.Handle(http.MethodPut, pattern_ShootService_UpdateBinding_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		var stream runtime.ServerTransportStream
+		ctx = grpc.NewContextWithServerTransportStream(ctx, &stream)
+		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
+		annotatedContext, err := runtime.AnnotateIncomingContext(ctx, mux, req, "/trellis.core.v1beta1.ShootService/UpdateBinding", runtime.WithHTTPPathPattern("/apis/core.gardener.cloud/v1beta1/namespaces/{metadata.namespace}/shoots/{metadata.name}/binding"))
+		if err != nil {
+			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		resp, md, err := local_request_ShootService_UpdateBinding_0(annotatedContext, inboundMarshaler, server, req, pathParams)
+		md.HeaderMD, md.TrailerMD = metadata.Join(md.HeaderMD, stream.Header()), metadata.Join(md.TrailerMD, stream.Trailer())
+		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
+		if err != nil {
+			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		forward_ShootService_UpdateBinding_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
 	})
 
 	return nil
@@ -12319,6 +12511,23 @@ func RegisterShootServiceHandlerClient(ctx context.Context, mux *runtime.ServeMu
 		}
 		forward_ShootService_Patch_1(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
 	})
+	mux.Handle(http.MethodPatch, pattern_ShootService_Patch_2, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
+		annotatedContext, err := runtime.AnnotateContext(ctx, mux, req, "/trellis.core.v1beta1.ShootService/Patch", runtime.WithHTTPPathPattern("/apis/core.gardener.cloud/v1beta1/namespaces/{namespace}/shoots/{name}/{subresource=binding}"))
+		if err != nil {
+			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		resp, md, err := request_ShootService_Patch_2(annotatedContext, inboundMarshaler, client, req, pathParams)
+		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
+		if err != nil {
+			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		forward_ShootService_Patch_2(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
+	})
 	mux.Handle(http.MethodDelete, pattern_ShootService_Delete_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
 		ctx, cancel := context.WithCancel(req.Context())
 		defer cancel()
@@ -12353,35 +12562,56 @@ func RegisterShootServiceHandlerClient(ctx context.Context, mux *runtime.ServeMu
 		}
 		forward_ShootService_UpdateStatus_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
 	})
+	mux.Handle(http.MethodPut, pattern_ShootService_UpdateBinding_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
+		annotatedContext, err := runtime.AnnotateContext(ctx, mux, req, "/trellis.core.v1beta1.ShootService/UpdateBinding", runtime.WithHTTPPathPattern("/apis/core.gardener.cloud/v1beta1/namespaces/{metadata.namespace}/shoots/{metadata.name}/binding"))
+		if err != nil {
+			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		resp, md, err := request_ShootService_UpdateBinding_0(annotatedContext, inboundMarshaler, client, req, pathParams)
+		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
+		if err != nil {
+			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		forward_ShootService_UpdateBinding_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
+	})
 	return nil
 }
 
 var (
-	pattern_ShootService_Get_0          = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3, 1, 0, 4, 1, 5, 4, 2, 5, 1, 0, 4, 1, 5, 6}, []string{"apis", "core.gardener.cloud", "v1beta1", "namespaces", "namespace", "shoots", "name"}, ""))
-	pattern_ShootService_List_0         = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3, 1, 0, 4, 1, 5, 4, 2, 5}, []string{"apis", "core.gardener.cloud", "v1beta1", "namespaces", "namespace", "shoots"}, ""))
-	pattern_ShootService_List_1         = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3}, []string{"apis", "core.gardener.cloud", "v1beta1", "shoots"}, ""))
-	pattern_ShootService_Watch_0        = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3, 2, 4, 1, 0, 4, 1, 5, 5, 2, 6}, []string{"apis", "core.gardener.cloud", "v1beta1", "watch", "namespaces", "namespace", "shoots"}, ""))
-	pattern_ShootService_Watch_1        = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3, 2, 4}, []string{"apis", "core.gardener.cloud", "v1beta1", "watch", "shoots"}, ""))
-	pattern_ShootService_Create_0       = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3, 1, 0, 4, 1, 5, 4, 2, 5}, []string{"apis", "core.gardener.cloud", "v1beta1", "namespaces", "metadata.namespace", "shoots"}, ""))
-	pattern_ShootService_Update_0       = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3, 1, 0, 4, 1, 5, 4, 2, 5, 1, 0, 4, 1, 5, 6}, []string{"apis", "core.gardener.cloud", "v1beta1", "namespaces", "metadata.namespace", "shoots", "metadata.name"}, ""))
-	pattern_ShootService_Patch_0        = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3, 1, 0, 4, 1, 5, 4, 2, 5, 1, 0, 4, 1, 5, 6}, []string{"apis", "core.gardener.cloud", "v1beta1", "namespaces", "namespace", "shoots", "name"}, ""))
-	pattern_ShootService_Patch_1        = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3, 1, 0, 4, 1, 5, 4, 2, 5, 1, 0, 4, 1, 5, 6, 2, 7, 4, 1, 5, 8}, []string{"apis", "core.gardener.cloud", "v1beta1", "namespaces", "namespace", "shoots", "name", "status", "subresource"}, ""))
-	pattern_ShootService_Delete_0       = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3, 1, 0, 4, 1, 5, 4, 2, 5, 1, 0, 4, 1, 5, 6}, []string{"apis", "core.gardener.cloud", "v1beta1", "namespaces", "namespace", "shoots", "name"}, ""))
-	pattern_ShootService_UpdateStatus_0 = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3, 1, 0, 4, 1, 5, 4, 2, 5, 1, 0, 4, 1, 5, 6, 2, 7}, []string{"apis", "core.gardener.cloud", "v1beta1", "namespaces", "metadata.namespace", "shoots", "metadata.name", "status"}, ""))
+	pattern_ShootService_Get_0           = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3, 1, 0, 4, 1, 5, 4, 2, 5, 1, 0, 4, 1, 5, 6}, []string{"apis", "core.gardener.cloud", "v1beta1", "namespaces", "namespace", "shoots", "name"}, ""))
+	pattern_ShootService_List_0          = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3, 1, 0, 4, 1, 5, 4, 2, 5}, []string{"apis", "core.gardener.cloud", "v1beta1", "namespaces", "namespace", "shoots"}, ""))
+	pattern_ShootService_List_1          = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3}, []string{"apis", "core.gardener.cloud", "v1beta1", "shoots"}, ""))
+	pattern_ShootService_Watch_0         = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3, 2, 4, 1, 0, 4, 1, 5, 5, 2, 6}, []string{"apis", "core.gardener.cloud", "v1beta1", "watch", "namespaces", "namespace", "shoots"}, ""))
+	pattern_ShootService_Watch_1         = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3, 2, 4}, []string{"apis", "core.gardener.cloud", "v1beta1", "watch", "shoots"}, ""))
+	pattern_ShootService_Create_0        = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3, 1, 0, 4, 1, 5, 4, 2, 5}, []string{"apis", "core.gardener.cloud", "v1beta1", "namespaces", "metadata.namespace", "shoots"}, ""))
+	pattern_ShootService_Update_0        = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3, 1, 0, 4, 1, 5, 4, 2, 5, 1, 0, 4, 1, 5, 6}, []string{"apis", "core.gardener.cloud", "v1beta1", "namespaces", "metadata.namespace", "shoots", "metadata.name"}, ""))
+	pattern_ShootService_Patch_0         = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3, 1, 0, 4, 1, 5, 4, 2, 5, 1, 0, 4, 1, 5, 6}, []string{"apis", "core.gardener.cloud", "v1beta1", "namespaces", "namespace", "shoots", "name"}, ""))
+	pattern_ShootService_Patch_1         = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3, 1, 0, 4, 1, 5, 4, 2, 5, 1, 0, 4, 1, 5, 6, 2, 7, 4, 1, 5, 8}, []string{"apis", "core.gardener.cloud", "v1beta1", "namespaces", "namespace", "shoots", "name", "status", "subresource"}, ""))
+	pattern_ShootService_Patch_2         = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3, 1, 0, 4, 1, 5, 4, 2, 5, 1, 0, 4, 1, 5, 6, 2, 7, 4, 1, 5, 8}, []string{"apis", "core.gardener.cloud", "v1beta1", "namespaces", "namespace", "shoots", "name", "binding", "subresource"}, ""))
+	pattern_ShootService_Delete_0        = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3, 1, 0, 4, 1, 5, 4, 2, 5, 1, 0, 4, 1, 5, 6}, []string{"apis", "core.gardener.cloud", "v1beta1", "namespaces", "namespace", "shoots", "name"}, ""))
+	pattern_ShootService_UpdateStatus_0  = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3, 1, 0, 4, 1, 5, 4, 2, 5, 1, 0, 4, 1, 5, 6, 2, 7}, []string{"apis", "core.gardener.cloud", "v1beta1", "namespaces", "metadata.namespace", "shoots", "metadata.name", "status"}, ""))
+	pattern_ShootService_UpdateBinding_0 = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3, 1, 0, 4, 1, 5, 4, 2, 5, 1, 0, 4, 1, 5, 6, 2, 7}, []string{"apis", "core.gardener.cloud", "v1beta1", "namespaces", "metadata.namespace", "shoots", "metadata.name", "binding"}, ""))
 )
 
 var (
-	forward_ShootService_Get_0          = runtime.ForwardResponseMessage
-	forward_ShootService_List_0         = runtime.ForwardResponseMessage
-	forward_ShootService_List_1         = runtime.ForwardResponseMessage
-	forward_ShootService_Watch_0        = runtime.ForwardResponseStream
-	forward_ShootService_Watch_1        = runtime.ForwardResponseStream
-	forward_ShootService_Create_0       = runtime.ForwardResponseMessage
-	forward_ShootService_Update_0       = runtime.ForwardResponseMessage
-	forward_ShootService_Patch_0        = runtime.ForwardResponseMessage
-	forward_ShootService_Patch_1        = runtime.ForwardResponseMessage
-	forward_ShootService_Delete_0       = runtime.ForwardResponseMessage
-	forward_ShootService_UpdateStatus_0 = runtime.ForwardResponseMessage
+	forward_ShootService_Get_0           = runtime.ForwardResponseMessage
+	forward_ShootService_List_0          = runtime.ForwardResponseMessage
+	forward_ShootService_List_1          = runtime.ForwardResponseMessage
+	forward_ShootService_Watch_0         = runtime.ForwardResponseStream
+	forward_ShootService_Watch_1         = runtime.ForwardResponseStream
+	forward_ShootService_Create_0        = runtime.ForwardResponseMessage
+	forward_ShootService_Update_0        = runtime.ForwardResponseMessage
+	forward_ShootService_Patch_0         = runtime.ForwardResponseMessage
+	forward_ShootService_Patch_1         = runtime.ForwardResponseMessage
+	forward_ShootService_Patch_2         = runtime.ForwardResponseMessage
+	forward_ShootService_Delete_0        = runtime.ForwardResponseMessage
+	forward_ShootService_UpdateStatus_0  = runtime.ForwardResponseMessage
+	forward_ShootService_UpdateBinding_0 = runtime.ForwardResponseMessage
 )
 
 // RegisterShootStateServiceHandlerFromEndpoint is same as RegisterShootStateServiceHandler but

@@ -4878,14 +4878,15 @@ var SeedService_ServiceDesc = grpc.ServiceDesc{
 }
 
 const (
-	ShootService_Get_FullMethodName          = "/trellis.core.v1beta1.ShootService/Get"
-	ShootService_List_FullMethodName         = "/trellis.core.v1beta1.ShootService/List"
-	ShootService_Watch_FullMethodName        = "/trellis.core.v1beta1.ShootService/Watch"
-	ShootService_Create_FullMethodName       = "/trellis.core.v1beta1.ShootService/Create"
-	ShootService_Update_FullMethodName       = "/trellis.core.v1beta1.ShootService/Update"
-	ShootService_Patch_FullMethodName        = "/trellis.core.v1beta1.ShootService/Patch"
-	ShootService_Delete_FullMethodName       = "/trellis.core.v1beta1.ShootService/Delete"
-	ShootService_UpdateStatus_FullMethodName = "/trellis.core.v1beta1.ShootService/UpdateStatus"
+	ShootService_Get_FullMethodName           = "/trellis.core.v1beta1.ShootService/Get"
+	ShootService_List_FullMethodName          = "/trellis.core.v1beta1.ShootService/List"
+	ShootService_Watch_FullMethodName         = "/trellis.core.v1beta1.ShootService/Watch"
+	ShootService_Create_FullMethodName        = "/trellis.core.v1beta1.ShootService/Create"
+	ShootService_Update_FullMethodName        = "/trellis.core.v1beta1.ShootService/Update"
+	ShootService_Patch_FullMethodName         = "/trellis.core.v1beta1.ShootService/Patch"
+	ShootService_Delete_FullMethodName        = "/trellis.core.v1beta1.ShootService/Delete"
+	ShootService_UpdateStatus_FullMethodName  = "/trellis.core.v1beta1.ShootService/UpdateStatus"
+	ShootService_UpdateBinding_FullMethodName = "/trellis.core.v1beta1.ShootService/UpdateBinding"
 )
 
 // ShootServiceClient is the client API for ShootService service.
@@ -4911,6 +4912,9 @@ type ShootServiceClient interface {
 	Delete(ctx context.Context, in *v1.DeleteRequest, opts ...grpc.CallOption) (*Shoot, error)
 	// UpdateStatus replaces the status of a Shoot (the status subresource); the desired state is left as stored.
 	UpdateStatus(ctx context.Context, in *Shoot, opts ...grpc.CallOption) (*Shoot, error)
+	// UpdateBinding assigns a Shoot to a seed (the binding subresource): it writes spec.seedName and leaves
+	// everything else as stored. Changing a spec.seedName that is already set starts a control-plane migration.
+	UpdateBinding(ctx context.Context, in *Shoot, opts ...grpc.CallOption) (*Shoot, error)
 }
 
 type shootServiceClient struct {
@@ -5010,6 +5014,16 @@ func (c *shootServiceClient) UpdateStatus(ctx context.Context, in *Shoot, opts .
 	return out, nil
 }
 
+func (c *shootServiceClient) UpdateBinding(ctx context.Context, in *Shoot, opts ...grpc.CallOption) (*Shoot, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Shoot)
+	err := c.cc.Invoke(ctx, ShootService_UpdateBinding_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ShootServiceServer is the server API for ShootService service.
 // All implementations should embed UnimplementedShootServiceServer
 // for forward compatibility.
@@ -5033,6 +5047,9 @@ type ShootServiceServer interface {
 	Delete(context.Context, *v1.DeleteRequest) (*Shoot, error)
 	// UpdateStatus replaces the status of a Shoot (the status subresource); the desired state is left as stored.
 	UpdateStatus(context.Context, *Shoot) (*Shoot, error)
+	// UpdateBinding assigns a Shoot to a seed (the binding subresource): it writes spec.seedName and leaves
+	// everything else as stored. Changing a spec.seedName that is already set starts a control-plane migration.
+	UpdateBinding(context.Context, *Shoot) (*Shoot, error)
 }
 
 // UnimplementedShootServiceServer should be embedded to have
@@ -5065,6 +5082,9 @@ func (UnimplementedShootServiceServer) Delete(context.Context, *v1.DeleteRequest
 }
 func (UnimplementedShootServiceServer) UpdateStatus(context.Context, *Shoot) (*Shoot, error) {
 	return nil, status.Error(codes.Unimplemented, "method UpdateStatus not implemented")
+}
+func (UnimplementedShootServiceServer) UpdateBinding(context.Context, *Shoot) (*Shoot, error) {
+	return nil, status.Error(codes.Unimplemented, "method UpdateBinding not implemented")
 }
 func (UnimplementedShootServiceServer) testEmbeddedByValue() {}
 
@@ -5223,6 +5243,24 @@ func _ShootService_UpdateStatus_Handler(srv interface{}, ctx context.Context, de
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ShootService_UpdateBinding_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(Shoot)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ShootServiceServer).UpdateBinding(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ShootService_UpdateBinding_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ShootServiceServer).UpdateBinding(ctx, req.(*Shoot))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ShootService_ServiceDesc is the grpc.ServiceDesc for ShootService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -5257,6 +5295,10 @@ var ShootService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "UpdateStatus",
 			Handler:    _ShootService_UpdateStatus_Handler,
+		},
+		{
+			MethodName: "UpdateBinding",
+			Handler:    _ShootService_UpdateBinding_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -1,0 +1,355 @@
+package shoot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/trellis-dev/trellis/agent/cache"
+	"github.com/trellis-dev/trellis/hub/seedgraph"
+	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
+)
+
+// Config configures the shoot controller.
+type Config struct {
+	// SeedName is the agent's seed.
+	SeedName string
+	// Cache is the agent's copy of its seed's objects on the hub; the controller reads Shoots and what they refer to
+	// from it.
+	Cache *cache.Cache
+	// Hub is the agent's mTLS connection to the hub, for status, ShootStates and BackupEntries.
+	Hub grpc.ClientConnInterface
+	// Seed is a client of the seed cluster whose scheme has the extension types; reads of extension objects should
+	// come from an informer cache, as waits poll them.
+	Seed client.Client
+	// Log receives the controller's logs; nil discards.
+	Log *slog.Logger
+	// Workers is how many shoots are worked on at once; default 5.
+	Workers int
+	// SyncPeriod is how often an up-to-date shoot is reconciled anyway; default 1h, as gardenlet.
+	SyncPeriod time.Duration
+	// RetryMin and RetryMax bound the exponential backoff between automatic retries of a shoot whose last
+	// operation ended in Error; defaults 5 s and 5 min.
+	RetryMin, RetryMax time.Duration
+	// WaitInterval is the poll interval of waits on extension objects (reads from the informer cache); default 100 ms.
+	WaitInterval time.Duration
+	// ExtensionErrorThreshold is how long an extension may report an error before the flow fails with it (Gardener's
+	// severe threshold); default 30 s.
+	ExtensionErrorThreshold time.Duration
+	// TaskTimeout bounds each step of a flow including its waits; default 10 min.
+	TaskTimeout time.Duration
+	// CareInterval is how often the conditions of up-to-date shoots are refreshed from their extensions' health
+	// reports; default 1 min, as gardenlet's shoot care.
+	CareInterval time.Duration
+	// HubTimeout bounds each call to the hub; default 30 s.
+	HubTimeout time.Duration
+	// Now is the clock; nil uses time.Now.
+	Now func() time.Time
+}
+
+func (c *Config) defaults() {
+	if c.Log == nil {
+		c.Log = slog.New(slog.DiscardHandler)
+	}
+	if c.Workers <= 0 {
+		c.Workers = 5
+	}
+	if c.SyncPeriod == 0 {
+		c.SyncPeriod = time.Hour
+	}
+	if c.RetryMin <= 0 {
+		c.RetryMin = 5 * time.Second
+	}
+	if c.RetryMax <= 0 {
+		c.RetryMax = 5 * time.Minute
+	}
+	if c.WaitInterval <= 0 {
+		c.WaitInterval = 100 * time.Millisecond
+	}
+	if c.ExtensionErrorThreshold <= 0 {
+		c.ExtensionErrorThreshold = 30 * time.Second
+	}
+	if c.TaskTimeout <= 0 {
+		c.TaskTimeout = 10 * time.Minute
+	}
+	if c.CareInterval <= 0 {
+		c.CareInterval = time.Minute
+	}
+	if c.HubTimeout <= 0 {
+		c.HubTimeout = 30 * time.Second
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+}
+
+// Controller runs the shoot flows of one seed. Create it with New and run it with Run.
+type Controller struct {
+	cfg     Config
+	log     *slog.Logger
+	shoots  corev1beta1.ShootServiceClient
+	states  corev1beta1.ShootStateServiceClient
+	entries corev1beta1.BackupEntryServiceClient
+	ext     *extensionClient
+	queue   workqueue.TypedRateLimitingInterface[string]
+
+	mu       sync.Mutex
+	written  map[string]*corev1beta1.Shoot // the last state the hub returned for a write, per key
+	failures map[string]int                // consecutive failed operations, per key
+	retryAt  map[string]time.Time          // earliest automatic retry after an Error, per key
+	running  map[string]Flow               // flows running now, per key
+}
+
+// New returns a controller for cfg.
+func New(cfg Config) (*Controller, error) {
+	if cfg.SeedName == "" || cfg.Cache == nil || cfg.Hub == nil || cfg.Seed == nil {
+		return nil, errors.New("shoot controller: SeedName, Cache, Hub and Seed are required")
+	}
+	cfg.defaults()
+	c := &Controller{
+		cfg:     cfg,
+		log:     cfg.Log.With("controller", "shoot"),
+		shoots:  corev1beta1.NewShootServiceClient(cfg.Hub),
+		states:  corev1beta1.NewShootStateServiceClient(cfg.Hub),
+		entries: corev1beta1.NewBackupEntryServiceClient(cfg.Hub),
+		ext: &extensionClient{c: cfg.Seed, now: cfg.Now, interval: cfg.WaitInterval,
+			errorThreshold: cfg.ExtensionErrorThreshold},
+		written:  map[string]*corev1beta1.Shoot{},
+		failures: map[string]int{},
+		retryAt:  map[string]time.Time{},
+		running:  map[string]Flow{},
+	}
+	c.queue = workqueue.NewTypedRateLimitingQueueWithConfig(
+		workqueue.NewTypedItemExponentialFailureRateLimiter[string](cfg.RetryMin, cfg.RetryMax),
+		workqueue.TypedRateLimitingQueueConfig[string]{Name: "shoot"})
+	return c, nil
+}
+
+// Run works on shoots until ctx ends. It waits for the cache's first sync, so that decisions see the whole seed.
+func (c *Controller) Run(ctx context.Context) error {
+	defer c.queue.ShutDown()
+	if err := c.cfg.Cache.WaitForSync(ctx); err != nil {
+		return nil // ctx ended
+	}
+	remove := c.cfg.Cache.AddEventHandler(seedgraph.Shoots, cache.HandlerFuncs{
+		AddFunc:    func(obj proto.Message) { c.enqueue(obj) },
+		UpdateFunc: func(_, obj proto.Message) { c.enqueue(obj) },
+		DeleteFunc: func(obj proto.Message) { c.forget(obj) },
+	})
+	defer remove()
+	for _, s := range cache.List[*corev1beta1.Shoot](c.cfg.Cache, seedgraph.Shoots) {
+		c.enqueue(s)
+	}
+	c.log.Info("shoot controller started", "workers", c.cfg.Workers)
+	var wg sync.WaitGroup
+	wg.Go(func() { c.careLoop(ctx) })
+	for range c.cfg.Workers {
+		wg.Go(func() {
+			for c.processNext(ctx) {
+			}
+		})
+	}
+	<-ctx.Done()
+	c.queue.ShutDown()
+	wg.Wait()
+	return nil
+}
+
+func keyOf(s *corev1beta1.Shoot) string {
+	return cache.Key(s.GetMetadata().GetNamespace(), s.GetMetadata().GetName())
+}
+
+func (c *Controller) enqueue(obj proto.Message) {
+	if s, ok := obj.(*corev1beta1.Shoot); ok {
+		c.queue.Add(keyOf(s))
+	}
+}
+
+// forget drops what the controller keeps of a shoot the hub no longer assigns (deleted, or moved to another seed
+// after its migration).
+func (c *Controller) forget(obj proto.Message) {
+	s, ok := obj.(*corev1beta1.Shoot)
+	if !ok {
+		return
+	}
+	key := keyOf(s)
+	c.mu.Lock()
+	delete(c.written, key)
+	delete(c.failures, key)
+	delete(c.retryAt, key)
+	c.mu.Unlock()
+	c.queue.Forget(key)
+}
+
+// remember records the state the hub returned for a write of ours.
+func (c *Controller) remember(s *corev1beta1.Shoot) {
+	c.mu.Lock()
+	c.written[keyOf(s)] = s
+	c.mu.Unlock()
+}
+
+// current is the newest state of the shoot the agent knows: the cache's, or the hub's answer to our last write when
+// the cache has not caught up with it yet.
+func (c *Controller) current(key string) *corev1beta1.Shoot {
+	ns, name := splitKey(key)
+	cached, _ := cache.Get[*corev1beta1.Shoot](c.cfg.Cache, seedgraph.Shoots, ns, name)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	w := c.written[key]
+	if w == nil {
+		return cached
+	}
+	if cached == nil {
+		return nil // the hub no longer assigns it
+	}
+	if rv(cached) >= rv(w) {
+		delete(c.written, key)
+		return cached
+	}
+	return w
+}
+
+func rv(s *corev1beta1.Shoot) int64 {
+	v, _ := strconv.ParseInt(s.GetMetadata().GetResourceVersion(), 10, 64)
+	return v
+}
+
+func splitKey(key string) (string, string) {
+	for i := range len(key) {
+		if key[i] == '/' {
+			return key[:i], key[i+1:]
+		}
+	}
+	return "", key
+}
+
+func (c *Controller) processNext(ctx context.Context) bool {
+	key, quit := c.queue.Get()
+	if quit {
+		return false
+	}
+	defer c.queue.Done(key)
+	after, err := c.sync(ctx, key)
+	switch {
+	case err != nil && ctx.Err() == nil:
+		c.log.Error("shoot sync failed", "shoot", key, "err", err)
+		c.queue.AddRateLimited(key)
+	case after > 0:
+		c.queue.Forget(key)
+		c.queue.AddAfter(key, after)
+	default:
+		c.queue.Forget(key)
+	}
+	return true
+}
+
+// Running reports which flow runs for the shoot namespace/name now, for tests and diagnostics.
+func (c *Controller) Running(key string) Flow {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.running[key]
+}
+
+// sync decides what to do with one shoot and does it. It returns when to look again.
+func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error) {
+	s := c.current(key)
+	if s == nil {
+		return 0, nil
+	}
+	now := c.cfg.Now()
+	d := decide(c.cfg.SeedName, s, now, c.cfg.SyncPeriod)
+	log := c.log.With("shoot", key)
+	if d.Flow == FlowNone {
+		log.Debug("nothing to do", "reason", d.Reason)
+		return d.RequeueAfter, nil
+	}
+	if d.Retry {
+		c.mu.Lock()
+		at := c.retryAt[key]
+		c.mu.Unlock()
+		if wait := at.Sub(now); wait > 0 {
+			return wait, nil
+		}
+	}
+	log.Info("starting flow", "flow", d.Flow.String(), "type", d.Type, "reason", d.Reason)
+	c.mu.Lock()
+	c.running[key] = d.Flow
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		delete(c.running, key)
+		c.mu.Unlock()
+	}()
+	begin := time.Now()
+	err := c.run(ctx, s, d, log)
+	if ctx.Err() != nil {
+		return 0, nil // stopping; the next start resumes the operation, which is still Processing
+	}
+	c.mu.Lock()
+	if err != nil {
+		c.failures[key]++
+		backoff := c.cfg.RetryMin << min(c.failures[key]-1, 16)
+		if backoff > c.cfg.RetryMax || backoff <= 0 {
+			backoff = c.cfg.RetryMax
+		}
+		c.retryAt[key] = c.cfg.Now().Add(backoff)
+		c.mu.Unlock()
+		log.Warn("flow failed", "flow", d.Flow.String(), "type", d.Type, "took", time.Since(begin).Round(time.Millisecond), "err", err, "retryIn", backoff)
+		return backoff, nil
+	}
+	delete(c.failures, key)
+	delete(c.retryAt, key)
+	c.mu.Unlock()
+	log.Info("flow succeeded", "flow", d.Flow.String(), "type", d.Type, "took", time.Since(begin).Round(time.Millisecond))
+	if d.Flow == FlowReconcile {
+		return c.cfg.SyncPeriod, nil
+	}
+	return 0, nil
+}
+
+// run runs the flow d for shoot s and reports its progress and outcome on the shoot.
+func (c *Controller) run(ctx context.Context, s *corev1beta1.Shoot, d Decision, log *slog.Logger) error {
+	op, err := c.newOperation(ctx, s, d, log)
+	if err != nil {
+		c.reportError(ctx, s, d, err)
+		return err
+	}
+	return op.run(ctx)
+}
+
+// reportError records err as the outcome of the operation d of s: Error with lastErrors, or Failed when an error
+// code says retrying will not help.
+func (c *Controller) reportError(ctx context.Context, s *corev1beta1.Shoot, d Decision, err error) {
+	now := c.cfg.Now()
+	state := stateError
+	if hasNonRetryable(codesOf(err)) {
+		state = stateFailed
+	}
+	p := statusPatch{
+		"lastOperation": lastOperationJSON(d.Type, state, progressOf(s, d.Type), fmt.Sprintf("%s failed: %v", d.Type, err), now),
+		"lastErrors":    lastErrorsJSON(err, now),
+	}
+	if d.Flow == FlowReconcile {
+		p["observedGeneration"] = s.GetMetadata().GetGeneration()
+	}
+	if _, perr := c.patchStatus(ctx, s, p); perr != nil {
+		c.log.Error("could not report the error on the shoot", "shoot", keyOf(s), "err", perr, "flowErr", err)
+	}
+}
+
+// progressOf is the progress the shoot last reported for an operation of type typ, or 0.
+func progressOf(s *corev1beta1.Shoot, typ string) int32 {
+	if lo := s.GetStatus().GetLastOperation(); lo != nil && lo.GetType() == typ {
+		return lo.GetProgress()
+	}
+	return 0
+}

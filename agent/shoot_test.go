@@ -1,0 +1,288 @@
+package agent_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"google.golang.org/protobuf/proto"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1k "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/trellis-dev/trellis/agent"
+	"github.com/trellis-dev/trellis/extsdk"
+	extensionsv1alpha1 "github.com/trellis-dev/trellis/extsdk/apis/extensions/v1alpha1"
+	"github.com/trellis-dev/trellis/extsdk/controller"
+	"github.com/trellis-dev/trellis/agent/config"
+	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
+	"github.com/trellis-dev/trellis/gateway/kjson"
+	"github.com/trellis-dev/trellis/hub/store"
+	kcorev1 "github.com/trellis-dev/trellis/proto/gen/trellis/kubernetes/core/v1"
+	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
+	"github.com/trellis-dev/trellis/test/agentsim"
+)
+
+// stub is the extension of these tests: for every kind of type "local" it reports success at once and sets the
+// outputs the agent forwards (the Infrastructure's providerStatus, the provision OSC's cloud config secret). The
+// end-to-end tests run the real provider-local; this keeps the agent's package tests about the agent.
+type stub[T extensionsv1alpha1.Object] struct{ set func(T) }
+
+func (s stub[T]) Reconcile(_ context.Context, _ logr.Logger, obj T, _ *extsdk.Cluster) error {
+	if s.set != nil {
+		s.set(obj)
+	}
+	return nil
+}
+
+func (stub[T]) Delete(context.Context, logr.Logger, T, *extsdk.Cluster) error { return nil }
+
+func addStub[T extensionsv1alpha1.Object](t *testing.T, mgr manager.Manager, newObj func() T, set func(T)) {
+	t.Helper()
+	if err := controller.Add(mgr, controller.AddArgs[T]{Actuator: stub[T]{set: set}, Type: "local", NewObject: newObj}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+const infraStatus = `{"apiVersion":"local.provider.extensions.gardener.cloud/v1alpha1","kind":"InfrastructureStatus","network":"net-1"}`
+
+// startStubExtension runs the stub extension against the seed until the test ends.
+func startStubExtension(t *testing.T, e *env) {
+	t.Helper()
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(e.seed.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mgr, err := manager.New(cfg, manager.Options{Scheme: agent.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0", Logger: logr.Discard()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	addStub(t, mgr, func() *extensionsv1alpha1.Infrastructure { return &extensionsv1alpha1.Infrastructure{} }, func(o *extensionsv1alpha1.Infrastructure) {
+		o.Status.ProviderStatus = &runtime.RawExtension{Raw: []byte(infraStatus)}
+	})
+	addStub(t, mgr, func() *extensionsv1alpha1.OperatingSystemConfig { return &extensionsv1alpha1.OperatingSystemConfig{} }, func(o *extensionsv1alpha1.OperatingSystemConfig) {
+		if o.Spec.Purpose == extensionsv1alpha1.OperatingSystemConfigPurposeProvision {
+			o.Status.CloudConfig = &extensionsv1alpha1.CloudConfig{SecretRef: corev1.SecretReference{Name: "osc-result-" + o.Name, Namespace: o.Namespace}}
+		}
+	})
+	addStub(t, mgr, func() *extensionsv1alpha1.ControlPlane { return &extensionsv1alpha1.ControlPlane{} }, func(o *extensionsv1alpha1.ControlPlane) {
+		o.Status.Conditions = []extensionsv1alpha1.Condition{{Type: extensionsv1alpha1.ShootControlPlaneHealthy, Status: extensionsv1alpha1.ConditionTrue,
+			LastTransitionTime: metav1k.Now(), LastUpdateTime: metav1k.Now(), Reason: "HealthCheckSuccessful", Message: "ok"}}
+	})
+	addStub(t, mgr, func() *extensionsv1alpha1.Worker { return &extensionsv1alpha1.Worker{} }, nil)
+	addStub(t, mgr, func() *extensionsv1alpha1.Network { return &extensionsv1alpha1.Network{} }, nil)
+	addStub(t, mgr, func() *extensionsv1alpha1.DNSRecord { return &extensionsv1alpha1.DNSRecord{} }, nil)
+	addStub(t, mgr, func() *extensionsv1alpha1.ContainerRuntime { return &extensionsv1alpha1.ContainerRuntime{} }, nil)
+	addStub(t, mgr, func() *extensionsv1alpha1.Extension { return &extensionsv1alpha1.Extension{} }, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = mgr.Start(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
+// flowNamespace is the namespace of project "dev", where the flow tests' shoots live.
+const flowNamespace = "garden-dev"
+
+// flowFixtures are what admission checks the shoots against: project dev and a cloud profile with the shoots'
+// Kubernetes version, machine type and image.
+func flowFixtures() []store.Object {
+	cp := agentsim.CloudProfile("local")
+	cp.Spec.Kubernetes = &corev1beta1.KubernetesSettings{Versions: []*corev1beta1.ExpirableVersion{{Version: "1.31.1"}}}
+	cp.Spec.MachineTypes = []*corev1beta1.MachineType{{Name: "local", Cpu: "2", Memory: "4Gi"}}
+	cp.Spec.MachineImages = []*corev1beta1.MachineImage{{Name: "local", Versions: []*corev1beta1.MachineImageVersion{{Version: "1.0.0",
+		Cri: []*corev1beta1.CRI{{Name: "containerd"}}}}}}
+	cp.Spec.Regions = []*corev1beta1.Region{{Name: "local"}}
+	return []store.Object{
+		&kcorev1.Namespace{ApiVersion: "v1", Kind: "Namespace", Metadata: &metav1.ObjectMeta{Name: flowNamespace}},
+		&corev1beta1.Project{ApiVersion: "core.gardener.cloud/v1beta1", Kind: "Project", Metadata: &metav1.ObjectMeta{Name: "dev"},
+			Spec: &corev1beta1.ProjectSpec{Namespace: proto.String(flowNamespace)}},
+		cp,
+	}
+}
+
+// flowShoot is a shoot with a worker pool, networking, a DNS domain, an extension and a container runtime.
+func flowShoot(name string) *corev1beta1.Shoot {
+	s := agentsim.Shoot(flowNamespace, name, "local", name, "local")
+	s.Spec.Kubernetes = &corev1beta1.Kubernetes{Version: "1.31.1"}
+	s.Spec.Networking = &corev1beta1.Networking{Type: proto.String("local"), Nodes: proto.String("10.10.0.0/16")}
+	s.Spec.Dns = &corev1beta1.DNS{Domain: proto.String(name + ".garden.local.example.com")}
+	s.Spec.Extensions = []*corev1beta1.Extension{{Type: "local"}}
+	s.Spec.Provider.Workers = []*corev1beta1.Worker{{Name: "pool", Minimum: proto.Int32(1), Maximum: proto.Int32(2),
+		Machine: &corev1beta1.Machine{Type: "local", Image: &corev1beta1.ShootMachineImage{Name: "local", Version: proto.String("1.0.0")}},
+		Cri:     &corev1beta1.CRI{Name: "containerd", ContainerRuntimes: []*corev1beta1.ContainerRuntime{{Type: "local"}}}}}
+	return s
+}
+
+// shootControllersConfig turns the agent's controllers on with fast retries.
+func (e *env) shootConfig(t *testing.T) *config.AgentConfiguration {
+	t.Helper()
+	cfg := e.config(t)
+	cfg.Controllers.Disabled = false
+	d := func(v time.Duration) *metav1k.Duration { return &metav1k.Duration{Duration: v} }
+	cfg.Controllers.Shoot.RetryMinDelay = d(200 * time.Millisecond)
+	cfg.Controllers.Shoot.RetryMaxDelay = d(time.Second)
+	cfg.Controllers.Shoot.ExtensionErrorThreshold = d(time.Second)
+	return cfg
+}
+
+func (e *env) shoot(t *testing.T, name string) *corev1beta1.Shoot {
+	t.Helper()
+	o, err := e.coll(t, "core.gardener.cloud", "shoots").Get(context.Background(), flowNamespace, name)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o.(*corev1beta1.Shoot)
+}
+
+func lastOp(s *corev1beta1.Shoot) string {
+	lo := s.GetStatus().GetLastOperation()
+	return fmt.Sprintf("%s %s %d%% (%s)", lo.GetType(), lo.GetState(), lo.GetProgress(), lo.GetDescription())
+}
+
+// createShoot creates a shoot through the hub's REST API, with admission and defaults, as users do.
+func (e *env) createShoot(t *testing.T, s *corev1beta1.Shoot) {
+	t.Helper()
+	body, err := kjson.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, out := e.hub.Do(t, "POST", "/apis/core.gardener.cloud/v1beta1/namespaces/"+s.GetMetadata().GetNamespace()+"/shoots", body)
+	if code != 201 {
+		t.Fatalf("create shoot: %d %s", code, out)
+	}
+}
+
+// TestShootFlows drives one shoot through create, a spec change and delete with the stub extension: the objects the
+// agent writes into the seed, the order-dependent outputs it forwards, and what it reports on the shoot.
+func TestShootFlows(t *testing.T) {
+	e := newEnv(t)
+	shoot := flowShoot("web")
+	e.create(t, flowFixtures()...)
+	e.create(t, agentsim.Secret(flowNamespace, "web"), agentsim.SecretBinding(flowNamespace, "web"))
+	shoot.Spec.SeedName = nil // the hub's scheduler places it once the seed is ready
+	e.createShoot(t, shoot)
+	ta := startAgent(t, e.shootConfig(t))
+	eventually(t, "the agent installed the CRDs", func() bool { return ta.Status().CRDsInstalled })
+	startStubExtension(t, e)
+	seed, err := client.New(restConfig(t, e), client.Options{Scheme: agent.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := "shoot--dev--web"
+	ctx := context.Background()
+
+	var s *corev1beta1.Shoot
+	eventually(t, "the shoot is created", func() bool {
+		s = e.shoot(t, "web")
+		lo := s.GetStatus().GetLastOperation()
+		return lo.GetState() == "Succeeded" && s.GetStatus().GetObservedGeneration() == s.GetMetadata().GetGeneration()
+	})
+	if lo := s.GetStatus().GetLastOperation(); lo.GetType() != "Create" {
+		t.Errorf("lastOperation %s, want Create (a reconcile ran that nothing asked for)", lastOp(s))
+	}
+	if got := s.GetStatus(); got.GetLastOperation().GetProgress() != 100 || got.GetObservedGeneration() != s.GetMetadata().GetGeneration() ||
+		got.GetSeedName() != "local" || got.GetTechnicalId() != ns || len(got.GetLastErrors()) != 0 {
+		t.Fatalf("status after create: %v", got)
+	}
+	if !contains(s.GetMetadata().GetFinalizers(), "gardener") {
+		t.Fatalf("finalizers %v, want gardener", s.GetMetadata().GetFinalizers())
+	}
+	conds := map[string]string{}
+	for _, c := range s.GetStatus().GetConditions() {
+		conds[c.GetType()] = c.GetStatus()
+	}
+	for _, typ := range []string{"APIServerAvailable", "ControlPlaneHealthy", "EveryNodeReady", "SystemComponentsHealthy", "ObservabilityComponentsHealthy"} {
+		if conds[typ] != "True" {
+			t.Errorf("condition %s = %q, want True (all: %v)", typ, conds[typ], conds)
+		}
+	}
+	cp := &extensionsv1alpha1.ControlPlane{}
+	if err := seed.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, cp); err != nil {
+		t.Fatal(err)
+	}
+	if cp.Spec.InfrastructureProviderStatus == nil || string(cp.Spec.InfrastructureProviderStatus.Raw) != infraStatus {
+		t.Errorf("controlplane infrastructureProviderStatus = %v, want the Infrastructure's providerStatus", cp.Spec.InfrastructureProviderStatus)
+	}
+	w := &extensionsv1alpha1.Worker{}
+	if err := seed.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, w); err != nil {
+		t.Fatal(err)
+	}
+	if len(w.Spec.Pools) != 1 || w.Spec.Pools[0].Maximum != 2 || w.Spec.Pools[0].UserDataSecretRef.Name == "" || w.Spec.Pools[0].UserDataSecretRef.Key != "cloud_config" {
+		t.Fatalf("worker pools %+v", w.Spec.Pools)
+	}
+	for _, obj := range []client.Object{&extensionsv1alpha1.Cluster{ObjectMeta: metav1k.ObjectMeta{Name: ns}},
+		&extensionsv1alpha1.Infrastructure{ObjectMeta: metav1k.ObjectMeta{Namespace: ns, Name: "web"}},
+		&extensionsv1alpha1.Network{ObjectMeta: metav1k.ObjectMeta{Namespace: ns, Name: "web"}},
+		&extensionsv1alpha1.DNSRecord{ObjectMeta: metav1k.ObjectMeta{Namespace: ns, Name: "web-external"}},
+		&extensionsv1alpha1.Extension{ObjectMeta: metav1k.ObjectMeta{Namespace: ns, Name: "local"}},
+		&extensionsv1alpha1.ContainerRuntime{ObjectMeta: metav1k.ObjectMeta{Namespace: ns, Name: "local-pool"}},
+		&corev1.Secret{ObjectMeta: metav1k.ObjectMeta{Namespace: ns, Name: "cloudprovider"}}} {
+		if err := seed.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+			t.Errorf("%T %s: %v", obj, obj.GetName(), err)
+		}
+	}
+
+	// A new generation is reconciled.
+	gen := s.GetMetadata().GetGeneration()
+	upd := proto.Clone(s).(*corev1beta1.Shoot)
+	upd.Spec.Provider.Workers[0].Maximum = proto.Int32(5)
+	upd.Metadata.Generation = gen + 1
+	if _, err := e.coll(t, "core.gardener.cloud", "shoots").Update(ctx, upd); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the new generation is reconciled", func() bool {
+		s = e.shoot(t, "web")
+		return s.GetStatus().GetObservedGeneration() == gen+1 && s.GetStatus().GetLastOperation().GetState() == "Succeeded"
+	})
+	if got := s.GetStatus().GetLastOperation().GetType(); got != "Reconcile" {
+		t.Errorf("lastOperation type %s, want Reconcile", got)
+	}
+	if err := seed.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, w); err != nil || w.Spec.Pools[0].Maximum != 5 {
+		t.Fatalf("worker after the update: %v %+v", err, w.Spec.Pools)
+	}
+
+	// Delete: every extension object and the namespace go, then the finalizer and the shoot.
+	if _, _, err := e.coll(t, "core.gardener.cloud", "shoots").Delete(ctx, flowNamespace, "web", nil); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the shoot is gone", func() bool { return e.shoot(t, "web") == nil })
+	nsObj := &corev1.Namespace{}
+	if err := seed.Get(ctx, client.ObjectKey{Name: ns}, nsObj); !apierrors.IsNotFound(err) {
+		t.Errorf("namespace %s: %v (phase %s), want gone", ns, err, nsObj.Status.Phase)
+	}
+	cl := &extensionsv1alpha1.Cluster{}
+	if err := seed.Get(ctx, client.ObjectKey{Name: ns}, cl); !apierrors.IsNotFound(err) {
+		t.Errorf("cluster %s: %v, want gone", ns, err)
+	}
+	_ = ta
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func restConfig(t *testing.T, e *env) *rest.Config {
+	t.Helper()
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(e.seed.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
