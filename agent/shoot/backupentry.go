@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/trellis-dev/trellis/agent/cache"
+	"github.com/trellis-dev/trellis/agent/extension"
 	"github.com/trellis-dev/trellis/hub/seedgraph"
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
 	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
@@ -63,7 +64,7 @@ func (op *operation) deployBackupEntry(ctx context.Context) error {
 	lo := be.GetStatus().GetLastOperation()
 	if be.GetStatus().GetObservedGeneration() != be.GetMetadata().GetGeneration() || lo.GetState() != stateSucceeded {
 		if le := be.GetStatus().GetLastError(); le != nil {
-			return &codedError{err: fmt.Errorf("BackupEntry %s/%s: %s", md.GetNamespace(), name, le.GetDescription()), codes: le.GetCodes()}
+			return extension.WithCodes(fmt.Errorf("BackupEntry %s/%s: %s", md.GetNamespace(), name, le.GetDescription()), le.GetCodes()...)
 		}
 		return fmt.Errorf("BackupEntry %s/%s is not reconciled yet (%s %s)", md.GetNamespace(), name, lo.GetType(), lo.GetState())
 	}

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/trellis-dev/trellis/agent/extension"
 	extensionsv1alpha1 "github.com/trellis-dev/trellis/extsdk/apis/extensions/v1alpha1"
 	"github.com/trellis-dev/trellis/hub/seedgraph"
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
@@ -73,7 +74,7 @@ func (c *Controller) shootConditions(ctx context.Context, s *corev1beta1.Shoot, 
 		}
 		for _, o := range items {
 			if _, ok := o.(*extensionsv1alpha1.ControlPlane); ok && o.GetName() == s.GetMetadata().GetName() {
-				cpReady = checkReady(o, "")
+				cpReady = extension.CheckReady(o, "")
 			}
 			for _, cond := range o.GetExtensionStatus().Conditions {
 				if !slices.Contains(shootConditionTypes, cond.Type) || cond.Type == extensionsv1alpha1.ShootAPIServerAvailable {
@@ -84,12 +85,12 @@ func (c *Controller) shootConditions(ctx context.Context, s *corev1beta1.Shoot, 
 					m = &merged{status: extensionsv1alpha1.ConditionTrue}
 					agg[cond.Type] = m
 				}
-				m.reports = append(m.reports, describe(o))
+				m.reports = append(m.reports, extension.Describe(o))
 				if severity(cond.Status) > severity(m.status) {
 					m.status = cond.Status
 				}
 				if cond.Status != extensionsv1alpha1.ConditionTrue {
-					m.problems = append(m.problems, fmt.Sprintf("%s: %s", describe(o), cond.Message))
+					m.problems = append(m.problems, fmt.Sprintf("%s: %s", extension.Describe(o), cond.Message))
 				}
 				for _, code := range cond.Codes {
 					m.codes = append(m.codes, string(code))

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/trellis-dev/trellis/agent/cache"
+	"github.com/trellis-dev/trellis/agent/extension"
 	"github.com/trellis-dev/trellis/hub/seedgraph"
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
 )
@@ -99,7 +100,7 @@ type Controller struct {
 	shoots  corev1beta1.ShootServiceClient
 	states  corev1beta1.ShootStateServiceClient
 	entries corev1beta1.BackupEntryServiceClient
-	ext     *extensionClient
+	ext     *extension.Client
 	queue   workqueue.TypedRateLimitingInterface[string]
 
 	mu       sync.Mutex
@@ -121,8 +122,8 @@ func New(cfg Config) (*Controller, error) {
 		shoots:  corev1beta1.NewShootServiceClient(cfg.Hub),
 		states:  corev1beta1.NewShootStateServiceClient(cfg.Hub),
 		entries: corev1beta1.NewBackupEntryServiceClient(cfg.Hub),
-		ext: &extensionClient{c: cfg.Seed, now: cfg.Now, interval: cfg.WaitInterval,
-			errorThreshold: cfg.ExtensionErrorThreshold},
+		ext: &extension.Client{C: cfg.Seed, Now: cfg.Now, Interval: cfg.WaitInterval,
+			ErrorThreshold: cfg.ExtensionErrorThreshold},
 		written:  map[string]*corev1beta1.Shoot{},
 		failures: map[string]int{},
 		retryAt:  map[string]time.Time{},
@@ -331,7 +332,7 @@ func (c *Controller) run(ctx context.Context, s *corev1beta1.Shoot, d Decision, 
 func (c *Controller) reportError(ctx context.Context, s *corev1beta1.Shoot, d Decision, err error) {
 	now := c.cfg.Now()
 	state := stateError
-	if hasNonRetryable(codesOf(err)) {
+	if extension.HasNonRetryable(extension.Codes(err)) {
 		state = stateFailed
 	}
 	p := statusPatch{

@@ -38,7 +38,7 @@ func (op *operation) deleteGraph() *flow.Graph {
 	t := op.timeout()
 	name := op.shoot.GetMetadata().GetName()
 	one := func(obj extensionsv1alpha1.Object) flow.TaskFn {
-		return func(ctx context.Context) error { return op.ext.destroyAndWait(ctx, obj) }
+		return func(ctx context.Context) error { return op.ext.DestroyAndWait(ctx, obj) }
 	}
 	network := g.Add(flow.Task{Name: taskDestroyNetwork, Fn: one(&extensionsv1alpha1.Network{ObjectMeta: op.objectMeta(name)}), Timeout: t})
 	worker := g.Add(flow.Task{Name: taskDestroyWorker, Fn: one(&extensionsv1alpha1.Worker{ObjectMeta: op.objectMeta(name)}), Dependencies: []string{network}, Timeout: t})
@@ -66,12 +66,12 @@ func (op *operation) destroyAll(list client.ObjectList) flow.TaskFn {
 			return err
 		}
 		for _, o := range objs {
-			if err := op.ext.destroy(ctx, o); err != nil {
+			if err := op.ext.Destroy(ctx, o); err != nil {
 				return err
 			}
 		}
 		for _, o := range objs {
-			if err := op.ext.waitGone(ctx, o); err != nil {
+			if err := op.ext.WaitGone(ctx, o); err != nil {
 				return err
 			}
 		}
@@ -103,12 +103,12 @@ func (op *operation) destroyExtensions(point string) flow.TaskFn {
 			}
 		}
 		for _, o := range doomed {
-			if err := op.ext.destroy(ctx, o); err != nil {
+			if err := op.ext.Destroy(ctx, o); err != nil {
 				return err
 			}
 		}
 		for _, o := range doomed {
-			if err := op.ext.waitGone(ctx, o); err != nil {
+			if err := op.ext.WaitGone(ctx, o); err != nil {
 				return err
 			}
 		}

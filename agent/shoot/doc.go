@@ -16,8 +16,8 @@
 // ControlPlane, Extensions AfterKubeAPIServer, OperatingSystemConfigs, Network, Worker, Extensions AfterWorker,
 // ContainerRuntimes (reconcile.go); the reverse for delete (delete.go); migrate and restore in migrate.go. Each
 // extension object is written with gardener.cloud/operation=reconcile (or migrate / wait-for-state / restore) and
-// gardener.cloud/timestamp and is ready only under Gardener's rule (extensions.go). Progress, errors with their codes,
-// observedGeneration and the shoot's conditions (care.go) go to the hub as status patches (status.go).
+// gardener.cloud/timestamp and is ready only under Gardener's rule (package agent/extension). Progress, errors with
+// their codes, observedGeneration and the shoot's conditions (care.go) go to the hub as status patches (status.go).
 //
 // Every step is idempotent and keyed by name, so a flow interrupted by a crash is simply run again: the Shoot's
 // lastOperation is still Processing, and the restarted agent resumes the same operation.

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/trellis-dev/trellis/agent/extension"
 	"github.com/trellis-dev/trellis/agent/flow"
 	extensionsv1alpha1 "github.com/trellis-dev/trellis/extsdk/apis/extensions/v1alpha1"
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
@@ -120,7 +121,7 @@ func (op *operation) migrateAll(ctx context.Context) error {
 		if o.GetDeletionTimestamp() != nil {
 			continue
 		}
-		if err := op.ext.migrate(ctx, o); err != nil {
+		if err := op.ext.Migrate(ctx, o); err != nil {
 			return err
 		}
 	}
@@ -141,7 +142,7 @@ func (op *operation) persistShootState(ctx context.Context) error {
 		if st.State == nil && len(st.Resources) == 0 {
 			continue
 		}
-		e := &corev1beta1.ExtensionResourceState{Kind: kindOf(o), Name: proto.String(o.GetName())}
+		e := &corev1beta1.ExtensionResourceState{Kind: extension.KindOf(o), Name: proto.String(o.GetName())}
 		if osc, ok := o.(*extensionsv1alpha1.OperatingSystemConfig); ok {
 			e.Purpose = proto.String(string(osc.Spec.Purpose))
 		}
@@ -157,7 +158,7 @@ func (op *operation) persistShootState(ctx context.Context) error {
 			seen[r.ResourceRef.Name] = true
 			sec := &corev1.Secret{}
 			if err := op.c.cfg.Seed.Get(ctx, client.ObjectKey{Namespace: op.ns, Name: r.ResourceRef.Name}, sec); err != nil {
-				return fmt.Errorf("read secret %s referred to by %s: %w", r.ResourceRef.Name, describe(o), err)
+				return fmt.Errorf("read secret %s referred to by %s: %w", r.ResourceRef.Name, extension.Describe(o), err)
 			}
 			data, err := jsonMarshal(sec.Data)
 			if err != nil {
@@ -201,12 +202,12 @@ func (op *operation) deleteMigrated(ctx context.Context) error {
 		return err
 	}
 	for _, o := range objs {
-		if err := op.ext.destroy(ctx, o); err != nil {
+		if err := op.ext.Destroy(ctx, o); err != nil {
 			return err
 		}
 	}
 	for _, o := range objs {
-		if err := op.ext.waitGone(ctx, o); err != nil {
+		if err := op.ext.WaitGone(ctx, o); err != nil {
 			return err
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/trellis-dev/trellis/agent/cache"
+	"github.com/trellis-dev/trellis/agent/extension"
 	"github.com/trellis-dev/trellis/agent/flow"
 	"github.com/trellis-dev/trellis/hub/seedgraph"
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
@@ -30,7 +31,7 @@ type operation struct {
 	shoot *corev1beta1.Shoot
 	seed  *corev1beta1.Seed
 	// project is the shoot's project; ns its namespace in the seed (shoot--<project>--<name>).
-	project, ns string
+	project, ns  string
 	cloudProfile *corev1beta1.CloudProfile
 	// credentials is the secret of the shoot's credentials binding; nil when there is none.
 	credentials *corev1.Secret
@@ -38,7 +39,7 @@ type operation struct {
 	registrations []*corev1beta1.ControllerRegistration
 	// state is the ShootState to restore from (restore only).
 	state *corev1beta1.ShootState
-	ext   *extensionClient
+	ext   *extension.Client
 }
 
 // newOperation gathers what a flow for s needs. Missing references are errors the shoot shows until they appear.

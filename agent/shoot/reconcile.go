@@ -8,16 +8,17 @@ import (
 	"slices"
 	"strings"
 
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	kmetav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/reflect/protoreflect"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
+	"github.com/trellis-dev/trellis/agent/extension"
 	"github.com/trellis-dev/trellis/agent/flow"
 	extensionsv1alpha1 "github.com/trellis-dev/trellis/extsdk/apis/extensions/v1alpha1"
 	"github.com/trellis-dev/trellis/gateway/kjson"
@@ -27,39 +28,39 @@ import (
 
 // Names of the objects the reconcile flow writes into the shoot's namespace, as gardenlet names them.
 const (
-	secretCloudProvider     = "cloudprovider"
-	secretDNSInternal       = "dnsrecord-internal"
-	secretDNSExternal       = "dnsrecord-external"
-	serviceKubeAPIServer    = "kube-apiserver"
+	secretCloudProvider      = "cloudprovider"
+	secretDNSInternal        = "dnsrecord-internal"
+	secretDNSExternal        = "dnsrecord-external"
+	serviceKubeAPIServer     = "kube-apiserver"
 	referencedResourcePrefix = "ref-"
-	containerRuntimeBinPath = "/var/bin/containerruntimes"
-	labelWorkerPool         = "worker.gardener.cloud/pool"
-	labelRole               = "gardener.cloud/role"
-	defaultPodsCIDR         = "100.96.0.0/11"
-	defaultServicesCIDR     = "100.64.0.0/13"
+	containerRuntimeBinPath  = "/var/bin/containerruntimes"
+	labelWorkerPool          = "worker.gardener.cloud/pool"
+	labelRole                = "gardener.cloud/role"
+	defaultPodsCIDR          = "100.96.0.0/11"
+	defaultServicesCIDR      = "100.64.0.0/13"
 )
 
 // Task names: Gardener's task IDs, shown in lastOperation.description and lastErrors[].taskID.
 const (
-	taskNamespace         = "Deploying Shoot namespace in Seed"
-	taskCloudProvider     = "Deploying cloud provider account secret"
-	taskReferenced        = "Deploying referenced resources"
-	taskCluster           = "Deploying Cluster resource"
-	taskInfrastructure    = "Deploying Shoot infrastructure"
-	taskKubeAPIService    = "Deploying Kubernetes API server service in the Seed cluster"
-	taskInternalDNS       = "Deploying internal domain DNS record"
-	taskExternalDNS       = "Deploying external domain DNS record"
-	taskBackupEntry       = "Deploying BackupEntry"
-	taskExtBeforeKAPI     = "Deploying extension resources before kube-apiserver"
-	taskControlPlane      = "Deploying shoot control plane components"
-	taskExtAfterKAPI      = "Deploying extension resources after kube-apiserver"
-	taskOSC               = "Deploying operating system specific configuration for shoot workers"
-	taskNetwork           = "Deploying shoot network plugin"
-	taskWorker            = "Configuring shoot worker pools"
-	taskExtAfterWorker    = "Deploying extension resources after workers"
-	taskContainerRuntime  = "Deploying container runtime resources"
-	taskDestroyDNS        = "Destroying DNS records of the hibernated shoot"
-	taskStaleExtensions   = "Deleting stale extension resources"
+	taskNamespace        = "Deploying Shoot namespace in Seed"
+	taskCloudProvider    = "Deploying cloud provider account secret"
+	taskReferenced       = "Deploying referenced resources"
+	taskCluster          = "Deploying Cluster resource"
+	taskInfrastructure   = "Deploying Shoot infrastructure"
+	taskKubeAPIService   = "Deploying Kubernetes API server service in the Seed cluster"
+	taskInternalDNS      = "Deploying internal domain DNS record"
+	taskExternalDNS      = "Deploying external domain DNS record"
+	taskBackupEntry      = "Deploying BackupEntry"
+	taskExtBeforeKAPI    = "Deploying extension resources before kube-apiserver"
+	taskControlPlane     = "Deploying shoot control plane components"
+	taskExtAfterKAPI     = "Deploying extension resources after kube-apiserver"
+	taskOSC              = "Deploying operating system specific configuration for shoot workers"
+	taskNetwork          = "Deploying shoot network plugin"
+	taskWorker           = "Configuring shoot worker pools"
+	taskExtAfterWorker   = "Deploying extension resources after workers"
+	taskContainerRuntime = "Deploying container runtime resources"
+	taskDestroyDNS       = "Destroying DNS records of the hibernated shoot"
+	taskStaleExtensions  = "Deleting stale extension resources"
 )
 
 // reconcileGraph is the reconcile flow (also for create, restore and hibernation) in Gardener's order.
@@ -232,19 +233,19 @@ func (op *operation) deployCluster(ctx context.Context) error {
 // with wait-for-state, its state is written from the ShootState, and then it is annotated restore.
 func (op *operation) deployOrRestore(ctx context.Context, obj extensionsv1alpha1.Object, mutate func()) error {
 	if op.d.Type == opRestore {
-		if _, err := op.ext.deploy(ctx, obj, extensionsv1alpha1.OperationWaitForState, mutate); err != nil {
+		if _, err := op.ext.Deploy(ctx, obj, extensionsv1alpha1.OperationWaitForState, mutate); err != nil {
 			return err
 		}
 		if err := op.restoreState(ctx, obj); err != nil {
 			return err
 		}
-		if _, err := op.ext.annotate(ctx, obj, extensionsv1alpha1.OperationRestore); err != nil {
+		if _, err := op.ext.Annotate(ctx, obj, extensionsv1alpha1.OperationRestore); err != nil {
 			return err
 		}
-	} else if _, err := op.ext.deploy(ctx, obj, extensionsv1alpha1.OperationReconcile, mutate); err != nil {
+	} else if _, err := op.ext.Deploy(ctx, obj, extensionsv1alpha1.OperationReconcile, mutate); err != nil {
 		return err
 	}
-	return op.ext.waitReady(ctx, obj, "")
+	return op.ext.WaitReady(ctx, obj, "")
 }
 
 func (op *operation) secretRef() corev1.SecretReference {
@@ -415,7 +416,7 @@ func (op *operation) dnsRecords() []extensionsv1alpha1.Object {
 
 func (op *operation) destroyDNSRecords(ctx context.Context) error {
 	for _, r := range op.dnsRecords() {
-		if err := op.ext.destroyAndWait(ctx, r); err != nil {
+		if err := op.ext.DestroyAndWait(ctx, r); err != nil {
 			return err
 		}
 	}
@@ -724,8 +725,8 @@ func (op *operation) deleteStaleExtensions(ctx context.Context) error {
 		}
 	}
 	for _, o := range stale {
-		op.log.Info("deleting stale extension object", "object", describe(o))
-		if err := op.ext.destroyAndWait(ctx, o); err != nil {
+		op.log.Info("deleting stale extension object", "object", extension.Describe(o))
+		if err := op.ext.DestroyAndWait(ctx, o); err != nil {
 			return err
 		}
 	}
@@ -735,7 +736,7 @@ func (op *operation) deleteStaleExtensions(ctx context.Context) error {
 // restoreState writes the state the ShootState holds for obj into its status (wait-for-state keeps the extension
 // away meanwhile).
 func (op *operation) restoreState(ctx context.Context, obj extensionsv1alpha1.Object) error {
-	kind := kindOf(obj)
+	kind := extension.KindOf(obj)
 	for _, e := range op.state.GetSpec().GetExtensions() {
 		if e.GetKind() != kind || e.GetName() != obj.GetName() {
 			continue
@@ -750,7 +751,7 @@ func (op *operation) restoreState(ctx context.Context, obj extensionsv1alpha1.Ob
 				ResourceRef: extensionsv1alpha1.CrossVersionObjectReference{Kind: r.GetResourceRef().GetKind(), Name: r.GetResourceRef().GetName(), APIVersion: r.GetResourceRef().GetApiVersion()}})
 		}
 		if err := op.c.cfg.Seed.Status().Update(ctx, obj); err != nil {
-			return fmt.Errorf("restore the state of %s: %w", describe(obj), err)
+			return fmt.Errorf("restore the state of %s: %w", extension.Describe(obj), err)
 		}
 		return nil
 	}

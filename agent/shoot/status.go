@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/trellis-dev/trellis/agent/extension"
 	"github.com/trellis-dev/trellis/gateway/kjson"
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
 	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
@@ -60,7 +61,7 @@ func lastOperationJSON(typ, state string, progress int32, description string, no
 func lastErrorsJSON(err error, now time.Time) json.RawMessage {
 	var errs []*metav1.LastError
 	for _, te := range taskErrors(err) {
-		le := &metav1.LastError{Description: te.err.Error(), Codes: codesOf(te.err), LastUpdateTime: timestamppb.New(now.UTC().Truncate(time.Second))}
+		le := &metav1.LastError{Description: te.err.Error(), Codes: extension.Codes(te.err), LastUpdateTime: timestamppb.New(now.UTC().Truncate(time.Second))}
 		if te.task != "" {
 			le.TaskId = proto.String(te.task)
 		}

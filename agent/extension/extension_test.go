@@ -1,4 +1,4 @@
-package shoot
+package extension
 
 import (
 	"errors"
@@ -22,7 +22,7 @@ func TestCheckReady(t *testing.T) {
 			State: extensionsv1alpha1.LastOperationStateSucceeded, LastUpdateTime: kmetav1.NewTime(ts.Truncate(time.Second))}
 		return o
 	}
-	if err := checkReady(ready(), ""); err != nil {
+	if err := CheckReady(ready(), ""); err != nil {
 		t.Fatalf("ready object: %v", err)
 	}
 	for name, tc := range map[string]struct {
@@ -40,20 +40,20 @@ func TestCheckReady(t *testing.T) {
 	} {
 		o := ready()
 		tc.break_(o)
-		err := checkReady(o, "")
+		err := CheckReady(o, "")
 		if err == nil {
 			t.Errorf("%s: want not ready", name)
 			continue
 		}
-		var ce *codedError
+		var ce *CodedError
 		if errors.As(err, &ce) != tc.coded {
 			t.Errorf("%s: coded error %v, want %v (%v)", name, !tc.coded, tc.coded, err)
 		}
-		if tc.coded && (len(codesOf(err)) != 1 || !hasNonRetryable(codesOf(err))) {
-			t.Errorf("%s: codes %v", name, codesOf(err))
+		if tc.coded && (len(Codes(err)) != 1 || !HasNonRetryable(Codes(err))) {
+			t.Errorf("%s: codes %v", name, Codes(err))
 		}
 	}
-	if err := checkReady(ready(), extensionsv1alpha1.LastOperationTypeMigrate); err == nil {
+	if err := CheckReady(ready(), extensionsv1alpha1.LastOperationTypeMigrate); err == nil {
 		t.Error("a reconciled object is not migrated")
 	}
 }
