@@ -133,4 +133,4 @@ down:
 	./deploy/local/down.sh
 
 clean:
-	rm -rf bin/trellis-hub bin/trellis-agent bin/trellisctl bin/localseed .trellis
+	rm -rf $(addprefix bin/,$(BINARIES)) bin/localseed bin/landscape .trellis

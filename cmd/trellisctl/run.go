@@ -21,7 +21,7 @@ import (
 	"github.com/trellis-dev/trellis/hub/api"
 )
 
-const usage = `usage: trellisctl [--hub URL] [--ca FILE] [--token TOKEN] COMMAND
+const usage = `usage: trellisctl [--hub URL|HOST:PORT] [--ca FILE] [--token TOKEN] COMMAND
 commands:
   apply -f FILE|DIR|-        create or update the objects of Gardener manifests (YAML or JSON)
   get RESOURCE [NAME] [-n NAMESPACE | -A] [-o json|yaml|name]
@@ -39,7 +39,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("trellisctl", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprintln(stderr, usage) }
-	hub := fs.String("hub", os.Getenv("TRELLIS_HUB"), "hub URL, e.g. https://127.0.0.1:8443 (env TRELLIS_HUB)")
+	hub := fs.String("hub", os.Getenv("TRELLIS_HUB"), "hub URL or host:port, e.g. https://127.0.0.1:8443 (env TRELLIS_HUB)")
 	caFile := fs.String("ca", os.Getenv("TRELLIS_CA"), "CA certificate of the hub (env TRELLIS_CA)")
 	token := fs.String("token", os.Getenv("TRELLIS_TOKEN"), "bearer token (env TRELLIS_TOKEN)")
 	if err := fs.Parse(args); err != nil {
@@ -51,6 +51,10 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	if *hub == "" {
 		*hub = "https://127.0.0.1:8443"
+	}
+	// host:port (as the local landscape's env file has it) means https: the hub serves TLS only.
+	if !strings.Contains(*hub, "://") {
+		*hub = "https://" + *hub
 	}
 	tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12}
 	if *caFile != "" {

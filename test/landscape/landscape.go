@@ -1,0 +1,443 @@
+package landscape
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Landscape is a running local landscape. Its methods may be called from several goroutines.
+type Landscape struct {
+	// Dir holds the landscape's files (Config.Dir, absolute).
+	Dir string
+	// LogDir holds one log per process: hub.log, seed-<seed>.log, agent-<seed>.log, provider-local-<seed>.log.
+	LogDir string
+	// HubURL is the hub's REST address, https://<HubAddr>.
+	HubURL string
+	// HubAddr is the host:port of the hub's REST and gRPC listener.
+	HubAddr string
+	// GRPCAddr is the host:port of the hub's gRPC-only listener, where agents connect.
+	GRPCAddr string
+	// CAFile is the hub's CA certificate, which verifies both listeners.
+	CAFile string
+	// Token is the hub's admin token.
+	Token string
+	// ProviderLocal reports whether provider-local runs beside each seed (BinDir holds it).
+	ProviderLocal bool
+
+	cfg      Config
+	hub      *process
+	hubc     *hubClient
+	seeds    []*Seed
+	lock     *os.File
+	failures chan error
+
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// Start brings a landscape up as described in the package documentation and returns once every process is ready
+// and the examples are applied. On error, or when ctx ends first, whatever was started is stopped. The landscape runs
+// until Stop; ctx only bounds the start.
+func Start(ctx context.Context, cfg Config) (_ *Landscape, err error) {
+	if err := cfg.Default(); err != nil {
+		return nil, fmt.Errorf("landscape: %w", err)
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("landscape: %w", err)
+	}
+	begin := time.Now()
+	l := &Landscape{Dir: cfg.Dir, LogDir: filepath.Join(cfg.Dir, "logs"), cfg: cfg, failures: make(chan error, 16)}
+	for _, d := range []string{l.LogDir, filepath.Join(l.Dir, "backups"), filepath.Join(l.Dir, "seeds"), filepath.Join(l.Dir, "agents")} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return nil, fmt.Errorf("landscape: %w", err)
+		}
+	}
+	for _, s := range cfg.Seeds {
+		if err := os.MkdirAll(filepath.Join(l.Dir, "agents", s.Name), 0o700); err != nil {
+			return nil, fmt.Errorf("landscape: %w", err)
+		}
+	}
+	if l.lock, err = lockDir(filepath.Join(l.Dir, "landscape.lock")); err != nil {
+		return nil, fmt.Errorf("landscape: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			if serr := l.Stop(); serr != nil {
+				err = fmt.Errorf("%w (and stopping: %v)", err, serr)
+			}
+			err = fmt.Errorf("landscape: %w", err)
+		}
+	}()
+	if err := l.checkBinaries(); err != nil {
+		return nil, err
+	}
+
+	hubDir := filepath.Join(l.Dir, "hub")
+	l.CAFile = filepath.Join(hubDir, "pki", "ca.crt")
+	_, statErr := os.Stat(filepath.Join(hubDir, "admin-token"))
+	freshHub := errors.Is(statErr, os.ErrNotExist)
+	listen, dial, err := loopbackAddr(cfg.HubListen)
+	if err != nil {
+		return nil, fmt.Errorf("hub listen address: %w", err)
+	}
+	grpcListen, grpcDial, err := loopbackAddr(cfg.HubGRPCListen)
+	if err != nil {
+		return nil, fmt.Errorf("hub gRPC listen address: %w", err)
+	}
+	l.HubAddr, l.GRPCAddr, l.HubURL = dial, grpcDial, "https://"+dial
+	args := []string{"--data-dir", hubDir, "--listen", listen, "--grpc-listen", grpcListen, "--log-format", "text"}
+	l.hub = l.newProcess("hub", "trellis-hub", append(args, cfg.HubArgs...)...)
+	for _, sc := range cfg.Seeds {
+		l.seeds = append(l.seeds, l.newSeed(sc, l.ProviderLocal))
+	}
+
+	// The seeds take longest: they start first and come up while the hub does.
+	for _, s := range l.seeds {
+		l.logf("seed %s: starting (log %s)", s.Name, s.SeedLog)
+		if err := l.startSeedProcess(s); err != nil {
+			return nil, err
+		}
+	}
+	l.logf("hub: starting on %s, agents on %s (log %s)", l.HubURL, l.GRPCAddr, l.hub.logPath)
+	if err := l.hub.start(); err != nil {
+		return nil, err
+	}
+	if err := l.waitHub(ctx); err != nil {
+		return nil, err
+	}
+	l.logf("hub: ready")
+	for _, b := range seedSecrets() {
+		if _, err := l.hubc.create(ctx, "/api/v1/namespaces/garden/secrets", b); err != nil {
+			return nil, err
+		}
+	}
+
+	// Each seed, then its agent, then its provider-local; the seeds in parallel.
+	errs := make([]error, len(l.seeds))
+	var wg sync.WaitGroup
+	for i, s := range l.seeds {
+		wg.Go(func() { errs[i] = l.bringUp(ctx, s, freshHub) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	if !l.ProviderLocal {
+		l.logf("provider-local: not found in %s (cmd/provider-local not built yet?): the seeds run without their "+
+			"extension, so shoots are scheduled but do not progress", cfg.BinDir)
+	}
+
+	if cfg.Examples {
+		if err := l.applyExamples(ctx); err != nil {
+			return nil, err
+		}
+	}
+	l.logf("landscape ready in %s", time.Since(begin).Round(100*time.Millisecond))
+	return l, nil
+}
+
+// bringUp waits for seed s, then starts its agent and its provider-local.
+func (l *Landscape) bringUp(ctx context.Context, s *Seed, freshHub bool) error {
+	if err := l.waitSeed(ctx, s); err != nil {
+		return err
+	}
+	l.logf("seed %s: ready (kubeconfig %s)", s.Name, s.Kubeconfig)
+	l.logf("seed %s: starting its agent (log %s)", s.Name, s.AgentLog)
+	if err := l.startAgent(ctx, s, freshHub); err != nil {
+		return err
+	}
+	l.logf("seed %s: agent connected, Seed %s is %s", s.Name, s.Name, GardenletReady)
+	if s.provider == nil {
+		return nil
+	}
+	l.logf("seed %s: starting provider-local (log %s)", s.Name, s.ProviderLocalLog)
+	if err := l.startProviderLocal(ctx, s); err != nil {
+		return err
+	}
+	l.logf("seed %s: provider-local running", s.Name)
+	return nil
+}
+
+// checkBinaries fails with a hint when a required binary is missing, and notes whether provider-local exists.
+func (l *Landscape) checkBinaries() error {
+	var missing []string
+	check := func(dir, name string) bool {
+		fi, err := os.Stat(filepath.Join(dir, name))
+		return err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0
+	}
+	for _, b := range []string{"trellis-hub", "trellis-agent", "localseed"} {
+		if !check(l.cfg.BinDir, b) {
+			missing = append(missing, filepath.Join(l.cfg.BinDir, b))
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("missing %s: run `make build` and `go build -o bin/ ./test/localseed` (make up does both)",
+			strings.Join(missing, ", "))
+	}
+	for _, b := range []string{"etcd", "kube-apiserver", "kube-controller-manager"} {
+		if !check(l.cfg.TestBinDir, b) {
+			missing = append(missing, filepath.Join(l.cfg.TestBinDir, b))
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("missing %s: run `make testbin`", strings.Join(missing, ", "))
+	}
+	l.ProviderLocal = check(l.cfg.BinDir, "provider-local")
+	if !l.ProviderLocal && l.cfg.RequireProviderLocal {
+		return fmt.Errorf("%w: %s", ErrNoProviderLocal, filepath.Join(l.cfg.BinDir, "provider-local"))
+	}
+	return nil
+}
+
+// waitHub waits until the hub has written its CA and admin token and answers /readyz, then connects to it.
+func (l *Landscape) waitHub(ctx context.Context) error {
+	tokenFile := filepath.Join(l.Dir, "hub", "admin-token")
+	return l.waitFor(ctx, l.hub, "ready", func(ctx context.Context) (bool, error) {
+		if l.hubc == nil {
+			tok, err := os.ReadFile(tokenFile)
+			if err != nil {
+				return false, nil
+			}
+			c, err := newHubClient(l.HubURL, l.CAFile, strings.TrimSpace(string(tok)))
+			if err != nil {
+				return false, nil
+			}
+			l.hubc, l.Token = c, c.token
+		}
+		code, body, err := l.hubc.do(ctx, "GET", "/readyz", nil, "")
+		if err != nil {
+			return false, err
+		}
+		if code != 200 {
+			return false, fmt.Errorf("/readyz: %d %s", code, strings.TrimSpace(string(body)))
+		}
+		return true, nil
+	})
+}
+
+// waitFor polls cond until it holds, p's run ends (an error with the end of its log), ctx ends or ReadyTimeout
+// passes. Errors of cond are taken as "not yet" and reported if the wait fails.
+func (l *Landscape) waitFor(ctx context.Context, p *process, what string, cond func(context.Context) (bool, error)) error {
+	done, _ := p.run()
+	wctx, cancel := context.WithTimeout(ctx, l.cfg.ReadyTimeout)
+	defer cancel()
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	var last error
+	for {
+		cctx, ccancel := context.WithTimeout(wctx, 10*time.Second)
+		ok, err := cond(cctx)
+		ccancel()
+		if ok {
+			return nil
+		}
+		if err != nil {
+			last = err
+		}
+		select {
+		case <-done:
+			return p.exitError()
+		case <-wctx.Done():
+			if ctx.Err() != nil {
+				return fmt.Errorf("%s: waiting until %s: %w", p.name, what, ctx.Err())
+			}
+			msg := fmt.Sprintf("%s: not %s within %s", p.name, what, l.cfg.ReadyTimeout)
+			if last != nil {
+				msg += fmt.Sprintf(" (last: %v)", last)
+			}
+			return fmt.Errorf("%s; see %s:\n%s", msg, p.logPath, p.tail(2<<10))
+		case <-tick.C:
+		}
+	}
+}
+
+// newProcess returns the process of binary bin of BinDir, logging to <LogDir>/<name>.log.
+func (l *Landscape) newProcess(name, bin string, args ...string) *process {
+	return &process{
+		name:    name,
+		path:    filepath.Join(l.cfg.BinDir, bin),
+		args:    args,
+		dir:     l.Dir,
+		logPath: filepath.Join(l.LogDir, name+".log"),
+		exited: func(name string, err error) {
+			select {
+			case l.failures <- fmt.Errorf("%s exited unexpectedly (%v); see %s", name, err, filepath.Join(l.LogDir, name+".log")):
+			default:
+			}
+		},
+	}
+}
+
+func (l *Landscape) logf(format string, args ...any) {
+	fmt.Fprintf(l.cfg.Log, "landscape: "+format+"\n", args...)
+}
+
+// Failures reports processes that exited while nobody stopped them (a crash, a kill from outside). Reports are
+// dropped while 16 are unread.
+func (l *Landscape) Failures() <-chan error { return l.failures }
+
+// Seeds returns the landscape's seeds in the order of Config.Seeds.
+func (l *Landscape) Seeds() []*Seed { return append([]*Seed(nil), l.seeds...) }
+
+// Seed returns the seed named name, nil if there is none.
+func (l *Landscape) Seed(name string) *Seed {
+	for _, s := range l.seeds {
+		if s.Name == name {
+			return s
+		}
+	}
+	return nil
+}
+
+func (l *Landscape) seed(name string) (*Seed, error) {
+	if s := l.Seed(name); s != nil {
+		return s, nil
+	}
+	return nil, fmt.Errorf("landscape: no seed %q", name)
+}
+
+// Do sends a request to the hub's REST API as the admin; body, when not nil, is JSON. It returns the status code
+// and the response body.
+func (l *Landscape) Do(ctx context.Context, method, path string, body []byte) (int, []byte, error) {
+	return l.hubc.do(ctx, method, path, body, "")
+}
+
+// SeedReady reports whether the Seed's GardenletReady condition on the hub is True.
+func (l *Landscape) SeedReady(ctx context.Context, seed string) (bool, error) {
+	c, err := l.hubc.seedCondition(ctx, seed, GardenletReady)
+	if err != nil || c == nil {
+		return false, err
+	}
+	return c.Status == "True", nil
+}
+
+// StartAgent starts the agent of seed (after StopAgent or KillAgent) and waits until it has a session with the hub
+// and the Seed is ready. It fails if the agent runs.
+func (l *Landscape) StartAgent(ctx context.Context, seed string) error {
+	s, err := l.seed(seed)
+	if err != nil {
+		return err
+	}
+	return l.startAgent(ctx, s, false)
+}
+
+// StopAgent stops the agent of seed gracefully (SIGTERM, SIGKILL after Config.StopTimeout).
+func (l *Landscape) StopAgent(seed string) error {
+	s, err := l.seed(seed)
+	if err != nil {
+		return err
+	}
+	return s.agent.stop(l.cfg.StopTimeout)
+}
+
+// KillAgent kills the agent of seed with SIGKILL and waits until it has exited.
+func (l *Landscape) KillAgent(seed string) error {
+	s, err := l.seed(seed)
+	if err != nil {
+		return err
+	}
+	return s.agent.kill()
+}
+
+// StartProviderLocal starts the provider-local of seed (after StopProviderLocal or KillProviderLocal) and waits
+// until it renews its heartbeat Lease. It returns ErrNoProviderLocal when there is no provider-local binary.
+func (l *Landscape) StartProviderLocal(ctx context.Context, seed string) error {
+	s, err := l.seed(seed)
+	if err != nil {
+		return err
+	}
+	return l.startProviderLocal(ctx, s)
+}
+
+// StopProviderLocal stops the provider-local of seed gracefully (SIGTERM, SIGKILL after Config.StopTimeout).
+func (l *Landscape) StopProviderLocal(seed string) error {
+	s, err := l.seed(seed)
+	if err != nil {
+		return err
+	}
+	if s.provider == nil {
+		return ErrNoProviderLocal
+	}
+	return s.provider.stop(l.cfg.StopTimeout)
+}
+
+// KillProviderLocal kills the provider-local of seed with SIGKILL and waits until it has exited.
+func (l *Landscape) KillProviderLocal(seed string) error {
+	s, err := l.seed(seed)
+	if err != nil {
+		return err
+	}
+	if s.provider == nil {
+		return ErrNoProviderLocal
+	}
+	return s.provider.kill()
+}
+
+// Pids returns the process ids of the running processes by name (hub, seed-<seed>, agent-<seed>,
+// provider-local-<seed>).
+func (l *Landscape) Pids() map[string]int {
+	out := map[string]int{}
+	for _, p := range l.processes() {
+		if p.running() {
+			out[p.name] = p.pid()
+		}
+	}
+	return out
+}
+
+// processes returns every process in start order.
+func (l *Landscape) processes() []*process {
+	var ps []*process
+	if l.hub != nil {
+		ps = append(ps, l.hub)
+	}
+	for _, s := range l.seeds {
+		ps = append(ps, s.seed, s.agent)
+		if s.provider != nil {
+			ps = append(ps, s.provider)
+		}
+	}
+	return ps
+}
+
+// Stop stops every process gracefully, in reverse order of their dependencies: the provider-locals, the agents, the
+// seeds, the hub (each group in parallel). Each gets SIGTERM and, after Config.StopTimeout, SIGKILL. The data stays
+// in Dir for the next Start. Later calls return the first call's result.
+func (l *Landscape) Stop() error {
+	l.stopOnce.Do(func() {
+		var provs, agents, seeds []*process
+		for _, s := range l.seeds {
+			if s.provider != nil {
+				provs = append(provs, s.provider)
+			}
+			agents, seeds = append(agents, s.agent), append(seeds, s.seed)
+		}
+		var errs []error
+		for _, group := range [][]*process{provs, agents, seeds, {l.hub}} {
+			gerrs := make([]error, len(group))
+			var wg sync.WaitGroup
+			for i, p := range group {
+				if p == nil {
+					continue
+				}
+				wg.Go(func() { gerrs[i] = p.stop(l.cfg.StopTimeout) })
+			}
+			wg.Wait()
+			errs = append(errs, gerrs...)
+		}
+		if l.lock != nil {
+			_ = l.lock.Close()
+		}
+		l.stopErr = errors.Join(errs...)
+		if l.stopErr == nil {
+			l.logf("stopped")
+		}
+	})
+	return l.stopErr
+}
