@@ -16,6 +16,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
 	"github.com/trellis-dev/trellis/agent/backoff"
+	"github.com/trellis-dev/trellis/agent/backupbucket"
+	"github.com/trellis-dev/trellis/agent/backupentry"
+	"github.com/trellis-dev/trellis/agent/bastion"
+	"github.com/trellis-dev/trellis/agent/seedcare"
 	"github.com/trellis-dev/trellis/agent/identity"
 	"github.com/trellis-dev/trellis/agent/shoot"
 	"github.com/trellis-dev/trellis/deploy/crds"
@@ -130,8 +134,38 @@ func (a *Agent) runControllers(ctx context.Context) {
 		a.log.Error("shoot controller", "err", err)
 		return
 	}
+	runners := []interface{ Run(context.Context) error }{shoots}
+	poll := 250 * time.Millisecond // the shoot flows wait on backup entries: keep their round trips short
+	buckets, err := backupbucket.New(backupbucket.Config{SeedName: a.seedName, Cache: a.cache, Hub: hub, Seed: seed.GetClient(), Log: a.log, PollInterval: poll})
+	if err != nil {
+		a.log.Error("backup bucket controller", "err", err)
+		return
+	}
+	entries, err := backupentry.New(backupentry.Config{SeedName: a.seedName, Cache: a.cache, Hub: hub, Seed: seed.GetClient(), Log: a.log, PollInterval: poll})
+	if err != nil {
+		a.log.Error("backup entry controller", "err", err)
+		return
+	}
+	bastions, err := bastion.New(bastion.Config{SeedName: a.seedName, Cache: a.cache, Hub: hub, Seed: seed.GetClient(), Log: a.log})
+	if err != nil {
+		a.log.Error("bastion controller", "err", err)
+		return
+	}
+	care, err := seedcare.New(seedcare.Config{SeedName: a.seedName, Cache: a.cache, Hub: hub, Seed: seed.GetClient(),
+		SeedReader: seed.GetAPIReader(), Log: a.log, SyncPeriod: a.cfg.Controllers.SeedCare.SyncPeriod.Duration})
+	if err != nil {
+		a.log.Error("seed care controller", "err", err)
+		return
+	}
+	runners = append(runners, buckets, entries, bastions, care)
 	a.controllers.Store(true)
-	wg.Go(func() { _ = shoots.Run(ctx) })
+	for _, r := range runners {
+		wg.Go(func() {
+			if err := r.Run(ctx); err != nil && ctx.Err() == nil {
+				a.log.Error("controller stopped", "controller", fmt.Sprintf("%T", r), "err", err)
+			}
+		})
+	}
 	<-ctx.Done()
 }
 

@@ -3,6 +3,7 @@ package shoot
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -27,23 +28,24 @@ func (op *operation) deployBackupEntry(ctx context.Context) error {
 	c := op.c
 	md := op.shoot.GetMetadata()
 	name := op.backupEntryName()
+	// Create first: the seed authorizer decides reads by the object's relations, which a missing entry has none of.
+	be := &corev1beta1.BackupEntry{ApiVersion: "core.gardener.cloud/v1beta1", Kind: "BackupEntry",
+		Metadata: &metav1.ObjectMeta{Namespace: md.GetNamespace(), Name: name,
+			Labels:          map[string]string{"gardener.cloud/role": "shoot"},
+			OwnerReferences: []*metav1.OwnerReference{{ApiVersion: "core.gardener.cloud/v1beta1", Kind: "Shoot", Name: md.GetName(), Uid: md.GetUid(), Controller: proto.Bool(true)}}},
+		Spec: &corev1beta1.BackupEntrySpec{BucketName: op.seed.GetMetadata().GetUid(), SeedName: proto.String(c.cfg.SeedName)}}
 	hctx, cancel := context.WithTimeout(ctx, c.cfg.HubTimeout)
-	cur, err := c.entries.Get(hctx, &metav1.GetRequest{Namespace: md.GetNamespace(), Name: name})
+	_, err := c.entries.Create(hctx, be)
 	cancel()
 	switch status.Code(err) {
-	case codes.NotFound:
-		be := &corev1beta1.BackupEntry{ApiVersion: "core.gardener.cloud/v1beta1", Kind: "BackupEntry",
-			Metadata: &metav1.ObjectMeta{Namespace: md.GetNamespace(), Name: name,
-				Labels:          map[string]string{"gardener.cloud/role": "shoot"},
-				OwnerReferences: []*metav1.OwnerReference{{ApiVersion: "core.gardener.cloud/v1beta1", Kind: "Shoot", Name: md.GetName(), Uid: md.GetUid(), Controller: proto.Bool(true)}}},
-			Spec: &corev1beta1.BackupEntrySpec{BucketName: op.seed.GetMetadata().GetUid(), SeedName: proto.String(c.cfg.SeedName)}}
-		hctx, cancel := context.WithTimeout(ctx, c.cfg.HubTimeout)
-		_, err = c.entries.Create(hctx, be)
-		cancel()
-		if err != nil && status.Code(err) != codes.AlreadyExists {
-			return fmt.Errorf("create BackupEntry %s/%s: %w", md.GetNamespace(), name, err)
-		}
 	case codes.OK:
+	case codes.AlreadyExists:
+		hctx, cancel := context.WithTimeout(ctx, c.cfg.HubTimeout)
+		cur, err := c.entries.Get(hctx, &metav1.GetRequest{Namespace: md.GetNamespace(), Name: name})
+		cancel()
+		if err != nil {
+			return fmt.Errorf("read BackupEntry %s/%s: %w", md.GetNamespace(), name, err)
+		}
 		if cur.GetSpec().GetSeedName() != c.cfg.SeedName {
 			// The shoot was migrated here: its entry (and its backups) move with it, the bucket stays.
 			cur.Spec.SeedName = proto.String(c.cfg.SeedName)
@@ -55,7 +57,7 @@ func (op *operation) deployBackupEntry(ctx context.Context) error {
 			}
 		}
 	default:
-		return fmt.Errorf("read BackupEntry %s/%s: %w", md.GetNamespace(), name, err)
+		return fmt.Errorf("create BackupEntry %s/%s: %w", md.GetNamespace(), name, err)
 	}
 	be, ok := cache.Get[*corev1beta1.BackupEntry](c.cfg.Cache, seedgraph.BackupEntries, md.GetNamespace(), name)
 	if !ok {
@@ -82,3 +84,6 @@ func (op *operation) destroyBackupEntry(ctx context.Context) error {
 	}
 	return nil
 }
+
+// hubPollInterval is how often the flow looks again at a hub object another controller works on (the BackupEntry).
+const hubPollInterval = 250 * time.Millisecond

@@ -321,22 +321,22 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 func (c *Controller) run(ctx context.Context, s *corev1beta1.Shoot, d Decision, log *slog.Logger) error {
 	op, err := c.newOperation(ctx, s, d, log)
 	if err != nil {
-		c.reportError(ctx, s, d, err)
+		c.reportError(ctx, s, d, err, 0)
 		return err
 	}
 	return op.run(ctx)
 }
 
-// reportError records err as the outcome of the operation d of s: Error with lastErrors, or Failed when an error
-// code says retrying will not help.
-func (c *Controller) reportError(ctx context.Context, s *corev1beta1.Shoot, d Decision, err error) {
+// reportError records err as the outcome of the operation d of s, which got to progress percent: Error with
+// lastErrors, or Failed when an error code says retrying will not help.
+func (c *Controller) reportError(ctx context.Context, s *corev1beta1.Shoot, d Decision, err error, progress int32) {
 	now := c.cfg.Now()
 	state := stateError
 	if extension.HasNonRetryable(extension.Codes(err)) {
 		state = stateFailed
 	}
 	p := statusPatch{
-		"lastOperation": lastOperationJSON(d.Type, state, progressOf(s, d.Type), fmt.Sprintf("%s failed: %v", d.Type, err), now),
+		"lastOperation": lastOperationJSON(d.Type, state, progress, fmt.Sprintf("%s failed: %v", d.Type, err), now),
 		"lastErrors":    lastErrorsJSON(err, now),
 	}
 	if d.Flow == FlowReconcile {
@@ -345,12 +345,4 @@ func (c *Controller) reportError(ctx context.Context, s *corev1beta1.Shoot, d De
 	if _, perr := c.patchStatus(ctx, s, p); perr != nil {
 		c.log.Error("could not report the error on the shoot", "shoot", keyOf(s), "err", perr, "flowErr", err)
 	}
-}
-
-// progressOf is the progress the shoot last reported for an operation of type typ, or 0.
-func progressOf(s *corev1beta1.Shoot, typ string) int32 {
-	if lo := s.GetStatus().GetLastOperation(); lo != nil && lo.GetType() == typ {
-		return lo.GetProgress()
-	}
-	return 0
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -138,11 +139,11 @@ func (op *operation) run(ctx context.Context) error {
 	switch op.d.Flow {
 	case FlowReconcile:
 		if err := c.ensureFinalizer(ctx, op.shoot); err != nil {
-			c.reportError(ctx, op.shoot, op.d, err)
+			c.reportError(ctx, op.shoot, op.d, err, 0)
 			return err
 		}
 		if err := c.clearOperationAnnotation(ctx, op.shoot); err != nil {
-			c.reportError(ctx, op.shoot, op.d, err)
+			c.reportError(ctx, op.shoot, op.d, err, 0)
 			return err
 		}
 		g = op.reconcileGraph()
@@ -164,6 +165,7 @@ func (op *operation) run(ctx context.Context) error {
 	if _, err := c.patchStatus(ctx, op.shoot, start); err != nil {
 		return err
 	}
+	var percent atomic.Int32 // of the last finished task, for the error report
 	progress := make(chan flow.Progress, 64)
 	reporter := make(chan struct{})
 	go func() { // report progress without holding up the flow; only the newest report matters
@@ -193,6 +195,7 @@ func (op *operation) run(ctx context.Context) error {
 		}
 	}()
 	err := g.Run(ctx, flow.Opts{Log: op.log, OnProgress: func(p flow.Progress) {
+		percent.Store(p.Percent)
 		select {
 		case progress <- p:
 		default:
@@ -204,7 +207,7 @@ func (op *operation) run(ctx context.Context) error {
 		return ctx.Err()
 	}
 	if err != nil {
-		c.reportError(ctx, op.shoot, op.d, err)
+		c.reportError(ctx, op.shoot, op.d, err, percent.Load())
 		return err
 	}
 	return op.succeeded(ctx)

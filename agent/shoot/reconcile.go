@@ -77,7 +77,7 @@ func (op *operation) reconcileGraph() *flow.Graph {
 	kapi := g.Add(flow.Task{Name: taskKubeAPIService, Fn: op.deployKubeAPIServerService, Dependencies: []string{ns}, Timeout: t})
 	internalDNS := g.Add(flow.Task{Name: taskInternalDNS, Fn: op.deployInternalDNS, Skip: hib || op.internalDomain() == "", Dependencies: []string{kapi, cluster}, Timeout: t})
 	externalDNS := g.Add(flow.Task{Name: taskExternalDNS, Fn: op.deployExternalDNS, Skip: hib || op.externalDomain() == "", Dependencies: []string{kapi, cluster, internalDNS}, Timeout: t})
-	backup := g.Add(flow.Task{Name: taskBackupEntry, Fn: op.deployBackupEntry, Skip: op.seed.GetSpec().GetBackup() == nil, Dependencies: []string{ns}, Timeout: t})
+	backup := g.Add(flow.Task{Name: taskBackupEntry, Fn: op.deployBackupEntry, Skip: op.seed.GetSpec().GetBackup() == nil, Dependencies: []string{ns}, Timeout: t, RetryInterval: hubPollInterval})
 	before := g.Add(flow.Task{Name: taskExtBeforeKAPI, Fn: op.extensionsFn(extensionsv1alpha1.BeforeKubeAPIServer), Dependencies: []string{infra, cluster, refs}, Timeout: t})
 	cp := g.Add(flow.Task{Name: taskControlPlane, Fn: op.deployControlPlane, Dependencies: []string{infra, before, kapi, internalDNS, externalDNS, backup}, Timeout: t})
 	after := g.Add(flow.Task{Name: taskExtAfterKAPI, Fn: op.extensionsFn(extensionsv1alpha1.AfterKubeAPIServer), Dependencies: []string{cp}, Timeout: t})

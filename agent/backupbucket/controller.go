@@ -1,0 +1,260 @@
+package backupbucket
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/trellis-dev/trellis/agent/cache"
+	"github.com/trellis-dev/trellis/agent/extension"
+	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
+	kcorev1 "github.com/trellis-dev/trellis/proto/gen/trellis/kubernetes/core/v1"
+	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
+)
+
+// Config configures the BackupBucket controller.
+type Config struct {
+	// SeedName is the agent's seed.
+	SeedName string
+	// Cache is the agent's copy of its seed's objects on the hub: the Seed, its BackupBuckets and their secrets.
+	Cache *cache.Cache
+	// Hub is the agent's mTLS connection to the hub, for the buckets, their status and the generated secrets.
+	Hub grpc.ClientConnInterface
+	// Seed is a client of the seed cluster whose scheme has client-go's and the extension kinds.
+	Seed client.Client
+	// Log receives the controller's logs; nil discards.
+	Log *slog.Logger
+	// Workers is how many buckets are worked on at once; default 2.
+	Workers int
+	// PollInterval is how often a bucket is looked at while its extension object is not ready; default 1 s.
+	PollInterval time.Duration
+	// SyncPeriod is how often a ready bucket is checked anyway (a lost extension object is recreated); default 5 min.
+	SyncPeriod time.Duration
+	// RetryMin and RetryMax bound the backoff after a failed sync; defaults 1 s and 2 min.
+	RetryMin, RetryMax time.Duration
+	// HubTimeout bounds each call to the hub; default 30 s.
+	HubTimeout time.Duration
+	// Now is the clock; nil uses time.Now.
+	Now func() time.Time
+}
+
+func (c *Config) defaults() {
+	if c.Log == nil {
+		c.Log = slog.New(slog.DiscardHandler)
+	}
+	if c.Workers <= 0 {
+		c.Workers = 2
+	}
+	if c.PollInterval <= 0 {
+		c.PollInterval = time.Second
+	}
+	if c.SyncPeriod <= 0 {
+		c.SyncPeriod = 5 * time.Minute
+	}
+	if c.RetryMin <= 0 {
+		c.RetryMin = time.Second
+	}
+	if c.RetryMax <= 0 {
+		c.RetryMax = 2 * time.Minute
+	}
+	if c.HubTimeout <= 0 {
+		c.HubTimeout = 30 * time.Second
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+}
+
+// seedKey is the queue key of the Seed's own bucket (ensureSeedBucket); no object name contains a colon.
+const seedKey = "seed:"
+
+// Controller reconciles the BackupBuckets of one seed. Create it with New and run it with Run.
+type Controller struct {
+	cfg     Config
+	log     *slog.Logger
+	buckets corev1beta1.BackupBucketServiceClient
+	secrets kcorev1.SecretServiceClient
+	ext     *extension.Client
+	queue   workqueue.TypedRateLimitingInterface[string]
+	objects written[*corev1beta1.BackupBucket]
+}
+
+// New returns a controller for cfg.
+func New(cfg Config) (*Controller, error) {
+	if cfg.SeedName == "" || cfg.Cache == nil || cfg.Hub == nil || cfg.Seed == nil {
+		return nil, errors.New("backupbucket controller: SeedName, Cache, Hub and Seed are required")
+	}
+	cfg.defaults()
+	c := &Controller{
+		cfg:     cfg,
+		log:     cfg.Log.With("controller", "backupbucket"),
+		buckets: corev1beta1.NewBackupBucketServiceClient(cfg.Hub),
+		secrets: kcorev1.NewSecretServiceClient(cfg.Hub),
+		ext:     &extension.Client{C: cfg.Seed, Now: cfg.Now},
+		objects: written[*corev1beta1.BackupBucket]{m: map[string]*corev1beta1.BackupBucket{}},
+	}
+	c.queue = workqueue.NewTypedRateLimitingQueueWithConfig(
+		workqueue.NewTypedItemExponentialFailureRateLimiter[string](cfg.RetryMin, cfg.RetryMax),
+		workqueue.TypedRateLimitingQueueConfig[string]{Name: "backupbucket"})
+	return c, nil
+}
+
+// Run works on buckets until ctx ends. It waits for the cache's first sync, so that it sees the whole seed.
+func (c *Controller) Run(ctx context.Context) error {
+	defer c.queue.ShutDown()
+	if err := c.cfg.Cache.WaitForSync(ctx); err != nil {
+		return nil // ctx ended
+	}
+	var removes []func()
+	removes = append(removes,
+		c.cfg.Cache.AddEventHandler(cache.BackupBuckets, cache.HandlerFuncs{
+			AddFunc:    c.enqueueBucket,
+			UpdateFunc: func(_, obj proto.Message) { c.enqueueBucket(obj) },
+			DeleteFunc: c.forget,
+		}),
+		c.cfg.Cache.AddEventHandler(cache.Seeds, cache.HandlerFuncs{
+			AddFunc:    func(proto.Message) { c.queue.Add(seedKey) },
+			UpdateFunc: func(_, _ proto.Message) { c.queue.Add(seedKey) },
+		}),
+		// A changed credentials secret is copied into the seed again.
+		c.cfg.Cache.AddEventHandler(cache.Secrets, cache.HandlerFuncs{
+			AddFunc:    c.enqueueSecretUsers,
+			UpdateFunc: func(_, obj proto.Message) { c.enqueueSecretUsers(obj) },
+		}),
+	)
+	defer func() {
+		for _, r := range removes {
+			r()
+		}
+	}()
+	c.log.Info("backupbucket controller started", "workers", c.cfg.Workers)
+	var wg sync.WaitGroup
+	for range c.cfg.Workers {
+		wg.Go(func() {
+			for c.processNext(ctx) {
+			}
+		})
+	}
+	<-ctx.Done()
+	c.queue.ShutDown()
+	wg.Wait()
+	return nil
+}
+
+func (c *Controller) enqueueBucket(obj proto.Message) {
+	if b, ok := obj.(*corev1beta1.BackupBucket); ok {
+		c.queue.Add(b.GetMetadata().GetName())
+	}
+}
+
+func (c *Controller) forget(obj proto.Message) {
+	if b, ok := obj.(*corev1beta1.BackupBucket); ok {
+		c.objects.forget(b.GetMetadata().GetName())
+		c.queue.Forget(b.GetMetadata().GetName())
+	}
+}
+
+// enqueueSecretUsers enqueues the buckets whose credentials are the secret obj.
+func (c *Controller) enqueueSecretUsers(obj proto.Message) {
+	s, ok := obj.(*kcorev1.Secret)
+	if !ok {
+		return
+	}
+	for _, b := range cache.List[*corev1beta1.BackupBucket](c.cfg.Cache, cache.BackupBuckets) {
+		ref := b.GetSpec().GetCredentialsRef()
+		if ref.GetName() == s.GetMetadata().GetName() && ref.GetNamespace() == s.GetMetadata().GetNamespace() {
+			c.queue.Add(b.GetMetadata().GetName())
+		}
+	}
+}
+
+func (c *Controller) processNext(ctx context.Context) bool {
+	key, quit := c.queue.Get()
+	if quit {
+		return false
+	}
+	defer c.queue.Done(key)
+	var after time.Duration
+	var err error
+	if key == seedKey {
+		err = c.ensureSeedBucket(ctx)
+	} else {
+		after, err = c.sync(ctx, key)
+	}
+	c.log.Debug("synced", "backupBucket", key, "requeueAfter", after, "err", err)
+	switch {
+	case ctx.Err() != nil:
+	case err != nil:
+		c.log.Error("sync failed", "backupBucket", key, "err", err)
+		c.queue.AddRateLimited(key)
+	case after > 0:
+		c.queue.Forget(key)
+		c.queue.AddAfter(key, after)
+	default:
+		c.queue.Forget(key)
+	}
+	return true
+}
+
+// sync works on the bucket name and returns when to look again.
+func (c *Controller) sync(ctx context.Context, name string) (time.Duration, error) {
+	cached, ok := cache.Get[*corev1beta1.BackupBucket](c.cfg.Cache, cache.BackupBuckets, "", name)
+	b, ok := c.objects.pick(name, cached, ok)
+	if !ok || b.GetSpec().GetSeedName() != c.cfg.SeedName {
+		return 0, nil // gone, or not this seed's (a self-hosted shoot's bucket)
+	}
+	if b.GetMetadata().GetDeletionTimestamp() != nil {
+		return c.delete(ctx, b)
+	}
+	return c.reconcile(ctx, b)
+}
+
+// written keeps the hub's answers to the controller's own writes, so that decisions made before a change reaches the
+// cache see it.
+type written[T interface {
+	proto.Message
+	GetMetadata() *metav1.ObjectMeta
+}] struct {
+	mu sync.Mutex
+	m  map[string]T
+}
+
+func (w *written[T]) remember(key string, obj T) {
+	w.mu.Lock()
+	w.m[key] = obj
+	w.mu.Unlock()
+}
+
+func (w *written[T]) forget(key string) {
+	w.mu.Lock()
+	delete(w.m, key)
+	w.mu.Unlock()
+}
+
+// pick returns the newer of the cached object and the last one written; none when the cache no longer has it.
+func (w *written[T]) pick(key string, cached T, ok bool) (T, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	mine, have := w.m[key]
+	if !ok || !have {
+		return cached, ok
+	}
+	if resourceVersion(cached.GetMetadata()) >= resourceVersion(mine.GetMetadata()) {
+		delete(w.m, key)
+		return cached, true
+	}
+	return mine, true
+}
+
+func resourceVersion(md *metav1.ObjectMeta) int64 {
+	v, _ := strconv.ParseInt(md.GetResourceVersion(), 10, 64)
+	return v
+}

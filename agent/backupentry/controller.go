@@ -1,0 +1,292 @@
+package backupentry
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/trellis-dev/trellis/agent/cache"
+	"github.com/trellis-dev/trellis/agent/extension"
+	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
+	kcorev1 "github.com/trellis-dev/trellis/proto/gen/trellis/kubernetes/core/v1"
+	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
+)
+
+// Config configures the BackupEntry controller.
+type Config struct {
+	// SeedName is the agent's seed.
+	SeedName string
+	// Cache is the agent's copy of its seed's objects on the hub: the BackupEntries, their BackupBuckets and the
+	// buckets' secrets.
+	Cache *cache.Cache
+	// Hub is the agent's mTLS connection to the hub, for the entries, their status and the ShootStates to restore
+	// from.
+	Hub grpc.ClientConnInterface
+	// Seed is a client of the seed cluster whose scheme has client-go's and the extension kinds.
+	Seed client.Client
+	// Log receives the controller's logs; nil discards.
+	Log *slog.Logger
+	// Workers is how many entries are worked on at once; default 5.
+	Workers int
+	// PollInterval is how often an entry is looked at while its extension object is not ready; default 1 s.
+	PollInterval time.Duration
+	// SyncPeriod is how often a ready entry is checked anyway (a lost extension object is recreated); default 5 min.
+	SyncPeriod time.Duration
+	// RetryMin and RetryMax bound the backoff after a failed sync; defaults 1 s and 2 min.
+	RetryMin, RetryMax time.Duration
+	// HubTimeout bounds each call to the hub; default 30 s.
+	HubTimeout time.Duration
+	// Now is the clock; nil uses time.Now.
+	Now func() time.Time
+}
+
+func (c *Config) defaults() {
+	if c.Log == nil {
+		c.Log = slog.New(slog.DiscardHandler)
+	}
+	if c.Workers <= 0 {
+		c.Workers = 5
+	}
+	if c.PollInterval <= 0 {
+		c.PollInterval = time.Second
+	}
+	if c.SyncPeriod <= 0 {
+		c.SyncPeriod = 5 * time.Minute
+	}
+	if c.RetryMin <= 0 {
+		c.RetryMin = time.Second
+	}
+	if c.RetryMax <= 0 {
+		c.RetryMax = 2 * time.Minute
+	}
+	if c.HubTimeout <= 0 {
+		c.HubTimeout = 30 * time.Second
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+}
+
+// Controller reconciles, migrates and deletes the BackupEntries of one seed. Create it with New and run it with Run.
+type Controller struct {
+	cfg     Config
+	log     *slog.Logger
+	entries corev1beta1.BackupEntryServiceClient
+	states  corev1beta1.ShootStateServiceClient
+	ext     *extension.Client
+	queue   workqueue.TypedRateLimitingInterface[string]
+	objects written[*corev1beta1.BackupEntry]
+}
+
+// New returns a controller for cfg.
+func New(cfg Config) (*Controller, error) {
+	if cfg.SeedName == "" || cfg.Cache == nil || cfg.Hub == nil || cfg.Seed == nil {
+		return nil, errors.New("backupentry controller: SeedName, Cache, Hub and Seed are required")
+	}
+	cfg.defaults()
+	c := &Controller{
+		cfg:     cfg,
+		log:     cfg.Log.With("controller", "backupentry"),
+		entries: corev1beta1.NewBackupEntryServiceClient(cfg.Hub),
+		states:  corev1beta1.NewShootStateServiceClient(cfg.Hub),
+		ext:     &extension.Client{C: cfg.Seed, Now: cfg.Now},
+		objects: written[*corev1beta1.BackupEntry]{m: map[string]*corev1beta1.BackupEntry{}},
+	}
+	c.queue = workqueue.NewTypedRateLimitingQueueWithConfig(
+		workqueue.NewTypedItemExponentialFailureRateLimiter[string](cfg.RetryMin, cfg.RetryMax),
+		workqueue.TypedRateLimitingQueueConfig[string]{Name: "backupentry"})
+	return c, nil
+}
+
+// Run works on entries until ctx ends. It waits for the cache's first sync, so that it sees the whole seed.
+func (c *Controller) Run(ctx context.Context) error {
+	defer c.queue.ShutDown()
+	if err := c.cfg.Cache.WaitForSync(ctx); err != nil {
+		return nil // ctx ended
+	}
+	removes := []func(){
+		c.cfg.Cache.AddEventHandler(cache.BackupEntries, cache.HandlerFuncs{
+			AddFunc:    c.enqueueEntry,
+			UpdateFunc: func(_, obj proto.Message) { c.enqueueEntry(obj) },
+			DeleteFunc: c.forget,
+		}),
+		// An entry waits for its bucket and follows the bucket's secret.
+		c.cfg.Cache.AddEventHandler(cache.BackupBuckets, cache.HandlerFuncs{
+			AddFunc:    c.enqueueBucketUsers,
+			UpdateFunc: func(_, obj proto.Message) { c.enqueueBucketUsers(obj) },
+		}),
+		c.cfg.Cache.AddEventHandler(cache.Secrets, cache.HandlerFuncs{
+			AddFunc:    c.enqueueSecretUsers,
+			UpdateFunc: func(_, obj proto.Message) { c.enqueueSecretUsers(obj) },
+		}),
+	}
+	defer func() {
+		for _, r := range removes {
+			r()
+		}
+	}()
+	c.log.Info("backupentry controller started", "workers", c.cfg.Workers)
+	var wg sync.WaitGroup
+	for range c.cfg.Workers {
+		wg.Go(func() {
+			for c.processNext(ctx) {
+			}
+		})
+	}
+	<-ctx.Done()
+	c.queue.ShutDown()
+	wg.Wait()
+	return nil
+}
+
+func keyOf(e *corev1beta1.BackupEntry) string {
+	return cache.Key(e.GetMetadata().GetNamespace(), e.GetMetadata().GetName())
+}
+
+func (c *Controller) enqueueEntry(obj proto.Message) {
+	if e, ok := obj.(*corev1beta1.BackupEntry); ok {
+		c.queue.Add(keyOf(e))
+	}
+}
+
+func (c *Controller) forget(obj proto.Message) {
+	if e, ok := obj.(*corev1beta1.BackupEntry); ok {
+		c.objects.forget(keyOf(e))
+		c.queue.Forget(keyOf(e))
+	}
+}
+
+// enqueueBucketUsers enqueues the entries in the bucket obj.
+func (c *Controller) enqueueBucketUsers(obj proto.Message) {
+	b, ok := obj.(*corev1beta1.BackupBucket)
+	if !ok {
+		return
+	}
+	for _, e := range cache.List[*corev1beta1.BackupEntry](c.cfg.Cache, cache.BackupEntries) {
+		if e.GetSpec().GetBucketName() == b.GetMetadata().GetName() {
+			c.queue.Add(keyOf(e))
+		}
+	}
+}
+
+// enqueueSecretUsers enqueues the entries whose bucket's secret is obj.
+func (c *Controller) enqueueSecretUsers(obj proto.Message) {
+	s, ok := obj.(*kcorev1.Secret)
+	if !ok {
+		return
+	}
+	for _, b := range cache.List[*corev1beta1.BackupBucket](c.cfg.Cache, cache.BackupBuckets) {
+		ns, name := bucketSecret(b)
+		if name == s.GetMetadata().GetName() && ns == s.GetMetadata().GetNamespace() {
+			c.enqueueBucketUsers(b)
+		}
+	}
+}
+
+func (c *Controller) processNext(ctx context.Context) bool {
+	key, quit := c.queue.Get()
+	if quit {
+		return false
+	}
+	defer c.queue.Done(key)
+	after, err := c.sync(ctx, key)
+	c.log.Debug("synced", "backupEntry", key, "requeueAfter", after, "err", err)
+	switch {
+	case ctx.Err() != nil:
+	case err != nil:
+		c.log.Error("sync failed", "backupEntry", key, "err", err)
+		c.queue.AddRateLimited(key)
+	case after > 0:
+		c.queue.Forget(key)
+		c.queue.AddAfter(key, after)
+	default:
+		c.queue.Forget(key)
+	}
+	return true
+}
+
+// sync decides what the entry key needs from this seed and does it; it returns when to look again.
+//
+// An entry is this seed's to reconcile (or restore) and delete when spec.seedName is this seed and status.seedName
+// is not another seed; while status.seedName is still another seed, that seed's agent migrates it first. It is this
+// seed's to migrate when status.seedName is this seed and spec.seedName moved to another seed.
+func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error) {
+	ns, name := splitKey(key)
+	cached, ok := cache.Get[*corev1beta1.BackupEntry](c.cfg.Cache, cache.BackupEntries, ns, name)
+	e, ok := c.objects.pick(key, cached, ok)
+	if !ok {
+		return 0, nil
+	}
+	spec, st := e.GetSpec().GetSeedName(), e.GetStatus().GetSeedName()
+	switch {
+	case st == c.cfg.SeedName && spec != "" && spec != c.cfg.SeedName:
+		return c.migrate(ctx, e)
+	case spec != c.cfg.SeedName:
+		return 0, nil
+	case st != "" && st != c.cfg.SeedName:
+		c.log.Debug("waiting for the migration from the source seed", "backupEntry", key, "sourceSeed", st)
+		return c.cfg.SyncPeriod, nil // the source's status change brings us back
+	case e.GetMetadata().GetDeletionTimestamp() != nil:
+		return c.delete(ctx, e)
+	}
+	return c.reconcile(ctx, e)
+}
+
+// written keeps the hub's answers to the controller's own writes, so that decisions made before a change reaches the
+// cache see it.
+type written[T interface {
+	proto.Message
+	GetMetadata() *metav1.ObjectMeta
+}] struct {
+	mu sync.Mutex
+	m  map[string]T
+}
+
+func (w *written[T]) remember(key string, obj T) {
+	w.mu.Lock()
+	w.m[key] = obj
+	w.mu.Unlock()
+}
+
+func (w *written[T]) forget(key string) {
+	w.mu.Lock()
+	delete(w.m, key)
+	w.mu.Unlock()
+}
+
+// pick returns the newer of the cached object and the last one written; none when the cache no longer has it.
+func (w *written[T]) pick(key string, cached T, ok bool) (T, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	mine, have := w.m[key]
+	if !ok || !have {
+		return cached, ok
+	}
+	if resourceVersion(cached.GetMetadata()) >= resourceVersion(mine.GetMetadata()) {
+		delete(w.m, key)
+		return cached, true
+	}
+	return mine, true
+}
+
+func resourceVersion(md *metav1.ObjectMeta) int64 {
+	v, _ := strconv.ParseInt(md.GetResourceVersion(), 10, 64)
+	return v
+}
+
+// splitKey splits a cache key into namespace and name.
+func splitKey(key string) (string, string) {
+	if ns, name, ok := strings.Cut(key, "/"); ok {
+		return ns, name
+	}
+	return "", key
+}

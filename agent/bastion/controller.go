@@ -1,0 +1,245 @@
+package bastion
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/trellis-dev/trellis/agent/cache"
+	"github.com/trellis-dev/trellis/agent/extension"
+	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
+	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
+	operationsv1alpha1 "github.com/trellis-dev/trellis/proto/gen/trellis/operations/v1alpha1"
+)
+
+// Config configures the Bastion controller.
+type Config struct {
+	// SeedName is the agent's seed.
+	SeedName string
+	// Cache is the agent's copy of its seed's objects on the hub: the Bastions and their Shoots.
+	Cache *cache.Cache
+	// Hub is the agent's mTLS connection to the hub, for the Bastions and their status.
+	Hub grpc.ClientConnInterface
+	// Seed is a client of the seed cluster whose scheme has client-go's and the extension kinds.
+	Seed client.Client
+	// Log receives the controller's logs; nil discards.
+	Log *slog.Logger
+	// Workers is how many bastions are worked on at once; default 5.
+	Workers int
+	// PollInterval is how often a bastion is looked at while its extension object is not ready or not gone yet;
+	// default 1 s.
+	PollInterval time.Duration
+	// SyncPeriod is how often a ready bastion is checked anyway (a lost extension object is recreated); default
+	// 5 min.
+	SyncPeriod time.Duration
+	// RetryMin and RetryMax bound the backoff after a failed sync; defaults 1 s and 2 min.
+	RetryMin, RetryMax time.Duration
+	// HubTimeout bounds each call to the hub; default 30 s.
+	HubTimeout time.Duration
+	// Now is the clock; nil uses time.Now.
+	Now func() time.Time
+}
+
+func (c *Config) defaults() {
+	if c.Log == nil {
+		c.Log = slog.New(slog.DiscardHandler)
+	}
+	if c.Workers <= 0 {
+		c.Workers = 5
+	}
+	if c.PollInterval <= 0 {
+		c.PollInterval = time.Second
+	}
+	if c.SyncPeriod <= 0 {
+		c.SyncPeriod = 5 * time.Minute
+	}
+	if c.RetryMin <= 0 {
+		c.RetryMin = time.Second
+	}
+	if c.RetryMax <= 0 {
+		c.RetryMax = 2 * time.Minute
+	}
+	if c.HubTimeout <= 0 {
+		c.HubTimeout = 30 * time.Second
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+}
+
+// Controller reconciles the Bastions of one seed. Create it with New and run it with Run.
+type Controller struct {
+	cfg      Config
+	log      *slog.Logger
+	bastions operationsv1alpha1.BastionServiceClient
+	ext      *extension.Client
+	queue    workqueue.TypedRateLimitingInterface[string]
+	objects  written[*operationsv1alpha1.Bastion]
+}
+
+// New returns a controller for cfg.
+func New(cfg Config) (*Controller, error) {
+	if cfg.SeedName == "" || cfg.Cache == nil || cfg.Hub == nil || cfg.Seed == nil {
+		return nil, errors.New("bastion controller: SeedName, Cache, Hub and Seed are required")
+	}
+	cfg.defaults()
+	c := &Controller{
+		cfg:      cfg,
+		log:      cfg.Log.With("controller", "bastion"),
+		bastions: operationsv1alpha1.NewBastionServiceClient(cfg.Hub),
+		ext:      &extension.Client{C: cfg.Seed, Now: cfg.Now},
+		objects:  written[*operationsv1alpha1.Bastion]{m: map[string]*operationsv1alpha1.Bastion{}},
+	}
+	c.queue = workqueue.NewTypedRateLimitingQueueWithConfig(
+		workqueue.NewTypedItemExponentialFailureRateLimiter[string](cfg.RetryMin, cfg.RetryMax),
+		workqueue.TypedRateLimitingQueueConfig[string]{Name: "bastion"})
+	return c, nil
+}
+
+// Run works on bastions until ctx ends. It waits for the cache's first sync, so that it sees the whole seed.
+func (c *Controller) Run(ctx context.Context) error {
+	defer c.queue.ShutDown()
+	if err := c.cfg.Cache.WaitForSync(ctx); err != nil {
+		return nil // ctx ended
+	}
+	removes := []func(){
+		c.cfg.Cache.AddEventHandler(cache.Bastions, cache.HandlerFuncs{
+			AddFunc:    c.enqueueBastion,
+			UpdateFunc: func(_, obj proto.Message) { c.enqueueBastion(obj) },
+			DeleteFunc: c.forget,
+		}),
+		// A bastion waits for its shoot (and its technical ID).
+		c.cfg.Cache.AddEventHandler(cache.Shoots, cache.HandlerFuncs{
+			AddFunc:    c.enqueueShootBastions,
+			UpdateFunc: func(_, obj proto.Message) { c.enqueueShootBastions(obj) },
+		}),
+	}
+	defer func() {
+		for _, r := range removes {
+			r()
+		}
+	}()
+	c.log.Info("bastion controller started", "workers", c.cfg.Workers)
+	var wg sync.WaitGroup
+	for range c.cfg.Workers {
+		wg.Go(func() {
+			for c.processNext(ctx) {
+			}
+		})
+	}
+	<-ctx.Done()
+	c.queue.ShutDown()
+	wg.Wait()
+	return nil
+}
+
+func keyOf(b *operationsv1alpha1.Bastion) string {
+	return cache.Key(b.GetMetadata().GetNamespace(), b.GetMetadata().GetName())
+}
+
+func (c *Controller) enqueueBastion(obj proto.Message) {
+	if b, ok := obj.(*operationsv1alpha1.Bastion); ok {
+		c.queue.Add(keyOf(b))
+	}
+}
+
+func (c *Controller) forget(obj proto.Message) {
+	if b, ok := obj.(*operationsv1alpha1.Bastion); ok {
+		c.objects.forget(keyOf(b))
+		c.queue.Forget(keyOf(b))
+	}
+}
+
+// enqueueShootBastions enqueues the bastions of the shoot obj.
+func (c *Controller) enqueueShootBastions(obj proto.Message) {
+	s, ok := obj.(*corev1beta1.Shoot)
+	if !ok {
+		return
+	}
+	for _, b := range cache.List[*operationsv1alpha1.Bastion](c.cfg.Cache, cache.Bastions) {
+		if b.GetMetadata().GetNamespace() == s.GetMetadata().GetNamespace() && b.GetSpec().GetShootRef().GetName() == s.GetMetadata().GetName() {
+			c.queue.Add(keyOf(b))
+		}
+	}
+}
+
+func (c *Controller) processNext(ctx context.Context) bool {
+	key, quit := c.queue.Get()
+	if quit {
+		return false
+	}
+	defer c.queue.Done(key)
+	after, err := c.sync(ctx, key)
+	c.log.Debug("synced", "bastion", key, "requeueAfter", after, "err", err)
+	switch {
+	case ctx.Err() != nil:
+	case err != nil:
+		c.log.Error("sync failed", "bastion", key, "err", err)
+		c.queue.AddRateLimited(key)
+	case after > 0:
+		c.queue.Forget(key)
+		c.queue.AddAfter(key, after)
+	default:
+		c.queue.Forget(key)
+	}
+	return true
+}
+
+// written keeps the hub's answers to the controller's own writes, so that decisions made before a change reaches the
+// cache see it.
+type written[T interface {
+	proto.Message
+	GetMetadata() *metav1.ObjectMeta
+}] struct {
+	mu sync.Mutex
+	m  map[string]T
+}
+
+func (w *written[T]) remember(key string, obj T) {
+	w.mu.Lock()
+	w.m[key] = obj
+	w.mu.Unlock()
+}
+
+func (w *written[T]) forget(key string) {
+	w.mu.Lock()
+	delete(w.m, key)
+	w.mu.Unlock()
+}
+
+// pick returns the newer of the cached object and the last one written; none when the cache no longer has it.
+func (w *written[T]) pick(key string, cached T, ok bool) (T, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	mine, have := w.m[key]
+	if !ok || !have {
+		return cached, ok
+	}
+	if resourceVersion(cached.GetMetadata()) >= resourceVersion(mine.GetMetadata()) {
+		delete(w.m, key)
+		return cached, true
+	}
+	return mine, true
+}
+
+func resourceVersion(md *metav1.ObjectMeta) int64 {
+	v, _ := strconv.ParseInt(md.GetResourceVersion(), 10, 64)
+	return v
+}
+
+// splitKey splits a cache key into namespace and name.
+func splitKey(key string) (string, string) {
+	if ns, name, ok := strings.Cut(key, "/"); ok {
+		return ns, name
+	}
+	return "", key
+}

@@ -1,0 +1,18 @@
+// Package seedcare owns the agent's seed care controller: the Seed conditions gardenlet's seed care and extensions
+// check controllers maintain, computed in the seed and written to the Seed's status on the hub.
+//
+// Every SyncPeriod (default 30 s), and at once when a ControllerInstallation of the seed changes, it computes:
+//
+//   - SeedSystemComponentsHealthy: every extension CRD the agent installs is Established in the seed, and every
+//     extension deployed into the seed (namespaces extension-*, not being deleted) renews its heartbeat Lease
+//     gardener-extension-heartbeat (renewTime younger than StaleHeartbeatThreshold). Reasons SystemComponentsRunning,
+//     CRDsNotEstablished, ExtensionHeartbeatsStale.
+//   - ExtensionsReady: every ControllerInstallation of the seed is Valid, Installed and Healthy (True when there is
+//     none). Reasons AllExtensionsReady, NotAllExtensionsValid, NotAllExtensionsInstalled, NotAllExtensionsHealthy.
+//
+// As with Gardener's condition thresholds, a failing check first turns its condition Progressing and only after the
+// condition's threshold (default 1 min) False; a passing check turns it True. Conditions are written only when their
+// status, reason or message changes, with an update of the Seed's status that keeps every other condition: the
+// hub owns GardenletReady. In place of Gardener's ManagedResource health (a Trellis seed runs no
+// gardener-resource-manager), SeedSystemComponentsHealthy looks at the CRDs and heartbeats.
+package seedcare

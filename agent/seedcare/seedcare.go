@@ -1,0 +1,390 @@
+package seedcare
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/trellis-dev/trellis/agent/cache"
+	"github.com/trellis-dev/trellis/deploy/crds"
+	extensionsv1alpha1 "github.com/trellis-dev/trellis/extsdk/apis/extensions/v1alpha1"
+	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
+	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
+)
+
+// Condition types the controller owns, as Gardener spells them. GardenletReady belongs to the hub.
+const (
+	SeedSystemComponentsHealthy = "SeedSystemComponentsHealthy"
+	ExtensionsReady             = "ExtensionsReady"
+)
+
+// Defaults of Config.
+const (
+	DefaultSyncPeriod              = 30 * time.Second
+	DefaultThreshold               = time.Minute
+	DefaultStaleHeartbeatThreshold = 2 * time.Minute
+	// ExtensionNamespacePrefix prefixes the namespaces ControllerInstallations deploy extensions into.
+	ExtensionNamespacePrefix = "extension-"
+)
+
+// Config configures the seed care controller.
+type Config struct {
+	// SeedName is the agent's seed.
+	SeedName string
+	// Cache is the agent's copy of its seed's objects on the hub: the Seed and its ControllerInstallations.
+	Cache *cache.Cache
+	// Hub is the agent's mTLS connection to the hub, for the Seed's status.
+	Hub grpc.ClientConnInterface
+	// Seed is a client of the seed cluster whose scheme has client-go's kinds.
+	Seed client.Client
+	// SeedReader, when set, is used for the reads instead of Seed: CRDs, namespaces and Leases are best read from
+	// the API server directly (cluster.GetAPIReader) rather than through informers over every Lease of the seed.
+	SeedReader client.Reader
+	// Log receives the controller's logs; nil discards.
+	Log *slog.Logger
+	// SyncPeriod is how often the conditions are computed; default 30 s (gardenlet's seed care sync period).
+	SyncPeriod time.Duration
+	// Thresholds says per condition type how long a failing check keeps the condition Progressing before it turns
+	// False (Gardener's conditionThresholds); a type not listed gets DefaultThreshold, and a zero duration turns it
+	// False at once.
+	Thresholds map[string]time.Duration
+	// StaleHeartbeatThreshold is how old an extension's heartbeat Lease may be before the extension counts as
+	// unhealthy; default 2 min (four missed renewals at extensions' default 30 s interval).
+	StaleHeartbeatThreshold time.Duration
+	// CRDs are the names of the CustomResourceDefinitions that must be established in the seed; default: the
+	// extension CRDs the agent installs (package deploy/crds).
+	CRDs []string
+	// HubTimeout bounds each call to the hub; default 30 s.
+	HubTimeout time.Duration
+	// Now is the clock; nil uses time.Now.
+	Now func() time.Time
+}
+
+func (c *Config) defaults() error {
+	if c.Log == nil {
+		c.Log = slog.New(slog.DiscardHandler)
+	}
+	if c.SeedReader == nil {
+		c.SeedReader = c.Seed
+	}
+	if c.SyncPeriod <= 0 {
+		c.SyncPeriod = DefaultSyncPeriod
+	}
+	if c.StaleHeartbeatThreshold <= 0 {
+		c.StaleHeartbeatThreshold = DefaultStaleHeartbeatThreshold
+	}
+	if c.CRDs == nil {
+		all, err := crds.CRDs()
+		if err != nil {
+			return err
+		}
+		for _, crd := range all {
+			c.CRDs = append(c.CRDs, crd.Name)
+		}
+	}
+	if c.HubTimeout <= 0 {
+		c.HubTimeout = 30 * time.Second
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return nil
+}
+
+// Controller maintains the conditions of one Seed. Create it with New and run it with Run.
+type Controller struct {
+	cfg   Config
+	log   *slog.Logger
+	seeds corev1beta1.SeedServiceClient
+	nudge chan struct{}
+}
+
+// New returns a controller for cfg.
+func New(cfg Config) (*Controller, error) {
+	if cfg.SeedName == "" || cfg.Cache == nil || cfg.Hub == nil || cfg.Seed == nil {
+		return nil, errors.New("seed care controller: SeedName, Cache, Hub and Seed are required")
+	}
+	if err := cfg.defaults(); err != nil {
+		return nil, fmt.Errorf("seed care controller: %w", err)
+	}
+	return &Controller{cfg: cfg, log: cfg.Log.With("controller", "seedcare"),
+		seeds: corev1beta1.NewSeedServiceClient(cfg.Hub), nudge: make(chan struct{}, 1)}, nil
+}
+
+// Run computes the conditions every SyncPeriod, and at once when a ControllerInstallation of the seed changes,
+// until ctx ends. It waits for the cache's first sync, so that it sees every ControllerInstallation.
+func (c *Controller) Run(ctx context.Context) error {
+	if err := c.cfg.Cache.WaitForSync(ctx); err != nil {
+		return nil // ctx ended
+	}
+	poke := func() {
+		select {
+		case c.nudge <- struct{}{}:
+		default:
+		}
+	}
+	remove := c.cfg.Cache.AddEventHandler(cache.ControllerInstallations, cache.HandlerFuncs{
+		AddFunc:    func(proto.Message) { poke() },
+		UpdateFunc: func(_, _ proto.Message) { poke() },
+		DeleteFunc: func(proto.Message) { poke() },
+	})
+	defer remove()
+	c.log.Info("seed care controller started", "syncPeriod", c.cfg.SyncPeriod)
+	t := time.NewTicker(c.cfg.SyncPeriod)
+	defer t.Stop()
+	for {
+		if err := c.Sync(ctx); err != nil && ctx.Err() == nil {
+			c.log.Error("seed care failed", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		case <-c.nudge:
+		}
+	}
+}
+
+// result is the outcome of one check: healthy, or why not.
+type result struct {
+	ok              bool
+	reason, message string
+}
+
+// Sync computes the controller's conditions once and writes them to the Seed's status on the hub when they changed.
+func (c *Controller) Sync(ctx context.Context) error {
+	seed, ok := cache.Get[*corev1beta1.Seed](c.cfg.Cache, cache.Seeds, "", c.cfg.SeedName)
+	if !ok {
+		return nil // not registered yet
+	}
+	now := c.cfg.Now()
+	checks := map[string]result{
+		SeedSystemComponentsHealthy: c.systemComponents(ctx, now),
+		ExtensionsReady:             c.extensions(),
+	}
+	want := map[string]*metav1.Condition{}
+	for typ, r := range checks {
+		old := findCondition(seed.GetStatus().GetConditions(), typ)
+		if n := next(old, typ, r, c.threshold(typ), now); n != nil {
+			want[typ] = n
+		}
+	}
+	if len(want) == 0 {
+		return nil
+	}
+	return c.writeConditions(ctx, want)
+}
+
+func (c *Controller) threshold(typ string) time.Duration {
+	if d, ok := c.cfg.Thresholds[typ]; ok {
+		return d
+	}
+	return DefaultThreshold
+}
+
+// next is the condition typ after a check with result r, or nil when old needs no change. A passing check makes it
+// True; a failing one makes it Progressing, and False once it has been Progressing for longer than threshold (as
+// Gardener's health checks do, so that a short hiccup does not flap the Seed's readiness).
+func next(old *metav1.Condition, typ string, r result, threshold time.Duration, now time.Time) *metav1.Condition {
+	st := "True"
+	if !r.ok {
+		switch old.GetStatus() {
+		case "False":
+			st = "False"
+		case "Progressing":
+			st = "Progressing"
+			if lt := old.GetLastTransitionTime(); lt == nil || now.Sub(lt.AsTime()) > threshold {
+				st = "False"
+			}
+		default:
+			st = "Progressing"
+			if threshold <= 0 {
+				st = "False"
+			}
+		}
+	}
+	if old != nil && old.GetStatus() == st && old.GetReason() == r.reason && old.GetMessage() == r.message {
+		return nil
+	}
+	ts := timestamppb.New(now.UTC().Truncate(time.Second))
+	n := &metav1.Condition{Type: typ, Status: st, Reason: r.reason, Message: r.message, LastUpdateTime: ts, LastTransitionTime: ts}
+	if old != nil && old.GetStatus() == st && old.GetLastTransitionTime() != nil {
+		n.LastTransitionTime = old.GetLastTransitionTime()
+	}
+	return n
+}
+
+// systemComponents checks that the extension CRDs are established and that every extension deployed into the seed
+// (namespaces extension-*) renews its heartbeat Lease.
+func (c *Controller) systemComponents(ctx context.Context, now time.Time) result {
+	var crdProblems, heartbeatProblems []string
+	for _, name := range c.cfg.CRDs {
+		crd := &unstructured.Unstructured{}
+		crd.SetGroupVersionKind(schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"})
+		if err := c.cfg.SeedReader.Get(ctx, client.ObjectKey{Name: name}, crd); err != nil {
+			if apierrors.IsNotFound(err) {
+				crdProblems = append(crdProblems, fmt.Sprintf("CRD %s is missing", name))
+			} else {
+				crdProblems = append(crdProblems, fmt.Sprintf("CRD %s cannot be read: %v", name, err))
+			}
+			continue
+		}
+		if !established(crd) {
+			crdProblems = append(crdProblems, fmt.Sprintf("CRD %s is not established", name))
+		}
+	}
+	if len(crdProblems) > 0 {
+		return result{reason: "CRDsNotEstablished", message: strings.Join(crdProblems, "; ")}
+	}
+
+	namespaces := &corev1.NamespaceList{}
+	if err := c.cfg.SeedReader.List(ctx, namespaces); err != nil {
+		return result{reason: "HeartbeatsUnknown", message: fmt.Sprintf("cannot list namespaces: %v", err)}
+	}
+	for _, ns := range namespaces.Items {
+		if !strings.HasPrefix(ns.Name, ExtensionNamespacePrefix) || ns.DeletionTimestamp != nil {
+			continue
+		}
+		lease := &coordinationv1.Lease{}
+		err := c.cfg.SeedReader.Get(ctx, client.ObjectKey{Namespace: ns.Name, Name: extensionsv1alpha1.HeartbeatLeaseName}, lease)
+		switch {
+		case apierrors.IsNotFound(err):
+			heartbeatProblems = append(heartbeatProblems, fmt.Sprintf("the extension in namespace %s has not posted a heartbeat", ns.Name))
+		case err != nil:
+			heartbeatProblems = append(heartbeatProblems, fmt.Sprintf("the heartbeat of the extension in namespace %s cannot be read: %v", ns.Name, err))
+		case lease.Spec.RenewTime == nil || now.Sub(lease.Spec.RenewTime.Time) > c.cfg.StaleHeartbeatThreshold:
+			last := "never"
+			if lease.Spec.RenewTime != nil {
+				last = lease.Spec.RenewTime.UTC().Format(time.RFC3339)
+			}
+			heartbeatProblems = append(heartbeatProblems, fmt.Sprintf("the extension in namespace %s last renewed its heartbeat at %s", ns.Name, last))
+		}
+	}
+	if len(heartbeatProblems) > 0 {
+		return result{reason: "ExtensionHeartbeatsStale", message: strings.Join(heartbeatProblems, "; ")}
+	}
+	return result{ok: true, reason: "SystemComponentsRunning", message: "All system components are healthy."}
+}
+
+func established(crd *unstructured.Unstructured) bool {
+	conds, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
+	for _, c := range conds {
+		m, ok := c.(map[string]any)
+		if ok && m["type"] == "Established" && m["status"] == "True" {
+			return true
+		}
+	}
+	return false
+}
+
+// extensions checks the seed's ControllerInstallations as gardenlet does: every one Valid, Installed and Healthy.
+// A seed without any is ready.
+func (c *Controller) extensions() result {
+	var notValid, notInstalled, notHealthy []string
+	for _, ci := range cache.List[*corev1beta1.ControllerInstallation](c.cfg.Cache, cache.ControllerInstallations) {
+		if ci.GetSpec().GetSeedRef().GetName() != c.cfg.SeedName {
+			continue
+		}
+		name := ci.GetMetadata().GetName()
+		conds := ci.GetStatus().GetConditions()
+		if len(conds) == 0 {
+			notInstalled = append(notInstalled, name+": extension was not yet installed")
+			continue
+		}
+		missing := false
+	required:
+		for _, typ := range []string{"Valid", "Installed", "Healthy"} {
+			cond := findCondition(conds, typ)
+			switch {
+			case cond == nil:
+				missing = true
+				continue
+			case cond.GetStatus() == "True":
+				continue
+			case typ == "Valid":
+				notValid = append(notValid, name+": "+cond.GetMessage())
+			case typ == "Installed":
+				notInstalled = append(notInstalled, name+": "+cond.GetMessage())
+			default:
+				notHealthy = append(notHealthy, name+": "+cond.GetMessage())
+			}
+			missing = false
+			break required
+		}
+		if missing {
+			notHealthy = append(notHealthy, name+": not all required conditions found in ControllerInstallation")
+		}
+	}
+	switch {
+	case len(notValid) > 0:
+		return result{reason: "NotAllExtensionsValid", message: "Some extensions are not valid: " + strings.Join(notValid, "; ")}
+	case len(notInstalled) > 0:
+		return result{reason: "NotAllExtensionsInstalled", message: "Some extensions are not installed: " + strings.Join(notInstalled, "; ")}
+	case len(notHealthy) > 0:
+		return result{reason: "NotAllExtensionsHealthy", message: "Some extensions are not healthy: " + strings.Join(notHealthy, "; ")}
+	}
+	return result{ok: true, reason: "AllExtensionsReady", message: "All extensions installed into the seed cluster are ready and healthy."}
+}
+
+// writeConditions sets the conditions in want on the Seed's status, keeping every other condition (GardenletReady
+// is the hub's), with an update of the status that retries on conflicts.
+func (c *Controller) writeConditions(ctx context.Context, want map[string]*metav1.Condition) error {
+	for attempt := 0; ; attempt++ {
+		cctx, cancel := context.WithTimeout(ctx, c.cfg.HubTimeout)
+		seed, err := c.seeds.Get(cctx, &metav1.GetRequest{Name: c.cfg.SeedName})
+		cancel()
+		if err != nil {
+			return fmt.Errorf("read seed %s: %w", c.cfg.SeedName, err)
+		}
+		if seed.Status == nil {
+			seed.Status = &corev1beta1.SeedStatus{}
+		}
+		conds := slices.Clone(seed.Status.Conditions)
+		for _, typ := range slices.Sorted(maps.Keys(want)) {
+			if i := slices.IndexFunc(conds, func(x *metav1.Condition) bool { return x.GetType() == typ }); i >= 0 {
+				conds[i] = want[typ]
+			} else {
+				conds = append(conds, want[typ])
+			}
+		}
+		seed.Status.Conditions = conds
+		cctx, cancel = context.WithTimeout(ctx, c.cfg.HubTimeout)
+		_, err = c.seeds.UpdateStatus(cctx, seed)
+		cancel()
+		if err == nil {
+			for typ, cond := range want {
+				c.log.Info("seed condition changed", "type", typ, "status", cond.GetStatus(), "reason", cond.GetReason(), "message", cond.GetMessage())
+			}
+			return nil
+		}
+		if status.Code(err) != codes.Aborted || attempt >= 5 {
+			return fmt.Errorf("update the status of seed %s: %w", c.cfg.SeedName, err)
+		}
+	}
+}
+
+func findCondition(conds []*metav1.Condition, typ string) *metav1.Condition {
+	for _, c := range conds {
+		if c.GetType() == typ {
+			return c
+		}
+	}
+	return nil
+}

@@ -1,0 +1,182 @@
+package seedcare_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1k "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/trellis-dev/trellis/agent/seedcare"
+	"github.com/trellis-dev/trellis/extsdk/heartbeat"
+	"github.com/trellis-dev/trellis/hub/store"
+	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
+	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
+	"github.com/trellis-dev/trellis/test/seedtest"
+)
+
+// watcher samples the hub's Seed and remembers, per condition type, the statuses it saw in order.
+type watcher struct {
+	mu   sync.Mutex
+	seen map[string][]string // type → statuses, consecutive duplicates dropped
+	last map[string]*metav1.Condition
+}
+
+func watch(t *testing.T, e *env, seed string) *watcher {
+	t.Helper()
+	w := &watcher{seen: map[string][]string{}, last: map[string]*metav1.Condition{}}
+	sc := corev1beta1.NewSeedServiceClient(e.admin)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for ctx.Err() == nil {
+			if s, err := sc.Get(ctx, &metav1.GetRequest{Name: seed}); err == nil {
+				w.mu.Lock()
+				for _, c := range s.GetStatus().GetConditions() {
+					if h := w.seen[c.GetType()]; len(h) == 0 || h[len(h)-1] != c.GetStatus() {
+						w.seen[c.GetType()] = append(h, c.GetStatus())
+					}
+					w.last[c.GetType()] = c
+				}
+				w.mu.Unlock()
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	})
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	return w
+}
+
+// wait waits until condition typ has status st and reason, and returns it.
+func (w *watcher) wait(t *testing.T, typ, st, reason string) *metav1.Condition {
+	t.Helper()
+	var c *metav1.Condition
+	eventually(t, fmt.Sprintf("%s=%s (%s)", typ, st, reason), func() bool {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		c = w.last[typ]
+		return c.GetStatus() == st && c.GetReason() == reason
+	})
+	return c
+}
+
+// history returns the statuses typ went through and starts a new history.
+func (w *watcher) history(typ string) []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	h := w.seen[typ]
+	w.seen[typ] = h[len(h)-1:]
+	return h
+}
+
+func startCare(t *testing.T, e *env, s *seedEnv, mutate func(*seedcare.Config)) {
+	t.Helper()
+	run(t, func() (interface{ Run(context.Context) error }, error) {
+		cfg := seedcare.Config{SeedName: s.name, Cache: s.cache, Hub: s.conn, Seed: s.client, Log: e.log,
+			SyncPeriod: 100 * time.Millisecond, StaleHeartbeatThreshold: 1500 * time.Millisecond,
+			Thresholds: map[string]time.Duration{seedcare.SeedSystemComponentsHealthy: time.Second, seedcare.ExtensionsReady: time.Second}}
+		if mutate != nil {
+			mutate(&cfg)
+		}
+		return seedcare.New(cfg)
+	})
+}
+
+// startHeartbeat renews the heartbeat Lease in namespace ns until stop is called.
+func startHeartbeat(t *testing.T, s *seedEnv, ns string) (stop func()) {
+	t.Helper()
+	hb, err := heartbeat.New(heartbeat.Config{Client: s.client, Namespace: ns, ExtensionName: "provider-test", RenewInterval: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = hb.Run(ctx) }()
+	var once sync.Once
+	stop = func() { once.Do(func() { cancel(); <-done }) }
+	t.Cleanup(stop)
+	return stop
+}
+
+// The seed's conditions follow its extensions: True while the CRDs are established, the heartbeats fresh and the
+// ControllerInstallations ready; a failing check turns its condition Progressing and only after the threshold
+// False; the hub's GardenletReady is left alone.
+func TestSeedConditions(t *testing.T) {
+	e := newEnv(t)
+	s := e.startSeed(t, "local", seedSpec, seedtest.StartShared(t))
+	ns := fmt.Sprintf("extension-provider-test-%d", time.Now().UnixNano()%1e9) // unique in the package's shared seed
+	if err := s.client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1k.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = s.client.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1k.ObjectMeta{Name: ns}})
+	})
+	stop := startHeartbeat(t, s, ns)
+	w := watch(t, e, "local")
+	startCare(t, e, s, nil)
+
+	w.wait(t, seedcare.SeedSystemComponentsHealthy, "True", "SystemComponentsRunning")
+	w.wait(t, seedcare.ExtensionsReady, "True", "AllExtensionsReady")
+	w.wait(t, "GardenletReady", "True", "GardenletReady")
+
+	// The extension stops renewing its heartbeat.
+	stop()
+	c := w.wait(t, seedcare.SeedSystemComponentsHealthy, "False", "ExtensionHeartbeatsStale")
+	if !strings.Contains(c.GetMessage(), ns) {
+		t.Errorf("message %q does not name the extension's namespace", c.GetMessage())
+	}
+	if h := w.history(seedcare.SeedSystemComponentsHealthy); !slices.Equal(h, []string{"True", "Progressing", "False"}) {
+		t.Errorf("SeedSystemComponentsHealthy went %v, want True, Progressing, False", h)
+	}
+	startHeartbeat(t, s, ns)
+	w.wait(t, seedcare.SeedSystemComponentsHealthy, "True", "SystemComponentsRunning")
+
+	// A ControllerInstallation of the seed whose chart failed, then succeeded; one of another seed does not count.
+	cond := func(typ, st, msg string) *metav1.Condition {
+		return &metav1.Condition{Type: typ, Status: st, Reason: typ, Message: msg}
+	}
+	e.store(t, &corev1beta1.ControllerInstallation{ApiVersion: "core.gardener.cloud/v1beta1", Kind: "ControllerInstallation",
+		Metadata: &metav1.ObjectMeta{Name: "provider-test-abcde"},
+		Spec:     &corev1beta1.ControllerInstallationSpec{SeedRef: &metav1.ObjectReference{Name: "local"}, RegistrationRef: &metav1.ObjectReference{Name: "provider-test"}},
+		Status: &corev1beta1.ControllerInstallationStatus{Conditions: []*metav1.Condition{
+			cond("Valid", "True", ""), cond("Installed", "False", "helm failed"), cond("Healthy", "False", "")}}},
+		&corev1beta1.ControllerInstallation{ApiVersion: "core.gardener.cloud/v1beta1", Kind: "ControllerInstallation",
+			Metadata: &metav1.ObjectMeta{Name: "provider-test-other"},
+			Spec:     &corev1beta1.ControllerInstallationSpec{SeedRef: &metav1.ObjectReference{Name: "other"}, RegistrationRef: &metav1.ObjectReference{Name: "provider-test"}}})
+	c = w.wait(t, seedcare.ExtensionsReady, "False", "NotAllExtensionsInstalled")
+	if !strings.Contains(c.GetMessage(), "provider-test-abcde: helm failed") || strings.Contains(c.GetMessage(), "provider-test-other") {
+		t.Errorf("message %q", c.GetMessage())
+	}
+	if h := w.history(seedcare.ExtensionsReady); !slices.Equal(h, []string{"True", "Progressing", "False"}) {
+		t.Errorf("ExtensionsReady went %v, want True, Progressing, False", h)
+	}
+	e.update(t, "core.gardener.cloud", "controllerinstallations", "", "provider-test-abcde", true, func(o store.Object) {
+		o.(*corev1beta1.ControllerInstallation).Status.Conditions = []*metav1.Condition{
+			cond("Valid", "True", ""), cond("Installed", "True", ""), cond("Healthy", "True", "")}
+	})
+	w.wait(t, seedcare.ExtensionsReady, "True", "AllExtensionsReady")
+	w.wait(t, "GardenletReady", "True", "GardenletReady")
+}
+
+// A missing CRD makes the seed's system components unhealthy; with a threshold of zero at once.
+func TestMissingCRD(t *testing.T) {
+	e := newEnv(t)
+	s := e.startSeed(t, "local", seedSpec, seedtest.StartShared(t))
+	w := watch(t, e, "local")
+	startCare(t, e, s, func(c *seedcare.Config) {
+		c.CRDs = []string{"backupbuckets.extensions.gardener.cloud", "widgets.extensions.gardener.cloud"}
+		c.Thresholds = map[string]time.Duration{seedcare.SeedSystemComponentsHealthy: 0}
+	})
+	c := w.wait(t, seedcare.SeedSystemComponentsHealthy, "False", "CRDsNotEstablished")
+	if c.GetMessage() != "CRD widgets.extensions.gardener.cloud is missing" {
+		t.Errorf("message %q", c.GetMessage())
+	}
+	if h := w.history(seedcare.SeedSystemComponentsHealthy); slices.Contains(h, "Progressing") {
+		t.Errorf("SeedSystemComponentsHealthy went %v, want False without Progressing", h)
+	}
+}
