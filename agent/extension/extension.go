@@ -241,6 +241,9 @@ func CheckReady(obj extensionsv1alpha1.Object, wantType extensionsv1alpha1.LastO
 // (permanently for this flow run, so that the shoot shows the error); non-retryable codes fail it at once.
 func (e *Client) WaitReady(ctx context.Context, obj extensionsv1alpha1.Object, wantType extensionsv1alpha1.LastOperationType) error {
 	key := client.ObjectKeyFromObject(obj)
+	// The request this wait is for: the timestamp obj carries as written. A read from the informer cache may still
+	// show the object from before the request, which would look ready by the last request's answer.
+	requested, _ := time.Parse(time.RFC3339Nano, obj.GetAnnotations()[extensionsv1alpha1.AnnotationTimestamp])
 	var errSince time.Time
 	var last error
 	for {
@@ -250,6 +253,8 @@ func (e *Client) WaitReady(ctx context.Context, obj extensionsv1alpha1.Object, w
 			last = fmt.Errorf("%s not found", Describe(obj))
 		case err != nil:
 			last = fmt.Errorf("read %s: %w", Describe(obj), err)
+		case !seenRequest(obj, requested):
+			last = &NotReady{Describe(obj) + ": the request is not visible yet"}
 		default:
 			last = CheckReady(obj, wantType)
 			if last == nil {
@@ -349,4 +354,14 @@ func (e *Client) Migrate(ctx context.Context, obj extensionsv1alpha1.Object) err
 		}
 	}
 	return e.WaitReady(ctx, obj, extensionsv1alpha1.LastOperationTypeMigrate)
+}
+
+// seenRequest reports whether obj carries the request made at requested (or a later one); a zero requested time
+// asks for nothing.
+func seenRequest(obj extensionsv1alpha1.Object, requested time.Time) bool {
+	if requested.IsZero() {
+		return true
+	}
+	ts, err := time.Parse(time.RFC3339Nano, obj.GetAnnotations()[extensionsv1alpha1.AnnotationTimestamp])
+	return err == nil && !ts.Before(requested)
 }

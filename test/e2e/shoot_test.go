@@ -410,6 +410,36 @@ func TestShootLifecycle(t *testing.T) {
 	})
 	t.Logf("e2e: recovered in %v", took.Round(time.Millisecond))
 
+	// Hibernation: the machines go, the DNS records go; waking up brings both back.
+	hibernate := func(on bool) {
+		t.Helper()
+		gen := r.shoot().Metadata.Generation
+		r.must(http.StatusOK, http.MethodPatch, e2eShootPath, map[string]any{"spec": map[string]any{"hibernation": map[string]any{"enabled": on}}})
+		_, took := r.waitShoot(fmt.Sprintf("hibernation %v", on), 60*time.Second, succeededAt(gen+1))
+		t.Logf("e2e: hibernation %v → Succeeded in %v", on, took.Round(time.Millisecond))
+		var hib struct {
+			Status struct {
+				Hibernated bool `json:"hibernated"`
+			} `json:"status"`
+		}
+		if err := json.Unmarshal(r.must(http.StatusOK, http.MethodGet, e2eShootPath, nil), &hib); err != nil || hib.Status.Hibernated != on {
+			t.Fatalf("status.hibernated = %v (%v), want %v", hib.Status.Hibernated, err, on)
+		}
+		svcs := &corev1.ServiceList{}
+		if err := localC.List(ctx, svcs, client.InNamespace(ns)); err != nil {
+			t.Fatal(err)
+		}
+		records := extensionObjects(t, localC, ns)["DNSRecord"]
+		if on && (countMachines(svcs) != 0 || records != 0) {
+			t.Fatalf("hibernated: %d machines and %d DNS records, want none", countMachines(svcs), records)
+		}
+		if !on && (countMachines(svcs) != 2 || records != 2) {
+			t.Fatalf("woken up: %d machines and %d DNS records, want 2 and 2", countMachines(svcs), records)
+		}
+	}
+	hibernate(true)
+	hibernate(false)
+
 	// The agent is killed mid-reconcile; started again, it finishes the operation and duplicates nothing.
 	r.must(http.StatusOK, http.MethodPatch, e2eShootPath, map[string]any{"metadata": map[string]any{"annotations": map[string]any{
 		"gardener.cloud/operation": "reconcile"}}})
