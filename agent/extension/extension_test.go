@@ -32,11 +32,17 @@ func TestCheckReady(t *testing.T) {
 		"last error": {func(o *extensionsv1alpha1.Infrastructure) {
 			o.Status.LastError = &extensionsv1alpha1.LastError{Description: "quota", Codes: []extensionsv1alpha1.ErrorCode{extensionsv1alpha1.ErrorInfraQuotaExceeded}}
 		}, true},
-		"old generation":       {func(o *extensionsv1alpha1.Infrastructure) { o.Status.ObservedGeneration = 1 }, false},
-		"annotation left":      {func(o *extensionsv1alpha1.Infrastructure) { o.Annotations[extensionsv1alpha1.AnnotationOperation] = "reconcile" }, false},
-		"no last operation":    {func(o *extensionsv1alpha1.Infrastructure) { o.Status.LastOperation = nil }, false},
-		"processing":           {func(o *extensionsv1alpha1.Infrastructure) { o.Status.LastOperation.State = extensionsv1alpha1.LastOperationStateProcessing }, false},
-		"older than timestamp": {func(o *extensionsv1alpha1.Infrastructure) { o.Status.LastOperation.LastUpdateTime = kmetav1.NewTime(ts.Add(-time.Second)) }, false},
+		"old generation": {func(o *extensionsv1alpha1.Infrastructure) { o.Status.ObservedGeneration = 1 }, false},
+		"annotation left": {func(o *extensionsv1alpha1.Infrastructure) {
+			o.Annotations[extensionsv1alpha1.AnnotationOperation] = "reconcile"
+		}, false},
+		"no last operation": {func(o *extensionsv1alpha1.Infrastructure) { o.Status.LastOperation = nil }, false},
+		"processing": {func(o *extensionsv1alpha1.Infrastructure) {
+			o.Status.LastOperation.State = extensionsv1alpha1.LastOperationStateProcessing
+		}, false},
+		"older than timestamp": {func(o *extensionsv1alpha1.Infrastructure) {
+			o.Status.LastOperation.LastUpdateTime = kmetav1.NewTime(ts.Add(-time.Second))
+		}, false},
 	} {
 		o := ready()
 		tc.break_(o)
