@@ -180,7 +180,15 @@ func (a *Agent) Run(ctx context.Context) error {
 	if !a.cfg.Controllers.Disabled {
 		var wg sync.WaitGroup
 		ctx, cancel := context.WithCancel(ctx)
-		defer func() { cancel(); wg.Wait() }()
+		defer func() {
+			cancel()
+			wg.Wait()
+			select {
+			case <-a.hubReady:
+				_ = a.hubConn.Close()
+			default:
+			}
+		}()
 		wg.Go(func() { a.runControllers(ctx) })
 	}
 	for {
