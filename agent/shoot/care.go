@@ -113,9 +113,9 @@ func (c *Controller) shootConditions(ctx context.Context, s *corev1beta1.Shoot, 
 		switch m := agg[t]; {
 		case t == extensionsv1alpha1.ShootAPIServerAvailable:
 			if cpReady == nil {
-				cond.Status, cond.Reason, cond.Message = "True", "HealthzRequestSucceeded", "API server /healthz endpoint responded with success status code."
+				cond.Status, cond.Reason, cond.Message = "True", "ControlPlaneReady", "The shoot's ControlPlane is ready (Trellis seeds run no shoot API server to probe)."
 			} else {
-				cond.Status, cond.Reason, cond.Message = "False", "HealthzRequestFailed", cpReady.Error()
+				cond.Status, cond.Reason, cond.Message = "False", "ControlPlaneNotReady", cpReady.Error()
 			}
 		case m == nil:
 			cond.Status, cond.Reason, cond.Message = "True", "NoExtensionReports", "No extension reports problems for this condition."
