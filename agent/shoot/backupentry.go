@@ -28,7 +28,7 @@ func (op *operation) deployBackupEntry(ctx context.Context) error {
 	c := op.c
 	md := op.shoot.GetMetadata()
 	name := op.backupEntryName()
-	// Create first: the seed authorizer decides reads by the object's relations, which a missing entry has none of.
+	// Create first: one round trip for a new shoot; an existing entry (a retry, a migrated shoot) is read after.
 	be := &corev1beta1.BackupEntry{ApiVersion: "core.gardener.cloud/v1beta1", Kind: "BackupEntry",
 		Metadata: &metav1.ObjectMeta{Namespace: md.GetNamespace(), Name: name,
 			Labels:          map[string]string{"gardener.cloud/role": "shoot"},

@@ -20,7 +20,11 @@ import (
 // ("shoots.core.gardener.cloud", "secrets", "leases.coordination.k8s.io"); namespace is "" for cluster-scoped
 // objects.
 type Graph interface {
+	// Belongs reports whether the object exists and belongs to seed.
 	Belongs(seed, resource, namespace, name string) bool
+	// HasPath reports whether the object belongs to seed or, when it does not exist, an object of seed references
+	// it: what decides a get, so that a missing object the seed's objects name is NotFound rather than Forbidden.
+	HasPath(seed, resource, namespace, name string) bool
 }
 
 // Reader reads objects from the hub's watch cache; *api.Registry is one.

@@ -6,7 +6,9 @@
 //     they read only what belongs to their seed — lists and watches are filtered on the server — and write only
 //     what belongs to it and only where a gardenlet may; a create is checked on the new object. What belongs to a
 //     seed beyond what an object says itself (a shoot's spec.seedName, a BackupBucket's spec.seedName, ...) is the
-//     Graph's answer (package seedgraph keeps it).
+//     Graph's answer (package seedgraph keeps it). A get is decided by the Graph's paths, as Gardener's: an object
+//     the seed's objects reference may be read whether or not it exists, so a missing one is NotFound, not
+//     Forbidden.
 //   - Everyone else may do everything for now; project roles come later.
 //
 // Denials are Kubernetes Forbidden errors naming the user, verb and resource (api.Forbidden).

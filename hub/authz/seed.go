@@ -211,6 +211,17 @@ func (c *seedRequest) belongs(r schema.GroupResource, p policy, namespace, name 
 }
 
 func (c *seedRequest) graphBelongs(r schema.GroupResource, namespace, name string) bool {
+	return c.graphReady() && c.a.graph.Belongs(c.seed, r.String(), namespace, name)
+}
+
+// graphHasPath reports whether the graph relates the object to the seed, whether or not it exists (Graph.HasPath).
+func (c *seedRequest) graphHasPath(r schema.GroupResource, namespace, name string) bool {
+	return c.graphReady() && c.a.graph.HasPath(c.seed, r.String(), namespace, name)
+}
+
+// graphReady waits until the graph holds the store's state, at most for the request's lifetime; false when there is
+// no graph or the request ended first.
+func (c *seedRequest) graphReady() bool {
 	if c.a.graph == nil {
 		return false
 	}
@@ -221,7 +232,7 @@ func (c *seedRequest) graphBelongs(r schema.GroupResource, namespace, name strin
 			return false
 		}
 	}
-	return c.a.graph.Belongs(c.seed, r.String(), namespace, name)
+	return true
 }
 
 // belongsTo reports whether the object r namespace/name belongs to the seed, by r's policy.
@@ -284,6 +295,13 @@ func (a *Authorizer) authorizeSeed(ctx context.Context, at api.Attributes) error
 			return nil // filtered by seedFilter
 		}
 		if c.belongs(at.Resource, p, at.Namespace, at.Name, at.Current) {
+			return nil
+		}
+		// A get is decided by the graph's paths, as Gardener's SeedAuthorizer decides it: an object the seed's
+		// objects reference may be read whether or not it exists, so a missing one is NotFound (its referencing
+		// object already told the agent its name), and an object they do not reference stays Forbidden whether or
+		// not it exists. Writes, lists and watches stay with the objects that exist and belong.
+		if at.Verb == api.VerbGet && c.graphHasPath(at.Resource, at.Namespace, at.Name) {
 			return nil
 		}
 		return api.Forbidden(at, fmt.Sprintf("object does not belong to seed %q", c.seed))

@@ -29,15 +29,26 @@ import (
 	operationsv1alpha1 "github.com/trellis-dev/trellis/proto/gen/trellis/operations/v1alpha1"
 )
 
-// graph is a Graph holding seed memberships; the hub's seedgraph is tested on its own.
+// graph is a Graph holding seed memberships (true) and references of a seed's objects to objects that do not exist
+// (false); the hub's seedgraph is tested on its own.
 type graph map[string]bool
 
 func (g graph) Belongs(seed, resource, namespace, name string) bool {
 	return g[seed+"|"+resource+"|"+namespace+"|"+name]
 }
 
+func (g graph) HasPath(seed, resource, namespace, name string) bool {
+	_, ok := g[seed+"|"+resource+"|"+namespace+"|"+name]
+	return ok
+}
+
 func (g graph) add(seed string, r schema.GroupResource, namespace, name string) {
 	g[seed+"|"+r.String()+"|"+namespace+"|"+name] = true
+}
+
+// addMissing records that an object of seed references namespace/name of r, which does not exist.
+func (g graph) addMissing(seed string, r schema.GroupResource, namespace, name string) {
+	g[seed+"|"+r.String()+"|"+namespace+"|"+name] = false
 }
 
 var (
@@ -342,6 +353,9 @@ func TestSeedAuthorizerRules(t *testing.T) {
 	g.add("a", secrets, "garden-dev", "cloud-credentials")
 	g.add("b", secrets, "garden-dev", "their-credentials")
 	g.add("a", backupBuckets, "", "bucket-a")
+	// The generated secret of seed a's bucket, deleted or not created yet; a shoot of seed b's entry, likewise.
+	g.addMissing("a", secrets, "garden", "generated-bucket-bucket-a")
+	g.addMissing("b", backupEntries, "garden-dev", "shoot--dev--their-shoot--uid")
 	reader := objects{}
 	reader.add(backupBuckets, &corev1beta1.BackupBucket{Metadata: &metav1.ObjectMeta{Name: "fresh-bucket"}, Spec: &corev1beta1.BackupBucketSpec{SeedName: proto.String("a")}})
 	reader.add(shoots, shoot("fresh-shoot", "a", ""))
@@ -430,6 +444,14 @@ func TestSeedAuthorizerRules(t *testing.T) {
 		{"create CSR naming another requester", withObj(attrs(api.VerbCreate, csrs, "", "c"), csr(t, auth.SeedUserName("b"), []string{auth.SeedsGroup}, auth.SeedUserName("a")), nil), false},
 		{"create CSR with garbage", withObj(attrs(api.VerbCreate, csrs, "", "c"), &certificatesv1.CertificateSigningRequest{Metadata: &metav1.ObjectMeta{Name: "c"}, Spec: &certificatesv1.CertificateSigningRequestSpec{Username: auth.SeedUserName("a"), Request: []byte("nope")}}, nil), false},
 		{"update own CSR", withObj(attrs(api.VerbUpdate, csrs, "", "c"), nil, csr(t, auth.SeedUserName("a"), []string{auth.SeedsGroup}, auth.SeedUserName("a"))), false},
+		// A get is decided by the graph's paths: an object seed a's objects reference may be read whether or not it
+		// exists (a missing one is NotFound); nothing else about missing objects is told, and writes need the object.
+		{"get missing secret own bucket references", attrs(api.VerbGet, secrets, "garden", "generated-bucket-bucket-a"), true},
+		{"get missing entry other seed's shoot references", attrs(api.VerbGet, backupEntries, "garden-dev", "shoot--dev--their-shoot--uid"), false},
+		{"get missing unreferenced secret", attrs(api.VerbGet, secrets, "garden", "generated-bucket-bucket-b"), false},
+		{"update missing secret own bucket references", attrs(api.VerbUpdate, secrets, "garden", "generated-bucket-bucket-a"), false},
+		{"patch missing secret own bucket references", attrs(api.VerbPatch, secrets, "garden", "generated-bucket-bucket-a"), false},
+		{"delete missing secret own bucket references", attrs(api.VerbDelete, secrets, "garden", "generated-bucket-bucket-a"), false},
 		// Public configuration.
 		{"get gardener-info", attrs(api.VerbGet, configMaps, "gardener-system-public", "gardener-info"), true},
 		{"update gardener-info", attrs(api.VerbUpdate, configMaps, "gardener-system-public", "gardener-info"), false},

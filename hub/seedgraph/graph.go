@@ -276,6 +276,21 @@ func (g *Graph) Belongs(seed, resource, namespace, name string) bool {
 	return n != nil && n.obj != nil && n.count[seed] > 0
 }
 
+// HasPath reports whether the graph relates the object to seed: it exists and belongs to the seed (Belongs), or it
+// does not exist (or the graph has not seen it yet) and an object of the seed references it. This is what Gardener's
+// SeedAuthorizer asks its graph — is there a path from the object's vertex to the seed's? — whose vertices, like this
+// graph's nodes, include referenced objects that do not exist: a seed's agent may look for an object its seed's
+// objects name (a BackupBucket's generated secret after it was deleted, a shoot's BackupEntry before it is created)
+// and learn that it is missing, and nothing about objects its seed's objects do not name.
+func (g *Graph) HasPath(seed, resource, namespace, name string) bool {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	n := g.nodes[Ref{Resource: resource, Namespace: namespace, Name: name}]
+	// A node without its object has no membership of its own (no direct seeds, no inherited ones: both come from
+	// the object): its count holds only the edges from the objects that reference it.
+	return n != nil && n.count[seed] > 0
+}
+
 // Seeds returns the seeds an existing object belongs to.
 func (g *Graph) Seeds(resource, namespace, name string) []string {
 	g.mu.RLock()

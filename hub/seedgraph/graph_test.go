@@ -195,3 +195,64 @@ func TestBackupEntryInheritsItsShootsSeeds(t *testing.T) {
 		t.Fatal("only an owner of kind core.gardener.cloud Shoot counts")
 	}
 }
+
+// TestHasPathToMissingObjects: the seeds of the objects that reference an object have a path to it whether or not it
+// exists (a BackupBucket's generated secret after it was deleted, a shoot's BackupEntry before it is created), other
+// seeds have none, and an object nobody references has no path even for its own name's sake.
+func TestHasPathToMissingObjects(t *testing.T) {
+	g := New()
+	const secret = "generated-bucket-b1"
+	bucket := &corev1beta1.BackupBucket{Metadata: meta("", "b1", 1), Spec: &corev1beta1.BackupBucketSpec{SeedName: proto.String("a")},
+		Status: &corev1beta1.BackupBucketStatus{GeneratedSecretRef: &metav1.SecretReference{Namespace: "garden", Name: secret}}}
+	g.Apply(BackupBuckets, bucket)
+	if !g.HasPath("a", Secrets, "garden", secret) || g.Belongs("a", Secrets, "garden", secret) {
+		t.Fatal("the generated secret the bucket of a names, before it exists: a path from a, no membership")
+	}
+	if g.HasPath("b", Secrets, "garden", secret) || g.HasPath("a", Secrets, "garden", "unreferenced") {
+		t.Fatal("a path from a seed whose objects do not name the secret, or to a secret nobody names")
+	}
+	g.Apply(Secrets, &kcorev1.Secret{Metadata: meta("garden", secret, 2)})
+	if !g.HasPath("a", Secrets, "garden", secret) || !g.Belongs("a", Secrets, "garden", secret) || g.HasPath("b", Secrets, "garden", secret) {
+		t.Fatal("the existing generated secret belongs to a (and has a path from a alone)")
+	}
+	g.Remove(Secrets, "garden", secret, 3)
+	if !g.HasPath("a", Secrets, "garden", secret) || g.Belongs("a", Secrets, "garden", secret) {
+		t.Fatal("after the secret was deleted, the bucket of a still names it: a path, no membership")
+	}
+	// A deleted object's own declarations go with it: a missing shoot that named seed a relates nothing to a.
+	g.Apply(Shoots, shoot("gone", "a", 4))
+	g.Remove(Shoots, "garden-dev", "gone", 5)
+	if g.HasPath("a", Shoots, "garden-dev", "gone") || g.HasPath("a", SecretBindings, "garden-dev", "provider") {
+		t.Fatal("a deleted shoot keeps a path to its seed, or its references keep one")
+	}
+	cleared := proto.Clone(bucket).(*corev1beta1.BackupBucket)
+	cleared.Metadata.ResourceVersion, cleared.Status = "6", nil
+	g.Apply(BackupBuckets, cleared)
+	if g.HasPath("a", Secrets, "garden", secret) {
+		t.Fatal("a path to the secret after the bucket stopped naming it")
+	}
+	g.Remove(BackupBuckets, "", "b1", 7)
+	if objects, _ := g.Stats(); objects != 0 {
+		t.Fatalf("graph keeps %d nodes after everything is gone", objects)
+	}
+
+	// A shoot names its BackupEntry (<technical ID>--<UID>) once its status has the technical ID.
+	s := shoot("s", "a", 8)
+	s.Metadata.Uid = "uid-s"
+	g.Apply(Shoots, s)
+	entry := BackupEntryName("shoot--dev--s", "uid-s")
+	if g.HasPath("a", BackupEntries, "garden-dev", entry) {
+		t.Fatal("a path to the entry before the shoot has a technical ID")
+	}
+	s = proto.Clone(s).(*corev1beta1.Shoot)
+	s.Metadata.ResourceVersion, s.Status = "9", &corev1beta1.ShootStatus{TechnicalId: "shoot--dev--s"}
+	g.Apply(Shoots, s)
+	if !g.HasPath("a", BackupEntries, "garden-dev", entry) || g.HasPath("b", BackupEntries, "garden-dev", entry) ||
+		g.HasPath("a", BackupEntries, "garden-dev", BackupEntryName("shoot--dev--s", "other-uid")) {
+		t.Fatal("the shoot's entry before it exists: a path from the shoot's seed alone, to that name alone")
+	}
+	g.Apply(BackupEntries, &corev1beta1.BackupEntry{Metadata: meta("garden-dev", entry, 10), Spec: &corev1beta1.BackupEntrySpec{BucketName: "b1"}})
+	if !g.Belongs("a", BackupEntries, "garden-dev", entry) {
+		t.Fatal("the shoot's entry belongs to the shoot's seed by its name")
+	}
+}

@@ -154,6 +154,11 @@ func edges(obj store.Object) (direct []string, out, in []Ref) {
 		}
 		ref(ShootStates, ns, name)
 		ref(Namespaces, "", ns)
+		// The shoot's BackupEntry, by Gardener's name for it (<technical ID>--<shoot UID>; the entry also names the
+		// shoot as its owner once it exists): its seeds' agents may read it before they create it.
+		if id := o.GetStatus().GetTechnicalId(); id != "" && md.GetUid() != "" {
+			ref(BackupEntries, ns, BackupEntryName(id, md.GetUid()))
+		}
 	case *corev1beta1.BackupBucket:
 		add(o.GetSpec().GetSeedName())
 		objectRef(o.GetSpec().GetCredentialsRef(), "")
@@ -215,6 +220,9 @@ func edges(obj store.Object) (direct []string, out, in []Ref) {
 	}
 	return direct, out, in
 }
+
+// BackupEntryName is Gardener's name of a shoot's BackupEntry: "<technical ID>--<shoot UID>".
+func BackupEntryName(technicalID, shootUID string) string { return technicalID + "--" + shootUID }
 
 // OwnerShoot returns the name of the Shoot (core.gardener.cloud) among an object's owner references, "" if none:
 // a BackupEntry's shoot, as Gardener's GetShootNameFromOwnerReferences finds it.
