@@ -34,6 +34,7 @@ import (
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
 	certificatesv1 "github.com/trellis-dev/trellis/proto/gen/trellis/kubernetes/certificates/v1"
 	"github.com/trellis-dev/trellis/test/agentsim"
+	"github.com/trellis-dev/trellis/test/agenttest"
 	"github.com/trellis-dev/trellis/test/faultproxy"
 )
 
@@ -76,10 +77,10 @@ func (e *env) expectedCache(t *testing.T, shoots ...string) map[string]map[strin
 }
 
 // waitCache waits until the agent's cache holds exactly what the hub holds for the seed.
-func (e *env) waitCache(t *testing.T, ta *testAgent, shoots ...string) {
+func (e *env) waitCache(t *testing.T, ta *agenttest.Agent, shoots ...string) {
 	t.Helper()
 	var diff string
-	deadline := time.Now().Add(waitTimeout)
+	deadline := time.Now().Add(agenttest.WaitTimeout)
 	for {
 		if diff = cmp.Diff(e.expectedCache(t, shoots...), ta.Cache().Snapshot()); diff == "" {
 			return
@@ -93,7 +94,7 @@ func (e *env) waitCache(t *testing.T, ta *testAgent, shoots ...string) {
 
 func (e *env) hubSeed(t *testing.T) *corev1beta1.Seed {
 	t.Helper()
-	o, err := e.coll(t, "core.gardener.cloud", "seeds").Get(context.Background(), "", "local")
+	o, err := e.hub.Collection(t, "core.gardener.cloud", "seeds").Get(context.Background(), "", "local")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,13 +124,15 @@ func certOf(t *testing.T, c *certificatesv1.CertificateSigningRequest) *x509.Cer
 }
 
 // sessionsEstablished is the agent's "session established" log records.
-func sessionsEstablished(ta *testAgent) []logRecord { return ta.logs.records("session established") }
+func sessionsEstablished(ta *agenttest.Agent) []agenttest.LogRecord {
+	return ta.Logs.Records("session established")
+}
 
 // failures is the errors of the agent's failed connection attempts and sessions, as logged.
-func failures(ta *testAgent) []error {
+func failures(ta *agenttest.Agent) []error {
 	var out []error
-	for _, r := range ta.logs.records("hub connection failed; retrying") {
-		if err, ok := r.attrs["err"].Any().(error); ok {
+	for _, r := range ta.Logs.Records("hub connection failed; retrying") {
+		if err, ok := r.Attrs["err"].Any().(error); ok {
 			out = append(out, err)
 		}
 	}
@@ -143,7 +146,7 @@ func TestBootstrapSessionSyncAndRegistration(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
-	e.create(t, shootFixtures("a", "b")...)
+	e.hub.Store(t, shootFixtures("a", "b")...)
 
 	// The default kubeconfig Secret, garden/gardenlet-kubeconfig; earlier runs in this process may have left one.
 	_, err := e.seed.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1k.ObjectMeta{Name: "garden"}}, metav1k.CreateOptions{})
@@ -174,10 +177,10 @@ func TestBootstrapSessionSyncAndRegistration(t *testing.T) {
 	seedCfg := rest.CopyConfig(e.seed.Config)
 	seedCfg.Host = "https://" + seedProxy.Addr()
 	cfg.SeedClientConnection.Kubeconfig = ""
-	ta := startAgent(t, cfg, func(c *agent.Config) { c.SeedRESTConfig = seedCfg })
+	ta := agenttest.StartAgent(t, cfg, func(c *agent.Config) { c.SeedRESTConfig = seedCfg })
 
-	eventually(t, "connected", ta.Connected)
-	wctx, cancel := context.WithTimeout(ctx, waitTimeout)
+	agenttest.Eventually(t, "connected", ta.Connected)
+	wctx, cancel := context.WithTimeout(ctx, agenttest.WaitTimeout)
 	defer cancel()
 	if err := ta.Cache().WaitForSync(wctx); err != nil {
 		t.Fatal(err)
@@ -240,8 +243,8 @@ func TestBootstrapSessionSyncAndRegistration(t *testing.T) {
 
 	// The Seed, registered by the agent under its certificate; the hub's session marks it ready and records the
 	// expiry of the certificate the session presented.
-	eventually(t, "the seed registered", func() bool { return ta.Status().SeedRegistered })
-	eventually(t, "GardenletReady=True and the certificate's expiry in the Seed", func() bool {
+	agenttest.Eventually(t, "the seed registered", func() bool { return ta.Status().SeedRegistered })
+	agenttest.Eventually(t, "GardenletReady=True and the certificate's expiry in the Seed", func() bool {
 		s := e.hubSeed(t)
 		return gardenletReady(s) && s.GetStatus().GetClientCertificateExpirationTimestamp().AsTime().Equal(creds.NotAfter())
 	})
@@ -253,9 +256,9 @@ func TestBootstrapSessionSyncAndRegistration(t *testing.T) {
 	e.waitCache(t, ta, "a", "b") // the Seed itself is assigned too
 
 	// Heartbeats at the hub's shorter interval, acknowledged.
-	eventually(t, "a heartbeat acknowledged", func() bool { return ta.Status().HeartbeatAckLatency > 0 })
-	if got := sessionsEstablished(ta)[0].attrs["heartbeatInterval"].Duration(); got != hubHeartbeat {
-		t.Fatalf("heartbeat interval %v, want the hub's %v", got, hubHeartbeat)
+	agenttest.Eventually(t, "a heartbeat acknowledged", func() bool { return ta.Status().HeartbeatAckLatency > 0 })
+	if got := sessionsEstablished(ta)[0].Attrs["heartbeatInterval"].Duration(); got != agenttest.HubHeartbeat {
+		t.Fatalf("heartbeat interval %v, want the hub's %v", got, agenttest.HubHeartbeat)
 	}
 
 	// The seed becomes unreachable: heartbeats report it unhealthy and the hub withdraws the seed's presence;
@@ -265,12 +268,12 @@ func TestBootstrapSessionSyncAndRegistration(t *testing.T) {
 	seedTarget := seedProxy.Target()
 	seedProxy.SetTarget(closedAddr(t))
 	seedProxy.CutAll()
-	eventually(t, "the seed unhealthy", func() bool { return len(ta.logs.records("seed unhealthy")) > 0 })
-	eventually(t, "the hub withdrawing presence", func() bool { return e.metric(t, presenceWrites) > writes })
+	agenttest.Eventually(t, "the seed unhealthy", func() bool { return len(ta.Logs.Records("seed unhealthy")) > 0 })
+	agenttest.Eventually(t, "the hub withdrawing presence", func() bool { return e.metric(t, presenceWrites) > writes })
 	writes = e.metric(t, presenceWrites)
 	seedProxy.SetTarget(seedTarget)
-	eventually(t, "the seed healthy again", func() bool { return len(ta.logs.records("seed healthy again")) > 0 })
-	eventually(t, "the hub recording presence again", func() bool { return e.metric(t, presenceWrites) > writes })
+	agenttest.Eventually(t, "the seed healthy again", func() bool { return len(ta.Logs.Records("seed healthy again")) > 0 })
+	agenttest.Eventually(t, "the hub recording presence again", func() bool { return e.metric(t, presenceWrites) > writes })
 	if st := ta.Status(); st.Sessions != 1 || !st.Connected {
 		t.Fatalf("sessions %d, connected %v: the session did not survive the seed's outage", st.Sessions, st.Connected)
 	}
@@ -291,7 +294,7 @@ func TestBootstrapSessionSyncAndRegistration(t *testing.T) {
 		},
 	})
 	defer remove()
-	_, err = e.coll(t, "core.gardener.cloud", "shoots").GuaranteedUpdate(ctx, "garden", "a", false, func(cur store.Object) (store.Object, error) {
+	_, err = e.hub.Collection(t, "core.gardener.cloud", "shoots").GuaranteedUpdate(ctx, "garden", "a", false, func(cur store.Object) (store.Object, error) {
 		s := proto.Clone(cur).(*corev1beta1.Shoot)
 		s.Metadata.Labels = map[string]string{"changed": "yes"}
 		return s, nil
@@ -299,11 +302,11 @@ func TestBootstrapSessionSyncAndRegistration(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := e.coll(t, "core.gardener.cloud", "shoots").Delete(ctx, "garden", "b", nil); err != nil {
+	if _, _, err := e.hub.Collection(t, "core.gardener.cloud", "shoots").Delete(ctx, "garden", "b", nil); err != nil {
 		t.Fatal(err)
 	}
 	e.waitCache(t, ta, "a")
-	eventually(t, "the handler events", func() bool { return updates.Load() == 1 && deletes.Load() == 1 })
+	agenttest.Eventually(t, "the handler events", func() bool { return updates.Load() == 1 && deletes.Load() == 1 })
 	if st := ta.Status(); st.LastError != nil || st.Sessions != 1 {
 		t.Fatalf("last error %v, sessions %d", st.LastError, st.Sessions)
 	}
@@ -314,16 +317,16 @@ func TestBootstrapSessionSyncAndRegistration(t *testing.T) {
 func TestStoredCredentialsReusedAfterRestart(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	first := startAgent(t, e.config(t))
-	eventually(t, "the first agent connected and registered", func() bool { return first.Connected() && first.Status().SeedRegistered })
+	first := agenttest.StartAgent(t, e.config(t))
+	agenttest.Eventually(t, "the first agent connected and registered", func() bool { return first.Connected() && first.Status().SeedRegistered })
 	first.Stop()
 	stored := e.secret(t, e.ns)
 	creds := e.storedCredentials(t)
 
 	cfg := e.config(t)
 	cfg.HubClientConnection.BootstrapToken = "" // consumed anyway
-	second := startAgent(t, cfg)
-	eventually(t, "the second agent connected", second.Connected)
+	second := agenttest.StartAgent(t, cfg)
+	agenttest.Eventually(t, "the second agent connected", second.Connected)
 	if n := second.Status().CSRsSent; n != 0 {
 		t.Fatalf("the second agent sent %d CSRs, want 0", n)
 	}
@@ -336,7 +339,7 @@ func TestStoredCredentialsReusedAfterRestart(t *testing.T) {
 	if got := e.secret(t, e.ns).ResourceVersion; got != stored.ResourceVersion {
 		t.Fatalf("the kubeconfig Secret was written again (resourceVersion %s → %s)", stored.ResourceVersion, got)
 	}
-	eventually(t, "the second agent's seed registration", func() bool { return second.Status().SeedRegistered })
+	agenttest.Eventually(t, "the second agent's seed registration", func() bool { return second.Status().SeedRegistered })
 }
 
 // TestNoCredentialsAndNoToken: without a kubeconfig Secret and without a token the agent says so and keeps trying,
@@ -346,12 +349,12 @@ func TestNoCredentialsAndNoToken(t *testing.T) {
 	e := newEnv(t)
 	cfg := e.config(t)
 	cfg.HubClientConnection.BootstrapToken = ""
-	ta := startAgent(t, cfg)
-	eventually(t, "ErrNoCredentials", func() bool { return errors.Is(ta.Status().LastError, agent.ErrNoCredentials) })
+	ta := agenttest.StartAgent(t, cfg)
+	agenttest.Eventually(t, "ErrNoCredentials", func() bool { return errors.Is(ta.Status().LastError, agent.ErrNoCredentials) })
 	if msg := ta.Status().LastError.Error(); !strings.Contains(msg, e.ns+"/gardenlet-kubeconfig") || !strings.Contains(msg, "bootstrapTokenFile") {
 		t.Fatalf("the error does not name the Secret and the token options: %s", msg)
 	}
-	eventually(t, "retries", func() bool { return len(failures(ta)) >= 3 })
+	agenttest.Eventually(t, "retries", func() bool { return len(failures(ta)) >= 3 })
 	if ta.Connected() || e.proxy.Accepted() != 0 || len(e.csrs(t)) != 0 {
 		t.Fatalf("connected %v, connections to the hub %d, CSRs %d; want none", ta.Connected(), e.proxy.Accepted(), len(e.csrs(t)))
 	}
@@ -363,21 +366,21 @@ func TestNoCredentialsAndNoToken(t *testing.T) {
 func TestBootstrapTokenRejectedThenFixed(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	expired := e.bootstrapToken(t, time.Now().Add(-time.Minute))
+	expired := e.hub.BootstrapToken(t, "local", time.Now().Add(-time.Minute))
 	tokenFile := filepath.Join(t.TempDir(), "token")
 	if err := os.WriteFile(tokenFile, []byte(expired+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	cfg := e.config(t)
 	cfg.HubClientConnection.BootstrapToken, cfg.HubClientConnection.BootstrapTokenFile = "", tokenFile
-	ta := startAgent(t, cfg)
+	ta := agenttest.StartAgent(t, cfg)
 
-	eventually(t, "the refusal reported", func() bool {
+	agenttest.Eventually(t, "the refusal reported", func() bool {
 		var be *agent.BootstrapError
 		err := ta.Status().LastError
 		return errors.As(err, &be) && status.Code(be) == codes.Unauthenticated && strings.Contains(err.Error(), "expired")
 	})
-	eventually(t, "retries", func() bool { return len(failures(ta)) >= 3 })
+	agenttest.Eventually(t, "retries", func() bool { return len(failures(ta)) >= 3 })
 	if ta.Connected() || len(e.csrs(t)) != 0 {
 		t.Fatalf("connected %v, %d CSRs with an expired token", ta.Connected(), len(e.csrs(t)))
 	}
@@ -385,12 +388,12 @@ func TestBootstrapTokenRejectedThenFixed(t *testing.T) {
 	if err := os.WriteFile(tokenFile, []byte(e.token+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "connected", ta.Connected)
+	agenttest.Eventually(t, "connected", ta.Connected)
 	if err := ta.Status().LastError; err != nil {
 		t.Fatalf("LastError after the session started: %v", err)
 	}
 	id, _, _ := auth.ParseBootstrapToken(e.token)
-	if _, err := e.coll(t, "", "secrets").Get(context.Background(), "kube-system", auth.BootstrapTokenSecretName(id)); !apierrors.IsNotFound(err) {
+	if _, err := e.hub.Collection(t, "", "secrets").Get(context.Background(), "kube-system", auth.BootstrapTokenSecretName(id)); !apierrors.IsNotFound(err) {
 		t.Fatalf("the bootstrap token was not consumed: %v", err)
 	}
 	if n := len(e.csrs(t)); n != 1 {
@@ -400,7 +403,7 @@ func TestBootstrapTokenRejectedThenFixed(t *testing.T) {
 
 // checkRotated checks the second certificate after a rotation: stored, in use, from a CSR the agent made with its
 // seed identity over the session, with a new key and the same subject.
-func checkRotated(t *testing.T, e *env, ta *testAgent, before *x509.Certificate) *identity.Credentials {
+func checkRotated(t *testing.T, e *env, ta *agenttest.Agent, before *x509.Certificate) *identity.Credentials {
 	t.Helper()
 	after := e.storedCredentials(t)
 	if after.Certificate.Leaf.SerialNumber.Cmp(before.SerialNumber) == 0 {
@@ -424,8 +427,8 @@ func checkRotated(t *testing.T, e *env, ta *testAgent, before *x509.Certificate)
 	}
 	// The next session resumes from the versions the agent holds.
 	recs := sessionsEstablished(ta)
-	if last := recs[len(recs)-1]; !last.attrs["resumed"].Bool() {
-		t.Fatalf("the session after the rotation did not resume: %v", last.attrs)
+	if last := recs[len(recs)-1]; !last.Attrs["resumed"].Bool() {
+		t.Fatalf("the session after the rotation did not resume: %v", last.Attrs)
 	}
 	return after
 }
@@ -436,14 +439,14 @@ func checkRotated(t *testing.T, e *env, ta *testAgent, before *x509.Certificate)
 func TestRotationOnRenewCertificate(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	e.create(t, shootFixtures("a")...)
-	ta := startAgent(t, e.config(t))
-	eventually(t, "connected and registered", func() bool { return ta.Connected() && ta.Status().SeedRegistered })
+	e.hub.Store(t, shootFixtures("a")...)
+	ta := agenttest.StartAgent(t, e.config(t))
+	agenttest.Eventually(t, "connected and registered", func() bool { return ta.Connected() && ta.Status().SeedRegistered })
 	e.waitCache(t, ta, "a")
 	before := e.storedCredentials(t).Certificate.Leaf
 	sessions := ta.Status().Sessions
 
-	_, err := e.coll(t, "core.gardener.cloud", "seeds").GuaranteedUpdate(context.Background(), "", "local", false, func(cur store.Object) (store.Object, error) {
+	_, err := e.hub.Collection(t, "core.gardener.cloud", "seeds").GuaranteedUpdate(context.Background(), "", "local", false, func(cur store.Object) (store.Object, error) {
 		s := proto.Clone(cur).(*corev1beta1.Seed)
 		if s.Metadata.Annotations == nil {
 			s.Metadata.Annotations = map[string]string{}
@@ -463,10 +466,10 @@ func TestRotationOnRenewCertificate(t *testing.T) {
 		_, annotated := e.hubSeed(t).GetMetadata().GetAnnotations()["gardener.cloud/operation"]
 		return st.CSRsSent >= 2 && st.Sessions == sessions+st.CSRsSent-1 && st.Connected && !annotated
 	}
-	for deadline := time.Now().Add(waitTimeout); ; {
-		eventually(t, "rotated, the annotation cleared and a new session", settled)
+	for deadline := time.Now().Add(agenttest.WaitTimeout); ; {
+		agenttest.Eventually(t, "rotated, the annotation cleared and a new session", settled)
 		n := ta.Status().CSRsSent
-		time.Sleep(3 * hubHeartbeat) // no further rotation
+		time.Sleep(3 * agenttest.HubHeartbeat) // no further rotation
 		if ta.Status().CSRsSent == n && settled() {
 			break
 		}
@@ -482,9 +485,9 @@ func TestRotationOnRenewCertificate(t *testing.T) {
 		t.Fatalf("%d CSRs at the hub, %d sent", n, st.CSRsSent)
 	}
 	checkRotated(t, e, ta, before)
-	for _, r := range ta.logs.records("rotating the client certificate") {
-		if !strings.Contains(r.attrs["reason"].String(), "renew-kubeconfig") {
-			t.Fatalf("rotation for %q", r.attrs["reason"].String())
+	for _, r := range ta.Logs.Records("rotating the client certificate") {
+		if !strings.Contains(r.Attrs["reason"].String(), "renew-kubeconfig") {
+			t.Fatalf("rotation for %q", r.Attrs["reason"].String())
 		}
 	}
 	e.waitCache(t, ta, "a")
@@ -497,7 +500,7 @@ func TestRotationAtDeadline(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	var calls atomic.Int32
-	ta := startAgent(t, e.config(t), func(c *agent.Config) {
+	ta := agenttest.StartAgent(t, e.config(t), func(c *agent.Config) {
 		c.RotationDeadline = func(_, _, drawn time.Time) time.Time {
 			if calls.Add(1) == 1 {
 				return time.Now()
@@ -505,7 +508,7 @@ func TestRotationAtDeadline(t *testing.T) {
 			return drawn
 		}
 	})
-	eventually(t, "a rotation and a new session", func() bool {
+	agenttest.Eventually(t, "a rotation and a new session", func() bool {
 		st := ta.Status()
 		return st.CSRsSent == 2 && st.Sessions >= 2 && st.Connected
 	})
@@ -519,7 +522,7 @@ func TestRotationAtDeadline(t *testing.T) {
 		t.Fatal("no bootstrap CSR at the hub")
 	}
 	after := checkRotated(t, e, ta, bootstrapped)
-	if recs := ta.logs.records("rotating the client certificate"); len(recs) != 1 || !strings.Contains(recs[0].attrs["reason"].String(), "rotation deadline") {
+	if recs := ta.Logs.Records("rotating the client certificate"); len(recs) != 1 || !strings.Contains(recs[0].Attrs["reason"].String(), "rotation deadline") {
 		t.Fatalf("rotations: %v", recs)
 	}
 	dl := ta.Status().RotationDeadline
@@ -528,7 +531,7 @@ func TestRotationAtDeadline(t *testing.T) {
 	if dl.Before(lo) || dl.After(hi) {
 		t.Fatalf("the next rotation deadline %v is outside [%v, %v]", dl, lo, hi)
 	}
-	time.Sleep(3 * hubHeartbeat)
+	time.Sleep(3 * agenttest.HubHeartbeat)
 	if n := ta.Status().CSRsSent; n != 2 {
 		t.Fatalf("CSRs sent = %d after the rotation, want 2 (no further rotation)", n)
 	}
@@ -540,18 +543,18 @@ func TestRotationAtDeadline(t *testing.T) {
 func TestHeartbeatTimeoutReconnects(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	ta := startAgent(t, e.config(t))
-	eventually(t, "connected and acknowledged", func() bool { return ta.Connected() && ta.Status().HeartbeatAckLatency > 0 })
+	ta := agenttest.StartAgent(t, e.config(t))
+	agenttest.Eventually(t, "connected and acknowledged", func() bool { return ta.Connected() && ta.Status().HeartbeatAckLatency > 0 })
 
 	start := time.Now()
 	e.proxy.Blackhole(true)
-	eventually(t, "the session dropped", func() bool { return errors.Is(ta.Status().LastError, agent.ErrHeartbeatTimeout) })
+	agenttest.Eventually(t, "the session dropped", func() bool { return errors.Is(ta.Status().LastError, agent.ErrHeartbeatTimeout) })
 	// The last acknowledgement came at most one interval before the black hole; the agent drops the session once
 	// three intervals passed since.
-	if d := time.Since(start); d < 2*hubHeartbeat {
-		t.Fatalf("dropped after %v, before three intervals of %v could pass", d, hubHeartbeat)
+	if d := time.Since(start); d < 2*agenttest.HubHeartbeat {
+		t.Fatalf("dropped after %v, before three intervals of %v could pass", d, agenttest.HubHeartbeat)
 	}
-	eventually(t, "the hub ending its side", func() bool { return len(e.hubSessions()) == 0 })
+	agenttest.Eventually(t, "the hub ending its side", func() bool { return len(e.hubSessions()) == 0 })
 	if ta.Connected() {
 		t.Fatal("still connected")
 	}
@@ -560,7 +563,7 @@ func TestHeartbeatTimeoutReconnects(t *testing.T) {
 	// connection timeout would (gRPC's is 20 s).
 	e.proxy.Blackhole(false)
 	e.proxy.CutAll()
-	eventually(t, "reconnected", func() bool { return ta.Status().Sessions >= 2 && ta.Connected() })
+	agenttest.Eventually(t, "reconnected", func() bool { return ta.Status().Sessions >= 2 && ta.Connected() })
 	if err := ta.Status().LastError; err != nil {
 		t.Fatalf("LastError after reconnecting: %v", err)
 	}
@@ -595,24 +598,24 @@ func TestHubRestartResumeDropsWhatLeft(t *testing.T) {
 	e.token = tok.Token()
 	cfg := e.config(t)
 	cfg.HubClientConnection.CAFile = filepath.Join(dir, "pki", "ca.crt") // the hub writes it when it starts
-	ta := startAgent(t, cfg)
+	ta := agenttest.StartAgent(t, cfg)
 
 	var versions map[string]int64
 	ok := t.Run("first hub", func(t *testing.T) { // the hub stops at the end of the subtest
 		e.startHub(t, dataDir(t))
-		e.create(t, tok.SecretObject())
-		e.create(t, shootFixtures("a", "b")...)
+		e.hub.Store(t, tok.SecretObject())
+		e.hub.Store(t, shootFixtures("a", "b")...)
 		e.proxy.SetTarget(e.hub.GRPCAddr())
-		eventually(t, "connected", ta.Connected)
+		agenttest.Eventually(t, "connected", ta.Connected)
 		e.waitCache(t, ta, "a", "b")
-		eventually(t, "the seed registered", func() bool { return ta.Status().SeedRegistered })
+		agenttest.Eventually(t, "the seed registered", func() bool { return ta.Status().SeedRegistered })
 		e.waitCache(t, ta, "a", "b")
 		versions = ta.Cache().SyncedVersions()
 	})
 	if !ok {
 		t.FailNow()
 	}
-	eventually(t, "the hub's shutdown reported", func() bool {
+	agenttest.Eventually(t, "the hub's shutdown reported", func() bool {
 		for _, err := range failures(ta) {
 			if status.Code(errors.Unwrap(err)) == codes.Unavailable && strings.Contains(err.Error(), "shutting down") {
 				return true
@@ -626,16 +629,16 @@ func TestHubRestartResumeDropsWhatLeft(t *testing.T) {
 
 	// The hub restarts; shoot b leaves the seed before the agent is back.
 	e.startHub(t, dataDir(t))
-	if _, _, err := e.coll(t, "core.gardener.cloud", "shoots").Delete(context.Background(), "garden", "b", nil); err != nil {
+	if _, _, err := e.hub.Collection(t, "core.gardener.cloud", "shoots").Delete(context.Background(), "garden", "b", nil); err != nil {
 		t.Fatal(err)
 	}
 	if got := ta.Cache().SyncedVersions(); !cmp.Equal(got, versions) {
 		t.Fatalf("the cache changed while the agent was away: %v, was %v", got, versions)
 	}
 	e.proxy.SetTarget(e.hub.GRPCAddr())
-	eventually(t, "reconnected", func() bool { return ta.Connected() && ta.Status().Sessions == 2 })
-	if recs := sessionsEstablished(ta); !recs[1].attrs["resumed"].Bool() {
-		t.Fatalf("the session after the restart did not resume: %v", recs[1].attrs)
+	agenttest.Eventually(t, "reconnected", func() bool { return ta.Connected() && ta.Status().Sessions == 2 })
+	if recs := sessionsEstablished(ta); !recs[1].Attrs["resumed"].Bool() {
+		t.Fatalf("the session after the restart did not resume: %v", recs[1].Attrs)
 	}
 	e.waitCache(t, ta, "a")
 	if st := ta.Status(); st.CSRsSent != 1 || st.LastError != nil {
@@ -657,9 +660,9 @@ func TestSeedRegistrationUpdatesExistingSeed(t *testing.T) {
 	if _, err := corev1beta1.NewSeedServiceClient(e.hub.GRPC(t)).Create(context.Background(), old); err != nil {
 		t.Fatal(err)
 	}
-	ta := startAgent(t, cfg)
-	eventually(t, "the seed registered", func() bool { return ta.Status().SeedRegistered })
-	if recs := ta.logs.records("seed registered"); len(recs) != 1 || recs[0].attrs["action"].String() != "updated" {
+	ta := agenttest.StartAgent(t, cfg)
+	agenttest.Eventually(t, "the seed registered", func() bool { return ta.Status().SeedRegistered })
+	if recs := ta.Logs.Records("seed registered"); len(recs) != 1 || recs[0].Attrs["action"].String() != "updated" {
 		t.Fatalf("seed registration: %v", recs)
 	}
 	s := e.hubSeed(t)

@@ -12,23 +12,21 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1k "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/trellis-dev/trellis/agent"
+	"github.com/trellis-dev/trellis/agent/config"
 	"github.com/trellis-dev/trellis/extsdk"
 	extensionsv1alpha1 "github.com/trellis-dev/trellis/extsdk/apis/extensions/v1alpha1"
 	"github.com/trellis-dev/trellis/extsdk/controller"
-	"github.com/trellis-dev/trellis/agent/config"
-	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
 	"github.com/trellis-dev/trellis/gateway/kjson"
 	"github.com/trellis-dev/trellis/hub/store"
+	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
 	kcorev1 "github.com/trellis-dev/trellis/proto/gen/trellis/kubernetes/core/v1"
 	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
 	"github.com/trellis-dev/trellis/test/agentsim"
+	"github.com/trellis-dev/trellis/test/agenttest"
 )
 
 // stub is the extension of these tests: for every kind of type "local" it reports success at once and sets the
@@ -45,11 +43,9 @@ func (s stub[T]) Reconcile(_ context.Context, _ logr.Logger, obj T, _ *extsdk.Cl
 
 func (stub[T]) Delete(context.Context, logr.Logger, T, *extsdk.Cluster) error { return nil }
 
-func addStub[T extensionsv1alpha1.Object](t *testing.T, mgr manager.Manager, newObj func() T, set func(T)) {
-	t.Helper()
-	if err := controller.Add(mgr, controller.AddArgs[T]{Actuator: stub[T]{set: set}, Type: "local", NewObject: newObj}); err != nil {
-		t.Fatal(err)
-	}
+// stubOf is the stub extension for the kind newObj makes, type "local"; set, if not nil, sets its outputs.
+func stubOf[T extensionsv1alpha1.Object](newObj func() T, set func(T)) func(manager.Manager) error {
+	return agenttest.Extension(controller.AddArgs[T]{Actuator: stub[T]{set: set}, Type: "local", NewObject: newObj})
 }
 
 const infraStatus = `{"apiVersion":"local.provider.extensions.gardener.cloud/v1alpha1","kind":"InfrastructureStatus","network":"net-1"}`
@@ -57,36 +53,25 @@ const infraStatus = `{"apiVersion":"local.provider.extensions.gardener.cloud/v1a
 // startStubExtension runs the stub extension against the seed until the test ends.
 func startStubExtension(t *testing.T, e *env) {
 	t.Helper()
-	cfg, err := clientcmd.RESTConfigFromKubeConfig(e.seed.Kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mgr, err := manager.New(cfg, manager.Options{Scheme: agent.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0", Logger: logr.Discard()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	addStub(t, mgr, func() *extensionsv1alpha1.Infrastructure { return &extensionsv1alpha1.Infrastructure{} }, func(o *extensionsv1alpha1.Infrastructure) {
-		o.Status.ProviderStatus = &runtime.RawExtension{Raw: []byte(infraStatus)}
-	})
-	addStub(t, mgr, func() *extensionsv1alpha1.OperatingSystemConfig { return &extensionsv1alpha1.OperatingSystemConfig{} }, func(o *extensionsv1alpha1.OperatingSystemConfig) {
-		if o.Spec.Purpose == extensionsv1alpha1.OperatingSystemConfigPurposeProvision {
-			o.Status.CloudConfig = &extensionsv1alpha1.CloudConfig{SecretRef: corev1.SecretReference{Name: "osc-result-" + o.Name, Namespace: o.Namespace}}
-		}
-	})
-	addStub(t, mgr, func() *extensionsv1alpha1.ControlPlane { return &extensionsv1alpha1.ControlPlane{} }, func(o *extensionsv1alpha1.ControlPlane) {
-		o.Status.Conditions = []extensionsv1alpha1.Condition{{Type: extensionsv1alpha1.ShootControlPlaneHealthy, Status: extensionsv1alpha1.ConditionTrue,
-			LastTransitionTime: metav1k.Now(), LastUpdateTime: metav1k.Now(), Reason: "HealthCheckSuccessful", Message: "ok"}}
-	})
-	addStub(t, mgr, func() *extensionsv1alpha1.Worker { return &extensionsv1alpha1.Worker{} }, nil)
-	addStub(t, mgr, func() *extensionsv1alpha1.Network { return &extensionsv1alpha1.Network{} }, nil)
-	addStub(t, mgr, func() *extensionsv1alpha1.DNSRecord { return &extensionsv1alpha1.DNSRecord{} }, nil)
-	addStub(t, mgr, func() *extensionsv1alpha1.ContainerRuntime { return &extensionsv1alpha1.ContainerRuntime{} }, nil)
-	addStub(t, mgr, func() *extensionsv1alpha1.Extension { return &extensionsv1alpha1.Extension{} }, nil)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = mgr.Start(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	agenttest.StartExtensions(t, e.seed.Config,
+		stubOf(func() *extensionsv1alpha1.Infrastructure { return &extensionsv1alpha1.Infrastructure{} }, func(o *extensionsv1alpha1.Infrastructure) {
+			o.Status.ProviderStatus = &runtime.RawExtension{Raw: []byte(infraStatus)}
+		}),
+		stubOf(func() *extensionsv1alpha1.OperatingSystemConfig { return &extensionsv1alpha1.OperatingSystemConfig{} }, func(o *extensionsv1alpha1.OperatingSystemConfig) {
+			if o.Spec.Purpose == extensionsv1alpha1.OperatingSystemConfigPurposeProvision {
+				o.Status.CloudConfig = &extensionsv1alpha1.CloudConfig{SecretRef: corev1.SecretReference{Name: "osc-result-" + o.Name, Namespace: o.Namespace}}
+			}
+		}),
+		stubOf(func() *extensionsv1alpha1.ControlPlane { return &extensionsv1alpha1.ControlPlane{} }, func(o *extensionsv1alpha1.ControlPlane) {
+			o.Status.Conditions = []extensionsv1alpha1.Condition{{Type: extensionsv1alpha1.ShootControlPlaneHealthy, Status: extensionsv1alpha1.ConditionTrue,
+				LastTransitionTime: metav1k.Now(), LastUpdateTime: metav1k.Now(), Reason: "HealthCheckSuccessful", Message: "ok"}}
+		}),
+		stubOf(func() *extensionsv1alpha1.Worker { return &extensionsv1alpha1.Worker{} }, nil),
+		stubOf(func() *extensionsv1alpha1.Network { return &extensionsv1alpha1.Network{} }, nil),
+		stubOf(func() *extensionsv1alpha1.DNSRecord { return &extensionsv1alpha1.DNSRecord{} }, nil),
+		stubOf(func() *extensionsv1alpha1.ContainerRuntime { return &extensionsv1alpha1.ContainerRuntime{} }, nil),
+		stubOf(func() *extensionsv1alpha1.Extension { return &extensionsv1alpha1.Extension{} }, nil),
+	)
 }
 
 // flowNamespace is the namespace of project "dev", where the flow tests' shoots live.
@@ -136,7 +121,7 @@ func (e *env) shootConfig(t *testing.T) *config.AgentConfiguration {
 
 func (e *env) shoot(t *testing.T, name string) *corev1beta1.Shoot {
 	t.Helper()
-	o, err := e.coll(t, "core.gardener.cloud", "shoots").Get(context.Background(), flowNamespace, name)
+	o, err := e.hub.Collection(t, "core.gardener.cloud", "shoots").Get(context.Background(), flowNamespace, name)
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
@@ -169,14 +154,14 @@ func (e *env) createShoot(t *testing.T, s *corev1beta1.Shoot) {
 func TestShootFlows(t *testing.T) {
 	e := newEnv(t)
 	shoot := flowShoot("web")
-	e.create(t, flowFixtures()...)
-	e.create(t, agentsim.Secret(flowNamespace, "web"), agentsim.SecretBinding(flowNamespace, "web"))
+	e.hub.Store(t, flowFixtures()...)
+	e.hub.Store(t, agentsim.Secret(flowNamespace, "web"), agentsim.SecretBinding(flowNamespace, "web"))
 	shoot.Spec.SeedName = nil // the hub's scheduler places it once the seed is ready
 	e.createShoot(t, shoot)
-	ta := startAgent(t, e.shootConfig(t))
-	eventually(t, "the agent installed the CRDs", func() bool { return ta.Status().CRDsInstalled })
+	ta := agenttest.StartAgent(t, e.shootConfig(t))
+	agenttest.Eventually(t, "the agent installed the CRDs", func() bool { return ta.Status().CRDsInstalled })
 	startStubExtension(t, e)
-	seed, err := client.New(restConfig(t, e), client.Options{Scheme: agent.Scheme()})
+	seed, err := client.New(e.seed.Config, client.Options{Scheme: agent.Scheme()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +169,7 @@ func TestShootFlows(t *testing.T) {
 	ctx := context.Background()
 
 	var s *corev1beta1.Shoot
-	eventually(t, "the shoot is created", func() bool {
+	agenttest.Eventually(t, "the shoot is created", func() bool {
 		s = e.shoot(t, "web")
 		lo := s.GetStatus().GetLastOperation()
 		return lo.GetState() == "Succeeded" && s.GetStatus().GetObservedGeneration() == s.GetMetadata().GetGeneration()
@@ -239,10 +224,10 @@ func TestShootFlows(t *testing.T) {
 	upd := proto.Clone(s).(*corev1beta1.Shoot)
 	upd.Spec.Provider.Workers[0].Maximum = proto.Int32(5)
 	upd.Metadata.Generation = gen + 1
-	if _, err := e.coll(t, "core.gardener.cloud", "shoots").Update(ctx, upd); err != nil {
+	if _, err := e.hub.Collection(t, "core.gardener.cloud", "shoots").Update(ctx, upd); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the new generation is reconciled", func() bool {
+	agenttest.Eventually(t, "the new generation is reconciled", func() bool {
 		s = e.shoot(t, "web")
 		return s.GetStatus().GetObservedGeneration() == gen+1 && s.GetStatus().GetLastOperation().GetState() == "Succeeded"
 	})
@@ -254,10 +239,10 @@ func TestShootFlows(t *testing.T) {
 	}
 
 	// Delete: every extension object and the namespace go, then the finalizer and the shoot.
-	if _, _, err := e.coll(t, "core.gardener.cloud", "shoots").Delete(ctx, flowNamespace, "web", nil); err != nil {
+	if _, _, err := e.hub.Collection(t, "core.gardener.cloud", "shoots").Delete(ctx, flowNamespace, "web", nil); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the shoot is gone", func() bool { return e.shoot(t, "web") == nil })
+	agenttest.Eventually(t, "the shoot is gone", func() bool { return e.shoot(t, "web") == nil })
 	nsObj := &corev1.Namespace{}
 	if err := seed.Get(ctx, client.ObjectKey{Name: ns}, nsObj); !apierrors.IsNotFound(err) {
 		t.Errorf("namespace %s: %v (phase %s), want gone", ns, err, nsObj.Status.Phase)
@@ -276,13 +261,4 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
-}
-
-func restConfig(t *testing.T, e *env) *rest.Config {
-	t.Helper()
-	cfg, err := clientcmd.RESTConfigFromKubeConfig(e.seed.Kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cfg
 }

@@ -30,31 +30,10 @@ import (
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
 	kcorev1 "github.com/trellis-dev/trellis/proto/gen/trellis/kubernetes/core/v1"
 	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
+	"github.com/trellis-dev/trellis/test/agenttest"
 )
 
-// seedSpec is the spec of seed "local" without backups (indented for seedConfig.spec).
-const seedSpec = `    provider:
-      type: local
-      region: local
-    ingress:
-      domain: ingress.local.seed.example.com
-      controller:
-        kind: nginx
-    dns:
-      provider:
-        type: local
-        credentialsRef:
-          apiVersion: v1
-          kind: Secret
-          name: internal-domain
-          namespace: garden
-    networks:
-      nodes: 172.18.0.0/16
-      pods: 10.1.0.0/16
-      services: 10.2.0.0/16
-`
-
-// backupSpec adds backups of type "test" to seedSpec, with the credentials garden/backup-secret.
+// backupSpec adds backups of type "test" to agenttest.SeedSpec, with the credentials garden/backup-secret.
 const backupSpec = `    backup:
       provider: test
       region: eu-1
@@ -143,34 +122,27 @@ func (a *bucketActuator) deleted(bucket string) int {
 // start runs the "test" extension and the BackupBucket controller.
 func start(t *testing.T, e *env) *bucketActuator {
 	t.Helper()
-	a := newBucketActuator(e.seedClient)
-	startExtension(t, e, controller.AddArgs[*extBucket]{Actuator: a, Type: "test", NewObject: func() *extBucket { return &extBucket{} }})
-	run(t, func() (interface{ Run(context.Context) error }, error) {
-		return backupbucket.New(backupbucket.Config{SeedName: seedName, Cache: e.cache, Hub: e.conn, Seed: e.seedClient,
-			Log: e.log, PollInterval: 50 * time.Millisecond, RetryMin: 50 * time.Millisecond, RetryMax: time.Second})
+	a := newBucketActuator(e.seed.Client)
+	agenttest.StartExtensions(t, e.seed.Cluster.Config,
+		agenttest.Extension(controller.AddArgs[*extBucket]{Actuator: a, Type: "test", NewObject: func() *extBucket { return &extBucket{} }}))
+	agenttest.RunController(t, func() (agenttest.Runner, error) {
+		return backupbucket.New(backupbucket.Config{SeedName: seedName, Cache: e.seed.Cache, Hub: e.seed.Conn, Seed: e.seed.Client,
+			Log: agenttest.Logger(), PollInterval: 50 * time.Millisecond, RetryMin: 50 * time.Millisecond, RetryMax: time.Second})
 	})
 	return a
-}
-
-func hubSecret(name string, data map[string]string) *kcorev1.Secret {
-	s := &kcorev1.Secret{ApiVersion: "v1", Kind: "Secret", Metadata: &metav1.ObjectMeta{Namespace: "garden", Name: name}, Data: map[string][]byte{}}
-	for k, v := range data {
-		s.Data[k] = []byte(v)
-	}
-	return s
 }
 
 // bucket reads a BackupBucket on the hub as the admin.
 func (e *env) bucket(t *testing.T, name string) (*corev1beta1.BackupBucket, error) {
 	t.Helper()
-	return corev1beta1.NewBackupBucketServiceClient(e.admin).Get(context.Background(), &metav1.GetRequest{Name: name})
+	return corev1beta1.NewBackupBucketServiceClient(e.Admin).Get(context.Background(), &metav1.GetRequest{Name: name})
 }
 
 // waitBucket waits until the hub's BackupBucket name satisfies cond and returns it.
 func (e *env) waitBucket(t *testing.T, name, what string, cond func(*corev1beta1.BackupBucket) bool) *corev1beta1.BackupBucket {
 	t.Helper()
 	var b *corev1beta1.BackupBucket
-	eventually(t, "BackupBucket "+name+": "+what, func() bool {
+	agenttest.Eventually(t, "BackupBucket "+name+": "+what, func() bool {
 		var err error
 		b, err = e.bucket(t, name)
 		return err == nil && cond(b)
@@ -203,9 +175,9 @@ func jsonEqual(t *testing.T, got []byte, want string) bool {
 // reconciled by the extension, its generated secret copied back, its status reported; rotated credentials reach
 // the extension again.
 func TestSeedBucket(t *testing.T) {
-	e := newEnv(t, seedSpec+backupSpec, hubSecret("backup-secret", map[string]string{"user": "alice"}))
+	e := newEnv(t, agenttest.SeedSpec+backupSpec, agenttest.Secret("garden", "backup-secret", map[string]string{"user": "alice"}))
 	a := start(t, e)
-	seed, _ := cache.Get[*corev1beta1.Seed](e.cache, cache.Seeds, "", seedName)
+	seed, _ := cache.Get[*corev1beta1.Seed](e.seed.Cache, cache.Seeds, "", seedName)
 	uid := seed.GetMetadata().GetUid()
 
 	b := e.waitBucket(t, uid, "Create Succeeded", succeededAs("Create"))
@@ -228,7 +200,7 @@ func TestSeedBucket(t *testing.T) {
 		t.Errorf("status %v", st)
 	}
 
-	gen, err := kcorev1.NewSecretServiceClient(e.admin).Get(context.Background(), &metav1.GetRequest{Namespace: "garden", Name: "generated-bucket-" + uid})
+	gen, err := kcorev1.NewSecretServiceClient(e.Admin).Get(context.Background(), &metav1.GetRequest{Namespace: "garden", Name: "generated-bucket-" + uid})
 	if err != nil {
 		t.Fatalf("the generated secret on the hub: %v", err)
 	}
@@ -243,7 +215,7 @@ func TestSeedBucket(t *testing.T) {
 	}
 
 	ext := &extBucket{}
-	if err := e.seedClient.Get(context.Background(), client.ObjectKey{Name: uid}, ext); err != nil {
+	if err := e.seed.Client.Get(context.Background(), client.ObjectKey{Name: uid}, ext); err != nil {
 		t.Fatal(err)
 	}
 	if ext.Spec.Type != "test" || ext.Spec.Region != "eu-1" || ext.Spec.SecretRef.Name != "bucket-"+uid || ext.Spec.SecretRef.Namespace != "garden" {
@@ -255,7 +227,7 @@ func TestSeedBucket(t *testing.T) {
 
 	// Rotated credentials: copied into the seed, the extension reconciles again, the new generated secret reaches
 	// the hub.
-	sc := kcorev1.NewSecretServiceClient(e.admin)
+	sc := kcorev1.NewSecretServiceClient(e.Admin)
 	cur, err := sc.Get(context.Background(), &metav1.GetRequest{Namespace: "garden", Name: "backup-secret"})
 	if err != nil {
 		t.Fatal(err)
@@ -265,7 +237,7 @@ func TestSeedBucket(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.waitBucket(t, uid, "Reconcile Succeeded", succeededAs("Reconcile"))
-	eventually(t, "the rotated credentials in the generated secret on the hub", func() bool {
+	agenttest.Eventually(t, "the rotated credentials in the generated secret on the hub", func() bool {
 		gen, err := sc.Get(context.Background(), &metav1.GetRequest{Namespace: "garden", Name: "generated-bucket-" + uid})
 		return err == nil && string(gen.GetData()["user"]) == "bob"
 	})
@@ -284,7 +256,7 @@ func TestBucketErrorAndDeletion(t *testing.T) {
 			ProviderConfig: &metav1.RawExtension{Raw: []byte(`{"fail":"ERR_INFRA_UNAUTHORIZED"}`)},
 			CredentialsRef: &metav1.ObjectReference{ApiVersion: "v1", Kind: "Secret", Namespace: "garden", Name: "creds"},
 			SeedName:       proto.String(seedName)}}
-	e := newEnv(t, seedSpec, hubSecret("creds", map[string]string{"user": "carol"}), bucket)
+	e := newEnv(t, agenttest.SeedSpec, agenttest.Secret("garden", "creds", map[string]string{"user": "carol"}), bucket)
 	a := start(t, e)
 
 	b := e.waitBucket(t, name, "Error with the extension's code", func(b *corev1beta1.BackupBucket) bool {
@@ -294,8 +266,8 @@ func TestBucketErrorAndDeletion(t *testing.T) {
 		t.Errorf("lastError %v", b.GetStatus().GetLastError())
 	}
 
-	bc := corev1beta1.NewBackupBucketServiceClient(e.admin)
-	eventually(t, "the fixed providerConfig stored", func() bool {
+	bc := corev1beta1.NewBackupBucketServiceClient(e.Admin)
+	agenttest.Eventually(t, "the fixed providerConfig stored", func() bool {
 		cur, err := bc.Get(context.Background(), &metav1.GetRequest{Name: name})
 		if err != nil {
 			return false
@@ -315,20 +287,20 @@ func TestBucketErrorAndDeletion(t *testing.T) {
 	if _, err := bc.Delete(context.Background(), &metav1.DeleteRequest{Name: name}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the bucket gone from the hub", func() bool {
+	agenttest.Eventually(t, "the bucket gone from the hub", func() bool {
 		_, err := e.bucket(t, name)
 		return status.Code(err) == codes.NotFound
 	})
 	if a.deleted(name) == 0 {
 		t.Error("the extension never deleted the bucket")
 	}
-	if err := e.seedClient.Get(context.Background(), client.ObjectKey{Name: name}, &extBucket{}); !apierrors.IsNotFound(err) {
+	if err := e.seed.Client.Get(context.Background(), client.ObjectKey{Name: name}, &extBucket{}); !apierrors.IsNotFound(err) {
 		t.Errorf("extension bucket: %v, want NotFound", err)
 	}
-	if err := e.seedClient.Get(context.Background(), client.ObjectKey{Namespace: "garden", Name: "bucket-" + name}, &corev1.Secret{}); !apierrors.IsNotFound(err) {
+	if err := e.seed.Client.Get(context.Background(), client.ObjectKey{Namespace: "garden", Name: "bucket-" + name}, &corev1.Secret{}); !apierrors.IsNotFound(err) {
 		t.Errorf("seed secret: %v, want NotFound", err)
 	}
-	if _, err := kcorev1.NewSecretServiceClient(e.admin).Get(context.Background(), &metav1.GetRequest{Namespace: "garden", Name: "generated-bucket-" + name}); !notFound(err) {
+	if _, err := kcorev1.NewSecretServiceClient(e.Admin).Get(context.Background(), &metav1.GetRequest{Namespace: "garden", Name: "generated-bucket-" + name}); !notFound(err) {
 		t.Errorf("generated secret on the hub: %v, want NotFound", err)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"strconv"
 	"sync"
 	"time"
 
@@ -15,9 +14,9 @@ import (
 
 	"github.com/trellis-dev/trellis/agent/cache"
 	"github.com/trellis-dev/trellis/agent/extension"
+	"github.com/trellis-dev/trellis/agent/hubobject"
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
 	kcorev1 "github.com/trellis-dev/trellis/proto/gen/trellis/kubernetes/core/v1"
-	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
 )
 
 // Config configures the BackupBucket controller.
@@ -84,7 +83,8 @@ type Controller struct {
 	secrets kcorev1.SecretServiceClient
 	ext     *extension.Client
 	queue   workqueue.TypedRateLimitingInterface[string]
-	objects written[*corev1beta1.BackupBucket]
+	// objects writes the buckets and remembers what it wrote.
+	objects *hubobject.Client[*corev1beta1.BackupBucket]
 }
 
 // New returns a controller for cfg.
@@ -99,8 +99,8 @@ func New(cfg Config) (*Controller, error) {
 		buckets: corev1beta1.NewBackupBucketServiceClient(cfg.Hub),
 		secrets: kcorev1.NewSecretServiceClient(cfg.Hub),
 		ext:     &extension.Client{C: cfg.Seed, Now: cfg.Now},
-		objects: written[*corev1beta1.BackupBucket]{m: map[string]*corev1beta1.BackupBucket{}},
 	}
+	c.objects = hubobject.NewClient(c.buckets, cfg.HubTimeout, cfg.Now)
 	c.queue = workqueue.NewTypedRateLimitingQueueWithConfig(
 		workqueue.NewTypedItemExponentialFailureRateLimiter[string](cfg.RetryMin, cfg.RetryMax),
 		workqueue.TypedRateLimitingQueueConfig[string]{Name: "backupbucket"})
@@ -157,7 +157,7 @@ func (c *Controller) enqueueBucket(obj proto.Message) {
 
 func (c *Controller) forget(obj proto.Message) {
 	if b, ok := obj.(*corev1beta1.BackupBucket); ok {
-		c.objects.forget(b.GetMetadata().GetName())
+		c.objects.Forget(b.GetMetadata().GetName())
 		c.queue.Forget(b.GetMetadata().GetName())
 	}
 }
@@ -207,7 +207,7 @@ func (c *Controller) processNext(ctx context.Context) bool {
 // sync works on the bucket name and returns when to look again.
 func (c *Controller) sync(ctx context.Context, name string) (time.Duration, error) {
 	cached, ok := cache.Get[*corev1beta1.BackupBucket](c.cfg.Cache, cache.BackupBuckets, "", name)
-	b, ok := c.objects.pick(name, cached, ok)
+	b, ok := c.objects.Pick(name, cached, ok)
 	if !ok || b.GetSpec().GetSeedName() != c.cfg.SeedName {
 		return 0, nil // gone, or not this seed's (a self-hosted shoot's bucket)
 	}
@@ -215,46 +215,4 @@ func (c *Controller) sync(ctx context.Context, name string) (time.Duration, erro
 		return c.delete(ctx, b)
 	}
 	return c.reconcile(ctx, b)
-}
-
-// written keeps the hub's answers to the controller's own writes, so that decisions made before a change reaches the
-// cache see it.
-type written[T interface {
-	proto.Message
-	GetMetadata() *metav1.ObjectMeta
-}] struct {
-	mu sync.Mutex
-	m  map[string]T
-}
-
-func (w *written[T]) remember(key string, obj T) {
-	w.mu.Lock()
-	w.m[key] = obj
-	w.mu.Unlock()
-}
-
-func (w *written[T]) forget(key string) {
-	w.mu.Lock()
-	delete(w.m, key)
-	w.mu.Unlock()
-}
-
-// pick returns the newer of the cached object and the last one written; none when the cache no longer has it.
-func (w *written[T]) pick(key string, cached T, ok bool) (T, bool) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	mine, have := w.m[key]
-	if !ok || !have {
-		return cached, ok
-	}
-	if resourceVersion(cached.GetMetadata()) >= resourceVersion(mine.GetMetadata()) {
-		delete(w.m, key)
-		return cached, true
-	}
-	return mine, true
-}
-
-func resourceVersion(md *metav1.ObjectMeta) int64 {
-	v, _ := strconv.ParseInt(md.GetResourceVersion(), 10, 64)
-	return v
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"reflect"
 	"slices"
 	"time"
 
@@ -21,6 +20,7 @@ import (
 
 	"github.com/trellis-dev/trellis/agent/cache"
 	"github.com/trellis-dev/trellis/agent/extension"
+	"github.com/trellis-dev/trellis/agent/hubobject"
 	extensionsv1alpha1 "github.com/trellis-dev/trellis/extsdk/apis/extensions/v1alpha1"
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
 	kcorev1 "github.com/trellis-dev/trellis/proto/gen/trellis/kubernetes/core/v1"
@@ -57,7 +57,7 @@ func (c *Controller) ensureSeedBucket(ctx context.Context) error {
 		region = seed.GetSpec().GetProvider().GetRegion()
 	}
 	cur, ok := cache.Get[*corev1beta1.BackupBucket](c.cfg.Cache, cache.BackupBuckets, "", name)
-	if cur, ok = c.objects.pick(name, cur, ok); !ok {
+	if cur, ok = c.objects.Pick(name, cur, ok); !ok {
 		b := &corev1beta1.BackupBucket{ApiVersion: "core.gardener.cloud/v1beta1", Kind: "BackupBucket",
 			Metadata: &metav1.ObjectMeta{Name: name, OwnerReferences: []*metav1.OwnerReference{{
 				ApiVersion: "core.gardener.cloud/v1beta1", Kind: "Seed", Name: c.cfg.SeedName, Uid: seed.GetMetadata().GetUid(),
@@ -71,7 +71,7 @@ func (c *Controller) ensureSeedBucket(ctx context.Context) error {
 		cancel()
 		switch {
 		case err == nil:
-			c.objects.remember(name, out)
+			c.objects.Remember(out)
 			c.log.Info("created the seed's BackupBucket", "backupBucket", name)
 			c.queue.Add(name)
 			return nil
@@ -82,13 +82,13 @@ func (c *Controller) ensureSeedBucket(ctx context.Context) error {
 		}
 	}
 	upToDate := func(b *corev1beta1.BackupBucket) bool {
-		return sameJSON(rawExtension(b.GetSpec().GetProviderConfig()), rawExtension(backup.GetProviderConfig())) &&
+		return extension.SameJSON(extension.RawExtension(b.GetSpec().GetProviderConfig()), extension.RawExtension(backup.GetProviderConfig())) &&
 			proto.Equal(b.GetSpec().GetCredentialsRef(), backup.GetCredentialsRef())
 	}
 	if upToDate(cur) {
 		return nil
 	}
-	_, err := c.updateBucket(ctx, cur, func(b *corev1beta1.BackupBucket) bool {
+	_, err := c.objects.Update(ctx, cur, func(b *corev1beta1.BackupBucket) bool {
 		if upToDate(b) {
 			return false
 		}
@@ -107,14 +107,14 @@ func (c *Controller) ensureSeedBucket(ctx context.Context) error {
 // the extension generated to the hub and reports Succeeded with the extension's providerStatus.
 func (c *Controller) reconcile(ctx context.Context, b *corev1beta1.BackupBucket) (time.Duration, error) {
 	name := b.GetMetadata().GetName()
-	b, err := c.updateBucket(ctx, b, addFinalizer(FinalizerGardener))
+	b, err := c.objects.AddFinalizer(ctx, b, FinalizerGardener)
 	if err != nil {
 		return 0, err
 	}
 	typ := operationType(b)
 	creds, err := c.credentials(b)
 	if err != nil {
-		if _, rerr := c.report(ctx, b, failed(typ, errorOf(err)), nil); rerr != nil {
+		if _, rerr := c.report(ctx, b, hubobject.Failed(typ, hubobject.ErrorOf(err)), nil); rerr != nil {
 			c.log.Warn("could not report on the BackupBucket", "backupBucket", name, "err", rerr)
 		}
 		return 0, err
@@ -134,7 +134,6 @@ func (c *Controller) reconcile(ctx context.Context, b *corev1beta1.BackupBucket)
 		return 0, fmt.Errorf("read %s: %w", extension.Describe(ext), err)
 	}
 	lo := ext.Status.LastOperation
-	_, annotated := ext.Annotations[extensionsv1alpha1.AnnotationOperation]
 	var why string
 	switch {
 	case apierrors.IsNotFound(err):
@@ -143,26 +142,27 @@ func (c *Controller) reconcile(ctx context.Context, b *corev1beta1.BackupBucket)
 		why = "spec changed"
 	case rotated, lo != nil && lo.LastUpdateTime.Time.Before(secretChanged.Truncate(time.Second)):
 		why = "credentials changed"
-	case lo == nil && !annotated && c.cfg.Now().Sub(requestedAt(ext)) > pickupTimeout:
-		why = "not reconciled"
-	case lo != nil && lo.State == extensionsv1alpha1.LastOperationStateFailed:
-		why = "last operation failed"
+	default:
+		why = extension.Rerequest(ext, c.cfg.Now())
 	}
 	if why != "" {
 		if _, err := c.ext.Deploy(ctx, ext, extensionsv1alpha1.OperationReconcile, func() { ext.Spec = spec }); err != nil {
-			return pollOrFail(c.cfg.PollInterval, err)
+			if extension.Raced(err) {
+				return c.cfg.PollInterval, nil
+			}
+			return 0, err
 		}
 		c.log.Info("deployed the extension BackupBucket", "backupBucket", name, "reason", why)
-		_, err := c.report(ctx, b, processing(typ, "Reconciliation of BackupBucket state initialized."), nil)
+		_, err := c.report(ctx, b, hubobject.Processing(typ, "Reconciliation of BackupBucket state initialized."), nil)
 		return c.cfg.PollInterval, err
 	}
 
 	switch err := extension.CheckReady(ext, ""); {
 	case errors.As(err, new(*extension.CodedError)):
-		_, rerr := c.report(ctx, b, failed(typ, errorOf(err)), nil)
+		_, rerr := c.report(ctx, b, hubobject.Failed(typ, hubobject.ErrorOf(err)), nil)
 		return c.cfg.PollInterval, rerr
 	case err != nil:
-		_, rerr := c.report(ctx, b, processing(typ, "Reconciliation of BackupBucket state initialized."), nil)
+		_, rerr := c.report(ctx, b, hubobject.Processing(typ, "Reconciliation of BackupBucket state initialized."), nil)
 		return c.cfg.PollInterval, rerr
 	}
 
@@ -172,14 +172,14 @@ func (c *Controller) reconcile(ctx context.Context, b *corev1beta1.BackupBucket)
 			return 0, err
 		}
 	}
-	if ps := ext.Status.ProviderStatus; !sameJSON(ps, rawExtension(b.GetStatus().GetProviderStatus())) {
+	if ps := ext.Status.ProviderStatus; !extension.SameJSON(ps, extension.RawExtension(b.GetStatus().GetProviderStatus())) {
 		extra["providerStatus"] = rawOrNil(ps)
 	}
 	if b.GetStatus().GetObservedGeneration() != b.GetMetadata().GetGeneration() {
 		extra["observedGeneration"] = b.GetMetadata().GetGeneration()
 	}
-	if st := b.GetStatus(); len(extra) > 0 || st.GetLastError() != nil || st.GetLastOperation().GetState() != stateSucceeded {
-		if _, err := c.report(ctx, b, succeeded(typ, "Backup Bucket has been successfully reconciled."), extra); err != nil {
+	if st := b.GetStatus(); len(extra) > 0 || st.GetLastError() != nil || st.GetLastOperation().GetState() != hubobject.StateSucceeded {
+		if _, err := c.report(ctx, b, hubobject.Succeeded(typ, "Backup Bucket has been successfully reconciled."), extra); err != nil {
 			return 0, err
 		}
 	}
@@ -193,7 +193,7 @@ func (c *Controller) delete(ctx context.Context, b *corev1beta1.BackupBucket) (t
 	if !slices.Contains(b.GetMetadata().GetFinalizers(), FinalizerGardener) {
 		return 0, nil
 	}
-	b, err := c.report(ctx, b, processing(opDelete, "Deletion of BackupBucket state initialized."), nil)
+	b, err := c.report(ctx, b, hubobject.Processing(opDelete, "Deletion of BackupBucket state initialized."), nil)
 	if err != nil {
 		return 0, err
 	}
@@ -220,9 +220,9 @@ func (c *Controller) delete(ctx context.Context, b *corev1beta1.BackupBucket) (t
 	switch {
 	case err == nil:
 		if le := ext.Status.LastError; le != nil {
-			e := extensionLastError(le)
-			e.description += " Operation will be retried."
-			_, rerr := c.report(ctx, b, failed(opDelete, e), nil)
+			e := hubobject.ExtensionLastError(le)
+			e.Description += " Operation will be retried."
+			_, rerr := c.report(ctx, b, hubobject.Failed(opDelete, e), nil)
 			return c.cfg.PollInterval, rerr
 		}
 		return c.cfg.PollInterval, nil
@@ -233,10 +233,10 @@ func (c *Controller) delete(ctx context.Context, b *corev1beta1.BackupBucket) (t
 	if err := c.cfg.Seed.Delete(ctx, sec); err != nil && !apierrors.IsNotFound(err) {
 		return 0, fmt.Errorf("delete secret %s/%s in the seed: %w", sec.Namespace, sec.Name, err)
 	}
-	if b, err = c.report(ctx, b, succeeded(opDelete, "Backup Bucket has been successfully deleted."), nil); err != nil {
+	if b, err = c.report(ctx, b, hubobject.Succeeded(opDelete, "Backup Bucket has been successfully deleted."), nil); err != nil {
 		return 0, err
 	}
-	if _, err := c.updateBucket(ctx, b, removeFinalizer(FinalizerGardener)); err != nil && status.Code(err) != codes.NotFound {
+	if _, err := c.objects.RemoveFinalizer(ctx, b, FinalizerGardener); err != nil && status.Code(err) != codes.NotFound {
 		return 0, err
 	}
 	c.log.Info("BackupBucket deleted", "backupBucket", name)
@@ -311,7 +311,7 @@ func (c *Controller) syncGeneratedSecret(ctx context.Context, b *corev1beta1.Bac
 	}
 	name := GeneratedSecretPrefix + b.GetMetadata().GetName()
 	if r := b.GetStatus().GetGeneratedSecretRef(); r.GetName() != name || r.GetNamespace() != GardenNamespace {
-		out, err := c.patchStatus(ctx, b, map[string]any{"generatedSecretRef": map[string]string{"name": name, "namespace": GardenNamespace}})
+		out, err := c.objects.PatchStatus(ctx, b, map[string]any{"generatedSecretRef": map[string]string{"name": name, "namespace": GardenNamespace}})
 		if err != nil {
 			return b, err
 		}
@@ -394,13 +394,13 @@ func (c *Controller) forgetGeneratedSecret(ctx context.Context, b *corev1beta1.B
 	if b.GetStatus().GetGeneratedSecretRef() == nil {
 		return b, nil
 	}
-	return c.patchStatus(ctx, b, map[string]any{"generatedSecretRef": nil})
+	return c.objects.PatchStatus(ctx, b, map[string]any{"generatedSecretRef": nil})
 }
 
 // desiredSpec is the extension BackupBucket's spec for b.
 func desiredSpec(b *corev1beta1.BackupBucket) extensionsv1alpha1.BackupBucketSpec {
 	return extensionsv1alpha1.BackupBucketSpec{
-		DefaultSpec: extensionsv1alpha1.DefaultSpec{Type: b.GetSpec().GetProvider().GetType(), ProviderConfig: rawExtension(b.GetSpec().GetProviderConfig())},
+		DefaultSpec: extensionsv1alpha1.DefaultSpec{Type: b.GetSpec().GetProvider().GetType(), ProviderConfig: extension.RawExtension(b.GetSpec().GetProviderConfig())},
 		Region:      b.GetSpec().GetProvider().GetRegion(),
 		SecretRef:   corev1.SecretReference{Namespace: GardenNamespace, Name: SeedSecretPrefix + b.GetMetadata().GetName()},
 	}
@@ -408,63 +408,13 @@ func desiredSpec(b *corev1beta1.BackupBucket) extensionsv1alpha1.BackupBucketSpe
 
 func sameSpec(a, b extensionsv1alpha1.BackupBucketSpec) bool {
 	return a.Type == b.Type && a.Class == nil && a.Region == b.Region && a.SecretRef == b.SecretRef &&
-		sameJSON(a.ProviderConfig, b.ProviderConfig)
-}
-
-// rawExtension converts the hub's RawExtension (JSON) into the seed's.
-func rawExtension(r *metav1.RawExtension) *runtime.RawExtension {
-	if r == nil || len(r.GetRaw()) == 0 {
-		return nil
-	}
-	return &runtime.RawExtension{Raw: slices.Clone(r.GetRaw())}
+		extension.SameJSON(a.ProviderConfig, b.ProviderConfig)
 }
 
 // rawOrNil is a RawExtension as a value of a JSON merge patch: its JSON, or null to remove the field.
 func rawOrNil(r *runtime.RawExtension) any {
-	if raw := rawOf(r); raw != nil {
-		return json.RawMessage(raw)
-	}
-	return nil
-}
-
-// pickupTimeout is how long an extension may take to report a first lastOperation after it removed the reconcile
-// annotation before the object is requested again (polls may fall between the two).
-const pickupTimeout = 30 * time.Second
-
-// requestedAt is the time of an extension object's last request (its gardener.cloud/timestamp); zero when it has
-// none.
-func requestedAt(obj extensionsv1alpha1.Object) time.Time {
-	ts, _ := time.Parse(time.RFC3339Nano, obj.GetAnnotations()[extensionsv1alpha1.AnnotationTimestamp])
-	return ts
-}
-
-// sameJSON reports whether two JSON documents (providerConfig, providerStatus) are equal as values: the seed's
-// kube-apiserver and the hub may order keys and space them differently.
-func sameJSON(a, b *runtime.RawExtension) bool {
-	ra, rb := rawOf(a), rawOf(b)
-	if len(ra) == 0 || len(rb) == 0 {
-		return len(ra) == len(rb)
-	}
-	var va, vb any
-	if json.Unmarshal(ra, &va) != nil || json.Unmarshal(rb, &vb) != nil {
-		return string(ra) == string(rb)
-	}
-	return reflect.DeepEqual(va, vb)
-}
-
-func rawOf(r *runtime.RawExtension) []byte {
-	if r == nil || string(r.Raw) == "null" {
+	if r == nil || r.Raw == nil || string(r.Raw) == "null" {
 		return nil
 	}
-	return r.Raw
-}
-
-// pollOrFail is the answer to a failed write of an extension object: a conflict with the extension's own write, or
-// a create of an object the informer does not show yet, is looked at again after interval; anything else is an
-// error.
-func pollOrFail(interval time.Duration, err error) (time.Duration, error) {
-	if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
-		return interval, nil
-	}
-	return 0, err
+	return json.RawMessage(r.Raw)
 }

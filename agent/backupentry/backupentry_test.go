@@ -27,6 +27,7 @@ import (
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
 	kcorev1 "github.com/trellis-dev/trellis/proto/gen/trellis/kubernetes/core/v1"
 	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
+	"github.com/trellis-dev/trellis/test/agenttest"
 	"github.com/trellis-dev/trellis/test/seedtest"
 )
 
@@ -110,13 +111,14 @@ func (a *entryActuator) setFail(err error) {
 }
 
 // start runs the "test" extension and the BackupEntry controller of seed s.
-func start(t *testing.T, e *env, s *seedEnv, j *journal) *entryActuator {
+func start(t *testing.T, s *agenttest.Seed, j *journal) *entryActuator {
 	t.Helper()
-	a := &entryActuator{seed: s.name, c: s.client, j: j}
-	startExtension(t, s, controller.AddArgs[*extEntry]{Actuator: a, Type: "test", NewObject: func() *extEntry { return &extEntry{} }})
-	run(t, func() (interface{ Run(context.Context) error }, error) {
-		return backupentry.New(backupentry.Config{SeedName: s.name, Cache: s.cache, Hub: s.conn, Seed: s.client,
-			Log: e.log.With("seed", s.name), PollInterval: 50 * time.Millisecond, RetryMin: 50 * time.Millisecond, RetryMax: time.Second})
+	a := &entryActuator{seed: s.Name, c: s.Client, j: j}
+	agenttest.StartExtensions(t, s.Cluster.Config,
+		agenttest.Extension(controller.AddArgs[*extEntry]{Actuator: a, Type: "test", NewObject: func() *extEntry { return &extEntry{} }}))
+	agenttest.RunController(t, func() (agenttest.Runner, error) {
+		return backupentry.New(backupentry.Config{SeedName: s.Name, Cache: s.Cache, Hub: s.Conn, Seed: s.Client,
+			Log: agenttest.Logger().With("seed", s.Name), PollInterval: 50 * time.Millisecond, RetryMin: 50 * time.Millisecond, RetryMax: time.Second})
 	})
 	return a
 }
@@ -124,19 +126,11 @@ func start(t *testing.T, e *env, s *seedEnv, j *journal) *entryActuator {
 // unique makes a name unique in the package's shared seed, where extension objects of earlier tests may remain.
 func unique(base string) string { return fmt.Sprintf("%s--%d", base, time.Now().UnixNano()%1e9) }
 
-func hubSecret(name string, data map[string]string) *kcorev1.Secret {
-	s := &kcorev1.Secret{ApiVersion: "v1", Kind: "Secret", Type: "Opaque", Metadata: &metav1.ObjectMeta{Namespace: "garden", Name: name}, Data: map[string][]byte{}}
-	for k, v := range data {
-		s.Data[k] = []byte(v)
-	}
-	return s
-}
-
 // readyBucket stores BackupBucket name of seed, reconciled: generated secret garden/generated-<name> (user alice),
 // providerStatus {"id": name}.
 func (e *env) readyBucket(t *testing.T, name, seed string) {
 	t.Helper()
-	e.store(t, hubSecret("generated-"+name, map[string]string{"user": "alice"}),
+	e.Store(t, agenttest.Secret("garden", "generated-"+name, map[string]string{"user": "alice"}),
 		&corev1beta1.BackupBucket{ApiVersion: "core.gardener.cloud/v1beta1", Kind: "BackupBucket", Metadata: &metav1.ObjectMeta{Name: name},
 			Spec: &corev1beta1.BackupBucketSpec{Provider: &corev1beta1.BackupBucketProvider{Type: "test", Region: "eu-1"},
 				ProviderConfig: &metav1.RawExtension{Raw: []byte(`{"tier":"cold"}`)},
@@ -162,14 +156,14 @@ func backupEntry(name, bucket, seed string, owner *corev1beta1.Shoot) *corev1bet
 }
 
 func (e *env) entry(name string) (*corev1beta1.BackupEntry, error) {
-	return corev1beta1.NewBackupEntryServiceClient(e.admin).Get(context.Background(), &metav1.GetRequest{Namespace: "garden", Name: name})
+	return corev1beta1.NewBackupEntryServiceClient(e.Admin).Get(context.Background(), &metav1.GetRequest{Namespace: "garden", Name: name})
 }
 
 // waitEntry waits until the hub's BackupEntry garden/name satisfies cond and returns it.
 func (e *env) waitEntry(t *testing.T, name, what string, cond func(*corev1beta1.BackupEntry) bool) *corev1beta1.BackupEntry {
 	t.Helper()
 	var be *corev1beta1.BackupEntry
-	eventually(t, "BackupEntry "+name+": "+what, func() bool {
+	agenttest.Eventually(t, "BackupEntry "+name+": "+what, func() bool {
 		var err error
 		be, err = e.entry(name)
 		return err == nil && cond(be)
@@ -190,19 +184,19 @@ func succeededAs(typ, seed string) func(*corev1beta1.BackupEntry) bool {
 // object and secret deleted before the finalizer goes.
 func TestEntryLifecycle(t *testing.T) {
 	e := newEnv(t)
-	s := e.startSeed(t, "local", seedSpec, seedtest.StartShared(t))
+	s := e.StartSeed(t, "local", agenttest.SeedSpec, seedtest.StartShared(t))
 	e.readyBucket(t, "b1", "local")
 	name := unique("shoot--dev--one")
-	e.store(t, backupEntry(name, "b1", "local", nil))
+	e.Store(t, backupEntry(name, "b1", "local", nil))
 	j := &journal{}
-	a := start(t, e, s, j)
+	a := start(t, s, j)
 
 	be := e.waitEntry(t, name, "Create Succeeded", succeededAs("Create", "local"))
 	if !slices.Contains(be.GetMetadata().GetFinalizers(), "gardener") || be.GetStatus().GetLastError() != nil {
 		t.Errorf("entry %v", be)
 	}
 	ext := &extEntry{}
-	if err := s.client.Get(context.Background(), client.ObjectKey{Name: name}, ext); err != nil {
+	if err := s.Client.Get(context.Background(), client.ObjectKey{Name: name}, ext); err != nil {
 		t.Fatal(err)
 	}
 	if ext.Spec.Type != "test" || ext.Spec.Region != "eu-1" || ext.Spec.BucketName != "b1" ||
@@ -217,7 +211,7 @@ func TestEntryLifecycle(t *testing.T) {
 
 	// The bucket's secret rotates while the extension fails: the error and its code show on the entry.
 	a.setFail(extsdk.WithCodes(errors.New("quota exhausted"), extensionsv1alpha1.ErrorInfraQuotaExceeded))
-	sc := kcorev1.NewSecretServiceClient(e.admin)
+	sc := kcorev1.NewSecretServiceClient(e.Admin)
 	gen, err := sc.Get(context.Background(), &metav1.GetRequest{Namespace: "garden", Name: "generated-b1"})
 	if err != nil {
 		t.Fatal(err)
@@ -239,20 +233,20 @@ func TestEntryLifecycle(t *testing.T) {
 		t.Errorf("the extension never saw the rotated secret:\n%s", j)
 	}
 
-	if _, err := corev1beta1.NewBackupEntryServiceClient(e.admin).Delete(context.Background(), &metav1.DeleteRequest{Namespace: "garden", Name: name}); err != nil {
+	if _, err := corev1beta1.NewBackupEntryServiceClient(e.Admin).Delete(context.Background(), &metav1.DeleteRequest{Namespace: "garden", Name: name}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the entry gone from the hub", func() bool {
+	agenttest.Eventually(t, "the entry gone from the hub", func() bool {
 		_, err := e.entry(name)
 		return status.Code(err) == codes.NotFound
 	})
 	if j.index("local Delete "+name) < 0 {
 		t.Errorf("the extension never deleted the entry:\n%s", j)
 	}
-	if err := s.client.Get(context.Background(), client.ObjectKey{Name: name}, &extEntry{}); !apierrors.IsNotFound(err) {
+	if err := s.Client.Get(context.Background(), client.ObjectKey{Name: name}, &extEntry{}); !apierrors.IsNotFound(err) {
 		t.Errorf("extension entry: %v, want NotFound", err)
 	}
-	if err := s.client.Get(context.Background(), client.ObjectKey{Namespace: "garden", Name: "entry-" + name}, &corev1.Secret{}); !apierrors.IsNotFound(err) {
+	if err := s.Client.Get(context.Background(), client.ObjectKey{Namespace: "garden", Name: "entry-" + name}, &corev1.Secret{}); !apierrors.IsNotFound(err) {
 		t.Errorf("seed secret: %v, want NotFound", err)
 	}
 }
@@ -261,20 +255,20 @@ func TestEntryLifecycle(t *testing.T) {
 func TestEntryWaitsForBucket(t *testing.T) {
 	e := newEnv(t)
 	name := unique("shoot--dev--two")
-	s := e.startSeed(t, "local", seedSpec, seedtest.StartShared(t))
-	e.store(t, hubSecret("generated-b2", map[string]string{"user": "alice"}),
+	s := e.StartSeed(t, "local", agenttest.SeedSpec, seedtest.StartShared(t))
+	e.Store(t, agenttest.Secret("garden", "generated-b2", map[string]string{"user": "alice"}),
 		&corev1beta1.BackupBucket{ApiVersion: "core.gardener.cloud/v1beta1", Kind: "BackupBucket", Metadata: &metav1.ObjectMeta{Name: "b2"},
 			Spec: &corev1beta1.BackupBucketSpec{Provider: &corev1beta1.BackupBucketProvider{Type: "test", Region: "eu-1"},
 				CredentialsRef: &metav1.ObjectReference{ApiVersion: "v1", Kind: "Secret", Namespace: "garden", Name: "creds"},
 				SeedName:       proto.String("local")}},
 		backupEntry(name, "b2", "local", nil))
 	j := &journal{}
-	start(t, e, s, j)
+	start(t, s, j)
 	e.waitEntry(t, name, "Processing, waiting for the bucket", func(be *corev1beta1.BackupEntry) bool {
 		lo := be.GetStatus().GetLastOperation()
 		return lo.GetState() == "Processing" && strings.Contains(lo.GetDescription(), `BackupBucket "b2" is not ready`)
 	})
-	if err := s.client.Get(context.Background(), client.ObjectKey{Name: name}, &extEntry{}); !apierrors.IsNotFound(err) {
+	if err := s.Client.Get(context.Background(), client.ObjectKey{Name: name}, &extEntry{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("extension entry deployed before its bucket is ready: %v", err)
 	}
 	e.patchBucketStatus(t, "b2", map[string]any{
@@ -289,10 +283,10 @@ func TestEntryWaitsForBucket(t *testing.T) {
 // the extension object, clear status.seedName), and only then dst restores it with the state the ShootState keeps.
 func TestEntryMigration(t *testing.T) {
 	e := newEnv(t)
-	src := e.startSeed(t, "src", seedSpec, seedtest.StartShared(t))
-	dst := e.startSeed(t, "dst", seedSpec, seedtest.Start(t))
+	src := e.StartSeed(t, "src", agenttest.SeedSpec, seedtest.StartShared(t))
+	dst := e.StartSeed(t, "dst", agenttest.SeedSpec, seedtest.Start(t))
 	name := unique("shoot--dev--mig")
-	stored := e.store(t, &corev1beta1.Shoot{ApiVersion: "core.gardener.cloud/v1beta1", Kind: "Shoot",
+	stored := e.Store(t, &corev1beta1.Shoot{ApiVersion: "core.gardener.cloud/v1beta1", Kind: "Shoot",
 		Metadata: &metav1.ObjectMeta{Namespace: "garden", Name: "mig"},
 		Spec:     &corev1beta1.ShootSpec{SeedName: proto.String("src"), Region: "local", Provider: &corev1beta1.Provider{Type: "local"}}},
 		&corev1beta1.ShootState{ApiVersion: "core.gardener.cloud/v1beta1", Kind: "ShootState",
@@ -300,20 +294,20 @@ func TestEntryMigration(t *testing.T) {
 			Spec: &corev1beta1.ShootStateSpec{Extensions: []*corev1beta1.ExtensionResourceState{{Kind: "BackupEntry", Name: proto.String(name),
 				State: &metav1.RawExtension{Raw: []byte(`{"backups":"saved"}`)}}}}})
 	e.readyBucket(t, "b3", "src")
-	e.store(t, backupEntry(name, "b3", "src", stored[0].(*corev1beta1.Shoot)))
+	e.Store(t, backupEntry(name, "b3", "src", stored[0].(*corev1beta1.Shoot)))
 	j := &journal{}
-	start(t, e, src, j)
-	start(t, e, dst, j)
+	start(t, src, j)
+	start(t, dst, j)
 	e.waitEntry(t, name, "Create Succeeded on src", succeededAs("Create", "src"))
 
-	e.update(t, "core.gardener.cloud", "shoots", "garden", "mig", false, func(o store.Object) { o.(*corev1beta1.Shoot).Spec.SeedName = proto.String("dst") })
-	eventually(t, "the entry moved to dst", func() bool {
+	e.Update(t, "core.gardener.cloud", "shoots", "garden", "mig", false, func(o store.Object) { o.(*corev1beta1.Shoot).Spec.SeedName = proto.String("dst") })
+	agenttest.Eventually(t, "the entry moved to dst", func() bool {
 		cur, err := e.entry(name)
 		if err != nil {
 			return false
 		}
 		cur.Spec.SeedName = proto.String("dst")
-		_, err = corev1beta1.NewBackupEntryServiceClient(e.admin).Update(context.Background(), cur)
+		_, err = corev1beta1.NewBackupEntryServiceClient(e.Admin).Update(context.Background(), cur)
 		return err == nil
 	})
 	e.waitEntry(t, name, "Restore Succeeded on dst", succeededAs("Restore", "dst"))
@@ -322,14 +316,14 @@ func TestEntryMigration(t *testing.T) {
 	if migrated < 0 || restored < 0 || restored < migrated {
 		t.Errorf("want src's migration before dst's restore from the saved state:\n%s", j)
 	}
-	if err := src.client.Get(context.Background(), client.ObjectKey{Name: name}, &extEntry{}); !apierrors.IsNotFound(err) {
+	if err := src.Client.Get(context.Background(), client.ObjectKey{Name: name}, &extEntry{}); !apierrors.IsNotFound(err) {
 		t.Errorf("extension entry on src: %v, want NotFound", err)
 	}
-	if err := src.client.Get(context.Background(), client.ObjectKey{Namespace: "garden", Name: "entry-" + name}, &corev1.Secret{}); !apierrors.IsNotFound(err) {
+	if err := src.Client.Get(context.Background(), client.ObjectKey{Namespace: "garden", Name: "entry-" + name}, &corev1.Secret{}); !apierrors.IsNotFound(err) {
 		t.Errorf("secret on src: %v, want NotFound", err)
 	}
 	ext := &extEntry{}
-	if err := dst.client.Get(context.Background(), client.ObjectKey{Name: name}, ext); err != nil {
+	if err := dst.Client.Get(context.Background(), client.ObjectKey{Name: name}, ext); err != nil {
 		t.Fatal(err)
 	}
 	if lo := ext.Status.LastOperation; lo == nil || lo.Type != extensionsv1alpha1.LastOperationTypeRestore || lo.State != extensionsv1alpha1.LastOperationStateSucceeded {

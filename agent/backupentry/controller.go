@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -16,9 +14,9 @@ import (
 
 	"github.com/trellis-dev/trellis/agent/cache"
 	"github.com/trellis-dev/trellis/agent/extension"
+	"github.com/trellis-dev/trellis/agent/hubobject"
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
 	kcorev1 "github.com/trellis-dev/trellis/proto/gen/trellis/kubernetes/core/v1"
-	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
 )
 
 // Config configures the BackupEntry controller.
@@ -84,7 +82,8 @@ type Controller struct {
 	states  corev1beta1.ShootStateServiceClient
 	ext     *extension.Client
 	queue   workqueue.TypedRateLimitingInterface[string]
-	objects written[*corev1beta1.BackupEntry]
+	// objects writes the entries and remembers what it wrote.
+	objects *hubobject.Client[*corev1beta1.BackupEntry]
 }
 
 // New returns a controller for cfg.
@@ -99,8 +98,8 @@ func New(cfg Config) (*Controller, error) {
 		entries: corev1beta1.NewBackupEntryServiceClient(cfg.Hub),
 		states:  corev1beta1.NewShootStateServiceClient(cfg.Hub),
 		ext:     &extension.Client{C: cfg.Seed, Now: cfg.Now},
-		objects: written[*corev1beta1.BackupEntry]{m: map[string]*corev1beta1.BackupEntry{}},
 	}
+	c.objects = hubobject.NewClient(c.entries, cfg.HubTimeout, cfg.Now)
 	c.queue = workqueue.NewTypedRateLimitingQueueWithConfig(
 		workqueue.NewTypedItemExponentialFailureRateLimiter[string](cfg.RetryMin, cfg.RetryMax),
 		workqueue.TypedRateLimitingQueueConfig[string]{Name: "backupentry"})
@@ -148,20 +147,16 @@ func (c *Controller) Run(ctx context.Context) error {
 	return nil
 }
 
-func keyOf(e *corev1beta1.BackupEntry) string {
-	return cache.Key(e.GetMetadata().GetNamespace(), e.GetMetadata().GetName())
-}
-
 func (c *Controller) enqueueEntry(obj proto.Message) {
 	if e, ok := obj.(*corev1beta1.BackupEntry); ok {
-		c.queue.Add(keyOf(e))
+		c.queue.Add(hubobject.Key(e))
 	}
 }
 
 func (c *Controller) forget(obj proto.Message) {
 	if e, ok := obj.(*corev1beta1.BackupEntry); ok {
-		c.objects.forget(keyOf(e))
-		c.queue.Forget(keyOf(e))
+		c.objects.Forget(hubobject.Key(e))
+		c.queue.Forget(hubobject.Key(e))
 	}
 }
 
@@ -173,7 +168,7 @@ func (c *Controller) enqueueBucketUsers(obj proto.Message) {
 	}
 	for _, e := range cache.List[*corev1beta1.BackupEntry](c.cfg.Cache, cache.BackupEntries) {
 		if e.GetSpec().GetBucketName() == b.GetMetadata().GetName() {
-			c.queue.Add(keyOf(e))
+			c.queue.Add(hubobject.Key(e))
 		}
 	}
 }
@@ -220,9 +215,9 @@ func (c *Controller) processNext(ctx context.Context) bool {
 // is not another seed; while status.seedName is still another seed, that seed's agent migrates it first. It is this
 // seed's to migrate when status.seedName is this seed and spec.seedName moved to another seed.
 func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error) {
-	ns, name := splitKey(key)
+	ns, name := hubobject.SplitKey(key)
 	cached, ok := cache.Get[*corev1beta1.BackupEntry](c.cfg.Cache, cache.BackupEntries, ns, name)
-	e, ok := c.objects.pick(key, cached, ok)
+	e, ok := c.objects.Pick(key, cached, ok)
 	if !ok {
 		return 0, nil
 	}
@@ -239,54 +234,4 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 		return c.delete(ctx, e)
 	}
 	return c.reconcile(ctx, e)
-}
-
-// written keeps the hub's answers to the controller's own writes, so that decisions made before a change reaches the
-// cache see it.
-type written[T interface {
-	proto.Message
-	GetMetadata() *metav1.ObjectMeta
-}] struct {
-	mu sync.Mutex
-	m  map[string]T
-}
-
-func (w *written[T]) remember(key string, obj T) {
-	w.mu.Lock()
-	w.m[key] = obj
-	w.mu.Unlock()
-}
-
-func (w *written[T]) forget(key string) {
-	w.mu.Lock()
-	delete(w.m, key)
-	w.mu.Unlock()
-}
-
-// pick returns the newer of the cached object and the last one written; none when the cache no longer has it.
-func (w *written[T]) pick(key string, cached T, ok bool) (T, bool) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	mine, have := w.m[key]
-	if !ok || !have {
-		return cached, ok
-	}
-	if resourceVersion(cached.GetMetadata()) >= resourceVersion(mine.GetMetadata()) {
-		delete(w.m, key)
-		return cached, true
-	}
-	return mine, true
-}
-
-func resourceVersion(md *metav1.ObjectMeta) int64 {
-	v, _ := strconv.ParseInt(md.GetResourceVersion(), 10, 64)
-	return v
-}
-
-// splitKey splits a cache key into namespace and name.
-func splitKey(key string) (string, string) {
-	if ns, name, ok := strings.Cut(key, "/"); ok {
-		return ns, name
-	}
-	return "", key
 }

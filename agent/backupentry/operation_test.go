@@ -5,6 +5,7 @@ import (
 
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/trellis-dev/trellis/agent/hubobject"
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
 	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
 )
@@ -25,14 +26,14 @@ func TestOperationType(t *testing.T) {
 		want string
 	}{
 		{"new", entry(nil, false, nil), opCreate},
-		{"create interrupted", entry(nil, false, last(opCreate, stateError)), opCreate},
-		{"created", entry(nil, false, last(opCreate, stateSucceeded)), opReconcile},
-		{"reconciled", entry(nil, false, last(opReconcile, stateError)), opReconcile},
-		{"deleting", entry(restore, true, last(opReconcile, stateSucceeded)), opDelete},
-		{"asked to restore", entry(restore, false, last(opReconcile, stateSucceeded)), opRestore},
-		{"migrated here", entry(nil, false, last(opMigrate, stateSucceeded)), opRestore},
-		{"restore interrupted", entry(nil, false, last(opRestore, stateError)), opRestore},
-		{"restored", entry(nil, false, last(opRestore, stateSucceeded)), opReconcile},
+		{"create interrupted", entry(nil, false, last(opCreate, hubobject.StateError)), opCreate},
+		{"created", entry(nil, false, last(opCreate, hubobject.StateSucceeded)), opReconcile},
+		{"reconciled", entry(nil, false, last(opReconcile, hubobject.StateError)), opReconcile},
+		{"deleting", entry(restore, true, last(opReconcile, hubobject.StateSucceeded)), opDelete},
+		{"asked to restore", entry(restore, false, last(opReconcile, hubobject.StateSucceeded)), opRestore},
+		{"migrated here", entry(nil, false, last(opMigrate, hubobject.StateSucceeded)), opRestore},
+		{"restore interrupted", entry(nil, false, last(opRestore, hubobject.StateError)), opRestore},
+		{"restored", entry(nil, false, last(opRestore, hubobject.StateSucceeded)), opReconcile},
 	} {
 		if got := operationType(tc.e); got != tc.want {
 			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)

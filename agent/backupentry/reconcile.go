@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -16,12 +15,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	k8smetav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/trellis-dev/trellis/agent/cache"
 	"github.com/trellis-dev/trellis/agent/extension"
+	"github.com/trellis-dev/trellis/agent/hubobject"
 	extensionsv1alpha1 "github.com/trellis-dev/trellis/extsdk/apis/extensions/v1alpha1"
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
 	kcorev1 "github.com/trellis-dev/trellis/proto/gen/trellis/kubernetes/core/v1"
@@ -53,8 +52,8 @@ type entryState struct {
 // extension reports it ready. An entry that comes from another seed is restored instead: the extension object is
 // written with wait-for-state, given the state the ShootState holds for it, and annotated restore.
 func (c *Controller) reconcile(ctx context.Context, e *corev1beta1.BackupEntry) (time.Duration, error) {
-	key := keyOf(e)
-	e, err := c.updateEntry(ctx, e, addFinalizer(FinalizerGardener))
+	key := hubobject.Key(e)
+	e, err := c.objects.AddFinalizer(ctx, e, FinalizerGardener)
 	if err != nil {
 		return 0, err
 	}
@@ -111,14 +110,15 @@ func (c *Controller) reconcile(ctx context.Context, e *corev1beta1.BackupEntry) 
 			why = "spec changed"
 		case rotated:
 			why = "secret changed"
-		case lo == nil && !annotated && c.cfg.Now().Sub(requestedAt(ext)) > pickupTimeout:
-			why = "not reconciled"
-		case lo != nil && lo.State == extensionsv1alpha1.LastOperationStateFailed:
-			why = "last operation failed"
+		default:
+			why = extension.Rerequest(ext, c.cfg.Now())
 		}
 		if why != "" {
 			if _, err := c.ext.Deploy(ctx, ext, extensionsv1alpha1.OperationReconcile, func() { ext.Spec = spec }); err != nil {
-				return pollOrFail(c.cfg.PollInterval, err)
+				if extension.Raced(err) {
+					return c.cfg.PollInterval, nil
+				}
+				return 0, err
 			}
 			c.log.Info("deployed the extension BackupEntry", "backupEntry", key, "reason", why)
 			_, err := c.report(ctx, e, processing(typ), extra)
@@ -128,7 +128,7 @@ func (c *Controller) reconcile(ctx context.Context, e *corev1beta1.BackupEntry) 
 
 	switch err := extension.CheckReady(ext, ""); {
 	case errors.As(err, new(*extension.CodedError)):
-		_, rerr := c.report(ctx, e, failed(typ, errorOf(err)), extra)
+		_, rerr := c.report(ctx, e, hubobject.Failed(typ, hubobject.ErrorOf(err)), extra)
 		return c.cfg.PollInterval, rerr
 	case err != nil:
 		_, rerr := c.report(ctx, e, processing(typ), extra)
@@ -137,12 +137,12 @@ func (c *Controller) reconcile(ctx context.Context, e *corev1beta1.BackupEntry) 
 	if e.GetStatus().GetObservedGeneration() != e.GetMetadata().GetGeneration() {
 		extra["observedGeneration"] = e.GetMetadata().GetGeneration()
 	}
-	if s := e.GetStatus(); len(extra) > 0 || s.GetLastError() != nil || s.GetLastOperation().GetState() != stateSucceeded {
+	if s := e.GetStatus(); len(extra) > 0 || s.GetLastError() != nil || s.GetLastOperation().GetState() != hubobject.StateSucceeded {
 		if e, err = c.report(ctx, e, succeeded(typ), extra); err != nil {
 			return 0, err
 		}
 	}
-	if _, err := c.updateEntry(ctx, e, removeRestoreAnnotation); err != nil {
+	if _, err := c.objects.Update(ctx, e, removeRestoreAnnotation); err != nil {
 		return 0, err
 	}
 	return c.cfg.SyncPeriod, nil
@@ -222,7 +222,7 @@ func (c *Controller) migrate(ctx context.Context, e *corev1beta1.BackupEntry) (t
 		switch {
 		case ext.DeletionTimestamp != nil:
 		case migrating && ext.Status.LastError != nil:
-			_, err := c.report(ctx, e, failed(opMigrate, extensionLastError(ext.Status.LastError)), nil)
+			_, err := c.report(ctx, e, hubobject.Failed(opMigrate, hubobject.ExtensionLastError(ext.Status.LastError)), nil)
 			return c.cfg.PollInterval, err
 		case migrating && lo.State == extensionsv1alpha1.LastOperationStateSucceeded && !annotated:
 			// The extension removed its finalizer when it migrated: the deletion touches nothing outside the seed.
@@ -233,7 +233,7 @@ func (c *Controller) migrate(ctx context.Context, e *corev1beta1.BackupEntry) (t
 			if _, err := c.ext.Annotate(ctx, ext, extensionsv1alpha1.OperationMigrate); err != nil {
 				return 0, err
 			}
-			c.log.Info("migrating the extension BackupEntry", "backupEntry", keyOf(e), "destination", e.GetSpec().GetSeedName())
+			c.log.Info("migrating the extension BackupEntry", "backupEntry", hubobject.Key(e), "destination", e.GetSpec().GetSeedName())
 		}
 		return c.cfg.PollInterval, nil
 	}
@@ -243,7 +243,7 @@ func (c *Controller) migrate(ctx context.Context, e *corev1beta1.BackupEntry) (t
 	if _, err := c.report(ctx, e, succeeded(opMigrate), map[string]any{"seedName": nil}); err != nil {
 		return 0, err
 	}
-	c.log.Info("BackupEntry migrated", "backupEntry", keyOf(e), "destination", e.GetSpec().GetSeedName())
+	c.log.Info("BackupEntry migrated", "backupEntry", hubobject.Key(e), "destination", e.GetSpec().GetSeedName())
 	return 0, nil
 }
 
@@ -276,7 +276,7 @@ func (c *Controller) delete(ctx context.Context, e *corev1beta1.BackupEntry) (ti
 	switch {
 	case err == nil:
 		if le := ext.Status.LastError; le != nil {
-			_, rerr := c.report(ctx, e, failed(opDelete, extensionLastError(le)), nil)
+			_, rerr := c.report(ctx, e, hubobject.Failed(opDelete, hubobject.ExtensionLastError(le)), nil)
 			return c.cfg.PollInterval, rerr
 		}
 		return c.cfg.PollInterval, nil
@@ -289,10 +289,10 @@ func (c *Controller) delete(ctx context.Context, e *corev1beta1.BackupEntry) (ti
 	if e, err = c.report(ctx, e, succeeded(opDelete), nil); err != nil {
 		return 0, err
 	}
-	if _, err := c.updateEntry(ctx, e, removeFinalizer(FinalizerGardener)); err != nil && status.Code(err) != codes.NotFound {
+	if _, err := c.objects.RemoveFinalizer(ctx, e, FinalizerGardener); err != nil && status.Code(err) != codes.NotFound {
 		return 0, err
 	}
-	c.log.Info("BackupEntry deleted", "backupEntry", keyOf(e))
+	c.log.Info("BackupEntry deleted", "backupEntry", hubobject.Key(e))
 	return 0, nil
 }
 
@@ -313,7 +313,7 @@ func (c *Controller) dependencies(e *corev1beta1.BackupEntry) (*entryState, erro
 	switch lo := bs.GetLastOperation(); {
 	case bs.GetLastError() != nil:
 		return nil, &waiting{fmt.Sprintf("associated BackupBucket %q is not ready yet: %s", name, bs.GetLastError().GetDescription())}
-	case lo.GetState() != stateSucceeded || bs.GetObservedGeneration() != b.GetMetadata().GetGeneration():
+	case lo.GetState() != hubobject.StateSucceeded || bs.GetObservedGeneration() != b.GetMetadata().GetGeneration():
 		return nil, &waiting{fmt.Sprintf("associated BackupBucket %q is not ready yet", name)}
 	}
 	ns, sname := bucketSecret(b)
@@ -326,12 +326,12 @@ func (c *Controller) dependencies(e *corev1beta1.BackupEntry) (*entryState, erro
 
 // reportProblem reports err, a problem before the extension is involved, on the entry.
 func (c *Controller) reportProblem(ctx context.Context, e *corev1beta1.BackupEntry, typ string, err error) {
-	o := failed(typ, errorOf(err))
+	o := hubobject.Failed(typ, hubobject.ErrorOf(err))
 	if errors.As(err, new(*waiting)) {
-		o = outcome{typ: typ, state: stateProcessing, description: err.Error()}
+		o = hubobject.Processing(typ, err.Error())
 	}
 	if _, rerr := c.report(ctx, e, o, nil); rerr != nil {
-		c.log.Warn("could not report on the BackupEntry", "backupEntry", keyOf(e), "err", rerr)
+		c.log.Warn("could not report on the BackupEntry", "backupEntry", hubobject.Key(e), "err", rerr)
 	}
 }
 
@@ -390,25 +390,17 @@ func (c *Controller) deleteSeedSecret(ctx context.Context, entry string) error {
 func desiredSpec(st *entryState) extensionsv1alpha1.BackupEntrySpec {
 	b := st.bucket
 	return extensionsv1alpha1.BackupEntrySpec{
-		DefaultSpec:                extensionsv1alpha1.DefaultSpec{Type: b.GetSpec().GetProvider().GetType(), ProviderConfig: rawExtension(b.GetSpec().GetProviderConfig())},
+		DefaultSpec:                extensionsv1alpha1.DefaultSpec{Type: b.GetSpec().GetProvider().GetType(), ProviderConfig: extension.RawExtension(b.GetSpec().GetProviderConfig())},
 		Region:                     b.GetSpec().GetProvider().GetRegion(),
 		BucketName:                 b.GetMetadata().GetName(),
 		SecretRef:                  corev1.SecretReference{Namespace: GardenNamespace, Name: SeedSecretPrefix + st.e.GetMetadata().GetName()},
-		BackupBucketProviderStatus: rawExtension(b.GetStatus().GetProviderStatus()),
+		BackupBucketProviderStatus: extension.RawExtension(b.GetStatus().GetProviderStatus()),
 	}
 }
 
 func sameSpec(a, b extensionsv1alpha1.BackupEntrySpec) bool {
 	return a.Type == b.Type && a.Class == nil && a.Region == b.Region && a.BucketName == b.BucketName && a.SecretRef == b.SecretRef &&
-		sameJSON(a.ProviderConfig, b.ProviderConfig) && sameJSON(a.BackupBucketProviderStatus, b.BackupBucketProviderStatus)
-}
-
-// rawExtension converts the hub's RawExtension (JSON) into the seed's.
-func rawExtension(r *metav1.RawExtension) *runtime.RawExtension {
-	if r == nil || len(r.GetRaw()) == 0 {
-		return nil
-	}
-	return &runtime.RawExtension{Raw: slices.Clone(r.GetRaw())}
+		extension.SameJSON(a.ProviderConfig, b.ProviderConfig) && extension.SameJSON(a.BackupBucketProviderStatus, b.BackupBucketProviderStatus)
 }
 
 // ownerShoot is the name of the Shoot among an object's owner references ("" if none): the shoot of a BackupEntry.
@@ -419,46 +411,4 @@ func ownerShoot(md *metav1.ObjectMeta) string {
 		}
 	}
 	return ""
-}
-
-// pickupTimeout is how long an extension may take to report a first lastOperation after it removed the reconcile
-// annotation before the object is requested again (polls may fall between the two).
-const pickupTimeout = 30 * time.Second
-
-// requestedAt is the time of an extension object's last request (its gardener.cloud/timestamp); zero when it has
-// none.
-func requestedAt(obj extensionsv1alpha1.Object) time.Time {
-	ts, _ := time.Parse(time.RFC3339Nano, obj.GetAnnotations()[extensionsv1alpha1.AnnotationTimestamp])
-	return ts
-}
-
-// sameJSON reports whether two JSON documents (providerConfig, providerStatus) are equal as values: the seed's
-// kube-apiserver and the hub may order keys and space them differently.
-func sameJSON(a, b *runtime.RawExtension) bool {
-	ra, rb := rawOf(a), rawOf(b)
-	if len(ra) == 0 || len(rb) == 0 {
-		return len(ra) == len(rb)
-	}
-	var va, vb any
-	if json.Unmarshal(ra, &va) != nil || json.Unmarshal(rb, &vb) != nil {
-		return string(ra) == string(rb)
-	}
-	return reflect.DeepEqual(va, vb)
-}
-
-func rawOf(r *runtime.RawExtension) []byte {
-	if r == nil || string(r.Raw) == "null" {
-		return nil
-	}
-	return r.Raw
-}
-
-// pollOrFail is the answer to a failed write of an extension object: a conflict with the extension's own write, or
-// a create of an object the informer does not show yet, is looked at again after interval; anything else is an
-// error.
-func pollOrFail(interval time.Duration, err error) (time.Duration, error) {
-	if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
-		return interval, nil
-	}
-	return 0, err
 }

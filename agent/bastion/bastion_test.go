@@ -19,7 +19,6 @@ import (
 	"google.golang.org/protobuf/proto"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1k "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/trellis-dev/trellis/agent/bastion"
@@ -29,8 +28,14 @@ import (
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
 	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
 	operationsv1alpha1 "github.com/trellis-dev/trellis/proto/gen/trellis/operations/v1alpha1"
+	"github.com/trellis-dev/trellis/test/agenttest"
 	"github.com/trellis-dev/trellis/test/seedtest"
 )
+
+// The tests run the controller against real parts (test/agenttest): a hub, the package's shared seed kube-apiserver
+// with the extension CRDs, a real agent (controllers off) that gives the controller its mTLS connection and its
+// synced cache, and an extension built with extsdk/controller for type "test".
+func TestMain(m *testing.M) { agenttest.Main(m) }
 
 type extBastion = extensionsv1alpha1.Bastion
 
@@ -87,31 +92,29 @@ func newBastion(name, shoot, key string) *operationsv1alpha1.Bastion {
 // reported ready with the extension's ingress; when it expires the extension object goes and it is no longer
 // ready; a deleted Bastion loses its extension object before its finalizer.
 func TestBastion(t *testing.T) {
-	e := newEnv(t)
-	s := e.startSeed(t, "local", seedSpec, seedtest.StartShared(t))
+	h := agenttest.StartHub(t)
+	s := h.StartSeed(t, "local", agenttest.SeedSpec, seedtest.StartShared(t))
 	techID := fmt.Sprintf("shoot--garden--ssh-%d", time.Now().UnixNano()%1e9) // unique in the package's shared seed
-	if err := s.client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1k.ObjectMeta{Name: techID}}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = s.client.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1k.ObjectMeta{Name: techID}})
-	})
-	e.store(t, &corev1beta1.Shoot{ApiVersion: "core.gardener.cloud/v1beta1", Kind: "Shoot",
+	s.CreateNamespace(t, techID)
+	h.Store(t, &corev1beta1.Shoot{ApiVersion: "core.gardener.cloud/v1beta1", Kind: "Shoot",
 		Metadata: &metav1.ObjectMeta{Namespace: "garden", Name: "ssh"},
-		Spec:     &corev1beta1.ShootSpec{SeedName: proto.String("local"), Region: "local", Provider: &corev1beta1.Provider{Type: "test"}},
-		Status:   &corev1beta1.ShootStatus{TechnicalId: techID}})
+		// A worker pool: Gardener admits Bastions only for shoots with workers that allow SSH access.
+		Spec: &corev1beta1.ShootSpec{SeedName: proto.String("local"), Region: "local",
+			Provider: &corev1beta1.Provider{Type: "test", Workers: []*corev1beta1.Worker{{Name: "pool"}}}},
+		Status: &corev1beta1.ShootStatus{TechnicalId: techID}})
 	key := sshKey(t)
-	bc := operationsv1alpha1.NewBastionServiceClient(e.admin)
+	bc := operationsv1alpha1.NewBastionServiceClient(h.Admin)
 	for _, name := range []string{"expiring", "deleted"} {
 		if _, err := bc.Create(context.Background(), newBastion(name, "ssh", key)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	a := &bastionActuator{userData: map[string]string{}, deleted: map[string]bool{}}
-	startExtension(t, s, controller.AddArgs[*extBastion]{Actuator: a, Type: "test", NewObject: func() *extBastion { return &extBastion{} }})
-	run(t, func() (interface{ Run(context.Context) error }, error) {
-		return bastion.New(bastion.Config{SeedName: "local", Cache: s.cache, Hub: s.conn, Seed: s.client,
-			Log: e.log, PollInterval: 50 * time.Millisecond, RetryMin: 50 * time.Millisecond, RetryMax: time.Second})
+	agenttest.StartExtensions(t, s.Cluster.Config,
+		agenttest.Extension(controller.AddArgs[*extBastion]{Actuator: a, Type: "test", NewObject: func() *extBastion { return &extBastion{} }}))
+	agenttest.RunController(t, func() (agenttest.Runner, error) {
+		return bastion.New(bastion.Config{SeedName: "local", Cache: s.Cache, Hub: s.Conn, Seed: s.Client,
+			Log: agenttest.Logger(), PollInterval: 50 * time.Millisecond, RetryMin: 50 * time.Millisecond, RetryMax: time.Second})
 	})
 
 	get := func(name string) (*operationsv1alpha1.Bastion, error) {
@@ -120,7 +123,7 @@ func TestBastion(t *testing.T) {
 	waitReady := func(name, st, reason string) *operationsv1alpha1.Bastion {
 		t.Helper()
 		var b *operationsv1alpha1.Bastion
-		eventually(t, fmt.Sprintf("Bastion %s %s=%s (%s)", name, bastion.ConditionReady, st, reason), func() bool {
+		agenttest.Eventually(t, fmt.Sprintf("Bastion %s %s=%s (%s)", name, bastion.ConditionReady, st, reason), func() bool {
 			var err error
 			if b, err = get(name); err != nil {
 				return false
@@ -141,7 +144,7 @@ func TestBastion(t *testing.T) {
 		}
 	}
 	ext := &extBastion{}
-	if err := s.client.Get(context.Background(), client.ObjectKey{Namespace: techID, Name: "expiring"}, ext); err != nil {
+	if err := s.Client.Get(context.Background(), client.ObjectKey{Namespace: techID, Name: "expiring"}, ext); err != nil {
 		t.Fatal(err)
 	}
 	if ext.Spec.Type != "test" || len(ext.Spec.Ingress) != 1 || ext.Spec.Ingress[0].IPBlock.CIDR != "198.51.100.0/24" {
@@ -172,7 +175,7 @@ func TestBastion(t *testing.T) {
 	if !a.wasDeleted("expiring") {
 		t.Error("the extension never deleted the expired bastion")
 	}
-	if err := s.client.Get(context.Background(), client.ObjectKey{Namespace: techID, Name: "expiring"}, &extBastion{}); !apierrors.IsNotFound(err) {
+	if err := s.Client.Get(context.Background(), client.ObjectKey{Namespace: techID, Name: "expiring"}, &extBastion{}); !apierrors.IsNotFound(err) {
 		t.Errorf("expired bastion's extension object: %v, want NotFound", err)
 	}
 
@@ -183,7 +186,7 @@ func TestBastion(t *testing.T) {
 		}
 	}
 	for _, name := range []string{"expiring", "deleted"} {
-		eventually(t, "Bastion "+name+" gone", func() bool {
+		agenttest.Eventually(t, "Bastion "+name+" gone", func() bool {
 			_, err := get(name)
 			return status.Code(err) == codes.NotFound
 		})
@@ -191,7 +194,7 @@ func TestBastion(t *testing.T) {
 	if !a.wasDeleted("deleted") {
 		t.Error("the extension never deleted the bastion")
 	}
-	if err := s.client.Get(context.Background(), client.ObjectKey{Namespace: techID, Name: "deleted"}, &extBastion{}); !apierrors.IsNotFound(err) {
+	if err := s.Client.Get(context.Background(), client.ObjectKey{Namespace: techID, Name: "deleted"}, &extBastion{}); !apierrors.IsNotFound(err) {
 		t.Errorf("deleted bastion's extension object: %v, want NotFound", err)
 	}
 }

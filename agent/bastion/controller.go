@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -16,8 +14,8 @@ import (
 
 	"github.com/trellis-dev/trellis/agent/cache"
 	"github.com/trellis-dev/trellis/agent/extension"
+	"github.com/trellis-dev/trellis/agent/hubobject"
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
-	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
 	operationsv1alpha1 "github.com/trellis-dev/trellis/proto/gen/trellis/operations/v1alpha1"
 )
 
@@ -83,7 +81,8 @@ type Controller struct {
 	bastions operationsv1alpha1.BastionServiceClient
 	ext      *extension.Client
 	queue    workqueue.TypedRateLimitingInterface[string]
-	objects  written[*operationsv1alpha1.Bastion]
+	// objects writes the bastions and remembers what it wrote.
+	objects *hubobject.Client[*operationsv1alpha1.Bastion]
 }
 
 // New returns a controller for cfg.
@@ -97,8 +96,8 @@ func New(cfg Config) (*Controller, error) {
 		log:      cfg.Log.With("controller", "bastion"),
 		bastions: operationsv1alpha1.NewBastionServiceClient(cfg.Hub),
 		ext:      &extension.Client{C: cfg.Seed, Now: cfg.Now},
-		objects:  written[*operationsv1alpha1.Bastion]{m: map[string]*operationsv1alpha1.Bastion{}},
 	}
+	c.objects = hubobject.NewClient(c.bastions, cfg.HubTimeout, cfg.Now)
 	c.queue = workqueue.NewTypedRateLimitingQueueWithConfig(
 		workqueue.NewTypedItemExponentialFailureRateLimiter[string](cfg.RetryMin, cfg.RetryMax),
 		workqueue.TypedRateLimitingQueueConfig[string]{Name: "bastion"})
@@ -142,20 +141,16 @@ func (c *Controller) Run(ctx context.Context) error {
 	return nil
 }
 
-func keyOf(b *operationsv1alpha1.Bastion) string {
-	return cache.Key(b.GetMetadata().GetNamespace(), b.GetMetadata().GetName())
-}
-
 func (c *Controller) enqueueBastion(obj proto.Message) {
 	if b, ok := obj.(*operationsv1alpha1.Bastion); ok {
-		c.queue.Add(keyOf(b))
+		c.queue.Add(hubobject.Key(b))
 	}
 }
 
 func (c *Controller) forget(obj proto.Message) {
 	if b, ok := obj.(*operationsv1alpha1.Bastion); ok {
-		c.objects.forget(keyOf(b))
-		c.queue.Forget(keyOf(b))
+		c.objects.Forget(hubobject.Key(b))
+		c.queue.Forget(hubobject.Key(b))
 	}
 }
 
@@ -167,7 +162,7 @@ func (c *Controller) enqueueShootBastions(obj proto.Message) {
 	}
 	for _, b := range cache.List[*operationsv1alpha1.Bastion](c.cfg.Cache, cache.Bastions) {
 		if b.GetMetadata().GetNamespace() == s.GetMetadata().GetNamespace() && b.GetSpec().GetShootRef().GetName() == s.GetMetadata().GetName() {
-			c.queue.Add(keyOf(b))
+			c.queue.Add(hubobject.Key(b))
 		}
 	}
 }
@@ -192,54 +187,4 @@ func (c *Controller) processNext(ctx context.Context) bool {
 		c.queue.Forget(key)
 	}
 	return true
-}
-
-// written keeps the hub's answers to the controller's own writes, so that decisions made before a change reaches the
-// cache see it.
-type written[T interface {
-	proto.Message
-	GetMetadata() *metav1.ObjectMeta
-}] struct {
-	mu sync.Mutex
-	m  map[string]T
-}
-
-func (w *written[T]) remember(key string, obj T) {
-	w.mu.Lock()
-	w.m[key] = obj
-	w.mu.Unlock()
-}
-
-func (w *written[T]) forget(key string) {
-	w.mu.Lock()
-	delete(w.m, key)
-	w.mu.Unlock()
-}
-
-// pick returns the newer of the cached object and the last one written; none when the cache no longer has it.
-func (w *written[T]) pick(key string, cached T, ok bool) (T, bool) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	mine, have := w.m[key]
-	if !ok || !have {
-		return cached, ok
-	}
-	if resourceVersion(cached.GetMetadata()) >= resourceVersion(mine.GetMetadata()) {
-		delete(w.m, key)
-		return cached, true
-	}
-	return mine, true
-}
-
-func resourceVersion(md *metav1.ObjectMeta) int64 {
-	v, _ := strconv.ParseInt(md.GetResourceVersion(), 10, 64)
-	return v
-}
-
-// splitKey splits a cache key into namespace and name.
-func splitKey(key string) (string, string) {
-	if ns, name, ok := strings.Cut(key, "/"); ok {
-		return ns, name
-	}
-	return "", key
 }

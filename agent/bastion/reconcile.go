@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/trellis-dev/trellis/agent/cache"
 	"github.com/trellis-dev/trellis/agent/extension"
+	"github.com/trellis-dev/trellis/agent/hubobject"
 	"github.com/trellis-dev/trellis/agent/shoot"
 	extensionsv1alpha1 "github.com/trellis-dev/trellis/extsdk/apis/extensions/v1alpha1"
 	"github.com/trellis-dev/trellis/gateway/kjson"
@@ -40,15 +42,11 @@ const (
 	AnnotationForceDeletion = "confirmation.gardener.cloud/force-deletion"
 )
 
-// pickupTimeout is how long an extension may take to report a first lastOperation after it removed the reconcile
-// annotation before the object is requested again (polls may fall between the two).
-const pickupTimeout = 30 * time.Second
-
 // sync decides what the bastion key needs and does it; it returns when to look again.
 func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error) {
-	ns, name := splitKey(key)
+	ns, name := hubobject.SplitKey(key)
 	cached, ok := cache.Get[*operationsv1alpha1.Bastion](c.cfg.Cache, cache.Bastions, ns, name)
-	b, ok := c.objects.pick(key, cached, ok)
+	b, ok := c.objects.Pick(key, cached, ok)
 	if !ok || b.GetSpec().GetSeedName() != c.cfg.SeedName {
 		return 0, nil
 	}
@@ -92,8 +90,8 @@ func expired(b *operationsv1alpha1.Bastion, now time.Time) bool {
 // Failed; once the extension reports it ready, the core Bastion gets BastionReady=True, the extension's ingress
 // and observedGeneration. An error of the extension makes BastionReady False.
 func (c *Controller) reconcile(ctx context.Context, b *operationsv1alpha1.Bastion, s *corev1beta1.Shoot, ext *extensionsv1alpha1.Bastion) (time.Duration, error) {
-	key := keyOf(b)
-	b, err := c.updateBastion(ctx, b, addFinalizer)
+	key := hubobject.Key(b)
+	b, err := c.objects.Update(ctx, b, addFinalizer)
 	if err != nil {
 		return 0, err
 	}
@@ -119,24 +117,19 @@ func (c *Controller) reconcile(ctx context.Context, b *operationsv1alpha1.Bastio
 	if err != nil && !apierrors.IsNotFound(err) {
 		return 0, fmt.Errorf("read %s: %w", extension.Describe(ext), err)
 	}
-	lo := ext.Status.LastOperation
-	_, annotated := ext.Annotations[extensionsv1alpha1.AnnotationOperation]
-	requested, _ := time.Parse(time.RFC3339Nano, ext.Annotations[extensionsv1alpha1.AnnotationTimestamp])
 	var why string
 	switch {
 	case apierrors.IsNotFound(err):
 		why = "created"
 	case !apiequality.Semantic.DeepEqual(ext.Spec, spec):
 		why = "spec changed"
-	case lo == nil && !annotated && c.cfg.Now().Sub(requested) > pickupTimeout:
-		why = "not reconciled"
-	case lo != nil && lo.State == extensionsv1alpha1.LastOperationStateFailed:
-		why = "last operation failed"
+	default:
+		why = extension.Rerequest(ext, c.cfg.Now())
 	}
 	if why != "" {
 		if _, err := c.ext.Deploy(ctx, ext, extensionsv1alpha1.OperationReconcile, func() { ext.Spec = spec }); err != nil {
-			if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
-				return c.cfg.PollInterval, nil // raced with the extension's write, or the informer lags: look again
+			if extension.Raced(err) {
+				return c.cfg.PollInterval, nil
 			}
 			c.setReady(ctx, b, "False", "FailedReconciling", err.Error(), nil)
 			return 0, fmt.Errorf("failed to ensure the bastion's extension object: %w", err)
@@ -200,10 +193,10 @@ func (c *Controller) cleanup(ctx context.Context, b *operationsv1alpha1.Bastion,
 	if err != nil || !gone {
 		return c.cfg.PollInterval, err
 	}
-	if _, err := c.updateBastion(ctx, b, removeFinalizer); err != nil && status.Code(err) != codes.NotFound {
+	if _, err := c.objects.RemoveFinalizer(ctx, b, FinalizerGardener); err != nil && status.Code(err) != codes.NotFound {
 		return 0, err
 	}
-	c.log.Info("Bastion deleted", "bastion", keyOf(b))
+	c.log.Info("Bastion deleted", "bastion", hubobject.Key(b))
 	return 0, nil
 }
 
@@ -265,25 +258,13 @@ func (c *Controller) setReady(ctx context.Context, b *operationsv1alpha1.Bastion
 	}
 	items := make([]json.RawMessage, len(conds))
 	for i, c := range conds {
-		items[i] = jsonOf(c)
+		items[i] = hubobject.JSON(c)
 	}
 	p := map[string]any{"conditions": items}
-	for k, v := range extra {
-		p[k] = v
+	maps.Copy(p, extra)
+	if _, err := c.objects.PatchStatus(ctx, b, p); err != nil {
+		c.log.Warn("could not update the Bastion's status", "bastion", hubobject.Key(b), "err", err)
 	}
-	body, err := json.Marshal(map[string]any{"status": p})
-	if err == nil {
-		cctx, cancel := context.WithTimeout(ctx, c.cfg.HubTimeout)
-		var out *operationsv1alpha1.Bastion
-		out, err = c.bastions.Patch(cctx, &metav1.PatchRequest{Namespace: b.GetMetadata().GetNamespace(), Name: b.GetMetadata().GetName(),
-			Patch: &metav1.RawExtension{Raw: body}, PatchType: "application/merge-patch+json", Subresource: "status"})
-		cancel()
-		if err == nil {
-			c.objects.remember(keyOf(out), out)
-			return
-		}
-	}
-	c.log.Warn("could not update the Bastion's status", "bastion", keyOf(b), "err", err)
 }
 
 func hasCondition(b *operationsv1alpha1.Bastion, typ, st, reason string) bool {
@@ -305,59 +286,11 @@ func sameIngress(cur *operationsv1alpha1.LoadBalancerIngress, want any) bool {
 	return proto.Equal(cur, w)
 }
 
-// updateBastion applies change to the bastion's newest state and updates it on the hub, re-reading it after a
-// conflict. change returns false when there is nothing to do.
-func (c *Controller) updateBastion(ctx context.Context, b *operationsv1alpha1.Bastion, change func(*operationsv1alpha1.Bastion) bool) (*operationsv1alpha1.Bastion, error) {
-	cur := proto.Clone(b).(*operationsv1alpha1.Bastion)
-	for attempt := 0; ; attempt++ {
-		if cur.Metadata == nil {
-			cur.Metadata = &metav1.ObjectMeta{}
-		}
-		if !change(cur) {
-			return cur, nil
-		}
-		cctx, cancel := context.WithTimeout(ctx, c.cfg.HubTimeout)
-		out, err := c.bastions.Update(cctx, cur)
-		cancel()
-		if err == nil {
-			c.objects.remember(keyOf(out), out)
-			return out, nil
-		}
-		if status.Code(err) != codes.Aborted || attempt >= 5 {
-			return nil, fmt.Errorf("update Bastion %s: %w", keyOf(b), err)
-		}
-		cctx, cancel = context.WithTimeout(ctx, c.cfg.HubTimeout)
-		fresh, gerr := c.bastions.Get(cctx, &metav1.GetRequest{Namespace: b.GetMetadata().GetNamespace(), Name: b.GetMetadata().GetName()})
-		cancel()
-		if gerr != nil {
-			return nil, fmt.Errorf("update Bastion %s: %w (re-read: %w)", keyOf(b), err, gerr)
-		}
-		cur = fresh
-	}
-}
-
+// addFinalizer adds the finalizer to a bastion that is not being deleted.
 func addFinalizer(b *operationsv1alpha1.Bastion) bool {
 	if slices.Contains(b.Metadata.Finalizers, FinalizerGardener) || b.Metadata.DeletionTimestamp != nil {
 		return false
 	}
 	b.Metadata.Finalizers = append(b.Metadata.Finalizers, FinalizerGardener)
 	return true
-}
-
-func removeFinalizer(b *operationsv1alpha1.Bastion) bool {
-	i := slices.Index(b.Metadata.Finalizers, FinalizerGardener)
-	if i < 0 {
-		return false
-	}
-	b.Metadata.Finalizers = slices.Delete(slices.Clone(b.Metadata.Finalizers), i, i+1)
-	return true
-}
-
-// jsonOf renders a message as Gardener JSON for a patch.
-func jsonOf(m proto.Message) json.RawMessage {
-	b, err := kjson.Marshal(m)
-	if err != nil {
-		panic(fmt.Sprintf("bastion: encode %T: %v", m, err)) // our own messages always encode
-	}
-	return b
 }

@@ -9,16 +9,19 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1k "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"github.com/trellis-dev/trellis/agent/seedcare"
 	"github.com/trellis-dev/trellis/extsdk/heartbeat"
 	"github.com/trellis-dev/trellis/hub/store"
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
 	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
+	"github.com/trellis-dev/trellis/test/agenttest"
 	"github.com/trellis-dev/trellis/test/seedtest"
 )
+
+// The tests run the controller against real parts (test/agenttest): a hub, the package's shared seed kube-apiserver
+// with the extension CRDs, a real agent (controllers off) that gives the controller its mTLS connection and its
+// synced cache, and extension heartbeats written with extsdk/heartbeat.
+func TestMain(m *testing.M) { agenttest.Main(m) }
 
 // watcher samples the hub's Seed and remembers, per condition type, the statuses it saw in order.
 type watcher struct {
@@ -27,10 +30,10 @@ type watcher struct {
 	last map[string]*metav1.Condition
 }
 
-func watch(t *testing.T, e *env, seed string) *watcher {
+func watch(t *testing.T, h *agenttest.Hub, seed string) *watcher {
 	t.Helper()
 	w := &watcher{seen: map[string][]string{}, last: map[string]*metav1.Condition{}}
-	sc := corev1beta1.NewSeedServiceClient(e.admin)
+	sc := corev1beta1.NewSeedServiceClient(h.Admin)
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() {
@@ -56,7 +59,7 @@ func watch(t *testing.T, e *env, seed string) *watcher {
 func (w *watcher) wait(t *testing.T, typ, st, reason string) *metav1.Condition {
 	t.Helper()
 	var c *metav1.Condition
-	eventually(t, fmt.Sprintf("%s=%s (%s)", typ, st, reason), func() bool {
+	agenttest.Eventually(t, fmt.Sprintf("%s=%s (%s)", typ, st, reason), func() bool {
 		w.mu.Lock()
 		defer w.mu.Unlock()
 		c = w.last[typ]
@@ -74,10 +77,10 @@ func (w *watcher) history(typ string) []string {
 	return h
 }
 
-func startCare(t *testing.T, e *env, s *seedEnv, mutate func(*seedcare.Config)) {
+func startCare(t *testing.T, s *agenttest.Seed, mutate func(*seedcare.Config)) {
 	t.Helper()
-	run(t, func() (interface{ Run(context.Context) error }, error) {
-		cfg := seedcare.Config{SeedName: s.name, Cache: s.cache, Hub: s.conn, Seed: s.client, Log: e.log,
+	agenttest.RunController(t, func() (agenttest.Runner, error) {
+		cfg := seedcare.Config{SeedName: s.Name, Cache: s.Cache, Hub: s.Conn, Seed: s.Client, Log: agenttest.Logger(),
 			SyncPeriod: 100 * time.Millisecond, StaleHeartbeatThreshold: 1500 * time.Millisecond,
 			Thresholds: map[string]time.Duration{seedcare.SeedSystemComponentsHealthy: time.Second, seedcare.ExtensionsReady: time.Second}}
 		if mutate != nil {
@@ -88,9 +91,9 @@ func startCare(t *testing.T, e *env, s *seedEnv, mutate func(*seedcare.Config)) 
 }
 
 // startHeartbeat renews the heartbeat Lease in namespace ns until stop is called.
-func startHeartbeat(t *testing.T, s *seedEnv, ns string) (stop func()) {
+func startHeartbeat(t *testing.T, s *agenttest.Seed, ns string) (stop func()) {
 	t.Helper()
-	hb, err := heartbeat.New(heartbeat.Config{Client: s.client, Namespace: ns, ExtensionName: "provider-test", RenewInterval: 200 * time.Millisecond})
+	hb, err := heartbeat.New(heartbeat.Config{Client: s.Client, Namespace: ns, ExtensionName: "provider-test", RenewInterval: 200 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,18 +110,13 @@ func startHeartbeat(t *testing.T, s *seedEnv, ns string) (stop func()) {
 // ControllerInstallations ready; a failing check turns its condition Progressing and only after the threshold
 // False; the hub's GardenletReady is left alone.
 func TestSeedConditions(t *testing.T) {
-	e := newEnv(t)
-	s := e.startSeed(t, "local", seedSpec, seedtest.StartShared(t))
+	e := agenttest.StartHub(t)
+	s := e.StartSeed(t, "local", agenttest.SeedSpec, seedtest.StartShared(t))
 	ns := fmt.Sprintf("extension-provider-test-%d", time.Now().UnixNano()%1e9) // unique in the package's shared seed
-	if err := s.client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1k.ObjectMeta{Name: ns}}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = s.client.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1k.ObjectMeta{Name: ns}})
-	})
+	s.CreateNamespace(t, ns)
 	stop := startHeartbeat(t, s, ns)
 	w := watch(t, e, "local")
-	startCare(t, e, s, nil)
+	startCare(t, s, nil)
 
 	w.wait(t, seedcare.SeedSystemComponentsHealthy, "True", "SystemComponentsRunning")
 	w.wait(t, seedcare.ExtensionsReady, "True", "AllExtensionsReady")
@@ -140,7 +138,7 @@ func TestSeedConditions(t *testing.T) {
 	cond := func(typ, st, msg string) *metav1.Condition {
 		return &metav1.Condition{Type: typ, Status: st, Reason: typ, Message: msg}
 	}
-	e.store(t, &corev1beta1.ControllerInstallation{ApiVersion: "core.gardener.cloud/v1beta1", Kind: "ControllerInstallation",
+	e.Store(t, &corev1beta1.ControllerInstallation{ApiVersion: "core.gardener.cloud/v1beta1", Kind: "ControllerInstallation",
 		Metadata: &metav1.ObjectMeta{Name: "provider-test-abcde"},
 		Spec:     &corev1beta1.ControllerInstallationSpec{SeedRef: &metav1.ObjectReference{Name: "local"}, RegistrationRef: &metav1.ObjectReference{Name: "provider-test"}},
 		Status: &corev1beta1.ControllerInstallationStatus{Conditions: []*metav1.Condition{
@@ -155,7 +153,7 @@ func TestSeedConditions(t *testing.T) {
 	if h := w.history(seedcare.ExtensionsReady); !slices.Equal(h, []string{"True", "Progressing", "False"}) {
 		t.Errorf("ExtensionsReady went %v, want True, Progressing, False", h)
 	}
-	e.update(t, "core.gardener.cloud", "controllerinstallations", "", "provider-test-abcde", true, func(o store.Object) {
+	e.Update(t, "core.gardener.cloud", "controllerinstallations", "", "provider-test-abcde", true, func(o store.Object) {
 		o.(*corev1beta1.ControllerInstallation).Status.Conditions = []*metav1.Condition{
 			cond("Valid", "True", ""), cond("Installed", "True", ""), cond("Healthy", "True", "")}
 	})
@@ -165,10 +163,10 @@ func TestSeedConditions(t *testing.T) {
 
 // A missing CRD makes the seed's system components unhealthy; with a threshold of zero at once.
 func TestMissingCRD(t *testing.T) {
-	e := newEnv(t)
-	s := e.startSeed(t, "local", seedSpec, seedtest.StartShared(t))
+	e := agenttest.StartHub(t)
+	s := e.StartSeed(t, "local", agenttest.SeedSpec, seedtest.StartShared(t))
 	w := watch(t, e, "local")
-	startCare(t, e, s, func(c *seedcare.Config) {
+	startCare(t, s, func(c *seedcare.Config) {
 		c.CRDs = []string{"backupbuckets.extensions.gardener.cloud", "widgets.extensions.gardener.cloud"}
 		c.Thresholds = map[string]time.Duration{seedcare.SeedSystemComponentsHealthy: 0}
 	})
