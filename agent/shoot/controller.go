@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
 	"sync"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 
 	"github.com/trellis-dev/trellis/agent/cache"
 	"github.com/trellis-dev/trellis/agent/extension"
+	"github.com/trellis-dev/trellis/agent/hubobject"
 	"github.com/trellis-dev/trellis/hub/seedgraph"
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
 )
@@ -97,17 +97,16 @@ func (c *Config) defaults() {
 type Controller struct {
 	cfg     Config
 	log     *slog.Logger
-	shoots  corev1beta1.ShootServiceClient
+	shoots  *hubobject.Client[*corev1beta1.Shoot] // writes, and the hub's answers until the cache has them
 	states  corev1beta1.ShootStateServiceClient
 	entries corev1beta1.BackupEntryServiceClient
 	ext     *extension.Client
 	queue   workqueue.TypedRateLimitingInterface[string]
 
 	mu       sync.Mutex
-	written  map[string]*corev1beta1.Shoot // the last state the hub returned for a write, per key
-	failures map[string]int                // consecutive failed operations, per key
-	retryAt  map[string]time.Time          // earliest automatic retry after an Error, per key
-	running  map[string]Flow               // flows running now, per key
+	failures map[string]int       // consecutive failed operations, per key
+	retryAt  map[string]time.Time // earliest automatic retry after an Error, per key
+	running  map[string]Flow      // flows running now, per key
 }
 
 // New returns a controller for cfg.
@@ -119,12 +118,11 @@ func New(cfg Config) (*Controller, error) {
 	c := &Controller{
 		cfg:     cfg,
 		log:     cfg.Log.With("controller", "shoot"),
-		shoots:  corev1beta1.NewShootServiceClient(cfg.Hub),
+		shoots:  hubobject.NewClient[*corev1beta1.Shoot](corev1beta1.NewShootServiceClient(cfg.Hub), cfg.HubTimeout, cfg.Now),
 		states:  corev1beta1.NewShootStateServiceClient(cfg.Hub),
 		entries: corev1beta1.NewBackupEntryServiceClient(cfg.Hub),
 		ext: &extension.Client{C: cfg.Seed, Now: cfg.Now, Interval: cfg.WaitInterval,
 			ErrorThreshold: cfg.ExtensionErrorThreshold},
-		written:  map[string]*corev1beta1.Shoot{},
 		failures: map[string]int{},
 		retryAt:  map[string]time.Time{},
 		running:  map[string]Flow{},
@@ -165,9 +163,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	return nil
 }
 
-func keyOf(s *corev1beta1.Shoot) string {
-	return cache.Key(s.GetMetadata().GetNamespace(), s.GetMetadata().GetName())
-}
+func keyOf(s *corev1beta1.Shoot) string { return hubobject.Key(s) }
 
 func (c *Controller) enqueue(obj proto.Message) {
 	if s, ok := obj.(*corev1beta1.Shoot); ok {
@@ -183,54 +179,24 @@ func (c *Controller) forget(obj proto.Message) {
 		return
 	}
 	key := keyOf(s)
+	c.shoots.Forget(key)
 	c.mu.Lock()
-	delete(c.written, key)
 	delete(c.failures, key)
 	delete(c.retryAt, key)
 	c.mu.Unlock()
 	c.queue.Forget(key)
 }
 
-// remember records the state the hub returned for a write of ours.
-func (c *Controller) remember(s *corev1beta1.Shoot) {
-	c.mu.Lock()
-	c.written[keyOf(s)] = s
-	c.mu.Unlock()
-}
-
 // current is the newest state of the shoot the agent knows: the cache's, or the hub's answer to our last write when
-// the cache has not caught up with it yet.
+// the cache has not caught up with it yet; nil when the hub no longer assigns it.
 func (c *Controller) current(key string) *corev1beta1.Shoot {
-	ns, name := splitKey(key)
-	cached, _ := cache.Get[*corev1beta1.Shoot](c.cfg.Cache, seedgraph.Shoots, ns, name)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	w := c.written[key]
-	if w == nil {
-		return cached
+	ns, name := hubobject.SplitKey(key)
+	cached, ok := cache.Get[*corev1beta1.Shoot](c.cfg.Cache, seedgraph.Shoots, ns, name)
+	s, ok := c.shoots.Pick(key, cached, ok)
+	if !ok {
+		return nil
 	}
-	if cached == nil {
-		return nil // the hub no longer assigns it
-	}
-	if rv(cached) >= rv(w) {
-		delete(c.written, key)
-		return cached
-	}
-	return w
-}
-
-func rv(s *corev1beta1.Shoot) int64 {
-	v, _ := strconv.ParseInt(s.GetMetadata().GetResourceVersion(), 10, 64)
-	return v
-}
-
-func splitKey(key string) (string, string) {
-	for i := range len(key) {
-		if key[i] == '/' {
-			return key[:i], key[i+1:]
-		}
-	}
-	return "", key
+	return s
 }
 
 func (c *Controller) processNext(ctx context.Context) bool {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"sync/atomic"
 	"time"
 
@@ -265,31 +264,23 @@ func (op *operation) hibernated() bool { return op.shoot.GetSpec().GetHibernatio
 
 // ensureFinalizer adds the "gardener" finalizer to the shoot, as gardenlet does before it creates anything.
 func (c *Controller) ensureFinalizer(ctx context.Context, s *corev1beta1.Shoot) error {
-	return c.updateShoot(ctx, s, func(cur *corev1beta1.Shoot) bool {
-		if hasFinalizer(cur.GetMetadata().GetFinalizers(), FinalizerGardener) {
-			return false
-		}
-		cur.Metadata.Finalizers = append(cur.Metadata.Finalizers, FinalizerGardener)
-		return true
-	})
+	_, err := c.shoots.AddFinalizer(ctx, s, FinalizerGardener)
+	return err
 }
 
-// removeFinalizer removes the "gardener" finalizer: the hub then deletes a shoot being deleted.
+// removeFinalizer removes the "gardener" finalizer: the hub then deletes a shoot being deleted. A shoot that is gone
+// already is fine.
 func (c *Controller) removeFinalizer(ctx context.Context, s *corev1beta1.Shoot) error {
-	return c.updateShoot(ctx, s, func(cur *corev1beta1.Shoot) bool {
-		fs := cur.GetMetadata().GetFinalizers()
-		i := slices.Index(fs, FinalizerGardener)
-		if i < 0 {
-			return false
-		}
-		cur.Metadata.Finalizers = slices.Delete(slices.Clone(fs), i, i+1)
-		return true
-	})
+	_, err := c.shoots.RemoveFinalizer(ctx, s, FinalizerGardener)
+	if status.Code(err) == codes.NotFound {
+		return nil
+	}
+	return err
 }
 
 // clearOperationAnnotation removes gardener.cloud/operation=reconcile|retry from the shoot as the flow starts.
 func (c *Controller) clearOperationAnnotation(ctx context.Context, s *corev1beta1.Shoot) error {
-	return c.updateShoot(ctx, s, func(cur *corev1beta1.Shoot) bool {
+	_, err := c.shoots.Update(ctx, s, func(cur *corev1beta1.Shoot) bool {
 		v, ok := cur.GetMetadata().GetAnnotations()[annotationOperation]
 		if !ok || (v != operationReconcile && v != operationRetry) {
 			return false
@@ -297,40 +288,7 @@ func (c *Controller) clearOperationAnnotation(ctx context.Context, s *corev1beta
 		delete(cur.Metadata.Annotations, annotationOperation)
 		return true
 	})
-}
-
-// updateShoot applies change to the shoot's newest state and updates it on the hub, retrying on conflicts. change
-// returns false when there is nothing to do.
-func (c *Controller) updateShoot(ctx context.Context, s *corev1beta1.Shoot, change func(*corev1beta1.Shoot) bool) error {
-	cur := proto.Clone(s).(*corev1beta1.Shoot)
-	for attempt := 0; ; attempt++ {
-		if cur.Metadata == nil {
-			cur.Metadata = &metav1.ObjectMeta{}
-		}
-		if !change(cur) {
-			return nil
-		}
-		cctx, cancel := context.WithTimeout(ctx, c.cfg.HubTimeout)
-		out, err := c.shoots.Update(cctx, cur)
-		cancel()
-		if err == nil {
-			c.remember(out)
-			return nil
-		}
-		if status.Code(err) == codes.NotFound && !hasFinalizer(cur.GetMetadata().GetFinalizers(), FinalizerGardener) {
-			return nil // removing our finalizer from a shoot that is gone
-		}
-		if status.Code(err) != codes.Aborted && status.Code(err) != codes.FailedPrecondition || attempt >= 5 {
-			return fmt.Errorf("update shoot %s: %w", keyOf(s), err)
-		}
-		cctx, cancel = context.WithTimeout(ctx, c.cfg.HubTimeout)
-		fresh, gerr := c.shoots.Get(cctx, &metav1.GetRequest{Namespace: s.GetMetadata().GetNamespace(), Name: s.GetMetadata().GetName()})
-		cancel()
-		if gerr != nil {
-			return fmt.Errorf("update shoot %s: %w (re-read: %w)", keyOf(s), err, gerr)
-		}
-		cur = fresh
-	}
+	return err
 }
 
 // deleteShootState deletes the shoot's ShootState; a missing one is fine.

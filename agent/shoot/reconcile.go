@@ -758,12 +758,7 @@ func (op *operation) restoreState(ctx context.Context, obj extensionsv1alpha1.Ob
 	return nil
 }
 
-func rawExt(r *metav1.RawExtension) *runtime.RawExtension {
-	if r == nil || len(r.GetRaw()) == 0 {
-		return nil
-	}
-	return &runtime.RawExtension{Raw: r.GetRaw()}
-}
+func rawExt(r *metav1.RawExtension) *runtime.RawExtension { return extension.RawExtension(r) }
 
 func intOrString(v *metav1.IntOrString, def intstr.IntOrString) intstr.IntOrString {
 	if v == nil {

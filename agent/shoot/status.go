@@ -3,14 +3,13 @@ package shoot
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"time"
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/trellis-dev/trellis/agent/extension"
-	"github.com/trellis-dev/trellis/gateway/kjson"
+	"github.com/trellis-dev/trellis/agent/hubobject"
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
 	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
 )
@@ -19,34 +18,14 @@ import (
 // field.
 type statusPatch map[string]any
 
-// patchStatus applies p to the shoot's status on the hub and remembers the result, so that decisions made before the
-// hub's change reaches the cache see it.
+// patchStatus applies p to the shoot's status on the hub; the answer counts as the shoot's newest state until the
+// cache has it, so that decisions made meanwhile see it.
 func (c *Controller) patchStatus(ctx context.Context, s *corev1beta1.Shoot, p statusPatch) (*corev1beta1.Shoot, error) {
-	body, err := json.Marshal(map[string]any{"status": p})
-	if err != nil {
-		return nil, err
-	}
-	ctx, cancel := context.WithTimeout(ctx, c.cfg.HubTimeout)
-	defer cancel()
-	out, err := c.shoots.Patch(ctx, &metav1.PatchRequest{
-		Namespace: s.GetMetadata().GetNamespace(), Name: s.GetMetadata().GetName(),
-		Patch: &metav1.RawExtension{Raw: body}, PatchType: "application/merge-patch+json", Subresource: "status",
-	})
-	if err != nil {
-		return nil, fmt.Errorf("patch status of shoot %s/%s: %w", s.GetMetadata().GetNamespace(), s.GetMetadata().GetName(), err)
-	}
-	c.remember(out)
-	return out, nil
+	return c.shoots.PatchStatus(ctx, s, p)
 }
 
 // jsonOf renders a message as Gardener JSON for a patch.
-func jsonOf(m proto.Message) json.RawMessage {
-	b, err := kjson.Marshal(m)
-	if err != nil {
-		panic(fmt.Sprintf("shoot: encode %T: %v", m, err)) // our own messages always encode
-	}
-	return b
-}
+func jsonOf(m proto.Message) json.RawMessage { return hubobject.JSON(m) }
 
 // lastOperationJSON is the JSON of a lastOperation written now.
 func lastOperationJSON(typ, state string, progress int32, description string, now time.Time) json.RawMessage {
