@@ -321,8 +321,6 @@ func TestShootLifecycle(t *testing.T) {
 		}
 	})
 	r := newREST(t, l)
-	local, other := l.Seed("local"), l.Seed("other")
-	localC, otherC := seedClient(t, local), seedClient(t, other)
 
 	// The example resources without the example shoot; the test's shoot is created below.
 	examples, err := landscape.Examples()
@@ -346,16 +344,24 @@ func TestShootLifecycle(t *testing.T) {
 	md := shoot["metadata"].(map[string]any)
 	md["name"] = "e2e"
 	spec := shoot["spec"].(map[string]any)
-	spec["seedName"] = "local"
+	delete(spec, "seedName") // the hub's scheduler places it
 	spec["dns"] = map[string]any{"domain": "e2e.local.local.trellis.dev"}
 
 	// Create → Succeeded.
 	r.must(http.StatusCreated, http.MethodPost, "/apis/core.gardener.cloud/v1beta1/namespaces/garden-local/shoots", shoot)
 	s, took := r.waitShoot("the shoot to be created", 60*time.Second, succeededAt(0))
 	t.Logf("e2e: shoot create → Succeeded in %v", took.Round(time.Millisecond))
-	if lo := s.Status.LastOperation; lo.Type != "Create" || lo.Progress != 100 || s.Status.SeedName != "local" || s.Status.TechnicalID != "shoot--local--e2e" {
+	// The scheduler chose one of the two seeds; the shoot migrates to the other one later.
+	first, second := s.Spec.SeedName, "other"
+	if first == "other" {
+		second = "local"
+	}
+	if lo := s.Status.LastOperation; lo.Type != "Create" || lo.Progress != 100 || s.Status.SeedName != first || (first != "local" && first != "other") ||
+		s.Status.TechnicalID != "shoot--local--e2e" {
 		t.Fatalf("after create: %v", s)
 	}
+	t.Logf("e2e: scheduled to seed %s", first)
+	localC, otherC := seedClient(t, l.Seed(first)), seedClient(t, l.Seed(second))
 	ns := s.Status.TechnicalID
 	want := map[string]int{"Infrastructure": 1, "ControlPlane": 1, "Worker": 1, "Network": 1, "OperatingSystemConfig": 2, "DNSRecord": 2}
 	if got := extensionObjects(t, localC, ns); !equalCounts(got, want) {
@@ -444,13 +450,13 @@ func TestShootLifecycle(t *testing.T) {
 	r.must(http.StatusOK, http.MethodPatch, e2eShootPath, map[string]any{"metadata": map[string]any{"annotations": map[string]any{
 		"gardener.cloud/operation": "reconcile"}}})
 	r.waitShoot("the reconcile to start", 30*time.Second, func(s *shootStatus) bool { return s.Status.LastOperation.State == "Processing" })
-	if err := l.KillAgent("local"); err != nil {
+	if err := l.KillAgent(first); err != nil {
 		t.Fatal(err)
 	}
 	if s := r.shoot(); s.Status.LastOperation.State != "Processing" {
 		t.Logf("note: the reconcile finished before the kill landed: %v", s)
 	}
-	if err := l.StartAgent(ctx, "local"); err != nil {
+	if err := l.StartAgent(ctx, first); err != nil {
 		t.Fatal(err)
 	}
 	s, _ = r.waitShoot("the interrupted reconcile to finish", 60*time.Second, succeededAt(0))
@@ -490,9 +496,9 @@ func TestShootLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := string(infra.Status.ProviderStatus.Raw)
-	r.must(http.StatusOK, http.MethodPatch, e2eShootPath+"/binding", map[string]any{"spec": map[string]any{"seedName": "other"}})
+	r.must(http.StatusOK, http.MethodPatch, e2eShootPath+"/binding", map[string]any{"spec": map[string]any{"seedName": second}})
 	s, took = r.waitShoot("the restore on the other seed", 90*time.Second, func(s *shootStatus) bool {
-		return s.Status.SeedName == "other" && s.Status.LastOperation.Type == "Restore" && s.Status.LastOperation.State == "Succeeded"
+		return s.Status.SeedName == second && s.Status.LastOperation.Type == "Restore" && s.Status.LastOperation.State == "Succeeded"
 	})
 	t.Logf("e2e: migrate + restore in %v", took.Round(time.Millisecond))
 	if err := otherC.Get(ctx, client.ObjectKey{Namespace: ns, Name: "e2e"}, infra); err != nil {
