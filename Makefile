@@ -121,6 +121,14 @@ bench-api: build
 bench-agents: build
 	$(GO) run ./test/bench/agents -n $(or $(N),1000) $(BENCH_ARGS)
 
+## bench-shoots: seed-side benchmark: a landscape of real binaries (hub, localseed, trellis-agent, provider-local, built
+## into a temporary directory) and N shoots (default 20) created at once, updated and deleted; per-shoot latencies,
+## CPU and peak RSS of every process per phase; results in bin/bench/shoots-N.json. Extra flags in BENCH_ARGS, e.g.
+## BENCH_ARGS="-seeds 2 -concurrent-syncs 20".
+.PHONY: bench-shoots
+bench-shoots: testbin
+	$(GO) run ./test/bench/shoots -n $(or $(N),20) $(BENCH_ARGS)
+
 ## up: build and run the local landscape in the foreground, with its data in .trellis/local (test/landscape, docs/local.md):
 ## a hub on embedded etcd (127.0.0.1:8443), seed "local" with its agent and provider-local, the example resources;
 ## writes .trellis/local/env. Ctrl-C or `make down` stops it; the next `make up` reuses the data. Flags in UP_ARGS.

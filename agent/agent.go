@@ -114,6 +114,7 @@ func New(cfg Config) (*Agent, error) {
 	if restCfg != nil {
 		restCfg = rest.CopyConfig(restCfg)
 		restCfg.UserAgent = "trellis-agent/" + cfg.Version
+		restCfg.QPS, restCfg.Burst = *c.SeedClientConnection.QPS, int(*c.SeedClientConnection.Burst)
 	}
 	seedClient := cfg.SeedClient
 	if seedClient == nil {

@@ -28,7 +28,7 @@ type ShootCareControllerConfiguration struct {
 
 // ShootControllerConfiguration configures the shoot controller (gardenlet: controllers.shoot).
 type ShootControllerConfiguration struct {
-	// ConcurrentSyncs is how many shoots are reconciled at once (default 5).
+	// ConcurrentSyncs is how many shoots are reconciled at once (default 20, as in Gardener's example configuration).
 	ConcurrentSyncs *int32 `json:"concurrentSyncs,omitzero"`
 	// SyncPeriod is how often an up-to-date shoot is reconciled anyway (default 1h).
 	SyncPeriod *metav1.Duration `json:"syncPeriod,omitzero"`
@@ -51,7 +51,7 @@ type SeedCareControllerConfiguration struct {
 
 // Defaults of the controllers.
 const (
-	DefaultShootConcurrentSyncs         = 5
+	DefaultShootConcurrentSyncs         = 20
 	DefaultShootSyncPeriod              = time.Hour
 	DefaultShootRetryMinDelay           = 5 * time.Second
 	DefaultShootRetryMaxDelay           = 5 * time.Minute

@@ -17,6 +17,8 @@ const (
 	DefaultInitialDelay              = 200 * time.Millisecond
 	DefaultMaxDelay                  = 30 * time.Second
 	DefaultResetAfter                = time.Minute
+	DefaultSeedQPS                   = 100
+	DefaultSeedBurst                 = 130
 	DefaultLogLevel                  = "info"
 	DefaultLogFormat                 = "json"
 )
@@ -58,6 +60,12 @@ func (c *AgentConfiguration) Default() {
 	}
 	if b.ResetAfter == nil {
 		b.ResetAfter = &metav1.Duration{Duration: DefaultResetAfter}
+	}
+	if c.SeedClientConnection.QPS == nil {
+		c.SeedClientConnection.QPS = ptr[float32](DefaultSeedQPS)
+	}
+	if c.SeedClientConnection.Burst == nil {
+		c.SeedClientConnection.Burst = ptr[int32](DefaultSeedBurst)
 	}
 	c.Controllers.defaults()
 	if c.LogLevel == "" {

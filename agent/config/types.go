@@ -94,6 +94,10 @@ type KubeconfigValidity struct {
 type SeedClientConnection struct {
 	// Kubeconfig is the path of a kubeconfig for the seed cluster; empty means in-cluster configuration.
 	Kubeconfig string `json:"kubeconfig,omitzero"`
+	// QPS and Burst limit the agent's requests to the seed's API server (client-go's rate limiter; defaults 100 and
+	// 130, gardenlet's seedClientConnection in Gardener's example configuration).
+	QPS   *float32 `json:"qps,omitzero"`
+	Burst *int32   `json:"burst,omitzero"`
 }
 
 // ReconnectBackoff is a full-jitter exponential backoff: before attempt n the agent waits a random time in

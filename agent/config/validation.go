@@ -34,6 +34,12 @@ func (c *AgentConfiguration) Validate() error {
 	}
 	errs = append(errs, c.ReconnectBackoff.validate(field.NewPath("reconnectBackoff"))...)
 	errs = append(errs, c.Controllers.validate(field.NewPath("controllers"))...)
+	if q := c.SeedClientConnection.QPS; q != nil && *q <= 0 {
+		errs = append(errs, field.Invalid(field.NewPath("seedClientConnection", "qps"), *q, "must be positive"))
+	}
+	if b := c.SeedClientConnection.Burst; b != nil && *b < 1 {
+		errs = append(errs, field.Invalid(field.NewPath("seedClientConnection", "burst"), *b, "must be at least 1"))
+	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":
 	default:

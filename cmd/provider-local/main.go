@@ -182,6 +182,12 @@ func serve(ctx context.Context, o *options, logger *slog.Logger) error {
 	return nil
 }
 
+// Client-side rate limits of the seed client.
+const (
+	seedQPS   = 100
+	seedBurst = 130
+)
+
 // restConfig is the seed's config from path, else controller-runtime's defaults ($KUBECONFIG, in-cluster,
 // ~/.kube/config).
 func restConfig(path string) (*rest.Config, error) {
@@ -198,6 +204,9 @@ func restConfig(path string) (*rest.Config, error) {
 		return nil, fmt.Errorf("seed kubeconfig: %w", err)
 	}
 	cfg.UserAgent = "provider-local"
+	// client-go's default of 5 requests/s throttles a seed with a few shoots to a crawl; Gardener's extensions and
+	// gardenlet run with these limits.
+	cfg.QPS, cfg.Burst = seedQPS, seedBurst
 	return cfg, nil
 }
 
