@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -611,16 +612,22 @@ func (op *operation) deployContainerRuntimes(ctx context.Context) error {
 type wantedExtension struct {
 	typ            string
 	providerConfig *metav1.RawExtension
-	reconcile      string // lifecycle.reconcile
-	delete         string // lifecycle.delete
-	migrate        string // lifecycle.migrate
+	reconcile      string        // lifecycle.reconcile
+	delete         string        // lifecycle.delete
+	migrate        string        // lifecycle.migrate
+	timeout        time.Duration // reconcileTimeout
 }
+
+// defaultExtensionTimeout bounds the wait for an Extension object without a registered reconcileTimeout, as
+// Gardener's default for the Extension kind.
+const defaultExtensionTimeout = 3 * time.Minute
 
 // wantedExtensions are the Extension objects of the shoot: the types it lists (not disabled) and those registered to
 // be enabled for every shoot (autoEnable: shoot), with lifecycles from their ControllerRegistrations and Gardener's
 // defaults (reconcile AfterKubeAPIServer, delete and migrate BeforeKubeAPIServer).
 func (op *operation) wantedExtensions() []wantedExtension {
 	lifecycles := map[string]*corev1beta1.ControllerResourceLifecycle{}
+	timeouts := map[string]time.Duration{}
 	auto := map[string]bool{}
 	for _, r := range op.registrations {
 		for _, res := range r.GetSpec().GetResources() {
@@ -628,6 +635,9 @@ func (op *operation) wantedExtensions() []wantedExtension {
 				continue
 			}
 			lifecycles[res.GetType()] = res.GetLifecycle()
+			if d, err := time.ParseDuration(res.GetReconcileTimeout()); err == nil && d > 0 {
+				timeouts[res.GetType()] = d
+			}
 			if slices.Contains(res.GetAutoEnable(), "shoot") {
 				auto[res.GetType()] = true
 			}
@@ -654,10 +664,13 @@ func (op *operation) wantedExtensions() []wantedExtension {
 	out := make([]wantedExtension, 0, len(types))
 	for _, t := range types {
 		lc := lifecycles[t]
-		w := wantedExtension{typ: t,
+		w := wantedExtension{typ: t, timeout: defaultExtensionTimeout,
 			reconcile: cmpOr(lc.GetReconcile(), extensionsv1alpha1.AfterKubeAPIServer),
 			delete:    cmpOr(lc.GetDelete(), extensionsv1alpha1.BeforeKubeAPIServer),
 			migrate:   cmpOr(lc.GetMigrate(), extensionsv1alpha1.BeforeKubeAPIServer),
+		}
+		if d, ok := timeouts[t]; ok {
+			w.timeout = d
 		}
 		if e := listed[t]; e != nil {
 			w.providerConfig = e.GetProviderConfig()
@@ -675,11 +688,15 @@ func (op *operation) extensionsFn(point string) flow.TaskFn {
 				continue
 			}
 			ext := &extensionsv1alpha1.Extension{ObjectMeta: op.objectMeta(w.typ)}
-			if err := op.deployOrRestore(ctx, ext, func() {
+			// Each Extension gets its registration's reconcileTimeout (default 3m), within the task's own timeout.
+			wctx, cancel := context.WithTimeout(ctx, w.timeout)
+			err := op.deployOrRestore(wctx, ext, func() {
 				ext.Spec.Type = w.typ
 				ext.Spec.ProviderConfig = rawExt(w.providerConfig)
-			}); err != nil {
-				return err
+			})
+			cancel()
+			if err != nil {
+				return fmt.Errorf("extension %s (reconcileTimeout %s): %w", w.typ, w.timeout, err)
 			}
 		}
 		return nil
