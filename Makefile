@@ -66,6 +66,18 @@ checkgenerate-apis: generate-apis
 	@out=$$(git status --porcelain -- 'extsdk/apis/*zz_generated.deepcopy.go' 'deploy/crds/*.yaml'); \
 	if [ -n "$$out" ]; then echo "generated API files are out of date; run 'make generate' and commit:"; echo "$$out"; exit 1; fi
 
+## generate-extensions (part of generate): the registrations in deploy/extensions, e.g. provider-local's
+## ControllerDeployment (deploy/charts/provider-local inline) and ControllerRegistration (local.Kinds(), type local).
+## checkgenerate-extensions (part of checkgenerate) fails when they differ from what is committed.
+.PHONY: generate-extensions checkgenerate-extensions
+generate: generate-extensions
+generate-extensions:
+	$(GO) run ./deploy/extensions/gen
+checkgenerate: checkgenerate-extensions
+checkgenerate-extensions: generate-extensions
+	@out=$$(git status --porcelain -- 'deploy/extensions/*/controller-registration.yaml'); \
+	if [ -n "$$out" ]; then echo "generated extension registrations are out of date; run 'make generate' and commit:"; echo "$$out"; exit 1; fi
+
 ## build: build every binary into bin/.
 build:
 	@mkdir -p bin

@@ -19,6 +19,8 @@ import (
 	"github.com/trellis-dev/trellis/agent/backupbucket"
 	"github.com/trellis-dev/trellis/agent/backupentry"
 	"github.com/trellis-dev/trellis/agent/bastion"
+	"github.com/trellis-dev/trellis/agent/controllerinstallation"
+	"github.com/trellis-dev/trellis/agent/helmrelease"
 	"github.com/trellis-dev/trellis/agent/identity"
 	"github.com/trellis-dev/trellis/agent/seedcare"
 	"github.com/trellis-dev/trellis/agent/shoot"
@@ -157,7 +159,24 @@ func (a *Agent) runControllers(ctx context.Context) {
 		a.log.Error("seed care controller", "err", err)
 		return
 	}
-	runners = append(runners, buckets, entries, bastions, care)
+	releases, err := helmrelease.New(helmrelease.Config{REST: a.seedREST, Log: a.log.With("component", "helm")})
+	if err != nil {
+		a.log.Error("helm releases", "err", err)
+		return
+	}
+	installations, err := controllerinstallation.New(controllerinstallation.Config{SeedName: a.seedName, Cache: a.cache, Hub: hub,
+		Seed: seed.GetClient(), Releases: releases, Version: a.version, Log: a.log})
+	if err != nil {
+		a.log.Error("controllerinstallation controller", "err", err)
+		return
+	}
+	required, err := controllerinstallation.NewRequired(controllerinstallation.RequiredConfig{SeedName: a.seedName, Cache: a.cache,
+		Hub: hub, Informers: seed.GetCache(), Log: a.log})
+	if err != nil {
+		a.log.Error("controllerinstallation-required controller", "err", err)
+		return
+	}
+	runners = append(runners, buckets, entries, bastions, care, installations, required)
 	a.controllers.Store(true)
 	for _, r := range runners {
 		wg.Go(func() {

@@ -7,12 +7,16 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/uuid"
 
 	"github.com/trellis-dev/trellis/hub/agentlink"
 	"github.com/trellis-dev/trellis/hub/api"
 	"github.com/trellis-dev/trellis/hub/auth"
+	"github.com/trellis-dev/trellis/hub/authz"
+	"github.com/trellis-dev/trellis/hub/controller/controllerregistration"
 	"github.com/trellis-dev/trellis/hub/csr"
 	"github.com/trellis-dev/trellis/hub/leader"
 	"github.com/trellis-dev/trellis/hub/pki"
@@ -45,6 +49,42 @@ func ensureNamespaces(ctx context.Context, reg *api.Registry) error {
 	return nil
 }
 
+// ensureClusterIdentity publishes the garden's cluster identity in ConfigMap kube-system/cluster-identity, as
+// gardener-apiserver does: want, or a random identity when want is empty and none is stored. A stored identity never
+// changes: a different want is refused.
+func ensureClusterIdentity(ctx context.Context, reg *api.Registry, want string) error {
+	c, ok := reg.Collection(schema.GroupResource{Resource: "configmaps"})
+	if !ok {
+		return fmt.Errorf("configmaps are not served")
+	}
+	const key = "cluster-identity"
+	cur, err := c.Get(ctx, authz.ClusterIdentityNamespace, authz.ClusterIdentityName)
+	switch {
+	case err == nil:
+		have := cur.(*kcorev1.ConfigMap).GetData()[key]
+		if want != "" && have != want {
+			return fmt.Errorf("cluster identity %q differs from the stored one %q (ConfigMap %s/%s); it cannot change",
+				want, have, authz.ClusterIdentityNamespace, authz.ClusterIdentityName)
+		}
+		return nil
+	case !apierrors.IsNotFound(err):
+		return fmt.Errorf("read the cluster identity: %w", err)
+	}
+	if want == "" {
+		want = "garden-" + string(uuid.NewUUID())
+	}
+	_, err = c.Create(ctx, &kcorev1.ConfigMap{ApiVersion: "v1", Kind: "ConfigMap",
+		Metadata:  &metav1.ObjectMeta{Namespace: authz.ClusterIdentityNamespace, Name: authz.ClusterIdentityName},
+		Immutable: proto.Bool(true), Data: map[string]string{key: want}})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("store the cluster identity: %w", err)
+	}
+	if apierrors.IsAlreadyExists(err) { // another replica was first: check against its identity
+		return ensureClusterIdentity(ctx, reg, want)
+	}
+	return nil
+}
+
 // agentParts is everything the agent link adds to a replica.
 type agentParts struct {
 	graph     *seedgraph.Graph
@@ -59,9 +99,12 @@ type agentParts struct {
 }
 
 // startAgentLink builds the seed graph, the agent link (registered on grpcSrv) and the leader-only controllers
-// (CSR approval, seed lifecycle), and runs them on wg until ctx ends.
+// (CSR approval, seed lifecycle, ControllerRegistrations), and runs them on wg until ctx ends.
 func (h *Hub) startAgentLink(ctx context.Context, wg *sync.WaitGroup, st *store.Store, reg *api.Registry, ca *pki.CA, grpcSrv grpc.ServiceRegistrar, promReg prometheus.Registerer) (*agentParts, error) {
 	if err := ensureNamespaces(ctx, reg); err != nil {
+		return nil, err
+	}
+	if err := ensureClusterIdentity(ctx, reg, h.cfg.ClusterIdentity); err != nil {
 		return nil, err
 	}
 	ctx, stop := context.WithCancel(ctx)
@@ -85,6 +128,11 @@ func (h *Hub) startAgentLink(ctx context.Context, wg *sync.WaitGroup, st *store.
 		Log: h.log.With("component", "seed-lifecycle"),
 	})
 	csrs := csr.NewController(reg, ca, h.log.With("component", "csr"))
+	registrations, err := controllerregistration.New(controllerregistration.Config{Source: reg, Log: h.log.With("component", "controller-manager")})
+	if err != nil {
+		stop()
+		return nil, err
+	}
 	elector := leader.New(leader.Config{Client: st.Client(), Key: st.Prefix() + "/leader", Log: h.log.With("component", "leader")})
 	run := func(name string, fn func() error) {
 		wg.Add(1)
@@ -101,6 +149,7 @@ func (h *Hub) startAgentLink(ctx context.Context, wg *sync.WaitGroup, st *store.
 		return elector.Run(ctx,
 			func(ctx context.Context) { _ = csrs.Run(ctx) },
 			func(ctx context.Context) { _ = lifecycle.Run(ctx) },
+			func(ctx context.Context) { _ = registrations.Run(ctx) },
 		)
 	})
 	return &agentParts{graph: graph, link: link, elector: elector, lifecycle: lifecycle, stop: stop, graphReady: graphReady}, nil

@@ -58,6 +58,10 @@ type Config struct {
 	// MonitorPeriod is how long an agent may be silent before its Seed's GardenletReady turns Unknown (default 40 s);
 	// its shoots' conditions follow after five times as long.
 	MonitorPeriod time.Duration
+	// ClusterIdentity is the garden's cluster identity (gardener-apiserver's --cluster-identity), published in
+	// ConfigMap kube-system/cluster-identity and injected into every extension's chart values. Empty: the one stored,
+	// or a new random one on first start. It cannot change once stored.
+	ClusterIdentity string
 	// DisableScheduler leaves shoots without spec.seedName unplaced (the interim scheduler, package scheduler, runs
 	// in the leader otherwise).
 	DisableScheduler bool
@@ -121,6 +125,7 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.WatchWindow, "watch-window", 0, "events per kind kept for watch resumption (default 10000)")
 	fs.DurationVar(&c.HeartbeatInterval, "heartbeat-interval", 0, "interval agents heartbeat at (default 2s)")
 	fs.DurationVar(&c.MonitorPeriod, "seed-monitor-period", 0, "how long an agent may be silent before GardenletReady turns Unknown (default 40s)")
+	fs.StringVar(&c.ClusterIdentity, "cluster-identity", "", "the garden's cluster identity, published in ConfigMap kube-system/cluster-identity (default: the stored one, or a random one on first start; immutable)")
 	fs.BoolVar(&c.DisableScheduler, "disable-scheduler", false, "do not place shoots without spec.seedName on seeds")
 }
 

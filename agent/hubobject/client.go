@@ -30,6 +30,7 @@ type Object interface {
 type API[T Object] interface {
 	Get(ctx context.Context, in *metav1.GetRequest, opts ...grpc.CallOption) (T, error)
 	Update(ctx context.Context, in T, opts ...grpc.CallOption) (T, error)
+	UpdateStatus(ctx context.Context, in T, opts ...grpc.CallOption) (T, error)
 	Patch(ctx context.Context, in *metav1.PatchRequest, opts ...grpc.CallOption) (T, error)
 }
 
@@ -108,6 +109,16 @@ func kind(obj Object) string { return string(obj.ProtoReflect().Descriptor().Nam
 // conflict it applies change to the hub's newest state and tries again, up to five times. change returns false
 // when there is nothing to do; Update then returns the object it looked at without a write.
 func (c *Client[T]) Update(ctx context.Context, obj T, change func(T) bool) (T, error) {
+	return c.update(ctx, obj, change, c.api.Update, "update")
+}
+
+// UpdateStatus is Update for the status subresource: change edits the status of a copy of obj, and only the status
+// is written (with obj's resourceVersion, so a concurrent writer's change is never overwritten).
+func (c *Client[T]) UpdateStatus(ctx context.Context, obj T, change func(T) bool) (T, error) {
+	return c.update(ctx, obj, change, c.api.UpdateStatus, "update the status of")
+}
+
+func (c *Client[T]) update(ctx context.Context, obj T, change func(T) bool, write func(context.Context, T, ...grpc.CallOption) (T, error), what string) (T, error) {
 	cur := proto.Clone(obj).(T)
 	for attempt := 0; ; attempt++ {
 		withMetadata(cur)
@@ -115,7 +126,7 @@ func (c *Client[T]) Update(ctx context.Context, obj T, change func(T) bool) (T, 
 			return cur, nil
 		}
 		cctx, cancel := context.WithTimeout(ctx, c.timeout)
-		out, err := c.api.Update(cctx, cur)
+		out, err := write(cctx, cur)
 		cancel()
 		if err == nil {
 			c.Remember(out)
@@ -123,13 +134,13 @@ func (c *Client[T]) Update(ctx context.Context, obj T, change func(T) bool) (T, 
 		}
 		var zero T
 		if status.Code(err) != codes.Aborted || attempt >= maxConflicts {
-			return zero, fmt.Errorf("update %s %s: %w", kind(obj), Key(obj), err)
+			return zero, fmt.Errorf("%s %s %s: %w", what, kind(obj), Key(obj), err)
 		}
 		cctx, cancel = context.WithTimeout(ctx, c.timeout)
 		fresh, gerr := c.api.Get(cctx, &metav1.GetRequest{Namespace: obj.GetMetadata().GetNamespace(), Name: obj.GetMetadata().GetName()})
 		cancel()
 		if gerr != nil {
-			return zero, fmt.Errorf("update %s %s: %w (re-read: %w)", kind(obj), Key(obj), err, gerr)
+			return zero, fmt.Errorf("%s %s %s: %w (re-read: %w)", what, kind(obj), Key(obj), err, gerr)
 		}
 		cur = fresh
 	}

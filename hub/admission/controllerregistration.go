@@ -71,9 +71,9 @@ func defaultControllerRegistration(cr *corev1beta1.ControllerRegistration) {
 
 // validateControllerRegistration checks spec.resources (kind among Gardener's extension kinds, type, unique
 // kind/type, the Extension-only fields) and spec.deployment (policy, seed selector only for controllers that control
-// no resource primarily, at most one deployment reference); primary is immutable per kind/type, and nothing of the
-// spec changes once the registration is being deleted.
-func validateControllerRegistration(_ context.Context, _ Reader, cr, old *corev1beta1.ControllerRegistration) field.ErrorList {
+// no resource primarily, at most one deployment reference); primary is immutable per kind/type, exactly one
+// registration controls a kind/type primarily, and nothing of the spec changes once the registration is being deleted.
+func validateControllerRegistration(ctx context.Context, r Reader, cr, old *corev1beta1.ControllerRegistration) field.ErrorList {
 	errs := nameIsDNSLabel(cr.GetMetadata())
 	p := field.NewPath("spec")
 	spec := cr.GetSpec()
@@ -106,6 +106,7 @@ func validateControllerRegistration(_ context.Context, _ Reader, cr, old *corev1
 		}
 	}
 
+	errs = append(errs, uniquePrimaries(ctx, r, p.Child("resources"), cr)...)
 	if old != nil {
 		// primary defaults to true.
 		primary := map[string]bool{}
@@ -193,6 +194,40 @@ func validateControllerResources(p *field.Path, rs []*corev1beta1.ControllerReso
 			}
 			if s := l.Migrate; s != nil && !contains(extensionStrategies, *s) {
 				errs = append(errs, field.NotSupported(lp.Child("migrate"), *s, extensionStrategies))
+			}
+		}
+	}
+	return errs
+}
+
+// uniquePrimaries forbids a resource that cr controls primarily (primary defaults to true) when another registration
+// already controls the same kind/type primarily (Gardener's ControllerRegistrationResources admission plugin).
+func uniquePrimaries(ctx context.Context, r Reader, p *field.Path, cr *corev1beta1.ControllerRegistration) field.ErrorList {
+	primary := func(res *corev1beta1.ControllerResource) bool { return res.Primary == nil || res.GetPrimary() }
+	mine := map[string]int{}
+	for i, res := range cr.GetSpec().GetResources() {
+		if primary(res) {
+			mine[res.GetKind()+"/"+res.GetType()] = i
+		}
+	}
+	if len(mine) == 0 || r == nil {
+		return nil
+	}
+	list, err := r.List(ctx, controllerRegistrations, "")
+	if err != nil {
+		return field.ErrorList{field.InternalError(p, err)}
+	}
+	var errs field.ErrorList
+	for _, o := range list {
+		other := o.(*corev1beta1.ControllerRegistration)
+		if other.GetMetadata().GetName() == cr.GetMetadata().GetName() {
+			continue
+		}
+		for _, res := range other.GetSpec().GetResources() {
+			id := res.GetKind() + "/" + res.GetType()
+			if i, ok := mine[id]; ok && primary(res) {
+				errs = append(errs, field.Forbidden(p.Index(i).Child("primary"),
+					fmt.Sprintf("%s is already controlled primarily by ControllerRegistration %q; only one registration may be primary for a kind/type", id, other.GetMetadata().GetName())))
 			}
 		}
 	}

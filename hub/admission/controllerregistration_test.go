@@ -1,9 +1,12 @@
 package admission_test
 
 import (
+	"slices"
 	"testing"
 
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
 	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
@@ -102,5 +105,38 @@ func TestControllerRegistrationDefaults(t *testing.T) {
 		t.Errorf("lifecycle defaults missing: %v", ext.GetLifecycle())
 	case c.Spec.Deployment.GetPolicy() != "OnDemand":
 		t.Errorf("policy = %q, want OnDemand", c.Spec.Deployment.GetPolicy())
+	}
+}
+
+// TestControllerRegistrationOnePrimary: a kind/type is controlled primarily by one registration only; secondaries and
+// the registration itself (an update) do not count.
+func TestControllerRegistrationOnePrimary(t *testing.T) {
+	crGR := schema.GroupResource{Group: "core.gardener.cloud", Resource: "controllerregistrations"}
+	existing := func(name string, primary *bool) example {
+		return example{name: name, gr: crGR, obj: &corev1beta1.ControllerRegistration{Metadata: meta(name, ""),
+			Spec: &corev1beta1.ControllerRegistrationSpec{Resources: []*corev1beta1.ControllerResource{{Kind: "Infrastructure", Type: "local", Primary: primary}}}}}
+	}
+	for _, tc := range []struct {
+		name   string
+		reader exampleReader
+		obj    *corev1beta1.ControllerRegistration
+		paths  []string
+	}{
+		{name: "another primary (defaulted)", reader: exampleReader{existing("other", nil)}, obj: validControllerRegistration(),
+			paths: []string{"spec.resources[0].primary"}},
+		{name: "another explicit primary", reader: exampleReader{existing("other", proto.Bool(true))}, obj: validControllerRegistration(),
+			paths: []string{"spec.resources[0].primary"}},
+		{name: "another secondary", reader: exampleReader{existing("other", proto.Bool(false))}, obj: validControllerRegistration()},
+		{name: "itself", reader: exampleReader{existing("provider-local", nil)}, obj: validControllerRegistration()},
+		{name: "this one secondary", reader: exampleReader{existing("other", nil)}, obj: with(validControllerRegistration(), func(c *corev1beta1.ControllerRegistration) {
+			c.Spec.Resources[0].Primary = proto.Bool(false)
+		})},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			errs := validateWith(t, tc.reader, tc.obj, nil)
+			if got := errorPaths(errs); !slices.Equal(got, tc.paths) {
+				t.Errorf("error paths %q, want %q (errors: %v)", got, tc.paths, errs)
+			}
+		})
 	}
 }

@@ -11,6 +11,7 @@ var (
 	namespacedCloudProfiles = schema.GroupResource{Group: "core.gardener.cloud", Resource: "namespacedcloudprofiles"}
 	secretBindings          = schema.GroupResource{Group: "core.gardener.cloud", Resource: "secretbindings"}
 	credentialsBindings     = schema.GroupResource{Group: "security.gardener.cloud", Resource: "credentialsbindings"}
+	controllerRegistrations = schema.GroupResource{Group: "core.gardener.cloud", Resource: "controllerregistrations"}
 )
 
 // Gardener's deletion confirmation: Projects and Shoots are deleted only when annotated with it.

@@ -25,6 +25,9 @@ import (
 const (
 	// PublicNamespace holds configuration every client may read (gardener-info, kube-root-ca.crt).
 	PublicNamespace = "gardener-system-public"
+	// ClusterIdentityNamespace and ClusterIdentityName locate the ConfigMap holding the garden's cluster identity
+	// (key cluster-identity), as in Gardener; every agent may read it: its extensions get it injected.
+	ClusterIdentityNamespace, ClusterIdentityName = "kube-system", "cluster-identity"
 )
 
 // scope says which objects of a resource an agent may use a verb on.
@@ -147,7 +150,9 @@ func seedPolicies() map[schema.GroupResource]policy {
 		},
 		gr("", "configmaps"): {
 			read: belongs,
-			self: func(_, namespace, _ string) bool { return namespace == PublicNamespace },
+			self: func(_, namespace, name string) bool {
+				return namespace == PublicNamespace || (namespace == ClusterIdentityNamespace && name == ClusterIdentityName)
+			},
 		},
 		secretsResource: {
 			read: belongs, update: belongs, patch: belongs, delete: belongs,

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"testing"
 
+	corev1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1"
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
 	kcorev1 "github.com/trellis-dev/trellis/proto/gen/trellis/kubernetes/core/v1"
 	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
@@ -254,5 +255,32 @@ func TestHasPathToMissingObjects(t *testing.T) {
 	g.Apply(BackupEntries, &corev1beta1.BackupEntry{Metadata: meta("garden-dev", entry, 10), Spec: &corev1beta1.BackupEntrySpec{BucketName: "b1"}})
 	if !g.Belongs("a", BackupEntries, "garden-dev", entry) {
 		t.Fatal("the shoot's entry belongs to the shoot's seed by its name")
+	}
+}
+
+// An installation brings its registration and deployment to its seed, and the deployment the registry credentials
+// and CA bundle of its OCI chart (in the garden namespace), so that the seed's agent can pull the chart.
+func TestInstallationBringsDeploymentAndRegistrySecrets(t *testing.T) {
+	g := New()
+	g.Apply(Seeds, &corev1beta1.Seed{Metadata: meta("", "a", 1)})
+	g.Apply(Secrets, &kcorev1.Secret{Metadata: meta("garden", "pull", 2)})
+	g.Apply(Secrets, &kcorev1.Secret{Metadata: meta("garden", "ca", 3)})
+	g.Apply(ControllerRegistrations, &corev1beta1.ControllerRegistration{Metadata: meta("", "ext", 4)})
+	g.Apply(ControllerDeployments, &corev1.ControllerDeployment{Metadata: meta("", "ext", 5), Helm: &corev1.HelmControllerDeployment{
+		OciRepository: &corev1.OCIRepository{Ref: proto.String("registry.example.com/ext:1.0.0"),
+			PullSecretRef: &metav1.LocalObjectReference{Name: "pull"}, CaBundleSecretRef: &metav1.LocalObjectReference{Name: "ca"}}}})
+	if g.Belongs("a", Secrets, "garden", "pull") {
+		t.Fatal("the pull secret belongs to seed a before any installation there")
+	}
+	g.Apply(ControllerInstallations, &corev1beta1.ControllerInstallation{Metadata: meta("", "ext-abcde", 6), Spec: &corev1beta1.ControllerInstallationSpec{
+		SeedRef: &metav1.ObjectReference{Name: "a"}, RegistrationRef: &metav1.ObjectReference{Name: "ext"}, DeploymentRef: &metav1.ObjectReference{Name: "ext"}}})
+	want := []string{"controllerdeployments.core.gardener.cloud:ext", "controllerinstallations.core.gardener.cloud:ext-abcde",
+		"controllerregistrations.core.gardener.cloud:ext", "secrets:garden/ca", "secrets:garden/pull", "seeds.core.gardener.cloud:a"}
+	if got := keys(g.Members("a")); !slices.Equal(got, want) {
+		t.Fatalf("members of a = %v, want %v", got, want)
+	}
+	g.Remove(ControllerInstallations, "", "ext-abcde", 7)
+	if g.Belongs("a", Secrets, "garden", "ca") || g.Belongs("a", ControllerDeployments, "", "ext") {
+		t.Fatal("the deployment and its secrets stay with seed a after its installation is gone")
 	}
 }

@@ -214,7 +214,13 @@ func edges(obj store.Object) (direct []string, out, in []Ref) {
 		if s, ok := auth.SeedOfUserName(o.GetSpec().GetUsername()); ok {
 			add(s)
 		}
-	case *corev1.ControllerDeployment, *corev1beta1.CloudProfile, *corev1beta1.ExposureClass, *corev1beta1.Project,
+	case *corev1.ControllerDeployment:
+		// The registry credentials and CA bundle of an OCI chart, in the garden namespace: the agents that install
+		// the chart pull it.
+		oci := o.GetHelm().GetOciRepository()
+		ref(Secrets, "garden", oci.GetPullSecretRef().GetName())
+		ref(Secrets, "garden", oci.GetCaBundleSecretRef().GetName())
+	case *corev1beta1.CloudProfile, *corev1beta1.ExposureClass, *corev1beta1.Project,
 		*corev1beta1.ShootState, *corev1beta1.ControllerRegistration, *kcorev1.ConfigMap, *securityv1alpha1.WorkloadIdentity:
 		// Members only through references.
 	}

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"sync/atomic"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -86,6 +87,18 @@ func (c *Collection) wrote(rev int64) {
 // fresh waits until the cache has seen every write of this Store to the resource.
 func (c *Collection) fresh(ctx context.Context) error {
 	return c.cache.waitFor(ctx, c.written.Load())
+}
+
+// Sync waits until the cache reflects every write committed to etcd before the call, by any replica: a linearizable
+// read of etcd's current revision, then a wait for the cache to reach it. Controllers call it before decisions a stale
+// read would make wrong (creating an object another leader may just have created), as Gardener's controllers read
+// through the API server instead of their informer caches for such decisions.
+func (c *Collection) Sync(ctx context.Context) error {
+	resp, err := c.store.client.Get(ctx, c.prefix, clientv3.WithPrefix(), clientv3.WithCountOnly(), clientv3.WithLimit(1))
+	if err != nil {
+		return c.internal("read the current revision", err)
+	}
+	return c.cache.waitFor(ctx, resp.Header.Revision)
 }
 
 // checkNamespace validates the namespace argument of a read: cluster-scoped resources take none.

@@ -222,6 +222,45 @@ func succeededAt(gen int64) func(*shootStatus) bool {
 	}
 }
 
+// startLandscape starts a landscape of the test's binaries with cfg (Dir, BinDir and TestBinDir are filled in) in a
+// temporary directory, kept when the test fails, and stops it when the test ends; a failed test logs the ends of
+// the processes' logs.
+func startLandscape(ctx context.Context, t *testing.T, cfg landscape.Config) *landscape.Landscape {
+	t.Helper()
+	cfg.BinDir, cfg.TestBinDir = landscapeBinaries(t), testBinDir(t)
+	dir, err := os.MkdirTemp("", "trellis-e2e-landscape-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Dir = dir
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the landscape's files are kept in %s", dir)
+			return
+		}
+		_ = os.RemoveAll(dir)
+	})
+	l, err := landscape.Start(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			logs := []string{"hub.log"}
+			for _, s := range l.Seeds() {
+				logs = append(logs, "agent-"+s.Name+".log", "provider-local-"+s.Name+".log")
+			}
+			for _, f := range logs {
+				t.Logf("==== %s (tail)\n%s", f, tail(filepath.Join(l.LogDir, f), 80))
+			}
+		}
+		if err := l.Stop(); err != nil {
+			t.Errorf("stop landscape: %v", err)
+		}
+	})
+	return l
+}
+
 // seedClient is a controller-runtime client of a seed with the extension kinds.
 func seedClient(t *testing.T, s *landscape.Seed) client.Client {
 	t.Helper()
@@ -282,22 +321,9 @@ func TestShootLifecycle(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a landscape of real binaries")
 	}
-	bins := landscapeBinaries(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	dir, err := os.MkdirTemp("", "trellis-e2e-landscape-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("the landscape's files are kept in %s", dir)
-			return
-		}
-		_ = os.RemoveAll(dir)
-	})
-	l, err := landscape.Start(ctx, landscape.Config{
-		Dir: dir, BinDir: bins, TestBinDir: testBinDir(t),
+	l := startLandscape(ctx, t, landscape.Config{
 		Seeds:                   []landscape.SeedConfig{{Name: "local"}, {Name: "other"}},
 		RequireProviderLocal:    true,
 		ExtensionErrorThreshold: time.Second,
@@ -306,19 +332,6 @@ func TestShootLifecycle(t *testing.T) {
 			c.Controllers.Shoot.RetryMaxDelay = &kmetav1.Duration{Duration: 2 * time.Second}
 			c.Controllers.ShootCare.SyncPeriod = &kmetav1.Duration{Duration: 2 * time.Second}
 		},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			for _, f := range []string{"hub.log", "agent-local.log", "agent-other.log", "provider-local-local.log", "provider-local-other.log"} {
-				t.Logf("==== %s (tail)\n%s", f, tail(filepath.Join(l.LogDir, f), 60))
-			}
-		}
-		if err := l.Stop(); err != nil {
-			t.Errorf("stop landscape: %v", err)
-		}
 	})
 	r := newREST(t, l)
 

@@ -63,6 +63,9 @@ type Config struct {
 	// AgentMutate, when set, adjusts each agent's configuration before it is written (the result must still be
 	// valid).
 	AgentMutate func(seed string, c *config.AgentConfiguration)
+	// ManualProviderLocal leaves provider-local to the caller: Start neither registers it (RegisterProviderLocal) nor
+	// runs it (StartProviderLocalIn). By default Start registers it and runs it in each seed's installation namespace.
+	ManualProviderLocal bool
 	// RequireProviderLocal makes Start fail when BinDir has no provider-local; otherwise the seeds run without their
 	// extension (shoots do not progress) and Start says so on Log.
 	RequireProviderLocal bool

@@ -10,9 +10,13 @@
 //   - per seed, a trellis-agent configured in <Dir>/agents/<name> and bootstrapped with a fresh bootstrap token when
 //     the seed holds no credentials of it yet (ready: the session is established and the Seed's GardenletReady
 //     condition on the hub is True);
-//   - per seed, provider-local in namespace extension-provider-local of the seed, with <Dir>/backups as the shared
-//     "cloud" of every seed (ready: it renewed its heartbeat Lease gardener-extension-heartbeat). Without a
-//     provider-local binary the landscape runs without it and says so.
+//   - provider-local registered on the hub like any extension: the ControllerDeployment and ControllerRegistration
+//     `make generate` writes (deploy/extensions), with the chart's replicaCount 0 (the seeds have no nodes to run its
+//     pod); per seed, once the hub has made its ControllerInstallation and the agent installed the chart, the
+//     provider-local binary in that installation's namespace extension-<installation>, with <Dir>/backups as the
+//     shared "cloud" of every seed (ready: it renewed its heartbeat Lease gardener-extension-heartbeat there).
+//     Without a provider-local binary the landscape runs without it and says so; with Config.ManualProviderLocal
+//     the caller registers and starts it.
 //
 // and, with Config.Examples, applies the example resources embedded in examples/ (project local, cloud profile local,
 // credentials, shoot local). Every process writes to <Dir>/logs/<process>.log, appending, with a header line per

@@ -117,6 +117,12 @@ func Start(ctx context.Context, cfg Config) (_ *Landscape, err error) {
 			return nil, err
 		}
 	}
+	if l.ProviderLocal && !cfg.ManualProviderLocal {
+		l.logf("hub: registering provider-local (ControllerRegistration and ControllerDeployment %s)", ProviderLocalRegistration)
+		if err := l.RegisterProviderLocal(ctx, DefaultProviderLocalValues()); err != nil {
+			return nil, err
+		}
+	}
 
 	// Each seed, then its agent, then its provider-local; the seeds in parallel.
 	errs := make([]error, len(l.seeds))
@@ -153,11 +159,16 @@ func (l *Landscape) bringUp(ctx context.Context, s *Seed, freshHub bool) error {
 		return err
 	}
 	l.logf("seed %s: agent connected, Seed %s is %s", s.Name, s.Name, GardenletReady)
-	if s.provider == nil {
+	if s.provider == nil || l.cfg.ManualProviderLocal {
 		return nil
 	}
-	l.logf("seed %s: starting provider-local (log %s)", s.Name, s.ProviderLocalLog)
-	if err := l.startProviderLocal(ctx, s); err != nil {
+	ci, err := l.ProviderLocalInstallation(ctx, s.Name)
+	if err != nil {
+		return err
+	}
+	ns := extensionNamespacePrefix + ci
+	l.logf("seed %s: starting provider-local for ControllerInstallation %s in namespace %s (log %s)", s.Name, ci, ns, s.ProviderLocalLog)
+	if err := l.startProviderLocal(ctx, s, ns); err != nil {
 		return err
 	}
 	l.logf("seed %s: provider-local running", s.Name)
@@ -345,14 +356,34 @@ func (l *Landscape) KillAgent(seed string) error {
 	return s.agent.kill()
 }
 
-// StartProviderLocal starts the provider-local of seed (after StopProviderLocal or KillProviderLocal) and waits
-// until it renews its heartbeat Lease. It returns ErrNoProviderLocal when there is no provider-local binary.
+// StartProviderLocal starts the provider-local of seed (after StopProviderLocal or KillProviderLocal) in the
+// namespace it ran in before, or else in the namespace of the seed's ControllerInstallation of provider-local (waited
+// for), and waits until it renews its heartbeat Lease. It returns ErrNoProviderLocal when there is no provider-local
+// binary.
 func (l *Landscape) StartProviderLocal(ctx context.Context, seed string) error {
 	s, err := l.seed(seed)
 	if err != nil {
 		return err
 	}
-	return l.startProviderLocal(ctx, s)
+	ns := s.ProviderLocalNamespace
+	if ns == "" {
+		ci, err := l.ProviderLocalInstallation(ctx, seed)
+		if err != nil {
+			return err
+		}
+		ns = extensionNamespacePrefix + ci
+	}
+	return l.startProviderLocal(ctx, s, ns)
+}
+
+// StartProviderLocalIn starts the provider-local of seed in namespace ns and waits until it renews its heartbeat
+// Lease there.
+func (l *Landscape) StartProviderLocalIn(ctx context.Context, seed, ns string) error {
+	s, err := l.seed(seed)
+	if err != nil {
+		return err
+	}
+	return l.startProviderLocal(ctx, s, ns)
 }
 
 // StopProviderLocal stops the provider-local of seed gracefully (SIGTERM, SIGKILL after Config.StopTimeout).

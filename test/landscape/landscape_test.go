@@ -110,7 +110,20 @@ func TestLandscape(t *testing.T) {
 		if !hasProviderLocal {
 			t.Skip("provider-local is not built yet (no cmd/provider-local)")
 		}
-		lease, err := s.Client.CoordinationV1().Leases(ProviderLocalNamespace).Get(ctx, extensionsv1alpha1.HeartbeatLeaseName, kmetav1.GetOptions{})
+		// It runs for the hub's ControllerInstallation of provider-local, in its namespace, where the agent installed
+		// the chart.
+		ci, err := l.ProviderLocalInstallation(ctx, "local")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ns := "extension-" + ci
+		if s.ProviderLocalNamespace != ns {
+			t.Errorf("provider-local runs in %q, want the installation's namespace %s", s.ProviderLocalNamespace, ns)
+		}
+		if secrets, err := s.Client.CoreV1().Secrets(ns).List(ctx, kmetav1.ListOptions{LabelSelector: "owner=helm,name=" + ProviderLocalRegistration}); err != nil || len(secrets.Items) == 0 {
+			t.Errorf("no Helm release %s in %s: %v", ProviderLocalRegistration, ns, err)
+		}
+		lease, err := s.Client.CoordinationV1().Leases(ns).Get(ctx, extensionsv1alpha1.HeartbeatLeaseName, kmetav1.GetOptions{})
 		if err != nil {
 			t.Fatalf("heartbeat lease: %v", err)
 		}
@@ -125,7 +138,7 @@ func TestLandscape(t *testing.T) {
 		if err := l.StartProviderLocal(ctx, "local"); err != nil {
 			t.Fatal(err)
 		}
-		again, err := s.Client.CoordinationV1().Leases(ProviderLocalNamespace).Get(ctx, extensionsv1alpha1.HeartbeatLeaseName, kmetav1.GetOptions{})
+		again, err := s.Client.CoordinationV1().Leases(ns).Get(ctx, extensionsv1alpha1.HeartbeatLeaseName, kmetav1.GetOptions{})
 		if err != nil || !again.Spec.RenewTime.After(lease.Spec.RenewTime.Time) {
 			t.Errorf("heartbeat after the restart: %v (before %s)", err, lease.Spec.RenewTime)
 		}

@@ -30,8 +30,6 @@ import (
 const (
 	// ProviderType is the provider, backup and DNS type of every seed and of the examples.
 	ProviderType = "local"
-	// ProviderLocalNamespace is provider-local's namespace in each seed (a ControllerInstallation's extension-<name>).
-	ProviderLocalNamespace = "extension-provider-local"
 	// InternalDomain is the seeds' internal DNS domain (spec.dns.internal), under which shoots get their internal
 	// API server names.
 	InternalDomain = "internal.local.trellis.dev"
@@ -66,8 +64,12 @@ type Seed struct {
 	AgentConfig string
 	// SeedLog, AgentLog and ProviderLocalLog are the logs of the seed's processes.
 	SeedLog, AgentLog, ProviderLocalLog string
+	// ProviderLocalNamespace is the namespace provider-local last ran in (extension-<its ControllerInstallation>),
+	// "" before it ran.
+	ProviderLocalNamespace string
 
 	seed, agent, provider *process
+	providerArgs          []string // provider-local's flags besides --namespace
 	tokenFile             string
 }
 
@@ -254,18 +256,19 @@ func (l *Landscape) startAgent(ctx context.Context, s *Seed, freshHub bool) erro
 	})
 }
 
-// startProviderLocal starts provider-local once the agent has installed the extension CRDs in the seed, and waits
-// for its first heartbeat.
-func (l *Landscape) startProviderLocal(ctx context.Context, s *Seed) error {
+// startProviderLocal starts provider-local in namespace ns of the seed once the agent has installed the extension
+// CRDs, and waits for its first heartbeat there.
+func (l *Landscape) startProviderLocal(ctx context.Context, s *Seed, ns string) error {
 	if s.provider == nil {
 		return ErrNoProviderLocal
 	}
 	if s.provider.running() {
 		return fmt.Errorf("%s: already running (pid %d)", s.provider.name, s.provider.pid())
 	}
-	ns := &corev1.Namespace{ObjectMeta: kmetav1.ObjectMeta{Name: ProviderLocalNamespace}}
-	if _, err := s.Client.CoreV1().Namespaces().Create(ctx, ns, kmetav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("seed %s: namespace %s: %w", s.Name, ProviderLocalNamespace, err)
+	// The agent creates the namespace when it installs the chart; a namespace made here first gets its labels then.
+	nsObj := &corev1.Namespace{ObjectMeta: kmetav1.ObjectMeta{Name: ns}}
+	if _, err := s.Client.CoreV1().Namespaces().Create(ctx, nsObj, kmetav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("seed %s: namespace %s: %w", s.Name, ns, err)
 	}
 	// The agent installs the CRDs when it starts; provider-local's controllers need them served.
 	if err := l.waitFor(ctx, s.agent, "installing the extension CRDs", func(context.Context) (bool, error) {
@@ -274,7 +277,7 @@ func (l *Landscape) startProviderLocal(ctx context.Context, s *Seed) error {
 	}); err != nil {
 		return err
 	}
-	leases := s.Client.CoordinationV1().Leases(ProviderLocalNamespace)
+	leases := s.Client.CoordinationV1().Leases(ns)
 	renewTime := func(ctx context.Context) (*kmetav1.MicroTime, error) {
 		lease, err := leases.Get(ctx, extensionsv1alpha1.HeartbeatLeaseName, kmetav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
@@ -290,6 +293,8 @@ func (l *Landscape) startProviderLocal(ctx context.Context, s *Seed) error {
 	if err != nil {
 		return fmt.Errorf("seed %s: heartbeat Lease: %w", s.Name, err)
 	}
+	s.provider.args = append([]string{"--namespace", ns}, s.providerArgs...)
+	s.ProviderLocalNamespace = ns
 	if err := s.provider.start(); err != nil {
 		return err
 	}
@@ -336,14 +341,14 @@ func (l *Landscape) newSeed(sc SeedConfig, hasProviderLocal bool) *Seed {
 	s.agent = l.newProcess("agent-"+sc.Name, "trellis-agent", "--config", s.AgentConfig)
 	s.SeedLog, s.AgentLog = s.seed.logPath, s.agent.logPath
 	if hasProviderLocal {
-		args := []string{
+		s.providerArgs = append([]string{
 			"--kubeconfig", s.Kubeconfig,
-			"--namespace", ProviderLocalNamespace,
 			"--backup-dir", filepath.Join(l.Dir, "backups"),
 			"--metrics-bind-address", "0",
 			"--health-probe-bind-address", "0",
-		}
-		s.provider = l.newProcess("provider-local-"+sc.Name, "provider-local", append(args, l.cfg.ProviderLocalArgs...)...)
+		}, l.cfg.ProviderLocalArgs...)
+		// The namespace, the installation's, is known when it starts (startProviderLocal).
+		s.provider = l.newProcess("provider-local-"+sc.Name, "provider-local")
 		s.ProviderLocalLog = s.provider.logPath
 	}
 	return s

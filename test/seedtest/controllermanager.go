@@ -16,9 +16,12 @@ import (
 )
 
 // controllers are the kube-controller-manager controllers a seed runs: what a seed's namespaces and owner references
-// need, and nothing that needs nodes, pods or cloud providers. Service account tokens are not among them: the
+// need, and the deployment and replica set controllers, which keep Deployments' status (observed generation,
+// availability) as in a real seed, so that the health of what a ControllerInstallation deployed is judged on real
+// status. Nothing that needs nodes or cloud providers runs: pods are created but never scheduled, so a Deployment
+// with replicas stays unavailable, one scaled to zero is available. Service account tokens are not among them: the
 // ServiceAccount admission plugin is off and every controller uses the admin credentials.
-var controllers = []string{"namespace-controller", "garbage-collector-controller"}
+var controllers = []string{"namespace-controller", "garbage-collector-controller", "deployment-controller", "replicaset-controller"}
 
 // controllerManager is a running kube-controller-manager. Unlike etcd and kube-apiserver it is not an envtest
 // process: envtest knows only those two.

@@ -22,9 +22,10 @@
 //		...
 //	}
 //
-// The controller manager runs the namespace and garbage collector controllers, as the admin, with no leader election
-// and no serving port, so deleted namespaces go away with their content and objects whose owners are deleted are
-// collected, as in a real seed. Start returns once the garbage collector has collected a probe object. The
+// The controller manager runs the namespace, garbage collector, deployment and replica set controllers, as the admin,
+// with no leader election and no serving port, so deleted namespaces go away with their content, objects whose owners
+// are deleted are collected, and Deployments report their rollout, as in a real seed. No node runs: a Deployment's
+// pods stay Pending, so one with replicas is never available and one scaled to zero is. Start returns once the garbage collector has collected a probe object. The
 // namespace controller waits 5 s after a namespace's deletion before it empties it (Kubernetes' fixed grace period),
 // so a deleted namespace takes about 5 s to go; a finalizer on an object in it keeps it Terminating until removed.
 // The garbage collector finds CRDs installed after the start only at its next discovery sync, every 30 s; WithCRDs

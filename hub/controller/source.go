@@ -1,0 +1,123 @@
+package controller
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/utils/clock"
+
+	"github.com/trellis-dev/trellis/hub/store"
+)
+
+// Source feeds a controller with the changes of one collection.
+type Source struct {
+	// Collection is watched, in all namespaces.
+	Collection *store.Collection
+	// Map returns the keys a change of obj concerns (nil Map: the object's own key). It sees the object's new state,
+	// or its last state when it was deleted; it must not modify obj.
+	Map func(obj store.Object) []Key
+	// Digest, when set, summarises what of an object matters; a modification that changes neither the digest nor
+	// the mapped keys enqueues nothing. Deletions always enqueue.
+	Digest func(obj store.Object) string
+}
+
+// seen is what a source remembers of an object: the keys its last state mapped to, and its digest.
+type seen struct {
+	keys   []Key
+	digest string
+}
+
+// retryWatch is how long a source waits before it watches again after the store refused a watch.
+const retryWatch = time.Second
+
+// follow watches the collection until ctx ends and hands every concerned key to enqueue. A watch that ends resumes
+// after the last revision seen; that revision is known only from the first bookmark on, since the initial state
+// arrives in key order, not revision order. A watch that ends earlier, or whose revision fell out of the history,
+// starts over from the current state (restart).
+func (s Source) follow(ctx context.Context, clk clock.Clock, log *slog.Logger, enqueue func(Key)) {
+	log = log.With("source", s.Collection.Resource().Resource)
+	last := map[Key]seen{}
+	rv := "" // "" starts with the current state
+	for ctx.Err() == nil {
+		w, err := s.Collection.Watch(ctx, "", store.WatchOptions{ResourceVersion: rv, Bookmarks: true})
+		if err != nil {
+			if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
+				rv = s.restart(last, enqueue)
+				continue
+			}
+			if ctx.Err() == nil {
+				log.Warn("watch failed; retrying", "err", err)
+			}
+			select {
+			case <-ctx.Done():
+			case <-clk.After(retryWatch):
+			}
+			continue
+		}
+		synced := rv != ""
+		for ev := range w.Events() {
+			switch ev.Type {
+			case store.Error:
+				synced = false // expired or ended: the next watch starts over
+				continue
+			case store.Bookmark:
+				rv, synced = ev.Object.GetMetadata().GetResourceVersion(), true
+				continue
+			}
+			if synced {
+				rv = ev.Object.GetMetadata().GetResourceVersion()
+			}
+			s.handle(ev, last, enqueue)
+		}
+		w.Stop()
+		if !synced && ctx.Err() == nil {
+			rv = s.restart(last, enqueue)
+		}
+	}
+}
+
+// restart forgets what the source knew after its history ran out: everything it knew of is enqueued once (an object
+// deleted meanwhile is never seen again), and the next watch starts from the current state.
+func (s Source) restart(last map[Key]seen, enqueue func(Key)) string {
+	for _, e := range last {
+		for _, k := range e.keys {
+			enqueue(k)
+		}
+	}
+	clear(last)
+	return ""
+}
+
+// handle enqueues the keys of one event: those of the new state and those of the previous one.
+func (s Source) handle(ev store.Event, last map[Key]seen, enqueue func(Key)) {
+	md := ev.Object.GetMetadata()
+	self := Key{Namespace: md.GetNamespace(), Name: md.GetName()}
+	keys := []Key{self}
+	if s.Map != nil {
+		keys = s.Map(ev.Object)
+	}
+	prev, had := last[self]
+	if ev.Type == store.Deleted {
+		delete(last, self)
+	} else {
+		var digest string
+		if s.Digest != nil {
+			digest = s.Digest(ev.Object)
+		}
+		if had && s.Digest != nil && digest == prev.digest && slices.Equal(keys, prev.keys) {
+			return
+		}
+		last[self] = seen{keys: keys, digest: digest}
+	}
+	for _, k := range keys {
+		enqueue(k)
+	}
+	for _, k := range prev.keys {
+		if !slices.Contains(keys, k) {
+			enqueue(k)
+		}
+	}
+}
