@@ -28,6 +28,7 @@ import (
 	kcorev1 "github.com/trellis-dev/trellis/proto/gen/trellis/kubernetes/core/v1"
 	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
 	"github.com/trellis-dev/trellis/test/agenttest"
+	"github.com/trellis-dev/trellis/test/ocitest"
 	"github.com/trellis-dev/trellis/test/seedtest"
 )
 
@@ -129,10 +130,15 @@ func start(t *testing.T) *env {
 // register registers extension type typ with policy, deployed with the chart and values.
 func (e *env) register(name, typ, policy string, chart []byte, values string) {
 	e.t.Helper()
+	e.registerHelm(name, typ, policy, &gcorev1.HelmControllerDeployment{RawChart: chart, Values: &metav1.RawExtension{Raw: []byte(values)}})
+}
+
+// registerHelm registers extension type typ with policy, deployed with helm.
+func (e *env) registerHelm(name, typ, policy string, helm *gcorev1.HelmControllerDeployment) {
+	e.t.Helper()
 	ctx := context.Background()
 	if _, err := e.cds.Create(ctx, &gcorev1.ControllerDeployment{ApiVersion: "core.gardener.cloud/v1", Kind: "ControllerDeployment",
-		Metadata: &metav1.ObjectMeta{Name: name},
-		Helm:     &gcorev1.HelmControllerDeployment{RawChart: chart, Values: &metav1.RawExtension{Raw: []byte(values)}}}); err != nil {
+		Metadata: &metav1.ObjectMeta{Name: name}, Helm: helm}); err != nil {
 		e.t.Fatal(err)
 	}
 	if _, err := e.regs.Create(ctx, &corev1beta1.ControllerRegistration{ApiVersion: "core.gardener.cloud/v1beta1", Kind: "ControllerRegistration",
@@ -244,7 +250,9 @@ func TestInstallUpgradeHealthAndUninstall(t *testing.T) {
 	firstRevision := rel.Version
 
 	// A values change upgrades the release; scaled to zero, the controller is healthy and rolled out.
-	e.updateDeployment("ext", func(cd *gcorev1.ControllerDeployment) { cd.Helm.Values.Raw = []byte(`{"message":"second","replicas":0}`) })
+	e.updateDeployment("ext", func(cd *gcorev1.ControllerDeployment) {
+		cd.Helm.Values.Raw = []byte(`{"message":"second","replicas":0}`)
+	})
 	e.installation("ext", "a healthy installation after the upgrade", func(ci *corev1beta1.ControllerInstallation) bool {
 		return has(ci, "Valid=True", "Installed=True", "Healthy=True/ControllerHealthy", "Progressing=False/ControllerRolledOut")
 	})
@@ -314,4 +322,36 @@ func TestInstallUpgradeHealthAndUninstall(t *testing.T) {
 	if err := e.s.Client.Get(ctx, client.ObjectKey{Name: ns}, &namespace); !apierrors.IsNotFound(err) {
 		t.Errorf("namespace %s after the deletion: %v", ns, err)
 	}
+}
+
+// TestOCIChart: a chart pulled from an OCI registry that needs the deployment's CA bundle and pull secret (Secrets in
+// the hub's namespace garden, which reach the agent through the seed's graph); a digest that the registry does not
+// have makes the installation invalid.
+func TestOCIChart(t *testing.T) {
+	e := start(t)
+	ctx := context.Background()
+	reg := ocitest.Start(t)
+	digest := reg.Push(t, testChart(t, false), "charts/ext", "0.1.0")
+	e.h.Store(t, agenttest.Secret("garden", "registry-ca", map[string]string{"bundle.crt": string(reg.CABundle)}),
+		agenttest.Secret("garden", "registry-pull", map[string]string{".dockerconfigjson": string(ocitest.DockerConfigJSON(reg.Host, ocitest.User, ocitest.Password))}))
+	oci := &gcorev1.OCIRepository{Repository: proto.String(reg.Host + "/charts/ext"), Tag: proto.String("0.1.0"), Digest: proto.String(digest),
+		PullSecretRef: &metav1.LocalObjectReference{Name: "registry-pull"}, CaBundleSecretRef: &metav1.LocalObjectReference{Name: "registry-ca"}}
+	e.registerHelm("oci-ext", "oci-ext", "Always", &gcorev1.HelmControllerDeployment{OciRepository: oci,
+		Values: &metav1.RawExtension{Raw: []byte(`{"message":"from oci","replicas":0}`)}})
+
+	ci := e.installation("oci-ext", "the OCI chart installed", func(ci *corev1beta1.ControllerInstallation) bool {
+		return has(ci, "Valid=True/RegistrationValid", "Installed=True/InstallationSuccessful", "Healthy=True")
+	})
+	rel, err := e.rels.Get(ctx, "oci-ext", controllerinstallation.Namespace(ci.GetMetadata().GetName()))
+	if err != nil || rel == nil || !strings.Contains(rel.Manifest, `message: "from oci"`) {
+		t.Fatalf("release of the OCI chart: %v %v", rel, err)
+	}
+
+	e.updateDeployment("oci-ext", func(cd *gcorev1.ControllerDeployment) {
+		cd.Helm.OciRepository.Digest = proto.String("sha256:" + strings.Repeat("0", 64))
+	})
+	ci = e.installation("oci-ext", "Valid=False for a digest the registry lacks", func(ci *corev1beta1.ControllerInstallation) bool {
+		return has(ci, "Valid=False/OCIChartCannotBePulled")
+	})
+	t.Logf("Valid: %s", condition(ci, "Valid").GetMessage())
 }

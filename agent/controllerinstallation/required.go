@@ -103,6 +103,9 @@ func (r *Required) Run(ctx context.Context) error {
 		kind := reflect.TypeOf(obj).Elem().Name()
 		inf, err := r.cfg.Informers.GetInformer(ctx, obj)
 		if err != nil {
+			if ctx.Err() != nil {
+				return nil // stopped while waiting for the informer
+			}
 			return fmt.Errorf("informer of %s: %w", kind, err)
 		}
 		reg, err := inf.AddEventHandler(r.handler(kind))

@@ -4,79 +4,36 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
-	"encoding/pem"
-	"fmt"
-	"io"
-	"log"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 
-	ggcrregistry "github.com/google/go-containerregistry/pkg/registry"
-	"helm.sh/helm/v3/pkg/registry"
+	"github.com/trellis-dev/trellis/test/ocitest"
 )
 
 const (
-	registryUser     = "robot"
-	registryPassword = "s3cret"
+	registryUser     = ocitest.User
+	registryPassword = ocitest.Password
 )
 
-// testRegistry is an in-memory OCI registry: go-containerregistry's pkg/registry, a real OCI distribution server
-// whose storage is memory, behind TLS (httptest) and HTTP basic auth.
+var dockerConfigJSON = ocitest.DockerConfigJSON
+
+// testRegistry is an in-memory OCI registry (test/ocitest).
 type testRegistry struct {
-	srv       *httptest.Server
-	host      string // 127.0.0.1:port
-	caBundle  []byte // PEM of the server's certificate
-	manifests atomic.Int64
+	*ocitest.Registry
+	host     string
+	caBundle []byte
 }
 
 func startRegistry(t *testing.T) *testRegistry {
 	t.Helper()
-	r := &testRegistry{}
-	inner := ggcrregistry.New(ggcrregistry.Logger(log.New(io.Discard, "", 0)))
-	r.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		if user, password, ok := req.BasicAuth(); !ok || user != registryUser || password != registryPassword {
-			w.Header().Set("WWW-Authenticate", `Basic realm="test registry"`)
-			http.Error(w, `{"errors":[{"code":"UNAUTHORIZED","message":"authentication required"}]}`, http.StatusUnauthorized)
-			return
-		}
-		if strings.Contains(req.URL.Path, "/manifests/") {
-			r.manifests.Add(1)
-		}
-		inner.ServeHTTP(w, req)
-	}))
-	r.srv.Config.ErrorLog = log.New(io.Discard, "", 0) // TLS handshakes the tests fail on purpose
-	r.srv.StartTLS()
-	t.Cleanup(r.srv.Close)
-	r.host = r.srv.Listener.Addr().String()
-	r.caBundle = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: r.srv.Certificate().Raw})
-	return r
+	r := ocitest.Start(t)
+	return &testRegistry{Registry: r, host: r.Host, caBundle: r.CABundle}
 }
 
-// push pushes a chart archive to repository:tag with Helm's registry client and returns the manifest digest.
 func (r *testRegistry) push(t *testing.T, archive []byte, repository, tag string) string {
 	t.Helper()
-	c, err := registry.NewClient(
-		registry.ClientOptHTTPClient(r.srv.Client()),
-		registry.ClientOptBasicAuth(registryUser, registryPassword),
-		registry.ClientOptWriter(io.Discard),
-	)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := c.Push(archive, r.host+"/"+repository+":"+tag, registry.PushOptStrictMode(false))
-	if err != nil {
-		t.Fatalf("push: %v", err)
-	}
-	return res.Manifest.Digest
-}
-
-func dockerConfigJSON(host, user, password string) []byte {
-	auth := base64.StdEncoding.EncodeToString([]byte(user + ":" + password))
-	return fmt.Appendf(nil, `{"auths":{%q:{"auth":%q}}}`, host, auth)
+	return r.Push(t, archive, repository, tag)
 }
 
 // source returns a Source for o with the registry's CA bundle and valid credentials.
@@ -171,7 +128,7 @@ func TestFetchOCI(t *testing.T) {
 	}
 
 	// Cached by digest: fetched again without the registry. A tag still needs it, to be resolved.
-	reg.srv.Close()
+	reg.Close()
 	for _, d := range []string{digest, movedDigest} {
 		if _, _, err := m.Fetch(ctx, reg.source(OCIRepository{Repository: repo, Digest: d})); err != nil {
 			t.Errorf("Fetch of cached digest %s with the registry gone: %v", d, err)
@@ -193,14 +150,14 @@ func TestFetchOCIConcurrent(t *testing.T) {
 	digest := reg.push(t, archive, "charts/ext", "0.1.0")
 	src := reg.source(OCIRepository{Repository: reg.host + "/charts/ext", Digest: digest})
 
-	before := reg.manifests.Load()
+	before := reg.Manifests()
 	if _, _, err := newOfflineManager(t, Config{}).Fetch(t.Context(), src); err != nil {
 		t.Fatal(err)
 	}
-	perPull := reg.manifests.Load() - before
+	perPull := reg.Manifests() - before
 
 	m := newOfflineManager(t, Config{})
-	before = reg.manifests.Load()
+	before = reg.Manifests()
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Go(func() {
@@ -210,7 +167,7 @@ func TestFetchOCIConcurrent(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if got := reg.manifests.Load() - before; got != perPull {
+	if got := reg.Manifests() - before; got != perPull {
 		t.Errorf("8 concurrent Fetches made %d manifest requests, one Fetch makes %d", got, perPull)
 	}
 
@@ -239,7 +196,7 @@ func TestFetchOCICacheBound(t *testing.T) {
 	if n, size := m.charts.len(); n != 1 || size != int64(len(b)) {
 		t.Errorf("cache holds %d charts of %d bytes; want only the last", n, size)
 	}
-	reg.srv.Close()
+	reg.Close()
 	if _, _, err := m.Fetch(t.Context(), reg.source(OCIRepository{Repository: repo, Digest: db})); err != nil {
 		t.Errorf("the last chart is not cached: %v", err)
 	}

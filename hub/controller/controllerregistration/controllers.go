@@ -176,7 +176,9 @@ func New(cfg Config) (*Controllers, error) {
 					keys = append(keys, controller.Key{Name: n})
 				}
 				return keys
-			}, Digest: func(o store.Object) string { return strings.Join(deploymentNames(o.(*corev1beta1.ControllerRegistration)), ",") }},
+			}, Digest: func(o store.Object) string {
+				return strings.Join(deploymentNames(o.(*corev1beta1.ControllerRegistration)), ",")
+			}},
 		},
 	})
 	if err != nil {

@@ -24,7 +24,7 @@ import (
 const bound = 20 * time.Second
 
 type garden struct {
-	t *testing.T
+	t                                                        *testing.T
 	seeds, shoots, registrations, deployments, installations *store.Collection
 }
 
