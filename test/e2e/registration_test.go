@@ -135,6 +135,20 @@ func helmRelease(t *testing.T, s *landscape.Seed, ns string) *release.Release {
 	return rel
 }
 
+// seedCondition reports whether the Seed's condition typ has status st.
+func seedCondition(r *rest, seed, typ, st string) bool {
+	r.t.Helper()
+	var s struct {
+		Status struct {
+			Conditions []struct{ Type, Status string } `json:"conditions"`
+		} `json:"status"`
+	}
+	if err := json.Unmarshal(r.must(http.StatusOK, http.MethodGet, "/apis/core.gardener.cloud/v1beta1/seeds/"+seed, nil), &s); err != nil {
+		r.t.Fatal(err)
+	}
+	return slices.ContainsFunc(s.Status.Conditions, func(c struct{ Type, Status string }) bool { return c.Type == typ && c.Status == st })
+}
+
 // brokenChart is provider-local's chart with a template that does not render.
 func brokenChart(t *testing.T) []byte {
 	t.Helper()
@@ -222,6 +236,15 @@ func TestExtensionRegistration(t *testing.T) {
 		t.Fatalf("the generated registration's policy is %q, want OnDemand", reg.Spec.Deployment.Policy)
 	}
 
+	// The agent's controllers run once its seed care reports ExtensionsReady (True: no installation yet).
+	deadline := time.Now().Add(60 * time.Second)
+	for !seedCondition(r, seed, "ExtensionsReady", "True") {
+		if time.Now().After(deadline) {
+			t.Fatal("the seed's ExtensionsReady did not turn True")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+
 	// OnDemand without a shoot: no installation.
 	time.Sleep(3 * time.Second)
 	if cis := r.installations(seed); len(cis) != 0 {
@@ -272,7 +295,7 @@ func TestExtensionRegistration(t *testing.T) {
 	// A values change upgrades the release.
 	r.must(http.StatusOK, http.MethodPatch, deploymentPath, map[string]any{"helm": map[string]any{"values": map[string]any{"replicaCount": 0,
 		"config": map[string]any{"logLevel": "debug"}}}})
-	deadline := time.Now().Add(30 * time.Second)
+	deadline = time.Now().Add(30 * time.Second)
 	for rel = helmRelease(t, s, ns); rel.Version == firstRevision && time.Now().Before(deadline); rel = helmRelease(t, s, ns) {
 		time.Sleep(100 * time.Millisecond)
 	}
