@@ -124,11 +124,13 @@ func (h *Hub) startAgentLink(ctx context.Context, wg *sync.WaitGroup, st *store.
 	}
 	agentv1.RegisterAgentServiceServer(grpcSrv, link)
 	lifecycle := agentlink.NewLifecycle(agentlink.LifecycleConfig{
-		Source: reg, Etcd: st.Client(), Prefix: st.Prefix(), MonitorPeriod: h.cfg.MonitorPeriod,
+		Source: reg, Etcd: st.Client(), Prefix: st.Prefix(), MonitorPeriod: h.cfg.MonitorPeriod, ShootMonitorPeriod: h.cfg.shootMonitorPeriod,
 		Log: h.log.With("component", "seed-lifecycle"),
 	})
 	csrs := csr.NewController(reg, ca, h.log.With("component", "csr"))
-	registrations, err := controllerregistration.New(controllerregistration.Config{Source: reg, Log: h.log.With("component", "controller-manager")})
+	ctrl := h.cfg.Components.ControllerManager.Controllers
+	registrations, err := controllerregistration.New(controllerregistration.Config{Source: reg,
+		Workers: *ctrl.ControllerRegistration.ConcurrentSyncs, Log: h.log.With("component", "controller-manager")})
 	if err != nil {
 		stop()
 		return nil, err

@@ -27,6 +27,7 @@ import (
 	"github.com/trellis-dev/trellis/hub/api"
 	"github.com/trellis-dev/trellis/hub/auth"
 	"github.com/trellis-dev/trellis/hub/authz"
+	"github.com/trellis-dev/trellis/hub/componentconfig"
 	"github.com/trellis-dev/trellis/hub/pki"
 	"github.com/trellis-dev/trellis/hub/store"
 )
@@ -62,6 +63,11 @@ type Config struct {
 	// ConfigMap kube-system/cluster-identity and injected into every extension's chart values. Empty: the one stored,
 	// or a new random one on first start. It cannot change once stored.
 	ClusterIdentity string
+	// ConfigFile is the control-plane loops' configuration: Gardener's ControllerManagerConfiguration and
+	// SchedulerConfiguration documents (package componentconfig). Empty: Gardener's defaults.
+	ConfigFile string
+	// Components, when set, is used instead of ConfigFile (tests and in-process tools).
+	Components *componentconfig.Config
 	// DisableScheduler leaves shoots without spec.seedName unplaced (the interim scheduler, package scheduler, runs
 	// in the leader otherwise).
 	DisableScheduler bool
@@ -69,6 +75,9 @@ type Config struct {
 	Listener net.Listener
 	// Logger receives structured logs.
 	Logger *slog.Logger
+
+	// shootMonitorPeriod is the configuration's seed.shootMonitorPeriod, when MonitorPeriod comes from it too.
+	shootMonitorPeriod time.Duration
 }
 
 // Default fills unset fields.
@@ -126,6 +135,7 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.HeartbeatInterval, "heartbeat-interval", 0, "interval agents heartbeat at (default 2s)")
 	fs.DurationVar(&c.MonitorPeriod, "seed-monitor-period", 0, "how long an agent may be silent before GardenletReady turns Unknown (default 40s)")
 	fs.StringVar(&c.ClusterIdentity, "cluster-identity", "", "the garden's cluster identity, published in ConfigMap kube-system/cluster-identity (default: the stored one, or a random one on first start; immutable)")
+	fs.StringVar(&c.ConfigFile, "config", "", "file with Gardener's ControllerManagerConfiguration and/or SchedulerConfiguration for the control-plane loops (default: Gardener's defaults)")
 	fs.BoolVar(&c.DisableScheduler, "disable-scheduler", false, "do not place shoots without spec.seedName on seeds")
 }
 
@@ -149,6 +159,22 @@ func New(cfg Config) (*Hub, error) {
 	cfg.Default()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
+	}
+	if cfg.Components == nil {
+		c, err := componentconfig.Load(cfg.ConfigFile)
+		if err != nil {
+			return nil, fmt.Errorf("config: %w", err)
+		}
+		cfg.Components = c
+	} else {
+		cfg.Components.Default()
+		if err := cfg.Components.Validate(); err != nil {
+			return nil, err
+		}
+	}
+	if seed := cfg.Components.ControllerManager.Controllers.Seed; cfg.MonitorPeriod == 0 {
+		// Without --seed-monitor-period, the configuration's seed.monitorPeriod and shootMonitorPeriod apply.
+		cfg.MonitorPeriod, cfg.shootMonitorPeriod = seed.MonitorPeriod.Duration, seed.ShootMonitorPeriod.Duration
 	}
 	return &Hub{cfg: cfg, log: cfg.Logger, ready: make(chan struct{})}, nil
 }
