@@ -16,7 +16,6 @@ import (
 	"github.com/trellis-dev/trellis/hub/api"
 	"github.com/trellis-dev/trellis/hub/auth"
 	"github.com/trellis-dev/trellis/hub/authz"
-	"github.com/trellis-dev/trellis/hub/controller/controllerregistration"
 	"github.com/trellis-dev/trellis/hub/csr"
 	"github.com/trellis-dev/trellis/hub/leader"
 	"github.com/trellis-dev/trellis/hub/pki"
@@ -99,7 +98,8 @@ type agentParts struct {
 }
 
 // startAgentLink builds the seed graph, the agent link (registered on grpcSrv) and the leader-only controllers
-// (CSR approval, seed lifecycle, ControllerRegistrations), and runs them on wg until ctx ends.
+// (CSR approval, seed lifecycle, and the controller-manager's loops, controllermanager.go), and runs them on wg until
+// ctx ends.
 func (h *Hub) startAgentLink(ctx context.Context, wg *sync.WaitGroup, st *store.Store, reg *api.Registry, ca *pki.CA, grpcSrv grpc.ServiceRegistrar, promReg prometheus.Registerer) (*agentParts, error) {
 	if err := ensureNamespaces(ctx, reg); err != nil {
 		return nil, err
@@ -128,9 +128,7 @@ func (h *Hub) startAgentLink(ctx context.Context, wg *sync.WaitGroup, st *store.
 		Log: h.log.With("component", "seed-lifecycle"),
 	})
 	csrs := csr.NewController(reg, ca, h.log.With("component", "csr"))
-	ctrl := h.cfg.Components.ControllerManager.Controllers
-	registrations, err := controllerregistration.New(controllerregistration.Config{Source: reg,
-		Workers: *ctrl.ControllerRegistration.ConcurrentSyncs, Log: h.log.With("component", "controller-manager")})
+	loops, err := controllerManager(reg, h.cfg.Components.ControllerManager, h.log)
 	if err != nil {
 		stop()
 		return nil, err
@@ -148,11 +146,14 @@ func (h *Hub) startAgentLink(ctx context.Context, wg *sync.WaitGroup, st *store.
 	run("seed graph", func() error { return graph.Run(ctx, reg, h.log.With("component", "seedgraph"), graphReady) })
 	run("agent link", func() error { return link.Run(ctx) })
 	run("leader election", func() error {
-		return elector.Run(ctx,
+		fns := []func(context.Context){
 			func(ctx context.Context) { _ = csrs.Run(ctx) },
 			func(ctx context.Context) { _ = lifecycle.Run(ctx) },
-			func(ctx context.Context) { _ = registrations.Run(ctx) },
-		)
+		}
+		for _, l := range loops {
+			fns = append(fns, func(ctx context.Context) { _ = l.Run(ctx) })
+		}
+		return elector.Run(ctx, fns...)
 	})
 	return &agentParts{graph: graph, link: link, elector: elector, lifecycle: lifecycle, stop: stop, graphReady: graphReady}, nil
 }

@@ -25,7 +25,13 @@ type Protection struct {
 	InUse func(ctx context.Context, obj store.Object) (users []string, err error)
 	// Log receives a line when a deletion waits for users (default discarded).
 	Log *slog.Logger
+	// Events, when set, records a Warning Event ResourceReferenced on an object whose deletion waits for users, as
+	// Gardener's finalizer controllers do.
+	Events *Recorder
 }
+
+// EventResourceReferenced is the reason of the Event recorded on an object whose deletion waits for its users.
+const EventResourceReferenced = "ResourceReferenced"
 
 // Reconcile adds or removes the finalizer of the object key.
 func (p *Protection) Reconcile(ctx context.Context, key Key) (Result, error) {
@@ -56,6 +62,9 @@ func (p *Protection) Reconcile(ctx context.Context, key Key) (Result, error) {
 			p.Log.Info("deletion waits until the object is no longer used", "resource", p.Collection.Resource().Resource,
 				"key", key.String(), "finalizer", p.Finalizer, "usedBy", strings.Join(users, ", "))
 		}
+		_, kind := typeMeta(obj)
+		p.Events.Eventf(ctx, obj, EventWarning, EventResourceReferenced, "Cannot delete %s, because the following objects are still referencing it: %s",
+			kind, strings.Join(users, ", "))
 		return Result{}, nil
 	}
 	return Result{}, p.update(ctx, key, func(fs []string) []string {

@@ -1,0 +1,44 @@
+package hub
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/trellis-dev/trellis/hub/api"
+	"github.com/trellis-dev/trellis/hub/componentconfig"
+	"github.com/trellis-dev/trellis/hub/controller/bastion"
+	"github.com/trellis-dev/trellis/hub/controller/controllerregistration"
+	"github.com/trellis-dev/trellis/hub/controller/protection"
+)
+
+// runner is a leader-only control loop.
+type runner interface {
+	Run(ctx context.Context) error
+}
+
+// controllerManager builds the controller-manager's loops (Gardener's gardener-controller-manager) from the
+// component configuration; the leader runs them.
+func controllerManager(reg *api.Registry, cfg componentconfig.ControllerManagerConfiguration, log *slog.Logger) ([]runner, error) {
+	ctrl := cfg.Controllers
+	log = log.With("component", "controller-manager")
+	registrations, err := controllerregistration.New(controllerregistration.Config{Source: reg,
+		Workers: *ctrl.ControllerRegistration.ConcurrentSyncs, Log: log})
+	if err != nil {
+		return nil, err
+	}
+	protections, err := protection.New(protection.Config{Source: reg, Log: log, Workers: protection.Workers{
+		CloudProfile: *ctrl.CloudProfile.ConcurrentSyncs, NamespacedCloudProfile: *ctrl.NamespacedCloudProfile.ConcurrentSyncs,
+		ExposureClass: *ctrl.ExposureClass.ConcurrentSyncs, Quota: *ctrl.Quota.ConcurrentSyncs,
+		SecretBinding: *ctrl.SecretBinding.ConcurrentSyncs, CredentialsBinding: *ctrl.CredentialsBinding.ConcurrentSyncs,
+		ShootReference: *ctrl.ShootReference.ConcurrentSyncs,
+	}})
+	if err != nil {
+		return nil, err
+	}
+	bastions, err := bastion.New(bastion.Config{Source: reg, Workers: *ctrl.Bastion.ConcurrentSyncs,
+		MaxLifetime: ctrl.Bastion.MaxLifetime.Duration, Log: log})
+	if err != nil {
+		return nil, err
+	}
+	return []runner{registrations, protections, bastions}, nil
+}
