@@ -9,6 +9,7 @@ import (
 	"github.com/trellis-dev/trellis/hub/controller/bastion"
 	"github.com/trellis-dev/trellis/hub/controller/controllerregistration"
 	"github.com/trellis-dev/trellis/hub/controller/protection"
+	"github.com/trellis-dev/trellis/hub/controller/seed"
 )
 
 // runner is a leader-only control loop.
@@ -40,5 +41,22 @@ func controllerManager(reg *api.Registry, cfg componentconfig.ControllerManagerC
 	if err != nil {
 		return nil, err
 	}
-	return []runner{registrations, protections, bastions}, nil
+	seeds, err := seed.New(seed.Config{Source: reg, Workers: *ctrl.Seed.ConcurrentSyncs, Log: log,
+		BackupBuckets: seedCheck(ctrl.SeedBackupBucketsCheck, seed.ConditionBackupBucketsReady),
+		Extensions:    seedCheck(ctrl.SeedExtensionsCheck, seed.ConditionExtensionsReady)})
+	if err != nil {
+		return nil, err
+	}
+	return []runner{registrations, protections, bastions, seeds}, nil
+}
+
+// seedCheck is the configuration of a seed check controller keeping condition typ.
+func seedCheck(c *componentconfig.SeedCheckController, typ string) seed.Check {
+	check := seed.Check{Workers: *c.ConcurrentSyncs, SyncPeriod: c.SyncPeriod.Duration}
+	for _, t := range c.ConditionThresholds {
+		if t.Type == typ {
+			check.Threshold = t.Duration.Duration
+		}
+	}
+	return check
 }

@@ -1,14 +1,14 @@
-// Package seedcare owns the agent's seed care controller: the Seed conditions gardenlet's seed care and extensions
-// check controllers maintain, computed in the seed and written to the Seed's status on the hub.
+// Package seedcare owns the agent's seed care controller: the Seed condition gardenlet's seed care maintains,
+// computed in the seed and written to the Seed's status on the hub. ExtensionsReady and BackupBucketsReady are the
+// hub's (its controller-manager's seed checks, hub/controller/seed), as in Gardener.
 //
-// Every SyncPeriod (default 30 s), and at once when a ControllerInstallation of the seed changes, it computes:
+// Every SyncPeriod (default 30 s), and at once when a ControllerInstallation of the seed changes (its extension's
+// namespace comes or goes), it computes:
 //
 //   - SeedSystemComponentsHealthy: every extension CRD the agent installs is Established in the seed, and every
 //     extension deployed into the seed (namespaces extension-*, not being deleted) renews its heartbeat Lease
 //     gardener-extension-heartbeat (renewTime younger than StaleHeartbeatThreshold). Reasons SystemComponentsRunning,
 //     CRDsNotEstablished, ExtensionHeartbeatsStale.
-//   - ExtensionsReady: every ControllerInstallation of the seed is Valid, Installed and Healthy (True when there is
-//     none). Reasons AllExtensionsReady, NotAllExtensionsValid, NotAllExtensionsInstalled, NotAllExtensionsHealthy.
 //
 // As with Gardener's condition thresholds, a failing check first turns its condition Progressing and only after the
 // condition's threshold (default 1 min) False; a passing check turns it True. Conditions are written only when their

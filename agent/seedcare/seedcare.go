@@ -32,7 +32,6 @@ import (
 // Condition types the controller owns, as Gardener spells them. GardenletReady belongs to the hub.
 const (
 	SeedSystemComponentsHealthy = "SeedSystemComponentsHealthy"
-	ExtensionsReady             = "ExtensionsReady"
 )
 
 // Defaults of Config.
@@ -177,7 +176,6 @@ func (c *Controller) Sync(ctx context.Context) error {
 	now := c.cfg.Now()
 	checks := map[string]result{
 		SeedSystemComponentsHealthy: c.systemComponents(ctx, now),
-		ExtensionsReady:             c.extensions(),
 	}
 	want := map[string]*metav1.Condition{}
 	for typ, r := range checks {
@@ -292,55 +290,6 @@ func established(crd *unstructured.Unstructured) bool {
 		}
 	}
 	return false
-}
-
-// extensions checks the seed's ControllerInstallations as gardenlet does: every one Valid, Installed and Healthy.
-// A seed without any is ready.
-func (c *Controller) extensions() result {
-	var notValid, notInstalled, notHealthy []string
-	for _, ci := range cache.List[*corev1beta1.ControllerInstallation](c.cfg.Cache, cache.ControllerInstallations) {
-		if ci.GetSpec().GetSeedRef().GetName() != c.cfg.SeedName {
-			continue
-		}
-		name := ci.GetMetadata().GetName()
-		conds := ci.GetStatus().GetConditions()
-		if len(conds) == 0 {
-			notInstalled = append(notInstalled, name+": extension was not yet installed")
-			continue
-		}
-		missing := false
-	required:
-		for _, typ := range []string{"Valid", "Installed", "Healthy"} {
-			cond := findCondition(conds, typ)
-			switch {
-			case cond == nil:
-				missing = true
-				continue
-			case cond.GetStatus() == "True":
-				continue
-			case typ == "Valid":
-				notValid = append(notValid, name+": "+cond.GetMessage())
-			case typ == "Installed":
-				notInstalled = append(notInstalled, name+": "+cond.GetMessage())
-			default:
-				notHealthy = append(notHealthy, name+": "+cond.GetMessage())
-			}
-			missing = false
-			break required
-		}
-		if missing {
-			notHealthy = append(notHealthy, name+": not all required conditions found in ControllerInstallation")
-		}
-	}
-	switch {
-	case len(notValid) > 0:
-		return result{reason: "NotAllExtensionsValid", message: "Some extensions are not valid: " + strings.Join(notValid, "; ")}
-	case len(notInstalled) > 0:
-		return result{reason: "NotAllExtensionsInstalled", message: "Some extensions are not installed: " + strings.Join(notInstalled, "; ")}
-	case len(notHealthy) > 0:
-		return result{reason: "NotAllExtensionsHealthy", message: "Some extensions are not healthy: " + strings.Join(notHealthy, "; ")}
-	}
-	return result{ok: true, reason: "AllExtensionsReady", message: "All extensions installed into the seed cluster are ready and healthy."}
 }
 
 // writeConditions sets the conditions in want on the Seed's status, keeping every other condition (GardenletReady

@@ -11,7 +11,6 @@ import (
 
 	"github.com/trellis-dev/trellis/agent/seedcare"
 	"github.com/trellis-dev/trellis/extsdk/heartbeat"
-	"github.com/trellis-dev/trellis/hub/store"
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
 	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
 	"github.com/trellis-dev/trellis/test/agenttest"
@@ -82,7 +81,7 @@ func startCare(t *testing.T, s *agenttest.Seed, mutate func(*seedcare.Config)) {
 	agenttest.RunController(t, func() (agenttest.Runner, error) {
 		cfg := seedcare.Config{SeedName: s.Name, Cache: s.Cache, Hub: s.Conn, Seed: s.Client, Log: agenttest.Logger(),
 			SyncPeriod: 100 * time.Millisecond, StaleHeartbeatThreshold: 1500 * time.Millisecond,
-			Thresholds: map[string]time.Duration{seedcare.SeedSystemComponentsHealthy: time.Second, seedcare.ExtensionsReady: time.Second}}
+			Thresholds: map[string]time.Duration{seedcare.SeedSystemComponentsHealthy: time.Second}}
 		if mutate != nil {
 			mutate(&cfg)
 		}
@@ -106,9 +105,8 @@ func startHeartbeat(t *testing.T, s *agenttest.Seed, ns string) (stop func()) {
 	return stop
 }
 
-// The seed's conditions follow its extensions: True while the CRDs are established, the heartbeats fresh and the
-// ControllerInstallations ready; a failing check turns its condition Progressing and only after the threshold
-// False; the hub's GardenletReady is left alone.
+// The seed's condition follows its extensions: True while the CRDs are established and the heartbeats fresh; a
+// failing check turns it Progressing and only after the threshold False; the hub's GardenletReady is left alone.
 func TestSeedConditions(t *testing.T) {
 	e := agenttest.StartHub(t)
 	s := e.StartSeed(t, "local", agenttest.SeedSpec, seedtest.StartShared(t))
@@ -119,7 +117,6 @@ func TestSeedConditions(t *testing.T) {
 	startCare(t, s, nil)
 
 	w.wait(t, seedcare.SeedSystemComponentsHealthy, "True", "SystemComponentsRunning")
-	w.wait(t, seedcare.ExtensionsReady, "True", "AllExtensionsReady")
 	w.wait(t, "GardenletReady", "True", "GardenletReady")
 
 	// The extension stops renewing its heartbeat.
@@ -134,30 +131,6 @@ func TestSeedConditions(t *testing.T) {
 	startHeartbeat(t, s, ns)
 	w.wait(t, seedcare.SeedSystemComponentsHealthy, "True", "SystemComponentsRunning")
 
-	// A ControllerInstallation of the seed whose chart failed, then succeeded; one of another seed does not count.
-	cond := func(typ, st, msg string) *metav1.Condition {
-		return &metav1.Condition{Type: typ, Status: st, Reason: typ, Message: msg}
-	}
-	e.Store(t, &corev1beta1.ControllerInstallation{ApiVersion: "core.gardener.cloud/v1beta1", Kind: "ControllerInstallation",
-		Metadata: &metav1.ObjectMeta{Name: "provider-test-abcde"},
-		Spec:     &corev1beta1.ControllerInstallationSpec{SeedRef: &metav1.ObjectReference{Name: "local"}, RegistrationRef: &metav1.ObjectReference{Name: "provider-test"}},
-		Status: &corev1beta1.ControllerInstallationStatus{Conditions: []*metav1.Condition{
-			cond("Valid", "True", ""), cond("Installed", "False", "helm failed"), cond("Healthy", "False", "")}}},
-		&corev1beta1.ControllerInstallation{ApiVersion: "core.gardener.cloud/v1beta1", Kind: "ControllerInstallation",
-			Metadata: &metav1.ObjectMeta{Name: "provider-test-other"},
-			Spec:     &corev1beta1.ControllerInstallationSpec{SeedRef: &metav1.ObjectReference{Name: "other"}, RegistrationRef: &metav1.ObjectReference{Name: "provider-test"}}})
-	c = w.wait(t, seedcare.ExtensionsReady, "False", "NotAllExtensionsInstalled")
-	if !strings.Contains(c.GetMessage(), "provider-test-abcde: helm failed") || strings.Contains(c.GetMessage(), "provider-test-other") {
-		t.Errorf("message %q", c.GetMessage())
-	}
-	if h := w.history(seedcare.ExtensionsReady); !slices.Equal(h, []string{"True", "Progressing", "False"}) {
-		t.Errorf("ExtensionsReady went %v, want True, Progressing, False", h)
-	}
-	e.Update(t, "core.gardener.cloud", "controllerinstallations", "", "provider-test-abcde", true, func(o store.Object) {
-		o.(*corev1beta1.ControllerInstallation).Status.Conditions = []*metav1.Condition{
-			cond("Valid", "True", ""), cond("Installed", "True", ""), cond("Healthy", "True", "")}
-	})
-	w.wait(t, seedcare.ExtensionsReady, "True", "AllExtensionsReady")
 	w.wait(t, "GardenletReady", "True", "GardenletReady")
 }
 

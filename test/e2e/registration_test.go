@@ -236,11 +236,11 @@ func TestExtensionRegistration(t *testing.T) {
 		t.Fatalf("the generated registration's policy is %q, want OnDemand", reg.Spec.Deployment.Policy)
 	}
 
-	// The agent's controllers run once its seed care reports ExtensionsReady (True: no installation yet).
+	// The agent's controllers run once its seed care reports SeedSystemComponentsHealthy (no extension yet).
 	deadline := time.Now().Add(60 * time.Second)
-	for !seedCondition(r, seed, "ExtensionsReady", "True") {
+	for !seedCondition(r, seed, "SeedSystemComponentsHealthy", "True") {
 		if time.Now().After(deadline) {
-			t.Fatal("the seed's ExtensionsReady did not turn True")
+			t.Fatal("the seed's SeedSystemComponentsHealthy did not turn True")
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

@@ -4,8 +4,8 @@
 // one, measured against DESIGN.md's budget "shoot create → Succeeded with provider-local < 10 s".
 //
 // It applies the example resources except the example shoot (project local, cloud profile, credentials), waits until
-// every Seed reports ExtensionsReady (the agent's controllers run: the landscape is ready a few seconds earlier, and a
-// shoot created in between waits for them), and then, with the example shoot under distinct names and DNS domains,
+// every Seed reports ExtensionsReady (the hub's seed check: provider-local's ControllerInstallation is valid,
+// installed and healthy), and then, with the example shoot under distinct names and DNS domains,
 // placed by the hub's scheduler:
 //
 //	idle     measures the landscape at rest for -idle (heartbeats, leases, the seed's own controllers)
