@@ -8,6 +8,7 @@ import (
 	"github.com/trellis-dev/trellis/hub/componentconfig"
 	"github.com/trellis-dev/trellis/hub/controller/bastion"
 	"github.com/trellis-dev/trellis/hub/controller/controllerregistration"
+	"github.com/trellis-dev/trellis/hub/controller/event"
 	"github.com/trellis-dev/trellis/hub/controller/protection"
 	"github.com/trellis-dev/trellis/hub/controller/seed"
 )
@@ -47,7 +48,15 @@ func controllerManager(reg *api.Registry, cfg componentconfig.ControllerManagerC
 	if err != nil {
 		return nil, err
 	}
-	return []runner{registrations, protections, bastions, seeds}, nil
+	loops := []runner{registrations, protections, bastions, seeds}
+	if e := ctrl.Event; e != nil { // Gardener runs the event controller only when configured
+		events, err := event.New(event.Config{Source: reg, Workers: *e.ConcurrentSyncs, TTL: e.TTLNonShootEvents.Duration, Log: log})
+		if err != nil {
+			return nil, err
+		}
+		loops = append(loops, events)
+	}
+	return loops, nil
 }
 
 // seedCheck is the configuration of a seed check controller keeping condition typ.
