@@ -141,6 +141,14 @@ bench-agents: build
 bench-shoots: testbin
 	$(GO) run ./test/bench/shoots -n $(or $(N),20) $(BENCH_ARGS)
 
+## bench-scheduler: the shoot scheduler on a real in-process store (embedded etcd, no hub process): 100 seeds and
+## N pending shoots (default 10,000) bound by the scheduler (shoots/s, time to bind p50/p99), then 1,000 shoots
+## created at 200/s (create → bind p50/p99), and the distribution across seeds; results in bin/bench/scheduler.json.
+## Extra flags in BENCH_ARGS, e.g. BENCH_ARGS="-workers 20 -strategy MinimalDistance".
+.PHONY: bench-scheduler
+bench-scheduler:
+	$(GO) run ./test/bench/scheduler -n $(or $(N),10000) $(BENCH_ARGS)
+
 ## up: build and run the local landscape in the foreground, with its data in .trellis/local (test/landscape, docs/local.md):
 ## a hub on embedded etcd (127.0.0.1:8443), seed "local" with its agent and provider-local, the example resources;
 ## writes .trellis/local/env. Ctrl-C or `make down` stops it; the next `make up` reuses the data. Flags in UP_ARGS.

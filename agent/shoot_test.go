@@ -98,7 +98,9 @@ func flowFixtures() []store.Object {
 func flowShoot(name string) *corev1beta1.Shoot {
 	s := agentsim.Shoot(flowNamespace, name, "local", name, "local")
 	s.Spec.Kubernetes = &corev1beta1.Kubernetes{Version: "1.31.1"}
-	s.Spec.Networking = &corev1beta1.Networking{Type: proto.String("local"), Nodes: proto.String("10.10.0.0/16")}
+	// Networks disjoint from the seed's (the scheduler checks them), as the local setup's.
+	s.Spec.Networking = &corev1beta1.Networking{Type: proto.String("local"), Nodes: proto.String("10.10.0.0/16"),
+		Pods: proto.String("10.3.0.0/16"), Services: proto.String("10.4.0.0/16")}
 	s.Spec.Dns = &corev1beta1.DNS{Domain: proto.String(name + ".garden.local.example.com")}
 	s.Spec.Extensions = []*corev1beta1.Extension{{Type: "local"}}
 	s.Spec.Provider.Workers = []*corev1beta1.Worker{{Name: "pool", Minimum: proto.Int32(1), Maximum: proto.Int32(2),

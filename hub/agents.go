@@ -128,7 +128,7 @@ func (h *Hub) startAgentLink(ctx context.Context, wg *sync.WaitGroup, st *store.
 		Log: h.log.With("component", "seed-lifecycle"),
 	})
 	csrs := csr.NewController(reg, ca, h.log.With("component", "csr"))
-	loops, err := controllerManager(reg, h.cfg.Components.ControllerManager, h.log)
+	loops, err := controllerManager(reg, h.cfg.Components.ControllerManager, h.cfg.Controllers, h.log)
 	if err != nil {
 		stop()
 		return nil, err
@@ -165,6 +165,13 @@ func identify(ctx context.Context) (agentlink.Identity, error) {
 		return agentlink.Identity{}, apierrors.NewUnauthorized("not authenticated")
 	}
 	return agentlink.Identity{User: u.Name, Seed: u.Seed, CertNotAfter: u.CertNotAfter, BootstrapTokenID: u.BootstrapTokenID}, nil
+}
+
+// IsLeader reports whether this replica leads the control-plane loops now (false before Ready).
+func (h *Hub) IsLeader() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.agents != nil && h.agents.elector.IsLeader()
 }
 
 // AgentLink returns the agent link (after Ready), for tests and in-process tools.

@@ -1,26 +1,30 @@
 package hub
 
 import (
-	"context"
+	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
+	"strings"
+
+	"k8s.io/utils/ptr"
 
 	"github.com/trellis-dev/trellis/hub/api"
 	"github.com/trellis-dev/trellis/hub/componentconfig"
+	"github.com/trellis-dev/trellis/hub/controller"
 	"github.com/trellis-dev/trellis/hub/controller/bastion"
 	"github.com/trellis-dev/trellis/hub/controller/controllerregistration"
 	"github.com/trellis-dev/trellis/hub/controller/event"
+	"github.com/trellis-dev/trellis/hub/controller/managedseedset"
+	"github.com/trellis-dev/trellis/hub/controller/project"
 	"github.com/trellis-dev/trellis/hub/controller/protection"
 	"github.com/trellis-dev/trellis/hub/controller/seed"
+	"github.com/trellis-dev/trellis/hub/controller/shoot"
 )
 
-// runner is a leader-only control loop.
-type runner interface {
-	Run(ctx context.Context) error
-}
-
 // controllerManager builds the controller-manager's loops (Gardener's gardener-controller-manager) from the
-// component configuration; the leader runs them.
-func controllerManager(reg *api.Registry, cfg componentconfig.ControllerManagerConfiguration, log *slog.Logger) ([]runner, error) {
+// component configuration, keeping those enabled selects (see Config.Controllers); the leader runs them.
+func controllerManager(reg *api.Registry, cfg componentconfig.ControllerManagerConfiguration, enabled []string, log *slog.Logger) (controller.Group, error) {
 	ctrl := cfg.Controllers
 	log = log.With("component", "controller-manager")
 	registrations, err := controllerregistration.New(controllerregistration.Config{Source: reg,
@@ -48,15 +52,81 @@ func controllerManager(reg *api.Registry, cfg componentconfig.ControllerManagerC
 	if err != nil {
 		return nil, err
 	}
-	loops := []runner{registrations, protections, bastions, seeds}
+	pc := ctrl.Project
+	projects, err := project.New(project.Config{Source: reg, Workers: *pc.ConcurrentSyncs, MinimumLifetimeDays: *pc.MinimumLifetimeDays,
+		StaleGracePeriodDays: *pc.StaleGracePeriodDays, StaleExpirationTimeDays: *pc.StaleExpirationTimeDays,
+		StaleSyncPeriod: pc.StaleSyncPeriod.Duration, Log: log})
+	if err != nil {
+		return nil, err
+	}
+	shoots, err := shoot.New(shoot.Config{Source: reg, Log: log,
+		Hibernation: shoot.HibernationConfig{Workers: *ctrl.ShootHibernation.ConcurrentSyncs, TriggerDeadline: ctrl.ShootHibernation.TriggerDeadlineDuration.Duration},
+		Maintenance: shoot.MaintenanceConfig{Workers: *ctrl.ShootMaintenance.ConcurrentSyncs,
+			RestartControlPlane: ptr.Deref(ctrl.ShootMaintenance.EnableShootControlPlaneRestarter, false),
+			RestartCoreAddons:   ptr.Deref(ctrl.ShootMaintenance.EnableShootCoreAddonRestarter, false)},
+		Quota: shoot.QuotaConfig{Workers: *ctrl.ShootQuota.ConcurrentSyncs, SyncPeriod: ctrl.ShootQuota.SyncPeriod.Duration},
+		Retry: shoot.RetryConfig{Workers: *ctrl.ShootRetry.ConcurrentSyncs, Period: ctrl.ShootRetry.RetryPeriod.Duration,
+			JitterPeriod: ctrl.ShootRetry.RetryJitterPeriod.Duration},
+		StatusLabel: shoot.WorkersConfig{Workers: *ctrl.ShootStatusLabel.ConcurrentSyncs},
+		Conditions:  shoot.WorkersConfig{Workers: *ctrl.ShootConditions.ConcurrentSyncs},
+	})
+	if err != nil {
+		return nil, err
+	}
+	mss := ctrl.ManagedSeedSet
+	managedSeedSets, err := managedseedset.New(managedseedset.Config{Source: reg, Workers: *mss.ConcurrentSyncs,
+		MaxShootRetries: mss.MaxShootRetries, SyncPeriod: mss.SyncPeriod.Duration, Log: log})
+	if err != nil {
+		return nil, err
+	}
+	var all controller.Group
+	for _, g := range []controller.Group{registrations, protections, {bastions}, seeds, projects, shoots, managedSeedSets} {
+		all = append(all, g...)
+	}
 	if e := ctrl.Event; e != nil { // Gardener runs the event controller only when configured
 		events, err := event.New(event.Config{Source: reg, Workers: *e.ConcurrentSyncs, TTL: e.TTLNonShootEvents.Duration, Log: log})
 		if err != nil {
 			return nil, err
 		}
-		loops = append(loops, events)
+		all = append(all, events)
 	}
-	return loops, nil
+	known := map[string]bool{"event": true} // the event controller may be off by configuration, but is known
+	for _, c := range all {
+		known[c.Name()] = true
+	}
+	for _, e := range enabled {
+		if name := strings.TrimPrefix(e, "-"); e != "*" && !known[name] {
+			return nil, fmt.Errorf("controllers: unknown controller %q (known: %s)", name, strings.Join(slices.Sorted(maps.Keys(known)), ", "))
+		}
+	}
+	selected := all.Select(func(name string) bool { return controllerEnabled(enabled, name) })
+	if len(selected) < len(all) {
+		var off []string
+		for _, c := range all {
+			if !slices.Contains(selected, c) {
+				off = append(off, c.Name())
+			}
+		}
+		log.Info("controllers disabled", "controllers", off)
+	}
+	return selected, nil
+}
+
+// controllerEnabled says whether the list of --controllers enables name, as kube-controller-manager reads its
+// --controllers: "name" enables, "-name" disables, "*" enables every controller not named; an empty list is "*".
+func controllerEnabled(list []string, name string) bool {
+	star := len(list) == 0
+	for _, e := range list {
+		switch e {
+		case name:
+			return true
+		case "-" + name:
+			return false
+		case "*":
+			star = true
+		}
+	}
+	return star
 }
 
 // seedCheck is the configuration of a seed check controller keeping condition typ.

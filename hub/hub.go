@@ -15,6 +15,7 @@ import (
 	"net/http/pprof"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -24,6 +25,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/trellis-dev/trellis/gateway"
+	"github.com/trellis-dev/trellis/hub/admission"
 	"github.com/trellis-dev/trellis/hub/api"
 	"github.com/trellis-dev/trellis/hub/auth"
 	"github.com/trellis-dev/trellis/hub/authz"
@@ -68,8 +70,12 @@ type Config struct {
 	ConfigFile string
 	// Components, when set, is used instead of ConfigFile (tests and in-process tools).
 	Components *componentconfig.Config
-	// DisableScheduler leaves shoots without spec.seedName unplaced (the interim scheduler, package scheduler, runs
-	// in the leader otherwise).
+	// Controllers selects the controller-manager's loops as kube-controller-manager's --controllers does: "name"
+	// enables a controller, "-name" disables it, "*" enables every controller not named. Empty: "*". The names are
+	// those in the logs and in docs/controller-manager.md (for example shoot-statuslabel, project-stale).
+	Controllers []string
+	// DisableScheduler leaves shoots without spec.seedName unplaced (the scheduler, package scheduler, runs in the
+	// replica that wins its own election otherwise).
 	DisableScheduler bool
 	// Listener, when set, is served instead of listening on Listen (tests pass an in-memory listener).
 	Listener net.Listener
@@ -96,6 +102,9 @@ func (c *Config) Default() {
 	}
 }
 
+// controllerName is the form of a controller's name: lower-case words joined by dashes.
+var controllerName = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
+
 // Validate reports configuration errors.
 func (c *Config) Validate() error {
 	var errs []error
@@ -110,6 +119,11 @@ func (c *Config) Validate() error {
 	}
 	if c.WatchWindow < 0 {
 		errs = append(errs, errors.New("watch-window: must not be negative"))
+	}
+	for i, e := range c.Controllers {
+		if name := strings.TrimPrefix(e, "-"); e != "*" && !controllerName.MatchString(name) {
+			errs = append(errs, fmt.Errorf("controllers[%d]: %q is not \"*\", a controller name or -name", i, e))
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -136,6 +150,10 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.MonitorPeriod, "seed-monitor-period", 0, "how long an agent may be silent before GardenletReady turns Unknown (default 40s)")
 	fs.StringVar(&c.ClusterIdentity, "cluster-identity", "", "the garden's cluster identity, published in ConfigMap kube-system/cluster-identity (default: the stored one, or a random one on first start; immutable)")
 	fs.StringVar(&c.ConfigFile, "config", "", "file with Gardener's ControllerManagerConfiguration and/or SchedulerConfiguration for the control-plane loops (default: Gardener's defaults)")
+	fs.Func("controllers", "comma-separated controller-manager loops to run: '*' all, 'name' enables, '-name' disables, e.g. '*,-shoot-statuslabel' (default '*')", func(s string) error {
+		c.Controllers = strings.Split(s, ",")
+		return nil
+	})
 	fs.BoolVar(&c.DisableScheduler, "disable-scheduler", false, "do not place shoots without spec.seedName on seeds")
 }
 
@@ -284,6 +302,12 @@ func (h *Hub) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// The projects' default quotas are admission: every replica enforces them.
+	quotas, err := admission.NewProjectQuotas(h.cfg.Components.ControllerManager.Controllers.Project.Quotas)
+	if err != nil {
+		return err
+	}
+	registry.SetCreateQuota(quotas)
 	authn.SetObjectReader(registry) // bootstrap token Secrets
 	var wg sync.WaitGroup
 	defer wg.Wait()

@@ -10,14 +10,25 @@ import (
 	"github.com/trellis-dev/trellis/hub/store"
 )
 
-// startScheduler runs the interim shoot scheduler (package scheduler) on wg until ctx ends, in the replica that wins
-// its election. The election is its own, as gardener-scheduler's lease is its own: the scheduler needs none of the
-// agent link's controllers beside it.
+// startScheduler runs the shoot scheduler (package scheduler) on wg until ctx ends, in the replica that wins its
+// election. The election is its own, as gardener-scheduler's lease is its own: the scheduler needs none of the agent
+// link's controllers beside it. Its workers and strategy come from the SchedulerConfiguration's schedulers.shoot.
 func (h *Hub) startScheduler(ctx context.Context, wg *sync.WaitGroup, st *store.Store, reg *api.Registry) {
 	if h.cfg.DisableScheduler {
 		return
 	}
-	sched := scheduler.New(scheduler.Config{Source: reg, Log: h.log.With("component", "scheduler")})
+	cfg := scheduler.Config{Source: reg, Log: h.log.With("component", "scheduler")}
+	if shoot := h.cfg.Components.Scheduler.Schedulers.Shoot; shoot != nil {
+		if shoot.ConcurrentSyncs != nil {
+			cfg.Workers = *shoot.ConcurrentSyncs
+		}
+		cfg.Strategy = shoot.CandidateDeterminationStrategy
+	}
+	sched, err := scheduler.New(cfg)
+	if err != nil {
+		h.log.Error("scheduler not started", "err", err)
+		return
+	}
 	elector := leader.New(leader.Config{Client: st.Client(), Key: st.Prefix() + "/scheduler-leader", Log: h.log.With("component", "scheduler-leader")})
 	wg.Add(1)
 	go func() {

@@ -28,6 +28,8 @@ type Registry struct {
 	routes []Routes
 	authz  atomic.Pointer[authorizerBox] // see SetAuthorizer
 
+	quota atomic.Pointer[createQuotaBox] // see SetCreateQuota
+
 	mu          sync.Mutex
 	ctx         context.Context
 	collections map[schema.GroupResource]*store.Collection

@@ -367,6 +367,13 @@ func (s *Server[T, L, E, PE]) Create(ctx context.Context, obj T) (T, error) {
 	if err != nil {
 		return zero, err
 	}
+	if s.kind.Namespaced {
+		release, err := s.reg.admitQuota(ctx, s.kind.GroupResource(), obj)
+		if err != nil {
+			return zero, err
+		}
+		defer release()
+	}
 	stored, err := s.coll.Create(ctx, in)
 	if err != nil {
 		return zero, err

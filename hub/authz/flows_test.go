@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/trellis-dev/trellis/hub"
 	"github.com/trellis-dev/trellis/hub/auth"
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
 	kcorev1 "github.com/trellis-dev/trellis/proto/gen/trellis/kubernetes/core/v1"
@@ -263,7 +264,9 @@ func TestSeedAgentShootFlowWrites(t *testing.T) {
 // gRPC, checks that a plain update may not move a shoot and an agent may not bind, and follows the shoot's
 // visibility to the source and the destination agent through the migration.
 func TestShootMigrationThroughBinding(t *testing.T) {
-	h := hubtest.Start(t)
+	// The test binds with the resourceVersion it read, and schedules itself: neither the shoot-statuslabel
+	// controller nor the scheduler may write the shoot meanwhile.
+	h := hubtest.Start(t, hubtest.WithoutControllers("shoot-statuslabel"), func(c *hub.Config) { c.DisableScheduler = true })
 	garden(t, h)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -23,6 +24,17 @@ func (k Key) String() string {
 		return k.Name
 	}
 	return k.Namespace + "/" + k.Name
+}
+
+// NameKeys are the keys of the named cluster-scoped objects, without empty and repeated names.
+func NameKeys(names ...string) []Key {
+	var keys []Key
+	for _, n := range names {
+		if k := (Key{Name: n}); n != "" && !slices.Contains(keys, k) {
+			keys = append(keys, k)
+		}
+	}
+	return keys
 }
 
 // Result tells the controller when to look at a key again after a successful reconciliation; the zero value means
@@ -124,6 +136,9 @@ func New(cfg Config) (*Controller, error) {
 			workqueue.TypedRateLimitingQueueConfig[Key]{Name: cfg.Name, Clock: cfg.Clock}),
 	}, nil
 }
+
+// Name is the controller's name, as configured.
+func (c *Controller) Name() string { return c.cfg.Name }
 
 // Enqueue asks for a reconciliation of key.
 func (c *Controller) Enqueue(key Key) { c.queue.Add(key) }

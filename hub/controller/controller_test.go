@@ -12,6 +12,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/trellis-dev/trellis/hub/controller"
+	"github.com/trellis-dev/trellis/hub/controller/controllertest"
 	"github.com/trellis-dev/trellis/hub/store"
 	"github.com/trellis-dev/trellis/hub/store/storetest"
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
@@ -98,10 +99,7 @@ func run(t *testing.T, cfg controller.Config) *controller.Controller {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { _ = c.Run(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
+	controllertest.Start(t, c)
 	return c
 }
 

@@ -10,23 +10,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/trellis-dev/trellis/hub/controller"
+	"github.com/trellis-dev/trellis/hub/controller/controllertest"
 	"github.com/trellis-dev/trellis/hub/store"
 	"github.com/trellis-dev/trellis/hub/store/storetest"
 )
 
 const testFinalizer = "test.trellis.dev/protection"
-
-// eventually polls cond until it holds or the bound passes.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(bound)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
 
 func TestProtectionHoldsDeletionWhileInUse(t *testing.T) {
 	c := shoots(t)
@@ -48,7 +37,7 @@ func TestProtectionHoldsDeletionWhileInUse(t *testing.T) {
 		}
 		return obj.GetMetadata().GetFinalizers()
 	}
-	eventually(t, "the finalizer", func() bool { return slices.Contains(finalizers(), testFinalizer) })
+	controllertest.Eventually(t, "the finalizer", func() bool { return slices.Contains(finalizers(), testFinalizer) })
 
 	// Deleting marks the object; the finalizer stays while it is in use.
 	if _, deleted, err := c.Delete(t.Context(), "garden-a", "s", nil); err != nil || deleted {
@@ -61,7 +50,7 @@ func TestProtectionHoldsDeletionWhileInUse(t *testing.T) {
 	// The last user goes; the object follows once it is enqueued.
 	users.Store(0)
 	ctrl.Enqueue(controller.Key{Namespace: "garden-a", Name: "s"})
-	eventually(t, "the object to go", func() bool {
+	controllertest.Eventually(t, "the object to go", func() bool {
 		_, err := c.Get(t.Context(), "garden-a", "s")
 		return apierrors.IsNotFound(err)
 	})

@@ -1,304 +1,219 @@
 package scheduler
 
 import (
-	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	"google.golang.org/protobuf/proto"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/clock"
 
+	"github.com/trellis-dev/trellis/hub/controller"
 	"github.com/trellis-dev/trellis/hub/store"
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
+	kcorev1 "github.com/trellis-dev/trellis/proto/gen/trellis/kubernetes/core/v1"
+	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
 )
 
-// Resources the scheduler reads and writes.
-var (
-	shootsResource = schema.GroupResource{Group: "core.gardener.cloud", Resource: "shoots"}
-	seedsResource  = schema.GroupResource{Group: "core.gardener.cloud", Resource: "seeds"}
-)
+// EventComponent is the reporting component of the scheduler's events (Gardener's recorder name).
+const EventComponent = "shoot-scheduler"
 
-// DefaultSchedulerName is the spec.schedulerName of shoots this scheduler places (as Gardener's); an empty one means
-// it too. Shoots naming another scheduler are left to it.
-const DefaultSchedulerName = "default-scheduler"
-
-// Source gives the scheduler the store's collections; *api.Registry is one.
-type Source interface {
-	Collection(gr schema.GroupResource) (*store.Collection, bool)
-}
-
-// Config configures a Scheduler.
+// Config configures the scheduler.
 type Config struct {
-	Source Source
-	// Resync is how often every unscheduled shoot is looked at again besides the changes watched (default 30 s),
-	// a safety net for a watch that ended.
-	Resync time.Duration
-	Log    *slog.Logger
+	Source controller.Collections
+	// Workers is how many shoots are scheduled at once (SchedulerConfiguration
+	// schedulers.shoot.concurrentSyncs; default 5).
+	Workers int
+	// Strategy is schedulers.shoot.candidateDeterminationStrategy: StrategySameRegion (default) or
+	// StrategyMinimalDistance.
+	Strategy string
+	// RetryMin and RetryMax bound the exponential backoff of a shoot that could not be scheduled (the controller
+	// framework's defaults: 500 ms and 5 min). Changes that may make it schedulable retry it at once anyway.
+	RetryMin, RetryMax time.Duration
+	// Clock is the scheduler's clock (default real): backoff, lastOperation and event times.
+	Clock clock.WithTicker
+	Log   *slog.Logger
 }
 
-// Scheduler places unscheduled shoots on seeds. Run it in the leader only: two schedulers would not place a shoot
-// twice (the update is a compare-and-swap) but could spread shoots unevenly.
-type Scheduler struct {
-	cfg Config
+// Validate reports what is wrong with a Config.
+func (c *Config) Validate() error {
+	var errs []error
+	if c.Source == nil {
+		errs = append(errs, errors.New("source is required"))
+	}
+	if c.Strategy != "" && c.Strategy != StrategySameRegion && c.Strategy != StrategyMinimalDistance {
+		errs = append(errs, fmt.Errorf("strategy %q is not one of %s, %s", c.Strategy, StrategySameRegion, StrategyMinimalDistance))
+	}
+	if c.Workers < 0 {
+		errs = append(errs, fmt.Errorf("workers must not be negative, got %d", c.Workers))
+	}
+	return errors.Join(errs...)
 }
 
-// New returns a scheduler for cfg.
-func New(cfg Config) *Scheduler {
-	if cfg.Resync <= 0 {
-		cfg.Resync = 30 * time.Second
+// Controllers are the shoot scheduler of the hub's leader: the scheduling controller, which binds every shoot that
+// waits for a seed, and the landscape controller, which retries all waiting shoots at once when something that may
+// make them schedulable changed. Create them with New and run them with Run, once.
+type Controllers struct {
+	usage               *usage
+	events              *eventSink
+	schedule, landscape *controller.Controller
+}
+
+// collections are the store collections the scheduler reads and writes.
+type collections struct {
+	shoots, seeds, cloudProfiles, namespacedCloudProfiles, configMaps, events *store.Collection
+}
+
+func openCollections(src controller.Collections) (*collections, error) {
+	c := &collections{}
+	if err := controller.OpenCollections(src, "scheduler", map[schema.GroupResource]**store.Collection{
+		{Group: "core.gardener.cloud", Resource: "shoots"}:                  &c.shoots,
+		{Group: "core.gardener.cloud", Resource: "seeds"}:                   &c.seeds,
+		{Group: "core.gardener.cloud", Resource: "cloudprofiles"}:           &c.cloudProfiles,
+		{Group: "core.gardener.cloud", Resource: "namespacedcloudprofiles"}: &c.namespacedCloudProfiles,
+		{Resource: "configmaps"}:                                            &c.configMaps,
+		{Resource: "events"}:                                                &c.events,
+	}); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// landscapeKey is the one key of the landscape controller: changes coalesce into one retry of all waiting shoots.
+var landscapeKey = controller.Key{Name: "landscape"}
+
+// New returns the scheduler for cfg.
+func New(cfg Config) (*Controllers, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("scheduler: %w", err)
+	}
+	if cfg.Workers == 0 {
+		cfg.Workers = 5
+	}
+	if cfg.Strategy == "" {
+		cfg.Strategy = StrategySameRegion
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
 	}
 	if cfg.Log == nil {
-		cfg.Log = slog.Default()
+		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	return &Scheduler{cfg: cfg}
+	c, err := openCollections(cfg.Source)
+	if err != nil {
+		return nil, err
+	}
+	log := cfg.Log.With("controller", "shoot-scheduler")
+	u := newUsage(c.shoots, cfg.Clock, log)
+	events := newEventSink(&controller.Recorder{Events: c.events, Component: EventComponent, Clock: cfg.Clock, Log: log}, cfg.Workers, log)
+	schedule, err := controller.New(controller.Config{
+		Name: "shoot-scheduler", Workers: cfg.Workers, RetryMin: cfg.RetryMin, RetryMax: cfg.RetryMax,
+		Clock: cfg.Clock, Log: cfg.Log,
+		Reconciler: &reconciler{c: c, strategy: cfg.Strategy, usage: u, clock: cfg.Clock, log: log, events: events},
+		Sources:    []controller.Source{{Collection: c.shoots, Map: pendingShoot, Digest: shootDigest}},
+	})
+	if err != nil {
+		return nil, err
+	}
+	toLandscape := func(store.Object) []controller.Key { return []controller.Key{landscapeKey} }
+	landscape, err := controller.New(controller.Config{
+		Name: "shoot-scheduler-landscape", Clock: cfg.Clock, Log: cfg.Log,
+		Reconciler: controller.ReconcilerFunc(func(ctx context.Context, _ controller.Key) (controller.Result, error) {
+			if err := u.wait(ctx); err != nil {
+				return controller.Result{}, err
+			}
+			for _, k := range u.pending() {
+				schedule.Enqueue(k)
+			}
+			return controller.Result{}, nil
+		}),
+		Sources: []controller.Source{
+			{Collection: c.seeds, Map: toLandscape, Digest: seedDigest},
+			{Collection: c.cloudProfiles, Map: toLandscape, Digest: func(o store.Object) string {
+				return hash(o.(*corev1beta1.CloudProfile).GetSpec().GetSeedSelector())
+			}},
+			{Collection: c.namespacedCloudProfiles, Map: toLandscape, Digest: func(o store.Object) string {
+				return hash(o.(*corev1beta1.NamespacedCloudProfile).GetStatus().GetCloudProfileSpec().GetSeedSelector())
+			}},
+			{Collection: c.configMaps, Map: func(o store.Object) []controller.Key {
+				if isRegionConfig(o.(*kcorev1.ConfigMap)) {
+					return []controller.Key{landscapeKey}
+				}
+				return nil
+			}, Digest: func(o store.Object) string {
+				cm := o.(*kcorev1.ConfigMap)
+				if !isRegionConfig(cm) {
+					return ""
+				}
+				return hash(&kcorev1.ConfigMap{Data: cm.GetData(), Metadata: &metav1.ObjectMeta{Annotations: cm.GetMetadata().GetAnnotations()}})
+			}},
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	// A seed that lost a shoot has room again: retry the waiting shoots (coalesced with other changes).
+	u.freed = func() { landscape.Enqueue(landscapeKey) }
+	return &Controllers{usage: u, events: events, schedule: schedule, landscape: landscape}, nil
 }
 
-// Run places shoots until ctx ends: once at the start, after every change of a shoot that needs a seed, whenever a
-// seed becomes usable (new, or turned ready), and every resync period. Passes are coalesced, so a burst of changes
-// costs one; the seeds' routine status writes (heartbeat conditions) cost none.
-func (s *Scheduler) Run(ctx context.Context) error {
-	shoots, seeds, err := s.collections()
-	if err != nil {
-		return err
-	}
-	wake := make(chan struct{}, 1)
-	poke := func() {
-		select {
-		case wake <- struct{}{}:
-		default:
-		}
-	}
+// Run schedules shoots until ctx ends.
+func (c *Controllers) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
-	defer wg.Wait()
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	wg.Add(2)
-	go func() {
-		defer wg.Done()
-		s.follow(ctx, shoots, func(ev store.Event) bool {
-			return ev.Type != store.Deleted && needsSeed(ev.Object.(*corev1beta1.Shoot))
-		}, poke)
-	}()
-	go func() {
-		defer wg.Done()
-		wasUsable := map[string]bool{} // owned by this goroutine
-		s.follow(ctx, seeds, func(ev store.Event) bool {
-			name := ev.Object.GetMetadata().GetName()
-			if ev.Type == store.Deleted {
-				delete(wasUsable, name)
-				return false
-			}
-			now := usable(ev.Object.(*corev1beta1.Seed))
-			became := now && !wasUsable[name]
-			wasUsable[name] = now
-			return became
-		}, poke)
-	}()
-	t := time.NewTicker(s.cfg.Resync)
-	defer t.Stop()
-	poke()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-wake:
-		case <-t.C:
-		}
-		if _, err := s.Schedule(ctx); err != nil && ctx.Err() == nil {
-			s.cfg.Log.Warn("scheduling pass failed", "err", err)
-		}
-	}
+	wg.Go(func() { c.usage.run(ctx) })
+	wg.Go(func() { c.events.run(ctx) })
+	wg.Go(func() { _ = c.schedule.Run(ctx) })
+	wg.Go(func() { _ = c.landscape.Run(ctx) })
+	wg.Wait()
+	return nil
 }
 
-func (s *Scheduler) collections() (shoots, seeds *store.Collection, err error) {
-	if s.cfg.Source == nil {
-		return nil, nil, errors.New("scheduler: no source")
+// pendingShoot maps a shoot to its own key while it waits for this scheduler (Gardener's predicates), else to none.
+func pendingShoot(o store.Object) []controller.Key {
+	if Pending(o.(*corev1beta1.Shoot)) {
+		return []controller.Key{keyOf(o)}
 	}
-	shoots, ok1 := s.cfg.Source.Collection(shootsResource)
-	seeds, ok2 := s.cfg.Source.Collection(seedsResource)
-	if !ok1 || !ok2 {
-		return nil, nil, errors.New("scheduler: shoots or seeds are not served")
-	}
-	return shoots, seeds, nil
+	return nil
 }
 
-// follow watches c and pokes for every event that matters, until ctx ends; a watch that ends (too slow, expired) is
-// started again and pokes once, since changes may have been missed.
-func (s *Scheduler) follow(ctx context.Context, c *store.Collection, matters func(store.Event) bool, poke func()) {
-	for ctx.Err() == nil {
-		w, err := c.Watch(ctx, "", store.WatchOptions{})
-		if err != nil {
-			s.cfg.Log.Warn("scheduler: watch failed", "resource", c.Resource().Resource, "err", err)
-			select {
-			case <-ctx.Done():
-			case <-time.After(time.Second):
-			}
-			continue
-		}
-		for ev := range w.Events() {
-			if ev.Object != nil && ev.Type != store.Bookmark && ev.Type != store.Error && matters(ev) {
-				poke()
-			}
-		}
-		w.Stop()
-		poke()
-	}
+// shootDigest is what of a shoot starts a new scheduling attempt: its spec (metadata.generation moves with every
+// spec change, as Gardener's ShootSpecChangedPredicate asks) and its deletion. Status writes, the scheduler's own
+// lastOperation among them, do not.
+func shootDigest(o store.Object) string {
+	return fmt.Sprintf("%d|%t", o.GetMetadata().GetGeneration(), o.GetMetadata().GetDeletionTimestamp() != nil)
 }
 
-// needsSeed reports whether a shoot is this scheduler's to place: no spec.seedName, not being deleted, and the
-// default scheduler's.
-func needsSeed(s *corev1beta1.Shoot) bool {
-	name := s.GetSpec().GetSchedulerName()
-	return s.GetSpec().GetSeedName() == "" && s.GetMetadata().GetDeletionTimestamp() == nil &&
-		(name == "" || name == DefaultSchedulerName)
+// seedDigest is what of a seed a scheduling decision reads: labels, spec, deletion, the readiness conditions'
+// statuses and the allocatable shoots; heartbeats that only move condition times change nothing.
+func seedDigest(o store.Object) string {
+	s := o.(*corev1beta1.Seed)
+	var b strings.Builder
+	b.WriteString(hash(s.GetSpec()))
+	for _, k := range slices.Sorted(maps.Keys(s.GetMetadata().GetLabels())) {
+		b.WriteString("|" + k + "=" + s.GetMetadata().GetLabels()[k])
+	}
+	fmt.Fprintf(&b, "|%t|%s|%s|%s", s.GetMetadata().GetDeletionTimestamp() != nil, conditionStatus(s, ConditionGardenletReady),
+		conditionStatus(s, ConditionBackupBucketsReady), s.GetStatus().GetAllocatable()[ResourceShoots])
+	return b.String()
 }
 
-// Schedule makes one pass: every shoot that needs a seed gets one if a candidate exists. It returns how many shoots
-// it placed; a shoot without a candidate is left for a later pass.
-func (s *Scheduler) Schedule(ctx context.Context) (int, error) {
-	shoots, seeds, err := s.collections()
-	if err != nil {
-		return 0, err
-	}
-	res, err := shoots.List(ctx, "", store.ListOptions{})
-	if err != nil {
-		return 0, fmt.Errorf("list shoots: %w", err)
-	}
-	var pending []*corev1beta1.Shoot
-	load := map[string]int{}
-	for _, obj := range res.Items {
-		sh := obj.(*corev1beta1.Shoot)
-		if needsSeed(sh) {
-			pending = append(pending, sh)
-		}
-		spec, status := sh.GetSpec().GetSeedName(), sh.GetStatus().GetSeedName()
-		if spec != "" {
-			load[spec]++
-		}
-		if status != "" && status != spec {
-			load[status]++
-		}
-	}
-	if len(pending) == 0 {
-		return 0, nil
-	}
-	sres, err := seeds.List(ctx, "", store.ListOptions{})
-	if err != nil {
-		return 0, fmt.Errorf("list seeds: %w", err)
-	}
-	var candidates []*corev1beta1.Seed
-	for _, obj := range sres.Items {
-		if seed := obj.(*corev1beta1.Seed); usable(seed) {
-			candidates = append(candidates, seed)
-		}
-	}
-	placed := 0
-	var errs []error
-	for _, sh := range pending {
-		seed := Pick(sh, candidates, load)
-		if seed == "" {
-			s.cfg.Log.Debug("no seed for shoot", "namespace", sh.GetMetadata().GetNamespace(), "shoot", sh.GetMetadata().GetName())
-			continue
-		}
-		ok, err := s.bind(ctx, shoots, sh, seed)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		if ok {
-			load[seed]++
-			placed++
-			s.cfg.Log.Info("placed shoot", "namespace", sh.GetMetadata().GetNamespace(), "shoot", sh.GetMetadata().GetName(), "seed", seed)
-		}
-	}
-	return placed, errors.Join(errs...)
+func isRegionConfig(cm *kcorev1.ConfigMap) bool {
+	return cm.GetMetadata().GetNamespace() == GardenNamespace &&
+		cm.GetMetadata().GetLabels()[LabelSchedulingPurpose] == SchedulingPurposeRegionConfig
 }
 
-// usable reports whether a seed may take shoots: not being deleted, GardenletReady True.
-func usable(seed *corev1beta1.Seed) bool {
-	if seed.GetMetadata().GetDeletionTimestamp() != nil {
-		return false
-	}
-	for _, c := range seed.GetStatus().GetConditions() {
-		if c.GetType() == "GardenletReady" {
-			return c.GetStatus() == "True"
-		}
-	}
-	return false
-}
-
-// Pick returns the seed for a shoot among usable seeds ("" when there is none), given how many shoots each seed
-// has: seeds of the shoot's provider type (any seed when none has it), then those of the shoot's region if there
-// are any, then the fewest shoots, then the smallest name.
-func Pick(sh *corev1beta1.Shoot, seeds []*corev1beta1.Seed, load map[string]int) string {
-	pool := prefer(seeds, func(seed *corev1beta1.Seed) bool {
-		return seed.GetSpec().GetProvider().GetType() == sh.GetSpec().GetProvider().GetType()
-	})
-	pool = prefer(pool, func(seed *corev1beta1.Seed) bool {
-		return seed.GetSpec().GetProvider().GetRegion() == sh.GetSpec().GetRegion()
-	})
-	if len(pool) == 0 {
-		return ""
-	}
-	best := slices.MinFunc(pool, func(a, b *corev1beta1.Seed) int {
-		return cmp.Or(cmp.Compare(load[a.GetMetadata().GetName()], load[b.GetMetadata().GetName()]),
-			cmp.Compare(a.GetMetadata().GetName(), b.GetMetadata().GetName()))
-	})
-	return best.GetMetadata().GetName()
-}
-
-// prefer returns the seeds that match, or all seeds when none does.
-func prefer(seeds []*corev1beta1.Seed, match func(*corev1beta1.Seed) bool) []*corev1beta1.Seed {
-	var out []*corev1beta1.Seed
-	for _, seed := range seeds {
-		if match(seed) {
-			out = append(out, seed)
-		}
-	}
-	if len(out) == 0 {
-		return seeds
-	}
-	return out
-}
-
-// maxBindAttempts bounds the retries of a placement that conflicts with other writes of the shoot.
-const maxBindAttempts = 5
-
-// bind sets spec.seedName of sh with an update carrying sh's resourceVersion; on a conflict it reads the shoot again
-// and retries while it still needs a seed. It reports whether it placed the shoot.
-func (s *Scheduler) bind(ctx context.Context, shoots *store.Collection, sh *corev1beta1.Shoot, seed string) (bool, error) {
-	md := sh.GetMetadata()
-	for range maxBindAttempts {
-		next := proto.Clone(sh).(*corev1beta1.Shoot)
-		if next.Spec == nil {
-			next.Spec = &corev1beta1.ShootSpec{}
-		}
-		next.Spec.SeedName = proto.String(seed)
-		_, err := shoots.Update(ctx, next)
-		switch {
-		case err == nil:
-			return true, nil
-		case apierrors.IsNotFound(err):
-			return false, nil
-		case !apierrors.IsConflict(err):
-			return false, fmt.Errorf("place shoot %s/%s on seed %s: %w", md.GetNamespace(), md.GetName(), seed, err)
-		}
-		cur, err := shoots.Get(ctx, md.GetNamespace(), md.GetName())
-		if apierrors.IsNotFound(err) {
-			return false, nil
-		}
-		if err != nil {
-			return false, fmt.Errorf("read shoot %s/%s: %w", md.GetNamespace(), md.GetName(), err)
-		}
-		if sh = cur.(*corev1beta1.Shoot); !needsSeed(sh) {
-			return false, nil
-		}
-	}
-	return false, fmt.Errorf("place shoot %s/%s on seed %s: still conflicting after %d attempts", md.GetNamespace(), md.GetName(), seed, maxBindAttempts)
+// hash is a digest of a message's deterministic encoding.
+func hash(m proto.Message) string {
+	b, _ := proto.MarshalOptions{Deterministic: true}.Marshal(m)
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:12])
 }

@@ -211,10 +211,21 @@ func (w *faultWorld) createShoot(ctx context.Context, name, seed string) error {
 		return err
 	}
 	owner := proto.Clone(s).(*corev1beta1.Shoot)
-	s.Status = &corev1beta1.ShootStatus{SeedName: proto.String(seed), LastOperation: operation(opCreate)}
-	a = w.log.begin(key, stateOf(s))
-	s, err = w.shootsAPI.UpdateStatus(ctx, s)
-	w.log.finish(key, a, s, err)
+	// The hub's controllers write new shoots too (the status label): a conflict is retried on the current state.
+	for attempt := 0; ; attempt++ {
+		s.Status = &corev1beta1.ShootStatus{SeedName: proto.String(seed), LastOperation: operation(opCreate)}
+		a = w.log.begin(key, stateOf(s))
+		var out *corev1beta1.Shoot
+		out, err = w.shootsAPI.UpdateStatus(ctx, s)
+		w.log.finish(key, a, out, err)
+		if status.Code(err) != codes.Aborted || attempt == 5 {
+			break
+		}
+		if s, err = w.shootsAPI.Get(ctx, &metav1.GetRequest{Namespace: faultNamespace, Name: name}); err != nil {
+			return fmt.Errorf("status: %w", err)
+		}
+		w.log.observe(s)
+	}
 	if err != nil {
 		return fmt.Errorf("status: %w", err)
 	}

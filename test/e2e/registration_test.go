@@ -220,6 +220,9 @@ func TestExtensionRegistration(t *testing.T) {
 		}
 	}
 	shoot["metadata"].(map[string]any)["name"] = "e2e"
+	// The seed's provider is not the shoot's: the scheduler would not place it there (as Gardener's, unless the
+	// CloudProfile's seedSelector.providerTypes allows it), so the shoot names its seed.
+	shoot["spec"].(map[string]any)["seedName"] = seed
 	if err := l.RegisterProviderLocal(ctx, landscape.DefaultProviderLocalValues()); err != nil {
 		t.Fatal(err)
 	}

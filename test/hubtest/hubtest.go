@@ -32,6 +32,17 @@ type Hub struct {
 	HTTP    *http.Client
 }
 
+// WithoutControllers disables controller-manager loops by name, for tests of the API that a loop writing the same
+// objects (the shoot-statuslabel controller labels every new shoot) would race with.
+func WithoutControllers(names ...string) func(*hub.Config) {
+	return func(c *hub.Config) {
+		c.Controllers = []string{"*"}
+		for _, n := range names {
+			c.Controllers = append(c.Controllers, "-"+n)
+		}
+	}
+}
+
 // Start runs a hub until the test ends. mutate may adjust the configuration.
 func Start(t testing.TB, mutate ...func(*hub.Config)) *Hub {
 	t.Helper()

@@ -20,14 +20,9 @@ import (
 // DefaultMaxLifetime is Gardener's default of controllers.bastion.maxLifetime.
 const DefaultMaxLifetime = 24 * time.Hour
 
-// Source gives the controller the store's collections; *api.Registry is one.
-type Source interface {
-	Collection(gr schema.GroupResource) (*store.Collection, bool)
-}
-
 // Config configures the controller.
 type Config struct {
-	Source Source
+	Source controller.Collections
 	// Workers is controllers.bastion.concurrentSyncs (default 5).
 	Workers int
 	// MaxLifetime is controllers.bastion.maxLifetime (default 24h).
@@ -35,12 +30,6 @@ type Config struct {
 	// Clock is the controller's clock (default real).
 	Clock clock.WithTicker
 	Log   *slog.Logger
-}
-
-// Controller is the Bastion controller.
-type Controller struct {
-	ctrl *controller.Controller
-	r    *Reconciler
 }
 
 // Reconciler deletes Bastions that must go and says when to look at the others again.
@@ -51,8 +40,8 @@ type Reconciler struct {
 	Log              *slog.Logger
 }
 
-// New returns the controller for cfg.
-func New(cfg Config) (*Controller, error) {
+// New returns the Bastion controller for cfg.
+func New(cfg Config) (*controller.Controller, error) {
 	if cfg.Source == nil {
 		return nil, errors.New("bastion: no source")
 	}
@@ -68,13 +57,14 @@ func New(cfg Config) (*Controller, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	bastions, ok1 := cfg.Source.Collection(schema.GroupResource{Group: "operations.gardener.cloud", Resource: "bastions"})
-	shoots, ok2 := cfg.Source.Collection(schema.GroupResource{Group: "core.gardener.cloud", Resource: "shoots"})
-	if !ok1 || !ok2 {
-		return nil, errors.New("bastion: bastions or shoots are not served")
+	var bastions, shoots *store.Collection
+	if err := controller.OpenCollections(cfg.Source, "bastion", map[schema.GroupResource]**store.Collection{
+		{Group: "operations.gardener.cloud", Resource: "bastions"}: &bastions, {Group: "core.gardener.cloud", Resource: "shoots"}: &shoots,
+	}); err != nil {
+		return nil, err
 	}
 	r := &Reconciler{Bastions: bastions, Shoots: shoots, MaxLifetime: cfg.MaxLifetime, Clock: cfg.Clock, Log: cfg.Log.With("controller", "bastion")}
-	ctrl, err := controller.New(controller.Config{Name: "bastion", Reconciler: r, Workers: cfg.Workers, Clock: cfg.Clock, Log: cfg.Log,
+	return controller.New(controller.Config{Name: "bastion", Reconciler: r, Workers: cfg.Workers, Clock: cfg.Clock, Log: cfg.Log,
 		Sources: []controller.Source{
 			{Collection: bastions, Digest: func(o store.Object) string {
 				b := o.(*operationsv1alpha1.Bastion)
@@ -87,14 +77,7 @@ func New(cfg Config) (*Controller, error) {
 					return fmt.Sprintf("%s|%t", s.GetSpec().GetSeedName(), s.GetMetadata().GetDeletionTimestamp() != nil)
 				}},
 		}})
-	if err != nil {
-		return nil, err
-	}
-	return &Controller{ctrl: ctrl, r: r}, nil
 }
-
-// Run runs the controller until ctx ends.
-func (c *Controller) Run(ctx context.Context) error { return c.ctrl.Run(ctx) }
 
 // bastionsOf are the keys of the bastions of a shoot.
 func (r *Reconciler) bastionsOf(s *corev1beta1.Shoot) []controller.Key {

@@ -5,18 +5,16 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/trellis-dev/trellis/hub/api"
 	"github.com/trellis-dev/trellis/hub/controller"
 	"github.com/trellis-dev/trellis/hub/controller/bastion"
+	"github.com/trellis-dev/trellis/hub/controller/controllertest"
 	"github.com/trellis-dev/trellis/hub/store"
-	"github.com/trellis-dev/trellis/hub/store/storetest"
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
 	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
 	operationsv1alpha1 "github.com/trellis-dev/trellis/proto/gen/trellis/operations/v1alpha1"
@@ -24,12 +22,9 @@ import (
 
 func collections(t *testing.T) (bastions, shoots *store.Collection, reg *api.Registry) {
 	t.Helper()
-	reg, err := api.NewRegistry(context.Background(), storetest.NewStore(t), grpc.NewServer())
-	if err != nil {
-		t.Fatal(err)
-	}
-	bastions, _ = reg.Collection(schema.GroupResource{Group: "operations.gardener.cloud", Resource: "bastions"})
-	shoots, _ = reg.Collection(schema.GroupResource{Group: "core.gardener.cloud", Resource: "shoots"})
+	reg = controllertest.NewRegistry(t)
+	bastions = controllertest.Collection(t, reg, "operations.gardener.cloud", "bastions")
+	shoots = controllertest.Collection(t, reg, "core.gardener.cloud", "shoots")
 	return bastions, shoots, reg
 }
 
@@ -77,19 +72,12 @@ func TestRules(t *testing.T) {
 				if tc.deleteShoot {
 					tc.shoot.Metadata.Finalizers = []string{"gardener"}
 				}
-				if _, err := shoots.Create(ctx, tc.shoot); err != nil {
-					t.Fatal(err)
-				}
+				controllertest.Create(t, shoots, tc.shoot)
 				if tc.deleteShoot {
-					if _, _, err := shoots.Delete(ctx, "garden-dev", "s", nil); err != nil {
-						t.Fatal(err)
-					}
+					controllertest.Delete(t, shoots, "garden-dev", "s")
 				}
 			}
-			created, err := bastions.Create(ctx, tc.bastion)
-			if err != nil {
-				t.Fatal(err)
-			}
+			created := controllertest.Create(t, bastions, tc.bastion)
 			// The clock starts at the bastion's creation, to the second, as the store stamps it.
 			clk := clocktesting.NewFakePassiveClock(created.GetMetadata().GetCreationTimestamp().AsTime().Add(tc.at))
 			r := &bastion.Reconciler{Bastions: bastions, Shoots: shoots, MaxLifetime: maxLifetime, Clock: clk}
@@ -120,55 +108,33 @@ func TestControllerDeletesOnTheClock(t *testing.T) {
 	ctx := context.Background()
 	bastions, shoots, reg := collections(t)
 	for _, n := range []string{"s", "s2"} {
-		if _, err := shoots.Create(ctx, newShoot(n, "seed-1")); err != nil {
-			t.Fatal(err)
-		}
+		controllertest.Create(t, shoots, newShoot(n, "seed-1"))
 	}
-	if _, err := bastions.Create(ctx, newBastion("lifetime", "s", "seed-1", d(1000*time.Hour))); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := bastions.Create(ctx, newBastion("moved", "s2", "seed-1", d(1000*time.Hour))); err != nil {
-		t.Fatal(err)
-	}
+	controllertest.Create(t, bastions, newBastion("lifetime", "s", "seed-1", d(1000*time.Hour)))
+	controllertest.Create(t, bastions, newBastion("moved", "s2", "seed-1", d(1000*time.Hour)))
 	clk := clocktesting.NewFakeClock(time.Now())
 	c, err := bastion.New(bastion.Config{Source: reg, MaxLifetime: time.Hour, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}
-	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() { _ = c.Run(runCtx); close(done) }()
-	defer func() { cancel(); <-done }()
+	defer controllertest.Start(t, c)()
 	deleted := func(name string) bool {
 		o, err := bastions.Get(ctx, "garden-dev", name)
 		return apierrors.IsNotFound(err) || (err == nil && o.GetMetadata().GetDeletionTimestamp() != nil)
 	}
-	wait := func(what string, cond func() bool) {
-		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for !cond() {
-			if time.Now().After(deadline) {
-				t.Fatalf("timed out waiting for %s", what)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
 	// Both are looked at and kept; then the clock passes the maximum lifetime of one hour.
-	wait("the requeue timers", func() bool { return clk.Waiters() >= 2 })
+	controllertest.Eventually(t, "the requeue timers", func() bool { return clk.Waiters() >= 2 })
 	if deleted("lifetime") || deleted("moved") {
 		t.Fatal("a bastion was deleted before its time")
 	}
 	// The shoot of one moves to another seed: its bastion goes at once.
-	if _, err := shoots.GuaranteedUpdate(ctx, "garden-dev", "s2", false, func(cur store.Object) (store.Object, error) {
-		cur.(*corev1beta1.Shoot).Spec.SeedName = proto.String("seed-2")
-		return cur, nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	wait("the bastion of the moved shoot to be deleted", func() bool { return deleted("moved") })
+	controllertest.Update(t, shoots, "garden-dev", "s2", false, func(cur *corev1beta1.Shoot) {
+		cur.Spec.SeedName = proto.String("seed-2")
+	})
+	controllertest.Eventually(t, "the bastion of the moved shoot to be deleted", func() bool { return deleted("moved") })
 	if deleted("lifetime") {
 		t.Fatal("the other bastion was deleted before its maximum lifetime")
 	}
 	clk.Step(time.Hour + 2*time.Second)
-	wait("the bastion past its maximum lifetime to be deleted", func() bool { return deleted("lifetime") })
+	controllertest.Eventually(t, "the bastion past its maximum lifetime to be deleted", func() bool { return deleted("lifetime") })
 }

@@ -6,13 +6,11 @@ import (
 	"log/slog"
 	"testing"
 
-	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/trellis-dev/trellis/hub/api"
 	"github.com/trellis-dev/trellis/hub/controller"
+	"github.com/trellis-dev/trellis/hub/controller/controllertest"
 	"github.com/trellis-dev/trellis/hub/store"
-	"github.com/trellis-dev/trellis/hub/store/storetest"
 	corev1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1"
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
 	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
@@ -27,20 +25,11 @@ func BenchmarkSeedReconcile(b *testing.B) {
 	for _, perSeed := range []int{10, 100, 1000} {
 		b.Run(fmt.Sprintf("shoots=%d", perSeed), func(b *testing.B) {
 			ctx := context.Background()
-			st := storetest.NewStore(b)
-			reg, err := api.NewRegistry(ctx, st, grpc.NewServer())
+			c, err := openCollections(controllertest.NewRegistry(b))
 			if err != nil {
 				b.Fatal(err)
 			}
-			c, err := openCollections(reg)
-			if err != nil {
-				b.Fatal(err)
-			}
-			create := func(col *store.Collection, obj store.Object) {
-				if _, err := col.Create(ctx, obj); err != nil {
-					b.Fatal(err)
-				}
-			}
+			create := func(col *store.Collection, obj store.Object) { controllertest.Create(b, col, obj) }
 			create(c.deployments, &corev1.ControllerDeployment{Metadata: &metav1.ObjectMeta{Name: "provider-aws"},
 				Helm: &corev1.HelmControllerDeployment{RawChart: []byte("chart")}})
 			create(c.registrations, &corev1beta1.ControllerRegistration{Metadata: &metav1.ObjectMeta{Name: "provider-aws"},

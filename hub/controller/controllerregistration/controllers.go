@@ -8,7 +8,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -30,14 +29,9 @@ const (
 	FinalizerControllerDeployment = "core.gardener.cloud/controllerdeployment"
 )
 
-// Source gives the controllers the store's collections; *api.Registry is one.
-type Source interface {
-	Collection(gr schema.GroupResource) (*store.Collection, bool)
-}
-
 // Config configures the controllers.
 type Config struct {
-	Source Source
+	Source controller.Collections
 	// Workers is how many seeds are reconciled at once (default 5, Gardener's concurrentSyncs).
 	Workers int
 	// Resync is how often every seed is reconciled besides the changes watched (default 5 min), a safety net.
@@ -45,13 +39,6 @@ type Config struct {
 	// Clock is the controllers' clock (default real).
 	Clock clock.WithTicker
 	Log   *slog.Logger
-}
-
-// Controllers are the ControllerRegistration controllers of the hub's leader: the seed reconciler, which keeps every
-// seed's ControllerInstallations in line with what it needs, and the finalizer protection of ControllerRegistrations,
-// ControllerDeployments and Seeds.
-type Controllers struct {
-	all []*controller.Controller
 }
 
 // collections are the store collections the controllers read and write.
@@ -63,30 +50,22 @@ func core(resource string) schema.GroupResource {
 	return schema.GroupResource{Group: "core.gardener.cloud", Resource: resource}
 }
 
-func openCollections(src Source) (*collections, error) {
+func openCollections(src controller.Collections) (*collections, error) {
 	c := &collections{}
-	var missing []string
-	for res, dst := range map[string]**store.Collection{
-		"seeds": &c.seeds, "shoots": &c.shoots, "controllerregistrations": &c.registrations,
-		"controllerdeployments": &c.deployments, "controllerinstallations": &c.installations,
-		"backupbuckets": &c.buckets, "backupentries": &c.entries,
-	} {
-		col, ok := src.Collection(core(res))
-		if !ok {
-			missing = append(missing, res)
-			continue
-		}
-		*dst = col
-	}
-	if len(missing) > 0 {
-		slices.Sort(missing)
-		return nil, fmt.Errorf("controllerregistration: not served: %s", strings.Join(missing, ", "))
+	if err := controller.OpenCollections(src, "controllerregistration", map[schema.GroupResource]**store.Collection{
+		core("seeds"): &c.seeds, core("shoots"): &c.shoots, core("controllerregistrations"): &c.registrations,
+		core("controllerdeployments"): &c.deployments, core("controllerinstallations"): &c.installations,
+		core("backupbuckets"): &c.buckets, core("backupentries"): &c.entries,
+	}); err != nil {
+		return nil, err
 	}
 	return c, nil
 }
 
-// New returns the controllers for cfg.
-func New(cfg Config) (*Controllers, error) {
+// New returns the ControllerRegistration controllers for cfg: the seed reconciler, which keeps every seed's
+// ControllerInstallations in line with what it needs, and the finalizer protection of ControllerRegistrations,
+// ControllerDeployments and Seeds.
+func New(cfg Config) (controller.Group, error) {
 	if cfg.Source == nil {
 		return nil, errors.New("controllerregistration: no source")
 	}
@@ -123,11 +102,11 @@ func New(cfg Config) (*Controllers, error) {
 			{Collection: c.installations, Map: seedOfInstallation, Digest: installationDigest},
 			{Collection: c.shoots, Map: seedsOfShoot, Digest: shootDigest},
 			{Collection: c.buckets, Map: func(o store.Object) []controller.Key {
-				return seedKeys(o.(*corev1beta1.BackupBucket).GetSpec().GetSeedName())
+				return controller.NameKeys(o.(*corev1beta1.BackupBucket).GetSpec().GetSeedName())
 			}, Digest: func(o store.Object) string { return o.(*corev1beta1.BackupBucket).GetSpec().GetProvider().GetType() }},
 			{Collection: c.entries, Map: func(o store.Object) []controller.Key {
 				e := o.(*corev1beta1.BackupEntry)
-				return seedKeys(e.GetSpec().GetSeedName(), e.GetStatus().GetSeedName())
+				return controller.NameKeys(e.GetSpec().GetSeedName(), e.GetStatus().GetSeedName())
 			}, Digest: func(o store.Object) string { return o.(*corev1beta1.BackupEntry).GetSpec().GetBucketName() }},
 		},
 	})
@@ -206,17 +185,7 @@ func New(cfg Config) (*Controllers, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Controllers{all: []*controller.Controller{main, registrationFinalizer, deploymentFinalizer, seedFinalizer}}, nil
-}
-
-// Run runs the controllers until ctx ends.
-func (cs *Controllers) Run(ctx context.Context) error {
-	var wg sync.WaitGroup
-	for _, c := range cs.all {
-		wg.Go(func() { _ = c.Run(ctx) })
-	}
-	wg.Wait()
-	return nil
+	return controller.Group{main, registrationFinalizer, deploymentFinalizer, seedFinalizer}, nil
 }
 
 // keysOf lists the keys of every object of c.
@@ -232,24 +201,13 @@ func keysOf(ctx context.Context, c *store.Collection) ([]controller.Key, error) 
 	return keys, nil
 }
 
-// seedKeys are the keys of the named seeds, without empty and repeated names.
-func seedKeys(names ...string) []controller.Key {
-	var keys []controller.Key
-	for _, n := range names {
-		if k := (controller.Key{Name: n}); n != "" && !slices.Contains(keys, k) {
-			keys = append(keys, k)
-		}
-	}
-	return keys
-}
-
 func seedOfInstallation(o store.Object) []controller.Key {
-	return seedKeys(o.(*corev1beta1.ControllerInstallation).GetSpec().GetSeedRef().GetName())
+	return controller.NameKeys(o.(*corev1beta1.ControllerInstallation).GetSpec().GetSeedRef().GetName())
 }
 
 func seedsOfShoot(o store.Object) []controller.Key {
 	s := o.(*corev1beta1.Shoot)
-	return seedKeys(s.GetSpec().GetSeedName(), s.GetStatus().GetSeedName())
+	return controller.NameKeys(s.GetSpec().GetSeedName(), s.GetStatus().GetSeedName())
 }
 
 func deploymentNames(cr *corev1beta1.ControllerRegistration) []string {

@@ -19,14 +19,9 @@ import (
 	kcorev1 "github.com/trellis-dev/trellis/proto/gen/trellis/kubernetes/core/v1"
 )
 
-// Source gives the controller the store's collections; *api.Registry is one.
-type Source interface {
-	Collection(gr schema.GroupResource) (*store.Collection, bool)
-}
-
 // Config configures the controller.
 type Config struct {
-	Source Source
+	Source controller.Collections
 	// Workers is controllers.event.concurrentSyncs (default 5).
 	Workers int
 	// TTL is controllers.event.ttlNonShootEvents (default 1h).
@@ -54,9 +49,9 @@ func New(cfg Config) (*controller.Controller, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
 	}
-	events, ok := cfg.Source.Collection(schema.GroupResource{Resource: "events"})
-	if !ok {
-		return nil, errors.New("event: events are not served")
+	var events *store.Collection
+	if err := controller.OpenCollections(cfg.Source, "event", map[schema.GroupResource]**store.Collection{{Resource: "events"}: &events}); err != nil {
+		return nil, err
 	}
 	return controller.New(controller.Config{Name: "event", Workers: cfg.Workers, Clock: cfg.Clock, Log: cfg.Log,
 		Reconciler: &Reconciler{Events: events, TTL: cfg.TTL, Clock: cfg.Clock},

@@ -5,34 +5,26 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
 	"google.golang.org/protobuf/types/known/timestamppb"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"github.com/trellis-dev/trellis/hub/api"
 	"github.com/trellis-dev/trellis/hub/controller"
+	"github.com/trellis-dev/trellis/hub/controller/controllertest"
 	"github.com/trellis-dev/trellis/hub/controller/event"
-	"github.com/trellis-dev/trellis/hub/store/storetest"
 	kcorev1 "github.com/trellis-dev/trellis/proto/gen/trellis/kubernetes/core/v1"
 	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
 )
 
 func TestTTL(t *testing.T) {
 	ctx := context.Background()
-	reg, err := api.NewRegistry(ctx, storetest.NewStore(t), grpc.NewServer())
-	if err != nil {
-		t.Fatal(err)
-	}
-	events, _ := reg.Collection(schema.GroupResource{Resource: "events"})
+	reg := controllertest.NewRegistry(t)
+	events := controllertest.Collection(t, reg, "", "events")
 	t0 := time.Now().Truncate(time.Second)
 	mk := func(name, apiVersion, kind string) {
-		if _, err := events.Create(ctx, &kcorev1.Event{Metadata: &metav1.ObjectMeta{Namespace: "garden-dev", Name: name},
+		controllertest.Create(t, events, &kcorev1.Event{Metadata: &metav1.ObjectMeta{Namespace: "garden-dev", Name: name},
 			InvolvedObject: &metav1.ObjectReference{ApiVersion: apiVersion, Kind: kind, Name: "x"}, Reason: "R",
-			LastTimestamp: timestamppb.New(t0)}); err != nil {
-			t.Fatal(err)
-		}
+			LastTimestamp: timestamppb.New(t0)})
 	}
 	mk("seed", "core.gardener.cloud/v1beta1", "Seed")
 	mk("shoot", "core.gardener.cloud/v1beta1", "Shoot")
@@ -70,27 +62,14 @@ func TestTTL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() { _ = c.Run(runCtx); close(done) }()
-	defer func() { cancel(); <-done }()
+	defer controllertest.Start(t, c)()
 	t0 = clk.Now().Truncate(time.Second)
 	mk("bastion", "operations.gardener.cloud/v1alpha1", "Bastion")
-	deadline := time.Now().Add(10 * time.Second)
-	for clk.Waiters() < 2 { // the queue's heartbeat and the event's requeue
-		if time.Now().After(deadline) {
-			t.Fatal("the controller set no timer for the event")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	// The queue's heartbeat and the event's requeue.
+	controllertest.Eventually(t, "the controller's timer for the event", func() bool { return clk.Waiters() >= 2 })
 	if !exists("bastion") {
 		t.Fatal("the event was deleted before its TTL")
 	}
 	clk.Step(time.Hour + time.Second)
-	for exists("bastion") {
-		if time.Now().After(deadline) {
-			t.Fatal("the event outlived its TTL")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	controllertest.Eventually(t, "the event to go after its TTL", func() bool { return !exists("bastion") })
 }

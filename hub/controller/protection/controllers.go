@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"sort"
 	"strings"
-	"sync"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/clock"
@@ -36,11 +34,6 @@ const (
 	LabelGardenRole = "gardener.cloud/role"
 )
 
-// Source gives the controllers the store's collections; *api.Registry is one.
-type Source interface {
-	Collection(gr schema.GroupResource) (*store.Collection, bool)
-}
-
 // Workers says how many objects each controller reconciles at once (Gardener's concurrentSyncs; 0: 5).
 type Workers struct {
 	CloudProfile, NamespacedCloudProfile, ExposureClass, Quota, SecretBinding, CredentialsBinding, ShootReference int
@@ -48,16 +41,11 @@ type Workers struct {
 
 // Config configures the controllers.
 type Config struct {
-	Source  Source
+	Source  controller.Collections
 	Workers Workers
 	// Clock is the controllers' clock (default real).
 	Clock clock.WithTicker
 	Log   *slog.Logger
-}
-
-// Controllers are the protection controllers. Create them with New and run them with Run.
-type Controllers struct {
-	all []*controller.Controller
 }
 
 // collections are the store collections the controllers use.
@@ -70,10 +58,9 @@ func gr(group, resource string) schema.GroupResource {
 	return schema.GroupResource{Group: group, Resource: resource}
 }
 
-func openCollections(src Source) (*collections, error) {
+func openCollections(src controller.Collections) (*collections, error) {
 	c := &collections{}
-	var missing []string
-	for res, dst := range map[schema.GroupResource]**store.Collection{
+	if err := controller.OpenCollections(src, "protection", map[schema.GroupResource]**store.Collection{
 		gr("core.gardener.cloud", "cloudprofiles"):           &c.cloudProfiles,
 		gr("core.gardener.cloud", "namespacedcloudprofiles"): &c.namespacedCloudProfiles,
 		gr("core.gardener.cloud", "exposureclasses"):         &c.exposureClasses,
@@ -85,23 +72,14 @@ func openCollections(src Source) (*collections, error) {
 		gr("", "configmaps"):                                 &c.configMaps,
 		gr("security.gardener.cloud", "workloadidentities"):  &c.workloadIdentities,
 		gr("", "events"):                                     &c.events,
-	} {
-		col, ok := src.Collection(res)
-		if !ok {
-			missing = append(missing, res.String())
-			continue
-		}
-		*dst = col
-	}
-	if len(missing) > 0 {
-		sort.Strings(missing)
-		return nil, fmt.Errorf("protection: not served: %s", strings.Join(missing, ", "))
+	}); err != nil {
+		return nil, err
 	}
 	return c, nil
 }
 
 // New returns the controllers for cfg.
-func New(cfg Config) (*Controllers, error) {
+func New(cfg Config) (controller.Group, error) {
 	if cfg.Source == nil {
 		return nil, errors.New("protection: no source")
 	}
@@ -115,7 +93,7 @@ func New(cfg Config) (*Controllers, error) {
 	log := cfg.Log.With("controller", "protection")
 	events := &controller.Recorder{Events: c.events, Component: "gardener-controller-manager", Clock: cfg.Clock, Log: log}
 	deletionOnly := func(store.Object) string { return "" } // users matter when they come and go
-	var all []*controller.Controller
+	var all controller.Group
 	add := func(cc controller.Config) error {
 		cc.Clock, cc.Log = cfg.Clock, cfg.Log
 		ctrl, err := controller.New(cc)
@@ -194,17 +172,7 @@ func New(cfg Config) (*Controllers, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	return &Controllers{all: all}, nil
-}
-
-// Run runs the controllers until ctx ends.
-func (cs *Controllers) Run(ctx context.Context) error {
-	var wg sync.WaitGroup
-	for _, c := range cs.all {
-		wg.Go(func() { _ = c.Run(ctx) })
-	}
-	wg.Wait()
-	return nil
+	return all, nil
 }
 
 // finalizerDigest: the finalizers and the deletion of the protected object.

@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -17,11 +15,6 @@ import (
 	"github.com/trellis-dev/trellis/hub/store"
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
 )
-
-// Source gives the controllers the store's collections; *api.Registry is one.
-type Source interface {
-	Collection(gr schema.GroupResource) (*store.Collection, bool)
-}
 
 // Check configures a check controller (Gardener's seedExtensionsCheck, seedBackupBucketsCheck).
 type Check struct {
@@ -34,7 +27,7 @@ type Check struct {
 
 // Config configures the controllers.
 type Config struct {
-	Source Source
+	Source controller.Collections
 	// Workers is controllers.seed.concurrentSyncs, for the secrets controller (default 5).
 	Workers                   int
 	BackupBuckets, Extensions Check
@@ -43,13 +36,8 @@ type Config struct {
 	Log   *slog.Logger
 }
 
-// Controllers are the Seed controllers.
-type Controllers struct {
-	all []*controller.Controller
-}
-
-// New returns the controllers for cfg.
-func New(cfg Config) (*Controllers, error) {
+// New returns the Seed controllers for cfg.
+func New(cfg Config) (controller.Group, error) {
 	if cfg.Source == nil {
 		return nil, errors.New("seed: no source")
 	}
@@ -64,24 +52,14 @@ func New(cfg Config) (*Controllers, error) {
 			c.SyncPeriod = 30 * time.Second
 		}
 	}
-	cols := map[string]*store.Collection{}
-	var missing []string
-	for name, gr := range map[string]schema.GroupResource{
-		"seeds": {Group: "core.gardener.cloud", Resource: "seeds"}, "backupbuckets": {Group: "core.gardener.cloud", Resource: "backupbuckets"},
-		"controllerinstallations": {Group: "core.gardener.cloud", Resource: "controllerinstallations"},
-		"namespaces":              {Resource: "namespaces"}, "secrets": {Resource: "secrets"},
-	} {
-		c, ok := cfg.Source.Collection(gr)
-		if !ok {
-			missing = append(missing, name)
-		}
-		cols[name] = c
+	var seeds, buckets, installations, namespaces, secrets *store.Collection
+	if err := controller.OpenCollections(cfg.Source, "seed", map[schema.GroupResource]**store.Collection{
+		{Group: "core.gardener.cloud", Resource: "seeds"}: &seeds, {Group: "core.gardener.cloud", Resource: "backupbuckets"}: &buckets,
+		{Group: "core.gardener.cloud", Resource: "controllerinstallations"}: &installations,
+		{Resource: "namespaces"}: &namespaces, {Resource: "secrets"}: &secrets,
+	}); err != nil {
+		return nil, err
 	}
-	if len(missing) > 0 {
-		sort.Strings(missing)
-		return nil, fmt.Errorf("seed: not served: %s", strings.Join(missing, ", "))
-	}
-	seeds := cols["seeds"]
 	log := cfg.Log.With("controller", "seed")
 	seedOf := func(name func(store.Object) string) func(store.Object) []controller.Key {
 		return func(o store.Object) []controller.Key {
@@ -104,12 +82,12 @@ func New(cfg Config) (*Controllers, error) {
 	}
 	// Seeds: only their creation and deletion matter to these controllers (the checks requeue themselves).
 	seedSource := controller.Source{Collection: seeds, Digest: func(o store.Object) string { return o.GetMetadata().GetUid() }}
-	var all []*controller.Controller
+	var all controller.Group
 	for _, cc := range []controller.Config{
 		{Name: "seed-secrets", Workers: cfg.Workers,
-			Reconciler: &secretsReconciler{seeds: seeds, namespaces: cols["namespaces"], secrets: cols["secrets"], log: log},
+			Reconciler: &secretsReconciler{seeds: seeds, namespaces: namespaces, secrets: secrets, log: log},
 			// A shared secret that changes concerns every seed.
-			Sources: []controller.Source{seedSource, {Collection: cols["secrets"], Map: func(o store.Object) []controller.Key {
+			Sources: []controller.Source{seedSource, {Collection: secrets, Map: func(o store.Object) []controller.Key {
 				if o.GetMetadata().GetNamespace() != GardenNamespace {
 					return nil
 				}
@@ -117,17 +95,17 @@ func New(cfg Config) (*Controllers, error) {
 				return keys
 			}}}},
 		{Name: "seed-backupbuckets-check", Workers: cfg.BackupBuckets.Workers,
-			Reconciler: &backupBucketsCheck{seeds: seeds, buckets: cols["backupbuckets"], syncPeriod: cfg.BackupBuckets.SyncPeriod,
+			Reconciler: &backupBucketsCheck{seeds: seeds, buckets: buckets, syncPeriod: cfg.BackupBuckets.SyncPeriod,
 				threshold: cfg.BackupBuckets.Threshold, clock: cfg.Clock},
-			Sources: []controller.Source{seedSource, {Collection: cols["backupbuckets"],
+			Sources: []controller.Source{seedSource, {Collection: buckets,
 				Map: seedOf(func(o store.Object) string { return o.(*corev1beta1.BackupBucket).GetSpec().GetSeedName() }),
 				Digest: func(o store.Object) string {
 					return fmt.Sprintf("%v", o.(*corev1beta1.BackupBucket).GetStatus().GetLastError())
 				}}}},
 		{Name: "seed-extensions-check", Workers: cfg.Extensions.Workers,
-			Reconciler: &extensionsCheck{seeds: seeds, installations: cols["controllerinstallations"], syncPeriod: cfg.Extensions.SyncPeriod,
+			Reconciler: &extensionsCheck{seeds: seeds, installations: installations, syncPeriod: cfg.Extensions.SyncPeriod,
 				threshold: cfg.Extensions.Threshold, clock: cfg.Clock},
-			Sources: []controller.Source{seedSource, {Collection: cols["controllerinstallations"],
+			Sources: []controller.Source{seedSource, {Collection: installations,
 				Map: seedOf(func(o store.Object) string {
 					return o.(*corev1beta1.ControllerInstallation).GetSpec().GetSeedRef().GetName()
 				}),
@@ -146,15 +124,5 @@ func New(cfg Config) (*Controllers, error) {
 		}
 		all = append(all, c)
 	}
-	return &Controllers{all: all}, nil
-}
-
-// Run runs the controllers until ctx ends.
-func (cs *Controllers) Run(ctx context.Context) error {
-	var wg sync.WaitGroup
-	for _, c := range cs.all {
-		wg.Go(func() { _ = c.Run(ctx) })
-	}
-	wg.Wait()
-	return nil
+	return all, nil
 }

@@ -6,38 +6,17 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"github.com/trellis-dev/trellis/hub/api"
 	"github.com/trellis-dev/trellis/hub/controller"
+	"github.com/trellis-dev/trellis/hub/controller/controllertest"
 	"github.com/trellis-dev/trellis/hub/store"
-	"github.com/trellis-dev/trellis/hub/store/storetest"
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
 	kcorev1 "github.com/trellis-dev/trellis/proto/gen/trellis/kubernetes/core/v1"
 	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
 )
-
-func registry(t *testing.T) *api.Registry {
-	t.Helper()
-	reg, err := api.NewRegistry(context.Background(), storetest.NewStore(t), grpc.NewServer())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return reg
-}
-
-func col(t *testing.T, reg *api.Registry, group, resource string) *store.Collection {
-	t.Helper()
-	c, ok := reg.Collection(schema.GroupResource{Group: group, Resource: resource})
-	if !ok {
-		t.Fatalf("%s not served", resource)
-	}
-	return c
-}
 
 func timestamppbAt(t time.Time) *timestamppb.Timestamp { return timestamppb.New(t) }
 
@@ -76,11 +55,10 @@ func TestProgressingOr(t *testing.T) {
 // threshold on the fake clock, False listing the bucket; no bucket turns it Unknown.
 func TestBackupBucketsCheck(t *testing.T) {
 	ctx := context.Background()
-	reg := registry(t)
-	seeds, buckets := col(t, reg, "core.gardener.cloud", "seeds"), col(t, reg, "core.gardener.cloud", "backupbuckets")
-	if _, err := seeds.Create(ctx, &corev1beta1.Seed{Metadata: &metav1.ObjectMeta{Name: "s"}, Spec: &corev1beta1.SeedSpec{Provider: &corev1beta1.SeedProvider{Type: "local"}}}); err != nil {
-		t.Fatal(err)
-	}
+	reg := controllertest.NewRegistry(t)
+	seeds := controllertest.Collection(t, reg, "core.gardener.cloud", "seeds")
+	buckets := controllertest.Collection(t, reg, "core.gardener.cloud", "backupbuckets")
+	controllertest.Create(t, seeds, &corev1beta1.Seed{Metadata: &metav1.ObjectMeta{Name: "s"}, Spec: &corev1beta1.SeedSpec{Provider: &corev1beta1.SeedProvider{Type: "local"}}})
 	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC))
 	r := &backupBucketsCheck{seeds: seeds, buckets: buckets, syncPeriod: 30 * time.Second, threshold: time.Minute, clock: clk}
 	check := func(wantStatus, wantReason string) *metav1.Condition {
@@ -100,17 +78,12 @@ func TestBackupBucketsCheck(t *testing.T) {
 		return c
 	}
 	check("Unknown", "BackupBucketsGone")
-	if _, err := buckets.Create(ctx, &corev1beta1.BackupBucket{Metadata: &metav1.ObjectMeta{Name: "b1"},
-		Spec: &corev1beta1.BackupBucketSpec{SeedName: proto.String("s"), Provider: &corev1beta1.BackupBucketProvider{Type: "local", Region: "r"}}}); err != nil {
-		t.Fatal(err)
-	}
+	controllertest.Create(t, buckets, &corev1beta1.BackupBucket{Metadata: &metav1.ObjectMeta{Name: "b1"},
+		Spec: &corev1beta1.BackupBucketSpec{SeedName: proto.String("s"), Provider: &corev1beta1.BackupBucketProvider{Type: "local", Region: "r"}}})
 	check("True", "BackupBucketsAvailable")
-	if _, err := buckets.GuaranteedUpdate(ctx, "", "b1", true, func(cur store.Object) (store.Object, error) {
-		cur.(*corev1beta1.BackupBucket).Status = &corev1beta1.BackupBucketStatus{LastError: &metav1.LastError{Description: "quota exceeded"}}
-		return cur, nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	controllertest.Update(t, buckets, "", "b1", true, func(cur *corev1beta1.BackupBucket) {
+		cur.Status = &corev1beta1.BackupBucketStatus{LastError: &metav1.LastError{Description: "quota exceeded"}}
+	})
 	check("Progressing", "BackupBucketsError")
 	clk.Step(30 * time.Second)
 	check("Progressing", "BackupBucketsError")
@@ -124,11 +97,10 @@ func TestBackupBucketsCheck(t *testing.T) {
 // TestExtensionsCheck: the worst installation decides, in Gardener's order (valid, installed, healthy, progressing).
 func TestExtensionsCheck(t *testing.T) {
 	ctx := context.Background()
-	reg := registry(t)
-	seeds, cis := col(t, reg, "core.gardener.cloud", "seeds"), col(t, reg, "core.gardener.cloud", "controllerinstallations")
-	if _, err := seeds.Create(ctx, &corev1beta1.Seed{Metadata: &metav1.ObjectMeta{Name: "s"}, Spec: &corev1beta1.SeedSpec{Provider: &corev1beta1.SeedProvider{Type: "local"}}}); err != nil {
-		t.Fatal(err)
-	}
+	reg := controllertest.NewRegistry(t)
+	seeds := controllertest.Collection(t, reg, "core.gardener.cloud", "seeds")
+	cis := controllertest.Collection(t, reg, "core.gardener.cloud", "controllerinstallations")
+	controllertest.Create(t, seeds, &corev1beta1.Seed{Metadata: &metav1.ObjectMeta{Name: "s"}, Spec: &corev1beta1.SeedSpec{Provider: &corev1beta1.SeedProvider{Type: "local"}}})
 	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC))
 	r := &extensionsCheck{seeds: seeds, installations: cis, syncPeriod: 30 * time.Second, clock: clk}
 	check := func(wantStatus, wantReason string) string {
@@ -149,19 +121,13 @@ func TestExtensionsCheck(t *testing.T) {
 	}
 	set := func(name string, conds ...*metav1.Condition) {
 		t.Helper()
-		_, err := cis.GuaranteedUpdate(ctx, "", name, true, func(cur store.Object) (store.Object, error) {
-			cur.(*corev1beta1.ControllerInstallation).Status = &corev1beta1.ControllerInstallationStatus{Conditions: conds}
-			return cur, nil
+		controllertest.Update(t, cis, "", name, true, func(cur *corev1beta1.ControllerInstallation) {
+			cur.Status = &corev1beta1.ControllerInstallationStatus{Conditions: conds}
 		})
-		if err != nil {
-			t.Fatal(err)
-		}
 	}
 	for _, n := range []string{"a", "b"} {
-		if _, err := cis.Create(ctx, &corev1beta1.ControllerInstallation{Metadata: &metav1.ObjectMeta{Name: n},
-			Spec: &corev1beta1.ControllerInstallationSpec{SeedRef: &metav1.ObjectReference{Name: "s"}, RegistrationRef: &metav1.ObjectReference{Name: n}}}); err != nil {
-			t.Fatal(err)
-		}
+		controllertest.Create(t, cis, &corev1beta1.ControllerInstallation{Metadata: &metav1.ObjectMeta{Name: n},
+			Spec: &corev1beta1.ControllerInstallationSpec{SeedRef: &metav1.ObjectReference{Name: "s"}, RegistrationRef: &metav1.ObjectReference{Name: n}}})
 	}
 	if msg := check("False", "NotAllExtensionsInstalled"); !strings.Contains(msg, "a: extension was not yet installed") {
 		t.Errorf("message %q", msg)
@@ -186,41 +152,24 @@ func TestExtensionsCheck(t *testing.T) {
 // and goes with the seed.
 func TestSecrets(t *testing.T) {
 	ctx := context.Background()
-	reg := registry(t)
-	seeds, namespaces, secrets := col(t, reg, "core.gardener.cloud", "seeds"), col(t, reg, "", "namespaces"), col(t, reg, "", "secrets")
+	reg := controllertest.NewRegistry(t)
+	seeds := controllertest.Collection(t, reg, "core.gardener.cloud", "seeds")
+	namespaces := controllertest.Collection(t, reg, "", "namespaces")
+	secrets := controllertest.Collection(t, reg, "", "secrets")
 	for _, ns := range []string{"garden"} {
-		if _, err := namespaces.Create(ctx, &kcorev1.Namespace{Metadata: &metav1.ObjectMeta{Name: ns}}); err != nil {
-			t.Fatal(err)
-		}
+		controllertest.Create(t, namespaces, &kcorev1.Namespace{Metadata: &metav1.ObjectMeta{Name: ns}})
 	}
 	shared := &kcorev1.Secret{Metadata: &metav1.ObjectMeta{Namespace: "garden", Name: "internal-domain", Labels: map[string]string{LabelGardenRole: "internal-domain"},
 		Annotations: map[string]string{"dns.gardener.cloud/domain": "internal.example.com"}}, Type: "Opaque", Data: map[string][]byte{"k": []byte("v1")}}
 	for _, s := range []*kcorev1.Secret{shared, {Metadata: &metav1.ObjectMeta{Namespace: "garden", Name: "private"}}} {
-		if _, err := secrets.Create(ctx, s); err != nil {
-			t.Fatal(err)
-		}
+		controllertest.Create(t, secrets, s)
 	}
-	if _, err := seeds.Create(ctx, &corev1beta1.Seed{Metadata: &metav1.ObjectMeta{Name: "s"}, Spec: &corev1beta1.SeedSpec{Provider: &corev1beta1.SeedProvider{Type: "local"}}}); err != nil {
-		t.Fatal(err)
-	}
+	controllertest.Create(t, seeds, &corev1beta1.Seed{Metadata: &metav1.ObjectMeta{Name: "s"}, Spec: &corev1beta1.SeedSpec{Provider: &corev1beta1.SeedProvider{Type: "local"}}})
 	cs, err := New(Config{Source: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
-	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() { _ = cs.Run(runCtx); close(done) }()
-	defer func() { cancel(); <-done }()
-	eventually := func(what string, cond func() bool) {
-		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for !cond() {
-			if time.Now().After(deadline) {
-				t.Fatalf("timed out waiting for %s", what)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
+	defer controllertest.Start(t, cs)()
 	copyOf := func(name string) *kcorev1.Secret {
 		o, err := secrets.Get(ctx, "seed-s", name)
 		if err != nil {
@@ -228,7 +177,7 @@ func TestSecrets(t *testing.T) {
 		}
 		return o.(*kcorev1.Secret)
 	}
-	eventually("the namespace and the copy", func() bool {
+	controllertest.Eventually(t, "the namespace and the copy", func() bool {
 		ns, err := namespaces.Get(ctx, "", "seed-s")
 		c := copyOf("internal-domain")
 		return err == nil && ns.GetMetadata().GetLabels()[LabelGardenRole] == "seed" && len(ns.GetMetadata().GetOwnerReferences()) == 1 &&
@@ -237,24 +186,16 @@ func TestSecrets(t *testing.T) {
 	if copyOf("private") != nil {
 		t.Error("an unlabelled garden secret was copied")
 	}
-	if _, err := secrets.GuaranteedUpdate(ctx, "garden", "internal-domain", false, func(cur store.Object) (store.Object, error) {
-		cur.(*kcorev1.Secret).Data["k"] = []byte("v2")
-		return cur, nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	eventually("the copy to follow", func() bool { c := copyOf("internal-domain"); return c != nil && string(c.GetData()["k"]) == "v2" })
-	if _, err := secrets.GuaranteedUpdate(ctx, "garden", "internal-domain", false, func(cur store.Object) (store.Object, error) {
+	controllertest.Update(t, secrets, "garden", "internal-domain", false, func(cur *kcorev1.Secret) {
+		cur.Data["k"] = []byte("v2")
+	})
+	controllertest.Eventually(t, "the copy to follow", func() bool { c := copyOf("internal-domain"); return c != nil && string(c.GetData()["k"]) == "v2" })
+	controllertest.Update(t, secrets, "garden", "internal-domain", false, func(cur store.Object) {
 		cur.GetMetadata().Labels = nil
-		return cur, nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	eventually("the copy of an unshared secret to go", func() bool { return copyOf("internal-domain") == nil })
-	if _, _, err := seeds.Delete(ctx, "", "s", nil); err != nil {
-		t.Fatal(err)
-	}
-	eventually("the namespace to go with the seed", func() bool {
+	})
+	controllertest.Eventually(t, "the copy of an unshared secret to go", func() bool { return copyOf("internal-domain") == nil })
+	controllertest.Delete(t, seeds, "", "s")
+	controllertest.Eventually(t, "the namespace to go with the seed", func() bool {
 		_, err := namespaces.Get(ctx, "", "seed-s")
 		return err != nil
 	})
