@@ -2,6 +2,7 @@ package admission
 
 import (
 	"context"
+	"fmt"
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -15,6 +16,37 @@ import (
 type Reader interface {
 	Get(ctx context.Context, gr schema.GroupResource, namespace, name string) (store.Object, error)
 	List(ctx context.Context, gr schema.GroupResource, namespace string) ([]store.Object, error)
+}
+
+// Collections gives the store's collections by resource; *api.Registry is one.
+type Collections interface {
+	Collection(gr schema.GroupResource) (*store.Collection, bool)
+}
+
+// CollectionsReader is the Reader over a source of collections, for the API server and the controllers that create
+// objects as the API server would.
+type CollectionsReader struct{ Source Collections }
+
+// Get reads an object of any served kind.
+func (r CollectionsReader) Get(ctx context.Context, gr schema.GroupResource, namespace, name string) (store.Object, error) {
+	c, ok := r.Source.Collection(gr)
+	if !ok {
+		return nil, fmt.Errorf("resource %s is not served", gr)
+	}
+	return c.Get(ctx, namespace, name)
+}
+
+// List reads all objects of a served resource in a namespace ("": all namespaces).
+func (r CollectionsReader) List(ctx context.Context, gr schema.GroupResource, namespace string) ([]store.Object, error) {
+	c, ok := r.Source.Collection(gr)
+	if !ok {
+		return nil, fmt.Errorf("resource %s is not served", gr)
+	}
+	res, err := c.List(ctx, namespace, store.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return res.Items, nil
 }
 
 // Plugin is what one kind adds to the generic server. Every function may be nil.

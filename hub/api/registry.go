@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/trellis-dev/trellis/gateway/kjson"
+	"github.com/trellis-dev/trellis/hub/admission"
 	"github.com/trellis-dev/trellis/hub/store"
 )
 
@@ -96,24 +97,12 @@ func (r *Registry) Collection(gr schema.GroupResource) (*store.Collection, bool)
 
 // Get reads an object of any kind (admission.Reader).
 func (r *Registry) Get(ctx context.Context, gr schema.GroupResource, namespace, name string) (store.Object, error) {
-	c, ok := r.Collection(gr)
-	if !ok {
-		return nil, fmt.Errorf("resource %s is not served", gr)
-	}
-	return c.Get(ctx, namespace, name)
+	return admission.CollectionsReader{Source: r}.Get(ctx, gr, namespace, name)
 }
 
 // List reads all objects of a resource in a namespace (admission.Reader).
 func (r *Registry) List(ctx context.Context, gr schema.GroupResource, namespace string) ([]store.Object, error) {
-	c, ok := r.Collection(gr)
-	if !ok {
-		return nil, fmt.Errorf("resource %s is not served", gr)
-	}
-	res, err := c.List(ctx, namespace, store.ListOptions{})
-	if err != nil {
-		return nil, err
-	}
-	return res.Items, nil
+	return admission.CollectionsReader{Source: r}.List(ctx, gr, namespace)
 }
 
 // ObjectJSON returns the JSON of m, memoized in the watch cache, when m is the cached state of an object of a kind

@@ -13,8 +13,6 @@ import (
 	"github.com/Masterminds/semver/v3"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/clock"
 
 	"github.com/trellis-dev/trellis/hub/admission"
@@ -81,7 +79,7 @@ func newMaintenanceReconciler(c *collections, cfg MaintenanceConfig, clk clock.P
 
 // admissionValidate validates an update of a shoot with the API's admission rules, reading references from src.
 func admissionValidate(src controller.Collections) func(ctx context.Context, next, cur *corev1beta1.Shoot) error {
-	reader := sourceReader{src}
+	reader := admission.CollectionsReader{Source: src}
 	return func(ctx context.Context, next, cur *corev1beta1.Shoot) error {
 		p := admission.For(next)
 		next = proto.CloneOf(next)
@@ -96,29 +94,6 @@ func admissionValidate(src controller.Collections) func(ctx context.Context, nex
 		}
 		return nil
 	}
-}
-
-// sourceReader is an admission.Reader over the store's collections.
-type sourceReader struct{ src controller.Collections }
-
-func (r sourceReader) Get(ctx context.Context, gr schema.GroupResource, namespace, name string) (store.Object, error) {
-	c, ok := r.src.Collection(gr)
-	if !ok {
-		return nil, apierrors.NewNotFound(gr, name)
-	}
-	return c.Get(ctx, namespace, name)
-}
-
-func (r sourceReader) List(ctx context.Context, gr schema.GroupResource, namespace string) ([]store.Object, error) {
-	c, ok := r.src.Collection(gr)
-	if !ok {
-		return nil, nil
-	}
-	res, err := c.List(ctx, namespace, store.ListOptions{})
-	if err != nil {
-		return nil, err
-	}
-	return res.Items, nil
 }
 
 func (r *maintenanceReconciler) schedule(k controller.Key) (scheduled, bool) {
