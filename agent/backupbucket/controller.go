@@ -4,17 +4,16 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"sync"
 	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
-	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/trellis-dev/trellis/agent/cache"
 	"github.com/trellis-dev/trellis/agent/extension"
 	"github.com/trellis-dev/trellis/agent/hubobject"
+	"github.com/trellis-dev/trellis/agent/keyqueue"
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
 	kcorev1 "github.com/trellis-dev/trellis/proto/gen/trellis/kubernetes/core/v1"
 )
@@ -82,7 +81,7 @@ type Controller struct {
 	buckets corev1beta1.BackupBucketServiceClient
 	secrets kcorev1.SecretServiceClient
 	ext     *extension.Client
-	queue   workqueue.TypedRateLimitingInterface[string]
+	queue   *keyqueue.Queue
 	// objects writes the buckets and remembers what it wrote.
 	objects *hubobject.Client[*corev1beta1.BackupBucket]
 }
@@ -101,9 +100,7 @@ func New(cfg Config) (*Controller, error) {
 		ext:     &extension.Client{C: cfg.Seed, Now: cfg.Now},
 	}
 	c.objects = hubobject.NewClient(c.buckets, cfg.HubTimeout, cfg.Now)
-	c.queue = workqueue.NewTypedRateLimitingQueueWithConfig(
-		workqueue.NewTypedItemExponentialFailureRateLimiter[string](cfg.RetryMin, cfg.RetryMax),
-		workqueue.TypedRateLimitingQueueConfig[string]{Name: "backupbucket"})
+	c.queue = keyqueue.New(keyqueue.Config{Name: "backupBucket", Sync: c.syncKey, RetryMin: cfg.RetryMin, RetryMax: cfg.RetryMax, Log: c.log})
 	return c, nil
 }
 
@@ -136,16 +133,7 @@ func (c *Controller) Run(ctx context.Context) error {
 		}
 	}()
 	c.log.Info("backupbucket controller started", "workers", c.cfg.Workers)
-	var wg sync.WaitGroup
-	for range c.cfg.Workers {
-		wg.Go(func() {
-			for c.processNext(ctx) {
-			}
-		})
-	}
-	<-ctx.Done()
-	c.queue.ShutDown()
-	wg.Wait()
+	c.queue.Run(ctx, c.cfg.Workers)
 	return nil
 }
 
@@ -176,34 +164,6 @@ func (c *Controller) enqueueSecretUsers(obj proto.Message) {
 	}
 }
 
-func (c *Controller) processNext(ctx context.Context) bool {
-	key, quit := c.queue.Get()
-	if quit {
-		return false
-	}
-	defer c.queue.Done(key)
-	var after time.Duration
-	var err error
-	if key == seedKey {
-		err = c.ensureSeedBucket(ctx)
-	} else {
-		after, err = c.sync(ctx, key)
-	}
-	c.log.Debug("synced", "backupBucket", key, "requeueAfter", after, "err", err)
-	switch {
-	case ctx.Err() != nil:
-	case err != nil:
-		c.log.Error("sync failed", "backupBucket", key, "err", err)
-		c.queue.AddRateLimited(key)
-	case after > 0:
-		c.queue.Forget(key)
-		c.queue.AddAfter(key, after)
-	default:
-		c.queue.Forget(key)
-	}
-	return true
-}
-
 // sync works on the bucket name and returns when to look again.
 func (c *Controller) sync(ctx context.Context, name string) (time.Duration, error) {
 	cached, ok := cache.Get[*corev1beta1.BackupBucket](c.cfg.Cache, cache.BackupBuckets, "", name)
@@ -215,4 +175,12 @@ func (c *Controller) sync(ctx context.Context, name string) (time.Duration, erro
 		return c.delete(ctx, b)
 	}
 	return c.reconcile(ctx, b)
+}
+
+// syncKey syncs the Seed's own bucket (seedKey) or the bucket key; it returns when to look again.
+func (c *Controller) syncKey(ctx context.Context, key string) (time.Duration, error) {
+	if key == seedKey {
+		return 0, c.ensureSeedBucket(ctx)
+	}
+	return c.sync(ctx, key)
 }

@@ -4,17 +4,16 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"sync"
 	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
-	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/trellis-dev/trellis/agent/cache"
 	"github.com/trellis-dev/trellis/agent/extension"
 	"github.com/trellis-dev/trellis/agent/hubobject"
+	"github.com/trellis-dev/trellis/agent/keyqueue"
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
 	kcorev1 "github.com/trellis-dev/trellis/proto/gen/trellis/kubernetes/core/v1"
 )
@@ -81,7 +80,7 @@ type Controller struct {
 	entries corev1beta1.BackupEntryServiceClient
 	states  corev1beta1.ShootStateServiceClient
 	ext     *extension.Client
-	queue   workqueue.TypedRateLimitingInterface[string]
+	queue   *keyqueue.Queue
 	// objects writes the entries and remembers what it wrote.
 	objects *hubobject.Client[*corev1beta1.BackupEntry]
 }
@@ -100,9 +99,7 @@ func New(cfg Config) (*Controller, error) {
 		ext:     &extension.Client{C: cfg.Seed, Now: cfg.Now},
 	}
 	c.objects = hubobject.NewClient(c.entries, cfg.HubTimeout, cfg.Now)
-	c.queue = workqueue.NewTypedRateLimitingQueueWithConfig(
-		workqueue.NewTypedItemExponentialFailureRateLimiter[string](cfg.RetryMin, cfg.RetryMax),
-		workqueue.TypedRateLimitingQueueConfig[string]{Name: "backupentry"})
+	c.queue = keyqueue.New(keyqueue.Config{Name: "backupEntry", Sync: c.sync, RetryMin: cfg.RetryMin, RetryMax: cfg.RetryMax, Log: c.log})
 	return c, nil
 }
 
@@ -134,16 +131,7 @@ func (c *Controller) Run(ctx context.Context) error {
 		}
 	}()
 	c.log.Info("backupentry controller started", "workers", c.cfg.Workers)
-	var wg sync.WaitGroup
-	for range c.cfg.Workers {
-		wg.Go(func() {
-			for c.processNext(ctx) {
-			}
-		})
-	}
-	<-ctx.Done()
-	c.queue.ShutDown()
-	wg.Wait()
+	c.queue.Run(ctx, c.cfg.Workers)
 	return nil
 }
 
@@ -185,28 +173,6 @@ func (c *Controller) enqueueSecretUsers(obj proto.Message) {
 			c.enqueueBucketUsers(b)
 		}
 	}
-}
-
-func (c *Controller) processNext(ctx context.Context) bool {
-	key, quit := c.queue.Get()
-	if quit {
-		return false
-	}
-	defer c.queue.Done(key)
-	after, err := c.sync(ctx, key)
-	c.log.Debug("synced", "backupEntry", key, "requeueAfter", after, "err", err)
-	switch {
-	case ctx.Err() != nil:
-	case err != nil:
-		c.log.Error("sync failed", "backupEntry", key, "err", err)
-		c.queue.AddRateLimited(key)
-	case after > 0:
-		c.queue.Forget(key)
-		c.queue.AddAfter(key, after)
-	default:
-		c.queue.Forget(key)
-	}
-	return true
 }
 
 // sync decides what the entry key needs from this seed and does it; it returns when to look again.

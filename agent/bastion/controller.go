@@ -4,17 +4,16 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"sync"
 	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
-	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/trellis-dev/trellis/agent/cache"
 	"github.com/trellis-dev/trellis/agent/extension"
 	"github.com/trellis-dev/trellis/agent/hubobject"
+	"github.com/trellis-dev/trellis/agent/keyqueue"
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
 	operationsv1alpha1 "github.com/trellis-dev/trellis/proto/gen/trellis/operations/v1alpha1"
 )
@@ -80,7 +79,7 @@ type Controller struct {
 	log      *slog.Logger
 	bastions operationsv1alpha1.BastionServiceClient
 	ext      *extension.Client
-	queue    workqueue.TypedRateLimitingInterface[string]
+	queue    *keyqueue.Queue
 	// objects writes the bastions and remembers what it wrote.
 	objects *hubobject.Client[*operationsv1alpha1.Bastion]
 }
@@ -98,9 +97,7 @@ func New(cfg Config) (*Controller, error) {
 		ext:      &extension.Client{C: cfg.Seed, Now: cfg.Now},
 	}
 	c.objects = hubobject.NewClient(c.bastions, cfg.HubTimeout, cfg.Now)
-	c.queue = workqueue.NewTypedRateLimitingQueueWithConfig(
-		workqueue.NewTypedItemExponentialFailureRateLimiter[string](cfg.RetryMin, cfg.RetryMax),
-		workqueue.TypedRateLimitingQueueConfig[string]{Name: "bastion"})
+	c.queue = keyqueue.New(keyqueue.Config{Name: "bastion", Sync: c.sync, RetryMin: cfg.RetryMin, RetryMax: cfg.RetryMax, Log: c.log})
 	return c, nil
 }
 
@@ -128,16 +125,7 @@ func (c *Controller) Run(ctx context.Context) error {
 		}
 	}()
 	c.log.Info("bastion controller started", "workers", c.cfg.Workers)
-	var wg sync.WaitGroup
-	for range c.cfg.Workers {
-		wg.Go(func() {
-			for c.processNext(ctx) {
-			}
-		})
-	}
-	<-ctx.Done()
-	c.queue.ShutDown()
-	wg.Wait()
+	c.queue.Run(ctx, c.cfg.Workers)
 	return nil
 }
 
@@ -165,26 +153,4 @@ func (c *Controller) enqueueShootBastions(obj proto.Message) {
 			c.queue.Add(hubobject.Key(b))
 		}
 	}
-}
-
-func (c *Controller) processNext(ctx context.Context) bool {
-	key, quit := c.queue.Get()
-	if quit {
-		return false
-	}
-	defer c.queue.Done(key)
-	after, err := c.sync(ctx, key)
-	c.log.Debug("synced", "bastion", key, "requeueAfter", after, "err", err)
-	switch {
-	case ctx.Err() != nil:
-	case err != nil:
-		c.log.Error("sync failed", "bastion", key, "err", err)
-		c.queue.AddRateLimited(key)
-	case after > 0:
-		c.queue.Forget(key)
-		c.queue.AddAfter(key, after)
-	default:
-		c.queue.Forget(key)
-	}
-	return true
 }

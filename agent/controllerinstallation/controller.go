@@ -9,12 +9,12 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
-	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/trellis-dev/trellis/agent/cache"
 	"github.com/trellis-dev/trellis/agent/helmrelease"
 	"github.com/trellis-dev/trellis/agent/hubobject"
+	"github.com/trellis-dev/trellis/agent/keyqueue"
 	corev1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1"
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
 	kcorev1 "github.com/trellis-dev/trellis/proto/gen/trellis/kubernetes/core/v1"
@@ -110,7 +110,7 @@ type Controller struct {
 	log        *slog.Logger
 	objects    *hubobject.Client[*corev1beta1.ControllerInstallation]
 	configMaps kcorev1.ConfigMapServiceClient
-	queue      workqueue.TypedRateLimitingInterface[string]
+	queue      *keyqueue.Queue
 
 	mu sync.Mutex
 	// gone holds the last state of installations that left the cache without the agent's finalizer (deleted before
@@ -134,9 +134,7 @@ func New(cfg Config) (*Controller, error) {
 		gardenIdentity: cfg.GardenIdentity,
 	}
 	c.objects = hubobject.NewClient[*corev1beta1.ControllerInstallation](corev1beta1.NewControllerInstallationServiceClient(cfg.Hub), cfg.HubTimeout, cfg.Now)
-	c.queue = workqueue.NewTypedRateLimitingQueueWithConfig(
-		workqueue.NewTypedItemExponentialFailureRateLimiter[string](cfg.RetryMin, cfg.RetryMax),
-		workqueue.TypedRateLimitingQueueConfig[string]{Name: "controllerinstallation"})
+	c.queue = keyqueue.New(keyqueue.Config{Name: "controllerInstallation", Sync: c.sync, RetryMin: cfg.RetryMin, RetryMax: cfg.RetryMax, Log: c.log})
 	return c, nil
 }
 
@@ -176,16 +174,7 @@ func (c *Controller) Run(ctx context.Context) error {
 		}
 	}()
 	c.log.Info("controllerinstallation controller started", "workers", c.cfg.Workers)
-	var wg sync.WaitGroup
-	for range c.cfg.Workers {
-		wg.Go(func() {
-			for c.processNext(ctx) {
-			}
-		})
-	}
-	<-ctx.Done()
-	c.queue.ShutDown()
-	wg.Wait()
+	c.queue.Run(ctx, c.cfg.Workers)
 	return nil
 }
 
@@ -219,25 +208,4 @@ func (c *Controller) enqueueWhere(match func(*corev1beta1.ControllerInstallation
 		}
 	}
 	return cache.HandlerFuncs{AddFunc: enqueue, UpdateFunc: func(_, obj proto.Message) { enqueue(obj) }, DeleteFunc: enqueue}
-}
-
-func (c *Controller) processNext(ctx context.Context) bool {
-	key, quit := c.queue.Get()
-	if quit {
-		return false
-	}
-	defer c.queue.Done(key)
-	after, err := c.sync(ctx, key)
-	switch {
-	case ctx.Err() != nil:
-	case err != nil:
-		c.log.Error("sync failed", "controllerInstallation", key, "err", err)
-		c.queue.AddRateLimited(key)
-	case after > 0:
-		c.queue.Forget(key)
-		c.queue.AddAfter(key, after)
-	default:
-		c.queue.Forget(key)
-	}
-	return true
 }

@@ -10,12 +10,12 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
-	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/trellis-dev/trellis/agent/cache"
 	"github.com/trellis-dev/trellis/agent/extension"
 	"github.com/trellis-dev/trellis/agent/hubobject"
+	"github.com/trellis-dev/trellis/agent/keyqueue"
 	"github.com/trellis-dev/trellis/hub/seedgraph"
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
 )
@@ -101,7 +101,7 @@ type Controller struct {
 	states  corev1beta1.ShootStateServiceClient
 	entries corev1beta1.BackupEntryServiceClient
 	ext     *extension.Client
-	queue   workqueue.TypedRateLimitingInterface[string]
+	queue   *keyqueue.Queue
 
 	mu       sync.Mutex
 	failures map[string]int       // consecutive failed operations, per key
@@ -127,9 +127,7 @@ func New(cfg Config) (*Controller, error) {
 		retryAt:  map[string]time.Time{},
 		running:  map[string]Flow{},
 	}
-	c.queue = workqueue.NewTypedRateLimitingQueueWithConfig(
-		workqueue.NewTypedItemExponentialFailureRateLimiter[string](cfg.RetryMin, cfg.RetryMax),
-		workqueue.TypedRateLimitingQueueConfig[string]{Name: "shoot"})
+	c.queue = keyqueue.New(keyqueue.Config{Name: "shoot", Sync: c.sync, RetryMin: cfg.RetryMin, RetryMax: cfg.RetryMax, Log: c.log})
 	return c, nil
 }
 
@@ -151,14 +149,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	c.log.Info("shoot controller started", "workers", c.cfg.Workers)
 	var wg sync.WaitGroup
 	wg.Go(func() { c.careLoop(ctx) })
-	for range c.cfg.Workers {
-		wg.Go(func() {
-			for c.processNext(ctx) {
-			}
-		})
-	}
-	<-ctx.Done()
-	c.queue.ShutDown()
+	c.queue.Run(ctx, c.cfg.Workers)
 	wg.Wait()
 	return nil
 }
@@ -197,26 +188,6 @@ func (c *Controller) current(key string) *corev1beta1.Shoot {
 		return nil
 	}
 	return s
-}
-
-func (c *Controller) processNext(ctx context.Context) bool {
-	key, quit := c.queue.Get()
-	if quit {
-		return false
-	}
-	defer c.queue.Done(key)
-	after, err := c.sync(ctx, key)
-	switch {
-	case err != nil && ctx.Err() == nil:
-		c.log.Error("shoot sync failed", "shoot", key, "err", err)
-		c.queue.AddRateLimited(key)
-	case after > 0:
-		c.queue.Forget(key)
-		c.queue.AddAfter(key, after)
-	default:
-		c.queue.Forget(key)
-	}
-	return true
 }
 
 // Running reports which flow runs for the shoot namespace/name now, for tests and diagnostics.

@@ -9,8 +9,11 @@ import (
 	"sync"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
+
+	"github.com/trellis-dev/trellis/hub/store"
 )
 
 // Key names the object a reconciliation is about: Namespace is empty for cluster-scoped objects.
@@ -24,6 +27,19 @@ func (k Key) String() string {
 		return k.Name
 	}
 	return k.Namespace + "/" + k.Name
+}
+
+// Get reads the object key names from c, for a Reconciler: ok is false, without an error, when the object does not
+// exist (anymore). The object is the cache's: clone it before modifying it.
+func Get[T store.Object](ctx context.Context, c *store.Collection, key Key) (obj T, ok bool, err error) {
+	o, err := c.Get(ctx, key.Namespace, key.Name)
+	if apierrors.IsNotFound(err) {
+		return obj, false, nil
+	}
+	if err != nil {
+		return obj, false, err
+	}
+	return o.(T), true, nil
 }
 
 // NameKeys are the keys of the named cluster-scoped objects, without empty and repeated names.

@@ -280,3 +280,21 @@ func TestConfigValidation(t *testing.T) {
 		}
 	}
 }
+
+// TestGet: an existing object is returned typed, a missing one is not an error, and the keys of cluster-scoped names
+// are deduplicated without empty names.
+func TestGet(t *testing.T) {
+	c := shoots(t)
+	create(t, c, storetest.NewShoot("garden-a", "here", "seed-1", nil))
+	s, ok, err := controller.Get[*corev1beta1.Shoot](t.Context(), c, controller.Key{Namespace: "garden-a", Name: "here"})
+	if err != nil || !ok || s.GetSpec().GetSeedName() != "seed-1" {
+		t.Fatalf("existing shoot: %v %t %v", s, ok, err)
+	}
+	s, ok, err = controller.Get[*corev1beta1.Shoot](t.Context(), c, controller.Key{Namespace: "garden-a", Name: "gone"})
+	if err != nil || ok || s != nil {
+		t.Fatalf("missing shoot: want nil, false, nil; got %v %t %v", s, ok, err)
+	}
+	if got := controller.NameKeys("a", "", "b", "a"); !slices.Equal(got, []controller.Key{{Name: "a"}, {Name: "b"}}) {
+		t.Errorf("NameKeys: %v", got)
+	}
+}

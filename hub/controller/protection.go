@@ -35,11 +35,8 @@ const EventResourceReferenced = "ResourceReferenced"
 
 // Reconcile adds or removes the finalizer of the object key.
 func (p *Protection) Reconcile(ctx context.Context, key Key) (Result, error) {
-	obj, err := p.Collection.Get(ctx, key.Namespace, key.Name)
-	if apierrors.IsNotFound(err) {
-		return Result{}, nil
-	}
-	if err != nil {
+	obj, ok, err := Get[store.Object](ctx, p.Collection, key)
+	if err != nil || !ok {
 		return Result{}, err
 	}
 	md := obj.GetMetadata()

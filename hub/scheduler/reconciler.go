@@ -55,14 +55,13 @@ func (r *reconciler) Reconcile(ctx context.Context, key controller.Key) (control
 	}
 	log := r.log.With("shoot", key.String())
 	for range maxDecisions {
-		obj, err := r.c.shoots.Get(ctx, key.Namespace, key.Name)
-		if apierrors.IsNotFound(err) {
-			return controller.Result{}, nil
-		}
+		shoot, ok, err := controller.Get[*corev1beta1.Shoot](ctx, r.c.shoots, key)
 		if err != nil {
 			return controller.Result{}, fmt.Errorf("error retrieving object from store: %w", err)
 		}
-		shoot := obj.(*corev1beta1.Shoot)
+		if !ok {
+			return controller.Result{}, nil
+		}
 		if !Pending(shoot) {
 			return controller.Result{}, nil // scheduled meanwhile, being deleted, or another scheduler's
 		}

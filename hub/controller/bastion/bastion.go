@@ -97,14 +97,10 @@ func (r *Reconciler) bastionsOf(s *corev1beta1.Shoot) []controller.Key {
 // Reconcile deletes the bastion key if it must go, or asks to be called again when it expires or reaches its
 // maximum lifetime, whichever is sooner.
 func (r *Reconciler) Reconcile(ctx context.Context, key controller.Key) (controller.Result, error) {
-	obj, err := r.Bastions.Get(ctx, key.Namespace, key.Name)
-	if apierrors.IsNotFound(err) {
-		return controller.Result{}, nil
-	}
-	if err != nil {
+	b, ok, err := controller.Get[*operationsv1alpha1.Bastion](ctx, r.Bastions, key)
+	if err != nil || !ok {
 		return controller.Result{}, err
 	}
-	b := obj.(*operationsv1alpha1.Bastion)
 	if b.GetMetadata().GetDeletionTimestamp() != nil {
 		return controller.Result{}, nil
 	}

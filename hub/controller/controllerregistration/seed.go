@@ -59,14 +59,10 @@ type seedReconciler struct {
 
 // Reconcile brings the seed key.Name's ControllerInstallations in line with what it needs.
 func (r *seedReconciler) Reconcile(ctx context.Context, key controller.Key) (controller.Result, error) {
-	obj, err := r.c.seeds.Get(ctx, "", key.Name)
-	if apierrors.IsNotFound(err) {
-		return controller.Result{}, nil
-	}
-	if err != nil {
+	seed, ok, err := controller.Get[*corev1beta1.Seed](ctx, r.c.seeds, key)
+	if err != nil || !ok {
 		return controller.Result{}, err
 	}
-	seed := obj.(*corev1beta1.Seed)
 	// Installations are read after a consistent read, so that a leader that just took over does not create a second
 	// installation its predecessor has just created (Gardener reads them live for the same reason).
 	if err := r.c.installations.Sync(ctx); err != nil {

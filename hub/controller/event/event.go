@@ -61,14 +61,10 @@ func New(cfg Config) (*controller.Controller, error) {
 
 // Reconcile deletes the Event key once it is older than the TTL (Shoot events are kept).
 func (r *Reconciler) Reconcile(ctx context.Context, key controller.Key) (controller.Result, error) {
-	obj, err := r.Events.Get(ctx, key.Namespace, key.Name)
-	if apierrors.IsNotFound(err) {
-		return controller.Result{}, nil
-	}
-	if err != nil {
+	ev, ok, err := controller.Get[*kcorev1.Event](ctx, r.Events, key)
+	if err != nil || !ok {
 		return controller.Result{}, err
 	}
-	ev := obj.(*kcorev1.Event)
 	if IsShootEvent(ev) {
 		return controller.Result{}, nil
 	}

@@ -90,14 +90,10 @@ var (
 // set is being deleted, scales it to zero and then drops the finalizer), writes its status and looks again after the
 // sync period.
 func (r *Reconciler) Reconcile(ctx context.Context, key controller.Key) (controller.Result, error) {
-	obj, err := r.sets.Get(ctx, key.Namespace, key.Name)
-	if apierrors.IsNotFound(err) {
-		return controller.Result{}, nil
-	}
-	if err != nil {
+	set, ok, err := controller.Get[*seedmanagementv1alpha1.ManagedSeedSet](ctx, r.sets, key)
+	if err != nil || !ok {
 		return controller.Result{}, err
 	}
-	set := obj.(*seedmanagementv1alpha1.ManagedSeedSet)
 	md := set.GetMetadata()
 	deleting := md.GetDeletionTimestamp() != nil
 	if !slices.Contains(md.GetFinalizers(), FinalizerGardener) {

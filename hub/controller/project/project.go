@@ -32,12 +32,12 @@ type projectReconciler struct {
 
 // Reconcile reconciles the Project key.Name.
 func (r *projectReconciler) Reconcile(ctx context.Context, key controller.Key) (controller.Result, error) {
-	obj, err := r.c.projects.Get(ctx, "", key.Name)
-	if apierrors.IsNotFound(err) {
-		return controller.Result{}, nil
-	}
+	obj, ok, err := controller.Get[*corev1beta1.Project](ctx, r.c.projects, key)
 	if err != nil {
 		return controller.Result{}, fmt.Errorf("get project %s: %w", key.Name, err)
+	}
+	if !ok {
+		return controller.Result{}, nil
 	}
 	// A private copy: the reconciliation keeps it up to date with what it writes (setPhase).
 	p := proto.Clone(obj).(*corev1beta1.Project)

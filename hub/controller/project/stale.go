@@ -36,14 +36,14 @@ type staleReconciler struct {
 
 // Reconcile checks the staleness of the Project key.Name and asks to look again after the sync period.
 func (r *staleReconciler) Reconcile(ctx context.Context, key controller.Key) (controller.Result, error) {
-	obj, err := r.c.projects.Get(ctx, "", key.Name)
-	if apierrors.IsNotFound(err) {
-		return controller.Result{}, nil
-	}
+	p, ok, err := controller.Get[*corev1beta1.Project](ctx, r.c.projects, key)
 	if err != nil {
 		return controller.Result{}, fmt.Errorf("get project %s: %w", key.Name, err)
 	}
-	if err := r.reconcile(ctx, obj.(*corev1beta1.Project)); err != nil {
+	if !ok {
+		return controller.Result{}, nil
+	}
+	if err := r.reconcile(ctx, p); err != nil {
 		return controller.Result{}, err
 	}
 	return controller.Result{RequeueAfter: r.cfg.syncPeriod}, nil

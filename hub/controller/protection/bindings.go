@@ -139,11 +139,8 @@ type bindingReconciler struct {
 
 func (r *bindingReconciler) Reconcile(ctx context.Context, key controller.Key) (controller.Result, error) {
 	col := r.kind.collection(r.c)
-	obj, err := col.Get(ctx, key.Namespace, key.Name)
-	if apierrors.IsNotFound(err) {
-		return controller.Result{}, nil
-	}
-	if err != nil {
+	obj, ok, err := controller.Get[store.Object](ctx, col, key)
+	if err != nil || !ok {
 		return controller.Result{}, err
 	}
 	md := obj.GetMetadata()

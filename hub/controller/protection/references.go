@@ -7,8 +7,6 @@ import (
 	"slices"
 	"strings"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-
 	"github.com/trellis-dev/trellis/hub/controller"
 	"github.com/trellis-dev/trellis/hub/store"
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
@@ -61,15 +59,14 @@ type referenceReconciler struct {
 }
 
 func (r *referenceReconciler) Reconcile(ctx context.Context, key controller.Key) (controller.Result, error) {
-	obj, err := r.c.shoots.Get(ctx, key.Namespace, key.Name)
-	if apierrors.IsNotFound(err) {
-		// The shoot is gone: what only it referenced is released.
-		return controller.Result{}, r.releaseUnreferenced(ctx, key.Namespace, nil)
-	}
+	shoot, ok, err := controller.Get[*corev1beta1.Shoot](ctx, r.c.shoots, key)
 	if err != nil {
 		return controller.Result{}, err
 	}
-	shoot := obj.(*corev1beta1.Shoot)
+	if !ok {
+		// The shoot is gone: what only it referenced is released.
+		return controller.Result{}, r.releaseUnreferenced(ctx, key.Namespace, nil)
+	}
 	if err := r.releaseUnreferenced(ctx, key.Namespace, shoot); err != nil {
 		return controller.Result{}, err
 	}

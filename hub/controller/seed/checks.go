@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/utils/clock"
 
 	"github.com/trellis-dev/trellis/hub/controller"
@@ -30,14 +29,10 @@ type backupBucketsCheck struct {
 }
 
 func (r *backupBucketsCheck) Reconcile(ctx context.Context, key controller.Key) (controller.Result, error) {
-	obj, err := r.seeds.Get(ctx, "", key.Name)
-	if apierrors.IsNotFound(err) {
-		return controller.Result{}, nil
-	}
-	if err != nil {
+	seed, ok, err := controller.Get[*corev1beta1.Seed](ctx, r.seeds, key)
+	if err != nil || !ok {
 		return controller.Result{}, err
 	}
-	seed := obj.(*corev1beta1.Seed)
 	objs, err := r.buckets.ByIndex(ctx, "seed", key.Name)
 	if err != nil {
 		return controller.Result{}, err
@@ -89,14 +84,10 @@ var installationConditions = []struct{ typ, want string }{
 }
 
 func (r *extensionsCheck) Reconcile(ctx context.Context, key controller.Key) (controller.Result, error) {
-	obj, err := r.seeds.Get(ctx, "", key.Name)
-	if apierrors.IsNotFound(err) {
-		return controller.Result{}, nil
-	}
-	if err != nil {
+	seed, ok, err := controller.Get[*corev1beta1.Seed](ctx, r.seeds, key)
+	if err != nil || !ok {
 		return controller.Result{}, err
 	}
-	seed := obj.(*corev1beta1.Seed)
 	objs, err := r.installations.ByIndex(ctx, "seed", key.Name)
 	if err != nil {
 		return controller.Result{}, err

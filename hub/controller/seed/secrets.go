@@ -38,14 +38,13 @@ type secretsReconciler struct {
 
 func (r *secretsReconciler) Reconcile(ctx context.Context, key controller.Key) (controller.Result, error) {
 	ns := NamespacePrefix + key.Name
-	obj, err := r.seeds.Get(ctx, "", key.Name)
-	if apierrors.IsNotFound(err) {
-		return controller.Result{}, r.cleanup(ctx, ns)
-	}
+	seed, ok, err := controller.Get[*corev1beta1.Seed](ctx, r.seeds, key)
 	if err != nil {
 		return controller.Result{}, err
 	}
-	seed := obj.(*corev1beta1.Seed)
+	if !ok {
+		return controller.Result{}, r.cleanup(ctx, ns)
+	}
 	owner := &metav1.OwnerReference{ApiVersion: "core.gardener.cloud/v1beta1", Kind: "Seed", Name: key.Name, Uid: seed.GetMetadata().GetUid(),
 		Controller: proto.Bool(true), BlockOwnerDeletion: proto.Bool(true)}
 	cur, err := r.namespaces.Get(ctx, "", ns)

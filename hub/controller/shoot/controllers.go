@@ -260,14 +260,11 @@ func New(cfg Config) (controller.Group, error) {
 // getShoot reads the shoot key from the cache; nil without error when it is gone. The shoot is shared: clone it
 // before modifying it.
 func getShoot(ctx context.Context, shoots *store.Collection, key controller.Key) (*corev1beta1.Shoot, error) {
-	obj, err := shoots.Get(ctx, key.Namespace, key.Name)
-	if apierrors.IsNotFound(err) {
-		return nil, nil
-	}
+	s, _, err := controller.Get[*corev1beta1.Shoot](ctx, shoots, key)
 	if err != nil {
 		return nil, fmt.Errorf("read shoot %s: %w", key, err)
 	}
-	return obj.(*corev1beta1.Shoot), nil
+	return s, nil
 }
 
 // updateShoot applies mutate to the current state of the shoot key and writes the result: status (true) or
