@@ -30,8 +30,8 @@ import (
 var Version = "dev"
 
 // systemNamespaces exist in every garden: kube-system holds bootstrap tokens, garden the garden's own objects,
-// gardener-system-seed-lease the seeds' Leases.
-var systemNamespaces = []string{"kube-system", "garden", seedgraph.LeaseNamespace}
+// gardener-system-seed-lease the seeds' Leases, trellis-system the users' AccessTokens.
+var systemNamespaces = []string{"kube-system", "garden", seedgraph.LeaseNamespace, auth.UserTokenNamespace}
 
 // ensureNamespaces creates the system namespaces that do not exist yet.
 func ensureNamespaces(ctx context.Context, reg *api.Registry) error {

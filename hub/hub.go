@@ -24,12 +24,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"google.golang.org/grpc"
 
+	openapidocs "github.com/trellis-dev/trellis/docs/openapi"
 	"github.com/trellis-dev/trellis/gateway"
 	"github.com/trellis-dev/trellis/hub/admission"
 	"github.com/trellis-dev/trellis/hub/api"
 	"github.com/trellis-dev/trellis/hub/auth"
 	"github.com/trellis-dev/trellis/hub/authz"
 	"github.com/trellis-dev/trellis/hub/componentconfig"
+	"github.com/trellis-dev/trellis/hub/openapi"
 	"github.com/trellis-dev/trellis/hub/pki"
 	"github.com/trellis-dev/trellis/hub/store"
 )
@@ -77,6 +79,10 @@ type Config struct {
 	// DisableScheduler leaves shoots without spec.seedName unplaced (the scheduler, package scheduler, runs in the
 	// replica that wins its own election otherwise).
 	DisableScheduler bool
+	// MaxTokenLifetime, when set, refuses AccessTokens that would live longer (they live 90 days by default).
+	MaxTokenLifetime time.Duration
+	// Now, when set, is the clock of token expiry, for issuing and for authenticating (tests).
+	Now func() time.Time
 	// Listener, when set, is served instead of listening on Listen (tests pass an in-memory listener).
 	Listener net.Listener
 	// Logger receives structured logs.
@@ -117,6 +123,9 @@ func (c *Config) Validate() error {
 	if (c.EtcdCertFile == "") != (c.EtcdKeyFile == "") {
 		errs = append(errs, errors.New("etcd-cert and etcd-key: set both or neither"))
 	}
+	if c.MaxTokenLifetime < 0 {
+		errs = append(errs, errors.New("max-token-lifetime: must not be negative"))
+	}
 	if c.WatchWindow < 0 {
 		errs = append(errs, errors.New("watch-window: must not be negative"))
 	}
@@ -155,6 +164,7 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 		return nil
 	})
 	fs.BoolVar(&c.DisableScheduler, "disable-scheduler", false, "do not place shoots without spec.seedName on seeds")
+	fs.DurationVar(&c.MaxTokenLifetime, "max-token-lifetime", 0, "longest lifetime of an AccessToken, e.g. 2160h (default: no maximum; tokens live 90 days unless their create asks otherwise)")
 }
 
 // Hub is one hub replica: the API over gRPC and REST on one TLS port, backed by etcd.
@@ -219,6 +229,13 @@ func (h *Hub) Registry() *api.Registry {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.registry
+}
+
+// Store returns the hub's store (after Ready), for tests that read etcd as it is.
+func (h *Hub) Store() *store.Store {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.store
 }
 
 // CA returns the hub's certificate authority (after Ready), for tests and in-process tools that issue client
@@ -298,9 +315,14 @@ func (h *Hub) Run(ctx context.Context) error {
 		nativeSrv = grpc.NewServer(append(grpcOpts, nativeOptions(serving, ca.Pool(), ticketKey)...)...)
 		servers = append(servers, nativeSrv)
 	}
-	registry, err := api.NewRegistry(ctx, st, servers)
+	indexes := append(authz.Indexes(), api.Index{Resource: auth.AccessTokens, Name: auth.TokenHashIndex, Values: auth.TokenHashes})
+	registry, err := api.NewRegistry(ctx, st, servers, indexes...)
 	if err != nil {
 		return err
+	}
+	registry.SetAdmissionConfig(admission.Config{AccessTokenMaxLifetime: h.cfg.MaxTokenLifetime, Now: h.cfg.Now})
+	if h.cfg.Now != nil {
+		authn.SetClock(h.cfg.Now)
 	}
 	// The projects' default quotas are admission: every replica enforces them.
 	quotas, err := admission.NewProjectQuotas(h.cfg.Components.ControllerManager.Controllers.Project.Quotas)
@@ -308,7 +330,7 @@ func (h *Hub) Run(ctx context.Context) error {
 		return err
 	}
 	registry.SetCreateQuota(quotas)
-	authn.SetObjectReader(registry) // bootstrap token Secrets
+	authn.SetObjectReader(registry) // bootstrap token Secrets, AccessTokens and their ServiceAccounts
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel() // runs before wg.Wait: the agent link's goroutines end with ctx
@@ -316,7 +338,7 @@ func (h *Hub) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	registry.SetAuthorizer(authz.New(authz.Config{Graph: agents.graph, GraphReady: agents.graphReady, Reader: registry}))
+	registry.SetAuthorizer(authz.New(authz.Config{Graph: agents.graph, GraphReady: agents.graphReady, Reader: registry, Index: registry}))
 	h.startScheduler(ctx, &wg, st, registry)
 
 	// The REST gateway calls the kinds' servers in-process; it authenticates requests itself.
@@ -343,6 +365,12 @@ func (h *Hub) Run(ctx context.Context) error {
 	disc := api.DiscoveryHandler()
 	mux.Handle("/api", requireToken(authn, disc))
 	mux.Handle("/apis", requireToken(authn, disc))
+	// The OpenAPI documents generated into docs/openapi, for every user but bootstrap tokens (as discovery).
+	apiDocs, err := openapi.Handler(openapidocs.FS)
+	if err != nil {
+		return fmt.Errorf("openapi: %w", err)
+	}
+	mux.Handle("/openapi/", requireToken(authn, apiDocs))
 	mux.Handle("/", discoveryOr(authn, disc, m.http(rest)))
 
 	lis := h.cfg.Listener

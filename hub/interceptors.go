@@ -17,6 +17,7 @@ import (
 	"github.com/trellis-dev/trellis/hub/api"
 	"github.com/trellis-dev/trellis/hub/auth"
 	"github.com/trellis-dev/trellis/hub/authz"
+	"github.com/trellis-dev/trellis/hub/openapi"
 	"github.com/trellis-dev/trellis/hub/store"
 )
 
@@ -130,12 +131,11 @@ func requireToken(authn *auth.Authenticator, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		u, err := authn.Authenticate(r.Context(), auth.RequestFromHTTP(r))
 		if err != nil {
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusUnauthorized)
-			_, _ = w.Write([]byte(`{"kind":"Status","apiVersion":"v1","status":"Failure","message":"Unauthorized","reason":"Unauthorized","code":401}` + "\n"))
+			gateway.WriteError(w, apierrors.NewUnauthorized(err.Error()))
 			return
 		}
-		if err := authz.AuthorizePath(u, strings.ToLower(r.Method), r.URL.Path, api.IsDiscoveryPath(r.URL.Path)); err != nil {
+		discovery := api.IsDiscoveryPath(r.URL.Path) || openapi.IsPath(r.URL.Path)
+		if err := authz.AuthorizePath(u, strings.ToLower(r.Method), r.URL.Path, discovery); err != nil {
 			gateway.WriteError(w, err)
 			return
 		}

@@ -1,17 +1,23 @@
-// Command trellisctl is the command-line client of a Trellis hub. It speaks the hub's REST API with Gardener's
-// manifests: apply creates or updates objects from YAML or JSON files (several documents per file, or directories),
-// get and delete address objects by resource and name. The hub, its CA and the token come from --hub, --ca and
-// --token or the TRELLIS_HUB, TRELLIS_CA and TRELLIS_TOKEN environment variables.
+// Command trellisctl is the command-line client of a Trellis hub; package ctl is the command tree and docs/cli.md
+// the guide. The kinds it serves are generated from the protos into package ctl/kinds.
 package main
 
 import (
-	"fmt"
+	"context"
 	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/trellis-dev/trellis/ctl"
+	"github.com/trellis-dev/trellis/ctl/kinds"
 )
 
+// version is set at build time: go build -ldflags "-X main.version=v1.2.3".
+var version = "devel"
+
 func main() {
-	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "error:", err)
-		os.Exit(1)
-	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := ctl.Main(ctx, os.Args[1:], ctl.Options{Kinds: kinds.All, Version: version})
+	stop()
+	os.Exit(code)
 }

@@ -54,6 +54,14 @@ type Plugin struct {
 	// PrepareCreate sets what the server owns on create from the request (e.g. the requester of a CSR), before
 	// defaulting; Kubernetes' strategies do this in PrepareForCreate.
 	PrepareCreate func(ctx context.Context, obj store.Object)
+	// PrepareUpdate keeps what the server owns on update (and patch) from the stored object old, e.g. a status only
+	// the hub writes; Kubernetes' strategies do this in PrepareForUpdate. It may run more than once for one request
+	// (a conflict retries the write), so it must be idempotent.
+	PrepareUpdate func(obj, old store.Object)
+	// Conceal runs on create, after validation, right before the object is stored: it removes from obj what the
+	// create's response shows but the store must never hold (an AccessToken's token), and returns the function that
+	// puts it back into a copy of the created object for the response.
+	Conceal func(obj store.Object) (reveal func(created store.Object) store.Object)
 	// Default fills in defaults on create and update, before validation.
 	Default func(obj store.Object)
 	// Validate checks obj; old is nil on create. Errors name their field path.
@@ -95,5 +103,26 @@ func registerPrepareCreate[T store.Object](prepare func(ctx context.Context, obj
 	name := zero.ProtoReflect().Descriptor().FullName()
 	p := plugins[name]
 	p.PrepareCreate = func(ctx context.Context, obj store.Object) { prepare(ctx, obj.(T)) }
+	plugins[name] = p
+}
+
+// registerPrepareUpdate adds a PrepareUpdate hook to T's plugin.
+func registerPrepareUpdate[T store.Object](prepare func(obj, old T)) {
+	var zero T
+	name := zero.ProtoReflect().Descriptor().FullName()
+	p := plugins[name]
+	p.PrepareUpdate = func(obj, old store.Object) { prepare(obj.(T), old.(T)) }
+	plugins[name] = p
+}
+
+// registerConceal adds a Conceal hook to T's plugin.
+func registerConceal[T store.Object](conceal func(obj T) func(created T) T) {
+	var zero T
+	name := zero.ProtoReflect().Descriptor().FullName()
+	p := plugins[name]
+	p.Conceal = func(obj store.Object) func(store.Object) store.Object {
+		reveal := conceal(obj.(T))
+		return func(created store.Object) store.Object { return reveal(created.(T)) }
+	}
 	plugins[name] = p
 }

@@ -3,6 +3,7 @@ package api
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 
 	"google.golang.org/protobuf/proto"
@@ -45,6 +46,12 @@ func validateObjectMeta(m, old *metav1.ObjectMeta, namespaced bool) field.ErrorL
 	path := field.NewPath("metadata")
 	km := toKubeMeta(m)
 	if old == nil {
+		if km.Name == "" && km.GenerateName != "" {
+			// The store generates the name when it writes (Kubernetes' registry does before it validates); the
+			// prefix is validated as a name prefix.
+			errs := apivalidation.ValidateObjectMeta(km, namespaced, apivalidation.NameIsDNSSubdomain, path)
+			return slices.DeleteFunc(errs, func(e *field.Error) bool { return e.Type == field.ErrorTypeRequired && e.Field == "metadata.name" })
+		}
 		return apivalidation.ValidateObjectMeta(km, namespaced, apivalidation.NameIsDNSSubdomain, path)
 	}
 	ko := toKubeMeta(old)
@@ -102,8 +109,21 @@ func fieldGetters(obj store.Object, paths []string) (map[string]func(store.Objec
 }
 
 // indexesFor returns the secondary indexes of a kind: "seed" for everything that belongs to a seed, so the agent
-// stream and the authorizer can find "everything of seed X" without scanning.
-func indexesFor(k Kind) map[string]func(store.Object) []string {
+// stream and the authorizer can find "everything of seed X" without scanning, and the extra ones given to
+// NewRegistry.
+func indexesFor(k Kind, extra map[string]func(store.Object) []string) map[string]func(store.Object) []string {
+	out := maps.Clone(extra)
+	if seed := seedIndex(k); seed != nil {
+		if out == nil {
+			out = map[string]func(store.Object) []string{}
+		}
+		out["seed"] = seed
+	}
+	return out
+}
+
+// seedIndex returns the index function of "seed": the seeds named by the kind's seed fields; nil when it has none.
+func seedIndex(k Kind) func(store.Object) []string {
 	var paths []string
 	for _, f := range k.Fields {
 		if f == "spec.seedName" || f == "status.seedName" || f == "spec.seedRef.name" {
@@ -113,7 +133,7 @@ func indexesFor(k Kind) map[string]func(store.Object) []string {
 	if len(paths) == 0 {
 		return nil
 	}
-	return map[string]func(store.Object) []string{"seed": func(o store.Object) []string {
+	return func(o store.Object) []string {
 		var seeds []string
 		for _, p := range paths {
 			if v := getString(o, p); v != "" && (len(seeds) == 0 || seeds[0] != v) {
@@ -121,7 +141,7 @@ func indexesFor(k Kind) map[string]func(store.Object) []string {
 			}
 		}
 		return seeds
-	}}
+	}
 }
 
 // getString reads a string field at a JSON path; "" when any part is unset.

@@ -30,6 +30,10 @@ type Registry struct {
 	authz  atomic.Pointer[authorizerBox] // see SetAuthorizer
 
 	quota atomic.Pointer[createQuotaBox] // see SetCreateQuota
+	// admission is the configuration of admission plugins, passed to them in their context (SetAdmissionConfig).
+	admission atomic.Pointer[admission.Config]
+	// indexes are the secondary indexes added to the kinds' built-in ones, by resource.
+	indexes map[schema.GroupResource]map[string]func(store.Object) []string
 
 	mu          sync.Mutex
 	ctx         context.Context
@@ -38,9 +42,29 @@ type Registry struct {
 	byMessage map[protoreflect.FullName]*store.Collection
 }
 
-// NewRegistry registers every kind on srv, with collections of st. ctx bounds the collections' watch caches.
-func NewRegistry(ctx context.Context, st *store.Store, srv grpc.ServiceRegistrar) (*Registry, error) {
-	r := &Registry{store: st, grpc: srv, ctx: ctx, collections: map[schema.GroupResource]*store.Collection{}, byMessage: map[protoreflect.FullName]*store.Collection{}}
+// Index is a secondary index of a resource's watch cache, added to the kinds' built-in ones (package authz finds
+// the projects of a user through one, package auth the AccessToken of a token through another). Values returns the
+// index values of an object; ByIndex finds the objects by one of them.
+type Index struct {
+	Resource schema.GroupResource
+	Name     string
+	Values   func(store.Object) []string
+}
+
+// NewRegistry registers every kind on srv, with collections of st and the extra indexes. ctx bounds the
+// collections' watch caches.
+func NewRegistry(ctx context.Context, st *store.Store, srv grpc.ServiceRegistrar, indexes ...Index) (*Registry, error) {
+	r := &Registry{store: st, grpc: srv, ctx: ctx, collections: map[schema.GroupResource]*store.Collection{}, byMessage: map[protoreflect.FullName]*store.Collection{},
+		indexes: map[schema.GroupResource]map[string]func(store.Object) []string{}}
+	for _, ix := range indexes {
+		if r.indexes[ix.Resource] == nil {
+			r.indexes[ix.Resource] = map[string]func(store.Object) []string{}
+		}
+		if _, dup := r.indexes[ix.Resource][ix.Name]; dup || ix.Name == "" || ix.Values == nil {
+			return nil, fmt.Errorf("index %q of %s: duplicate, unnamed or without values", ix.Name, ix.Resource)
+		}
+		r.indexes[ix.Resource][ix.Name] = ix.Values
+	}
 	if err := registerKinds(r); err != nil {
 		return nil, err
 	}
@@ -78,7 +102,7 @@ func (r *Registry) collection(k Kind, newObj func() store.Object) (*store.Collec
 	}
 	c, err := r.store.Register(r.ctx, store.Resource{
 		Group: k.Group, Resource: k.Resource, Namespaced: k.Namespaced, Encrypted: k.Encrypted,
-		New: newObj, Fields: getters, Indexes: indexesFor(k),
+		New: newObj, Fields: getters, Indexes: indexesFor(k, r.indexes[gr]),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("register %s: %w", gr, err)
@@ -98,6 +122,28 @@ func (r *Registry) Collection(gr schema.GroupResource) (*store.Collection, bool)
 // Get reads an object of any kind (admission.Reader).
 func (r *Registry) Get(ctx context.Context, gr schema.GroupResource, namespace, name string) (store.Object, error) {
 	return admission.CollectionsReader{Source: r}.Get(ctx, gr, namespace, name)
+}
+
+// ByIndex reads the objects of a resource whose index yields value, from the watch cache. The objects are shared:
+// do not modify them.
+func (r *Registry) ByIndex(ctx context.Context, gr schema.GroupResource, index, value string) ([]store.Object, error) {
+	c, ok := r.Collection(gr)
+	if !ok {
+		return nil, fmt.Errorf("resource %s is not served", gr)
+	}
+	return c.ByIndex(ctx, index, value)
+}
+
+// SetAdmissionConfig configures the admission plugins (token lifetimes, their clock); the hub sets it before it
+// serves. Without it plugins see admission's defaults.
+func (r *Registry) SetAdmissionConfig(c admission.Config) { r.admission.Store(&c) }
+
+// admissionContext returns ctx carrying the admission configuration, for the plugins a write calls.
+func (r *Registry) admissionContext(ctx context.Context) context.Context {
+	if c := r.admission.Load(); c != nil {
+		return admission.WithConfig(ctx, *c)
+	}
+	return ctx
 }
 
 // List reads all objects of a resource in a namespace (admission.Reader).

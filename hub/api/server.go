@@ -336,6 +336,7 @@ func (s *Server[T, L, E, PE]) Watch(req *metav1.WatchRequest, stream grpc.Server
 // subresource, and server-owned metadata is reset.
 func (s *Server[T, L, E, PE]) Create(ctx context.Context, obj T) (T, error) {
 	var zero T
+	ctx = s.reg.admissionContext(ctx)
 	if err := s.checkTypeMeta(obj); err != nil {
 		return zero, err
 	}
@@ -374,12 +375,20 @@ func (s *Server[T, L, E, PE]) Create(ctx context.Context, obj T) (T, error) {
 		}
 		defer release()
 	}
+	var reveal func(store.Object) store.Object
+	if s.plugin.Conceal != nil {
+		reveal = s.plugin.Conceal(in)
+	}
 	stored, err := s.coll.Create(ctx, in)
 	if err != nil {
 		return zero, err
 	}
 	gateway.SetHTTPCode(ctx, http.StatusCreated)
-	return s.out(stored)
+	out, err := s.out(stored)
+	if err != nil || reveal == nil {
+		return out, err
+	}
+	return reveal(out).(T), nil
 }
 
 // namespaceActive is Kubernetes' NamespaceLifecycle admission: objects are created only in namespaces that exist
@@ -447,6 +456,7 @@ func (s *Server[T, L, E, PE]) bound(cur, req T) T {
 // update writes obj as Update (sub ""), UpdateStatus (SubresourceStatus) or UpdateBinding (SubresourceBinding).
 func (s *Server[T, L, E, PE]) update(ctx context.Context, obj T, sub string) (T, error) {
 	var zero T
+	ctx = s.reg.admissionContext(ctx)
 	if err := s.checkTypeMeta(obj); err != nil {
 		return zero, err
 	}
@@ -489,6 +499,9 @@ func (s *Server[T, L, E, PE]) update(ctx context.Context, obj T, sub string) (T,
 		if sub == SubresourceBinding {
 			next, vctx = s.bound(old, obj), admission.WithSubresource(ctx, sub)
 		}
+		if sub == "" && s.plugin.PrepareUpdate != nil {
+			s.plugin.PrepareUpdate(next, old)
+		}
 		if check != nil {
 			attrs.Object, attrs.Current = next, cur
 			if err := check(attrs); err != nil {
@@ -510,6 +523,7 @@ func (s *Server[T, L, E, PE]) update(ctx context.Context, obj T, sub string) (T,
 // concurrent changes. A resourceVersion in the patch acts as a precondition.
 func (s *Server[T, L, E, PE]) Patch(ctx context.Context, req *metav1.PatchRequest) (T, error) {
 	var zero T
+	ctx = s.reg.admissionContext(ctx)
 	status, binding := false, false
 	switch req.GetSubresource() {
 	case "":
@@ -580,6 +594,8 @@ func (s *Server[T, L, E, PE]) Patch(ctx context.Context, req *metav1.PatchReques
 		vctx := ctx
 		if binding {
 			obj, vctx = s.bound(curT, obj), admission.WithSubresource(ctx, SubresourceBinding)
+		} else if !status && s.plugin.PrepareUpdate != nil {
+			s.plugin.PrepareUpdate(obj, curT)
 		}
 		if check != nil {
 			attrs.Object, attrs.Current = obj, cur

@@ -7,11 +7,13 @@ import (
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 
+	authv1alpha1 "github.com/trellis-dev/trellis/proto/gen/trellis/auth/v1alpha1"
 	corev1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1"
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
 	certificatesv1 "github.com/trellis-dev/trellis/proto/gen/trellis/kubernetes/certificates/v1"
 	coordinationv1 "github.com/trellis-dev/trellis/proto/gen/trellis/kubernetes/coordination/v1"
 	kcorev1 "github.com/trellis-dev/trellis/proto/gen/trellis/kubernetes/core/v1"
+	rbacv1 "github.com/trellis-dev/trellis/proto/gen/trellis/kubernetes/rbac/v1"
 	operationsv1alpha1 "github.com/trellis-dev/trellis/proto/gen/trellis/operations/v1alpha1"
 	securityv1alpha1 "github.com/trellis-dev/trellis/proto/gen/trellis/security/v1alpha1"
 	seedmanagementv1alpha1 "github.com/trellis-dev/trellis/proto/gen/trellis/seedmanagement/v1alpha1"
@@ -45,8 +47,11 @@ var Kinds = []Kind{
 	{Group: "", Version: "v1", Kind: "Event", Resource: "events", Namespaced: true, Status: false, Encrypted: false, StoredAs: "", Fields: []string{"involvedObject.kind", "involvedObject.name", "involvedObject.namespace", "involvedObject.uid", "reason", "type"}},
 	{Group: "", Version: "v1", Kind: "Namespace", Resource: "namespaces", Namespaced: false, Status: true, Encrypted: false, StoredAs: "", Fields: []string{"status.phase"}},
 	{Group: "", Version: "v1", Kind: "Secret", Resource: "secrets", Namespaced: true, Status: false, Encrypted: true, StoredAs: "", Fields: []string{"type"}},
+	{Group: "", Version: "v1", Kind: "ServiceAccount", Resource: "serviceaccounts", Namespaced: true, Status: false, Encrypted: false, StoredAs: ""},
 	{Group: "coordination.k8s.io", Version: "v1", Kind: "Lease", Resource: "leases", Namespaced: true, Status: false, Encrypted: false, StoredAs: ""},
 	{Group: "certificates.k8s.io", Version: "v1", Kind: "CertificateSigningRequest", Resource: "certificatesigningrequests", Namespaced: false, Status: true, Encrypted: false, StoredAs: "", Fields: []string{"spec.signerName"}},
+	{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRole", Resource: "clusterroles", Namespaced: false, Status: false, Encrypted: false, StoredAs: ""},
+	{Group: "auth.trellis.dev", Version: "v1alpha1", Kind: "AccessToken", Resource: "accesstokens", Namespaced: true, Status: false, Encrypted: false, StoredAs: "", Fields: []string{"spec.user", "spec.serviceAccountName"}},
 }
 
 // registerKinds registers the typed service of every kind on the gRPC server and its REST routes on the gateway mux.
@@ -390,6 +395,19 @@ func registerKinds(r *Registry) error {
 		})
 	}
 	{
+		s, err := newServer[*kcorev1.ServiceAccount, *kcorev1.ServiceAccountList, kcorev1.ServiceAccountWatchEvent](r, "", "v1", "ServiceAccount")
+		if err != nil {
+			return err
+		}
+		kcorev1.RegisterServiceAccountServiceServer(r.grpc, s)
+		r.routes = append(r.routes, func(ctx context.Context, mux *runtime.ServeMux) error {
+			if err := kcorev1.RegisterServiceAccountServiceHandlerServer(ctx, mux, s); err != nil {
+				return err
+			}
+			return s.registerWatch(mux, r.objectJSON, "/api/v1/watch/namespaces/{namespace}/serviceaccounts", "/api/v1/watch/serviceaccounts")
+		})
+	}
+	{
 		s, err := newServer[*coordinationv1.Lease, *coordinationv1.LeaseList, coordinationv1.LeaseWatchEvent](r, "coordination.k8s.io", "v1", "Lease")
 		if err != nil {
 			return err
@@ -413,6 +431,32 @@ func registerKinds(r *Registry) error {
 				return err
 			}
 			return s.registerWatch(mux, r.objectJSON, "/apis/certificates.k8s.io/v1/watch/certificatesigningrequests")
+		})
+	}
+	{
+		s, err := newServer[*rbacv1.ClusterRole, *rbacv1.ClusterRoleList, rbacv1.ClusterRoleWatchEvent](r, "rbac.authorization.k8s.io", "v1", "ClusterRole")
+		if err != nil {
+			return err
+		}
+		rbacv1.RegisterClusterRoleServiceServer(r.grpc, s)
+		r.routes = append(r.routes, func(ctx context.Context, mux *runtime.ServeMux) error {
+			if err := rbacv1.RegisterClusterRoleServiceHandlerServer(ctx, mux, s); err != nil {
+				return err
+			}
+			return s.registerWatch(mux, r.objectJSON, "/apis/rbac.authorization.k8s.io/v1/watch/clusterroles")
+		})
+	}
+	{
+		s, err := newServer[*authv1alpha1.AccessToken, *authv1alpha1.AccessTokenList, authv1alpha1.AccessTokenWatchEvent](r, "auth.trellis.dev", "v1alpha1", "AccessToken")
+		if err != nil {
+			return err
+		}
+		authv1alpha1.RegisterAccessTokenServiceServer(r.grpc, s)
+		r.routes = append(r.routes, func(ctx context.Context, mux *runtime.ServeMux) error {
+			if err := authv1alpha1.RegisterAccessTokenServiceHandlerServer(ctx, mux, s); err != nil {
+				return err
+			}
+			return s.registerWatch(mux, r.objectJSON, "/apis/auth.trellis.dev/v1alpha1/watch/namespaces/{namespace}/accesstokens", "/apis/auth.trellis.dev/v1alpha1/watch/accesstokens")
 		})
 	}
 	return nil

@@ -47,7 +47,7 @@ const (
 	GroupAuthned = "system:authenticated"
 )
 
-// ErrUnauthenticated is returned for a request without credentials, or with a token nobody knows.
+// ErrUnauthenticated is returned for a request without credentials.
 var ErrUnauthenticated = errors.New("a valid bearer token or seed client certificate is required")
 
 // Request holds what a request presents to authenticate with.
@@ -60,11 +60,12 @@ type Request struct {
 }
 
 // Authenticator identifies the user of a request: seed agents by their client certificates, bootstrap tokens by
-// their Secrets in kube-system, other users by bearer tokens whose hashes are stored in etcd.
+// their Secrets in kube-system, users and robot accounts by their AccessTokens, the admin by the admin token's hash
+// stored in etcd.
 type Authenticator struct {
 	mu     sync.RWMutex
 	hashes map[[32]byte]User
-	reader ObjectReader // bootstrap token Secrets; nil until SetObjectReader
+	reader ObjectReader // bootstrap token Secrets, AccessTokens, ServiceAccounts; nil until SetObjectReader
 
 	now func() time.Time
 }
@@ -112,6 +113,13 @@ func Open(ctx context.Context, cli *clientv3.Client, prefix, tokenFile string) (
 	return nil, errors.New("could not create or read the admin token")
 }
 
+// SetClock replaces the clock of expiry checks (tests); call it before the authenticator is used.
+func (a *Authenticator) SetClock(now func() time.Time) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.now = now
+}
+
 // NewToken returns a random bearer token.
 func NewToken() (string, error) {
 	b := make([]byte, 32)
@@ -150,6 +158,9 @@ func (a *Authenticator) authenticateToken(ctx context.Context, token string) (Us
 	if id, secret, ok := ParseBootstrapToken(token); ok {
 		return a.authenticateBootstrap(ctx, id, secret)
 	}
+	if _, ok := ParseAccessToken(token); ok {
+		return a.authenticateAccessToken(ctx, token)
+	}
 	h := sha256.Sum256([]byte(token))
 	a.mu.RLock()
 	defer a.mu.RUnlock()
@@ -158,7 +169,7 @@ func (a *Authenticator) authenticateToken(ctx context.Context, token string) (Us
 			return u, nil
 		}
 	}
-	return User{}, errors.New("invalid bearer token")
+	return User{}, errInvalidToken
 }
 
 // BearerToken extracts the token of an Authorization header value ("Bearer <token>").

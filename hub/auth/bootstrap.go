@@ -32,10 +32,13 @@ var (
 // ObjectReader reads objects from the hub's watch cache; *api.Registry is one.
 type ObjectReader interface {
 	Get(ctx context.Context, gr schema.GroupResource, namespace, name string) (store.Object, error)
+	// ByIndex returns the objects of a resource whose index yields value (AccessTokens by TokenHashIndex).
+	ByIndex(ctx context.Context, gr schema.GroupResource, index, value string) ([]store.Object, error)
 }
 
-// SetObjectReader lets the authenticator read bootstrap token Secrets. Until it is called, bootstrap tokens are
-// rejected. The hub sets it once its Registry exists, before it serves.
+// SetObjectReader lets the authenticator read bootstrap token Secrets, AccessTokens and ServiceAccounts. Until it is
+// called, bootstrap tokens and access tokens are rejected. The hub sets it once its Registry exists, before it
+// serves; the Registry needs the index of Indexes.
 func (a *Authenticator) SetObjectReader(r ObjectReader) {
 	a.mu.Lock()
 	defer a.mu.Unlock()

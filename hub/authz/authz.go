@@ -44,21 +44,25 @@ type Config struct {
 	// Reader reads objects a decision depends on that the graph may not have processed yet: a ShootState's shoot, a
 	// BackupEntry's bucket. Optional.
 	Reader Reader
+	// Index reads Projects and ClusterRoles through the indexes of Indexes, for the decisions of users by project
+	// roles. Without it, users other than cluster admins may do nothing.
+	Index IndexReader
 }
 
 // Authorizer is the hub's api.Authorizer: the seed rules for agents, nothing for bootstrap tokens, everything for
-// other users (until project roles exist).
+// cluster admins, project roles for everyone else.
 type Authorizer struct {
 	graph      Graph
 	graphReady <-chan struct{}
 	reader     Reader
+	index      IndexReader
 }
 
 var _ api.Authorizer = (*Authorizer)(nil)
 
 // New returns the hub's authorizer.
 func New(cfg Config) *Authorizer {
-	return &Authorizer{graph: cfg.Graph, graphReady: cfg.GraphReady, reader: cfg.Reader}
+	return &Authorizer{graph: cfg.Graph, graphReady: cfg.GraphReady, reader: cfg.Reader, index: cfg.Index}
 }
 
 // Authorize implements api.Authorizer.
@@ -68,16 +72,21 @@ func (a *Authorizer) Authorize(ctx context.Context, at api.Attributes) error {
 		return api.Forbidden(at, "a bootstrap token may only be used for the agent's bootstrap exchange")
 	case at.User.Seed != "":
 		return a.authorizeSeed(ctx, at)
+	case at.User.InGroup(auth.GroupAdmins):
+		return nil
 	}
-	return nil
+	return a.authorizeUser(ctx, at)
 }
 
 // Filter implements api.Authorizer.
 func (a *Authorizer) Filter(ctx context.Context, at api.Attributes) func(store.Object) bool {
-	if at.User.Seed == "" {
+	switch {
+	case at.User.Seed != "":
+		return a.seedFilter(ctx, at)
+	case at.User.InGroup(auth.GroupAdmins):
 		return nil
 	}
-	return a.seedFilter(ctx, at)
+	return a.filterUser(ctx, at)
 }
 
 // AgentConnectMethod is the one gRPC method a bootstrap token user may call: the agent link, where it may only ask
@@ -95,10 +104,10 @@ func RestrictBootstrap(u auth.User, request string) error {
 }
 
 // AuthorizePath decides a request for a path outside the typed API, as kube-apiserver's non-resource URLs:
-// discovery documents are for every user but bootstrap tokens; other paths (metrics, profiling) are not for agents
-// or bootstrap tokens.
+// discovery documents are for every user but bootstrap tokens; other paths (metrics, profiling) are for cluster
+// admins.
 func AuthorizePath(u auth.User, verb, path string, discovery bool) error {
-	if u.IsBootstrap() || (u.Seed != "" && !discovery) {
+	if u.IsBootstrap() || (!discovery && !u.InGroup(auth.GroupAdmins)) {
 		return forbidden(fmt.Sprintf("User %q cannot %s path %q", u.Name, verb, path))
 	}
 	return nil

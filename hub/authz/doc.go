@@ -9,7 +9,15 @@
 //     Graph's answer (package seedgraph keeps it). A get is decided by the Graph's paths, as Gardener's: an object
 //     the seed's objects reference may be read whether or not it exists, so a missing one is NotFound, not
 //     Forbidden.
-//   - Everyone else may do everything for now; project roles come later.
+//   - Cluster admins (group system:masters) may do everything.
+//   - Everyone else is held to Gardener's project roles (user.go, roles.go): Project.spec.owner and spec.members
+//     (users, groups, service accounts) with the roles owner, admin, viewer, uam, serviceaccountmanager and
+//     extension:<name>, whose rules are those of Gardener's RBAC for project members, in the project namespace
+//     (spec.namespace); the ClusterRoles labelled rbac.gardener.cloud/aggregate-to-extension-role=<name> define the
+//     extension roles. Every user reads the global resources (CloudProfiles, ExposureClasses, Seeds), creates
+//     projects, and gets, lists and revokes its own user tokens. Projects and their namespaces are invisible to
+//     non-members: lists and watches are filtered, gets are NotFound. Decisions read the watch cache through
+//     indexes (Indexes): the projects of a user or group, the ClusterRoles of an extension role.
 //
 // Denials are Kubernetes Forbidden errors naming the user, verb and resource (api.Forbidden).
 package authz

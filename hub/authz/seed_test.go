@@ -68,6 +68,8 @@ var protoPackages = map[string]string{
 	"":                              "trellis.kubernetes.core.",
 	"coordination.k8s.io":           "trellis.kubernetes.coordination.",
 	"certificates.k8s.io":           "trellis.kubernetes.certificates.",
+	"rbac.authorization.k8s.io":     "trellis.kubernetes.rbac.",
+	"auth.trellis.dev":              "trellis.auth.",
 }
 
 // newObject returns an empty object of kind k named namespace/name.
@@ -167,7 +169,11 @@ var kindCases = map[string]kindCase{
 	}, mine: "get list watch create update patch status"},
 	"configmaps": {own: inGraph, mine: readOnly},
 	"events":     {mine: "create patch", theirs: "create patch"},
-	"namespaces": {place: func(seed string) (string, string) { return "", "seed-" + seed }, mine: readOnly},
+	// Users' and robots' identities and the extension roles are nothing of a seed's.
+	"serviceaccounts":                        {own: inGraph},
+	"clusterroles.rbac.authorization.k8s.io": {own: inGraph},
+	"accesstokens.auth.trellis.dev":          {own: inGraph},
+	"namespaces":                             {place: func(seed string) (string, string) { return "", "seed-" + seed }, mine: readOnly},
 	"secrets": {place: func(seed string) (string, string) { return "seed-" + seed, "backup" },
 		mine: "get list watch create update patch delete"},
 	"leases.coordination.k8s.io": {place: func(seed string) (string, string) { return "gardener-system-seed-lease", seed },
@@ -539,6 +545,9 @@ func TestAuthorizePath(t *testing.T) {
 		{seedA, "/debug/pprof/", false, false},
 		{bootstrapU, "/apis", true, false},
 		{bootstrapU, "/metrics", false, false},
+		{auth.User{Name: "alice", Groups: []string{auth.GroupAuthned}}, "/apis", true, true},
+		{auth.User{Name: "alice", Groups: []string{auth.GroupAuthned}}, "/metrics", false, false},
+		{auth.User{Name: "alice", Groups: []string{auth.GroupAuthned}}, "/debug/pprof/", false, false},
 	} {
 		err := authz.AuthorizePath(tc.u, "get", tc.path, tc.discovery)
 		if tc.allow != (err == nil) || (err != nil && !apierrors.IsForbidden(err)) {

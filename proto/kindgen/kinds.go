@@ -91,6 +91,7 @@ var groups = []group{
 			{Kind: "Event", Resource: "events", File: "event", Namespaced: true, Fields: []string{"involvedObject.kind", "involvedObject.name", "involvedObject.namespace", "involvedObject.uid", "reason", "type"}},
 			{Kind: "Namespace", Resource: "namespaces", File: "namespace", Status: true, Fields: []string{"status.phase"}},
 			{Kind: "Secret", Resource: "secrets", File: "secret", Namespaced: true, Encrypted: true, Fields: []string{"type"}},
+			{Kind: "ServiceAccount", Resource: "serviceaccounts", File: "serviceaccount", Namespaced: true},
 		},
 	},
 	{
@@ -105,6 +106,20 @@ var groups = []group{
 		Dir: "trellis/kubernetes/certificates/v1", GoAlias: "certificatesv1",
 		Kinds: []kind{
 			{Kind: "CertificateSigningRequest", Resource: "certificatesigningrequests", File: "certificatesigningrequest", Status: true, Fields: []string{"spec.signerName"}},
+		},
+	},
+	{
+		Group: "rbac.authorization.k8s.io", Version: "v1", Package: "trellis.kubernetes.rbac.v1",
+		Dir: "trellis/kubernetes/rbac/v1", GoAlias: "rbacv1",
+		Kinds: []kind{
+			{Kind: "ClusterRole", Resource: "clusterroles", File: "clusterrole"},
+		},
+	},
+	{
+		Group: "auth.trellis.dev", Version: "v1alpha1", Package: "trellis.auth.v1alpha1",
+		Dir: "trellis/auth/v1alpha1", GoAlias: "authv1alpha1",
+		Kinds: []kind{
+			{Kind: "AccessToken", Resource: "accesstokens", File: "accesstoken", Namespaced: true, Fields: []string{"spec.user", "spec.serviceAccountName"}},
 		},
 	},
 }

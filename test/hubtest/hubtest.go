@@ -182,3 +182,33 @@ func (tokenCreds) RequireTransportSecurity() bool { return true }
 func WithToken(ctx context.Context, token string) context.Context {
 	return metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+token)
 }
+
+// UserToken has the admin issue a user token (an AccessToken in trellis-system named after user) for user in groups,
+// and returns the token.
+func (h *Hub) UserToken(t testing.TB, user string, groups ...string) string {
+	t.Helper()
+	body, _ := json.Marshal(map[string]any{"metadata": map[string]string{"name": user}, "spec": map[string]any{"user": user, "groups": groups}})
+	code, out := h.Do(t, "POST", "/apis/auth.trellis.dev/v1alpha1/namespaces/trellis-system/accesstokens", body)
+	var resp struct {
+		Status struct{ Token string }
+	}
+	if err := json.Unmarshal(out, &resp); code != 201 || err != nil || resp.Status.Token == "" {
+		t.Fatalf("user token for %s: %d %s", user, code, out)
+	}
+	return resp.Status.Token
+}
+
+// WaitNamespace waits up to 10 s for namespace name to exist (a new project's, which the project controller makes).
+func (h *Hub) WaitNamespace(t testing.TB, name string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if code, _ := h.Do(t, "GET", "/api/v1/namespaces/"+name, nil); code == 200 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("namespace %s does not exist after 10s", name)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -9,6 +9,7 @@
 package corev1
 
 import (
+	_ "github.com/trellis-dev/trellis/proto/gen/trellis/cli/v1"
 	v1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
 	v1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
@@ -278,7 +279,7 @@ var File_trellis_core_v1_controllerdeployment_proto protoreflect.FileDescriptor
 
 const file_trellis_core_v1_controllerdeployment_proto_rawDesc = "" +
 	"\n" +
-	"*trellis/core/v1/controllerdeployment.proto\x12\x0ftrellis.core.v1\x1a!trellis/core/v1beta1/common.proto\x1a\x1atrellis/meta/v1/meta.proto\"\xeb\x02\n" +
+	"*trellis/core/v1/controllerdeployment.proto\x12\x0ftrellis.core.v1\x1a\x1ctrellis/cli/v1/options.proto\x1a!trellis/core/v1beta1/common.proto\x1a\x1atrellis/meta/v1/meta.proto\"\xfd\x02\n" +
 	"\x14ControllerDeployment\x12\x1f\n" +
 	"\vapi_version\x18\x01 \x01(\tR\n" +
 	"apiVersion\x12\x12\n" +
@@ -286,7 +287,9 @@ const file_trellis_core_v1_controllerdeployment_proto_rawDesc = "" +
 	"\bmetadata\x18\x03 \x01(\v2\x1b.trellis.meta.v1.ObjectMetaR\bmetadata\x12=\n" +
 	"\x04helm\x18\x04 \x01(\v2).trellis.core.v1.HelmControllerDeploymentR\x04helm\x12=\n" +
 	"\x18inject_garden_kubeconfig\x18\x05 \x01(\bH\x00R\x16injectGardenKubeconfig\x88\x01\x01\x12J\n" +
-	"\tresources\x18\x06 \x03(\v2,.trellis.core.v1beta1.NamedResourceReferenceR\tresourcesB\x1b\n" +
+	"\tresources\x18\x06 \x03(\v2,.trellis.core.v1beta1.NamedResourceReferenceR\tresources:\x10\xfa\xf9\x18\f\n" +
+	"\n" +
+	"ctrldeployB\x1b\n" +
 	"\x19_inject_garden_kubeconfig\"\xb5\x01\n" +
 	"\x18HelmControllerDeployment\x12\x1b\n" +
 	"\traw_chart\x18\x01 \x01(\fR\brawChart\x125\n" +

@@ -7,6 +7,7 @@
 package corev1beta1
 
 import (
+	_ "github.com/trellis-dev/trellis/proto/gen/trellis/cli/v1"
 	v1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
@@ -452,13 +453,16 @@ var File_trellis_core_v1beta1_controllerregistration_proto protoreflect.FileDesc
 
 const file_trellis_core_v1beta1_controllerregistration_proto_rawDesc = "" +
 	"\n" +
-	"1trellis/core/v1beta1/controllerregistration.proto\x12\x14trellis.core.v1beta1\x1a\x1atrellis/meta/v1/meta.proto\"\xcc\x01\n" +
+	"1trellis/core/v1beta1/controllerregistration.proto\x12\x14trellis.core.v1beta1\x1a\x1ctrellis/cli/v1/options.proto\x1a\x1atrellis/meta/v1/meta.proto\"\xa5\x02\n" +
 	"\x16ControllerRegistration\x12\x1f\n" +
 	"\vapi_version\x18\x01 \x01(\tR\n" +
 	"apiVersion\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x127\n" +
 	"\bmetadata\x18\x03 \x01(\v2\x1b.trellis.meta.v1.ObjectMetaR\bmetadata\x12D\n" +
-	"\x04spec\x18\x04 \x01(\v20.trellis.core.v1beta1.ControllerRegistrationSpecR\x04spec\"\xbc\x01\n" +
+	"\x04spec\x18\x04 \x01(\v20.trellis.core.v1beta1.ControllerRegistrationSpecR\x04spec:W\xf2\xf9\x18 \n" +
+	"\x05TYPES\x12\x17.spec.resources[*].type\xf2\xf9\x18\"\n" +
+	"\x05KINDS\x12\x17.spec.resources[*].kind\x18\x01\xfa\xf9\x18\t\n" +
+	"\actrlreg\"\xbc\x01\n" +
 	"\x1aControllerRegistrationSpec\x12F\n" +
 	"\tresources\x18\x01 \x03(\v2(.trellis.core.v1beta1.ControllerResourceR\tresources\x12V\n" +
 	"\n" +

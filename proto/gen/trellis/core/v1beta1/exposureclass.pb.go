@@ -7,6 +7,7 @@
 package corev1beta1
 
 import (
+	_ "github.com/trellis-dev/trellis/proto/gen/trellis/cli/v1"
 	v1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
@@ -164,7 +165,7 @@ var File_trellis_core_v1beta1_exposureclass_proto protoreflect.FileDescriptor
 
 const file_trellis_core_v1beta1_exposureclass_proto_rawDesc = "" +
 	"\n" +
-	"(trellis/core/v1beta1/exposureclass.proto\x12\x14trellis.core.v1beta1\x1a!trellis/core/v1beta1/common.proto\x1a\x1atrellis/meta/v1/meta.proto\"\xe6\x01\n" +
+	"(trellis/core/v1beta1/exposureclass.proto\x12\x14trellis.core.v1beta1\x1a\x1ctrellis/cli/v1/options.proto\x1a!trellis/core/v1beta1/common.proto\x1a\x1atrellis/meta/v1/meta.proto\"\x8b\x02\n" +
 	"\rExposureClass\x12\x1f\n" +
 	"\vapi_version\x18\x01 \x01(\tR\n" +
 	"apiVersion\x12\x12\n" +
@@ -173,7 +174,9 @@ const file_trellis_core_v1beta1_exposureclass_proto_rawDesc = "" +
 	"\ahandler\x18\x04 \x01(\tR\ahandler\x12M\n" +
 	"\n" +
 	"scheduling\x18\x05 \x01(\v2-.trellis.core.v1beta1.ExposureClassSchedulingR\n" +
-	"scheduling\"\xa1\x01\n" +
+	"scheduling:#\xf2\xf9\x18\x13\n" +
+	"\aHANDLER\x12\b.handler\xfa\xf9\x18\b\n" +
+	"\x06eclass\"\xa1\x01\n" +
 	"\x17ExposureClassScheduling\x12G\n" +
 	"\rseed_selector\x18\x01 \x01(\v2\".trellis.core.v1beta1.SeedSelectorR\fseedSelector\x12=\n" +
 	"\vtolerations\x18\x02 \x03(\v2\x1b.trellis.meta.v1.TolerationR\vtolerationsBKZIgithub.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1;corev1beta1b\x06proto3"

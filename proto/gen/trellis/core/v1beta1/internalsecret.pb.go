@@ -7,6 +7,7 @@
 package corev1beta1
 
 import (
+	_ "github.com/trellis-dev/trellis/proto/gen/trellis/cli/v1"
 	v1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
@@ -127,7 +128,7 @@ var File_trellis_core_v1beta1_internalsecret_proto protoreflect.FileDescriptor
 
 const file_trellis_core_v1beta1_internalsecret_proto_rawDesc = "" +
 	"\n" +
-	")trellis/core/v1beta1/internalsecret.proto\x12\x14trellis.core.v1beta1\x1a\x1atrellis/meta/v1/meta.proto\"\xd6\x03\n" +
+	")trellis/core/v1beta1/internalsecret.proto\x12\x14trellis.core.v1beta1\x1a\x1ctrellis/cli/v1/options.proto\x1a\x1atrellis/meta/v1/meta.proto\"\xfc\x03\n" +
 	"\x0eInternalSecret\x12\x1f\n" +
 	"\vapi_version\x18\x01 \x01(\tR\n" +
 	"apiVersion\x12\x12\n" +
@@ -143,7 +144,9 @@ const file_trellis_core_v1beta1_internalsecret_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\fR\x05value:\x028\x01\x1a=\n" +
 	"\x0fStringDataEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\f\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01:$\xf2\xf9\x18\r\n" +
+	"\x04TYPE\x12\x05.type\xf2\xf9\x18\x0f\n" +
+	"\x04DATA\x12\x05.data \x05B\f\n" +
 	"\n" +
 	"_immutableBKZIgithub.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1;corev1beta1b\x06proto3"
 

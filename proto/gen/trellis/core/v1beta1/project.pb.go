@@ -7,6 +7,7 @@
 package corev1beta1
 
 import (
+	_ "github.com/trellis-dev/trellis/proto/gen/trellis/cli/v1"
 	v1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
@@ -592,14 +593,18 @@ var File_trellis_core_v1beta1_project_proto protoreflect.FileDescriptor
 
 const file_trellis_core_v1beta1_project_proto_rawDesc = "" +
 	"\n" +
-	"\"trellis/core/v1beta1/project.proto\x12\x14trellis.core.v1beta1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1atrellis/meta/v1/meta.proto\"\xeb\x01\n" +
+	"\"trellis/core/v1beta1/project.proto\x12\x14trellis.core.v1beta1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1ctrellis/cli/v1/options.proto\x1a\x1atrellis/meta/v1/meta.proto\"\xe8\x02\n" +
 	"\aProject\x12\x1f\n" +
 	"\vapi_version\x18\x01 \x01(\tR\n" +
 	"apiVersion\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x127\n" +
 	"\bmetadata\x18\x03 \x01(\v2\x1b.trellis.meta.v1.ObjectMetaR\bmetadata\x125\n" +
 	"\x04spec\x18\x04 \x01(\v2!.trellis.core.v1beta1.ProjectSpecR\x04spec\x12;\n" +
-	"\x06status\x18\x05 \x01(\v2#.trellis.core.v1beta1.ProjectStatusR\x06status\"\x8a\x04\n" +
+	"\x06status\x18\x05 \x01(\v2#.trellis.core.v1beta1.ProjectStatusR\x06status:{\xf2\xf9\x18\x1c\n" +
+	"\tNAMESPACE\x12\x0f.spec.namespace\xf2\xf9\x18\x17\n" +
+	"\x06STATUS\x12\r.status.phase\xf2\xf9\x18\x19\n" +
+	"\x05OWNER\x12\x10.spec.owner.name\xf2\xf9\x18\x1f\n" +
+	"\aCREATOR\x12\x14.spec.createdBy.name\"\x8a\x04\n" +
 	"\vProjectSpec\x12<\n" +
 	"\n" +
 	"created_by\x18\x01 \x01(\v2\x1d.trellis.core.v1beta1.SubjectR\tcreatedBy\x12%\n" +

@@ -7,6 +7,7 @@
 package corev1beta1
 
 import (
+	_ "github.com/trellis-dev/trellis/proto/gen/trellis/cli/v1"
 	v1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
@@ -164,7 +165,7 @@ var File_trellis_core_v1beta1_secretbinding_proto protoreflect.FileDescriptor
 
 const file_trellis_core_v1beta1_secretbinding_proto_rawDesc = "" +
 	"\n" +
-	"(trellis/core/v1beta1/secretbinding.proto\x12\x14trellis.core.v1beta1\x1a\x1atrellis/meta/v1/meta.proto\"\xc1\x02\n" +
+	"(trellis/core/v1beta1/secretbinding.proto\x12\x14trellis.core.v1beta1\x1a\x1ctrellis/cli/v1/options.proto\x1a\x1atrellis/meta/v1/meta.proto\"\x86\x03\n" +
 	"\rSecretBinding\x12\x1f\n" +
 	"\vapi_version\x18\x01 \x01(\tR\n" +
 	"apiVersion\x12\x12\n" +
@@ -173,7 +174,10 @@ const file_trellis_core_v1beta1_secretbinding_proto_rawDesc = "" +
 	"\n" +
 	"secret_ref\x18\x04 \x01(\v2 .trellis.meta.v1.SecretReferenceR\tsecretRef\x128\n" +
 	"\x06quotas\x18\x05 \x03(\v2 .trellis.meta.v1.ObjectReferenceR\x06quotas\x12G\n" +
-	"\bprovider\x18\x06 \x01(\v2+.trellis.core.v1beta1.SecretBindingProviderR\bprovider\"+\n" +
+	"\bprovider\x18\x06 \x01(\v2+.trellis.core.v1beta1.SecretBindingProviderR\bprovider:C\xf2\xf9\x18\x19\n" +
+	"\x06SECRET\x12\x0f.secretRef.name\xf2\xf9\x18\x1a\n" +
+	"\bPROVIDER\x12\x0e.provider.type\xfa\xf9\x18\x04\n" +
+	"\x02sb\"+\n" +
 	"\x15SecretBindingProvider\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04typeBKZIgithub.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1;corev1beta1b\x06proto3"
 

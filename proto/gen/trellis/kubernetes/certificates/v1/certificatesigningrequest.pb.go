@@ -10,6 +10,7 @@
 package certificatesv1
 
 import (
+	_ "github.com/trellis-dev/trellis/proto/gen/trellis/cli/v1"
 	v1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
@@ -414,14 +415,19 @@ var File_trellis_kubernetes_certificates_v1_certificatesigningrequest_proto prot
 
 const file_trellis_kubernetes_certificates_v1_certificatesigningrequest_proto_rawDesc = "" +
 	"\n" +
-	"Btrellis/kubernetes/certificates/v1/certificatesigningrequest.proto\x12\"trellis.kubernetes.certificates.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1atrellis/meta/v1/meta.proto\"\xbd\x02\n" +
+	"Btrellis/kubernetes/certificates/v1/certificatesigningrequest.proto\x12\"trellis.kubernetes.certificates.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1ctrellis/cli/v1/options.proto\x1a\x1atrellis/meta/v1/meta.proto\"\xb4\x03\n" +
 	"\x19CertificateSigningRequest\x12\x1f\n" +
 	"\vapi_version\x18\x01 \x01(\tR\n" +
 	"apiVersion\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x127\n" +
 	"\bmetadata\x18\x03 \x01(\v2\x1b.trellis.meta.v1.ObjectMetaR\bmetadata\x12U\n" +
 	"\x04spec\x18\x04 \x01(\v2A.trellis.kubernetes.certificates.v1.CertificateSigningRequestSpecR\x04spec\x12[\n" +
-	"\x06status\x18\x05 \x01(\v2C.trellis.kubernetes.certificates.v1.CertificateSigningRequestStatusR\x06status\"\xd1\x03\n" +
+	"\x06status\x18\x05 \x01(\v2C.trellis.kubernetes.certificates.v1.CertificateSigningRequestStatusR\x06status:u\xf2\xf9\x18\x1e\n" +
+	"\n" +
+	"SIGNERNAME\x12\x10.spec.signerName\xf2\xf9\x18\x1b\n" +
+	"\tREQUESTOR\x12\x0e.spec.username\xf2\xf9\x18'\n" +
+	"\tCONDITION\x12\x1a.status.conditions[*].type\xfa\xf9\x18\x05\n" +
+	"\x03csr\"\xd1\x03\n" +
 	"\x1dCertificateSigningRequestSpec\x12\x18\n" +
 	"\arequest\x18\x01 \x01(\fR\arequest\x12\x1f\n" +
 	"\vsigner_name\x18\x02 \x01(\tR\n" +

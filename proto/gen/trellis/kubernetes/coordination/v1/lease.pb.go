@@ -10,6 +10,7 @@
 package coordinationv1
 
 import (
+	_ "github.com/trellis-dev/trellis/proto/gen/trellis/cli/v1"
 	v1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
@@ -203,15 +204,16 @@ var File_trellis_kubernetes_coordination_v1_lease_proto protoreflect.FileDescrip
 
 const file_trellis_kubernetes_coordination_v1_lease_proto_rawDesc = "" +
 	"\n" +
-	".trellis/kubernetes/coordination/v1/lease.proto\x12\"trellis.kubernetes.coordination.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1atrellis/meta/v1/meta.proto\"\xb8\x01\n" +
+	".trellis/kubernetes/coordination/v1/lease.proto\x12\"trellis.kubernetes.coordination.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1ctrellis/cli/v1/options.proto\x1a\x1atrellis/meta/v1/meta.proto\"\xb8\x01\n" +
 	"\x05Lease\x12\x1f\n" +
 	"\vapi_version\x18\x01 \x01(\tR\n" +
 	"apiVersion\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x127\n" +
 	"\bmetadata\x18\x03 \x01(\v2\x1b.trellis.meta.v1.ObjectMetaR\bmetadata\x12A\n" +
-	"\x04spec\x18\x04 \x01(\v2-.trellis.kubernetes.coordination.v1.LeaseSpecR\x04spec\"\xd8\x03\n" +
-	"\tLeaseSpec\x12,\n" +
-	"\x0fholder_identity\x18\x01 \x01(\tH\x00R\x0eholderIdentity\x88\x01\x01\x129\n" +
+	"\x04spec\x18\x04 \x01(\v2-.trellis.kubernetes.coordination.v1.LeaseSpecR\x04spec\"\xe6\x03\n" +
+	"\tLeaseSpec\x12:\n" +
+	"\x0fholder_identity\x18\x01 \x01(\tB\f\xea\xf9\x18\b\n" +
+	"\x06HOLDERH\x00R\x0eholderIdentity\x88\x01\x01\x129\n" +
 	"\x16lease_duration_seconds\x18\x02 \x01(\x05H\x01R\x14leaseDurationSeconds\x88\x01\x01\x12=\n" +
 	"\facquire_time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\vacquireTime\x129\n" +
 	"\n" +

@@ -7,6 +7,7 @@
 package kcorev1
 
 import (
+	_ "github.com/trellis-dev/trellis/proto/gen/trellis/cli/v1"
 	v1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
@@ -117,7 +118,7 @@ var File_trellis_kubernetes_core_v1_configmap_proto protoreflect.FileDescriptor
 
 const file_trellis_kubernetes_core_v1_configmap_proto_rawDesc = "" +
 	"\n" +
-	"*trellis/kubernetes/core/v1/configmap.proto\x12\x1atrellis.kubernetes.core.v1\x1a\x1atrellis/meta/v1/meta.proto\"\xbf\x03\n" +
+	"*trellis/kubernetes/core/v1/configmap.proto\x12\x1atrellis.kubernetes.core.v1\x1a\x1ctrellis/cli/v1/options.proto\x1a\x1atrellis/meta/v1/meta.proto\"\xdc\x03\n" +
 	"\tConfigMap\x12\x1f\n" +
 	"\vapi_version\x18\x01 \x01(\tR\n" +
 	"apiVersion\x12\x12\n" +
@@ -132,7 +133,9 @@ const file_trellis_kubernetes_core_v1_configmap_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a=\n" +
 	"\x0fBinaryDataEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\fR\x05value:\x028\x01B\f\n" +
+	"\x05value\x18\x02 \x01(\fR\x05value:\x028\x01:\x1b\xf2\xf9\x18\x0f\n" +
+	"\x04DATA\x12\x05.data \x05\xfa\xf9\x18\x04\n" +
+	"\x02cmB\f\n" +
 	"\n" +
 	"_immutableBMZKgithub.com/trellis-dev/trellis/proto/gen/trellis/kubernetes/core/v1;kcorev1b\x06proto3"
 

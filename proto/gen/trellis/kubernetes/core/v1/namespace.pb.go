@@ -10,6 +10,7 @@
 package kcorev1
 
 import (
+	_ "github.com/trellis-dev/trellis/proto/gen/trellis/cli/v1"
 	v1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
@@ -295,14 +296,16 @@ var File_trellis_kubernetes_core_v1_namespace_proto protoreflect.FileDescriptor
 
 const file_trellis_kubernetes_core_v1_namespace_proto_rawDesc = "" +
 	"\n" +
-	"*trellis/kubernetes/core/v1/namespace.proto\x12\x1atrellis.kubernetes.core.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1atrellis/meta/v1/meta.proto\"\xfd\x01\n" +
+	"*trellis/kubernetes/core/v1/namespace.proto\x12\x1atrellis.kubernetes.core.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1ctrellis/cli/v1/options.proto\x1a\x1atrellis/meta/v1/meta.proto\"\xa2\x02\n" +
 	"\tNamespace\x12\x1f\n" +
 	"\vapi_version\x18\x01 \x01(\tR\n" +
 	"apiVersion\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x127\n" +
 	"\bmetadata\x18\x03 \x01(\v2\x1b.trellis.meta.v1.ObjectMetaR\bmetadata\x12=\n" +
 	"\x04spec\x18\x04 \x01(\v2).trellis.kubernetes.core.v1.NamespaceSpecR\x04spec\x12C\n" +
-	"\x06status\x18\x05 \x01(\v2+.trellis.kubernetes.core.v1.NamespaceStatusR\x06status\"/\n" +
+	"\x06status\x18\x05 \x01(\v2+.trellis.kubernetes.core.v1.NamespaceStatusR\x06status:#\xf2\xf9\x18\x17\n" +
+	"\x06STATUS\x12\r.status.phase\xfa\xf9\x18\x04\n" +
+	"\x02ns\"/\n" +
 	"\rNamespaceSpec\x12\x1e\n" +
 	"\n" +
 	"finalizers\x18\x01 \x03(\tR\n" +

@@ -7,6 +7,7 @@
 package kcorev1
 
 import (
+	_ "github.com/trellis-dev/trellis/proto/gen/trellis/cli/v1"
 	v1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
@@ -126,7 +127,7 @@ var File_trellis_kubernetes_core_v1_secret_proto protoreflect.FileDescriptor
 
 const file_trellis_kubernetes_core_v1_secret_proto_rawDesc = "" +
 	"\n" +
-	"'trellis/kubernetes/core/v1/secret.proto\x12\x1atrellis.kubernetes.core.v1\x1a\x1atrellis/meta/v1/meta.proto\"\xca\x03\n" +
+	"'trellis/kubernetes/core/v1/secret.proto\x12\x1atrellis.kubernetes.core.v1\x1a\x1ctrellis/cli/v1/options.proto\x1a\x1atrellis/meta/v1/meta.proto\"\xf0\x03\n" +
 	"\x06Secret\x12\x1f\n" +
 	"\vapi_version\x18\x01 \x01(\tR\n" +
 	"apiVersion\x12\x12\n" +
@@ -142,7 +143,9 @@ const file_trellis_kubernetes_core_v1_secret_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\fR\x05value:\x028\x01\x1a=\n" +
 	"\x0fStringDataEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\f\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01:$\xf2\xf9\x18\r\n" +
+	"\x04TYPE\x12\x05.type\xf2\xf9\x18\x0f\n" +
+	"\x04DATA\x12\x05.data \x05B\f\n" +
 	"\n" +
 	"_immutableBMZKgithub.com/trellis-dev/trellis/proto/gen/trellis/kubernetes/core/v1;kcorev1b\x06proto3"
 

@@ -537,11 +537,139 @@ func (x *SecretWatchEvent) GetObject() *Secret {
 	return nil
 }
 
+// ServiceAccountList is one page of ServiceAccount objects.
+type ServiceAccountList struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// APIVersion is "v1".
+	ApiVersion string `protobuf:"bytes,1,opt,name=api_version,json=apiVersion,proto3" json:"api_version,omitempty"`
+	// Kind is "ServiceAccountList".
+	Kind string `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	// Metadata holds the list's resourceVersion and continue token.
+	Metadata *v1.ListMeta `protobuf:"bytes,3,opt,name=metadata,proto3" json:"metadata,omitempty"`
+	// Items are the objects of this page.
+	Items         []*ServiceAccount `protobuf:"bytes,4,rep,name=items,proto3" json:"items,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ServiceAccountList) Reset() {
+	*x = ServiceAccountList{}
+	mi := &file_trellis_kubernetes_core_v1_services_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ServiceAccountList) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ServiceAccountList) ProtoMessage() {}
+
+func (x *ServiceAccountList) ProtoReflect() protoreflect.Message {
+	mi := &file_trellis_kubernetes_core_v1_services_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ServiceAccountList.ProtoReflect.Descriptor instead.
+func (*ServiceAccountList) Descriptor() ([]byte, []int) {
+	return file_trellis_kubernetes_core_v1_services_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *ServiceAccountList) GetApiVersion() string {
+	if x != nil {
+		return x.ApiVersion
+	}
+	return ""
+}
+
+func (x *ServiceAccountList) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *ServiceAccountList) GetMetadata() *v1.ListMeta {
+	if x != nil {
+		return x.Metadata
+	}
+	return nil
+}
+
+func (x *ServiceAccountList) GetItems() []*ServiceAccount {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
+
+// ServiceAccountWatchEvent is one change to a ServiceAccount.
+type ServiceAccountWatchEvent struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Type is ADDED, MODIFIED, DELETED or BOOKMARK.
+	Type string `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
+	// Object is the ServiceAccount after the change (its last state for DELETED); BOOKMARK carries only metadata.resourceVersion.
+	Object        *ServiceAccount `protobuf:"bytes,2,opt,name=object,proto3" json:"object,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ServiceAccountWatchEvent) Reset() {
+	*x = ServiceAccountWatchEvent{}
+	mi := &file_trellis_kubernetes_core_v1_services_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ServiceAccountWatchEvent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ServiceAccountWatchEvent) ProtoMessage() {}
+
+func (x *ServiceAccountWatchEvent) ProtoReflect() protoreflect.Message {
+	mi := &file_trellis_kubernetes_core_v1_services_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ServiceAccountWatchEvent.ProtoReflect.Descriptor instead.
+func (*ServiceAccountWatchEvent) Descriptor() ([]byte, []int) {
+	return file_trellis_kubernetes_core_v1_services_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *ServiceAccountWatchEvent) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *ServiceAccountWatchEvent) GetObject() *ServiceAccount {
+	if x != nil {
+		return x.Object
+	}
+	return nil
+}
+
 var File_trellis_kubernetes_core_v1_services_proto protoreflect.FileDescriptor
 
 const file_trellis_kubernetes_core_v1_services_proto_rawDesc = "" +
 	"\n" +
-	")trellis/kubernetes/core/v1/services.proto\x12\x1atrellis.kubernetes.core.v1\x1a\x1cgoogle/api/annotations.proto\x1a*trellis/kubernetes/core/v1/configmap.proto\x1a&trellis/kubernetes/core/v1/event.proto\x1a*trellis/kubernetes/core/v1/namespace.proto\x1a'trellis/kubernetes/core/v1/secret.proto\x1a\x1atrellis/meta/v1/meta.proto\"\xb8\x01\n" +
+	")trellis/kubernetes/core/v1/services.proto\x12\x1atrellis.kubernetes.core.v1\x1a\x1cgoogle/api/annotations.proto\x1a*trellis/kubernetes/core/v1/configmap.proto\x1a&trellis/kubernetes/core/v1/event.proto\x1a*trellis/kubernetes/core/v1/namespace.proto\x1a'trellis/kubernetes/core/v1/secret.proto\x1a/trellis/kubernetes/core/v1/serviceaccount.proto\x1a\x1atrellis/meta/v1/meta.proto\"\xb8\x01\n" +
 	"\rConfigMapList\x12\x1f\n" +
 	"\vapi_version\x18\x01 \x01(\tR\n" +
 	"apiVersion\x12\x12\n" +
@@ -578,7 +706,16 @@ const file_trellis_kubernetes_core_v1_services_proto_rawDesc = "" +
 	"\x05items\x18\x04 \x03(\v2\".trellis.kubernetes.core.v1.SecretR\x05items\"b\n" +
 	"\x10SecretWatchEvent\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12:\n" +
-	"\x06object\x18\x02 \x01(\v2\".trellis.kubernetes.core.v1.SecretR\x06object2\xc1\b\n" +
+	"\x06object\x18\x02 \x01(\v2\".trellis.kubernetes.core.v1.SecretR\x06object\"\xc2\x01\n" +
+	"\x12ServiceAccountList\x12\x1f\n" +
+	"\vapi_version\x18\x01 \x01(\tR\n" +
+	"apiVersion\x12\x12\n" +
+	"\x04kind\x18\x02 \x01(\tR\x04kind\x125\n" +
+	"\bmetadata\x18\x03 \x01(\v2\x19.trellis.meta.v1.ListMetaR\bmetadata\x12@\n" +
+	"\x05items\x18\x04 \x03(\v2*.trellis.kubernetes.core.v1.ServiceAccountR\x05items\"r\n" +
+	"\x18ServiceAccountWatchEvent\x12\x12\n" +
+	"\x04type\x18\x01 \x01(\tR\x04type\x12B\n" +
+	"\x06object\x18\x02 \x01(\v2*.trellis.kubernetes.core.v1.ServiceAccountR\x06object2\xc1\b\n" +
 	"\x10ConfigMapService\x12\x83\x01\n" +
 	"\x03Get\x12\x1b.trellis.meta.v1.GetRequest\x1a%.trellis.kubernetes.core.v1.ConfigMap\"8\x82\xd3\xe4\x93\x022\x120/api/v1/namespaces/{namespace}/configmaps/{name}\x12\x98\x01\n" +
 	"\x04List\x12\x1c.trellis.meta.v1.ListRequest\x1a).trellis.kubernetes.core.v1.ConfigMapList\"G\x82\xd3\xe4\x93\x02AZ\x14\x12\x12/api/v1/configmaps\x12)/api/v1/namespaces/{namespace}/configmaps\x12\xae\x01\n" +
@@ -611,7 +748,15 @@ const file_trellis_kubernetes_core_v1_services_proto_rawDesc = "" +
 	"\x06Create\x12\".trellis.kubernetes.core.v1.Secret\x1a\".trellis.kubernetes.core.v1.Secret\":\x82\xd3\xe4\x93\x024:\x01*\"//api/v1/namespaces/{metadata.namespace}/secrets\x12\x9c\x01\n" +
 	"\x06Update\x12\".trellis.kubernetes.core.v1.Secret\x1a\".trellis.kubernetes.core.v1.Secret\"J\x82\xd3\xe4\x93\x02D:\x01*\x1a?/api/v1/namespaces/{metadata.namespace}/secrets/{metadata.name}\x12\x88\x01\n" +
 	"\x05Patch\x12\x1d.trellis.meta.v1.PatchRequest\x1a\".trellis.kubernetes.core.v1.Secret\"<\x82\xd3\xe4\x93\x026:\x05patch2-/api/v1/namespaces/{namespace}/secrets/{name}\x12\x83\x01\n" +
-	"\x06Delete\x12\x1e.trellis.meta.v1.DeleteRequest\x1a\".trellis.kubernetes.core.v1.Secret\"5\x82\xd3\xe4\x93\x02/*-/api/v1/namespaces/{namespace}/secrets/{name}BMZKgithub.com/trellis-dev/trellis/proto/gen/trellis/kubernetes/core/v1;kcorev1b\x06proto3"
+	"\x06Delete\x12\x1e.trellis.meta.v1.DeleteRequest\x1a\".trellis.kubernetes.core.v1.Secret\"5\x82\xd3\xe4\x93\x02/*-/api/v1/namespaces/{namespace}/secrets/{name}2\xa0\t\n" +
+	"\x15ServiceAccountService\x12\x8d\x01\n" +
+	"\x03Get\x12\x1b.trellis.meta.v1.GetRequest\x1a*.trellis.kubernetes.core.v1.ServiceAccount\"=\x82\xd3\xe4\x93\x027\x125/api/v1/namespaces/{namespace}/serviceaccounts/{name}\x12\xa7\x01\n" +
+	"\x04List\x12\x1c.trellis.meta.v1.ListRequest\x1a..trellis.kubernetes.core.v1.ServiceAccountList\"Q\x82\xd3\xe4\x93\x02KZ\x19\x12\x17/api/v1/serviceaccounts\x12./api/v1/namespaces/{namespace}/serviceaccounts\x12\xbd\x01\n" +
+	"\x05Watch\x12\x1d.trellis.meta.v1.WatchRequest\x1a4.trellis.kubernetes.core.v1.ServiceAccountWatchEvent\"]\x82\xd3\xe4\x93\x02WZ\x1f\x12\x1d/api/v1/watch/serviceaccounts\x124/api/v1/watch/namespaces/{namespace}/serviceaccounts0\x01\x12\xa4\x01\n" +
+	"\x06Create\x12*.trellis.kubernetes.core.v1.ServiceAccount\x1a*.trellis.kubernetes.core.v1.ServiceAccount\"B\x82\xd3\xe4\x93\x02<:\x01*\"7/api/v1/namespaces/{metadata.namespace}/serviceaccounts\x12\xb4\x01\n" +
+	"\x06Update\x12*.trellis.kubernetes.core.v1.ServiceAccount\x1a*.trellis.kubernetes.core.v1.ServiceAccount\"R\x82\xd3\xe4\x93\x02L:\x01*\x1aG/api/v1/namespaces/{metadata.namespace}/serviceaccounts/{metadata.name}\x12\x98\x01\n" +
+	"\x05Patch\x12\x1d.trellis.meta.v1.PatchRequest\x1a*.trellis.kubernetes.core.v1.ServiceAccount\"D\x82\xd3\xe4\x93\x02>:\x05patch25/api/v1/namespaces/{namespace}/serviceaccounts/{name}\x12\x93\x01\n" +
+	"\x06Delete\x12\x1e.trellis.meta.v1.DeleteRequest\x1a*.trellis.kubernetes.core.v1.ServiceAccount\"=\x82\xd3\xe4\x93\x027*5/api/v1/namespaces/{namespace}/serviceaccounts/{name}BMZKgithub.com/trellis-dev/trellis/proto/gen/trellis/kubernetes/core/v1;kcorev1b\x06proto3"
 
 var (
 	file_trellis_kubernetes_core_v1_services_proto_rawDescOnce sync.Once
@@ -625,103 +770,123 @@ func file_trellis_kubernetes_core_v1_services_proto_rawDescGZIP() []byte {
 	return file_trellis_kubernetes_core_v1_services_proto_rawDescData
 }
 
-var file_trellis_kubernetes_core_v1_services_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
+var file_trellis_kubernetes_core_v1_services_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
 var file_trellis_kubernetes_core_v1_services_proto_goTypes = []any{
-	(*ConfigMapList)(nil),       // 0: trellis.kubernetes.core.v1.ConfigMapList
-	(*ConfigMapWatchEvent)(nil), // 1: trellis.kubernetes.core.v1.ConfigMapWatchEvent
-	(*EventList)(nil),           // 2: trellis.kubernetes.core.v1.EventList
-	(*EventWatchEvent)(nil),     // 3: trellis.kubernetes.core.v1.EventWatchEvent
-	(*NamespaceList)(nil),       // 4: trellis.kubernetes.core.v1.NamespaceList
-	(*NamespaceWatchEvent)(nil), // 5: trellis.kubernetes.core.v1.NamespaceWatchEvent
-	(*SecretList)(nil),          // 6: trellis.kubernetes.core.v1.SecretList
-	(*SecretWatchEvent)(nil),    // 7: trellis.kubernetes.core.v1.SecretWatchEvent
-	(*v1.ListMeta)(nil),         // 8: trellis.meta.v1.ListMeta
-	(*ConfigMap)(nil),           // 9: trellis.kubernetes.core.v1.ConfigMap
-	(*Event)(nil),               // 10: trellis.kubernetes.core.v1.Event
-	(*Namespace)(nil),           // 11: trellis.kubernetes.core.v1.Namespace
-	(*Secret)(nil),              // 12: trellis.kubernetes.core.v1.Secret
-	(*v1.GetRequest)(nil),       // 13: trellis.meta.v1.GetRequest
-	(*v1.ListRequest)(nil),      // 14: trellis.meta.v1.ListRequest
-	(*v1.WatchRequest)(nil),     // 15: trellis.meta.v1.WatchRequest
-	(*v1.PatchRequest)(nil),     // 16: trellis.meta.v1.PatchRequest
-	(*v1.DeleteRequest)(nil),    // 17: trellis.meta.v1.DeleteRequest
+	(*ConfigMapList)(nil),            // 0: trellis.kubernetes.core.v1.ConfigMapList
+	(*ConfigMapWatchEvent)(nil),      // 1: trellis.kubernetes.core.v1.ConfigMapWatchEvent
+	(*EventList)(nil),                // 2: trellis.kubernetes.core.v1.EventList
+	(*EventWatchEvent)(nil),          // 3: trellis.kubernetes.core.v1.EventWatchEvent
+	(*NamespaceList)(nil),            // 4: trellis.kubernetes.core.v1.NamespaceList
+	(*NamespaceWatchEvent)(nil),      // 5: trellis.kubernetes.core.v1.NamespaceWatchEvent
+	(*SecretList)(nil),               // 6: trellis.kubernetes.core.v1.SecretList
+	(*SecretWatchEvent)(nil),         // 7: trellis.kubernetes.core.v1.SecretWatchEvent
+	(*ServiceAccountList)(nil),       // 8: trellis.kubernetes.core.v1.ServiceAccountList
+	(*ServiceAccountWatchEvent)(nil), // 9: trellis.kubernetes.core.v1.ServiceAccountWatchEvent
+	(*v1.ListMeta)(nil),              // 10: trellis.meta.v1.ListMeta
+	(*ConfigMap)(nil),                // 11: trellis.kubernetes.core.v1.ConfigMap
+	(*Event)(nil),                    // 12: trellis.kubernetes.core.v1.Event
+	(*Namespace)(nil),                // 13: trellis.kubernetes.core.v1.Namespace
+	(*Secret)(nil),                   // 14: trellis.kubernetes.core.v1.Secret
+	(*ServiceAccount)(nil),           // 15: trellis.kubernetes.core.v1.ServiceAccount
+	(*v1.GetRequest)(nil),            // 16: trellis.meta.v1.GetRequest
+	(*v1.ListRequest)(nil),           // 17: trellis.meta.v1.ListRequest
+	(*v1.WatchRequest)(nil),          // 18: trellis.meta.v1.WatchRequest
+	(*v1.PatchRequest)(nil),          // 19: trellis.meta.v1.PatchRequest
+	(*v1.DeleteRequest)(nil),         // 20: trellis.meta.v1.DeleteRequest
 }
 var file_trellis_kubernetes_core_v1_services_proto_depIdxs = []int32{
-	8,  // 0: trellis.kubernetes.core.v1.ConfigMapList.metadata:type_name -> trellis.meta.v1.ListMeta
-	9,  // 1: trellis.kubernetes.core.v1.ConfigMapList.items:type_name -> trellis.kubernetes.core.v1.ConfigMap
-	9,  // 2: trellis.kubernetes.core.v1.ConfigMapWatchEvent.object:type_name -> trellis.kubernetes.core.v1.ConfigMap
-	8,  // 3: trellis.kubernetes.core.v1.EventList.metadata:type_name -> trellis.meta.v1.ListMeta
-	10, // 4: trellis.kubernetes.core.v1.EventList.items:type_name -> trellis.kubernetes.core.v1.Event
-	10, // 5: trellis.kubernetes.core.v1.EventWatchEvent.object:type_name -> trellis.kubernetes.core.v1.Event
-	8,  // 6: trellis.kubernetes.core.v1.NamespaceList.metadata:type_name -> trellis.meta.v1.ListMeta
-	11, // 7: trellis.kubernetes.core.v1.NamespaceList.items:type_name -> trellis.kubernetes.core.v1.Namespace
-	11, // 8: trellis.kubernetes.core.v1.NamespaceWatchEvent.object:type_name -> trellis.kubernetes.core.v1.Namespace
-	8,  // 9: trellis.kubernetes.core.v1.SecretList.metadata:type_name -> trellis.meta.v1.ListMeta
-	12, // 10: trellis.kubernetes.core.v1.SecretList.items:type_name -> trellis.kubernetes.core.v1.Secret
-	12, // 11: trellis.kubernetes.core.v1.SecretWatchEvent.object:type_name -> trellis.kubernetes.core.v1.Secret
-	13, // 12: trellis.kubernetes.core.v1.ConfigMapService.Get:input_type -> trellis.meta.v1.GetRequest
-	14, // 13: trellis.kubernetes.core.v1.ConfigMapService.List:input_type -> trellis.meta.v1.ListRequest
-	15, // 14: trellis.kubernetes.core.v1.ConfigMapService.Watch:input_type -> trellis.meta.v1.WatchRequest
-	9,  // 15: trellis.kubernetes.core.v1.ConfigMapService.Create:input_type -> trellis.kubernetes.core.v1.ConfigMap
-	9,  // 16: trellis.kubernetes.core.v1.ConfigMapService.Update:input_type -> trellis.kubernetes.core.v1.ConfigMap
-	16, // 17: trellis.kubernetes.core.v1.ConfigMapService.Patch:input_type -> trellis.meta.v1.PatchRequest
-	17, // 18: trellis.kubernetes.core.v1.ConfigMapService.Delete:input_type -> trellis.meta.v1.DeleteRequest
-	13, // 19: trellis.kubernetes.core.v1.EventService.Get:input_type -> trellis.meta.v1.GetRequest
-	14, // 20: trellis.kubernetes.core.v1.EventService.List:input_type -> trellis.meta.v1.ListRequest
-	15, // 21: trellis.kubernetes.core.v1.EventService.Watch:input_type -> trellis.meta.v1.WatchRequest
-	10, // 22: trellis.kubernetes.core.v1.EventService.Create:input_type -> trellis.kubernetes.core.v1.Event
-	10, // 23: trellis.kubernetes.core.v1.EventService.Update:input_type -> trellis.kubernetes.core.v1.Event
-	16, // 24: trellis.kubernetes.core.v1.EventService.Patch:input_type -> trellis.meta.v1.PatchRequest
-	17, // 25: trellis.kubernetes.core.v1.EventService.Delete:input_type -> trellis.meta.v1.DeleteRequest
-	13, // 26: trellis.kubernetes.core.v1.NamespaceService.Get:input_type -> trellis.meta.v1.GetRequest
-	14, // 27: trellis.kubernetes.core.v1.NamespaceService.List:input_type -> trellis.meta.v1.ListRequest
-	15, // 28: trellis.kubernetes.core.v1.NamespaceService.Watch:input_type -> trellis.meta.v1.WatchRequest
-	11, // 29: trellis.kubernetes.core.v1.NamespaceService.Create:input_type -> trellis.kubernetes.core.v1.Namespace
-	11, // 30: trellis.kubernetes.core.v1.NamespaceService.Update:input_type -> trellis.kubernetes.core.v1.Namespace
-	16, // 31: trellis.kubernetes.core.v1.NamespaceService.Patch:input_type -> trellis.meta.v1.PatchRequest
-	17, // 32: trellis.kubernetes.core.v1.NamespaceService.Delete:input_type -> trellis.meta.v1.DeleteRequest
-	11, // 33: trellis.kubernetes.core.v1.NamespaceService.UpdateStatus:input_type -> trellis.kubernetes.core.v1.Namespace
-	13, // 34: trellis.kubernetes.core.v1.SecretService.Get:input_type -> trellis.meta.v1.GetRequest
-	14, // 35: trellis.kubernetes.core.v1.SecretService.List:input_type -> trellis.meta.v1.ListRequest
-	15, // 36: trellis.kubernetes.core.v1.SecretService.Watch:input_type -> trellis.meta.v1.WatchRequest
-	12, // 37: trellis.kubernetes.core.v1.SecretService.Create:input_type -> trellis.kubernetes.core.v1.Secret
-	12, // 38: trellis.kubernetes.core.v1.SecretService.Update:input_type -> trellis.kubernetes.core.v1.Secret
-	16, // 39: trellis.kubernetes.core.v1.SecretService.Patch:input_type -> trellis.meta.v1.PatchRequest
-	17, // 40: trellis.kubernetes.core.v1.SecretService.Delete:input_type -> trellis.meta.v1.DeleteRequest
-	9,  // 41: trellis.kubernetes.core.v1.ConfigMapService.Get:output_type -> trellis.kubernetes.core.v1.ConfigMap
-	0,  // 42: trellis.kubernetes.core.v1.ConfigMapService.List:output_type -> trellis.kubernetes.core.v1.ConfigMapList
-	1,  // 43: trellis.kubernetes.core.v1.ConfigMapService.Watch:output_type -> trellis.kubernetes.core.v1.ConfigMapWatchEvent
-	9,  // 44: trellis.kubernetes.core.v1.ConfigMapService.Create:output_type -> trellis.kubernetes.core.v1.ConfigMap
-	9,  // 45: trellis.kubernetes.core.v1.ConfigMapService.Update:output_type -> trellis.kubernetes.core.v1.ConfigMap
-	9,  // 46: trellis.kubernetes.core.v1.ConfigMapService.Patch:output_type -> trellis.kubernetes.core.v1.ConfigMap
-	9,  // 47: trellis.kubernetes.core.v1.ConfigMapService.Delete:output_type -> trellis.kubernetes.core.v1.ConfigMap
-	10, // 48: trellis.kubernetes.core.v1.EventService.Get:output_type -> trellis.kubernetes.core.v1.Event
-	2,  // 49: trellis.kubernetes.core.v1.EventService.List:output_type -> trellis.kubernetes.core.v1.EventList
-	3,  // 50: trellis.kubernetes.core.v1.EventService.Watch:output_type -> trellis.kubernetes.core.v1.EventWatchEvent
-	10, // 51: trellis.kubernetes.core.v1.EventService.Create:output_type -> trellis.kubernetes.core.v1.Event
-	10, // 52: trellis.kubernetes.core.v1.EventService.Update:output_type -> trellis.kubernetes.core.v1.Event
-	10, // 53: trellis.kubernetes.core.v1.EventService.Patch:output_type -> trellis.kubernetes.core.v1.Event
-	10, // 54: trellis.kubernetes.core.v1.EventService.Delete:output_type -> trellis.kubernetes.core.v1.Event
-	11, // 55: trellis.kubernetes.core.v1.NamespaceService.Get:output_type -> trellis.kubernetes.core.v1.Namespace
-	4,  // 56: trellis.kubernetes.core.v1.NamespaceService.List:output_type -> trellis.kubernetes.core.v1.NamespaceList
-	5,  // 57: trellis.kubernetes.core.v1.NamespaceService.Watch:output_type -> trellis.kubernetes.core.v1.NamespaceWatchEvent
-	11, // 58: trellis.kubernetes.core.v1.NamespaceService.Create:output_type -> trellis.kubernetes.core.v1.Namespace
-	11, // 59: trellis.kubernetes.core.v1.NamespaceService.Update:output_type -> trellis.kubernetes.core.v1.Namespace
-	11, // 60: trellis.kubernetes.core.v1.NamespaceService.Patch:output_type -> trellis.kubernetes.core.v1.Namespace
-	11, // 61: trellis.kubernetes.core.v1.NamespaceService.Delete:output_type -> trellis.kubernetes.core.v1.Namespace
-	11, // 62: trellis.kubernetes.core.v1.NamespaceService.UpdateStatus:output_type -> trellis.kubernetes.core.v1.Namespace
-	12, // 63: trellis.kubernetes.core.v1.SecretService.Get:output_type -> trellis.kubernetes.core.v1.Secret
-	6,  // 64: trellis.kubernetes.core.v1.SecretService.List:output_type -> trellis.kubernetes.core.v1.SecretList
-	7,  // 65: trellis.kubernetes.core.v1.SecretService.Watch:output_type -> trellis.kubernetes.core.v1.SecretWatchEvent
-	12, // 66: trellis.kubernetes.core.v1.SecretService.Create:output_type -> trellis.kubernetes.core.v1.Secret
-	12, // 67: trellis.kubernetes.core.v1.SecretService.Update:output_type -> trellis.kubernetes.core.v1.Secret
-	12, // 68: trellis.kubernetes.core.v1.SecretService.Patch:output_type -> trellis.kubernetes.core.v1.Secret
-	12, // 69: trellis.kubernetes.core.v1.SecretService.Delete:output_type -> trellis.kubernetes.core.v1.Secret
-	41, // [41:70] is the sub-list for method output_type
-	12, // [12:41] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	10, // 0: trellis.kubernetes.core.v1.ConfigMapList.metadata:type_name -> trellis.meta.v1.ListMeta
+	11, // 1: trellis.kubernetes.core.v1.ConfigMapList.items:type_name -> trellis.kubernetes.core.v1.ConfigMap
+	11, // 2: trellis.kubernetes.core.v1.ConfigMapWatchEvent.object:type_name -> trellis.kubernetes.core.v1.ConfigMap
+	10, // 3: trellis.kubernetes.core.v1.EventList.metadata:type_name -> trellis.meta.v1.ListMeta
+	12, // 4: trellis.kubernetes.core.v1.EventList.items:type_name -> trellis.kubernetes.core.v1.Event
+	12, // 5: trellis.kubernetes.core.v1.EventWatchEvent.object:type_name -> trellis.kubernetes.core.v1.Event
+	10, // 6: trellis.kubernetes.core.v1.NamespaceList.metadata:type_name -> trellis.meta.v1.ListMeta
+	13, // 7: trellis.kubernetes.core.v1.NamespaceList.items:type_name -> trellis.kubernetes.core.v1.Namespace
+	13, // 8: trellis.kubernetes.core.v1.NamespaceWatchEvent.object:type_name -> trellis.kubernetes.core.v1.Namespace
+	10, // 9: trellis.kubernetes.core.v1.SecretList.metadata:type_name -> trellis.meta.v1.ListMeta
+	14, // 10: trellis.kubernetes.core.v1.SecretList.items:type_name -> trellis.kubernetes.core.v1.Secret
+	14, // 11: trellis.kubernetes.core.v1.SecretWatchEvent.object:type_name -> trellis.kubernetes.core.v1.Secret
+	10, // 12: trellis.kubernetes.core.v1.ServiceAccountList.metadata:type_name -> trellis.meta.v1.ListMeta
+	15, // 13: trellis.kubernetes.core.v1.ServiceAccountList.items:type_name -> trellis.kubernetes.core.v1.ServiceAccount
+	15, // 14: trellis.kubernetes.core.v1.ServiceAccountWatchEvent.object:type_name -> trellis.kubernetes.core.v1.ServiceAccount
+	16, // 15: trellis.kubernetes.core.v1.ConfigMapService.Get:input_type -> trellis.meta.v1.GetRequest
+	17, // 16: trellis.kubernetes.core.v1.ConfigMapService.List:input_type -> trellis.meta.v1.ListRequest
+	18, // 17: trellis.kubernetes.core.v1.ConfigMapService.Watch:input_type -> trellis.meta.v1.WatchRequest
+	11, // 18: trellis.kubernetes.core.v1.ConfigMapService.Create:input_type -> trellis.kubernetes.core.v1.ConfigMap
+	11, // 19: trellis.kubernetes.core.v1.ConfigMapService.Update:input_type -> trellis.kubernetes.core.v1.ConfigMap
+	19, // 20: trellis.kubernetes.core.v1.ConfigMapService.Patch:input_type -> trellis.meta.v1.PatchRequest
+	20, // 21: trellis.kubernetes.core.v1.ConfigMapService.Delete:input_type -> trellis.meta.v1.DeleteRequest
+	16, // 22: trellis.kubernetes.core.v1.EventService.Get:input_type -> trellis.meta.v1.GetRequest
+	17, // 23: trellis.kubernetes.core.v1.EventService.List:input_type -> trellis.meta.v1.ListRequest
+	18, // 24: trellis.kubernetes.core.v1.EventService.Watch:input_type -> trellis.meta.v1.WatchRequest
+	12, // 25: trellis.kubernetes.core.v1.EventService.Create:input_type -> trellis.kubernetes.core.v1.Event
+	12, // 26: trellis.kubernetes.core.v1.EventService.Update:input_type -> trellis.kubernetes.core.v1.Event
+	19, // 27: trellis.kubernetes.core.v1.EventService.Patch:input_type -> trellis.meta.v1.PatchRequest
+	20, // 28: trellis.kubernetes.core.v1.EventService.Delete:input_type -> trellis.meta.v1.DeleteRequest
+	16, // 29: trellis.kubernetes.core.v1.NamespaceService.Get:input_type -> trellis.meta.v1.GetRequest
+	17, // 30: trellis.kubernetes.core.v1.NamespaceService.List:input_type -> trellis.meta.v1.ListRequest
+	18, // 31: trellis.kubernetes.core.v1.NamespaceService.Watch:input_type -> trellis.meta.v1.WatchRequest
+	13, // 32: trellis.kubernetes.core.v1.NamespaceService.Create:input_type -> trellis.kubernetes.core.v1.Namespace
+	13, // 33: trellis.kubernetes.core.v1.NamespaceService.Update:input_type -> trellis.kubernetes.core.v1.Namespace
+	19, // 34: trellis.kubernetes.core.v1.NamespaceService.Patch:input_type -> trellis.meta.v1.PatchRequest
+	20, // 35: trellis.kubernetes.core.v1.NamespaceService.Delete:input_type -> trellis.meta.v1.DeleteRequest
+	13, // 36: trellis.kubernetes.core.v1.NamespaceService.UpdateStatus:input_type -> trellis.kubernetes.core.v1.Namespace
+	16, // 37: trellis.kubernetes.core.v1.SecretService.Get:input_type -> trellis.meta.v1.GetRequest
+	17, // 38: trellis.kubernetes.core.v1.SecretService.List:input_type -> trellis.meta.v1.ListRequest
+	18, // 39: trellis.kubernetes.core.v1.SecretService.Watch:input_type -> trellis.meta.v1.WatchRequest
+	14, // 40: trellis.kubernetes.core.v1.SecretService.Create:input_type -> trellis.kubernetes.core.v1.Secret
+	14, // 41: trellis.kubernetes.core.v1.SecretService.Update:input_type -> trellis.kubernetes.core.v1.Secret
+	19, // 42: trellis.kubernetes.core.v1.SecretService.Patch:input_type -> trellis.meta.v1.PatchRequest
+	20, // 43: trellis.kubernetes.core.v1.SecretService.Delete:input_type -> trellis.meta.v1.DeleteRequest
+	16, // 44: trellis.kubernetes.core.v1.ServiceAccountService.Get:input_type -> trellis.meta.v1.GetRequest
+	17, // 45: trellis.kubernetes.core.v1.ServiceAccountService.List:input_type -> trellis.meta.v1.ListRequest
+	18, // 46: trellis.kubernetes.core.v1.ServiceAccountService.Watch:input_type -> trellis.meta.v1.WatchRequest
+	15, // 47: trellis.kubernetes.core.v1.ServiceAccountService.Create:input_type -> trellis.kubernetes.core.v1.ServiceAccount
+	15, // 48: trellis.kubernetes.core.v1.ServiceAccountService.Update:input_type -> trellis.kubernetes.core.v1.ServiceAccount
+	19, // 49: trellis.kubernetes.core.v1.ServiceAccountService.Patch:input_type -> trellis.meta.v1.PatchRequest
+	20, // 50: trellis.kubernetes.core.v1.ServiceAccountService.Delete:input_type -> trellis.meta.v1.DeleteRequest
+	11, // 51: trellis.kubernetes.core.v1.ConfigMapService.Get:output_type -> trellis.kubernetes.core.v1.ConfigMap
+	0,  // 52: trellis.kubernetes.core.v1.ConfigMapService.List:output_type -> trellis.kubernetes.core.v1.ConfigMapList
+	1,  // 53: trellis.kubernetes.core.v1.ConfigMapService.Watch:output_type -> trellis.kubernetes.core.v1.ConfigMapWatchEvent
+	11, // 54: trellis.kubernetes.core.v1.ConfigMapService.Create:output_type -> trellis.kubernetes.core.v1.ConfigMap
+	11, // 55: trellis.kubernetes.core.v1.ConfigMapService.Update:output_type -> trellis.kubernetes.core.v1.ConfigMap
+	11, // 56: trellis.kubernetes.core.v1.ConfigMapService.Patch:output_type -> trellis.kubernetes.core.v1.ConfigMap
+	11, // 57: trellis.kubernetes.core.v1.ConfigMapService.Delete:output_type -> trellis.kubernetes.core.v1.ConfigMap
+	12, // 58: trellis.kubernetes.core.v1.EventService.Get:output_type -> trellis.kubernetes.core.v1.Event
+	2,  // 59: trellis.kubernetes.core.v1.EventService.List:output_type -> trellis.kubernetes.core.v1.EventList
+	3,  // 60: trellis.kubernetes.core.v1.EventService.Watch:output_type -> trellis.kubernetes.core.v1.EventWatchEvent
+	12, // 61: trellis.kubernetes.core.v1.EventService.Create:output_type -> trellis.kubernetes.core.v1.Event
+	12, // 62: trellis.kubernetes.core.v1.EventService.Update:output_type -> trellis.kubernetes.core.v1.Event
+	12, // 63: trellis.kubernetes.core.v1.EventService.Patch:output_type -> trellis.kubernetes.core.v1.Event
+	12, // 64: trellis.kubernetes.core.v1.EventService.Delete:output_type -> trellis.kubernetes.core.v1.Event
+	13, // 65: trellis.kubernetes.core.v1.NamespaceService.Get:output_type -> trellis.kubernetes.core.v1.Namespace
+	4,  // 66: trellis.kubernetes.core.v1.NamespaceService.List:output_type -> trellis.kubernetes.core.v1.NamespaceList
+	5,  // 67: trellis.kubernetes.core.v1.NamespaceService.Watch:output_type -> trellis.kubernetes.core.v1.NamespaceWatchEvent
+	13, // 68: trellis.kubernetes.core.v1.NamespaceService.Create:output_type -> trellis.kubernetes.core.v1.Namespace
+	13, // 69: trellis.kubernetes.core.v1.NamespaceService.Update:output_type -> trellis.kubernetes.core.v1.Namespace
+	13, // 70: trellis.kubernetes.core.v1.NamespaceService.Patch:output_type -> trellis.kubernetes.core.v1.Namespace
+	13, // 71: trellis.kubernetes.core.v1.NamespaceService.Delete:output_type -> trellis.kubernetes.core.v1.Namespace
+	13, // 72: trellis.kubernetes.core.v1.NamespaceService.UpdateStatus:output_type -> trellis.kubernetes.core.v1.Namespace
+	14, // 73: trellis.kubernetes.core.v1.SecretService.Get:output_type -> trellis.kubernetes.core.v1.Secret
+	6,  // 74: trellis.kubernetes.core.v1.SecretService.List:output_type -> trellis.kubernetes.core.v1.SecretList
+	7,  // 75: trellis.kubernetes.core.v1.SecretService.Watch:output_type -> trellis.kubernetes.core.v1.SecretWatchEvent
+	14, // 76: trellis.kubernetes.core.v1.SecretService.Create:output_type -> trellis.kubernetes.core.v1.Secret
+	14, // 77: trellis.kubernetes.core.v1.SecretService.Update:output_type -> trellis.kubernetes.core.v1.Secret
+	14, // 78: trellis.kubernetes.core.v1.SecretService.Patch:output_type -> trellis.kubernetes.core.v1.Secret
+	14, // 79: trellis.kubernetes.core.v1.SecretService.Delete:output_type -> trellis.kubernetes.core.v1.Secret
+	15, // 80: trellis.kubernetes.core.v1.ServiceAccountService.Get:output_type -> trellis.kubernetes.core.v1.ServiceAccount
+	8,  // 81: trellis.kubernetes.core.v1.ServiceAccountService.List:output_type -> trellis.kubernetes.core.v1.ServiceAccountList
+	9,  // 82: trellis.kubernetes.core.v1.ServiceAccountService.Watch:output_type -> trellis.kubernetes.core.v1.ServiceAccountWatchEvent
+	15, // 83: trellis.kubernetes.core.v1.ServiceAccountService.Create:output_type -> trellis.kubernetes.core.v1.ServiceAccount
+	15, // 84: trellis.kubernetes.core.v1.ServiceAccountService.Update:output_type -> trellis.kubernetes.core.v1.ServiceAccount
+	15, // 85: trellis.kubernetes.core.v1.ServiceAccountService.Patch:output_type -> trellis.kubernetes.core.v1.ServiceAccount
+	15, // 86: trellis.kubernetes.core.v1.ServiceAccountService.Delete:output_type -> trellis.kubernetes.core.v1.ServiceAccount
+	51, // [51:87] is the sub-list for method output_type
+	15, // [15:51] is the sub-list for method input_type
+	15, // [15:15] is the sub-list for extension type_name
+	15, // [15:15] is the sub-list for extension extendee
+	0,  // [0:15] is the sub-list for field type_name
 }
 
 func init() { file_trellis_kubernetes_core_v1_services_proto_init() }
@@ -733,15 +898,16 @@ func file_trellis_kubernetes_core_v1_services_proto_init() {
 	file_trellis_kubernetes_core_v1_event_proto_init()
 	file_trellis_kubernetes_core_v1_namespace_proto_init()
 	file_trellis_kubernetes_core_v1_secret_proto_init()
+	file_trellis_kubernetes_core_v1_serviceaccount_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_trellis_kubernetes_core_v1_services_proto_rawDesc), len(file_trellis_kubernetes_core_v1_services_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   8,
+			NumMessages:   10,
 			NumExtensions: 0,
-			NumServices:   4,
+			NumServices:   5,
 		},
 		GoTypes:           file_trellis_kubernetes_core_v1_services_proto_goTypes,
 		DependencyIndexes: file_trellis_kubernetes_core_v1_services_proto_depIdxs,

@@ -1468,3 +1468,355 @@ var SecretService_ServiceDesc = grpc.ServiceDesc{
 	},
 	Metadata: "trellis/kubernetes/core/v1/services.proto",
 }
+
+const (
+	ServiceAccountService_Get_FullMethodName    = "/trellis.kubernetes.core.v1.ServiceAccountService/Get"
+	ServiceAccountService_List_FullMethodName   = "/trellis.kubernetes.core.v1.ServiceAccountService/List"
+	ServiceAccountService_Watch_FullMethodName  = "/trellis.kubernetes.core.v1.ServiceAccountService/Watch"
+	ServiceAccountService_Create_FullMethodName = "/trellis.kubernetes.core.v1.ServiceAccountService/Create"
+	ServiceAccountService_Update_FullMethodName = "/trellis.kubernetes.core.v1.ServiceAccountService/Update"
+	ServiceAccountService_Patch_FullMethodName  = "/trellis.kubernetes.core.v1.ServiceAccountService/Patch"
+	ServiceAccountService_Delete_FullMethodName = "/trellis.kubernetes.core.v1.ServiceAccountService/Delete"
+)
+
+// ServiceAccountServiceClient is the client API for ServiceAccountService service.
+//
+// For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
+//
+// ServiceAccountService serves ServiceAccount objects (v1, namespaced) with Kubernetes semantics.
+type ServiceAccountServiceClient interface {
+	// Get reads one ServiceAccount.
+	Get(ctx context.Context, in *v1.GetRequest, opts ...grpc.CallOption) (*ServiceAccount, error)
+	// List reads a page of ServiceAccount objects, filtered by label and field selectors.
+	List(ctx context.Context, in *v1.ListRequest, opts ...grpc.CallOption) (*ServiceAccountList, error)
+	// Watch streams changes to ServiceAccount objects, resumable from a resourceVersion; a version that is no longer
+	// kept gives the Expired error (HTTP 410) and the client relists.
+	Watch(ctx context.Context, in *v1.WatchRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ServiceAccountWatchEvent], error)
+	// Create stores a new ServiceAccount after defaulting, validation and admission.
+	Create(ctx context.Context, in *ServiceAccount, opts ...grpc.CallOption) (*ServiceAccount, error)
+	// Update replaces the desired state of a ServiceAccount; a set metadata.resourceVersion must match (optimistic concurrency).
+	Update(ctx context.Context, in *ServiceAccount, opts ...grpc.CallOption) (*ServiceAccount, error)
+	// Patch changes a ServiceAccount with a JSON merge patch or JSON patch.
+	Patch(ctx context.Context, in *v1.PatchRequest, opts ...grpc.CallOption) (*ServiceAccount, error)
+	// Delete deletes a ServiceAccount; with finalizers it only sets metadata.deletionTimestamp.
+	Delete(ctx context.Context, in *v1.DeleteRequest, opts ...grpc.CallOption) (*ServiceAccount, error)
+}
+
+type serviceAccountServiceClient struct {
+	cc grpc.ClientConnInterface
+}
+
+func NewServiceAccountServiceClient(cc grpc.ClientConnInterface) ServiceAccountServiceClient {
+	return &serviceAccountServiceClient{cc}
+}
+
+func (c *serviceAccountServiceClient) Get(ctx context.Context, in *v1.GetRequest, opts ...grpc.CallOption) (*ServiceAccount, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ServiceAccount)
+	err := c.cc.Invoke(ctx, ServiceAccountService_Get_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *serviceAccountServiceClient) List(ctx context.Context, in *v1.ListRequest, opts ...grpc.CallOption) (*ServiceAccountList, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ServiceAccountList)
+	err := c.cc.Invoke(ctx, ServiceAccountService_List_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *serviceAccountServiceClient) Watch(ctx context.Context, in *v1.WatchRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ServiceAccountWatchEvent], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &ServiceAccountService_ServiceDesc.Streams[0], ServiceAccountService_Watch_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[v1.WatchRequest, ServiceAccountWatchEvent]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type ServiceAccountService_WatchClient = grpc.ServerStreamingClient[ServiceAccountWatchEvent]
+
+func (c *serviceAccountServiceClient) Create(ctx context.Context, in *ServiceAccount, opts ...grpc.CallOption) (*ServiceAccount, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ServiceAccount)
+	err := c.cc.Invoke(ctx, ServiceAccountService_Create_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *serviceAccountServiceClient) Update(ctx context.Context, in *ServiceAccount, opts ...grpc.CallOption) (*ServiceAccount, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ServiceAccount)
+	err := c.cc.Invoke(ctx, ServiceAccountService_Update_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *serviceAccountServiceClient) Patch(ctx context.Context, in *v1.PatchRequest, opts ...grpc.CallOption) (*ServiceAccount, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ServiceAccount)
+	err := c.cc.Invoke(ctx, ServiceAccountService_Patch_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *serviceAccountServiceClient) Delete(ctx context.Context, in *v1.DeleteRequest, opts ...grpc.CallOption) (*ServiceAccount, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ServiceAccount)
+	err := c.cc.Invoke(ctx, ServiceAccountService_Delete_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// ServiceAccountServiceServer is the server API for ServiceAccountService service.
+// All implementations should embed UnimplementedServiceAccountServiceServer
+// for forward compatibility.
+//
+// ServiceAccountService serves ServiceAccount objects (v1, namespaced) with Kubernetes semantics.
+type ServiceAccountServiceServer interface {
+	// Get reads one ServiceAccount.
+	Get(context.Context, *v1.GetRequest) (*ServiceAccount, error)
+	// List reads a page of ServiceAccount objects, filtered by label and field selectors.
+	List(context.Context, *v1.ListRequest) (*ServiceAccountList, error)
+	// Watch streams changes to ServiceAccount objects, resumable from a resourceVersion; a version that is no longer
+	// kept gives the Expired error (HTTP 410) and the client relists.
+	Watch(*v1.WatchRequest, grpc.ServerStreamingServer[ServiceAccountWatchEvent]) error
+	// Create stores a new ServiceAccount after defaulting, validation and admission.
+	Create(context.Context, *ServiceAccount) (*ServiceAccount, error)
+	// Update replaces the desired state of a ServiceAccount; a set metadata.resourceVersion must match (optimistic concurrency).
+	Update(context.Context, *ServiceAccount) (*ServiceAccount, error)
+	// Patch changes a ServiceAccount with a JSON merge patch or JSON patch.
+	Patch(context.Context, *v1.PatchRequest) (*ServiceAccount, error)
+	// Delete deletes a ServiceAccount; with finalizers it only sets metadata.deletionTimestamp.
+	Delete(context.Context, *v1.DeleteRequest) (*ServiceAccount, error)
+}
+
+// UnimplementedServiceAccountServiceServer should be embedded to have
+// forward compatible implementations.
+//
+// NOTE: this should be embedded by value instead of pointer to avoid a nil
+// pointer dereference when methods are called.
+type UnimplementedServiceAccountServiceServer struct{}
+
+func (UnimplementedServiceAccountServiceServer) Get(context.Context, *v1.GetRequest) (*ServiceAccount, error) {
+	return nil, status.Error(codes.Unimplemented, "method Get not implemented")
+}
+func (UnimplementedServiceAccountServiceServer) List(context.Context, *v1.ListRequest) (*ServiceAccountList, error) {
+	return nil, status.Error(codes.Unimplemented, "method List not implemented")
+}
+func (UnimplementedServiceAccountServiceServer) Watch(*v1.WatchRequest, grpc.ServerStreamingServer[ServiceAccountWatchEvent]) error {
+	return status.Error(codes.Unimplemented, "method Watch not implemented")
+}
+func (UnimplementedServiceAccountServiceServer) Create(context.Context, *ServiceAccount) (*ServiceAccount, error) {
+	return nil, status.Error(codes.Unimplemented, "method Create not implemented")
+}
+func (UnimplementedServiceAccountServiceServer) Update(context.Context, *ServiceAccount) (*ServiceAccount, error) {
+	return nil, status.Error(codes.Unimplemented, "method Update not implemented")
+}
+func (UnimplementedServiceAccountServiceServer) Patch(context.Context, *v1.PatchRequest) (*ServiceAccount, error) {
+	return nil, status.Error(codes.Unimplemented, "method Patch not implemented")
+}
+func (UnimplementedServiceAccountServiceServer) Delete(context.Context, *v1.DeleteRequest) (*ServiceAccount, error) {
+	return nil, status.Error(codes.Unimplemented, "method Delete not implemented")
+}
+func (UnimplementedServiceAccountServiceServer) testEmbeddedByValue() {}
+
+// UnsafeServiceAccountServiceServer may be embedded to opt out of forward compatibility for this service.
+// Use of this interface is not recommended, as added methods to ServiceAccountServiceServer will
+// result in compilation errors.
+type UnsafeServiceAccountServiceServer interface {
+	mustEmbedUnimplementedServiceAccountServiceServer()
+}
+
+func RegisterServiceAccountServiceServer(s grpc.ServiceRegistrar, srv ServiceAccountServiceServer) {
+	// If the following call panics, it indicates UnimplementedServiceAccountServiceServer was
+	// embedded by pointer and is nil.  This will cause panics if an
+	// unimplemented method is ever invoked, so we test this at initialization
+	// time to prevent it from happening at runtime later due to I/O.
+	if t, ok := srv.(interface{ testEmbeddedByValue() }); ok {
+		t.testEmbeddedByValue()
+	}
+	s.RegisterService(&ServiceAccountService_ServiceDesc, srv)
+}
+
+func _ServiceAccountService_Get_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(v1.GetRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ServiceAccountServiceServer).Get(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ServiceAccountService_Get_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ServiceAccountServiceServer).Get(ctx, req.(*v1.GetRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ServiceAccountService_List_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(v1.ListRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ServiceAccountServiceServer).List(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ServiceAccountService_List_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ServiceAccountServiceServer).List(ctx, req.(*v1.ListRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ServiceAccountService_Watch_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(v1.WatchRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(ServiceAccountServiceServer).Watch(m, &grpc.GenericServerStream[v1.WatchRequest, ServiceAccountWatchEvent]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type ServiceAccountService_WatchServer = grpc.ServerStreamingServer[ServiceAccountWatchEvent]
+
+func _ServiceAccountService_Create_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ServiceAccount)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ServiceAccountServiceServer).Create(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ServiceAccountService_Create_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ServiceAccountServiceServer).Create(ctx, req.(*ServiceAccount))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ServiceAccountService_Update_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ServiceAccount)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ServiceAccountServiceServer).Update(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ServiceAccountService_Update_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ServiceAccountServiceServer).Update(ctx, req.(*ServiceAccount))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ServiceAccountService_Patch_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(v1.PatchRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ServiceAccountServiceServer).Patch(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ServiceAccountService_Patch_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ServiceAccountServiceServer).Patch(ctx, req.(*v1.PatchRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ServiceAccountService_Delete_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(v1.DeleteRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ServiceAccountServiceServer).Delete(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ServiceAccountService_Delete_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ServiceAccountServiceServer).Delete(ctx, req.(*v1.DeleteRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+// ServiceAccountService_ServiceDesc is the grpc.ServiceDesc for ServiceAccountService service.
+// It's only intended for direct use with grpc.RegisterService,
+// and not to be introspected or modified (even as a copy)
+var ServiceAccountService_ServiceDesc = grpc.ServiceDesc{
+	ServiceName: "trellis.kubernetes.core.v1.ServiceAccountService",
+	HandlerType: (*ServiceAccountServiceServer)(nil),
+	Methods: []grpc.MethodDesc{
+		{
+			MethodName: "Get",
+			Handler:    _ServiceAccountService_Get_Handler,
+		},
+		{
+			MethodName: "List",
+			Handler:    _ServiceAccountService_List_Handler,
+		},
+		{
+			MethodName: "Create",
+			Handler:    _ServiceAccountService_Create_Handler,
+		},
+		{
+			MethodName: "Update",
+			Handler:    _ServiceAccountService_Update_Handler,
+		},
+		{
+			MethodName: "Patch",
+			Handler:    _ServiceAccountService_Patch_Handler,
+		},
+		{
+			MethodName: "Delete",
+			Handler:    _ServiceAccountService_Delete_Handler,
+		},
+	},
+	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "Watch",
+			Handler:       _ServiceAccountService_Watch_Handler,
+			ServerStreams: true,
+		},
+	},
+	Metadata: "trellis/kubernetes/core/v1/services.proto",
+}

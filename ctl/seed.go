@@ -1,0 +1,80 @@
+package ctl
+
+import (
+	"crypto/rand"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+)
+
+// Bootstrap tokens as Kubernetes keeps them (k8s.io/cluster-bootstrap/token/api) and as the hub reads them
+// (hub/auth: the description names the seed, see auth.SeedOfDescription; the CLI's test bootstraps an agent with
+// the token to keep the two in step).
+const (
+	bootstrapTokenNamespace   = "kube-system"
+	bootstrapTokenType        = "bootstrap.kubernetes.io/token"
+	bootstrapTokenDescription = "A bootstrap token for the trellis-agent of seed %s."
+	bootstrapTokenChars       = "abcdefghijklmnopqrstuvwxyz0123456789"
+)
+
+func (a *app) seedCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "seed", Short: "Operations on seeds"}
+	bt := &cobra.Command{Use: "bootstrap-token", Short: "Bootstrap tokens of seed agents"}
+	var validity time.Duration
+	create := &cobra.Command{
+		Use:   "create SEED",
+		Short: "Create a bootstrap token for the agent of SEED and print it",
+		Long: `create makes a bootstrap token <id>.<secret> for the trellis-agent of SEED (the Secret
+kube-system/bootstrap-token-<id>, as Kubernetes and Gardener keep them) and prints it, for the agent's
+hubClientConnection.bootstrapToken. The agent uses it once, to get its client certificate.`,
+		Example:           "  trellisctl seed bootstrap-token create local --validity 1h",
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: a.completeNamesOf("seeds.core.gardener.cloud"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if validity <= 0 {
+				return fmt.Errorf("--validity: must be positive, got %s", validity)
+			}
+			k, err := a.reg.Lookup("secrets")
+			if err != nil {
+				return err
+			}
+			id, secret := randomToken(6), randomToken(16)
+			secretJSON := fmt.Sprintf(`{"apiVersion":"v1","kind":"Secret","metadata":{"name":"bootstrap-token-%s","namespace":%q},"type":%q,"stringData":{"token-id":%q,"token-secret":%q,"usage-bootstrap-authentication":"true","usage-bootstrap-signing":"true","description":%q,"expiration":%q}}`,
+				id, bootstrapTokenNamespace, bootstrapTokenType, id, secret, fmt.Sprintf(bootstrapTokenDescription, args[0]),
+				a.opts.Now().Add(validity).UTC().Format(time.RFC3339))
+			if _, err := a.create(cmd.Context(), k, []byte(secretJSON)); err != nil {
+				return err
+			}
+			fmt.Fprintln(a.opts.Out, id+"."+secret)
+			return nil
+		},
+	}
+	create.Flags().DurationVar(&validity, "validity", time.Hour, "how long the token may be used")
+	bt.AddCommand(create)
+	cmd.AddCommand(bt)
+	return cmd
+}
+
+// randomToken returns n random characters of [a-z0-9], as bootstrap token ids and secrets are made of.
+func randomToken(n int) string {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = bootstrapTokenChars[randIndex(len(bootstrapTokenChars))]
+	}
+	return string(b)
+}
+
+// randIndex returns a uniformly random index below n from crypto/rand.
+func randIndex(n int) int {
+	var buf [1]byte
+	limit := 256 - 256%n
+	for {
+		if _, err := rand.Read(buf[:]); err != nil {
+			panic(err) // crypto/rand.Read does not fail
+		}
+		if int(buf[0]) < limit {
+			return int(buf[0]) % n
+		}
+	}
+}
