@@ -36,7 +36,7 @@ func TestShootOperations(t *testing.T) {
 	}
 	for op, want := range map[string]string{"retry": "retry", "maintain": "maintain", "rotate-credentials": "rotate-credentials-start"} {
 		c.ok("shoot", op, "local", "-p", "local")
-		if got := c.ok("get", "shoot", "local", "-p", "local", "-o", "jsonpath={.metadata.annotations['gardener.cloud/operation']}"); got != want+"\n" {
+		if got := c.ok("get", "shoot", "local", "-p", "local", "-o", `jsonpath={.metadata.annotations['gardener\.cloud/operation']}`); got != want+"\n" {
 			t.Fatalf("%s: annotation %q", op, got)
 		}
 	}
