@@ -134,10 +134,11 @@ spec:
 	for i, want := range [][]string{
 		{"widget.widgets.example/w1 created\nwidget.widgets.example/w2 created\nexit 0"},
 		{"widget.widgets.example/w1 unchanged\nwidget.widgets.example/w2 unchanged\nexit 0"},
-		{"NAME   SHINY     COLOR   AGE\n", "w1     Unknown   red     60s\n", "w2     Unknown   blue    60s\n", "exit 0"},
-		{"NAME   SHINY     COLOR   SIZE   PARTS        AGE\nw1     Unknown   red     3      wheel,bell   60s\nexit 0"},
+		// Widgets are an hour old: HumanDuration prints "60m" for a whole minute, so a slow run still matches.
+		{"NAME   SHINY     COLOR   AGE\n", "w1     Unknown   red     60m\n", "w2     Unknown   blue    60m\n", "exit 0"},
+		{"NAME   SHINY     COLOR   SIZE   PARTS        AGE\nw1     Unknown   red     3      wheel,bell   60m\nexit 0"},
 		{"widget.widgets.example/w1 Polish done\nexit 0"},
-		{"w1     Ready   gold    60s\nexit 0"},
+		{"w1     Ready   gold    60m\nexit 0"},
 		{"widgets   wd           widgets.example/v1   true         Widget\nexit 0"},
 		{"Error from server (NotFound): widgets.widgets.example \"nope\" not found\nexit 1"},
 	} {

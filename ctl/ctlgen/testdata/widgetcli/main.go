@@ -105,7 +105,7 @@ func (s *server) Create(_ context.Context, w *widgetpb.Widget) (*widgetpb.Widget
 	}
 	s.rv++
 	w.Metadata.ResourceVersion = strconv.Itoa(s.rv)
-	w.Metadata.CreationTimestamp = timestamppb.New(time.Now().Add(-time.Minute).Truncate(time.Second))
+	w.Metadata.CreationTimestamp = timestamppb.New(time.Now().Add(-time.Hour).Truncate(time.Second))
 	s.objects[k] = proto.Clone(w).(*widgetpb.Widget)
 	return w, nil
 }
