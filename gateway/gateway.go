@@ -3,10 +3,13 @@ package gateway
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"mime"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 
@@ -151,6 +154,28 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r.ContentLength = int64(len(j))
 		r.Header.Set("Content-Type", MIMEJSON)
 	}
+	if r.Method == http.MethodDelete {
+		var body []byte
+		if r.Body != nil {
+			b, err := io.ReadAll(io.LimitReader(r.Body, maxBody))
+			if err != nil {
+				writeStatus(w, badRequest(err.Error()))
+				return
+			}
+			body = b
+			// The routes take no body on deletes: the options are all read here.
+			r.Body, r.ContentLength = http.NoBody, 0
+		}
+		pre, msg := DeleteOptions(q, body)
+		if msg != "" {
+			writeStatus(w, badRequest(msg))
+			return
+		}
+		for k, v := range pre {
+			q.Set(k, v)
+			changed = true
+		}
+	}
 	for _, p := range []string{"pretty", "fieldManager", "propagationPolicy", "gracePeriodSeconds", "orphanDependents", "timeout"} {
 		if q.Has(p) {
 			q.Del(p)
@@ -175,6 +200,52 @@ func watchPath(p string) string {
 		return "/apis/" + parts[1] + "/" + parts[2] + "/watch/" + parts[3]
 	}
 	return p
+}
+
+// DeleteOptions reads the DeleteOptions of a delete request, from its query and its body when it has one (as
+// kubectl sends them). It returns the preconditions of the body as the query parameters of the route, or why the
+// options cannot be honoured. The hub deletes the dependents of a deleted object in the background: orphaning them
+// (propagationPolicy Orphan, orphanDependents true) is refused rather than ignored, and Foreground is served as
+// Background (the same end state, without the owner waiting for its dependents).
+func DeleteOptions(q url.Values, body []byte) (map[string]string, string) {
+	var opts struct {
+		PropagationPolicy *string `json:"propagationPolicy"`
+		OrphanDependents  *bool   `json:"orphanDependents"`
+		Preconditions     *struct {
+			UID             *string `json:"uid"`
+			ResourceVersion *string `json:"resourceVersion"`
+		} `json:"preconditions"`
+	}
+	if len(bytes.TrimSpace(body)) > 0 {
+		if err := json.Unmarshal(body, &opts); err != nil {
+			return nil, "invalid DeleteOptions: " + err.Error()
+		}
+	}
+	policy := q.Get("propagationPolicy")
+	if opts.PropagationPolicy != nil {
+		policy = *opts.PropagationPolicy
+	}
+	orphan := isTrue(q.Get("orphanDependents")) || opts.OrphanDependents != nil && *opts.OrphanDependents
+	switch policy {
+	case "", string(kmetav1.DeletePropagationBackground), string(kmetav1.DeletePropagationForeground):
+	case string(kmetav1.DeletePropagationOrphan):
+		orphan = true
+	default:
+		return nil, fmt.Sprintf("propagationPolicy: Unsupported value: %q: supported values: \"Background\", \"Foreground\", \"Orphan\"", policy)
+	}
+	if orphan {
+		return nil, "propagationPolicy: Orphan is not supported: the hub's garbage collector deletes the dependents of a deleted object in the background"
+	}
+	pre := map[string]string{}
+	if p := opts.Preconditions; p != nil {
+		if p.UID != nil {
+			pre["preconditions.uid"] = *p.UID
+		}
+		if p.ResourceVersion != nil {
+			pre["preconditions.resource_version"] = *p.ResourceVersion
+		}
+	}
+	return pre, ""
 }
 
 func badRequest(msg string) *metav1.Status {

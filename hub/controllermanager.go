@@ -12,9 +12,11 @@ import (
 	"github.com/trellis-dev/trellis/hub/api"
 	"github.com/trellis-dev/trellis/hub/componentconfig"
 	"github.com/trellis-dev/trellis/hub/controller"
+	"github.com/trellis-dev/trellis/hub/controller/accesstoken"
 	"github.com/trellis-dev/trellis/hub/controller/bastion"
 	"github.com/trellis-dev/trellis/hub/controller/controllerregistration"
 	"github.com/trellis-dev/trellis/hub/controller/event"
+	"github.com/trellis-dev/trellis/hub/controller/garbagecollector"
 	"github.com/trellis-dev/trellis/hub/controller/managedseedset"
 	"github.com/trellis-dev/trellis/hub/controller/project"
 	"github.com/trellis-dev/trellis/hub/controller/protection"
@@ -79,8 +81,23 @@ func controllerManager(reg *api.Registry, cfg componentconfig.ControllerManagerC
 	if err != nil {
 		return nil, err
 	}
+	// Trellis's own: Gardener has no AccessTokens (kube-controller-manager's token controller does this for the token
+	// Secrets of ServiceAccounts); it has no configuration section, one worker is plenty.
+	tokens, err := accesstoken.New(accesstoken.Config{Source: reg, Log: log})
+	if err != nil {
+		return nil, err
+	}
+	// kube-controller-manager's garbage collector, for the hub's kinds (Gardener has it from the garden cluster).
+	var kinds []garbagecollector.Kind
+	for _, k := range api.Kinds {
+		kinds = append(kinds, garbagecollector.Kind{GroupKind: k.GroupKind(), GroupResource: k.GroupResource(), Namespaced: k.Namespaced})
+	}
+	gc, err := garbagecollector.New(garbagecollector.Config{Source: reg, Kinds: kinds, OwnerIndex: api.IndexOwnerUID, Workers: 2, Log: log})
+	if err != nil {
+		return nil, err
+	}
 	var all controller.Group
-	for _, g := range []controller.Group{registrations, protections, {bastions}, seeds, projects, shoots, managedSeedSets} {
+	for _, g := range []controller.Group{registrations, protections, {bastions}, seeds, projects, shoots, managedSeedSets, {tokens, gc}} {
 		all = append(all, g...)
 	}
 	if e := ctrl.Event; e != nil { // Gardener runs the event controller only when configured

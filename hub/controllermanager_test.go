@@ -60,7 +60,7 @@ func TestControllerManagerSelection(t *testing.T) {
 	// without its configuration section, as in Gardener.
 	for _, want := range []string{"controllerregistration-seed", "cloudprofile", "secretbinding", "shoot-reference", "bastion",
 		"seed-secrets", "seed-extensions-check", "project", "project-stale", "project-activity", "shoot-hibernation",
-		"shoot-maintenance", "shoot-quota", "shoot-retry", "shoot-statuslabel", "shoot-conditions", "managedseedset"} {
+		"shoot-maintenance", "shoot-quota", "shoot-retry", "shoot-statuslabel", "shoot-conditions", "managedseedset", "garbagecollector", "accesstoken"} {
 		if !slices.Contains(all, want) {
 			t.Errorf("controller %s missing from %q", want, all)
 		}

@@ -422,3 +422,44 @@ func TestDiscoveryAndYAML(t *testing.T) {
 		t.Errorf("get as YAML: %d %s", code, body)
 	}
 }
+
+// TestGarbageCollection: over REST, as kubectl and curl send deletes, with the controller manager's garbage
+// collector running. A delete that asks to orphan the dependents is refused with the reason and deletes nothing; the
+// preconditions of a DeleteOptions body hold; a plain delete takes the dependents along.
+func TestGarbageCollection(t *testing.T) {
+	h := hubtest.Start(t)
+	const cms = "/api/v1/namespaces/gc/configmaps"
+	mustDo(t, h, 201, "POST", "/api/v1/namespaces", `{"metadata":{"name":"gc"}}`)
+	var owner struct {
+		Metadata struct{ UID string } `json:"metadata"`
+	}
+	if err := json.Unmarshal(mustDo(t, h, 201, "POST", cms, `{"metadata":{"name":"owner"}}`), &owner); err != nil {
+		t.Fatal(err)
+	}
+	mustDo(t, h, 201, "POST", cms, fmt.Sprintf(`{"metadata":{"name":"dependent","ownerReferences":[{"apiVersion":"v1","kind":"ConfigMap","name":"owner","uid":%q}]}}`, owner.Metadata.UID))
+
+	for _, body := range []string{`{"propagationPolicy":"Orphan"}`, `{"orphanDependents":true}`} {
+		out := mustDo(t, h, 400, "DELETE", cms+"/owner", body)
+		if !strings.Contains(string(out), "Orphan is not supported") {
+			t.Errorf("delete with %s: want the reason, got %s", body, out)
+		}
+	}
+	if out := mustDo(t, h, 400, "DELETE", cms+"/owner?propagationPolicy=Sideways", nil); !strings.Contains(string(out), `Unsupported value: \"Sideways\"`) {
+		t.Errorf("an unknown propagationPolicy: %s", out)
+	}
+	mustDo(t, h, 409, "DELETE", cms+"/owner", `{"kind":"DeleteOptions","apiVersion":"v1","preconditions":{"uid":"not-the-owners"}}`)
+	mustDo(t, h, 200, "GET", cms+"/owner", nil)
+
+	mustDo(t, h, 200, "DELETE", cms+"/owner", fmt.Sprintf(`{"kind":"DeleteOptions","apiVersion":"v1","propagationPolicy":"Background","preconditions":{"uid":%q}}`, owner.Metadata.UID))
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		code, out := h.Do(t, "GET", cms+"/dependent", nil)
+		if code == 404 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the dependent of a deleted owner is still there: %d %s", code, out)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

@@ -109,15 +109,32 @@ func fieldGetters(obj store.Object, paths []string) (map[string]func(store.Objec
 }
 
 // indexesFor returns the secondary indexes of a kind: "seed" for everything that belongs to a seed, so the agent
-// stream and the authorizer can find "everything of seed X" without scanning, and the extra ones given to
-// NewRegistry.
+// stream and the authorizer can find "everything of seed X" without scanning, IndexOwnerUID, and the extra ones given
+// to NewRegistry.
 func indexesFor(k Kind, extra map[string]func(store.Object) []string) map[string]func(store.Object) []string {
 	out := maps.Clone(extra)
+	if out == nil {
+		out = map[string]func(store.Object) []string{}
+	}
 	if seed := seedIndex(k); seed != nil {
-		if out == nil {
-			out = map[string]func(store.Object) []string{}
-		}
 		out["seed"] = seed
+	}
+	out[IndexOwnerUID] = ownerUIDs
+	return out
+}
+
+// IndexOwnerUID is the index of every kind by the uids of its owner references: the garbage collector finds an
+// object's dependents through it.
+const IndexOwnerUID = "ownerUID"
+
+func ownerUIDs(obj store.Object) []string {
+	refs := obj.GetMetadata().GetOwnerReferences()
+	if len(refs) == 0 {
+		return nil
+	}
+	out := make([]string, 0, len(refs))
+	for _, r := range refs {
+		out = append(out, r.GetUid())
 	}
 	return out
 }

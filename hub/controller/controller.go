@@ -10,6 +10,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 
@@ -19,14 +20,21 @@ import (
 // Key names the object a reconciliation is about: Namespace is empty for cluster-scoped objects.
 type Key struct {
 	Namespace, Name string
+	// Resource is set by controllers whose keys name objects of several kinds (the garbage collector); the others
+	// leave it empty, their kind being their reconciler's.
+	Resource schema.GroupResource
 }
 
-// String is "namespace/name", or "name" for a cluster-scoped object.
+// String is "namespace/name", or "name" for a cluster-scoped object; with a resource, "resource namespace/name".
 func (k Key) String() string {
-	if k.Namespace == "" {
-		return k.Name
+	s := k.Name
+	if k.Namespace != "" {
+		s = k.Namespace + "/" + k.Name
 	}
-	return k.Namespace + "/" + k.Name
+	if k.Resource != (schema.GroupResource{}) {
+		s = k.Resource.String() + " " + s
+	}
+	return s
 }
 
 // Get reads the object key names from c, for a Reconciler: ok is false, without an error, when the object does not
