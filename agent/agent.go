@@ -2,11 +2,13 @@ package agent
 
 import (
 	"context"
+	crand "crypto/rand"
 	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,6 +22,7 @@ import (
 	"github.com/trellis-dev/trellis/agent/cache"
 	"github.com/trellis-dev/trellis/agent/config"
 	"github.com/trellis-dev/trellis/agent/identity"
+	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
 )
 
 // Config configures an Agent.
@@ -64,7 +67,8 @@ type Agent struct {
 	tlsSessions tls.ClientSessionCache
 	cache       *cache.Cache
 	running     atomic.Bool
-	seedREST    *rest.Config // nil when the controllers are disabled and the caller gave only a clientset
+	seedREST    *rest.Config          // nil when the controllers are disabled and the caller gave only a clientset
+	gardener    *corev1beta1.Gardener // the agent as the Seed's status.gardener names it
 
 	hubOnce  sync.Once
 	hubReady chan struct{}    // closed when hubConn is set
@@ -140,9 +144,21 @@ func New(cfg Config) (*Agent, error) {
 		secrets:  &identity.SecretStore{Client: seedClient, Namespace: ref.Namespace, Name: ref.Name},
 		cache:    cache.New(),
 		seedREST: restCfg,
+		gardener: gardenerIdentity(cfg.Version),
 		hubReady: make(chan struct{}),
 	}
 	return a, nil
+}
+
+// gardenerIdentity is the agent's identity for the Seed's status.gardener, made as the gardenlet makes its own: a
+// random id for this process (Gardener's container id, or a random one outside a container), the host name (the
+// pod's name in a cluster) and the version.
+func gardenerIdentity(version string) *corev1beta1.Gardener {
+	name, err := os.Hostname()
+	if err != nil || name == "" {
+		name = "trellis-agent"
+	}
+	return &corev1beta1.Gardener{Id: crand.Text(), Name: name, Version: version}
 }
 
 func seedRESTConfig(kubeconfig string) (*rest.Config, error) {

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsclientset "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
@@ -153,8 +154,14 @@ func (a *Agent) runControllers(ctx context.Context) {
 		a.log.Error("bastion controller", "err", err)
 		return
 	}
+	versions, err := discovery.NewDiscoveryClientForConfig(a.seedREST)
+	if err != nil {
+		a.log.Error("seed discovery client", "err", err)
+		return
+	}
 	care, err := seedcare.New(seedcare.Config{SeedName: a.seedName, Cache: a.cache, Hub: hub, Seed: seed.GetClient(),
-		SeedReader: seed.GetAPIReader(), Log: a.log, SyncPeriod: a.cfg.Controllers.SeedCare.SyncPeriod.Duration})
+		SeedReader: seed.GetAPIReader(), Log: a.log, SyncPeriod: a.cfg.Controllers.SeedCare.SyncPeriod.Duration,
+		Identity: a.gardener, Versions: versions})
 	if err != nil {
 		a.log.Error("seed care controller", "err", err)
 		return

@@ -25,6 +25,8 @@ type shootOp struct {
 	// patch returns the merge patch and the operation annotation it sets ("" for none).
 	patch func(phase string) (string, string, error)
 	done  string
+	// phase, if set, is the credentials rotation phase the operation's success leads to, which --wait waits for.
+	phase func(phase string) string
 }
 
 func annotate(value string) func(string) (string, string, error) {
@@ -46,12 +48,20 @@ var shootOps = []shootOp{
 	{use: "rotate-credentials", short: "Rotate all of a shoot's credentials (gardener.cloud/operation=rotate-credentials-start|complete)",
 		long: `rotate-credentials starts (--phase start) or completes (--phase complete) the rotation of all credentials of a shoot,
 as Gardener's annotations rotate-credentials-start and rotate-credentials-complete do: start introduces new
-credentials next to the old ones, complete removes the old ones once every client uses the new.`,
+credentials next to the old ones, complete removes the old ones once every client uses the new. With --wait it
+follows the shoot until the rotation is Prepared (start) or Completed (complete); the hub refuses a start while a
+rotation is not Completed and a complete before it is Prepared.`,
 		patch: func(phase string) (string, string, error) {
 			if phase != "start" && phase != "complete" {
 				return "", "", fmt.Errorf("--phase is start or complete, not %q", phase)
 			}
 			return annotate("rotate-credentials-" + phase)(phase)
+		},
+		phase: func(phase string) string {
+			if phase == "complete" {
+				return "Completed"
+			}
+			return "Prepared"
 		}, done: "annotated for the credentials rotation"},
 }
 
@@ -119,7 +129,7 @@ func (a *app) shootOpCmd(op shootOp) *cobra.Command {
 			if !wait {
 				return nil
 			}
-			since := &progress.Since{Time: asked, Generation: resource.Meta(obj).GetGeneration(), Annotation: annotation}
+			since := &progress.Since{Time: asked, Generation: resource.Meta(obj).GetGeneration(), Annotation: annotation, Phase: op.phaseOf(phase)}
 			fctx, fcancel := withTimeout(ctx, timeout)
 			defer fcancel()
 			return a.follow(fctx, k, c, ns, args[0], since)
@@ -131,6 +141,14 @@ func (a *app) shootOpCmd(op shootOp) *cobra.Command {
 		cmd.Flags().StringVar(&phase, "phase", "start", "start or complete")
 	}
 	return cmd
+}
+
+// phaseOf is the rotation phase op's success leads to, "" for operations that are no rotations.
+func (op shootOp) phaseOf(phase string) string {
+	if op.phase == nil {
+		return ""
+	}
+	return op.phase(phase)
 }
 
 // shoots returns the Shoot kind, its client and the namespace of the command.

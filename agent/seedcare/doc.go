@@ -15,4 +15,10 @@
 // status, reason or message changes, with an update of the Seed's status that keeps every other condition: the
 // hub owns GardenletReady. In place of Gardener's ManagedResource health (a Trellis seed runs no
 // gardener-resource-manager), SeedSystemComponentsHealthy looks at the CRDs and heartbeats.
+//
+// With the conditions it writes what the gardenlet's seed reconciler reports about itself and its seed: gardener (the
+// agent's id, name and version, Config.Identity), kubernetesVersion (the seed cluster's gitVersion, Config.Versions),
+// clusterIdentity (once, when empty: the seed's ConfigMap kube-system/cluster-identity, else the UID of namespace
+// kube-system) and observedGeneration (the generation of the Seed in the agent's cache; a change of the Seed
+// triggers a sync). The hub's fields (GardenletReady, clientCertificateExpirationTimestamp) are left alone.
 package seedcare

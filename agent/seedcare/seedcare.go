@@ -18,8 +18,10 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	kmetav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/version"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/trellis-dev/trellis/agent/cache"
@@ -33,6 +35,9 @@ import (
 const (
 	SeedSystemComponentsHealthy = "SeedSystemComponentsHealthy"
 )
+
+// ClusterIdentity names the seed cluster's ConfigMap kube-system/cluster-identity and its key, as in Gardener.
+const ClusterIdentity = "cluster-identity"
 
 // Defaults of Config.
 const (
@@ -74,6 +79,17 @@ type Config struct {
 	HubTimeout time.Duration
 	// Now is the clock; nil uses time.Now.
 	Now func() time.Time
+	// Identity is the agent's identity, written to the Seed's status.gardener as the gardenlet writes its own (id,
+	// name, version); nil leaves the field alone.
+	Identity *corev1beta1.Gardener
+	// Versions reports the seed cluster's version (client-go's discovery client does: GET /version); its
+	// gitVersion is written to status.kubernetesVersion. Nil leaves the field alone.
+	Versions ServerVersioner
+}
+
+// ServerVersioner reports a cluster's version, as client-go's discovery client does.
+type ServerVersioner interface {
+	ServerVersion() (*version.Info, error)
 }
 
 func (c *Config) defaults() error {
@@ -127,8 +143,8 @@ func New(cfg Config) (*Controller, error) {
 		seeds: corev1beta1.NewSeedServiceClient(cfg.Hub), nudge: make(chan struct{}, 1)}, nil
 }
 
-// Run computes the conditions every SyncPeriod, and at once when a ControllerInstallation of the seed changes,
-// until ctx ends. It waits for the cache's first sync, so that it sees every ControllerInstallation.
+// Run computes the conditions every SyncPeriod, and at once when the Seed or a ControllerInstallation of the seed
+// changes, until ctx ends. It waits for the cache's first sync, so that it sees every ControllerInstallation.
 func (c *Controller) Run(ctx context.Context) error {
 	if err := c.cfg.Cache.WaitForSync(ctx); err != nil {
 		return nil // ctx ended
@@ -145,6 +161,12 @@ func (c *Controller) Run(ctx context.Context) error {
 		DeleteFunc: func(proto.Message) { poke() },
 	})
 	defer remove()
+	// The Seed itself: its status.observedGeneration follows a new generation at once.
+	removeSeed := c.cfg.Cache.AddEventHandler(cache.Seeds, cache.HandlerFuncs{
+		AddFunc:    func(proto.Message) { poke() },
+		UpdateFunc: func(_, _ proto.Message) { poke() },
+	})
+	defer removeSeed()
 	c.log.Info("seed care controller started", "syncPeriod", c.cfg.SyncPeriod)
 	t := time.NewTicker(c.cfg.SyncPeriod)
 	defer t.Stop()
@@ -167,7 +189,8 @@ type result struct {
 	reason, message string
 }
 
-// Sync computes the controller's conditions once and writes them to the Seed's status on the hub when they changed.
+// Sync computes the controller's conditions and the agent's facts once and writes them to the Seed's status on the
+// hub when they changed.
 func (c *Controller) Sync(ctx context.Context) error {
 	seed, ok := cache.Get[*corev1beta1.Seed](c.cfg.Cache, cache.Seeds, "", c.cfg.SeedName)
 	if !ok {
@@ -184,10 +207,81 @@ func (c *Controller) Sync(ctx context.Context) error {
 			want[typ] = n
 		}
 	}
-	if len(want) == 0 {
+	f := c.facts(ctx, seed)
+	if len(want) == 0 && !f.apply(proto.CloneOf(seed).GetStatus()) {
 		return nil
 	}
-	return c.writeConditions(ctx, want)
+	return c.writeStatus(ctx, want, f)
+}
+
+// facts is what the agent reports in the Seed's status besides conditions, as the gardenlet's seed reconciler does:
+// who acts on the seed, the seed cluster's Kubernetes version and identity, and the generation it has seen.
+type facts struct {
+	gardener          *corev1beta1.Gardener // nil: not configured
+	kubernetesVersion string                // "": unknown
+	clusterIdentity   string                // "": already set, or unknown
+	generation        int64
+}
+
+// facts gathers the facts about seed (the cached Seed). A fact that cannot be read now is left out and logged; the
+// next sync tries again.
+func (c *Controller) facts(ctx context.Context, seed *corev1beta1.Seed) facts {
+	f := facts{gardener: c.cfg.Identity, generation: seed.GetMetadata().GetGeneration()}
+	if c.cfg.Versions != nil {
+		if v, err := c.cfg.Versions.ServerVersion(); err != nil {
+			c.log.Warn("cannot read the seed cluster's version", "err", err)
+		} else {
+			f.kubernetesVersion = v.GitVersion
+		}
+	}
+	if seed.GetStatus().GetClusterIdentity() == "" {
+		id, err := c.clusterIdentity(ctx)
+		if err != nil {
+			c.log.Warn("cannot read the seed cluster's identity", "err", err)
+		}
+		f.clusterIdentity = id
+	}
+	return f
+}
+
+// clusterIdentity is the seed cluster's identity as Gardener determines it: the ConfigMap kube-system/cluster-identity
+// (key cluster-identity) when there is one, else the UID of the namespace kube-system.
+func (c *Controller) clusterIdentity(ctx context.Context) (string, error) {
+	cm := &corev1.ConfigMap{}
+	err := c.cfg.SeedReader.Get(ctx, client.ObjectKey{Namespace: kmetav1.NamespaceSystem, Name: ClusterIdentity}, cm)
+	if err == nil {
+		return cm.Data[ClusterIdentity], nil
+	}
+	if !apierrors.IsNotFound(err) {
+		return "", fmt.Errorf("read ConfigMap %s/%s: %w", kmetav1.NamespaceSystem, ClusterIdentity, err)
+	}
+	ns := &corev1.Namespace{}
+	if err := c.cfg.SeedReader.Get(ctx, client.ObjectKey{Name: kmetav1.NamespaceSystem}, ns); err != nil {
+		return "", fmt.Errorf("read namespace %s: %w", kmetav1.NamespaceSystem, err)
+	}
+	return string(ns.UID), nil
+}
+
+// apply writes the facts into st and reports whether it changed. The cluster identity is only ever set, never
+// changed (Gardener's is immutable), and the observed generation only moves forward.
+func (f facts) apply(st *corev1beta1.SeedStatus) bool {
+	if st == nil {
+		return f.gardener != nil || f.kubernetesVersion != "" || f.clusterIdentity != "" || f.generation > 0
+	}
+	changed := false
+	if f.gardener != nil && !proto.Equal(st.Gardener, f.gardener) {
+		st.Gardener, changed = proto.CloneOf(f.gardener), true
+	}
+	if f.kubernetesVersion != "" && st.GetKubernetesVersion() != f.kubernetesVersion {
+		st.KubernetesVersion, changed = proto.String(f.kubernetesVersion), true
+	}
+	if f.clusterIdentity != "" && st.GetClusterIdentity() == "" {
+		st.ClusterIdentity, changed = proto.String(f.clusterIdentity), true
+	}
+	if f.generation > st.GetObservedGeneration() {
+		st.ObservedGeneration, changed = proto.Int64(f.generation), true
+	}
+	return changed
 }
 
 func (c *Controller) threshold(typ string) time.Duration {
@@ -292,9 +386,10 @@ func established(crd *unstructured.Unstructured) bool {
 	return false
 }
 
-// writeConditions sets the conditions in want on the Seed's status, keeping every other condition (GardenletReady
-// is the hub's), with an update of the status that retries on conflicts.
-func (c *Controller) writeConditions(ctx context.Context, want map[string]*metav1.Condition) error {
+// writeStatus sets the conditions in want and the facts f on the Seed's status, keeping every other condition
+// (GardenletReady is the hub's) and field (the hub writes clientCertificateExpirationTimestamp), with an update of the
+// status that retries on conflicts.
+func (c *Controller) writeStatus(ctx context.Context, want map[string]*metav1.Condition, f facts) error {
 	for attempt := 0; ; attempt++ {
 		cctx, cancel := context.WithTimeout(ctx, c.cfg.HubTimeout)
 		seed, err := c.seeds.Get(cctx, &metav1.GetRequest{Name: c.cfg.SeedName})
@@ -314,6 +409,9 @@ func (c *Controller) writeConditions(ctx context.Context, want map[string]*metav
 			}
 		}
 		seed.Status.Conditions = conds
+		if !f.apply(seed.Status) && len(want) == 0 {
+			return nil // the hub has them already
+		}
 		cctx, cancel = context.WithTimeout(ctx, c.cfg.HubTimeout)
 		_, err = c.seeds.UpdateStatus(cctx, seed)
 		cancel()
@@ -321,6 +419,8 @@ func (c *Controller) writeConditions(ctx context.Context, want map[string]*metav
 			for typ, cond := range want {
 				c.log.Info("seed condition changed", "type", typ, "status", cond.GetStatus(), "reason", cond.GetReason(), "message", cond.GetMessage())
 			}
+			c.log.Debug("seed status written", "kubernetesVersion", seed.Status.GetKubernetesVersion(),
+				"clusterIdentity", seed.Status.GetClusterIdentity(), "observedGeneration", seed.Status.GetObservedGeneration())
 			return nil
 		}
 		if status.Code(err) != codes.Aborted || attempt >= 5 {

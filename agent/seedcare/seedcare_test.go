@@ -9,8 +9,12 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+	kmetav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/trellis-dev/trellis/agent/seedcare"
 	"github.com/trellis-dev/trellis/extsdk/heartbeat"
+	"github.com/trellis-dev/trellis/hub/store"
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
 	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
 	"github.com/trellis-dev/trellis/test/agenttest"
@@ -149,5 +153,63 @@ func TestMissingCRD(t *testing.T) {
 	}
 	if h := w.history(seedcare.SeedSystemComponentsHealthy); slices.Contains(h, "Progressing") {
 		t.Errorf("SeedSystemComponentsHealthy went %v, want False without Progressing", h)
+	}
+}
+
+// The agent's facts land in the Seed's status as the gardenlet writes them: status.gardener, the seed cluster's
+// Kubernetes version (its /version) and identity (ConfigMap kube-system/cluster-identity, else the UID of
+// kube-system), and the generation it has seen, which follows a change of the spec at once; the hub's fields stay.
+func TestSeedStatusFacts(t *testing.T) {
+	e := agenttest.StartHub(t)
+	cluster := seedtest.StartShared(t)
+	s := e.StartSeed(t, "local", agenttest.SeedSpec, cluster)
+	me := &corev1beta1.Gardener{Id: "agent-test", Name: "trellis-agent", Version: "v1.2.3-test"}
+	startCare(t, s, func(c *seedcare.Config) {
+		c.Identity, c.Versions = me, cluster.Client.Discovery()
+		c.SyncPeriod = time.Hour // the Seed's changes must trigger the syncs
+	})
+
+	ctx := context.Background()
+	v, err := cluster.Client.Discovery().ServerVersion()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var identity string
+	if cm, err := cluster.Client.CoreV1().ConfigMaps("kube-system").Get(ctx, seedcare.ClusterIdentity, kmetav1.GetOptions{}); err == nil {
+		identity = cm.Data[seedcare.ClusterIdentity]
+	} else if ns, err := cluster.Client.CoreV1().Namespaces().Get(ctx, "kube-system", kmetav1.GetOptions{}); err == nil {
+		identity = string(ns.UID)
+	} else {
+		t.Fatal(err)
+	}
+	if identity == "" || !strings.HasPrefix(v.GitVersion, "v1.") {
+		t.Fatalf("seed cluster identity %q, version %q", identity, v.GitVersion)
+	}
+
+	seeds := corev1beta1.NewSeedServiceClient(e.Admin)
+	var seed *corev1beta1.Seed
+	facts := func() bool {
+		var err error
+		if seed, err = seeds.Get(ctx, &metav1.GetRequest{Name: "local"}); err != nil {
+			return false
+		}
+		st := seed.GetStatus()
+		return proto.Equal(st.GetGardener(), me) && st.GetKubernetesVersion() == v.GitVersion &&
+			st.GetClusterIdentity() == identity && st.GetObservedGeneration() == seed.GetMetadata().GetGeneration()
+	}
+	agenttest.Eventually(t, "the agent's facts in the seed's status", facts)
+	gen := seed.GetMetadata().GetGeneration()
+
+	e.Update(t, "core.gardener.cloud", "seeds", "", "local", false, func(o store.Object) {
+		sd := o.(*corev1beta1.Seed)
+		sd.Spec.Provider.Zones = append(sd.Spec.Provider.Zones, "zone-x")
+	})
+	agenttest.Eventually(t, "status.observedGeneration following the new generation", func() bool {
+		return facts() && seed.GetMetadata().GetGeneration() > gen
+	})
+	w := watch(t, e, "local")
+	w.wait(t, "GardenletReady", "True", "GardenletReady")
+	if seed.GetStatus().GetClientCertificateExpirationTimestamp() == nil {
+		t.Error("the hub's status.clientCertificateExpirationTimestamp is gone")
 	}
 }

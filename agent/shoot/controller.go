@@ -18,6 +18,7 @@ import (
 	"github.com/trellis-dev/trellis/agent/keyqueue"
 	"github.com/trellis-dev/trellis/hub/seedgraph"
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
+	kcorev1 "github.com/trellis-dev/trellis/proto/gen/trellis/kubernetes/core/v1"
 )
 
 // Config configures the shoot controller.
@@ -100,8 +101,11 @@ type Controller struct {
 	shoots  *hubobject.Client[*corev1beta1.Shoot] // writes, and the hub's answers until the cache has them
 	states  corev1beta1.ShootStateServiceClient
 	entries corev1beta1.BackupEntryServiceClient
-	ext     *extension.Client
-	queue   *keyqueue.Queue
+	// secrets and configMaps publish the shoots' CA bundles and SSH keypairs in their project namespaces.
+	secrets    kcorev1.SecretServiceClient
+	configMaps kcorev1.ConfigMapServiceClient
+	ext        *extension.Client
+	queue      *keyqueue.Queue
 
 	mu       sync.Mutex
 	failures map[string]int       // consecutive failed operations, per key
@@ -116,11 +120,13 @@ func New(cfg Config) (*Controller, error) {
 	}
 	cfg.defaults()
 	c := &Controller{
-		cfg:     cfg,
-		log:     cfg.Log.With("controller", "shoot"),
-		shoots:  hubobject.NewClient[*corev1beta1.Shoot](corev1beta1.NewShootServiceClient(cfg.Hub), cfg.HubTimeout, cfg.Now),
-		states:  corev1beta1.NewShootStateServiceClient(cfg.Hub),
-		entries: corev1beta1.NewBackupEntryServiceClient(cfg.Hub),
+		cfg:        cfg,
+		log:        cfg.Log.With("controller", "shoot"),
+		shoots:     hubobject.NewClient[*corev1beta1.Shoot](corev1beta1.NewShootServiceClient(cfg.Hub), cfg.HubTimeout, cfg.Now),
+		states:     corev1beta1.NewShootStateServiceClient(cfg.Hub),
+		entries:    corev1beta1.NewBackupEntryServiceClient(cfg.Hub),
+		secrets:    kcorev1.NewSecretServiceClient(cfg.Hub),
+		configMaps: kcorev1.NewConfigMapServiceClient(cfg.Hub),
 		ext: &extension.Client{C: cfg.Seed, Now: cfg.Now, Interval: cfg.WaitInterval,
 			ErrorThreshold: cfg.ExtensionErrorThreshold},
 		failures: map[string]int{},

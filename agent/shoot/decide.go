@@ -1,6 +1,7 @@
 package shoot
 
 import (
+	"slices"
 	"strings"
 	"time"
 
@@ -100,7 +101,7 @@ func decide(seed string, s *corev1beta1.Shoot, now time.Time, syncPeriod time.Du
 	}
 	op := md.GetAnnotations()[annotationOperation]
 	switch {
-	case op == operationReconcile || op == operationRetry:
+	case slices.ContainsFunc(operationsOf(op), takenUp):
 		return Decision{Flow: FlowReconcile, Type: opType, Reason: "operation annotation " + op}
 	case md.GetGeneration() != st.GetObservedGeneration():
 		return Decision{Flow: FlowReconcile, Type: opType, Reason: "generation moved"}

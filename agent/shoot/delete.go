@@ -29,6 +29,7 @@ const (
 	taskDestroyCluster      = "Deleting Cluster resource"
 	taskDestroyNamespace    = "Deleting shoot namespace in Seed"
 	taskDestroyShootState   = "Deleting ShootState"
+	taskDestroyPublished    = "Deleting the shoot's CA bundle and SSH keypairs in the project namespace"
 )
 
 // deleteGraph is the delete flow: Gardener's reconcile order reversed, each extension object deleted and waited for
@@ -55,6 +56,8 @@ func (op *operation) deleteGraph() *flow.Graph {
 	cluster := g.Add(flow.Task{Name: taskDestroyCluster, Fn: op.deleteCluster, Dependencies: []string{internal, after}, Timeout: t})
 	ns := g.Add(flow.Task{Name: taskDestroyNamespace, Fn: op.deleteNamespace, Dependencies: []string{cluster, backup}, Timeout: t, RetryInterval: namespaceRetry})
 	g.Add(flow.Task{Name: taskDestroyShootState, Fn: func(ctx context.Context) error { return op.c.deleteShootState(ctx, op.shoot) }, Dependencies: []string{ns}, Timeout: t})
+	// What the agent published for the shoot in its project namespace goes with it.
+	g.Add(flow.Task{Name: taskDestroyPublished, Fn: op.deletePublished, Dependencies: []string{ns}, Timeout: t})
 	return g
 }
 

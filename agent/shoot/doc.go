@@ -6,7 +6,8 @@
 //
 //   - reconcile (lastOperation type Create, Reconcile or Restore) when spec.seedName is this seed: on create, when the
 //     generation moved, after an Error (with backoff), when the shoot carries gardener.cloud/operation=reconcile or
-//     retry, when the sync period passed since the last success, and to finish an operation a crash interrupted;
+//     retry or a credentials rotation (rotation.go), when the sync period passed since the last success, and to
+//     finish an operation a crash interrupted;
 //   - delete when deletionTimestamp is set;
 //   - migrate when spec.seedName moved to another seed while status.seedName is still this seed; the destination's
 //     agent then restores (reconcile with type Restore) from the ShootState the migration saved.
@@ -14,7 +15,10 @@
 // Flows are DAGs (package agent/flow) of Gardener's steps, in Gardener's order: namespace shoot--<project>--<name>,
 // cloud provider secret, Cluster, Infrastructure, DNSRecords, BackupEntry, Extensions BeforeKubeAPIServer,
 // ControlPlane, Extensions AfterKubeAPIServer, OperatingSystemConfigs, Network, Worker, Extensions AfterWorker,
-// ContainerRuntimes (reconcile.go); the reverse for delete (delete.go); migrate and restore in migrate.go. Each
+// ContainerRuntimes (reconcile.go); the reverse for delete (delete.go); migrate and restore in migrate.go. The
+// shoot's credentials are kept by package agent/shoot/credentials (secrets.go) and published in the project
+// namespace as gardenlet does (garden.go); the rotation phases go into the status when a flow starts and when it
+// succeeds (rotation.go). Each
 // extension object is written with gardener.cloud/operation=reconcile (or migrate / wait-for-state / restore) and
 // gardener.cloud/timestamp and is ready only under Gardener's rule (package agent/extension). Progress, errors with
 // their codes, observedGeneration and the shoot's conditions (care.go) go to the hub as status patches (status.go).

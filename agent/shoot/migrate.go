@@ -169,6 +169,9 @@ func (op *operation) persistShootState(ctx context.Context) error {
 		}
 		spec.Extensions = append(spec.Extensions, e)
 	}
+	if spec.Gardener, err = op.persistedCredentials(ctx); err != nil {
+		return err
+	}
 	return op.c.writeShootState(ctx, op.shoot, spec)
 }
 

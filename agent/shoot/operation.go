@@ -141,10 +141,6 @@ func (op *operation) run(ctx context.Context) error {
 			c.reportError(ctx, op.shoot, op.d, err, 0)
 			return err
 		}
-		if err := c.clearOperationAnnotation(ctx, op.shoot); err != nil {
-			c.reportError(ctx, op.shoot, op.d, err, 0)
-			return err
-		}
 		g = op.reconcileGraph()
 	case FlowDelete:
 		g = op.deleteGraph()
@@ -160,9 +156,20 @@ func (op *operation) run(ctx context.Context) error {
 		start["technicalID"] = op.ns
 		start["uid"] = op.shoot.GetMetadata().GetUid()
 		start["seedName"] = c.cfg.SeedName
+		// The rotations the annotation asks for go into the status before the annotation goes, as gardenlet
+		// orders it: an agent that stops in between finds the annotation again and the rotation already started.
+		if startRotations(op.shoot, c.cfg.Now()) {
+			start["credentials"] = credentialsPatch(op.shoot)
+		}
 	}
 	if _, err := c.patchStatus(ctx, op.shoot, start); err != nil {
 		return err
+	}
+	if op.d.Flow == FlowReconcile {
+		if err := c.clearOperationAnnotation(ctx, op.shoot); err != nil {
+			c.reportError(ctx, op.shoot, op.d, err, 0)
+			return err
+		}
 	}
 	var percent atomic.Int32 // of the last finished task, for the error report
 	progress := make(chan flow.Progress, 64)
@@ -245,6 +252,9 @@ func (op *operation) succeeded(ctx context.Context) error {
 		"technicalID":        op.ns,
 		"uid":                op.shoot.GetMetadata().GetUid(),
 	}
+	if finishRotations(op.shoot, now) {
+		p["credentials"] = credentialsPatch(op.shoot)
+	}
 	if conds := op.conditions(ctx); conds != nil {
 		p["conditions"] = conds
 	}
@@ -278,14 +288,24 @@ func (c *Controller) removeFinalizer(ctx context.Context, s *corev1beta1.Shoot) 
 	return err
 }
 
-// clearOperationAnnotation removes gardener.cloud/operation=reconcile|retry from the shoot as the flow starts.
+// clearOperationAnnotation removes the operations the reconcile flow takes up (reconcile, retry and the credentials
+// rotations) from the shoot's gardener.cloud/operation annotation as the flow starts; others (maintain, which the
+// hub's maintenance takes up) stay.
 func (c *Controller) clearOperationAnnotation(ctx context.Context, s *corev1beta1.Shoot) error {
 	_, err := c.shoots.Update(ctx, s, func(cur *corev1beta1.Shoot) bool {
 		v, ok := cur.GetMetadata().GetAnnotations()[annotationOperation]
-		if !ok || (v != operationReconcile && v != operationRetry) {
+		if !ok {
 			return false
 		}
-		delete(cur.Metadata.Annotations, annotationOperation)
+		rest := remainingOperations(v)
+		if rest == v {
+			return false
+		}
+		if rest == "" {
+			delete(cur.Metadata.Annotations, annotationOperation)
+		} else {
+			cur.Metadata.Annotations[annotationOperation] = rest
+		}
 		return true
 	})
 	return err

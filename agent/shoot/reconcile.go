@@ -62,6 +62,8 @@ const (
 	taskContainerRuntime = "Deploying container runtime resources"
 	taskDestroyDNS       = "Destroying DNS records of the hibernated shoot"
 	taskStaleExtensions  = "Deleting stale extension resources"
+	taskSecrets          = "Initializing secrets management"
+	taskCleanupSecrets   = "Cleaning up secrets that are no longer needed"
 )
 
 // reconcileGraph is the reconcile flow (also for create, restore and hibernation) in Gardener's order.
@@ -71,6 +73,7 @@ func (op *operation) reconcileGraph() *flow.Graph {
 	hib := op.hibernated()
 	workerless := len(op.shoot.GetSpec().GetProvider().GetWorkers()) == 0
 	ns := g.Add(flow.Task{Name: taskNamespace, Fn: op.deployNamespace, Timeout: t})
+	secrets := g.Add(flow.Task{Name: taskSecrets, Fn: op.deployCredentials, Dependencies: []string{ns}, Timeout: t})
 	secret := g.Add(flow.Task{Name: taskCloudProvider, Fn: op.deployCloudProviderSecret, Dependencies: []string{ns}, Timeout: t})
 	refs := g.Add(flow.Task{Name: taskReferenced, Fn: op.deployReferencedResources, Dependencies: []string{ns}, Timeout: t})
 	cluster := g.Add(flow.Task{Name: taskCluster, Fn: op.deployCluster, Dependencies: []string{ns}, Timeout: t})
@@ -80,7 +83,7 @@ func (op *operation) reconcileGraph() *flow.Graph {
 	externalDNS := g.Add(flow.Task{Name: taskExternalDNS, Fn: op.deployExternalDNS, Skip: hib || op.externalDomain() == "", Dependencies: []string{kapi, cluster, internalDNS}, Timeout: t})
 	backup := g.Add(flow.Task{Name: taskBackupEntry, Fn: op.deployBackupEntry, Skip: op.seed.GetSpec().GetBackup() == nil, Dependencies: []string{ns}, Timeout: t, RetryInterval: hubPollInterval})
 	before := g.Add(flow.Task{Name: taskExtBeforeKAPI, Fn: op.extensionsFn(extensionsv1alpha1.BeforeKubeAPIServer), Dependencies: []string{infra, cluster, refs}, Timeout: t})
-	cp := g.Add(flow.Task{Name: taskControlPlane, Fn: op.deployControlPlane, Dependencies: []string{infra, before, kapi, internalDNS, externalDNS, backup}, Timeout: t})
+	cp := g.Add(flow.Task{Name: taskControlPlane, Fn: op.deployControlPlane, Dependencies: []string{secrets, infra, before, kapi, internalDNS, externalDNS, backup}, Timeout: t})
 	after := g.Add(flow.Task{Name: taskExtAfterKAPI, Fn: op.extensionsFn(extensionsv1alpha1.AfterKubeAPIServer), Dependencies: []string{cp}, Timeout: t})
 	osc := g.Add(flow.Task{Name: taskOSC, Fn: op.deployOperatingSystemConfigs, Skip: workerless, Dependencies: []string{infra, cp, after}, Timeout: t})
 	network := g.Add(flow.Task{Name: taskNetwork, Fn: op.deployNetwork, Skip: workerless || op.shoot.GetSpec().GetNetworking().GetType() == "", Dependencies: []string{infra, cp}, Timeout: t})
@@ -88,7 +91,8 @@ func (op *operation) reconcileGraph() *flow.Graph {
 	afterWorker := g.Add(flow.Task{Name: taskExtAfterWorker, Fn: op.extensionsFn(extensionsv1alpha1.AfterWorker), Dependencies: []string{worker}, Timeout: t})
 	cr := g.Add(flow.Task{Name: taskContainerRuntime, Fn: op.deployContainerRuntimes, Skip: workerless, Dependencies: []string{worker}, Timeout: t})
 	dns := g.Add(flow.Task{Name: taskDestroyDNS, Fn: op.destroyDNSRecords, Skip: !hib, Dependencies: []string{worker, afterWorker}, Timeout: t})
-	g.Add(flow.Task{Name: taskStaleExtensions, Fn: op.deleteStaleExtensions, Dependencies: []string{after, afterWorker, cr, dns}, Timeout: t})
+	stale := g.Add(flow.Task{Name: taskStaleExtensions, Fn: op.deleteStaleExtensions, Dependencies: []string{after, afterWorker, cr, dns}, Timeout: t})
+	g.Add(flow.Task{Name: taskCleanupSecrets, Fn: op.cleanupCredentials, Dependencies: []string{secrets, stale}, Timeout: t})
 	return g
 }
 

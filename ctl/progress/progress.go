@@ -22,6 +22,9 @@ type State struct {
 	Generation, ObservedGeneration int64
 	// Operation is the gardener.cloud/operation annotation, which the agent removes when it takes the operation up.
 	Operation string
+	// Rotations are the phases of the two-phase credentials rotations in status.credentials.rotation, by name
+	// (certificateAuthorities, serviceAccountKey, etcdEncryptionKey); absent ones are left out.
+	Rotations map[string]string
 	// Deleted is set when the object is gone.
 	Deleted bool
 }
@@ -45,6 +48,17 @@ func Of(obj any) State {
 	s.Updated, _ = time.Parse(time.RFC3339, str(op["lastUpdateTime"]))
 	if ann, ok := md["annotations"].(map[string]any); ok {
 		s.Operation = str(ann["gardener.cloud/operation"])
+	}
+	creds, _ := status["credentials"].(map[string]any)
+	rotation, _ := creds["rotation"].(map[string]any)
+	for _, name := range []string{"certificateAuthorities", "serviceAccountKey", "etcdEncryptionKey"} {
+		r, _ := rotation[name].(map[string]any)
+		if phase := str(r["phase"]); phase != "" {
+			if s.Rotations == nil {
+				s.Rotations = map[string]string{}
+			}
+			s.Rotations[name] = phase
+		}
 	}
 	errs, _ := status["lastErrors"].([]any)
 	for _, e := range errs {
@@ -97,6 +111,10 @@ type Since struct {
 	Generation int64
 	// Annotation is the gardener.cloud/operation value the request set, "" if none.
 	Annotation string
+	// Phase, if set, is the phase the credentials rotations reach when the operation succeeds (Prepared after
+	// rotate-credentials-start, Completed after rotate-credentials-complete): a success counts only with every
+	// rotation in it.
+	Phase string
 }
 
 // pending are the operation annotations that are still to be taken up while they are set: the agent removes
@@ -113,10 +131,24 @@ func (since Since) Of(s State) bool {
 	if s.Operation != "" && (s.Operation == since.Annotation || pending[s.Operation]) || s.ObservedGeneration < since.Generation {
 		return false
 	}
-	if ended, _ := s.Final(); !ended {
+	ended, succeeded := s.Final()
+	if !ended {
 		return true
 	}
+	if succeeded && !s.Deleted && since.Phase != "" && !s.rotationsIn(since.Phase) {
+		return false
+	}
 	return !s.Updated.Before(since.Time.Truncate(time.Second))
+}
+
+// rotationsIn reports whether there are rotations and all are in phase.
+func (s State) rotationsIn(phase string) bool {
+	for _, p := range s.Rotations {
+		if p != phase {
+			return false
+		}
+	}
+	return len(s.Rotations) > 0
 }
 
 // View renders states to a writer.

@@ -70,6 +70,59 @@ func TestState(t *testing.T) {
 	}
 }
 
+// TestSinceRotation follows `trellisctl shoot rotate-credentials --wait`: the rotation counts once the agent took the
+// annotation up, observed the generation the annotation moved, and reported success with every rotation in the
+// phase the operation leads to.
+func TestSinceRotation(t *testing.T) {
+	asked := time.Date(2030, 1, 1, 10, 0, 5, 0, time.UTC)
+	state := func(op string, observed int, lastState, phase string) State {
+		doc := `{"metadata":{"generation":4,"annotations":{"gardener.cloud/operation":"` + op + `"}},
+		  "status":{"observedGeneration":` + string(rune('0'+observed)) + `,"lastOperation":{"type":"Reconcile","state":"` + lastState + `",
+		  "lastUpdateTime":"2030-01-01T10:00:09Z"},"credentials":{"rotation":{"sshKeypair":{"lastInitiationTime":"2030-01-01T10:00:06Z"}`
+		if phase != "" {
+			doc += `,"certificateAuthorities":{"phase":"` + phase + `"},"serviceAccountKey":{"phase":"` + phase + `"},"etcdEncryptionKey":{"phase":"` + phase + `"}`
+		}
+		doc += `}}}}`
+		return Of(decode(t, doc))
+	}
+	for _, c := range []struct {
+		name  string
+		since Since
+		s     State
+		want  bool
+		ended bool
+	}{
+		{"annotation still set", Since{Time: asked, Generation: 4, Annotation: "rotate-credentials-start", Phase: "Prepared"},
+			state("rotate-credentials-start", 3, "Succeeded", "Completed"), false, true},
+		{"taken up, running", Since{Time: asked, Generation: 4, Annotation: "rotate-credentials-start", Phase: "Prepared"},
+			state("", 4, "Processing", "Preparing"), true, false},
+		{"succeeded, prepared", Since{Time: asked, Generation: 4, Annotation: "rotate-credentials-start", Phase: "Prepared"},
+			state("", 4, "Succeeded", "Prepared"), true, true},
+		{"succeeded before the phase moved", Since{Time: asked, Generation: 4, Annotation: "rotate-credentials-start", Phase: "Prepared"},
+			state("", 4, "Succeeded", "Preparing"), false, true},
+		{"succeeded without rotations", Since{Time: asked, Generation: 4, Annotation: "rotate-credentials-start", Phase: "Prepared"},
+			state("", 4, "Succeeded", ""), false, true},
+		{"complete, completed", Since{Time: asked, Generation: 4, Annotation: "rotate-credentials-complete", Phase: "Completed"},
+			state("", 4, "Succeeded", "Completed"), true, true},
+		{"complete, still prepared", Since{Time: asked, Generation: 4, Annotation: "rotate-credentials-complete", Phase: "Completed"},
+			state("", 4, "Succeeded", "Prepared"), false, true},
+		{"failed ends whatever the phase", Since{Time: asked, Generation: 4, Annotation: "rotate-credentials-complete", Phase: "Completed"},
+			state("", 4, "Failed", "Completing"), true, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := c.since.Of(c.s); got != c.want {
+				t.Errorf("Of = %v, want %v (state %+v)", got, c.want, c.s)
+			}
+			if ended, _ := c.s.Final(); ended != c.ended {
+				t.Errorf("Final ended = %v, want %v", ended, c.ended)
+			}
+		})
+	}
+	if s := state("", 4, "Succeeded", "Prepared"); len(s.Rotations) != 3 || s.Rotations["certificateAuthorities"] != "Prepared" {
+		t.Errorf("rotations %v, want the three phases", s.Rotations)
+	}
+}
+
 func TestView(t *testing.T) {
 	var b bytes.Buffer
 	now := func() time.Time { return time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC) }

@@ -68,6 +68,9 @@ type Plugin struct {
 	Validate func(ctx context.Context, r Reader, obj, old store.Object) field.ErrorList
 	// ValidateDelete may refuse a delete, e.g. without Gardener's deletion confirmation.
 	ValidateDelete func(ctx context.Context, r Reader, obj store.Object) error
+	// MustIncreaseGeneration reports an update that moves metadata.generation although the desired state stays
+	// (store.Resource.MustIncreaseGeneration); it applies to every write of the kind, by users and controllers alike.
+	MustIncreaseGeneration func(next, cur store.Object) bool
 }
 
 var plugins = map[protoreflect.FullName]Plugin{}
@@ -123,6 +126,19 @@ func registerConceal[T store.Object](conceal func(obj T) func(created T) T) {
 	p.Conceal = func(obj store.Object) func(store.Object) store.Object {
 		reveal := conceal(obj.(T))
 		return func(created store.Object) store.Object { return reveal(created.(T)) }
+	}
+	plugins[name] = p
+}
+
+// registerMustIncreaseGeneration adds a MustIncreaseGeneration hook to T's plugin.
+func registerMustIncreaseGeneration[T store.Object](must func(next, cur T) bool) {
+	var zero T
+	name := zero.ProtoReflect().Descriptor().FullName()
+	p := plugins[name]
+	p.MustIncreaseGeneration = func(next, cur store.Object) bool {
+		n, ok1 := next.(T)
+		c, ok2 := cur.(T)
+		return ok1 && ok2 && must(n, c)
 	}
 	plugins[name] = p
 }

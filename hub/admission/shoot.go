@@ -16,7 +16,10 @@ import (
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
 )
 
-func init() { register(defaultShoot, validateShoot, confirmDeletion[*corev1beta1.Shoot]) }
+func init() {
+	register(defaultShoot, validateShoot, confirmDeletion[*corev1beta1.Shoot])
+	registerMustIncreaseGeneration(shootMustIncreaseGeneration)
+}
 
 func defaultShoot(s *corev1beta1.Shoot) {
 	if s.Spec == nil {
@@ -72,6 +75,7 @@ func validateShoot(ctx context.Context, r Reader, s, old *corev1beta1.Shoot) fie
 			errs = append(errs, field.Invalid(p.Child("minimum"), w.GetMinimum(), "must not be greater than maximum"))
 		}
 	}
+	errs = append(errs, validateShootOperation(s, old)...)
 	if old != nil {
 		errs = append(errs, validateShootUpdate(s, old)...)
 	}

@@ -6,7 +6,12 @@ import (
 	"sort"
 	"strings"
 
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/reflect/protoregistry"
 	kmetav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	cliv1 "github.com/trellis-dev/trellis/proto/gen/trellis/cli/v1"
 )
 
 // IsDiscoveryPath reports whether p is a discovery document: /api, /api/v1, /apis, /apis/<group>, /apis/<group>/<version>.
@@ -91,6 +96,24 @@ func groupList() *kmetav1.APIGroupList {
 	return out
 }
 
+// cliResource is the trellis.cli.v1.resource option of the kind's message: its short names and categories, the ones
+// trellisctl knows it by (ctl/kinds is generated from the same option), or nil when it has none.
+func (k Kind) cliResource() *cliv1.Resource {
+	d, err := protoregistry.GlobalFiles.FindDescriptorByName(k.Message)
+	if err != nil {
+		return nil
+	}
+	md, ok := d.(protoreflect.MessageDescriptor)
+	if !ok {
+		return nil
+	}
+	r, _ := proto.GetExtension(md.Options(), cliv1.E_Resource).(*cliv1.Resource)
+	return r
+}
+
+// resourceList is the APIResourceList of group/version, nil when the hub serves nothing there. A kind's entry has
+// Kubernetes' singular name (the kind in lower case, as trellisctl's), short names and categories; its subresources
+// have none of them, as in Kubernetes.
 func resourceList(group, version string) *kmetav1.APIResourceList {
 	gv := version
 	if group != "" {
@@ -102,7 +125,11 @@ func resourceList(group, version string) *kmetav1.APIResourceList {
 		if k.Group != group || k.Version != version {
 			continue
 		}
-		out.APIResources = append(out.APIResources, kmetav1.APIResource{Name: k.Resource, Namespaced: k.Namespaced, Kind: k.Kind, Verbs: verbs})
+		res := kmetav1.APIResource{Name: k.Resource, SingularName: strings.ToLower(k.Kind), Namespaced: k.Namespaced, Kind: k.Kind, Verbs: verbs}
+		if r := k.cliResource(); r != nil {
+			res.ShortNames, res.Categories = r.GetShortNames(), r.GetCategories()
+		}
+		out.APIResources = append(out.APIResources, res)
 		if k.Status {
 			out.APIResources = append(out.APIResources, kmetav1.APIResource{Name: k.Resource + "/status", Namespaced: k.Namespaced, Kind: k.Kind, Verbs: kmetav1.Verbs{"get", "patch", "update"}})
 		}

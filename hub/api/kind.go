@@ -1,6 +1,7 @@
 package api
 
 import (
+	"google.golang.org/protobuf/reflect/protoreflect"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -9,6 +10,7 @@ type Kind struct {
 	Group      string
 	Version    string
 	Kind       string
+	Message    protoreflect.FullName // the kind's proto message; its trellis.cli.v1.resource option names the kind in discovery
 	Resource   string
 	Namespaced bool
 	Status     bool     // has the status subresource

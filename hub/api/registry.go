@@ -103,6 +103,7 @@ func (r *Registry) collection(k Kind, newObj func() store.Object) (*store.Collec
 	c, err := r.store.Register(r.ctx, store.Resource{
 		Group: k.Group, Resource: k.Resource, Namespaced: k.Namespaced, Encrypted: k.Encrypted,
 		New: newObj, Fields: getters, Indexes: indexesFor(k, r.indexes[gr]),
+		MustIncreaseGeneration: admission.For(newObj()).MustIncreaseGeneration,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("register %s: %w", gr, err)

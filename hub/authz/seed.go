@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
 
@@ -38,6 +39,7 @@ const (
 	own           // only the seed's own object, by name (its Seed, its Lease)
 	belongs       // objects that belong to the seed
 	all           // every object
+	stated        // objects that say themselves they are the seed's (policy.direct), not those it refers to
 )
 
 // policy is what an agent may do with one resource: Gardener's SeedAuthorizer (reads, updates, deletes) and
@@ -148,15 +150,18 @@ func seedPolicies() map[schema.GroupResource]policy {
 			read: belongs,
 			self: func(seed, _, name string) bool { return name == seedgraph.SeedNamespacePrefix+seed },
 		},
-		gr("", "configmaps"): {
-			read: belongs,
+		configMapsResource: {
+			read: belongs, update: stated, patch: stated, delete: stated,
 			self: func(_, namespace, name string) bool {
 				return namespace == PublicNamespace || (namespace == ClusterIdentityNamespace && name == ClusterIdentityName)
 			},
+			direct: ownedByShoot,
+			create: createConfigMap,
 		},
 		secretsResource: {
 			read: belongs, update: belongs, patch: belongs, delete: belongs,
 			self:       func(seed, namespace, _ string) bool { return namespace == seedgraph.SeedNamespacePrefix+seed },
+			direct:     ownedByShoot,
 			create:     createSecret,
 			deleteAlso: ownBootstrapToken,
 		},
@@ -282,6 +287,14 @@ func (a *Authorizer) authorizeSeed(ctx context.Context, at api.Attributes) error
 		if p.deleteAlso != nil && at.Current != nil && p.deleteAlso(c, at.Current) {
 			return nil
 		}
+		if (at.Resource == secretsResource || at.Resource == configMapsResource) && at.Current == nil && a.reader != nil &&
+			c.publishedName(at.Namespace, at.Name) {
+			// Gardener's graph knows a shoot's published objects by name, existing or not: deleting one that is
+			// already gone is NotFound, not Forbidden.
+			if _, err := a.reader.Get(ctx, at.Resource, at.Namespace, at.Name); apierrors.IsNotFound(err) {
+				return nil
+			}
+		}
 	}
 	what := at.Resource.String()
 	if at.Subresource != "" {
@@ -310,6 +323,16 @@ func (a *Authorizer) authorizeSeed(ctx context.Context, at api.Attributes) error
 			return nil
 		}
 		return api.Forbidden(at, fmt.Sprintf("object does not belong to seed %q", c.seed))
+	case stated:
+		cur := at.Current
+		if cur == nil && a.reader != nil {
+			cur, _ = a.reader.Get(ctx, at.Resource, at.Namespace, at.Name)
+		}
+		// An update must leave the object the seed's, too.
+		if cur != nil && p.direct != nil && p.direct(c, cur) && (at.Object == nil || p.direct(c, at.Object)) {
+			return nil
+		}
+		return api.Forbidden(at, fmt.Sprintf("seed agents may %s only %s owned by a Shoot of seed %q", at.Verb, what, c.seed))
 	}
 	return api.Forbidden(at, fmt.Sprintf("seed agents may not %s %s", at.Verb, what))
 }
@@ -410,6 +433,37 @@ func createSecret(c *seedRequest, obj store.Object) string {
 		}
 	}
 	return fmt.Sprintf("seed agents may create secrets only in namespace %q or owned by a Shoot or BackupBucket of seed %q", seedgraph.SeedNamespacePrefix+c.seed, c.seed)
+}
+
+// ownedByShoot reports whether an object is owned by a Shoot of the seed: the CA bundles and SSH keypairs the agent
+// publishes in the shoot's project namespace (<shoot>.ca-cluster, <shoot>.ssh-keypair), which it keeps up to date
+// and deletes with the shoot.
+func ownedByShoot(c *seedRequest, obj store.Object) bool {
+	md := obj.GetMetadata()
+	shoot := seedgraph.OwnerShoot(md)
+	return shoot != "" && c.belongsTo(shootsResource, md.GetNamespace(), shoot)
+}
+
+// publishedSuffixes are the suffixes of what gardenlet publishes of a shoot in its project namespace,
+// <shoot>.<suffix> (Gardener's ComputeShootProjectResourceName); the longer one first.
+var publishedSuffixes = []string{".ssh-keypair.old", ".ssh-keypair", ".ca-cluster"}
+
+// publishedName reports whether namespace/name is the name of an object a Shoot of the seed publishes.
+func (c *seedRequest) publishedName(namespace, name string) bool {
+	for _, suffix := range publishedSuffixes {
+		if shoot, ok := strings.CutSuffix(name, suffix); ok {
+			return shoot != "" && c.belongsTo(shootsResource, namespace, shoot)
+		}
+	}
+	return false
+}
+
+// createConfigMap admits config maps owned by a Shoot of the seed (<shoot>.ca-cluster, as gardenlet writes it).
+func createConfigMap(c *seedRequest, obj store.Object) string {
+	if ownedByShoot(c, obj) {
+		return ""
+	}
+	return fmt.Sprintf("seed agents may create config maps only owned by a Shoot of seed %q", c.seed)
 }
 
 // ownBootstrapToken reports whether a secret is a bootstrap token made for this seed's agent, which the agent may

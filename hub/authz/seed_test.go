@@ -410,6 +410,33 @@ func TestSeedAuthorizerRules(t *testing.T) {
 			owned(meta(&kcorev1.Secret{}, "garden-dev", "their-shoot.ca-cluster"), "core.gardener.cloud/v1beta1", "Shoot", "their-shoot"), nil), false},
 		{"create secret owned by own bucket", withObj(attrs(api.VerbCreate, secrets, "garden", "generated-bucket-bucket-a"),
 			owned(meta(&kcorev1.Secret{}, "garden", "generated-bucket-bucket-a"), "core.gardener.cloud/v1beta1", "BackupBucket", "bucket-a"), nil), true},
+		// What the agent publishes for its shoots in their project namespaces: <shoot>.ca-cluster and
+		// <shoot>.ssh-keypair(.old), owned by the shoot; it keeps them up to date and deletes them with the shoot.
+		{"update secret owned by own shoot", withObj(attrs(api.VerbUpdate, secrets, "garden-dev", "graph-shoot.ssh-keypair"),
+			ownedBy(meta(&kcorev1.Secret{}, "garden-dev", "graph-shoot.ssh-keypair"), "graph-shoot"), ownedBy(meta(&kcorev1.Secret{}, "garden-dev", "graph-shoot.ssh-keypair"), "graph-shoot")), true},
+		{"delete secret owned by own shoot", withObj(attrs(api.VerbDelete, secrets, "garden-dev", "graph-shoot.ssh-keypair.old"),
+			nil, ownedBy(meta(&kcorev1.Secret{}, "garden-dev", "graph-shoot.ssh-keypair.old"), "graph-shoot")), true},
+		{"delete secret owned by other seed's shoot", withObj(attrs(api.VerbDelete, secrets, "garden-dev", "their-shoot.ssh-keypair"),
+			nil, ownedBy(meta(&kcorev1.Secret{}, "garden-dev", "their-shoot.ssh-keypair"), "their-shoot")), false},
+		// Gardener's graph knows them by name: deleting one that is gone reaches the store (NotFound); a missing
+		// object of another seed's shoot, or not named like a published one, stays Forbidden.
+		{"delete missing ca-cluster config map of own shoot", attrs(api.VerbDelete, configMaps, "garden-dev", "graph-shoot.ca-cluster"), true},
+		{"delete missing ssh-keypair.old of own shoot", attrs(api.VerbDelete, secrets, "garden-dev", "graph-shoot.ssh-keypair.old"), true},
+		{"delete missing ssh-keypair of other seed's shoot", attrs(api.VerbDelete, secrets, "garden-dev", "their-shoot.ssh-keypair"), false},
+		{"delete missing secret of own shoot, other name", attrs(api.VerbDelete, secrets, "garden-dev", "graph-shoot.kubeconfig"), false},
+		{"create config map owned by own shoot", withObj(attrs(api.VerbCreate, configMaps, "garden-dev", "graph-shoot.ca-cluster"),
+			ownedBy(meta(&kcorev1.ConfigMap{}, "garden-dev", "graph-shoot.ca-cluster"), "graph-shoot"), nil), true},
+		{"create config map owned by other seed's shoot", withObj(attrs(api.VerbCreate, configMaps, "garden-dev", "their-shoot.ca-cluster"),
+			ownedBy(meta(&kcorev1.ConfigMap{}, "garden-dev", "their-shoot.ca-cluster"), "their-shoot"), nil), false},
+		{"create config map owned by nothing", withObj(attrs(api.VerbCreate, configMaps, "garden-dev", "x"), meta(&kcorev1.ConfigMap{}, "garden-dev", "x"), nil), false},
+		{"create config map owned by own shoot's project", withObj(attrs(api.VerbCreate, configMaps, "garden-dev", "graph-shoot.ca-cluster"),
+			owned(meta(&kcorev1.ConfigMap{}, "garden-dev", "graph-shoot.ca-cluster"), "core.gardener.cloud/v1beta1", "Project", "graph-shoot"), nil), false},
+		{"update config map owned by own shoot", withObj(attrs(api.VerbUpdate, configMaps, "garden-dev", "graph-shoot.ca-cluster"),
+			ownedBy(meta(&kcorev1.ConfigMap{}, "garden-dev", "graph-shoot.ca-cluster"), "graph-shoot"), ownedBy(meta(&kcorev1.ConfigMap{}, "garden-dev", "graph-shoot.ca-cluster"), "graph-shoot")), true},
+		{"delete config map owned by own shoot", withObj(attrs(api.VerbDelete, configMaps, "garden-dev", "graph-shoot.ca-cluster"),
+			nil, ownedBy(meta(&kcorev1.ConfigMap{}, "garden-dev", "graph-shoot.ca-cluster"), "graph-shoot")), true},
+		{"update config map owned by other seed's shoot", withObj(attrs(api.VerbUpdate, configMaps, "garden-dev", "their-shoot.ca-cluster"),
+			ownedBy(meta(&kcorev1.ConfigMap{}, "garden-dev", "their-shoot.ca-cluster"), "their-shoot"), ownedBy(meta(&kcorev1.ConfigMap{}, "garden-dev", "their-shoot.ca-cluster"), "their-shoot")), false},
 		{"create bootstrap token", withObj(attrs(api.VerbCreate, secrets, "kube-system", "bootstrap-token-abcdef"), bootstrapToken(t, "a"), nil), false},
 		{"delete own bootstrap token", withObj(attrs(api.VerbDelete, secrets, "kube-system", "x"), nil, bootstrapToken(t, "a")), true},
 		{"delete other seed's bootstrap token", withObj(attrs(api.VerbDelete, secrets, "kube-system", "x"), nil, bootstrapToken(t, "b")), false},
@@ -590,9 +617,15 @@ func meta[T interface {
 	return obj
 }
 
-func owned(s *kcorev1.Secret, apiVersion, kind, name string) *kcorev1.Secret {
-	s.Metadata.OwnerReferences = append(s.Metadata.OwnerReferences, &metav1.OwnerReference{ApiVersion: apiVersion, Kind: kind, Name: name})
-	return s
+func owned[T store.Object](obj T, apiVersion, kind, name string) T {
+	md := obj.GetMetadata()
+	md.OwnerReferences = append(md.OwnerReferences, &metav1.OwnerReference{ApiVersion: apiVersion, Kind: kind, Name: name})
+	return obj
+}
+
+// ownedBy makes obj owned by shoot name in its namespace, as the agent's published objects are.
+func ownedBy[T store.Object](obj T, shoot string) T {
+	return owned(obj, "core.gardener.cloud/v1beta1", "Shoot", shoot)
 }
 
 func entry(name, seed, bucket string) *corev1beta1.BackupEntry {

@@ -27,6 +27,10 @@ type Resource struct {
 	Fields map[string]func(Object) string
 	// Indexes are named secondary indexes maintained by the watch cache (e.g. "seed"); ByIndex reads them.
 	Indexes map[string]func(Object) []string
+	// MustIncreaseGeneration, if set, moves metadata.generation on an update that leaves the desired state alone:
+	// the kind's own reasons, as Gardener's strategies have them (a Shoot annotated with a credentials rotation).
+	// next is the object to be stored, cur the stored one; neither may be changed.
+	MustIncreaseGeneration func(next, cur Object) bool
 }
 
 // Collection is one registered resource: its writes go to etcd, its reads to its watch cache.

@@ -213,7 +213,7 @@ func (c *Collection) planUpdate(cur, req Object, status bool) (plan, error) {
 					fmt.Sprintf("no new finalizers can be added if the object is being deleted, found new finalizers %q", added))})
 			}
 		}
-		if !c.shape.desiredEqual(next, cur) {
+		if !c.shape.desiredEqual(next, cur) || (c.res.MustIncreaseGeneration != nil && c.res.MustIncreaseGeneration(next, cur)) {
 			nm.Generation++
 		}
 	}

@@ -229,7 +229,7 @@ import (
 // Kinds lists every kind the hub serves, in the order of proto/kindgen/kinds.go.
 var Kinds = []Kind{
 {{- range $g := .}}{{range .Kinds}}
-	{Group: "{{$g.Group}}", Version: "{{$g.Version}}", Kind: "{{.Kind}}", Resource: "{{.Resource}}", Namespaced: {{.Namespaced}}, Status: {{.Status}}{{if .Binding}}, Binding: true{{end}}, Encrypted: {{.Encrypted}}, StoredAs: "{{.StoredAs}}"{{if .Fields}}, Fields: []string{ {{quoteList .Fields}} }{{end}}},
+	{Group: "{{$g.Group}}", Version: "{{$g.Version}}", Kind: "{{.Kind}}", Message: "{{$g.Package}}.{{.Kind}}", Resource: "{{.Resource}}", Namespaced: {{.Namespaced}}, Status: {{.Status}}{{if .Binding}}, Binding: true{{end}}, Encrypted: {{.Encrypted}}, StoredAs: "{{.StoredAs}}"{{if .Fields}}, Fields: []string{ {{quoteList .Fields}} }{{end}}},
 {{- end}}{{end}}
 }
 

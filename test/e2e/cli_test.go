@@ -261,6 +261,42 @@ func TestCLIAndDocs(t *testing.T) {
 		next("DELETED 3")
 	})
 
+	// kubectl, the real one, knows the hub's kinds by Gardener's short names and categories from the hub's discovery.
+	t.Run("kubectl", func(t *testing.T) {
+		kubectl := kubectlBinary(t)
+		dir := t.TempDir()
+		kubeconfig := filepath.Join(dir, "kubeconfig")
+		if err := os.WriteFile(kubeconfig, fmt.Appendf(nil, `apiVersion: v1
+kind: Config
+clusters: [{name: hub, cluster: {server: %q, certificate-authority: %q}}]
+users: [{name: admin, user: {token: %q}}]
+contexts: [{name: hub, context: {cluster: hub, user: admin}}]
+current-context: hub
+`, l.HubURL, l.CAFile, l.Token), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		run := func(args ...string) string {
+			t.Helper()
+			cmd := exec.Command(kubectl, append([]string{"--kubeconfig", kubeconfig, "--cache-dir", filepath.Join(dir, "cache")}, args...)...)
+			cmd.Env = append(os.Environ(), "HOME="+dir)
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+			}
+			return string(out)
+		}
+		if out := run("api-resources", "--api-group", "core.gardener.cloud"); !regexp.MustCompile(`(?m)^cloudprofiles +cprofile,cpfl +core\.gardener\.cloud/v1beta1 +false +CloudProfile$`).MatchString(out) {
+			t.Errorf("kubectl api-resources: no cloudprofiles with their short names in\n%s", out)
+		}
+		if got := run("get", "cpfl", "local", "-o", "name"); got != "cloudprofile.core.gardener.cloud/local\n" {
+			t.Errorf("kubectl get cpfl local -o name: %q", got)
+		}
+		contains(t, "kubectl get ctrlinst", run("get", "ctrlinst", "-o", "name"), "controllerinstallation.core.gardener.cloud/provider-local-")
+		if got := run("get", "all", "-n", "garden-local", "-o", "name"); got != "shoot.core.gardener.cloud/local\n" {
+			t.Errorf("kubectl get all -n garden-local -o name: %q", got)
+		}
+	})
+
 	t.Run("tokens", func(t *testing.T) {
 		const listShoots = "get shoots -A"
 		args := strings.Fields(listShoots)
@@ -284,6 +320,34 @@ func TestCLIAndDocs(t *testing.T) {
 		contains(t, "wrong token", admin.with("TRELLIS_TOKEN=trl_"+strings.Repeat("A", 43)).fails(t, args...), "Error from server (Unauthorized): invalid bearer token\n")
 		contains(t, "missing token", admin.with("TRELLIS_TOKEN=").fails(t, args...), "Error from server (Unauthorized): a valid bearer token or seed client certificate is required\n")
 	})
+}
+
+// kubectlBinary is $KUBECTL, else the kubectl of the test binaries (bin/testbin, or the testbin cache, where
+// `make bench-cli` builds it), else the one on the PATH; the test is skipped without one.
+func kubectlBinary(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("KUBECTL"); p != "" {
+		return p
+	}
+	candidates := []string{filepath.Join(testBinDir(t), "kubectl")}
+	cache := os.Getenv("TESTBIN_CACHE")
+	if home, err := os.UserHomeDir(); cache == "" && err == nil {
+		cache = filepath.Join(home, ".cache", "trellis", "testbin")
+	}
+	if cached, _ := filepath.Glob(filepath.Join(cache, "kubectl-*", "kubectl")); len(cached) > 0 {
+		sort.Sort(sort.Reverse(sort.StringSlice(cached)))
+		candidates = append(candidates, cached...)
+	}
+	for _, p := range candidates {
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	if p, err := exec.LookPath("kubectl"); err == nil {
+		return p
+	}
+	t.Skip("no kubectl: set KUBECTL, or run `make bench-cli`, which builds one into the testbin cache")
+	return ""
 }
 
 func contains(t *testing.T, what, got string, want ...string) {

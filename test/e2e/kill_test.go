@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -366,7 +367,7 @@ func TestSIGKILLLosesNoAcknowledgedWrite(t *testing.T) {
 			t.Errorf("list has %s, which the test never created", key)
 			continue
 		}
-		if !sameData(w.data, it.Data) {
+		if !maps.Equal(w.data, it.Data) {
 			t.Errorf("list: %s has data %v, sent %v (outcome %v)", key, it.Data, w.data, w.outcome)
 		}
 	}
@@ -390,7 +391,7 @@ func TestSIGKILLLosesNoAcknowledgedWrite(t *testing.T) {
 				t.Errorf("GET %s: %v", key, err)
 				continue
 			}
-			if !sameData(w.data, s.Data) {
+			if !maps.Equal(w.data, s.Data) {
 				t.Errorf("acknowledged %s has data %v, sent %v", key, s.Data, w.data)
 			}
 			if s.Metadata.UID != w.uid || s.Metadata.ResourceVersion != w.rv {
@@ -409,7 +410,7 @@ func TestSIGKILLLosesNoAcknowledgedWrite(t *testing.T) {
 			case http.StatusOK:
 				present++
 				var s stored
-				if err := json.Unmarshal(body, &s); err != nil || !sameData(w.data, s.Data) {
+				if err := json.Unmarshal(body, &s); err != nil || !maps.Equal(w.data, s.Data) {
 					t.Errorf("in-doubt %s is present but not as sent: %s (%v)", key, body, err)
 				}
 				if !inList {
@@ -444,19 +445,6 @@ func TestSIGKILLLosesNoAcknowledgedWrite(t *testing.T) {
 	if t.Failed() {
 		t.Logf("hub log:\n%s", tail(logPath, 40))
 	}
-}
-
-// sameData compares data maps, treating nil and empty alike.
-func sameData(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
 }
 
 // searchAtRest counts the acknowledged objects whose unique value appears in the files under dir, by kind. Each

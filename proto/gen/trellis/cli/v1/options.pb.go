@@ -167,11 +167,15 @@ func (x *Column) GetFormat() Format {
 	return Format_FORMAT_UNSPECIFIED
 }
 
-// Resource holds what the CLI calls a kind besides its resource name, its singular and its kind.
+// Resource holds what the CLI calls a kind besides its resource name, its singular and its kind. The hub's discovery
+// documents (/api/v1, /apis/<group>/<version>) list the same, so kubectl knows the kind by the same names.
 type Resource struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// ShortNames are abbreviations of the resource name, e.g. "cm" for configmaps, as Kubernetes' discovery lists them.
-	ShortNames    []string `protobuf:"bytes,1,rep,name=short_names,json=shortNames,proto3" json:"short_names,omitempty"`
+	ShortNames []string `protobuf:"bytes,1,rep,name=short_names,json=shortNames,proto3" json:"short_names,omitempty"`
+	// Categories are the groups of resources the kind belongs to, e.g. "all" (kubectl get all), as Kubernetes'
+	// discovery lists them.
+	Categories    []string `protobuf:"bytes,2,rep,name=categories,proto3" json:"categories,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -209,6 +213,13 @@ func (*Resource) Descriptor() ([]byte, []int) {
 func (x *Resource) GetShortNames() []string {
 	if x != nil {
 		return x.ShortNames
+	}
+	return nil
+}
+
+func (x *Resource) GetCategories() []string {
+	if x != nil {
+		return x.Categories
 	}
 	return nil
 }
@@ -254,7 +265,7 @@ var (
 	//
 	// repeated trellis.cli.v1.Column columns = 51102;
 	E_Columns = &file_trellis_cli_v1_options_proto_extTypes[1]
-	// Resource holds the kind's short names.
+	// Resource holds the kind's short names and categories.
 	//
 	// optional trellis.cli.v1.Resource resource = 51103;
 	E_Resource = &file_trellis_cli_v1_options_proto_extTypes[2]
@@ -269,10 +280,13 @@ const file_trellis_cli_v1_options_proto_rawDesc = "" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1b\n" +
 	"\tjson_path\x18\x02 \x01(\tR\bjsonPath\x12\x1a\n" +
 	"\bpriority\x18\x03 \x01(\x05R\bpriority\x12.\n" +
-	"\x06format\x18\x04 \x01(\x0e2\x16.trellis.cli.v1.FormatR\x06format\"+\n" +
+	"\x06format\x18\x04 \x01(\x0e2\x16.trellis.cli.v1.FormatR\x06format\"K\n" +
 	"\bResource\x12\x1f\n" +
 	"\vshort_names\x18\x01 \x03(\tR\n" +
-	"shortNames*\x87\x01\n" +
+	"shortNames\x12\x1e\n" +
+	"\n" +
+	"categories\x18\x02 \x03(\tR\n" +
+	"categories*\x87\x01\n" +
 	"\x06Format\x12\x16\n" +
 	"\x12FORMAT_UNSPECIFIED\x10\x00\x12\x0e\n" +
 	"\n" +
