@@ -451,15 +451,17 @@ func TestGarbageCollection(t *testing.T) {
 	mustDo(t, h, 200, "GET", cms+"/owner", nil)
 
 	mustDo(t, h, 200, "DELETE", cms+"/owner", fmt.Sprintf(`{"kind":"DeleteOptions","apiVersion":"v1","propagationPolicy":"Background","preconditions":{"uid":%q}}`, owner.Metadata.UID))
-	deadline := time.Now().Add(30 * time.Second)
+	deleted := time.Now()
+	deadline := deleted.Add(30 * time.Second)
 	for {
 		code, out := h.Do(t, "GET", cms+"/dependent", nil)
 		if code == 404 {
+			t.Logf("the dependent was gone %s after its owner's delete returned", time.Since(deleted).Round(time.Millisecond))
 			break
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("the dependent of a deleted owner is still there: %d %s", code, out)
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(5 * time.Millisecond)
 	}
 }
