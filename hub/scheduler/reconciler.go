@@ -74,7 +74,7 @@ func (r *reconciler) Reconcile(ctx context.Context, key controller.Key) (control
 			return controller.Result{}, fmt.Errorf("failed to determine seed for shoot: %w", err)
 		}
 		bound, outcome, err := r.bind(ctx, shoot, seed)
-		r.usage.release(seed, bound)
+		r.usage.release(seed, key, bound)
 		switch {
 		case err != nil:
 			r.reportFailed(ctx, shoot, err, log)
@@ -105,7 +105,7 @@ func (r *reconciler) decide(ctx context.Context, shoot *corev1beta1.Shoot, log *
 			return "", err
 		}
 		name := seed.GetMetadata().GetName()
-		if r.usage.reserve(name, in.Usage[name]) {
+		if r.usage.reserve(name, keyOf(shoot), in.Usage[name]) {
 			return name, nil
 		}
 	}

@@ -21,9 +21,11 @@ import (
 // spec.seedName, and status.seedName when it differs) and which shoots wait for this scheduler, so that a decision
 // costs O(seeds) instead of a list of every shoot.
 //
-// It also holds reservations: a worker that decided on a seed reserves a place on it before it binds, and the
-// reservation counts as a shoot until the bind is observed or given up. Concurrent workers therefore see each
-// other's binds in flight, so the least loaded seed and the capacity hold exactly, whatever the number of workers.
+// It also holds reservations: a worker that decided on a seed reserves a place on it for the shoot before it binds,
+// and the reservation counts as a shoot until the bind is observed (by the watch, a relist, or the bind's own result,
+// whichever comes first: the shoot then counts in its place, never twice) or given up. Concurrent workers therefore
+// see each other's binds in flight, so the least loaded seed and the capacity hold exactly, whatever the number of
+// workers.
 //
 // States are applied by resourceVersion: a state older than the one recorded for the shoot is ignored, so the state
 // a bind returned and the watch's events may arrive in any order. A deleted shoot leaves a tombstone (until the next
@@ -37,9 +39,9 @@ type usage struct {
 
 	mu       sync.Mutex
 	entries  map[controller.Key]usageEntry
-	count    map[string]int // shoots per seed
-	reserved map[string]int // binds in flight per seed
-	synced   chan struct{}  // closed after the first list
+	count    map[string]int                     // shoots per seed
+	reserved map[string]map[controller.Key]bool // binds in flight per seed, by shoot
+	synced   chan struct{}                      // closed after the first list
 	once     sync.Once
 }
 
@@ -53,7 +55,7 @@ type usageEntry struct {
 
 func newUsage(shoots *store.Collection, clk clock.Clock, log *slog.Logger) *usage {
 	return &usage{shoots: shoots, clock: clk, log: log, freed: func() {}, entries: map[controller.Key]usageEntry{},
-		count: map[string]int{}, reserved: map[string]int{}, synced: make(chan struct{})}
+		count: map[string]int{}, reserved: map[string]map[controller.Key]bool{}, synced: make(chan struct{})}
 }
 
 // Pending reports whether a shoot waits for this scheduler: no spec.seedName, not being deleted, and
@@ -132,6 +134,13 @@ func (u *usage) relist(ctx context.Context) (string, error) {
 		freed = freed || count[seed] < n
 	}
 	u.entries, u.count = entries, count
+	for seed, shoots := range u.reserved {
+		for key := range shoots {
+			if slices.Contains(entries[key].seeds, seed) {
+				u.unreserveLocked(seed, key) // the list saw the bind: the shoot counts instead
+			}
+		}
+	}
 	u.mu.Unlock()
 	if freed {
 		u.freed()
@@ -210,8 +219,22 @@ func (u *usage) applyLocked(key controller.Key, e usageEntry) (freed bool) {
 	}
 	for _, s := range e.seeds {
 		u.count[s]++
+		u.unreserveLocked(s, key) // a bind in flight was observed: the shoot counts instead of its reservation
 	}
 	return freed
+}
+
+// unreserveLocked drops the reservation of key on seed, if there is one, and reports whether there was; mu is held.
+func (u *usage) unreserveLocked(seed string, key controller.Key) bool {
+	shoots := u.reserved[seed]
+	if !shoots[key] {
+		return false
+	}
+	delete(shoots, key)
+	if len(shoots) == 0 {
+		delete(u.reserved, seed)
+	}
+	return true
 }
 
 // wait blocks until the first list has been applied.
@@ -232,33 +255,39 @@ func (u *usage) snapshot() map[string]int {
 	for s, n := range u.count {
 		out[s] = n
 	}
-	for s, n := range u.reserved {
-		out[s] += n
+	for s, shoots := range u.reserved {
+		out[s] += len(shoots)
 	}
 	return out
 }
 
-// reserve takes a place on seed for a bind about to be written, if the seed still has the number of shoots the
-// decision saw (saw, reservations included); false means another worker got there first and the decision is stale.
-func (u *usage) reserve(seed string, saw int) bool {
+// reserve takes a place on seed for the bind of shoot about to be written, if the seed still has the number of
+// shoots the decision saw (saw, reservations included); false means another worker got there first and the decision
+// is stale.
+func (u *usage) reserve(seed string, shoot controller.Key, saw int) bool {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	if u.count[seed]+u.reserved[seed] != saw {
+	if u.count[seed]+len(u.reserved[seed]) != saw {
 		return false
 	}
-	u.reserved[seed]++
+	if u.reserved[seed] == nil {
+		u.reserved[seed] = map[controller.Key]bool{}
+	}
+	u.reserved[seed][shoot] = true
 	return true
 }
 
-// release gives a reservation back; bound, when not nil, is the state the bind wrote, which now counts instead.
-func (u *usage) release(seed string, bound *corev1beta1.Shoot) {
+// release ends the reservation of shoot on seed; bound, when not nil, is the state the bind wrote, which counts
+// instead. A reservation given up without a bind leaves room that other decisions may have missed: the waiting
+// shoots are looked at again.
+func (u *usage) release(seed string, shoot controller.Key, bound *corev1beta1.Shoot) {
 	u.mu.Lock()
 	freed := false
 	if bound != nil {
 		freed = u.applyLocked(keyOf(bound), entryOf(bound))
 	}
-	if u.reserved[seed]--; u.reserved[seed] <= 0 {
-		delete(u.reserved, seed)
+	if u.unreserveLocked(seed, shoot) {
+		freed = true
 	}
 	u.mu.Unlock()
 	if freed {
