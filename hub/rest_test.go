@@ -146,9 +146,10 @@ func TestShootAdmission(t *testing.T) {
 }
 
 func TestOptimisticConcurrencyGenerationAndStatus(t *testing.T) {
-	// The shoot-statuslabel controller and the scheduler (reporting it found no seed in the status) would update the
-	// shoot between the test's reads and writes.
-	h := hubtest.Start(t, hubtest.WithoutControllers("shoot-statuslabel"), func(c *hub.Config) { c.DisableScheduler = true })
+	// The shoot-statuslabel controller, the maintenance (a new shoot whose maintenance window is open is maintained at
+	// once) and the scheduler (reporting it found no seed in the status) would update the shoot between the test's
+	// reads and writes.
+	h := hubtest.Start(t, hubtest.WithoutControllers("shoot-statuslabel", "shoot-maintenance"), func(c *hub.Config) { c.DisableScheduler = true })
 	garden(t, h)
 	var created struct {
 		Metadata struct {

@@ -264,9 +264,10 @@ func TestSeedAgentShootFlowWrites(t *testing.T) {
 // gRPC, checks that a plain update may not move a shoot and an agent may not bind, and follows the shoot's
 // visibility to the source and the destination agent through the migration.
 func TestShootMigrationThroughBinding(t *testing.T) {
-	// The test binds with the resourceVersion it read, and schedules itself: neither the shoot-statuslabel
-	// controller nor the scheduler may write the shoot meanwhile.
-	h := hubtest.Start(t, hubtest.WithoutControllers("shoot-statuslabel"), func(c *hub.Config) { c.DisableScheduler = true })
+	// The test binds with the resourceVersion it read, and schedules itself: neither the shoot-statuslabel controller,
+	// the maintenance (a new shoot whose maintenance window is open is maintained at once) nor the scheduler may write
+	// the shoot meanwhile.
+	h := hubtest.Start(t, hubtest.WithoutControllers("shoot-statuslabel", "shoot-maintenance"), func(c *hub.Config) { c.DisableScheduler = true })
 	garden(t, h)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -182,7 +182,8 @@ func wantCode(t *testing.T, what string, err error, code codes.Code, contains ..
 
 // TestSeedAgentAccess runs seed a's agent against a real hub: it sees and writes its shoots only, over gRPC and REST.
 func TestSeedAgentAccess(t *testing.T) {
-	h := hubtest.Start(t, hubtest.WithoutControllers("shoot-statuslabel")) // its label writes would show in the watch
+	// Their writes would show in the watch: the status label, and the maintenance of a shoot whose window is open.
+	h := hubtest.Start(t, hubtest.WithoutControllers("shoot-statuslabel", "shoot-maintenance"))
 	garden(t, h)
 	certA := clientCert(t, h, []string{auth.SeedsGroup}, "gardener.cloud:system:seed:a")
 	shoots := corev1beta1.NewShootServiceClient(grpcConn(t, h, &certA))
