@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/trellis-dev/trellis/agent/shoot/credentials"
+	"github.com/trellis-dev/trellis/hub/seedgraph"
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
 	kcorev1 "github.com/trellis-dev/trellis/proto/gen/trellis/kubernetes/core/v1"
 	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
@@ -18,9 +19,9 @@ import (
 // What gardenlet publishes of a shoot's credentials in the shoot's project namespace of the garden: <shoot>.<suffix>,
 // owned by the Shoot.
 const (
-	suffixCACluster     = "ca-cluster"
-	suffixSSHKeypair    = "ssh-keypair"
-	suffixSSHKeypairOld = "ssh-keypair.old"
+	suffixCACluster     = seedgraph.ShootProjectSuffixCACluster
+	suffixSSHKeypair    = seedgraph.ShootProjectSuffixSSHKeypair
+	suffixSSHKeypairOld = seedgraph.ShootProjectSuffixSSHKeypairOld
 
 	roleCACluster  = "ca-cluster"
 	roleSSHKeypair = "ssh-keypair"
@@ -33,7 +34,7 @@ const (
 )
 
 // projectResourceName is Gardener's ComputeShootProjectResourceName: "<shoot>.<suffix>".
-func projectResourceName(shoot, suffix string) string { return shoot + "." + suffix }
+var projectResourceName = seedgraph.ShootProjectResourceName
 
 // shootOwner is the controller reference to the shoot that the published objects carry.
 func shootOwner(s *corev1beta1.Shoot) []*metav1.OwnerReference {

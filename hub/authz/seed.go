@@ -444,14 +444,10 @@ func ownedByShoot(c *seedRequest, obj store.Object) bool {
 	return shoot != "" && c.belongsTo(shootsResource, md.GetNamespace(), shoot)
 }
 
-// publishedSuffixes are the suffixes of what gardenlet publishes of a shoot in its project namespace,
-// <shoot>.<suffix> (Gardener's ComputeShootProjectResourceName); the longer one first.
-var publishedSuffixes = []string{".ssh-keypair.old", ".ssh-keypair", ".ca-cluster"}
-
 // publishedName reports whether namespace/name is the name of an object a Shoot of the seed publishes.
 func (c *seedRequest) publishedName(namespace, name string) bool {
-	for _, suffix := range publishedSuffixes {
-		if shoot, ok := strings.CutSuffix(name, suffix); ok {
+	for _, suffix := range seedgraph.ShootProjectSuffixes {
+		if shoot, ok := strings.CutSuffix(name, "."+suffix); ok {
 			return shoot != "" && c.belongsTo(shootsResource, namespace, shoot)
 		}
 	}

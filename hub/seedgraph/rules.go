@@ -230,6 +230,20 @@ func edges(obj store.Object) (direct []string, out, in []Ref) {
 // BackupEntryName is Gardener's name of a shoot's BackupEntry: "<technical ID>--<shoot UID>".
 func BackupEntryName(technicalID, shootUID string) string { return technicalID + "--" + shootUID }
 
+// What gardenlet publishes of a shoot in its project namespace of the garden, named <shoot>.<suffix>
+// (Gardener's ComputeShootProjectResourceName): the agent writes them, the seed authorizer knows them by name.
+const (
+	ShootProjectSuffixCACluster     = "ca-cluster"
+	ShootProjectSuffixSSHKeypair    = "ssh-keypair"
+	ShootProjectSuffixSSHKeypairOld = "ssh-keypair.old"
+)
+
+// ShootProjectSuffixes are the suffixes above, the longer of two that end alike first.
+var ShootProjectSuffixes = []string{ShootProjectSuffixSSHKeypairOld, ShootProjectSuffixSSHKeypair, ShootProjectSuffixCACluster}
+
+// ShootProjectResourceName is "<shoot>.<suffix>".
+func ShootProjectResourceName(shoot, suffix string) string { return shoot + "." + suffix }
+
 // OwnerShoot returns the name of the Shoot (core.gardener.cloud) among an object's owner references, "" if none:
 // a BackupEntry's shoot, as Gardener's GetShootNameFromOwnerReferences finds it.
 func OwnerShoot(md *metav1.ObjectMeta) string {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -73,19 +74,10 @@ func New(cfg Config) (*controller.Controller, error) {
 		c.cols[gr] = *col
 	}
 	var sources []controller.Source
-	for _, gr := range sortedResources(c.cols) {
+	for _, gr := range slices.SortedFunc(maps.Keys(c.cols), func(a, b schema.GroupResource) int { return strings.Compare(a.String(), b.String()) }) {
 		sources = append(sources, controller.Source{Collection: c.cols[gr], Map: c.keysOf(gr), Digest: ownersDigest})
 	}
 	return controller.New(controller.Config{Name: Name, Reconciler: c, Workers: cfg.Workers, Log: cfg.Log, Sources: sources})
-}
-
-func sortedResources(m map[schema.GroupResource]*store.Collection) []schema.GroupResource {
-	out := make([]schema.GroupResource, 0, len(m))
-	for gr := range m {
-		out = append(out, gr)
-	}
-	slices.SortFunc(out, func(a, b schema.GroupResource) int { return strings.Compare(a.String(), b.String()) })
-	return out
 }
 
 // ownersDigest is what of an object the collector acts on: the uids of its owners.
