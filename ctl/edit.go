@@ -14,8 +14,8 @@ import (
 
 	"github.com/trellis-dev/trellis/ctl/printer"
 	"github.com/trellis-dev/trellis/ctl/resource"
-	"github.com/trellis-dev/trellis/gateway/kjson"
 	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
+	"github.com/trellis-dev/trellis/proto/kjson"
 )
 
 const editHeader = `# Edit the object below and save to update it; exit without saving, or leave it unchanged, to cancel.

@@ -13,8 +13,8 @@ import (
 	"github.com/trellis-dev/trellis/ctl/jsonpath"
 	"github.com/trellis-dev/trellis/ctl/printer"
 	"github.com/trellis-dev/trellis/ctl/resource"
-	"github.com/trellis-dev/trellis/gateway/kjson"
 	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
+	"github.com/trellis-dev/trellis/proto/kjson"
 )
 
 // ref is a kind and the names of its objects a command was given (none: the collection).

@@ -15,8 +15,8 @@ import (
 	"github.com/trellis-dev/trellis/ctl/manifest"
 	"github.com/trellis-dev/trellis/ctl/printer"
 	"github.com/trellis-dev/trellis/ctl/resource"
-	"github.com/trellis-dev/trellis/gateway/kjson"
 	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
+	"github.com/trellis-dev/trellis/proto/kjson"
 )
 
 // subresourceCmds returns a command per subresource RPC of the kinds (update-status, update-binding, and whatever

@@ -11,8 +11,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	extensionsv1alpha1 "github.com/trellis-dev/trellis/extsdk/apis/extensions/v1alpha1"
-	"github.com/trellis-dev/trellis/gateway/kjson"
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
+	"github.com/trellis-dev/trellis/proto/kjson"
 )
 
 // Cluster is the decoded view of a Cluster resource: the Shoot, Seed and CloudProfile the agent wrote into its spec,

@@ -7,7 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	extensionsv1alpha1 "github.com/trellis-dev/trellis/extsdk/apis/extensions/v1alpha1"
-	"github.com/trellis-dev/trellis/gateway/kjson"
+	"github.com/trellis-dev/trellis/proto/kjson"
 )
 
 // FuzzDecodeCluster feeds arbitrary JSON as a Cluster's shoot, seed and cloud profile: decoding never panics, an

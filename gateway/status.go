@@ -12,8 +12,8 @@ import (
 	kmetav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/trellis-dev/trellis/gateway/kjson"
 	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
+	"github.com/trellis-dev/trellis/proto/kjson"
 )
 
 // StatusOf returns the Kubernetes Status carried by a gRPC error (the hub attaches one to every API error), or builds

@@ -26,10 +26,10 @@ import (
 	"github.com/trellis-dev/trellis/agent/hubobject"
 	"github.com/trellis-dev/trellis/agent/shoot"
 	extensionsv1alpha1 "github.com/trellis-dev/trellis/extsdk/apis/extensions/v1alpha1"
-	"github.com/trellis-dev/trellis/gateway/kjson"
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
 	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
 	operationsv1alpha1 "github.com/trellis-dev/trellis/proto/gen/trellis/operations/v1alpha1"
+	"github.com/trellis-dev/trellis/proto/kjson"
 )
 
 // Names, as Gardener spells them.

@@ -12,7 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/trellis-dev/trellis/agent/config"
-	"github.com/trellis-dev/trellis/gateway/kjson"
+	"github.com/trellis-dev/trellis/proto/kjson"
 )
 
 const header = "apiVersion: agent.trellis.dev/v1alpha1\nkind: AgentConfiguration\n"

@@ -10,7 +10,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 	"sigs.k8s.io/yaml"
 
-	"github.com/trellis-dev/trellis/gateway/kjson"
+	"github.com/trellis-dev/trellis/proto/kjson"
 )
 
 // maxFileSize bounds configuration files; a real one is a few KiB.

@@ -7,8 +7,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/trellis-dev/trellis/gateway/kjson"
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
+	"github.com/trellis-dev/trellis/proto/kjson"
 )
 
 // APIVersion and Kind identify an agent configuration file.

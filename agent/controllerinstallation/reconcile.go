@@ -21,11 +21,11 @@ import (
 	"github.com/trellis-dev/trellis/agent/cache"
 	"github.com/trellis-dev/trellis/agent/helmrelease"
 	"github.com/trellis-dev/trellis/agent/hubobject"
-	"github.com/trellis-dev/trellis/gateway/kjson"
 	gcorev1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1"
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
 	kcorev1 "github.com/trellis-dev/trellis/proto/gen/trellis/kubernetes/core/v1"
 	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
+	"github.com/trellis-dev/trellis/proto/kjson"
 )
 
 // Names, as Gardener spells them.

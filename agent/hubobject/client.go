@@ -16,8 +16,8 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/trellis-dev/trellis/agent/cache"
-	"github.com/trellis-dev/trellis/gateway/kjson"
 	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
+	"github.com/trellis-dev/trellis/proto/kjson"
 )
 
 // Object is a core object as the hub's gRPC API carries it.

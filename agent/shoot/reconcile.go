@@ -22,9 +22,9 @@ import (
 	"github.com/trellis-dev/trellis/agent/extension"
 	"github.com/trellis-dev/trellis/agent/flow"
 	extensionsv1alpha1 "github.com/trellis-dev/trellis/extsdk/apis/extensions/v1alpha1"
-	"github.com/trellis-dev/trellis/gateway/kjson"
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
 	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
+	"github.com/trellis-dev/trellis/proto/kjson"
 )
 
 // Names of the objects the reconcile flow writes into the shoot's namespace, as gardenlet names them.

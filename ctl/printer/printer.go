@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/trellis-dev/trellis/ctl/resource"
-	"github.com/trellis-dev/trellis/gateway/kjson"
+	"github.com/trellis-dev/trellis/proto/kjson"
 )
 
 // Formats lists the -o values.

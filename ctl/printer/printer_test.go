@@ -15,9 +15,9 @@ import (
 	"github.com/trellis-dev/trellis/ctl/kinds"
 	"github.com/trellis-dev/trellis/ctl/manifest"
 	"github.com/trellis-dev/trellis/ctl/resource"
-	"github.com/trellis-dev/trellis/gateway/kjson"
 	kcorev1 "github.com/trellis-dev/trellis/proto/gen/trellis/kubernetes/core/v1"
 	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
+	"github.com/trellis-dev/trellis/proto/kjson"
 )
 
 var now = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)

@@ -12,12 +12,12 @@ import (
 
 	"github.com/trellis-dev/trellis/deploy/charts"
 	"github.com/trellis-dev/trellis/deploy/extensions"
-	"github.com/trellis-dev/trellis/gateway/kjson"
 	"github.com/trellis-dev/trellis/hub/admission"
 	"github.com/trellis-dev/trellis/hub/api"
 	"github.com/trellis-dev/trellis/hub/store"
 	corev1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1"
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
+	"github.com/trellis-dev/trellis/proto/kjson"
 	"github.com/trellis-dev/trellis/test/gardenerexamples"
 	"github.com/trellis-dev/trellis/test/hubtest"
 )

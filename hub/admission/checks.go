@@ -19,9 +19,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/trellis-dev/trellis/gateway/kjson"
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
 	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
+	"github.com/trellis-dev/trellis/proto/kjson"
 )
 
 // Shared building blocks of the per-kind validations: they mirror the helpers of Gardener's

@@ -12,9 +12,9 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/trellis-dev/trellis/gateway/kjson"
 	"github.com/trellis-dev/trellis/hub/admission"
 	"github.com/trellis-dev/trellis/hub/store"
+	"github.com/trellis-dev/trellis/proto/kjson"
 )
 
 // Routes adds one kind's REST routes to a gateway mux; every route calls the kind's server in-process, without

@@ -10,8 +10,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/trellis-dev/trellis/gateway"
-	"github.com/trellis-dev/trellis/gateway/kjson"
 	"github.com/trellis-dev/trellis/hub/store"
+	"github.com/trellis-dev/trellis/proto/kjson"
 )
 
 // registerWatch serves the kind's REST watch paths in-process, replacing the gateway's (gRPC-only) Watch route:

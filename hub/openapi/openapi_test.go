@@ -15,9 +15,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	openapidocs "github.com/trellis-dev/trellis/docs/openapi"
-	"github.com/trellis-dev/trellis/gateway/kjson"
 	"github.com/trellis-dev/trellis/hub/api"
 	"github.com/trellis-dev/trellis/hub/openapi"
+	"github.com/trellis-dev/trellis/proto/kjson"
 	"github.com/trellis-dev/trellis/test/gardenerexamples"
 )
 

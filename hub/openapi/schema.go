@@ -6,7 +6,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"k8s.io/kube-openapi/pkg/validation/spec"
 
-	"github.com/trellis-dev/trellis/gateway/kjson"
+	"github.com/trellis-dev/trellis/proto/kjson"
 )
 
 // schemas collects the definitions of the messages a document refers to, named by their proto full names.

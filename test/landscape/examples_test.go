@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/trellis-dev/trellis/agent/config"
-	"github.com/trellis-dev/trellis/gateway/kjson"
+	"github.com/trellis-dev/trellis/proto/kjson"
 	"github.com/trellis-dev/trellis/test/hubtest"
 )
 

@@ -14,8 +14,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/trellis-dev/trellis/gateway/kjson"
 	"github.com/trellis-dev/trellis/hub/auth"
+	"github.com/trellis-dev/trellis/proto/kjson"
 )
 
 // hubClient speaks the hub's REST API as the admin.

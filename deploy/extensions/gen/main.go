@@ -22,10 +22,10 @@ import (
 
 	"github.com/trellis-dev/trellis/deploy/charts"
 	"github.com/trellis-dev/trellis/extsdk/provider/local"
-	"github.com/trellis-dev/trellis/gateway/kjson"
 	corev1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1"
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
 	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
+	"github.com/trellis-dev/trellis/proto/kjson"
 )
 
 // providerLocalOut is where the provider-local manifest goes, relative to the repository root.
