@@ -31,7 +31,10 @@ type Config struct {
 	Authenticate func(r *http.Request) (context.Context, error)
 	// ObjectJSON returns the memoized JSON of objects served from the hub's cache (see Marshaler.ObjectJSON).
 	ObjectJSON func(m proto.Message) ([]byte, bool)
-	Logger     *slog.Logger
+	// PublicError maps an error to what the client may see before it is written (the hub hides internal errors'
+	// detail behind a request id, api.Errors); nil writes errors as they are.
+	PublicError func(ctx context.Context, err error) error
+	Logger      *slog.Logger
 }
 
 // HeaderHTTPCode is gRPC response metadata by which a handler asks the gateway for a specific HTTP success code
@@ -40,16 +43,20 @@ const HeaderHTTPCode = "x-trellis-http-code"
 
 // New returns the REST handler.
 func New(ctx context.Context, cfg Config) (http.Handler, error) {
-	mux := newMux(cfg.ObjectJSON)
+	public := cfg.PublicError
+	if public == nil {
+		public = func(_ context.Context, err error) error { return err }
+	}
+	mux := newMux(cfg.ObjectJSON, public)
 	for _, reg := range cfg.Routes {
 		if err := reg(ctx, mux); err != nil {
 			return nil, err
 		}
 	}
-	return &handler{mux: mux, authenticate: cfg.Authenticate}, nil
+	return &handler{mux: mux, authenticate: cfg.Authenticate, public: public}, nil
 }
 
-func newMux(objectJSON func(proto.Message) ([]byte, bool)) *runtime.ServeMux {
+func newMux(objectJSON func(proto.Message) ([]byte, bool), public func(context.Context, error) error) *runtime.ServeMux {
 	strict, lenient := &Marshaler{ObjectJSON: objectJSON}, &Marshaler{Lenient: true, ObjectJSON: objectJSON}
 	return runtime.NewServeMux(
 		runtime.WithMarshalerOption(runtime.MIMEWildcard, strict),
@@ -59,7 +66,9 @@ func newMux(objectJSON func(proto.Message) ([]byte, bool)) *runtime.ServeMux {
 		runtime.WithMarshalerOption("application/strategic-merge-patch+json", strict),
 		runtime.WithMarshalerOption(mimeJSONLenient, lenient),
 		runtime.WithMarshalerOption(MIMEYAML, &Marshaler{YAML: true, ObjectJSON: objectJSON}),
-		runtime.WithErrorHandler(errorHandler),
+		runtime.WithErrorHandler(func(_ context.Context, _ *runtime.ServeMux, _ runtime.Marshaler, w http.ResponseWriter, r *http.Request, err error) {
+			writeStatus(w, StatusOf(public(r.Context(), err)))
+		}),
 		runtime.WithRoutingErrorHandler(routingErrorHandler),
 		runtime.WithOutgoingHeaderMatcher(func(string) (string, bool) { return "", false }),
 		runtime.WithForwardResponseOption(setHTTPCode),
@@ -99,13 +108,14 @@ func SetHTTPCode(ctx context.Context, code int) {
 type handler struct {
 	mux          *runtime.ServeMux
 	authenticate func(r *http.Request) (context.Context, error)
+	public       func(ctx context.Context, err error) error
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if h.authenticate != nil {
 		ctx, err := h.authenticate(r)
 		if err != nil {
-			writeStatus(w, StatusOf(err))
+			writeStatus(w, StatusOf(h.public(r.Context(), err)))
 			return
 		}
 		r = r.WithContext(ctx)

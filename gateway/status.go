@@ -99,12 +99,9 @@ func httpForCode(c codes.Code) (int, kmetav1.StatusReason) {
 	return http.StatusInternalServerError, kmetav1.StatusReasonInternalError
 }
 
-// errorHandler writes every error as a Kubernetes Status with its HTTP code. Body decoding errors (the gateway
-// reports them as InvalidArgument without a Status) keep the decoder's field path in the message.
-func errorHandler(_ context.Context, _ *runtime.ServeMux, _ runtime.Marshaler, w http.ResponseWriter, _ *http.Request, err error) {
-	writeStatus(w, StatusOf(err))
-}
-
+// writeStatus writes st as the response, with its HTTP code. (The gateway's error handler writes every error this
+// way; body decoding errors, which the gateway reports as InvalidArgument without a Status, keep the decoder's
+// field path in the message.)
 func writeStatus(w http.ResponseWriter, st *metav1.Status) {
 	body, err := kjson.Marshal(st)
 	if err != nil {

@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/trellis-dev/trellis/hub"
+	"github.com/trellis-dev/trellis/hub/api"
 	"github.com/trellis-dev/trellis/hub/auth"
 	"github.com/trellis-dev/trellis/hub/store"
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
@@ -32,9 +33,10 @@ import (
 
 // linkEnv is a hub whose gRPC-only listener is in memory (bufconn), with fast heartbeats, and a dialer for agents.
 type linkEnv struct {
-	t      *testing.T
-	h      *hubtest.Hub
-	dialer agentsim.Dialer
+	t        *testing.T
+	h        *hubtest.Hub
+	dialer   agentsim.Dialer
+	registry *api.Registry // the hub's
 }
 
 func startLink(t *testing.T) *linkEnv {
@@ -46,14 +48,14 @@ func startLink(t *testing.T) *linkEnv {
 	})
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(h.CA)
-	return &linkEnv{t: t, h: h, dialer: agentsim.Dialer{
+	return &linkEnv{t: t, h: h, registry: h.Registry(), dialer: agentsim.Dialer{
 		Target: "passthrough:///bufnet", CA: pool,
 		Options: []grpc.DialOption{grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) })},
 	}}
 }
 
 func (e *linkEnv) coll(group, resource string) *store.Collection {
-	c, ok := e.h.Registry().Collection(schema.GroupResource{Group: group, Resource: resource})
+	c, ok := e.registry.Collection(schema.GroupResource{Group: group, Resource: resource})
 	if !ok {
 		e.t.Fatalf("no collection %s.%s", resource, group)
 	}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/trellis-dev/trellis/hub/admission"
+
 	"google.golang.org/grpc"
 
 	"github.com/trellis-dev/trellis/hub/api"
@@ -37,7 +39,7 @@ func TestControllerEnabled(t *testing.T) {
 
 func names(t *testing.T, enabled []string) ([]string, error) {
 	t.Helper()
-	reg, err := api.NewRegistry(t.Context(), storetest.NewStore(t), grpc.NewServer())
+	reg, err := api.NewRegistry(t.Context(), api.Config{Store: storetest.NewStore(t), Services: grpc.NewServer(), Admission: admission.Builtin()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,8 +11,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
-	"net/http/pprof"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -20,18 +18,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"google.golang.org/grpc"
-
-	openapidocs "github.com/trellis-dev/trellis/docs/openapi"
-	"github.com/trellis-dev/trellis/gateway"
-	"github.com/trellis-dev/trellis/hub/admission"
+	"github.com/trellis-dev/trellis/hub/agentlink"
 	"github.com/trellis-dev/trellis/hub/api"
 	"github.com/trellis-dev/trellis/hub/auth"
-	"github.com/trellis-dev/trellis/hub/authz"
 	"github.com/trellis-dev/trellis/hub/componentconfig"
-	"github.com/trellis-dev/trellis/hub/openapi"
 	"github.com/trellis-dev/trellis/hub/pki"
 	"github.com/trellis-dev/trellis/hub/store"
 )
@@ -87,6 +77,9 @@ type Config struct {
 	Listener net.Listener
 	// Logger receives structured logs.
 	Logger *slog.Logger
+	// OnReady, when set, is called once, when the hub serves, with the parts it was built from: for in-process tools
+	// and test harnesses (test/hubtest) that read the store as it is or issue client certificates. It must not block.
+	OnReady func(Parts)
 
 	// shootMonitorPeriod is the configuration's seed.shootMonitorPeriod, when MonitorPeriod comes from it too.
 	shootMonitorPeriod time.Duration
@@ -167,6 +160,17 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.MaxTokenLifetime, "max-token-lifetime", 0, "longest lifetime of an AccessToken, e.g. 2160h (default: no maximum; tokens live 90 days unless their create asks otherwise)")
 }
 
+// Parts are what a running replica is built from, as OnReady hands them out.
+type Parts struct {
+	// Store is the replica's store; Registry serves every kind from its collections (reads are read-your-writes).
+	Store    *store.Store
+	Registry *api.Registry
+	// CA is the hub's certificate authority (it issues seed client certificates).
+	CA *pki.CA
+	// AgentLink serves the agents' sessions in this replica.
+	AgentLink *agentlink.Server
+}
+
 // Hub is one hub replica: the API over gRPC and REST on one TLS port, backed by etcd.
 type Hub struct {
 	cfg   Config
@@ -176,10 +180,8 @@ type Hub struct {
 	mu       sync.Mutex
 	addr     string
 	grpcAddr string
-	registry *api.Registry
-	store    *store.Store
-	agents   *agentParts
-	ca       *pki.CA
+	// running holds the parts of a running replica, for the package's own tests (export_test.go).
+	running *replica
 }
 
 // New returns a hub for cfg.
@@ -224,236 +226,85 @@ func (h *Hub) GRPCAddr() string {
 	return h.grpcAddr
 }
 
-// Registry returns the kinds' registry (after Ready), for in-process controllers and tests.
-func (h *Hub) Registry() *api.Registry {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.registry
-}
-
-// Store returns the hub's store (after Ready), for tests that read etcd as it is.
-func (h *Hub) Store() *store.Store {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.store
-}
-
-// CA returns the hub's certificate authority (after Ready), for tests and in-process tools that issue client
-// certificates (a seed agent's, without its bootstrap exchange).
-func (h *Hub) CA() *pki.CA {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.ca
-}
-
-// Run serves until ctx ends, then shuts down gracefully.
+// Run builds the replica from its parts (parts.go), serves until ctx ends, then shuts down: first the agent sessions
+// and the leader's loops (sessions are long-lived streams a graceful stop would wait for), then the servers, then the
+// store. Every goroutine Run starts has ended when it returns.
 func (h *Hub) Run(ctx context.Context) error {
 	start := time.Now()
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-
-	keys, err := loadOrCreateKeys(h.cfg.EncryptionKeyFile)
+	st, err := h.openStore(ctx)
 	if err != nil {
 		return err
-	}
-	etcdTLS, err := h.etcdTLS()
-	if err != nil {
-		return err
-	}
-	st, err := store.Open(ctx, store.Config{
-		DataDir: h.cfg.DataDir, Endpoints: h.cfg.EtcdEndpoints, TLS: etcdTLS, EncryptionKeys: keys,
-		WatchWindow: h.cfg.WatchWindow, Logger: h.log.With("component", "store"),
-	})
-	if err != nil {
-		return fmt.Errorf("open store: %w", err)
 	}
 	defer st.Close()
-
-	ca, err := pki.LoadOrCreate(ctx, st.Client(), st.Prefix()+"/pki/ca", st)
+	ca, serving, err := h.openPKI(ctx, st)
 	if err != nil {
 		return err
 	}
-	if err := writeFileAtomic(filepath.Join(h.cfg.DataDir, "pki", "ca.crt"), ca.CertPEM, 0o644); err != nil {
-		return err
-	}
-	h.mu.Lock()
-	h.ca = ca
-	h.mu.Unlock()
-	authn, err := auth.Open(ctx, st.Client(), st.Prefix(), filepath.Join(h.cfg.DataDir, "admin-token"))
+	metrics := newMetrics()
+	services := &serviceSet{}
+	graph := newSeedGraph()
+	registry, err := h.newAPI(ctx, st, services, graph)
 	if err != nil {
 		return err
 	}
-	hosts := append([]string{"127.0.0.1", "::1", "localhost"}, h.cfg.Hosts...)
-	if hn, err := os.Hostname(); err == nil {
-		hosts = append(hosts, hn)
-	}
-	if host, _, _ := net.SplitHostPort(h.cfg.Listen); host != "" && host != "0.0.0.0" && host != "::" {
-		hosts = append(hosts, host)
-	}
-	serving, err := ca.ServingCert(hosts, 365*24*time.Hour)
+	authn, err := auth.Open(ctx, auth.Config{Etcd: st.Client(), Prefix: st.Prefix(),
+		TokenFile: filepath.Join(h.cfg.DataDir, "admin-token"), Reader: registry, Now: h.cfg.Now})
 	if err != nil {
 		return err
 	}
-
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	m := newMetrics(reg)
-	ic := &interceptors{authn: authn, metrics: m}
-	grpcOpts := []grpc.ServerOption{
-		grpc.ChainUnaryInterceptor(ic.unary),
-		grpc.ChainStreamInterceptor(ic.stream),
-		grpc.MaxRecvMsgSize(16 << 20),
+	if err := ensureGarden(ctx, registry, h.cfg.ClusterIdentity); err != nil {
+		return err
 	}
-	grpcSrv := grpc.NewServer(grpcOpts...)
-	servers := registrars{grpcSrv}
-	var nativeSrv *grpc.Server
-	if h.cfg.GRPCListen != "" || h.cfg.GRPCListener != nil {
-		ticketKey, err := ca.SessionTicketKey()
-		if err != nil {
-			return err
-		}
-		nativeSrv = grpc.NewServer(append(grpcOpts, nativeOptions(serving, ca.Pool(), ticketKey)...)...)
-		servers = append(servers, nativeSrv)
-	}
-	indexes := append(authz.Indexes(), api.Index{Resource: auth.AccessTokens, Name: auth.TokenHashIndex, Values: auth.TokenHashes})
-	registry, err := api.NewRegistry(ctx, st, servers, indexes...)
+	link, err := h.newAgentLink(st, registry, ca, graph, services, metrics.registry)
 	if err != nil {
 		return err
 	}
-	registry.SetAdmissionConfig(admission.Config{AccessTokenMaxLifetime: h.cfg.MaxTokenLifetime, Now: h.cfg.Now})
-	if h.cfg.Now != nil {
-		authn.SetClock(h.cfg.Now)
-	}
-	// The projects' default quotas are admission: every replica enforces them.
-	quotas, err := admission.NewProjectQuotas(h.cfg.Components.ControllerManager.Controllers.Project.Quotas)
+	leader, err := h.newLeaderLoops(st, registry, ca)
 	if err != nil {
 		return err
 	}
-	registry.SetCreateQuota(quotas)
-	authn.SetObjectReader(registry) // bootstrap token Secrets, AccessTokens and their ServiceAccounts
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer cancel() // runs before wg.Wait: the agent link's goroutines end with ctx
-	agents, err := h.startAgentLink(ctx, &wg, st, registry, ca, servers, reg)
-	if err != nil {
-		return err
-	}
-	registry.SetAuthorizer(authz.New(authz.Config{Graph: agents.graph, GraphReady: agents.graphReady, Reader: registry, Index: registry}))
-	h.startScheduler(ctx, &wg, st, registry)
-
-	// The REST gateway calls the kinds' servers in-process; it authenticates requests itself.
-	gwCfg := gateway.Config{Logger: h.log, ObjectJSON: registry.ObjectJSON, Authenticate: func(r *http.Request) (context.Context, error) {
-		return authenticateHTTP(authn, r)
-	}}
-	for _, rt := range registry.Routes() {
-		gwCfg.Routes = append(gwCfg.Routes, rt)
-	}
-	rest, err := gateway.New(ctx, gwCfg)
+	srv, err := h.newServers(ctx, serving, ca, authn, *services, registry, st, metrics)
 	if err != nil {
 		return err
 	}
 
-	mux := http.NewServeMux()
-	mux.HandleFunc("/healthz", h.healthz(st))
-	mux.HandleFunc("/livez", h.healthz(st))
-	mux.HandleFunc("/readyz", h.readyz(st))
-	mux.Handle("/metrics", requireToken(authn, promhttpHandler(reg)))
-	// Go's profiler, for cluster admins (kube-apiserver serves it too, behind --profiling).
-	mux.Handle("/debug/pprof/", requireToken(authn, http.HandlerFunc(pprof.Index)))
-	mux.Handle("/debug/pprof/profile", requireToken(authn, http.HandlerFunc(pprof.Profile)))
-	mux.Handle("/debug/pprof/trace", requireToken(authn, http.HandlerFunc(pprof.Trace)))
-	disc := api.DiscoveryHandler()
-	mux.Handle("/api", requireToken(authn, disc))
-	mux.Handle("/apis", requireToken(authn, disc))
-	// The OpenAPI documents generated into docs/openapi, for every user but bootstrap tokens (as discovery).
-	apiDocs, err := openapi.Handler(openapidocs.FS)
-	if err != nil {
-		return fmt.Errorf("openapi: %w", err)
-	}
-	mux.Handle("/openapi/", requireToken(authn, apiDocs))
-	mux.Handle("/", discoveryOr(authn, disc, m.http(rest)))
-
-	lis := h.cfg.Listener
-	if lis == nil {
-		if lis, err = net.Listen("tcp", h.cfg.Listen); err != nil {
-			return fmt.Errorf("listen: %w", err)
-		}
-	}
-	// One TLS port: gRPC (HTTP/2 with content-type application/grpc) goes to the gRPC server, everything else to the
-	// REST gateway, health and metrics handlers — etcd's arrangement for TLS listeners.
-	httpSrv := &http.Server{
-		Handler:           grpcOr(grpcSrv, mux),
-		ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog:          slog.NewLogLogger(h.log.Handler(), slog.LevelDebug),
-		TLSConfig: &tls.Config{
-			Certificates: []tls.Certificate{serving},
-			NextProtos:   []string{"h2", "http/1.1"},
-			MinVersion:   tls.VersionTLS12,
-			ClientAuth:   tls.VerifyClientCertIfGiven,
-			ClientCAs:    ca.Pool(),
-		},
-	}
-
-	errc := make(chan error, 4)
-	serve := func(name string, fn func() error) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := fn(); err != nil && !isClosedErr(err) {
-				errc <- fmt.Errorf("%s: %w", name, err)
+	loopCtx, stopLoops := context.WithCancel(ctx)
+	defer stopLoops()
+	var loops sync.WaitGroup
+	run := func(name string, fn func(context.Context) error) {
+		loops.Go(func() {
+			if err := fn(loopCtx); err != nil && loopCtx.Err() == nil {
+				h.log.Error(name+" stopped", "err", err)
 			}
-		}()
+		})
 	}
-	serve("https", func() error { return httpSrv.ServeTLS(lis, "", "") })
-	var grpcAddr string
-	if nativeSrv != nil {
-		glis := h.cfg.GRPCListener
-		if glis == nil {
-			if glis, err = net.Listen("tcp", h.cfg.GRPCListen); err != nil {
-				_ = lis.Close()
-				return fmt.Errorf("grpc-listen: %w", err)
-			}
-		}
-		grpcAddr = glis.Addr().String()
-		serve("grpc", func() error { return nativeSrv.Serve(glis) })
+	run("seed graph", graph.run(registry, h.log.With("component", "seedgraph")))
+	run("agent link", link.Run)
+	run("leader election", leader.Run)
+	if sched := h.newScheduler(st, registry); sched != nil {
+		run("scheduler election", sched)
 	}
+	serveErr := srv.serve()
 
 	h.mu.Lock()
-	h.addr, h.grpcAddr, h.registry, h.store, h.agents = lis.Addr().String(), grpcAddr, registry, st, agents
+	h.addr, h.grpcAddr = srv.addr(), srv.grpcAddr()
+	h.running = &replica{Parts: Parts{Store: st, Registry: registry, CA: ca, AgentLink: link}, elector: leader.elector}
 	h.mu.Unlock()
 	close(h.ready)
-	h.log.Info("hub ready", "address", lis.Addr().String(), "grpcAddress", grpcAddr, "dataDir", h.cfg.DataDir, "startup", time.Since(start).Round(time.Millisecond))
+	h.log.Info("hub ready", "address", srv.addr(), "grpcAddress", srv.grpcAddr(), "dataDir", h.cfg.DataDir, "startup", time.Since(start).Round(time.Millisecond))
+	if h.cfg.OnReady != nil {
+		h.cfg.OnReady(h.running.Parts)
+	}
 
 	select {
 	case <-ctx.Done():
-	case err = <-errc:
+	case err = <-serveErr:
 		h.log.Error("serving failed", "err", err)
 	}
-	agents.stop()
-	shutdownCtx, cancelShutdown := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancelShutdown()
-	_ = httpSrv.Shutdown(shutdownCtx)
-	for _, srv := range []*grpc.Server{grpcSrv, nativeSrv} {
-		if srv == nil {
-			continue
-		}
-		stopped := make(chan struct{})
-		go func() { srv.GracefulStop(); close(stopped) }()
-		select {
-		case <-stopped:
-		case <-shutdownCtx.Done():
-			srv.Stop()
-		}
-	}
-	_ = lis.Close()
-	cancel()
-	wg.Wait()
+	stopLoops()
+	srv.shutdown(5 * time.Second)
+	loops.Wait()
 	return err
-}
-
-func isClosedErr(err error) bool {
-	return errors.Is(err, net.ErrClosed) || errors.Is(err, http.ErrServerClosed) || errors.Is(err, grpc.ErrServerStopped) ||
-		strings.Contains(err.Error(), "use of closed network connection")
 }
 
 func (h *Hub) etcdTLS() (*tls.Config, error) {

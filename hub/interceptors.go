@@ -7,9 +7,11 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
@@ -21,11 +23,12 @@ import (
 	"github.com/trellis-dev/trellis/hub/store"
 )
 
-// interceptors authenticate every call, map errors to status codes (the one edge where that happens) and record
-// metrics.
+// interceptors give every call a request id, authenticate it, map its error to a status code (the one edge where
+// that happens; internal errors reach the client only as their request id) and record metrics.
 type interceptors struct {
 	authn   *auth.Authenticator
 	metrics *metrics
+	errors  api.Errors
 }
 
 // authenticate identifies the caller (client certificate, then bearer token) and keeps bootstrap token users to the
@@ -53,25 +56,45 @@ func authenticateHTTP(authn *auth.Authenticator, r *http.Request) (context.Conte
 	return auth.WithUser(r.Context(), u), nil
 }
 
+// requestIDHeader is api.RequestIDHeader as gRPC metadata keys are: lower case.
+var requestIDHeader = strings.ToLower(api.RequestIDHeader)
+
+// requestID gives a call its id: the one the client sent in the request id header when usable, else a new one.
+// The id is sent back in the response header metadata.
+func requestID(ctx context.Context) (context.Context, metadata.MD) {
+	var sent string
+	if md, ok := metadata.FromIncomingContext(ctx); ok {
+		if v := md.Get(requestIDHeader); len(v) > 0 {
+			sent = v[0]
+		}
+	}
+	id := api.RequestIDOf(sent)
+	return api.WithRequestID(ctx, id), metadata.Pairs(requestIDHeader, id)
+}
+
 func (ic *interceptors) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 	start := time.Now()
+	ctx, header := requestID(ctx)
+	_ = grpc.SetHeader(ctx, header)
 	ctx, err := ic.authenticate(ctx, info.FullMethod)
 	var resp any
 	if err == nil {
 		resp, err = handler(ctx, req)
 	}
-	err = api.ToGRPC(err)
+	err = api.ToGRPC(ic.errors.Public(ctx, err))
 	ic.metrics.observe(info.FullMethod, status.Code(err).String(), time.Since(start))
 	return resp, err
 }
 
 func (ic *interceptors) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 	start := time.Now()
-	ctx, err := ic.authenticate(ss.Context(), info.FullMethod)
+	ctx, header := requestID(ss.Context())
+	_ = ss.SetHeader(header)
+	ctx, err := ic.authenticate(ctx, info.FullMethod)
 	if err == nil {
 		err = handler(srv, &authedStream{ServerStream: ss, ctx: ctx})
 	}
-	err = api.ToGRPC(err)
+	err = api.ToGRPC(ic.errors.Public(ctx, err))
 	ic.metrics.observe(info.FullMethod, status.Code(err).String(), time.Since(start))
 	return err
 }
@@ -82,6 +105,16 @@ type authedStream struct {
 }
 
 func (s *authedStream) Context() context.Context { return s.ctx }
+
+// withRequestID gives every REST request its id, as kube-apiserver gives its Audit-Id: the one the client sent in
+// the header when usable, else a new one; the response carries it in the same header, and errors name it.
+func withRequestID(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := api.RequestIDOf(r.Header.Get(api.RequestIDHeader))
+		w.Header().Set(api.RequestIDHeader, id)
+		next.ServeHTTP(w, r.WithContext(api.WithRequestID(r.Context(), id)))
+	})
+}
 
 // grpcOr sends gRPC requests to the gRPC server and everything else to rest.
 func grpcOr(grpcSrv *grpc.Server, rest http.Handler) http.Handler {
@@ -94,15 +127,21 @@ func grpcOr(grpcSrv *grpc.Server, rest http.Handler) http.Handler {
 	})
 }
 
+// metrics are the hub's Prometheus metrics: the Go runtime's and the process's, the calls' and what the parts
+// register.
 type metrics struct {
+	registry     *prometheus.Registry
 	grpcRequests *prometheus.CounterVec
 	grpcDuration *prometheus.HistogramVec
 	httpRequests *prometheus.CounterVec
 	httpDuration *prometheus.HistogramVec
 }
 
-func newMetrics(reg prometheus.Registerer) *metrics {
+func newMetrics() *metrics {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m := &metrics{
+		registry:     reg,
 		grpcRequests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "trellis_grpc_requests_total", Help: "gRPC calls by method and code."}, []string{"method", "code"}),
 		grpcDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "trellis_grpc_request_duration_seconds", Help: "gRPC call latency by method (streams: their lifetime).", Buckets: prometheus.ExponentialBuckets(0.0001, 2, 18)}, []string{"method"}),
 		httpRequests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "trellis_http_requests_total", Help: "REST requests by method and code."}, []string{"method", "code"}),
@@ -121,8 +160,8 @@ func (m *metrics) http(next http.Handler) http.Handler {
 	return promhttp.InstrumentHandlerCounter(m.httpRequests, promhttp.InstrumentHandlerDuration(m.httpDuration, next))
 }
 
-func promhttpHandler(reg *prometheus.Registry) http.Handler {
-	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
+func (m *metrics) handler() http.Handler {
+	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{})
 }
 
 // requireToken guards plain HTTP endpoints (metrics, profiling, discovery) with the same credentials as the API:
@@ -156,7 +195,7 @@ func discoveryOr(authn *auth.Authenticator, disc, rest http.Handler) http.Handle
 	})
 }
 
-func (h *Hub) healthz(st *store.Store) http.HandlerFunc {
+func healthz(st *store.Store) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()
@@ -169,7 +208,7 @@ func (h *Hub) healthz(st *store.Store) http.HandlerFunc {
 }
 
 func (h *Hub) readyz(st *store.Store) http.HandlerFunc {
-	health := h.healthz(st)
+	health := healthz(st)
 	return func(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-h.ready:

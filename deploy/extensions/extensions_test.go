@@ -85,7 +85,7 @@ func TestProviderLocalDecodes(t *testing.T) {
 func TestProviderLocalAdmission(t *testing.T) {
 	cd, cr, _ := providerLocal(t)
 	for _, obj := range []store.Object{cd, cr} {
-		p := admission.For(obj)
+		p := admission.Builtin().For(obj)
 		if p.Validate == nil {
 			t.Fatalf("%T has no validation", obj)
 		}
@@ -101,7 +101,7 @@ func TestProviderLocalAdmission(t *testing.T) {
 	cr.GetSpec().GetResources()[0].Kind = "Bogus"
 	cd.GetHelm().RawChart = nil
 	for _, obj := range []store.Object{cd, cr} {
-		if errs := admission.For(obj).Validate(context.Background(), nil, obj, nil); len(errs) == 0 {
+		if errs := admission.Builtin().For(obj).Validate(context.Background(), nil, obj, nil); len(errs) == 0 {
 			t.Errorf("%T: a broken object passes validation", obj)
 		}
 	}

@@ -16,13 +16,6 @@ import (
 	authv1alpha1 "github.com/trellis-dev/trellis/proto/gen/trellis/auth/v1alpha1"
 )
 
-func init() {
-	register(nil, validateAccessToken, nil)
-	registerPrepareCreate(issueAccessToken)
-	registerPrepareUpdate(keepAccessTokenStatus)
-	registerConceal(concealAccessToken)
-}
-
 // issueAccessToken generates the token of a new AccessToken and records its ID and hash in the status (the request's
 // status is replaced), and defaults spec.expirationTimestamp: from spec.expirationSeconds when set, else the
 // configured default lifetime. The token stays in status.token until concealAccessToken takes it out before the

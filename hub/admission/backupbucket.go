@@ -8,8 +8,6 @@ import (
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
 )
 
-func init() { register(nil, validateBackupBucket, nil) }
-
 // validateBackupBucket checks spec.provider (type and region), the owner (spec.seedName, or spec.shootRef for
 // self-hosted shoots) and spec.credentialsRef (a Secret or WorkloadIdentity with name and namespace); provider and
 // seedName are immutable.

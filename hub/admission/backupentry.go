@@ -8,8 +8,6 @@ import (
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
 )
 
-func init() { register(nil, validateBackupEntry, nil) }
-
 // validateBackupEntry requires spec.bucketName. (A BackupEntry's name may be any name: Gardener derives it from the
 // shoot's technical ID and UID.)
 func validateBackupEntry(_ context.Context, _ Reader, b, _ *corev1beta1.BackupEntry) field.ErrorList {

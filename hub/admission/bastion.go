@@ -19,11 +19,6 @@ import (
 	operationsv1alpha1 "github.com/trellis-dev/trellis/proto/gen/trellis/operations/v1alpha1"
 )
 
-func init() {
-	register(nil, validateBastion, nil)
-	registerPrepareCreate(prepareBastion)
-}
-
 // AnnotationCreatedBy is Gardener's gardener.cloud/created-by: on a Bastion, the user who created it (whose SSH key
 // it lets in). Admission sets it on create from the authenticated user, whatever the request said; it is immutable.
 const AnnotationCreatedBy = "gardener.cloud/created-by"

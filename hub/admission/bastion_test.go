@@ -190,7 +190,7 @@ func TestBastionOwner(t *testing.T) {
 // whatever the request said) and starts the heartbeat: status.lastHeartbeatTimestamp now, expirationTimestamp an hour
 // later (what a request puts in status is not kept).
 func TestBastionPrepareCreate(t *testing.T) {
-	prepare := admission.For(&operationsv1alpha1.Bastion{}).PrepareCreate
+	prepare := plugins.For(&operationsv1alpha1.Bastion{}).PrepareCreate
 	if prepare == nil {
 		t.Fatal("Bastion has no PrepareCreate")
 	}

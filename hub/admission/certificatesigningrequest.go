@@ -14,11 +14,6 @@ import (
 	certificatesv1 "github.com/trellis-dev/trellis/proto/gen/trellis/kubernetes/certificates/v1"
 )
 
-func init() {
-	register(nil, validateCertificateSigningRequest, nil)
-	registerPrepareCreate(prepareCertificateSigningRequest)
-}
-
 // prepareCertificateSigningRequest records the requester, as Kubernetes does: spec.username, spec.groups, spec.uid and
 // spec.extra always come from the authenticated user, never from the request body, so approvers can trust them.
 func prepareCertificateSigningRequest(ctx context.Context, csr *certificatesv1.CertificateSigningRequest) {

@@ -12,8 +12,6 @@ import (
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
 )
 
-func init() { register(defaultCloudProfile, validateCloudProfile, nil) }
-
 var (
 	// kubernetesVersionRegex is Gardener's k8sVersionCPRegex: cloud profiles offer full versions only.
 	kubernetesVersionRegex       = regexp.MustCompile(`^([0-9]+\.){2}[0-9]+$`)

@@ -8,8 +8,6 @@ import (
 	rbacv1 "github.com/trellis-dev/trellis/proto/gen/trellis/kubernetes/rbac/v1"
 )
 
-func init() { register(nil, validateClusterRole, nil) }
-
 // validateClusterRole checks the rules as Kubernetes does: every rule has verbs, and either resources in API groups
 // or non-resource URLs, not both.
 func validateClusterRole(_ context.Context, _ Reader, cr, _ *rbacv1.ClusterRole) field.ErrorList {

@@ -11,11 +11,6 @@ import (
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
 )
 
-func init() {
-	register(nil, validateControllerDeployment, nil)
-	register(nil, validateControllerDeploymentV1beta1, nil)
-}
-
 // annotationDeploymentType keeps the type of a non-helm ControllerDeployment in the core.gardener.cloud/v1 shape,
 // which has no type field (Gardener's migration annotation).
 const annotationDeploymentType = "migration.controllerdeployment.gardener.cloud/type"

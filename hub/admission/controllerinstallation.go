@@ -8,8 +8,6 @@ import (
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
 )
 
-func init() { register(nil, validateControllerInstallation, nil) }
-
 // validateControllerInstallation checks that the installation names its registration and its target: the seed
 // (spec.seedRef) or, for self-hosted shoots, the shoot (spec.shootRef), not both. The references are immutable, and
 // nothing of the spec changes once the installation is being deleted.

@@ -9,8 +9,6 @@ import (
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
 )
 
-func init() { register(defaultControllerRegistration, validateControllerRegistration, nil) }
-
 var (
 	// extensionKinds are Gardener's extension kinds (extensionsv1alpha1.AllExtensionKinds).
 	extensionKinds = []string{

@@ -10,8 +10,6 @@ import (
 	securityv1alpha1 "github.com/trellis-dev/trellis/proto/gen/trellis/security/v1alpha1"
 )
 
-func init() { register(defaultCredentialsBinding, validateCredentialsBinding, nil) }
-
 // defaultCredentialsBinding applies Gardener's SetDefaults_CredentialsBinding: the credentials and the quotas default
 // to the binding's namespace.
 func defaultCredentialsBinding(b *securityv1alpha1.CredentialsBinding) {

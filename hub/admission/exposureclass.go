@@ -8,8 +8,6 @@ import (
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
 )
 
-func init() { register(nil, validateExposureClass, nil) }
-
 // exposureClassHandlerMaxLength keeps the handler's namespaces (istio-ingress-handler-<handler>--<zone>) within the
 // length of a namespace name.
 const exposureClassHandlerMaxLength = 34

@@ -8,8 +8,6 @@ import (
 	seedmanagementv1alpha1 "github.com/trellis-dev/trellis/proto/gen/trellis/seedmanagement/v1alpha1"
 )
 
-func init() { register(defaultGardenlet, validateGardenlet, nil) }
-
 var gardenletOperations = []string{"reconcile", "renew-kubeconfig", "force-redeploy"}
 
 // defaultGardenlet applies Gardener's SetDefaults_Gardenlet: deployment defaults and a shoot capacity of 250.

@@ -10,8 +10,6 @@ import (
 	coordinationv1 "github.com/trellis-dev/trellis/proto/gen/trellis/kubernetes/coordination/v1"
 )
 
-func init() { register(nil, validateLease, nil) }
-
 // leaseStrategyOldestEmulationVersion is Kubernetes' built-in coordinated leader election strategy.
 const leaseStrategyOldestEmulationVersion = "OldestEmulationVersion"
 

@@ -16,8 +16,6 @@ import (
 	"github.com/trellis-dev/trellis/proto/kjson"
 )
 
-func init() { register(defaultManagedSeed, validateManagedSeed, nil) }
-
 var (
 	managedSeedOperations = []string{"reconcile", "renew-kubeconfig"}
 	bootstrapModes        = []string{"BootstrapToken", "None", "ServiceAccount"}

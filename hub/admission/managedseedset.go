@@ -13,8 +13,6 @@ import (
 	seedmanagementv1alpha1 "github.com/trellis-dev/trellis/proto/gen/trellis/seedmanagement/v1alpha1"
 )
 
-func init() { register(defaultManagedSeedSet, validateManagedSeedSet, nil) }
-
 const rollingUpdate = "RollingUpdate"
 
 // defaultManagedSeedSet applies Gardener's SetDefaults_ManagedSeedSet, _UpdateStrategy and _RollingUpdateStrategy.

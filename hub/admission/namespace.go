@@ -10,8 +10,6 @@ import (
 	kcorev1 "github.com/trellis-dev/trellis/proto/gen/trellis/kubernetes/core/v1"
 )
 
-func init() { register(defaultNamespace, validateNamespace, nil) }
-
 // defaultNamespace sets status.phase to Active, as Kubernetes' SetDefaults_NamespaceStatus does. (The status of a
 // namespace is only written on create; updates keep the stored status.)
 func defaultNamespace(ns *kcorev1.Namespace) {

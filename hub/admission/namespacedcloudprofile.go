@@ -8,8 +8,6 @@ import (
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
 )
 
-func init() { register(defaultNamespacedCloudProfile, validateNamespacedCloudProfile, nil) }
-
 // defaultNamespacedCloudProfile applies Gardener's SetObjectDefaults_NamespacedCloudProfileSpec: machine and volume
 // types are usable unless said otherwise.
 func defaultNamespacedCloudProfile(ncp *corev1beta1.NamespacedCloudProfile) {

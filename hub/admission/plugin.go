@@ -73,72 +73,108 @@ type Plugin struct {
 	MustIncreaseGeneration func(next, cur store.Object) bool
 }
 
-var plugins = map[protoreflect.FullName]Plugin{}
+// Plugins is a table of admission plugins by message type: what the API server runs for each kind, and what
+// controllers that create or change objects as the API server would run too. Builtin returns the hub's; the zero
+// table has no plugins. A table is read-only once built.
+type Plugins struct {
+	byMessage map[protoreflect.FullName]Plugin
+}
 
-// For returns the plugin of the message type of m (zero Plugin when the kind has none).
-func For(m proto.Message) Plugin { return plugins[m.ProtoReflect().Descriptor().FullName()] }
+// For returns the plugin of the message type of m (the zero Plugin when the table has none for it).
+func (p Plugins) For(m proto.Message) Plugin {
+	return p.byMessage[m.ProtoReflect().Descriptor().FullName()]
+}
 
-// register adds a typed plugin for T.
-func register[T store.Object](def func(T), validate func(ctx context.Context, r Reader, obj, old T) field.ErrorList, validateDelete func(ctx context.Context, r Reader, obj T) error) {
-	var zero T
-	p := Plugin{}
-	if def != nil {
-		p.Default = func(obj store.Object) { def(obj.(T)) }
+// Len is the number of kinds with a plugin.
+func (p Plugins) Len() int { return len(p.byMessage) }
+
+// row is one kind's plugin in a table.
+type row interface {
+	name() protoreflect.FullName
+	plugin() Plugin
+}
+
+// newPlugins builds a table; a kind given twice is a programming error.
+func newPlugins(rows ...row) Plugins {
+	p := Plugins{byMessage: make(map[protoreflect.FullName]Plugin, len(rows))}
+	for _, r := range rows {
+		if _, dup := p.byMessage[r.name()]; dup {
+			panic(fmt.Sprintf("admission: two plugins for %s", r.name()))
+		}
+		p.byMessage[r.name()] = r.plugin()
 	}
-	if validate != nil {
+	return p
+}
+
+// typed is a kind's plugin written for its message type T; kind builds one, the with methods add hooks.
+type typed[T store.Object] struct {
+	def            func(T)
+	validate       func(ctx context.Context, r Reader, obj, old T) field.ErrorList
+	validateDelete func(ctx context.Context, r Reader, obj T) error
+	prepareCreate  func(ctx context.Context, obj T)
+	prepareUpdate  func(obj, old T)
+	conceal        func(obj T) func(created T) T
+	mustIncrease   func(next, cur T) bool
+}
+
+// kind starts the plugin of T (inferred from validate) with its defaulting, validation and delete validation; each
+// may be nil.
+func kind[T store.Object](def func(T), validate func(ctx context.Context, r Reader, obj, old T) field.ErrorList, validateDelete func(ctx context.Context, r Reader, obj T) error) typed[T] {
+	return typed[T]{def: def, validate: validate, validateDelete: validateDelete}
+}
+
+func (t typed[T]) withPrepareCreate(f func(ctx context.Context, obj T)) typed[T] {
+	t.prepareCreate = f
+	return t
+}
+func (t typed[T]) withPrepareUpdate(f func(obj, old T)) typed[T]        { t.prepareUpdate = f; return t }
+func (t typed[T]) withConceal(f func(obj T) func(created T) T) typed[T] { t.conceal = f; return t }
+func (t typed[T]) withMustIncreaseGeneration(f func(next, cur T) bool) typed[T] {
+	t.mustIncrease = f
+	return t
+}
+
+func (t typed[T]) name() protoreflect.FullName {
+	var zero T
+	return zero.ProtoReflect().Descriptor().FullName()
+}
+
+// plugin adapts the typed functions to Plugin's.
+func (t typed[T]) plugin() Plugin {
+	var p Plugin
+	if t.def != nil {
+		p.Default = func(obj store.Object) { t.def(obj.(T)) }
+	}
+	if t.validate != nil {
 		p.Validate = func(ctx context.Context, r Reader, obj, old store.Object) field.ErrorList {
 			var o T
 			if old != nil {
 				o = old.(T)
 			}
-			return validate(ctx, r, obj.(T), o)
+			return t.validate(ctx, r, obj.(T), o)
 		}
 	}
-	if validateDelete != nil {
-		p.ValidateDelete = func(ctx context.Context, r Reader, obj store.Object) error { return validateDelete(ctx, r, obj.(T)) }
+	if t.validateDelete != nil {
+		p.ValidateDelete = func(ctx context.Context, r Reader, obj store.Object) error { return t.validateDelete(ctx, r, obj.(T)) }
 	}
-	plugins[zero.ProtoReflect().Descriptor().FullName()] = p
-}
-
-// registerPrepareCreate adds a PrepareCreate hook to T's plugin.
-func registerPrepareCreate[T store.Object](prepare func(ctx context.Context, obj T)) {
-	var zero T
-	name := zero.ProtoReflect().Descriptor().FullName()
-	p := plugins[name]
-	p.PrepareCreate = func(ctx context.Context, obj store.Object) { prepare(ctx, obj.(T)) }
-	plugins[name] = p
-}
-
-// registerPrepareUpdate adds a PrepareUpdate hook to T's plugin.
-func registerPrepareUpdate[T store.Object](prepare func(obj, old T)) {
-	var zero T
-	name := zero.ProtoReflect().Descriptor().FullName()
-	p := plugins[name]
-	p.PrepareUpdate = func(obj, old store.Object) { prepare(obj.(T), old.(T)) }
-	plugins[name] = p
-}
-
-// registerConceal adds a Conceal hook to T's plugin.
-func registerConceal[T store.Object](conceal func(obj T) func(created T) T) {
-	var zero T
-	name := zero.ProtoReflect().Descriptor().FullName()
-	p := plugins[name]
-	p.Conceal = func(obj store.Object) func(store.Object) store.Object {
-		reveal := conceal(obj.(T))
-		return func(created store.Object) store.Object { return reveal(created.(T)) }
+	if t.prepareCreate != nil {
+		p.PrepareCreate = func(ctx context.Context, obj store.Object) { t.prepareCreate(ctx, obj.(T)) }
 	}
-	plugins[name] = p
-}
-
-// registerMustIncreaseGeneration adds a MustIncreaseGeneration hook to T's plugin.
-func registerMustIncreaseGeneration[T store.Object](must func(next, cur T) bool) {
-	var zero T
-	name := zero.ProtoReflect().Descriptor().FullName()
-	p := plugins[name]
-	p.MustIncreaseGeneration = func(next, cur store.Object) bool {
-		n, ok1 := next.(T)
-		c, ok2 := cur.(T)
-		return ok1 && ok2 && must(n, c)
+	if t.prepareUpdate != nil {
+		p.PrepareUpdate = func(obj, old store.Object) { t.prepareUpdate(obj.(T), old.(T)) }
 	}
-	plugins[name] = p
+	if t.conceal != nil {
+		p.Conceal = func(obj store.Object) func(store.Object) store.Object {
+			reveal := t.conceal(obj.(T))
+			return func(created store.Object) store.Object { return reveal(created.(T)) }
+		}
+	}
+	if t.mustIncrease != nil {
+		p.MustIncreaseGeneration = func(next, cur store.Object) bool {
+			n, ok1 := next.(T)
+			c, ok2 := cur.(T)
+			return ok1 && ok2 && t.mustIncrease(n, c)
+		}
+	}
+	return p
 }

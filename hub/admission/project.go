@@ -13,11 +13,6 @@ import (
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
 )
 
-func init() {
-	register(defaultProject, validateProject, confirmDeletion[*corev1beta1.Project])
-	registerPrepareCreate(prepareProject)
-}
-
 // projectNameMaxLength is Gardener's limit: shoot namespaces on seeds are shoot--<project>--<shoot>.
 const projectNameMaxLength = 10
 

@@ -23,7 +23,7 @@ func member(kind, name, role string, roles ...string) *corev1beta1.ProjectMember
 // Creating a project records its creator and owner as Gardener's admission does; defaulting makes the owner a member
 // and gives the owner role to the owner's entry alone (Gardener's Canonicalize).
 func TestProjectOwner(t *testing.T) {
-	p := admission.For(&corev1beta1.Project{})
+	p := plugins.For(&corev1beta1.Project{})
 	ctx := auth.WithUser(context.Background(), auth.User{Name: "carl"})
 	for _, tc := range []struct {
 		name        string
@@ -66,7 +66,7 @@ func TestProjectOwner(t *testing.T) {
 // An AccessToken's token is issued on create, concealed before it is stored and revealed in the response; updates
 // keep the hub's status and only the description and revoked (false to true) may change.
 func TestAccessTokenAdmission(t *testing.T) {
-	p := admission.For(&authv1alpha1.AccessToken{})
+	p := plugins.For(&authv1alpha1.AccessToken{})
 	now := time.Date(2026, 8, 1, 12, 0, 0, 0, time.UTC)
 	ctx := admission.WithConfig(context.Background(), admission.Config{Now: func() time.Time { return now }, AccessTokenMaxLifetime: 48 * time.Hour})
 	tok := &authv1alpha1.AccessToken{Metadata: &metav1.ObjectMeta{Namespace: auth.UserTokenNamespace, Name: "t"},

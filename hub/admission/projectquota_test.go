@@ -39,7 +39,7 @@ var (
 func quotaGarden(t testing.TB) (*api.Registry, func(gr schema.GroupResource) *store.Collection) {
 	t.Helper()
 	ctx := context.Background()
-	reg, err := api.NewRegistry(ctx, storetest.NewStore(t), grpc.NewServer())
+	reg, err := api.NewRegistry(ctx, api.Config{Store: storetest.NewStore(t), Services: grpc.NewServer(), Admission: admission.Builtin()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,8 +10,6 @@ import (
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
 )
 
-func init() { register(nil, validateQuota, nil) }
-
 var (
 	// quotaScopes are what a Quota may apply to (Gardener's helper.QuotaScope compares group and kind).
 	quotaScopes = []schema.GroupKind{

@@ -9,11 +9,6 @@ import (
 	kcorev1 "github.com/trellis-dev/trellis/proto/gen/trellis/kubernetes/core/v1"
 )
 
-func init() {
-	register(defaultSecret, validateSecret, nil)
-	register(nil, validateConfigMap, nil)
-}
-
 // defaultSecret folds the write-only stringData into data, as Kubernetes does, and defaults the type.
 func defaultSecret(s *kcorev1.Secret) {
 	if len(s.StringData) > 0 {

@@ -9,8 +9,6 @@ import (
 	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
 )
 
-func init() { register(defaultSecretBinding, validateSecretBinding, nil) }
-
 // defaultSecretBinding applies Gardener's SetDefaults_SecretBinding: the secret and the quotas default to the
 // binding's namespace.
 func defaultSecretBinding(b *corev1beta1.SecretBinding) {

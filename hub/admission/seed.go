@@ -12,8 +12,6 @@ import (
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
 )
 
-func init() { register(defaultSeed, validateSeed, nil) }
-
 var (
 	seedIngressKinds           = []string{"nginx"}
 	seedExternalTrafficPolicy  = []string{"Cluster", "Local"}

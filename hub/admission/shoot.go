@@ -16,11 +16,6 @@ import (
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
 )
 
-func init() {
-	register(defaultShoot, validateShoot, confirmDeletion[*corev1beta1.Shoot])
-	registerMustIncreaseGeneration(shootMustIncreaseGeneration)
-}
-
 func defaultShoot(s *corev1beta1.Shoot) {
 	if s.Spec == nil {
 		s.Spec = &corev1beta1.ShootSpec{}

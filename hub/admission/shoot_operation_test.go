@@ -6,7 +6,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/trellis-dev/trellis/hub/admission"
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
 	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
 )
@@ -138,7 +137,7 @@ func TestShootOperation(t *testing.T) {
 // strategy does, and that nothing else about the annotation does.
 func TestShootGenerationOnRotation(t *testing.T) {
 	_, base := shootGarden(t)
-	must := admission.For(base).MustIncreaseGeneration
+	must := plugins.For(base).MustIncreaseGeneration
 	if must == nil {
 		t.Fatal("Shoot has no MustIncreaseGeneration")
 	}

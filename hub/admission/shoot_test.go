@@ -41,7 +41,7 @@ func shootGarden(t *testing.T) (exampleReader, *corev1beta1.Shoot) {
 // admitShoot defaults obj (and old) and validates it as a write through sub ("" or "binding") would.
 func admitShoot(t *testing.T, r admission.Reader, sub string, obj, old *corev1beta1.Shoot) field.ErrorList {
 	t.Helper()
-	p := admission.For(obj)
+	p := plugins.For(obj)
 	p.Default(obj)
 	ctx := context.Background()
 	if sub != "" {

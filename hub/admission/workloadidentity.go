@@ -8,8 +8,6 @@ import (
 	securityv1alpha1 "github.com/trellis-dev/trellis/proto/gen/trellis/security/v1alpha1"
 )
 
-func init() { register(nil, validateWorkloadIdentity, nil) }
-
 // validateWorkloadIdentity checks spec.audiences (at least one, none empty) and spec.targetSystem.type (one
 // provider, immutable).
 func validateWorkloadIdentity(_ context.Context, _ Reader, w, old *securityv1alpha1.WorkloadIdentity) field.ErrorList {

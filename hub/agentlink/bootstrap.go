@@ -23,7 +23,7 @@ import (
 // bootstrap serves a stream authenticated with a bootstrap token: one CertificateRequest in, one Certificate out, and
 // the token is consumed.
 func (s *Server) bootstrap(ctx context.Context, id Identity, stream agentv1.AgentService_ConnectServer) error {
-	msg, err := recvTimeout(ctx, stream, 30*time.Second)
+	msg, err := s.recvTimeout(ctx, stream, 30*time.Second)
 	if err != nil {
 		return err
 	}

@@ -75,10 +75,15 @@ func NewLifecycle(cfg LifecycleConfig) *Lifecycle {
 	return l
 }
 
-// Run follows presence and checks every seed each sync period until ctx ends.
+// Run follows presence and checks every seed each sync period until ctx ends; it returns once its presence
+// follower has ended too.
 func (l *Lifecycle) Run(ctx context.Context) error {
 	l.start = l.cfg.Now()
-	go l.followPresence(ctx)
+	var followers sync.WaitGroup
+	defer followers.Wait()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel() // before followers.Wait: the follower ends with ctx
+	followers.Go(func() { l.followPresence(ctx) })
 	t := time.NewTicker(l.cfg.SyncPeriod)
 	defer t.Stop()
 	for {
@@ -90,9 +95,6 @@ func (l *Lifecycle) Run(ctx context.Context) error {
 		}
 	}
 }
-
-// Start marks the controller's start (Run does it; tests with a fake clock call it).
-func (l *Lifecycle) Start() { l.start = l.cfg.Now() }
 
 func (l *Lifecycle) followPresence(ctx context.Context) {
 	prefix := l.cfg.Prefix + PresencePrefix
@@ -134,19 +136,6 @@ func (l *Lifecycle) followPresence(ctx context.Context) {
 			}
 			l.mu.Unlock()
 		}
-	}
-}
-
-// SetPresent overrides presence for tests that drive the controller without etcd.
-func (l *Lifecycle) SetPresent(seed string, present bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.presenceLoaded = true
-	if present {
-		l.present[seed] = true
-	} else if l.present[seed] {
-		delete(l.present, seed)
-		l.lastSeen[seed] = l.cfg.Now()
 	}
 }
 

@@ -115,6 +115,12 @@ func (p *presence) run(ctx context.Context, granted chan<- struct{}) error {
 }
 
 func (p *presence) writeLoop(ctx context.Context, lease clientv3.LeaseID, ka <-chan *clientv3.LeaseKeepAliveResponse) {
+	// retry fires once after a failed write, to write what was requeued.
+	retry := time.NewTimer(0)
+	if !retry.Stop() {
+		<-retry.C
+	}
+	defer retry.Stop()
 	for {
 		select {
 		case <-ctx.Done():
@@ -126,6 +132,7 @@ func (p *presence) writeLoop(ctx context.Context, lease clientv3.LeaseID, ka <-c
 			}
 			continue
 		case <-p.wake:
+		case <-retry.C:
 		}
 		// Let a burst of session starts gather into few transactions.
 		sleepCtx(ctx, 5*time.Millisecond)
@@ -155,6 +162,7 @@ func (p *presence) writeLoop(ctx context.Context, lease clientv3.LeaseID, ka <-c
 				if ctx.Err() == nil {
 					p.log.Warn("presence: write failed; retrying", "err", err)
 					p.requeue(ops)
+					retry.Reset(500 * time.Millisecond)
 				}
 				break
 			}
@@ -171,13 +179,6 @@ func (p *presence) requeue(ops map[string]presenceOp) {
 		}
 	}
 	p.mu.Unlock()
-	go func() {
-		time.Sleep(500 * time.Millisecond)
-		select {
-		case p.wake <- struct{}{}:
-		default:
-		}
-	}()
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) {
@@ -345,23 +346,26 @@ func setCondition(conds []*metav1.Condition, typ, status, reason, message string
 	return conds
 }
 
-// ensureSeedStatus writes GardenletReady=True and the certificate expiry into the Seed's status if they are not
-// there yet; concurrent requests coalesce into one write.
+// ensureSeedStatus asks the status writer to write GardenletReady=True and the certificate expiry into the Seed's
+// status if they are not there yet. It never blocks; requests coalesce (see session.statusWanted).
 func (ss *session) ensureSeedStatus() {
-	if !ss.statusBusy.CompareAndSwap(false, true) {
-		ss.statusAgain.Store(true)
-		return
+	select {
+	case ss.statusWanted <- struct{}{}:
+	default: // a request is pending already: its write will see the latest state
 	}
-	go func() {
-		for {
-			ss.statusAgain.Store(false)
+}
+
+// statusWriter is the one goroutine of a session that writes the Seed's status, one request at a time, until the
+// session ends.
+func (ss *session) statusWriter() {
+	for {
+		select {
+		case <-ss.ctx.Done():
+			return
+		case <-ss.statusWanted:
 			ss.writeSeedStatus()
-			ss.statusBusy.Store(false)
-			if !ss.statusAgain.Load() || !ss.statusBusy.CompareAndSwap(false, true) {
-				return
-			}
 		}
-	}()
+	}
 }
 
 func (ss *session) writeSeedStatus() {
@@ -400,8 +404,9 @@ func (ss *session) rotate(req *agentv1.CertificateRequest) {
 		return
 	}
 	// The renew request is done: clear it before the agent gets its certificate, or its next session (which follows
-	// at once) would still see it and rotate again. The clear must not depend on this session living on.
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ss.ctx), 10*time.Second)
+	// at once) would still see it and rotate again. The clear must not depend on this session living on, so it is
+	// bounded by the server's life and a timeout (the session's handler waits for it).
+	cctx, cancel := context.WithTimeout(ss.srv.runCtx, 10*time.Second)
 	_, err = ss.srv.colls.seeds.GuaranteedUpdate(cctx, "", ss.seed, false, func(cur store.Object) (store.Object, error) {
 		md := cur.GetMetadata()
 		if md.GetAnnotations()[operationAnnotation] != renewKubeconfig {

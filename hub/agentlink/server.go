@@ -115,6 +115,36 @@ type Server struct {
 	sessions map[string]*session // by seed: one agent per seed
 	ready    chan struct{}
 	runCtx   context.Context // set before ready closes; sessions end with it
+	// streams counts the goroutines that receive from agent streams. A receive ends only once its stream's handler
+	// has returned (gRPC cancels the stream then), so they outlive their handlers briefly; Run waits for them.
+	streams workers
+}
+
+// workers counts goroutines for their owner, which waits for them with Close; once closed it starts no more, so
+// that the wait is final.
+type workers struct {
+	mu     sync.Mutex
+	closed bool
+	wg     sync.WaitGroup
+}
+
+// Go runs fn in a counted goroutine; false, and nothing runs, once Close has been called.
+func (w *workers) Go(fn func()) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return false
+	}
+	w.wg.Go(fn)
+	return true
+}
+
+// Close starts no more goroutines and waits for those running.
+func (w *workers) Close() {
+	w.mu.Lock()
+	w.closed = true
+	w.mu.Unlock()
+	w.wg.Wait()
 }
 
 type collections struct {
@@ -144,9 +174,12 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// Run keeps the replica's presence lease and writes the seeds' Leases until ctx ends.
+// Run keeps the replica's presence lease and writes the seeds' Leases until ctx ends; sessions end with ctx too.
+// It returns once the streams' receive loops have ended, which needs their handlers to have returned: stop the gRPC
+// servers before waiting for Run.
 func (s *Server) Run(ctx context.Context) error {
 	s.runCtx = ctx
+	defer s.streams.Close()
 	var wg sync.WaitGroup
 	errc := make(chan error, 3)
 	granted := make(chan struct{})
@@ -203,17 +236,19 @@ func (s *Server) Connect(stream agentv1.AgentService_ConnectServer) error {
 	return status.Errorf(codes.PermissionDenied, "user %q is neither a seed agent (client certificate with O=%s) nor a bootstrap token", id.User, "gardener.cloud:system:seeds")
 }
 
-// recvTimeout receives one message, failing after d.
-func recvTimeout(ctx context.Context, stream agentv1.AgentService_ConnectServer, d time.Duration) (*agentv1.AgentMessage, error) {
+// recvTimeout receives one message, failing after d. The receive goroutine is counted in s.streams.
+func (s *Server) recvTimeout(ctx context.Context, stream agentv1.AgentService_ConnectServer, d time.Duration) (*agentv1.AgentMessage, error) {
 	type res struct {
 		m   *agentv1.AgentMessage
 		err error
 	}
 	ch := make(chan res, 1)
-	go func() {
+	if !s.streams.Go(func() {
 		m, err := stream.Recv()
 		ch <- res{m, err}
-	}()
+	}) {
+		return nil, status.Error(codes.Unavailable, errShutdown.Error())
+	}
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {

@@ -69,12 +69,17 @@ type session struct {
 	control []*agentv1.HubMessage
 	wake    chan struct{}
 
+	// workers are the session's goroutines besides its handler and receive loop: the status writer and a
+	// certificate rotation in progress. The handler waits for them before it returns.
+	workers workers
+	// statusWanted asks the status writer for one more look at the Seed's status. Its one slot coalesces: requests
+	// while the writer is busy leave one pending request, answered by one write that sees the latest state.
+	statusWanted chan struct{}
+
 	lastHeartbeat atomic.Int64 // unix nanoseconds
 	healthy       atomic.Bool
 	ackedSeq      atomic.Int64
 	rotating      atomic.Bool
-	statusBusy    atomic.Bool
-	statusAgain   atomic.Bool
 	notAfter      atomic.Int64 // unix seconds of the client certificate's expiry
 
 	// Sender-owned.
@@ -167,7 +172,7 @@ func (ss *session) queueLen() int {
 
 // serveSession runs the session of an agent with a seed client certificate.
 func (s *Server) serveSession(ctx context.Context, id Identity, stream agentv1.AgentService_ConnectServer) error {
-	msg, err := recvTimeout(ctx, stream, 30*time.Second)
+	msg, err := s.recvTimeout(ctx, stream, 30*time.Second)
 	if err != nil {
 		return err
 	}
@@ -190,7 +195,7 @@ func (s *Server) serveSession(ctx context.Context, id Identity, stream agentv1.A
 	defer context.AfterFunc(s.runCtx, func() { cancel(errShutdown) })()
 	ss := &session{
 		srv: s, id: newSessionID(), seed: id.Seed, ident: id, stream: stream, ctx: sctx, cancel: cancel,
-		pending: map[seedgraph.Ref]struct{}{}, wake: make(chan struct{}, 1),
+		pending: map[seedgraph.Ref]struct{}{}, wake: make(chan struct{}, 1), statusWanted: make(chan struct{}, 1),
 	}
 	ss.lastHeartbeat.Store(time.Now().UnixNano())
 	ss.healthy.Store(true)
@@ -232,15 +237,21 @@ func (s *Server) serveSession(ctx context.Context, id Identity, stream agentv1.A
 	}()
 	ss.poke()
 
-	// Two goroutines per session: this one sends (and watches the heartbeats); the receive loop ends when the handler
-	// returns, as gRPC then cancels the stream.
+	// This goroutine sends (and watches the heartbeats). The receive loop can only end once the handler has
+	// returned (gRPC cancels the stream then), so the server owns it (s.streams); the session's workers end with the
+	// session, and the handler waits for them.
+	ss.workers.Go(ss.statusWriter)
 	recvErr := make(chan error, 1)
-	go func() {
+	if !s.streams.Go(func() {
 		err := ss.recvLoop()
 		recvErr <- err
 		ss.cancel(err)
-	}()
-	ss.cancel(ss.sendLoop())
+	}) {
+		ss.cancel(errShutdown)
+	} else {
+		ss.cancel(ss.sendLoop())
+	}
+	ss.workers.Close()
 	err = nil
 	select {
 	case err = <-recvErr:
@@ -321,7 +332,9 @@ func (ss *session) recvLoop() error {
 			if !ss.rotating.CompareAndSwap(false, true) {
 				return status.Error(codes.FailedPrecondition, "a certificate request is already being processed")
 			}
-			go ss.rotate(m.CertificateRequest)
+			if !ss.workers.Go(func() { ss.rotate(m.CertificateRequest) }) {
+				return context.Cause(ss.ctx) // the session is ending
+			}
 		case *agentv1.AgentMessage_Hello:
 			return status.Error(codes.InvalidArgument, "Hello may only be sent once, first")
 		default:

@@ -77,25 +77,8 @@ func Forbidden(a Attributes, reason string) error {
 	return apierrors.NewForbidden(a.Resource, a.Name, errors.New(msg))
 }
 
-// authorizerBox holds the registry's authorizer (an interface cannot be stored in an atomic.Pointer directly).
-type authorizerBox struct{ Authorizer }
-
-// SetAuthorizer makes every kind's server ask a about every call; nil allows everything (the default). The hub sets
-// it before it serves.
-func (r *Registry) SetAuthorizer(a Authorizer) {
-	if a == nil {
-		r.authz.Store(nil)
-		return
-	}
-	r.authz.Store(&authorizerBox{a})
-}
-
-func (r *Registry) authorizer() Authorizer {
-	if b := r.authz.Load(); b != nil {
-		return b.Authorizer
-	}
-	return nil
-}
+// authorizer returns the registry's authorizer (Config.Authorizer), nil when everything is allowed.
+func (r *Registry) authorizer() Authorizer { return r.authz }
 
 // authz returns the function that authorizes this call's requests (it fills in the user and the resource), or nil
 // when there is no authorizer.

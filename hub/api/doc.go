@@ -4,7 +4,7 @@
 // kinds (Kinds, generated from proto/kindgen), the Registry that wires kinds to the store and to the REST gateway,
 // API discovery documents, and the mapping of errors to gRPC status codes (the one edge where errors become codes).
 //
-// Every call is authorized by the Registry's Authorizer (Registry.SetAuthorizer; package authz is the hub's) before
+// Every call is authorized by the Registry's Authorizer (Config.Authorizer; package authz is the hub's) before
 // it tells whether its object exists; lists and watches are filtered by what the caller may see.
 //
 // The server is Kubernetes-shaped: apiVersion and kind are checked and set, defaults, validation and admission run

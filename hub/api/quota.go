@@ -17,23 +17,10 @@ type CreateQuota interface {
 	Admit(ctx context.Context, r admission.Reader, gr schema.GroupResource, obj store.Object) (release func(), err error)
 }
 
-type createQuotaBox struct{ CreateQuota }
-
-// SetCreateQuota makes every namespaced kind's Create ask q; nil (the default) limits nothing. The hub sets it
-// before it serves.
-func (r *Registry) SetCreateQuota(q CreateQuota) {
-	if q == nil {
-		r.quota.Store(nil)
-		return
-	}
-	r.quota.Store(&createQuotaBox{q})
-}
-
-// admitQuota asks the CreateQuota, if one is set, about a create of obj.
+// admitQuota asks the CreateQuota (Config.CreateQuota), if any, about a create of obj.
 func (r *Registry) admitQuota(ctx context.Context, gr schema.GroupResource, obj store.Object) (release func(), err error) {
-	b := r.quota.Load()
-	if b == nil {
+	if r.quota == nil {
 		return func() {}, nil
 	}
-	return b.Admit(ctx, r, gr, obj)
+	return r.quota.Admit(ctx, r, gr, obj)
 }

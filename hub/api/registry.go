@@ -2,9 +2,10 @@ package api
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
-	"sync/atomic"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"google.golang.org/grpc"
@@ -22,16 +23,19 @@ import (
 type Routes func(ctx context.Context, mux *runtime.ServeMux) error
 
 // Registry wires every kind of the Kinds table to its store collection, its gRPC service and its REST routes.
-// It also serves admission's reads of other kinds.
+// It also serves admission's reads of other kinds. Everything it is built from is fixed by NewRegistry.
 type Registry struct {
 	store  *store.Store
 	grpc   grpc.ServiceRegistrar
 	routes []Routes
-	authz  atomic.Pointer[authorizerBox] // see SetAuthorizer
-
-	quota atomic.Pointer[createQuotaBox] // see SetCreateQuota
-	// admission is the configuration of admission plugins, passed to them in their context (SetAdmissionConfig).
-	admission atomic.Pointer[admission.Config]
+	// authz is asked about every call (nil allows everything); quota about every create of a namespaced kind.
+	authz Authorizer
+	quota CreateQuota
+	// plugins are the kinds' admission plugins; admission is their configuration, passed to them in their context.
+	plugins   admission.Plugins
+	admission admission.Config
+	// errors hides internal errors from clients at the REST watch edge (the gateway and the interceptors do it elsewhere).
+	errors Errors
 	// indexes are the secondary indexes added to the kinds' built-in ones, by resource.
 	indexes map[schema.GroupResource]map[string]func(store.Object) []string
 
@@ -40,6 +44,29 @@ type Registry struct {
 	collections map[schema.GroupResource]*store.Collection
 	// byMessage maps a served message type to its collection when it is also the stored type (no conversion).
 	byMessage map[protoreflect.FullName]*store.Collection
+}
+
+// Config is what a Registry is built from.
+type Config struct {
+	// Store holds the kinds' collections (required).
+	Store *store.Store
+	// Services is where every kind's gRPC service is registered (required).
+	Services grpc.ServiceRegistrar
+	// Indexes are secondary indexes added to the kinds' built-in ones.
+	Indexes []Index
+	// Admission is the table of admission plugins the kinds' writes run; the hub's is admission.Builtin(). The zero
+	// table runs none (only the generic metadata validation).
+	Admission admission.Plugins
+	// AdmissionConfig configures the plugins (token lifetimes, their clock); the zero value is admission's defaults.
+	AdmissionConfig admission.Config
+	// CreateQuota, when set, is asked about every create of a namespaced kind (the hub's is admission.ProjectQuotas).
+	CreateQuota CreateQuota
+	// Authorizer, when set, builds the authorizer every call is asked about. It is given the registry, under
+	// construction, because authorizers read objects through it (package authz is the hub's); it must not call the
+	// registry before NewRegistry returns. Nil allows everything.
+	Authorizer func(*Registry) Authorizer
+	// Log receives the details of internal errors, which clients see only as a request id (default: discarded).
+	Log *slog.Logger
 }
 
 // Index is a secondary index of a resource's watch cache, added to the kinds' built-in ones (package authz finds
@@ -51,12 +78,20 @@ type Index struct {
 	Values   func(store.Object) []string
 }
 
-// NewRegistry registers every kind on srv, with collections of st and the extra indexes. ctx bounds the
-// collections' watch caches.
-func NewRegistry(ctx context.Context, st *store.Store, srv grpc.ServiceRegistrar, indexes ...Index) (*Registry, error) {
-	r := &Registry{store: st, grpc: srv, ctx: ctx, collections: map[schema.GroupResource]*store.Collection{}, byMessage: map[protoreflect.FullName]*store.Collection{},
-		indexes: map[schema.GroupResource]map[string]func(store.Object) []string{}}
-	for _, ix := range indexes {
+// NewRegistry registers every kind on cfg.Services, with collections of cfg.Store and the extra indexes. ctx bounds
+// the collections' watch caches.
+func NewRegistry(ctx context.Context, cfg Config) (*Registry, error) {
+	if cfg.Store == nil || cfg.Services == nil {
+		return nil, errors.New("api: Store and Services are required")
+	}
+	log := cfg.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	r := &Registry{store: cfg.Store, grpc: cfg.Services, ctx: ctx, collections: map[schema.GroupResource]*store.Collection{}, byMessage: map[protoreflect.FullName]*store.Collection{},
+		indexes: map[schema.GroupResource]map[string]func(store.Object) []string{},
+		plugins: cfg.Admission, admission: cfg.AdmissionConfig, quota: cfg.CreateQuota, errors: Errors{Log: log}}
+	for _, ix := range cfg.Indexes {
 		if r.indexes[ix.Resource] == nil {
 			r.indexes[ix.Resource] = map[string]func(store.Object) []string{}
 		}
@@ -64,6 +99,9 @@ func NewRegistry(ctx context.Context, st *store.Store, srv grpc.ServiceRegistrar
 			return nil, fmt.Errorf("index %q of %s: duplicate, unnamed or without values", ix.Name, ix.Resource)
 		}
 		r.indexes[ix.Resource][ix.Name] = ix.Values
+	}
+	if cfg.Authorizer != nil {
+		r.authz = cfg.Authorizer(r)
 	}
 	if err := registerKinds(r); err != nil {
 		return nil, err
@@ -103,7 +141,7 @@ func (r *Registry) collection(k Kind, newObj func() store.Object) (*store.Collec
 	c, err := r.store.Register(r.ctx, store.Resource{
 		Group: k.Group, Resource: k.Resource, Namespaced: k.Namespaced, Encrypted: k.Encrypted,
 		New: newObj, Fields: getters, Indexes: indexesFor(k, r.indexes[gr]),
-		MustIncreaseGeneration: admission.For(newObj()).MustIncreaseGeneration,
+		MustIncreaseGeneration: r.plugins.For(newObj()).MustIncreaseGeneration,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("register %s: %w", gr, err)
@@ -135,16 +173,9 @@ func (r *Registry) ByIndex(ctx context.Context, gr schema.GroupResource, index, 
 	return c.ByIndex(ctx, index, value)
 }
 
-// SetAdmissionConfig configures the admission plugins (token lifetimes, their clock); the hub sets it before it
-// serves. Without it plugins see admission's defaults.
-func (r *Registry) SetAdmissionConfig(c admission.Config) { r.admission.Store(&c) }
-
 // admissionContext returns ctx carrying the admission configuration, for the plugins a write calls.
 func (r *Registry) admissionContext(ctx context.Context) context.Context {
-	if c := r.admission.Load(); c != nil {
-		return admission.WithConfig(ctx, *c)
-	}
-	return ctx
+	return admission.WithConfig(ctx, r.admission)
 }
 
 // List reads all objects of a resource in a namespace (admission.Reader).

@@ -72,7 +72,7 @@ func newServer[T store.Object, L proto.Message, E any, PE interface {
 	}
 	var zero T
 	var zeroL L
-	s := &Server[T, L, E, PE]{kind: k, reg: r, reader: r, plugin: admission.For(zero)}
+	s := &Server[T, L, E, PE]{kind: k, reg: r, reader: r, plugin: r.plugins.For(zero)}
 	td := zero.ProtoReflect().Descriptor()
 	s.apiVersionField = td.Fields().ByName("api_version")
 	s.kindField = td.Fields().ByName("kind")

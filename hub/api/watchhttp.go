@@ -31,18 +31,18 @@ func (s *Server[T, L, E, PE]) registerWatch(mux *runtime.ServeMux, objectJSON fu
 func (s *Server[T, L, E, PE]) serveWatch(w http.ResponseWriter, r *http.Request, namespace string, objectJSON func(store.Object) ([]byte, bool)) {
 	q := r.URL.Query()
 	if err := s.checkScope(namespace); err != nil {
-		gateway.WriteError(w, err)
+		gateway.WriteError(w, s.reg.errors.Public(r.Context(), err))
 		return
 	}
 	ls, fs, err := parseSelectors(q.Get("labelSelector"), q.Get("fieldSelector"))
 	if err != nil {
-		gateway.WriteError(w, err)
+		gateway.WriteError(w, s.reg.errors.Public(r.Context(), err))
 		return
 	}
 	ctx := r.Context()
 	visible, err := s.authorizeCollection(ctx, VerbWatch, namespace)
 	if err != nil {
-		gateway.WriteError(w, err)
+		gateway.WriteError(w, s.reg.errors.Public(r.Context(), err))
 		return
 	}
 	vis := newVisibility(visible, q.Get("resourceVersion"))
@@ -61,7 +61,7 @@ func (s *Server[T, L, E, PE]) serveWatch(w http.ResponseWriter, r *http.Request,
 	bookmarks := q.Get("allowWatchBookmarks") == "true" || q.Get("allowWatchBookmarks") == "1"
 	wt, err := s.coll.Watch(ctx, namespace, store.WatchOptions{ResourceVersion: q.Get("resourceVersion"), Labels: ls, Fields: fs, Bookmarks: bookmarks})
 	if err != nil {
-		gateway.WriteError(w, err)
+		gateway.WriteError(w, s.reg.errors.Public(r.Context(), err))
 		return
 	}
 	defer wt.Stop()
@@ -92,16 +92,16 @@ func (s *Server[T, L, E, PE]) serveWatch(w http.ResponseWriter, r *http.Request,
 			}
 			line = line[:0]
 			if ev.Type == store.Error {
-				line = gateway.AppendWatchError(line, ev.Err)
+				line = gateway.AppendWatchError(line, s.reg.errors.Public(ctx, ev.Err))
 			} else {
 				obj, err := s.out(ev.Object)
 				if err != nil {
-					line = gateway.AppendWatchError(line, err)
+					line = gateway.AppendWatchError(line, s.reg.errors.Public(ctx, err))
 				} else {
 					body, ok := objectJSON(obj)
 					if !ok {
 						if body, err = kjson.Marshal(obj); err != nil {
-							line = gateway.AppendWatchError(line, apierrors.NewInternalError(err))
+							line = gateway.AppendWatchError(line, s.reg.errors.Public(ctx, apierrors.NewInternalError(err)))
 						}
 					}
 					if len(line) == 0 {

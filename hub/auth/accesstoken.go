@@ -20,9 +20,7 @@ var errInvalidToken = errors.New("invalid bearer token")
 // it: not revoked, not being deleted, not expired, and for a robot token its ServiceAccount still the one the token
 // was issued for. The failures name the AccessToken: only the token's holder hears them.
 func (a *Authenticator) authenticateAccessToken(ctx context.Context, token string) (User, error) {
-	a.mu.RLock()
 	r := a.reader
-	a.mu.RUnlock()
 	if r == nil {
 		return User{}, errInvalidToken
 	}

@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -62,22 +61,39 @@ type Request struct {
 // Authenticator identifies the user of a request: seed agents by their client certificates, bootstrap tokens by
 // their Secrets in kube-system, users and robot accounts by their AccessTokens, the admin by the admin token's hash
 // stored in etcd.
+// It is fixed once Open returns.
 type Authenticator struct {
-	mu     sync.RWMutex
 	hashes map[[32]byte]User
-	reader ObjectReader // bootstrap token Secrets, AccessTokens, ServiceAccounts; nil until SetObjectReader
-
-	now func() time.Time
+	reader ObjectReader // bootstrap token Secrets, AccessTokens, ServiceAccounts; nil rejects those tokens
+	now    func() time.Time
 }
 
-func newAuthenticator(hashes map[[32]byte]User) *Authenticator {
-	return &Authenticator{hashes: hashes, now: time.Now}
+// Config is what Open needs.
+type Config struct {
+	// Etcd and Prefix locate the admin token's hash (required).
+	Etcd   *clientv3.Client
+	Prefix string
+	// TokenFile is where a newly generated admin token is written (required).
+	TokenFile string
+	// Reader reads bootstrap token Secrets, AccessTokens and their ServiceAccounts from the watch cache (the hub's
+	// *api.Registry, built with the index of Indexes). Nil rejects bootstrap tokens and access tokens.
+	Reader ObjectReader
+	// Now is the clock of expiry checks (default time.Now; tests set it).
+	Now func() time.Time
+}
+
+func newAuthenticator(hashes map[[32]byte]User, reader ObjectReader, now func() time.Time) *Authenticator {
+	if now == nil {
+		now = time.Now
+	}
+	return &Authenticator{hashes: hashes, reader: reader, now: now}
 }
 
 // Open ensures the admin token exists: when etcd holds no admin token hash yet, a token is generated, its hash stored
-// (create-if-absent, so concurrent replicas agree) and the token written to tokenFile (mode 0600).
-func Open(ctx context.Context, cli *clientv3.Client, prefix, tokenFile string) (*Authenticator, error) {
-	key := prefix + "/auth/admin-token-sha256"
+// (create-if-absent, so concurrent replicas agree) and the token written to cfg.TokenFile (mode 0600).
+func Open(ctx context.Context, cfg Config) (*Authenticator, error) {
+	cli, tokenFile := cfg.Etcd, cfg.TokenFile
+	key := cfg.Prefix + "/auth/admin-token-sha256"
 	for range 3 {
 		resp, err := cli.Get(ctx, key)
 		if err != nil {
@@ -88,7 +104,7 @@ func Open(ctx context.Context, cli *clientv3.Client, prefix, tokenFile string) (
 			if n, err := hex.Decode(h[:], resp.Kvs[0].Value); err != nil || n != 32 {
 				return nil, fmt.Errorf("admin token hash at %s is corrupt", key)
 			}
-			return newAuthenticator(map[[32]byte]User{h: {Name: AdminUser, Groups: []string{GroupAdmins, GroupAuthned}}}), nil
+			return newAuthenticator(map[[32]byte]User{h: {Name: AdminUser, Groups: []string{GroupAdmins, GroupAuthned}}}, cfg.Reader, cfg.Now), nil
 		}
 		token, err := NewToken()
 		if err != nil {
@@ -111,13 +127,6 @@ func Open(ctx context.Context, cli *clientv3.Client, prefix, tokenFile string) (
 		}
 	}
 	return nil, errors.New("could not create or read the admin token")
-}
-
-// SetClock replaces the clock of expiry checks (tests); call it before the authenticator is used.
-func (a *Authenticator) SetClock(now func() time.Time) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.now = now
 }
 
 // NewToken returns a random bearer token.
@@ -162,8 +171,6 @@ func (a *Authenticator) authenticateToken(ctx context.Context, token string) (Us
 		return a.authenticateAccessToken(ctx, token)
 	}
 	h := sha256.Sum256([]byte(token))
-	a.mu.RLock()
-	defer a.mu.RUnlock()
 	for k, u := range a.hashes {
 		if subtle.ConstantTimeCompare(k[:], h[:]) == 1 {
 			return u, nil

@@ -27,12 +27,8 @@ var testNow = time.Date(2026, 8, 1, 12, 0, 0, 0, time.UTC)
 const adminToken = "admin-token-for-tests"
 
 func newTestAuthenticator(reader ObjectReader) *Authenticator {
-	a := newAuthenticator(map[[32]byte]User{sha256.Sum256([]byte(adminToken)): {Name: AdminUser, Groups: []string{GroupAdmins, GroupAuthned}}})
-	a.now = func() time.Time { return testNow }
-	if reader != nil {
-		a.SetObjectReader(reader)
-	}
-	return a
+	return newAuthenticator(map[[32]byte]User{sha256.Sum256([]byte(adminToken)): {Name: AdminUser, Groups: []string{GroupAdmins, GroupAuthned}}},
+		reader, func() time.Time { return testNow })
 }
 
 // secrets is an ObjectReader holding Secrets, standing in for the hub's watch cache (the hub tests read the real one).

@@ -36,15 +36,6 @@ type ObjectReader interface {
 	ByIndex(ctx context.Context, gr schema.GroupResource, index, value string) ([]store.Object, error)
 }
 
-// SetObjectReader lets the authenticator read bootstrap token Secrets, AccessTokens and ServiceAccounts. Until it is
-// called, bootstrap tokens and access tokens are rejected. The hub sets it once its Registry exists, before it
-// serves; the Registry needs the index of Indexes.
-func (a *Authenticator) SetObjectReader(r ObjectReader) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.reader = r
-}
-
 // ParseBootstrapToken splits a bearer token of the bootstrap token form "<id>.<secret>" ([a-z0-9]{6}.[a-z0-9]{16}).
 func ParseBootstrapToken(token string) (id, secret string, ok bool) {
 	m := bootstrapTokenRE.FindStringSubmatch(token)
@@ -62,9 +53,7 @@ func BootstrapTokenSecretName(id string) string { return bootstrapapi.BootstrapT
 // usage-bootstrap-authentication "true", an expiration (RFC 3339) not passed, and extra groups of the form
 // system:bootstrappers:<name>. Details of a failure are told only to whoever holds the token's secret.
 func (a *Authenticator) authenticateBootstrap(ctx context.Context, id, secret string) (User, error) {
-	a.mu.RLock()
 	r := a.reader
-	a.mu.RUnlock()
 	if r == nil {
 		return User{}, fmt.Errorf("bootstrap token %s: bootstrap tokens are not accepted yet", id)
 	}

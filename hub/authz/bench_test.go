@@ -3,6 +3,7 @@ package authz_test
 import (
 	"context"
 	"fmt"
+	"github.com/trellis-dev/trellis/hub/admission"
 	"sync"
 	"testing"
 
@@ -25,7 +26,7 @@ import (
 //	go test -run '^$' -bench AuthorizeProjectMember ./hub/authz/
 func BenchmarkAuthorizeProjectMember(b *testing.B) {
 	const projects = 10000
-	reg, err := api.NewRegistry(b.Context(), storetest.NewStore(b), grpc.NewServer(), authz.Indexes()...)
+	reg, err := api.NewRegistry(b.Context(), api.Config{Store: storetest.NewStore(b), Services: grpc.NewServer(), Indexes: authz.Indexes(), Admission: admission.Builtin()})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -47,7 +47,7 @@ func clientCert(t *testing.T, h *hubtest.Hub, o []string, cn string) tls.Certifi
 	if err != nil {
 		t.Fatal(err)
 	}
-	certPEM, err := h.Hub.CA().SignClientCert(req, time.Hour)
+	certPEM, err := h.PKI().SignClientCert(req, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,10 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	"github.com/trellis-dev/trellis/hub"
+	"github.com/trellis-dev/trellis/hub/agentlink"
+	"github.com/trellis-dev/trellis/hub/api"
+	"github.com/trellis-dev/trellis/hub/pki"
+	"github.com/trellis-dev/trellis/hub/store"
 )
 
 // Hub is a running hub and clients for it.
@@ -30,7 +34,22 @@ type Hub struct {
 	CA      []byte
 	DataDir string
 	HTTP    *http.Client
+	parts   hub.Parts
 }
+
+// Registry is the hub's registry of kinds: its collections read and write the store directly, past the API's
+// authorization and admission, with read-your-writes.
+func (h *Hub) Registry() *api.Registry { return h.parts.Registry }
+
+// Store is the hub's store, for tests that read etcd as it is.
+func (h *Hub) Store() *store.Store { return h.parts.Store }
+
+// AgentLink is the hub's agent link (which seeds have a session).
+func (h *Hub) AgentLink() *agentlink.Server { return h.parts.AgentLink }
+
+// PKI is the hub's certificate authority, for tests that issue client certificates (a seed agent's, without its
+// bootstrap exchange).
+func (h *Hub) PKI() *pki.CA { return h.parts.CA }
 
 // WithoutControllers disables controller-manager loops by name, for tests of the API that a loop writing the same
 // objects (the shoot-statuslabel controller labels every new shoot) would race with.
@@ -58,6 +77,14 @@ func Start(t testing.TB, mutate ...func(*hub.Config)) *Hub {
 	}
 	for _, m := range mutate {
 		m(&cfg)
+	}
+	parts := make(chan hub.Parts, 1)
+	onReady := cfg.OnReady
+	cfg.OnReady = func(p hub.Parts) {
+		parts <- p
+		if onReady != nil {
+			onReady(p)
+		}
 	}
 	h, err := hub.New(cfg)
 	if err != nil {
@@ -89,7 +116,9 @@ func Start(t testing.TB, mutate ...func(*hub.Config)) *Hub {
 	case <-time.After(60 * time.Second):
 		t.Fatal("hub not ready within 60s")
 	}
-	return connect(t, h, cfg.DataDir)
+	c := connect(t, h, cfg.DataDir)
+	c.parts = <-parts
+	return c
 }
 
 func connect(t testing.TB, h *hub.Hub, dir string) *Hub {

@@ -1,6 +1,7 @@
 package controllertest
 
 import (
+	"github.com/trellis-dev/trellis/hub/admission"
 	"testing"
 
 	"google.golang.org/grpc"
@@ -13,11 +14,11 @@ import (
 	kcorev1 "github.com/trellis-dev/trellis/proto/gen/trellis/kubernetes/core/v1"
 )
 
-// NewRegistry returns the hub's registry of kinds on a new real store (storetest.NewStore), without a served API;
-// the store closes when the test ends.
+// NewRegistry returns the hub's registry of kinds on a new real store (storetest.NewStore), with the hub's admission
+// plugins and without a served API; the store closes when the test ends.
 func NewRegistry(t testing.TB) *api.Registry {
 	t.Helper()
-	reg, err := api.NewRegistry(t.Context(), storetest.NewStore(t), grpc.NewServer())
+	reg, err := api.NewRegistry(t.Context(), api.Config{Store: storetest.NewStore(t), Services: grpc.NewServer(), Admission: admission.Builtin()})
 	if err != nil {
 		t.Fatal(err)
 	}

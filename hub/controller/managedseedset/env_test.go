@@ -59,7 +59,7 @@ func newEnv(t *testing.T) *env {
 
 func (e *env) reconciler(maxRetries int) *managedseedset.Reconciler {
 	e.t.Helper()
-	r, err := managedseedset.NewReconciler(managedseedset.Config{Source: e.reg, Clock: e.clk, MaxShootRetries: &maxRetries})
+	r, err := managedseedset.NewReconciler(managedseedset.Config{Source: e.reg, Admission: admission.Builtin(), Clock: e.clk, MaxShootRetries: &maxRetries})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -105,7 +105,7 @@ func newSet(replicas int32) *seedmanagementv1alpha1.ManagedSeedSet {
 // createSet stores a set after the API's defaults and admission checks.
 func (e *env) createSet(set *seedmanagementv1alpha1.ManagedSeedSet) *seedmanagementv1alpha1.ManagedSeedSet {
 	e.t.Helper()
-	p := admission.For(set)
+	p := admission.Builtin().For(set)
 	p.Default(set)
 	if errs := p.Validate(e.ctx, e.reg, set, nil); len(errs) > 0 {
 		e.t.Fatalf("the set is not admitted: %v", errs.ToAggregate())

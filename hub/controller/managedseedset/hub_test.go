@@ -2,6 +2,7 @@ package managedseedset_test
 
 import (
 	"fmt"
+	"github.com/trellis-dev/trellis/hub/admission"
 	"slices"
 	"testing"
 	"time"
@@ -22,7 +23,7 @@ const quiet = 300 * time.Millisecond
 // start runs the controller on the env's registry and fake clock until the test ends.
 func (e *env) start(maxRetries int) {
 	e.t.Helper()
-	g, err := ms.New(ms.Config{Source: e.reg, Clock: e.clk, MaxShootRetries: &maxRetries})
+	g, err := ms.New(ms.Config{Source: e.reg, Admission: admission.Builtin(), Clock: e.clk, MaxShootRetries: &maxRetries})
 	if err != nil {
 		e.t.Fatal(err)
 	}

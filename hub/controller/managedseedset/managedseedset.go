@@ -94,6 +94,9 @@ const (
 // Config configures the controller; the zero values are Gardener's defaults.
 type Config struct {
 	Source controller.Collections
+	// Admission are the admission plugins the replicas' Shoots and ManagedSeeds are defaulted and validated with,
+	// as the API would (the hub's: admission.Builtin()); the zero table creates them unchecked.
+	Admission admission.Plugins
 	// Workers is concurrentSyncs (default 5).
 	Workers int
 	// MaxShootRetries is how often a replica's failed shoot operation is retried (nil: 3; 0: never).
@@ -131,7 +134,7 @@ func NewReconciler(cfg Config) (*Reconciler, error) {
 	}
 	cfg.defaults()
 	r := &Reconciler{maxShootRetries: *cfg.MaxShootRetries, syncPeriod: cfg.SyncPeriod, clock: cfg.Clock,
-		log: cfg.Log.With("controller", ControllerName), admission: admission.CollectionsReader{Source: cfg.Source}}
+		log: cfg.Log.With("controller", ControllerName), admission: admission.CollectionsReader{Source: cfg.Source}, plugins: cfg.Admission}
 	var events *store.Collection
 	if err := controller.OpenCollections(cfg.Source, ControllerName, map[schema.GroupResource]**store.Collection{
 		{Group: Group, Resource: "managedseedsets"}: &r.sets, {Group: Group, Resource: "managedseeds"}: &r.managedSeeds,

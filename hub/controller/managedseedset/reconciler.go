@@ -29,6 +29,7 @@ type Reconciler struct {
 	sets, shoots, managedSeeds, seeds *store.Collection
 	// admission reads what the admission checks of the Shoots and ManagedSeeds the controller creates read.
 	admission       admission.Reader
+	plugins         admission.Plugins
 	maxShootRetries int
 	syncPeriod      time.Duration
 	clock           clock.PassiveClock
@@ -369,7 +370,7 @@ func (r *Reconciler) annotate(ctx context.Context, s *corev1beta1.Shoot, key, va
 // create stores a replica's new object as the API would: with the kind's defaults, after its admission checks. An
 // object that exists already is fine.
 func (r *Reconciler) create(ctx context.Context, c *store.Collection, gk schema.GroupKind, obj store.Object) error {
-	p := admission.For(obj)
+	p := r.plugins.For(obj)
 	if p.Default != nil {
 		p.Default(obj)
 	}

@@ -53,15 +53,14 @@ func newGarden(t *testing.T, cfg project.Config, quotas []componentconfig.QuotaC
 		resp, err := h(ctx, req)
 		return resp, api.ToGRPC(err)
 	}))
-	reg, err := api.NewRegistry(t.Context(), st, srv)
-	if err != nil {
-		t.Fatal(err)
-	}
 	q, err := admission.NewProjectQuotas(quotas)
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg.SetCreateQuota(q)
+	reg, err := api.NewRegistry(t.Context(), api.Config{Store: st, Services: srv, Admission: admission.Builtin(), CreateQuota: q})
+	if err != nil {
+		t.Fatal(err)
+	}
 	lis := bufconn.Listen(1 << 20)
 	go func() { _ = srv.Serve(lis) }()
 	t.Cleanup(srv.Stop)

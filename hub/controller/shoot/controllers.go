@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/trellis-dev/trellis/hub/admission"
 	"log/slog"
 	"math/rand/v2"
 	"strings"
@@ -90,6 +91,9 @@ type MaintenanceConfig struct {
 	// RestartControlPlane and RestartCoreAddons add the tasks restartControlPlanePods and restartCoreAddons to every
 	// maintenance (Gardener's enableShootControlPlaneRestarter and enableShootCoreAddonRestarter).
 	RestartControlPlane, RestartCoreAddons bool
+	// Admission are the admission plugins a maintained shoot is defaulted and validated with before it is written, as
+	// the API would (the hub's: admission.Builtin()); the zero table writes it unchecked.
+	Admission admission.Plugins
 }
 
 // QuotaConfig configures the cluster lifetime controller (Gardener's shootQuota section).

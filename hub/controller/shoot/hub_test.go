@@ -1,6 +1,7 @@
 package shoot_test
 
 import (
+	"github.com/trellis-dev/trellis/hub/admission"
 	"slices"
 	"strings"
 	"testing"
@@ -40,6 +41,7 @@ func newGarden(t *testing.T, now time.Time) *garden {
 		managedSeeds: coll("seedmanagement.gardener.cloud", "managedseeds"), events: coll("", "events")}
 	cs, err := shoot.New(shoot.Config{Source: reg, Clock: g.clock, Rand: func(int64) int64 { return 0 },
 		Hibernation: shoot.HibernationConfig{TriggerDeadline: 2 * time.Hour},
+		Maintenance: shoot.MaintenanceConfig{Admission: admission.Builtin()},
 		Quota:       shoot.QuotaConfig{SyncPeriod: time.Hour},
 		Retry:       shoot.RetryConfig{Period: 10 * time.Minute, JitterPeriod: 5 * time.Minute}})
 	if err != nil {

@@ -73,15 +73,15 @@ type maintenanceReconciler struct {
 
 func newMaintenanceReconciler(c *collections, cfg MaintenanceConfig, clk clock.PassiveClock, rnd func(int64) int64, rec *controller.Recorder, log *slog.Logger) *maintenanceReconciler {
 	r := &maintenanceReconciler{c: c, cfg: cfg, clock: clk, rand: rnd, recorder: rec, log: log, next: map[controller.Key]scheduled{}}
-	r.validate = admissionValidate(c.source)
+	r.validate = admissionValidate(c.source, cfg.Admission)
 	return r
 }
 
 // admissionValidate validates an update of a shoot with the API's admission rules, reading references from src.
-func admissionValidate(src controller.Collections) func(ctx context.Context, next, cur *corev1beta1.Shoot) error {
+func admissionValidate(src controller.Collections, plugins admission.Plugins) func(ctx context.Context, next, cur *corev1beta1.Shoot) error {
 	reader := admission.CollectionsReader{Source: src}
 	return func(ctx context.Context, next, cur *corev1beta1.Shoot) error {
-		p := admission.For(next)
+		p := plugins.For(next)
 		next = proto.CloneOf(next)
 		if p.Default != nil {
 			p.Default(next)

@@ -2,6 +2,7 @@ package shoot
 
 import (
 	"context"
+	"github.com/trellis-dev/trellis/hub/admission"
 	"strings"
 	"testing"
 	"time"
@@ -40,6 +41,7 @@ func newMaintenanceEnv(t *testing.T, now time.Time, profile *corev1beta1.CloudPr
 }
 
 func (e *env) maintenance(cfg MaintenanceConfig) *maintenanceReconciler {
+	cfg.Admission = admission.Builtin()
 	return newMaintenanceReconciler(e.c, cfg, e.clock, func(int64) int64 { return 0 }, e.recorder(), testLog())
 }
 

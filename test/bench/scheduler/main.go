@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/trellis-dev/trellis/hub/admission"
 	"log/slog"
 	"maps"
 	"math"
@@ -168,7 +169,7 @@ func run(ctx context.Context, cfg config) (*report, error) {
 	defer func() { _ = st.Close() }()
 	regCtx, stopReg := context.WithCancel(ctx)
 	defer stopReg()
-	reg, err := api.NewRegistry(regCtx, st, grpc.NewServer())
+	reg, err := api.NewRegistry(regCtx, api.Config{Store: st, Services: grpc.NewServer(), Admission: admission.Builtin()})
 	if err != nil {
 		return nil, err
 	}

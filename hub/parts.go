@@ -1,0 +1,196 @@
+package hub
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc"
+
+	"github.com/trellis-dev/trellis/hub/admission"
+	"github.com/trellis-dev/trellis/hub/agentlink"
+	"github.com/trellis-dev/trellis/hub/api"
+	"github.com/trellis-dev/trellis/hub/auth"
+	"github.com/trellis-dev/trellis/hub/authz"
+	"github.com/trellis-dev/trellis/hub/csr"
+	"github.com/trellis-dev/trellis/hub/leader"
+	"github.com/trellis-dev/trellis/hub/pki"
+	"github.com/trellis-dev/trellis/hub/scheduler"
+	"github.com/trellis-dev/trellis/hub/seedgraph"
+	"github.com/trellis-dev/trellis/hub/store"
+	agentv1 "github.com/trellis-dev/trellis/proto/gen/trellis/agent/v1"
+)
+
+// The parts of a replica, each built from what it needs, in the order Run builds them.
+
+// replica is a running replica's parts, kept for the package's own tests (export_test.go).
+type replica struct {
+	Parts
+	elector *leader.Elector
+}
+
+// openStore opens etcd, embedded in DataDir or the external cluster, with the keys for encryption at rest.
+func (h *Hub) openStore(ctx context.Context) (*store.Store, error) {
+	keys, err := loadOrCreateKeys(h.cfg.EncryptionKeyFile)
+	if err != nil {
+		return nil, err
+	}
+	etcdTLS, err := h.etcdTLS()
+	if err != nil {
+		return nil, err
+	}
+	st, err := store.Open(ctx, store.Config{
+		DataDir: h.cfg.DataDir, Endpoints: h.cfg.EtcdEndpoints, TLS: etcdTLS, EncryptionKeys: keys,
+		WatchWindow: h.cfg.WatchWindow, Logger: h.log.With("component", "store"),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open store: %w", err)
+	}
+	return st, nil
+}
+
+// openPKI loads the hub's CA from the store (creating it on first start), publishes its certificate in
+// DataDir/pki/ca.crt and issues the serving certificate for the hub's names.
+func (h *Hub) openPKI(ctx context.Context, st *store.Store) (*pki.CA, tls.Certificate, error) {
+	ca, err := pki.LoadOrCreate(ctx, st.Client(), st.Prefix()+"/pki/ca", st)
+	if err != nil {
+		return nil, tls.Certificate{}, err
+	}
+	if err := writeFileAtomic(filepath.Join(h.cfg.DataDir, "pki", "ca.crt"), ca.CertPEM, 0o644); err != nil {
+		return nil, tls.Certificate{}, err
+	}
+	hosts := append([]string{"127.0.0.1", "::1", "localhost"}, h.cfg.Hosts...)
+	if hn, err := os.Hostname(); err == nil {
+		hosts = append(hosts, hn)
+	}
+	if host, _, _ := net.SplitHostPort(h.cfg.Listen); host != "" && host != "0.0.0.0" && host != "::" {
+		hosts = append(hosts, host)
+	}
+	serving, err := ca.ServingCert(hosts, 365*24*time.Hour)
+	if err != nil {
+		return nil, tls.Certificate{}, err
+	}
+	return ca, serving, nil
+}
+
+// seedGraph is the index of what belongs to each seed (package seedgraph), fed from the store by run; ready is closed
+// once it holds the store's state. The authorizer and the agent link read it.
+type seedGraph struct {
+	*seedgraph.Graph
+	ready chan struct{}
+}
+
+func newSeedGraph() seedGraph { return seedGraph{Graph: seedgraph.New(), ready: make(chan struct{})} }
+
+func (g seedGraph) run(src seedgraph.Source, log *slog.Logger) func(context.Context) error {
+	return func(ctx context.Context) error { return g.Run(ctx, src, log, g.ready) }
+}
+
+// newAPI builds the kinds' registry, registering their services in services: admission with the hub's plugin table,
+// the projects' default quotas (admission, so every replica enforces them) and the authorizer (package authz, over
+// the seed graph for agents).
+func (h *Hub) newAPI(ctx context.Context, st *store.Store, services grpc.ServiceRegistrar, graph seedGraph) (*api.Registry, error) {
+	quotas, err := admission.NewProjectQuotas(h.cfg.Components.ControllerManager.Controllers.Project.Quotas)
+	if err != nil {
+		return nil, err
+	}
+	return api.NewRegistry(ctx, api.Config{
+		Store: st, Services: services,
+		Indexes:         append(authz.Indexes(), api.Index{Resource: auth.AccessTokens, Name: auth.TokenHashIndex, Values: auth.TokenHashes}),
+		Admission:       admission.Builtin(),
+		AdmissionConfig: admission.Config{AccessTokenMaxLifetime: h.cfg.MaxTokenLifetime, Now: h.cfg.Now},
+		CreateQuota:     quotas,
+		Authorizer: func(r *api.Registry) api.Authorizer {
+			return authz.New(authz.Config{Graph: graph.Graph, GraphReady: graph.ready, Reader: r, Index: r})
+		},
+		Log: h.log.With("component", "api"),
+	})
+}
+
+// newAgentLink builds the agent link (AgentService, registered in services): sessions of every replica's agents.
+func (h *Hub) newAgentLink(st *store.Store, reg *api.Registry, ca *pki.CA, graph seedGraph, services grpc.ServiceRegistrar, promReg prometheus.Registerer) (*agentlink.Server, error) {
+	link, err := agentlink.New(agentlink.Config{
+		Source: reg, Graph: graph.Graph, GraphReady: graph.ready, CA: ca, Etcd: st.Client(), Prefix: st.Prefix(),
+		Identify:          identify,
+		HubVersion:        Version,
+		HeartbeatInterval: h.cfg.HeartbeatInterval,
+		Registerer:        promReg,
+		Log:               h.log.With("component", "agentlink"),
+	})
+	if err != nil {
+		return nil, err
+	}
+	agentv1.RegisterAgentServiceServer(services, link)
+	return link, nil
+}
+
+// leaderLoops are the loops only the leader runs, under one election: CSR approval, the seed lifecycle and the
+// controller-manager's loops (controllermanager.go).
+type leaderLoops struct {
+	elector *leader.Elector
+	loops   []func(context.Context) error
+}
+
+func (h *Hub) newLeaderLoops(st *store.Store, reg *api.Registry, ca *pki.CA) (*leaderLoops, error) {
+	lifecycle := agentlink.NewLifecycle(agentlink.LifecycleConfig{
+		Source: reg, Etcd: st.Client(), Prefix: st.Prefix(), MonitorPeriod: h.cfg.MonitorPeriod, ShootMonitorPeriod: h.cfg.shootMonitorPeriod,
+		Log: h.log.With("component", "seed-lifecycle"),
+	})
+	csrs := csr.NewController(reg, ca, h.log.With("component", "csr"))
+	cm, err := controllerManager(reg, h.cfg.Components.ControllerManager, h.cfg.Controllers, h.log)
+	if err != nil {
+		return nil, err
+	}
+	l := &leaderLoops{
+		elector: leader.New(leader.Config{Client: st.Client(), Key: st.Prefix() + "/leader", Log: h.log.With("component", "leader")}),
+		loops:   []func(context.Context) error{csrs.Run, lifecycle.Run},
+	}
+	for _, c := range cm {
+		l.loops = append(l.loops, c.Run)
+	}
+	return l, nil
+}
+
+// Run takes part in the election until ctx ends and runs the loops while it leads.
+func (l *leaderLoops) Run(ctx context.Context) error {
+	fns := make([]func(context.Context), len(l.loops))
+	for i, run := range l.loops {
+		fns[i] = func(ctx context.Context) { _ = run(ctx) }
+	}
+	return l.elector.Run(ctx, fns...)
+}
+
+// newScheduler builds the shoot scheduler (package scheduler) under its own election, as gardener-scheduler's lease
+// is its own: it needs none of the agent link's controllers beside it. Its workers and strategy come from the
+// SchedulerConfiguration's schedulers.shoot. Nil when the scheduler is disabled or cannot be built (logged).
+func (h *Hub) newScheduler(st *store.Store, reg *api.Registry) func(context.Context) error {
+	if h.cfg.DisableScheduler {
+		return nil
+	}
+	cfg := scheduler.Config{Source: reg, Log: h.log.With("component", "scheduler")}
+	if shoot := h.cfg.Components.Scheduler.Schedulers.Shoot; shoot != nil {
+		if shoot.ConcurrentSyncs != nil {
+			cfg.Workers = *shoot.ConcurrentSyncs
+		}
+		cfg.Strategy = shoot.CandidateDeterminationStrategy
+	}
+	sched, err := scheduler.New(cfg)
+	if err != nil {
+		h.log.Error("scheduler not started", "err", err)
+		return nil
+	}
+	elector := leader.New(leader.Config{Client: st.Client(), Key: st.Prefix() + "/scheduler-leader", Log: h.log.With("component", "scheduler-leader")})
+	return func(ctx context.Context) error {
+		return elector.Run(ctx, func(ctx context.Context) {
+			if err := sched.Run(ctx); err != nil && ctx.Err() == nil {
+				h.log.Error("scheduler stopped", "err", err)
+			}
+		})
+	}
+}

@@ -1,0 +1,229 @@
+package hub
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"strings"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/keepalive"
+
+	openapidocs "github.com/trellis-dev/trellis/docs/openapi"
+	"github.com/trellis-dev/trellis/gateway"
+	"github.com/trellis-dev/trellis/hub/api"
+	"github.com/trellis-dev/trellis/hub/auth"
+	"github.com/trellis-dev/trellis/hub/openapi"
+	"github.com/trellis-dev/trellis/hub/pki"
+	"github.com/trellis-dev/trellis/hub/store"
+)
+
+// serviceSet collects the gRPC services the parts register (the kinds', the agent link's) so that the servers, built
+// after them, serve all of them: the gRPC server behind the main port's HTTP server and the gRPC-only listener's.
+type serviceSet []service
+
+type service struct {
+	desc *grpc.ServiceDesc
+	impl any
+}
+
+// RegisterService records a service (grpc.ServiceRegistrar).
+func (s *serviceSet) RegisterService(desc *grpc.ServiceDesc, impl any) {
+	*s = append(*s, service{desc, impl})
+}
+
+func (s serviceSet) registerOn(srv *grpc.Server) {
+	for _, svc := range s {
+		srv.RegisterService(svc.desc, svc.impl)
+	}
+}
+
+// servers are the replica's listeners: one TLS port where gRPC (HTTP/2 with content-type application/grpc) goes to
+// the gRPC server and everything else to the REST gateway, health, metrics and the other HTTP handlers — etcd's
+// arrangement for TLS listeners — and optionally a gRPC-only TLS port for agents.
+type servers struct {
+	https     *http.Server
+	grpc      *grpc.Server
+	lis       net.Listener
+	native    *grpc.Server // nil without a gRPC-only listener
+	nativeLis net.Listener
+	wg        sync.WaitGroup // serve's goroutines
+}
+
+// newServers builds the servers and opens their listeners. Every gRPC call goes through the interceptors
+// (authentication, request ids, error mapping, metrics); every other request through the handlers.
+func (h *Hub) newServers(ctx context.Context, serving tls.Certificate, ca *pki.CA, authn *auth.Authenticator, services serviceSet, reg *api.Registry, st *store.Store, m *metrics) (*servers, error) {
+	ic := &interceptors{authn: authn, metrics: m, errors: api.Errors{Log: h.log.With("component", "api")}}
+	grpcOpts := []grpc.ServerOption{
+		grpc.ChainUnaryInterceptor(ic.unary),
+		grpc.ChainStreamInterceptor(ic.stream),
+		grpc.MaxRecvMsgSize(16 << 20),
+	}
+	s := &servers{grpc: grpc.NewServer(grpcOpts...)}
+	services.registerOn(s.grpc)
+	if h.cfg.GRPCListen != "" || h.cfg.GRPCListener != nil {
+		ticketKey, err := ca.SessionTicketKey()
+		if err != nil {
+			return nil, err
+		}
+		s.native = grpc.NewServer(append(grpcOpts, nativeOptions(serving, ca.Pool(), ticketKey)...)...)
+		services.registerOn(s.native)
+	}
+	rest, err := h.handlers(ctx, authn, reg, st, m, ic.errors)
+	if err != nil {
+		return nil, err
+	}
+	s.https = &http.Server{
+		Handler:           grpcOr(s.grpc, withRequestID(rest)),
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(h.log.Handler(), slog.LevelDebug),
+		TLSConfig: &tls.Config{
+			Certificates: []tls.Certificate{serving},
+			NextProtos:   []string{"h2", "http/1.1"},
+			MinVersion:   tls.VersionTLS12,
+			ClientAuth:   tls.VerifyClientCertIfGiven,
+			ClientCAs:    ca.Pool(),
+		},
+	}
+	if s.lis = h.cfg.Listener; s.lis == nil {
+		if s.lis, err = net.Listen("tcp", h.cfg.Listen); err != nil {
+			return nil, fmt.Errorf("listen: %w", err)
+		}
+	}
+	if s.native != nil {
+		if s.nativeLis = h.cfg.GRPCListener; s.nativeLis == nil {
+			if s.nativeLis, err = net.Listen("tcp", h.cfg.GRPCListen); err != nil {
+				_ = s.lis.Close()
+				return nil, fmt.Errorf("grpc-listen: %w", err)
+			}
+		}
+	}
+	return s, nil
+}
+
+// handlers are the main port's HTTP handlers besides gRPC: health, metrics, profiling, discovery, OpenAPI and the
+// REST gateway. This is the one place where HTTP handlers are mounted; mount new ones (the dashboard) here.
+func (h *Hub) handlers(ctx context.Context, authn *auth.Authenticator, reg *api.Registry, st *store.Store, m *metrics, errs api.Errors) (http.Handler, error) {
+	// The REST gateway calls the kinds' servers in-process; it authenticates requests itself.
+	gwCfg := gateway.Config{Logger: h.log, ObjectJSON: reg.ObjectJSON, PublicError: errs.Public,
+		Authenticate: func(r *http.Request) (context.Context, error) { return authenticateHTTP(authn, r) }}
+	for _, rt := range reg.Routes() {
+		gwCfg.Routes = append(gwCfg.Routes, rt)
+	}
+	rest, err := gateway.New(ctx, gwCfg)
+	if err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", healthz(st))
+	mux.HandleFunc("/livez", healthz(st))
+	mux.HandleFunc("/readyz", h.readyz(st))
+	mux.Handle("/metrics", requireToken(authn, m.handler()))
+	// Go's profiler, for cluster admins (kube-apiserver serves it too, behind --profiling).
+	mux.Handle("/debug/pprof/", requireToken(authn, http.HandlerFunc(pprof.Index)))
+	mux.Handle("/debug/pprof/profile", requireToken(authn, http.HandlerFunc(pprof.Profile)))
+	mux.Handle("/debug/pprof/trace", requireToken(authn, http.HandlerFunc(pprof.Trace)))
+	disc := api.DiscoveryHandler()
+	mux.Handle("/api", requireToken(authn, disc))
+	mux.Handle("/apis", requireToken(authn, disc))
+	// The OpenAPI documents generated into docs/openapi, for every user but bootstrap tokens (as discovery).
+	apiDocs, err := openapi.Handler(openapidocs.FS)
+	if err != nil {
+		return nil, fmt.Errorf("openapi: %w", err)
+	}
+	mux.Handle("/openapi/", requireToken(authn, apiDocs))
+	mux.Handle("/", discoveryOr(authn, disc, m.http(rest)))
+	return mux, nil
+}
+
+func (s *servers) addr() string { return s.lis.Addr().String() }
+
+// grpcAddr is the gRPC-only listener's address, "" without one.
+func (s *servers) grpcAddr() string {
+	if s.nativeLis == nil {
+		return ""
+	}
+	return s.nativeLis.Addr().String()
+}
+
+// serve runs every server until shutdown; the channel receives the failures of servers that end otherwise.
+func (s *servers) serve() <-chan error {
+	errc := make(chan error, 2)
+	s.wg.Go(func() {
+		if err := s.https.ServeTLS(s.lis, "", ""); err != nil && !isClosedErr(err) {
+			errc <- fmt.Errorf("https: %w", err)
+		}
+	})
+	if s.native != nil {
+		s.wg.Go(func() {
+			if err := s.native.Serve(s.nativeLis); err != nil && !isClosedErr(err) {
+				errc <- fmt.Errorf("grpc: %w", err)
+			}
+		})
+	}
+	return errc
+}
+
+// shutdown stops the servers, gracefully within timeout and forcibly after it, and waits for serve's goroutines.
+func (s *servers) shutdown(timeout time.Duration) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	_ = s.https.Shutdown(ctx)
+	for _, srv := range []*grpc.Server{s.grpc, s.native} {
+		if srv == nil {
+			continue
+		}
+		stopped := make(chan struct{})
+		go func() { srv.GracefulStop(); close(stopped) }()
+		select {
+		case <-stopped:
+		case <-ctx.Done():
+			srv.Stop()
+			<-stopped
+		}
+	}
+	_ = s.lis.Close()
+	s.wg.Wait()
+}
+
+func isClosedErr(err error) bool {
+	return errors.Is(err, net.ErrClosed) || errors.Is(err, http.ErrServerClosed) || errors.Is(err, grpc.ErrServerStopped) ||
+		strings.Contains(err.Error(), "use of closed network connection")
+}
+
+// nativeOptions configure the gRPC-only listener for many long-lived agent connections: TLS with optional client
+// certificates (agents present theirs), keepalive pings as often as every 20 s allowed (agents ping every 30 s, also
+// without streams), and small per-connection buffers with a shared write buffer — with 10,000 agents the default 32 KiB
+// read and write buffers alone would take 640 MB.
+//
+// A restarted hub meets all its agents at once, and TLS handshakes are what that reconnect storm costs: session tickets
+// are encrypted with a key every replica derives from the CA (ticketKey), so agents resume their sessions across
+// restarts without certificate verification or signatures, and the key exchange is X25519 (the default hybrid
+// post-quantum exchange takes about half the CPU of a full handshake).
+func nativeOptions(serving tls.Certificate, clientCAs *x509.CertPool, ticketKey [32]byte) []grpc.ServerOption {
+	tc := &tls.Config{
+		Certificates:     []tls.Certificate{serving},
+		MinVersion:       tls.VersionTLS12,
+		ClientAuth:       tls.VerifyClientCertIfGiven,
+		ClientCAs:        clientCAs,
+		CurvePreferences: []tls.CurveID{tls.X25519, tls.CurveP256},
+	}
+	tc.SetSessionTicketKeys([][32]byte{ticketKey})
+	return []grpc.ServerOption{
+		grpc.Creds(credentials.NewTLS(tc)),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 20 * time.Second, PermitWithoutStream: true}),
+		grpc.KeepaliveParams(keepalive.ServerParameters{Time: time.Minute, Timeout: 20 * time.Second}),
+		grpc.ReadBufferSize(4 << 10),
+		grpc.WriteBufferSize(4 << 10),
+		grpc.SharedWriteBuffer(true),
+	}
+}
