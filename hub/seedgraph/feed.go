@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -32,23 +33,27 @@ func (g *Graph) Run(ctx context.Context, src Source, log *slog.Logger, ready cha
 	}
 	loaded := make(chan struct{}, len(Followed))
 	errc := make(chan error, len(Followed))
+	var feeds sync.WaitGroup
+	defer feeds.Wait()
 	for i, r := range Followed {
-		go func() { errc <- g.feed(ctx, r, colls[i], log, loaded) }()
+		feeds.Go(func() { errc <- g.feed(ctx, r, colls[i], log, loaded) })
 	}
-	go func() {
-		for range Followed {
-			select {
-			case <-loaded:
-			case <-ctx.Done():
-				return
+	// Run itself waits for the loads, then for the feeds' ends.
+	first, ended := error(nil), 0
+	for n := 0; n < len(Followed) && ended < len(Followed); {
+		select {
+		case <-loaded:
+			if n++; n == len(Followed) && ready != nil {
+				close(ready)
+			}
+		case err := <-errc:
+			ended++
+			if err != nil && first == nil && ctx.Err() == nil {
+				first = err
 			}
 		}
-		if ready != nil {
-			close(ready)
-		}
-	}()
-	var first error
-	for range Followed {
+	}
+	for ; ended < len(Followed); ended++ {
 		if err := <-errc; err != nil && first == nil && ctx.Err() == nil {
 			first = err
 		}
