@@ -116,3 +116,26 @@ func TestRequestIDOf(t *testing.T) {
 		t.Error("two new ids are equal")
 	}
 }
+
+// FuzzRequestIDOf: whatever a client sends as its request id, the id used is what it sent when that is a safe id,
+// and a new UUID otherwise; it is never empty, never longer than 64 bytes, and holds no character a log line or a
+// header could be broken with.
+func FuzzRequestIDOf(f *testing.F) {
+	for _, s := range []string{"", "abc-123", "has space", "a\r\nX-Evil: 1", strings.Repeat("z", 65), "ü"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, sent string) {
+		id := RequestIDOf(sent)
+		if id == "" || len(id) > 64 {
+			t.Fatalf("RequestIDOf(%q) = %q", sent, id)
+		}
+		if id != sent && len(id) != 36 {
+			t.Fatalf("RequestIDOf(%q) = %q: neither what was sent nor a UUID", sent, id)
+		}
+		for _, c := range id {
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("-_.:", c)) {
+				t.Fatalf("RequestIDOf(%q) = %q holds %q", sent, id, c)
+			}
+		}
+	})
+}
