@@ -103,7 +103,7 @@ func TestAgentLinkSessionsLeaveNoGoroutines(t *testing.T) {
 }
 
 // sessionGoroutines returns the stacks of the goroutines that serve agent streams: sessions, bootstraps and their
-// receives.
+// receives. The stacks are the whole process's: no test of the package runs in parallel with another.
 func sessionGoroutines() []string {
 	buf := make([]byte, 1<<20)
 	for {
