@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/utils/ptr"
 
+	"github.com/trellis-dev/trellis/hub/admission"
 	"github.com/trellis-dev/trellis/hub/api"
 	"github.com/trellis-dev/trellis/hub/componentconfig"
 	"github.com/trellis-dev/trellis/hub/controller"
@@ -25,8 +26,9 @@ import (
 )
 
 // controllerManager builds the controller-manager's loops (Gardener's gardener-controller-manager) from the
-// component configuration, keeping those enabled selects (see Config.Controllers); the leader runs them.
-func controllerManager(reg *api.Registry, cfg componentconfig.ControllerManagerConfiguration, enabled []string, log *slog.Logger) (controller.Group, error) {
+// component configuration, keeping those enabled selects (see Config.Controllers); the leader runs them. Loops that
+// create or change objects as the API would run the API's admission plugins.
+func controllerManager(reg *api.Registry, plugins admission.Plugins, cfg componentconfig.ControllerManagerConfiguration, enabled []string, log *slog.Logger) (controller.Group, error) {
 	ctrl := cfg.Controllers
 	log = log.With("component", "controller-manager")
 	registrations, err := controllerregistration.New(controllerregistration.Config{Source: reg,
@@ -63,7 +65,7 @@ func controllerManager(reg *api.Registry, cfg componentconfig.ControllerManagerC
 	}
 	shoots, err := shoot.New(shoot.Config{Source: reg, Log: log,
 		Hibernation: shoot.HibernationConfig{Workers: *ctrl.ShootHibernation.ConcurrentSyncs, TriggerDeadline: ctrl.ShootHibernation.TriggerDeadlineDuration.Duration},
-		Maintenance: shoot.MaintenanceConfig{Workers: *ctrl.ShootMaintenance.ConcurrentSyncs,
+		Maintenance: shoot.MaintenanceConfig{Workers: *ctrl.ShootMaintenance.ConcurrentSyncs, Admission: plugins,
 			RestartControlPlane: ptr.Deref(ctrl.ShootMaintenance.EnableShootControlPlaneRestarter, false),
 			RestartCoreAddons:   ptr.Deref(ctrl.ShootMaintenance.EnableShootCoreAddonRestarter, false)},
 		Quota: shoot.QuotaConfig{Workers: *ctrl.ShootQuota.ConcurrentSyncs, SyncPeriod: ctrl.ShootQuota.SyncPeriod.Duration},
@@ -76,7 +78,7 @@ func controllerManager(reg *api.Registry, cfg componentconfig.ControllerManagerC
 		return nil, err
 	}
 	mss := ctrl.ManagedSeedSet
-	managedSeedSets, err := managedseedset.New(managedseedset.Config{Source: reg, Workers: *mss.ConcurrentSyncs,
+	managedSeedSets, err := managedseedset.New(managedseedset.Config{Source: reg, Admission: plugins, Workers: *mss.ConcurrentSyncs,
 		MaxShootRetries: mss.MaxShootRetries, SyncPeriod: mss.SyncPeriod.Duration, Log: log})
 	if err != nil {
 		return nil, err

@@ -18,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/trellis-dev/trellis/hub/admission"
 	"github.com/trellis-dev/trellis/hub/agentlink"
 	"github.com/trellis-dev/trellis/hub/api"
 	"github.com/trellis-dev/trellis/hub/auth"
@@ -242,8 +243,9 @@ func (h *Hub) Run(ctx context.Context) error {
 	}
 	metrics := newMetrics()
 	services := &serviceSet{}
+	plugins := admission.Builtin() // the API's admission, and the loops' that write as the API would
 	graph := newSeedGraph()
-	registry, err := h.newAPI(ctx, st, services, graph)
+	registry, err := h.newAPI(ctx, st, services, plugins, graph)
 	if err != nil {
 		return err
 	}
@@ -259,7 +261,7 @@ func (h *Hub) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	leader, err := h.newLeaderLoops(st, registry, ca)
+	leader, err := h.newLeaderLoops(st, registry, plugins, ca)
 	if err != nil {
 		return err
 	}

@@ -92,10 +92,10 @@ func (g seedGraph) run(src seedgraph.Source, log *slog.Logger) func(context.Cont
 	return func(ctx context.Context) error { return g.Run(ctx, src, log, g.ready) }
 }
 
-// newAPI builds the kinds' registry, registering their services in services: admission with the hub's plugin table,
+// newAPI builds the kinds' registry, registering their services in services: admission with the plugin table,
 // the projects' default quotas (admission, so every replica enforces them) and the authorizer (package authz, over
 // the seed graph for agents).
-func (h *Hub) newAPI(ctx context.Context, st *store.Store, services grpc.ServiceRegistrar, graph seedGraph) (*api.Registry, error) {
+func (h *Hub) newAPI(ctx context.Context, st *store.Store, services grpc.ServiceRegistrar, plugins admission.Plugins, graph seedGraph) (*api.Registry, error) {
 	quotas, err := admission.NewProjectQuotas(h.cfg.Components.ControllerManager.Controllers.Project.Quotas)
 	if err != nil {
 		return nil, err
@@ -103,7 +103,7 @@ func (h *Hub) newAPI(ctx context.Context, st *store.Store, services grpc.Service
 	return api.NewRegistry(ctx, api.Config{
 		Store: st, Services: services,
 		Indexes:         append(authz.Indexes(), api.Index{Resource: auth.AccessTokens, Name: auth.TokenHashIndex, Values: auth.TokenHashes}),
-		Admission:       admission.Builtin(),
+		Admission:       plugins,
 		AdmissionConfig: admission.Config{AccessTokenMaxLifetime: h.cfg.MaxTokenLifetime, Now: h.cfg.Now},
 		CreateQuota:     quotas,
 		Authorizer: func(r *api.Registry) api.Authorizer {
@@ -137,13 +137,13 @@ type leaderLoops struct {
 	loops   []func(context.Context) error
 }
 
-func (h *Hub) newLeaderLoops(st *store.Store, reg *api.Registry, ca *pki.CA) (*leaderLoops, error) {
+func (h *Hub) newLeaderLoops(st *store.Store, reg *api.Registry, plugins admission.Plugins, ca *pki.CA) (*leaderLoops, error) {
 	lifecycle := agentlink.NewLifecycle(agentlink.LifecycleConfig{
 		Source: reg, Etcd: st.Client(), Prefix: st.Prefix(), MonitorPeriod: h.cfg.MonitorPeriod, ShootMonitorPeriod: h.cfg.shootMonitorPeriod,
 		Log: h.log.With("component", "seed-lifecycle"),
 	})
 	csrs := csr.NewController(reg, ca, h.log.With("component", "csr"))
-	cm, err := controllerManager(reg, h.cfg.Components.ControllerManager, h.cfg.Controllers, h.log)
+	cm, err := controllerManager(reg, plugins, h.cfg.Components.ControllerManager, h.cfg.Controllers, h.log)
 	if err != nil {
 		return nil, err
 	}

@@ -95,7 +95,7 @@ const (
 type Config struct {
 	Source controller.Collections
 	// Admission are the admission plugins the replicas' Shoots and ManagedSeeds are defaulted and validated with,
-	// as the API would (the hub's: admission.Builtin()); the zero table creates them unchecked.
+	// as the API would (the hub's: admission.Builtin()); required.
 	Admission admission.Plugins
 	// Workers is concurrentSyncs (default 5).
 	Workers int
@@ -131,6 +131,9 @@ func (c *Config) defaults() {
 func NewReconciler(cfg Config) (*Reconciler, error) {
 	if cfg.Source == nil {
 		return nil, errors.New("managedseedset: no source")
+	}
+	if cfg.Admission.Len() == 0 {
+		return nil, errors.New("managedseedset: admission: no admission plugins (the API's are admission.Builtin())")
 	}
 	cfg.defaults()
 	r := &Reconciler{maxShootRetries: *cfg.MaxShootRetries, syncPeriod: cfg.SyncPeriod, clock: cfg.Clock,

@@ -92,7 +92,7 @@ type MaintenanceConfig struct {
 	// maintenance (Gardener's enableShootControlPlaneRestarter and enableShootCoreAddonRestarter).
 	RestartControlPlane, RestartCoreAddons bool
 	// Admission are the admission plugins a maintained shoot is defaulted and validated with before it is written, as
-	// the API would (the hub's: admission.Builtin()); the zero table writes it unchecked.
+	// the API would (the hub's: admission.Builtin()); required.
 	Admission admission.Plugins
 }
 
@@ -209,6 +209,9 @@ func New(cfg Config) (controller.Group, error) {
 	c, err := openCollections(cfg.Source)
 	if err != nil {
 		return nil, err
+	}
+	if cfg.Maintenance.Admission.Len() == 0 {
+		return nil, errors.New("shoot controllers: maintenance.admission: no admission plugins (the API's are admission.Builtin())")
 	}
 	rec := &controller.Recorder{Events: c.events, Component: eventComponent, Clock: cfg.Clock, Log: cfg.Log}
 	newController := func(name string, workers int, r controller.Reconciler, sources ...controller.Source) (*controller.Controller, error) {
