@@ -54,8 +54,7 @@ type Config struct {
 	Services grpc.ServiceRegistrar
 	// Indexes are secondary indexes added to the kinds' built-in ones.
 	Indexes []Index
-	// Admission is the table of admission plugins the kinds' writes run; the hub's is admission.Builtin(). The zero
-	// table runs none (only the generic metadata validation).
+	// Admission is the table of admission plugins the kinds' writes run (required; the hub's is admission.Builtin()).
 	Admission admission.Plugins
 	// AdmissionConfig configures the plugins (token lifetimes, their clock); the zero value is admission's defaults.
 	AdmissionConfig admission.Config
@@ -81,8 +80,8 @@ type Index struct {
 // NewRegistry registers every kind on cfg.Services, with collections of cfg.Store and the extra indexes. ctx bounds
 // the collections' watch caches.
 func NewRegistry(ctx context.Context, cfg Config) (*Registry, error) {
-	if cfg.Store == nil || cfg.Services == nil {
-		return nil, errors.New("api: Store and Services are required")
+	if cfg.Store == nil || cfg.Services == nil || cfg.Admission.Len() == 0 {
+		return nil, errors.New("api: Store, Services and Admission are required")
 	}
 	log := cfg.Log
 	if log == nil {
