@@ -90,6 +90,31 @@ build:
 	@mkdir -p bin
 	$(GO) build -o bin/ $(addprefix ./cmd/,$(BINARIES))
 
+## dashboard (part of build): the web dashboard's page, dashboard/web (Svelte, Vite) built into dashboard/dist, which
+## the hub embeds; dist is committed, so a clone compiles without Node.js. Rebuilt only when its sources changed, with
+## `npm ci` first when the lockfile did; skipped with a note when npm is missing (the committed dist is served).
+## generate-dashboard (part of generate) writes the page's API types (dashboard/web/src/api) from docs/openapi/v3 and
+## rebuilds dist; checkgenerate-dashboard (part of checkgenerate) fails when either differs from what is committed.
+.PHONY: dashboard dashboard-deps generate-dashboard checkgenerate-dashboard
+DASHBOARD_WEB := dashboard/web
+DASHBOARD_SOURCES := $(shell find $(DASHBOARD_WEB)/src $(DASHBOARD_WEB)/public -type f 2>/dev/null) \
+	$(addprefix $(DASHBOARD_WEB)/,index.html package.json package-lock.json vite.config.ts svelte.config.js tsconfig.json)
+build: dashboard
+dashboard: dashboard/dist/index.html
+dashboard/dist/index.html: $(DASHBOARD_SOURCES)
+	@if ! command -v npm >/dev/null; then echo "npm not found: serving the committed dashboard/dist"; exit 0; fi; \
+	$(MAKE) --no-print-directory dashboard-deps && cd $(DASHBOARD_WEB) && npx vite build --logLevel warn
+dashboard-deps:
+	@cd $(DASHBOARD_WEB) && if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then \
+		npm ci --no-audit --no-fund --loglevel=error; fi
+generate: generate-dashboard
+generate-dashboard: dashboard-deps
+	cd $(DASHBOARD_WEB) && node scripts/gen-api.mjs && npx vite build --logLevel warn
+checkgenerate: checkgenerate-dashboard
+checkgenerate-dashboard: generate-dashboard
+	@out=$$(git status --porcelain -- $(DASHBOARD_WEB)/src/api dashboard/dist); \
+	if [ -n "$$out" ]; then echo "the dashboard's generated files are out of date; run 'make generate' and commit:"; echo "$$out"; exit 1; fi
+
 ## lint: gofmt, go vet and buf lint.
 lint: $(TOOLS)/buf
 	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '^proto/gen/')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

@@ -142,6 +142,9 @@ func (h *Hub) handlers(ctx context.Context, authn *auth.Authenticator, reg *api.
 	}
 	mux.Handle("/openapi/", requireToken(authn, apiDocs))
 	mux.Handle("/", discoveryOr(authn, disc, m.http(rest)))
+	if err := mountDashboard(mux, authn, h.log); err != nil {
+		return nil, err
+	}
 	return mux, nil
 }
 
