@@ -110,6 +110,11 @@ dashboard-deps:
 generate: generate-dashboard
 generate-dashboard: dashboard-deps
 	cd $(DASHBOARD_WEB) && node scripts/gen-api.mjs && npx vite build --logLevel warn
+## lint-dashboard (part of lint): the page's TypeScript and Svelte type check (svelte-check).
+.PHONY: lint-dashboard
+lint: lint-dashboard
+lint-dashboard: dashboard-deps
+	cd $(DASHBOARD_WEB) && npx svelte-check --tsconfig ./tsconfig.json --fail-on-warnings --output machine | tail -1
 checkgenerate: checkgenerate-dashboard
 checkgenerate-dashboard: generate-dashboard
 	@out=$$(git status --porcelain -- $(DASHBOARD_WEB)/src/api dashboard/dist); \
