@@ -114,7 +114,7 @@ generate-dashboard: dashboard-deps
 .PHONY: lint-dashboard
 lint: lint-dashboard
 lint-dashboard: dashboard-deps
-	cd $(DASHBOARD_WEB) && npx svelte-check --tsconfig ./tsconfig.json --fail-on-warnings --output machine | tail -1
+	cd $(DASHBOARD_WEB) && npx svelte-check --tsconfig ./tsconfig.json --fail-on-warnings --output human
 checkgenerate: checkgenerate-dashboard
 checkgenerate-dashboard: generate-dashboard
 	@out=$$(git status --porcelain -- $(DASHBOARD_WEB)/src/api dashboard/dist); \

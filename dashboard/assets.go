@@ -32,10 +32,9 @@ type assets struct {
 
 // Stats reports the built page's size: files, their bytes, and the bytes a browser that takes gzip downloads.
 type Stats struct {
-	Files      int
-	Bytes      int
-	GzipBytes  int
-	IndexBytes int
+	Files     int
+	Bytes     int
+	GzipBytes int
 }
 
 // AssetStats reports the embedded page's size (for measurements and the docs).
@@ -45,16 +44,13 @@ func AssetStats() (Stats, error) {
 		return Stats{}, err
 	}
 	var s Stats
-	for name, f := range a.files {
+	for _, f := range a.files {
 		s.Files++
 		s.Bytes += len(f.body)
 		if f.gzipped != nil {
 			s.GzipBytes += len(f.gzipped)
 		} else {
 			s.GzipBytes += len(f.body)
-		}
-		if name == "index.html" {
-			s.IndexBytes = len(f.body)
 		}
 	}
 	return s, nil

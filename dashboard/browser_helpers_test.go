@@ -324,6 +324,31 @@ func landscape(t *testing.T, h *hubtest.Hub) {
 		"conditions":    conditions(now, "False"),
 	})
 	newShoot(t, h, "garden-ops", "monitoring", "1.33.4", "infrastructure")
+	// More shoots of dev in the states a fleet shows, for the screenshots.
+	for _, s := range []struct {
+		name, version, purpose string
+		status                 map[string]any
+	}{
+		{"analytics", "1.33.4", "production", map[string]any{
+			"lastOperation": map[string]any{"type": "Reconcile", "state": "Processing", "progress": 45, "description": "Waiting until the worker pools are rolled out", "lastUpdateTime": now},
+			"conditions":    conditions(now, "Progressing")}},
+		{"staging", "1.33.4", "testing", map[string]any{
+			"hibernated":    true,
+			"lastOperation": map[string]any{"type": "Reconcile", "state": "Succeeded", "progress": 100, "description": "Shoot cluster has been hibernated", "lastUpdateTime": now},
+			"conditions":    conditions(now, "True")}},
+		{"ml-gpu", "1.34.1", "evaluation", map[string]any{
+			"lastOperation": map[string]any{"type": "Create", "state": "Processing", "progress": 12, "description": "Deploying Shoot infrastructure", "lastUpdateTime": now}}},
+		{"legacy", "1.33.4", "development", map[string]any{
+			"lastOperation": map[string]any{"type": "Reconcile", "state": "Failed", "progress": 80, "description": "Flow failed: the worker pool did not become ready", "lastUpdateTime": now},
+			"lastErrors": []any{map[string]any{"description": "machine type m5.large is out of capacity in zone eu-west-1a", "codes": []string{"ERR_INFRA_RESOURCES_DEPLETED"}, "taskID": "Deploying worker pools", "lastUpdateTime": now}},
+			"conditions":  conditions(now, "False")}},
+	} {
+		newShoot(t, h, "garden-dev", s.name, s.version, s.purpose)
+		if s.name == "staging" {
+			mustDo(t, h, "PATCH", shootsDev+"/staging", `{"spec":{"hibernation":{"enabled":true}}}`, 200, "Content-Type", mergePtch)
+		}
+		setStatus(t, h, "garden-dev", s.name, s.status)
+	}
 }
 
 func newShoot(t *testing.T, h *hubtest.Hub, ns, name, version, purpose string) {

@@ -96,7 +96,7 @@ func TestDashboard(t *testing.T) {
 		p.waitJS("filter 1.32", `document.querySelectorAll("tr.shoot").length === 1 && !!document.querySelector("tr[data-shoot=db]")`)
 		p.fill("input[type=search]", "")
 		p.click("button[data-sort=name]")
-		p.waitJS("both rows", `document.querySelectorAll("tr.shoot").length === 2`)
+		p.waitJS("all rows", `document.querySelectorAll("tr.shoot").length === 6`)
 		p.shot("shoots")
 	})
 
@@ -269,7 +269,7 @@ func TestDashboard(t *testing.T) {
 		a.login(h.Token)
 		a.goTo("/seeds")
 		a.do(waitVisible("[data-seed=aws-eu1]"))
-		a.waitJS("capacity", `document.querySelector("[data-seed=aws-eu1] [data-testid=capacity]").innerText.includes("3 / 200 shoots")`)
+		a.waitJS("capacity", `document.querySelector("[data-seed=aws-eu1] [data-testid=capacity]").innerText.includes("7 / 200 shoots")`)
 		if got := a.text("[data-seed=aws-eu1] [data-testid=cert-expiry]"); !strings.HasPrefix(got, "in ") {
 			t.Errorf("certificate expiry: %q", got)
 		}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trellis-dev/trellis/dashboard"
 	"github.com/trellis-dev/trellis/test/hubtest"
 )
 
@@ -86,6 +87,11 @@ func TestDashboardThousandShoots(t *testing.T) {
 	}
 
 	gz, raw := shipped(t, h)
+	all, err := dashboard.AssetStats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("measured: the whole embedded page: %d files, %d bytes gzip (%d raw)", all.Files, all.GzipBytes, all.Bytes)
 	t.Logf("measured: first render of %d shoots %.0f ms after navigation start; %d rows in the DOM; watch event to page %d ms; sort %.0f ms; shipped %d bytes gzip (%d raw)",
 		n, firstRender, inDOM, watchDelay, sortMs, gz, raw)
 }
