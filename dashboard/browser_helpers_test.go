@@ -340,8 +340,8 @@ func landscape(t *testing.T, h *hubtest.Hub) {
 			"lastOperation": map[string]any{"type": "Create", "state": "Processing", "progress": 12, "description": "Deploying Shoot infrastructure", "lastUpdateTime": now}}},
 		{"legacy", "1.33.4", "development", map[string]any{
 			"lastOperation": map[string]any{"type": "Reconcile", "state": "Failed", "progress": 80, "description": "Flow failed: the worker pool did not become ready", "lastUpdateTime": now},
-			"lastErrors": []any{map[string]any{"description": "machine type m5.large is out of capacity in zone eu-west-1a", "codes": []string{"ERR_INFRA_RESOURCES_DEPLETED"}, "taskID": "Deploying worker pools", "lastUpdateTime": now}},
-			"conditions":  conditions(now, "False")}},
+			"lastErrors":    []any{map[string]any{"description": "machine type m5.large is out of capacity in zone eu-west-1a", "codes": []string{"ERR_INFRA_RESOURCES_DEPLETED"}, "taskID": "Deploying worker pools", "lastUpdateTime": now}},
+			"conditions":    conditions(now, "False")}},
 	} {
 		newShoot(t, h, "garden-dev", s.name, s.version, s.purpose)
 		if s.name == "staging" {
