@@ -142,7 +142,10 @@ func (b *browser) newPage(t *testing.T) *page {
 // isExpectedConsole tells the console lines the tests cause on purpose: the browser logs every refused request
 // (a 4xx answer to fetch) as a failed resource load.
 func isExpectedConsole(l string) bool {
-	return strings.Contains(l, "Failed to load resource: the server responded with a status of 4")
+	return strings.Contains(l, "Failed to load resource: the server responded with a status of 4") ||
+		// Chromium cancels requests in flight when the machine's network interfaces change (other tests create
+		// some); the page's watches resume by themselves.
+		strings.Contains(l, "net::ERR_NETWORK_CHANGED")
 }
 
 func (p *page) do(steps ...chromedp.Action[chromedp.Void]) {
@@ -324,6 +327,28 @@ func landscape(t *testing.T, h *hubtest.Hub) {
 		"conditions":    conditions(now, "False"),
 	})
 	newShoot(t, h, "garden-ops", "monitoring", "1.33.4", "infrastructure")
+	// An extension on the seed (the hub's controllerregistration-seed loop is off in these tests: the installation
+	// is written here, its conditions as the agent reports them).
+	mustDo(t, h, "POST", "/apis/core.gardener.cloud/v1beta1/controllerregistrations", map[string]any{
+		"metadata": map[string]any{"name": "provider-aws"},
+		"spec":     map[string]any{"resources": []any{map[string]any{"kind": "Infrastructure", "type": "aws"}}},
+	}, 201)
+	mustDo(t, h, "POST", "/apis/core.gardener.cloud/v1beta1/controllerinstallations", map[string]any{
+		"metadata": map[string]any{"name": "provider-aws-x7k2p"},
+		"spec":     map[string]any{"registrationRef": map[string]any{"name": "provider-aws"}, "seedRef": map[string]any{"name": "aws-eu1"}},
+	}, 201)
+	var instConds []any
+	for _, c := range [][2]string{{"Valid", "True"}, {"Installed", "True"}, {"Healthy", "True"}, {"Progressing", "False"}, {"Required", "True"}} {
+		instConds = append(instConds, map[string]any{"type": c[0], "status": c[1], "reason": c[0], "message": c[0] + " as the test says", "lastTransitionTime": now, "lastUpdateTime": now})
+	}
+	mustDo(t, h, "PATCH", "/apis/core.gardener.cloud/v1beta1/controllerinstallations/provider-aws-x7k2p/status",
+		map[string]any{"status": map[string]any{"conditions": instConds}}, 200, "Content-Type", mergePtch)
+	mustDo(t, h, "POST", "/api/v1/namespaces/garden-dev/events", map[string]any{
+		"metadata":       map[string]any{"name": "web.1"},
+		"involvedObject": map[string]any{"kind": "Shoot", "apiVersion": "core.gardener.cloud/v1beta1", "namespace": "garden-dev", "name": "web"},
+		"reason":         "Hibernated", "message": "Hibernating cluster due to schedule", "type": "Normal", "count": 2,
+		"firstTimestamp": now, "lastTimestamp": now, "source": map[string]any{"component": "shoot-hibernation"},
+	}, 201)
 	// More shoots of dev in the states a fleet shows, for the screenshots.
 	for _, s := range []struct {
 		name, version, purpose string
@@ -341,6 +366,7 @@ func landscape(t *testing.T, h *hubtest.Hub) {
 		{"legacy", "1.33.4", "development", map[string]any{
 			"lastOperation": map[string]any{"type": "Reconcile", "state": "Failed", "progress": 80, "description": "Flow failed: the worker pool did not become ready", "lastUpdateTime": now},
 			"lastErrors":    []any{map[string]any{"description": "machine type m5.large is out of capacity in zone eu-west-1a", "codes": []string{"ERR_INFRA_RESOURCES_DEPLETED"}, "taskID": "Deploying worker pools", "lastUpdateTime": now}},
+			"constraints":   []any{map[string]any{"type": "HibernationPossible", "status": "False", "reason": "WorkersNotReady", "message": "the worker pool is not ready", "lastTransitionTime": now, "lastUpdateTime": now}},
 			"conditions":    conditions(now, "False")}},
 	} {
 		newShoot(t, h, "garden-dev", s.name, s.version, s.purpose)

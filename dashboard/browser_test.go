@@ -16,7 +16,7 @@ func TestDashboard(t *testing.T) {
 	if testing.Short() {
 		t.Skip("browser test")
 	}
-	h := hubtest.Start(t, hubtest.WithoutControllers("shoot-maintenance"))
+	h := hubtest.Start(t, hubtest.WithoutControllers("shoot-maintenance", "controllerregistration-seed"))
 	br := startBrowser(t, h)
 	landscape(t, h)
 	aliceToken, vicToken, bobToken := h.UserToken(t, alice), h.UserToken(t, vic), h.UserToken(t, bob)
@@ -181,6 +181,24 @@ func TestDashboard(t *testing.T) {
 		p.waitJS("Completed", `document.querySelectorAll("[data-testid=rotation] [data-phase=Completed]").length === 3`)
 	})
 
+	t.Run("last errors, constraints and events", func(t *testing.T) {
+		p.t = t
+		p.goTo("/projects/dev/shoots/legacy")
+		p.do(waitVisible("[data-testid=last-error]"))
+		if got := p.text("[data-testid=last-error]"); !strings.Contains(got, "out of capacity") || !strings.Contains(got, "ERR_INFRA_RESOURCES_DEPLETED") || !strings.Contains(got, "Deploying worker pools") {
+			t.Errorf("last error shown as %q", got)
+		}
+		if !p.exists("[data-constraint=HibernationPossible]") {
+			t.Error("the constraint is not shown")
+		}
+		if got := p.text("[data-condition=EveryNodeReady]"); !strings.Contains(got, "False") || !strings.Contains(got, "checked by the test") {
+			t.Errorf("condition shown as %q", got)
+		}
+		p.shot("shoot-failed")
+		p.goTo("/projects/dev/shoots/web?tab=events")
+		p.waitJS("the event", `document.querySelector("[data-testid=events]")?.innerText.includes("Hibernating cluster due to schedule")`)
+	})
+
 	t.Run("YAML editor shows the 422 at its line", func(t *testing.T) {
 		p.t = t
 		p.goTo("/projects/dev/shoots/web?tab=yaml")
@@ -275,6 +293,10 @@ func TestDashboard(t *testing.T) {
 		}
 		a.click("[data-seed=aws-eu1] button[aria-expanded]")
 		a.waitJS("the seed's shoots", `!!document.querySelector("[data-seed=aws-eu1] a[href='/dashboard/projects/ops/shoots/monitoring']")`)
+		a.waitJS("the seed's extension", `document.querySelector("[data-seed=aws-eu1] [data-testid=installations]")?.innerText.includes("provider-aws-x7k2p")`)
+		if n := eval[int](a, `document.querySelectorAll("[data-seed=aws-eu1] [data-testid=installations] [data-condition][data-status=True]").length`); n != 4 {
+			t.Errorf("%d true conditions of the installation shown, want 4", n)
+		}
 		a.shot("seeds")
 		// Users who are not cluster admins have no seeds page in the menu.
 		if p.exists(`a[href="/dashboard/seeds"]`) {

@@ -21,7 +21,7 @@ func TestDashboardThousandShoots(t *testing.T) {
 	if testing.Short() {
 		t.Skip("browser test")
 	}
-	h := hubtest.Start(t, hubtest.WithoutControllers("shoot-maintenance"))
+	h := hubtest.Start(t, hubtest.WithoutControllers("shoot-maintenance", "controllerregistration-seed"))
 	br := startBrowser(t, h)
 	landscape(t, h)
 	mustDo(t, h, "POST", "/apis/core.gardener.cloud/v1beta1/projects", map[string]any{
