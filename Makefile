@@ -45,6 +45,8 @@ generate: tools $(TOOLS)/protoc-gen-trellisctl
 	@mkdir -p bin
 	$(TOOLS)/buf build -o bin/protos.binpb
 	$(GO) run ./hub/openapi/gen -image bin/protos.binpb -out docs/openapi
+	@# The dashboard's API types follow the OpenAPI documents just written (generate-dashboard, below).
+	$(MAKE) --no-print-directory generate-dashboard
 
 ## protoc-gen-trellisctl: the local buf plugin writing ctl/kinds, rebuilt at every generate (go build caches it).
 .PHONY: $(TOOLS)/protoc-gen-trellisctl
@@ -93,8 +95,9 @@ build:
 ## dashboard (part of build): the web dashboard's page, dashboard/web (Svelte, Vite) built into dashboard/dist, which
 ## the hub embeds; dist is committed, so a clone compiles without Node.js. Rebuilt only when its sources changed, with
 ## `npm ci` first when the lockfile did; skipped with a note when npm is missing (the committed dist is served).
-## generate-dashboard (part of generate) writes the page's API types (dashboard/web/src/api) from docs/openapi/v3 and
-## rebuilds dist; checkgenerate-dashboard (part of checkgenerate) fails when either differs from what is committed.
+## generate-dashboard (run by generate, after the OpenAPI documents) writes the page's API types
+## (dashboard/web/src/api) from docs/openapi/v3 and rebuilds dist; checkgenerate-dashboard (part of checkgenerate)
+## fails when either differs from what is committed.
 .PHONY: dashboard dashboard-deps generate-dashboard checkgenerate-dashboard
 DASHBOARD_WEB := dashboard/web
 DASHBOARD_SOURCES := $(shell find $(DASHBOARD_WEB)/src $(DASHBOARD_WEB)/public -type f 2>/dev/null) \
@@ -107,7 +110,6 @@ dashboard/dist/index.html: $(DASHBOARD_SOURCES)
 dashboard-deps:
 	@cd $(DASHBOARD_WEB) && if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then \
 		npm ci --no-audit --no-fund --loglevel=error; fi
-generate: generate-dashboard
 generate-dashboard: dashboard-deps
 	cd $(DASHBOARD_WEB) && node scripts/gen-api.mjs && npx vite build --logLevel warn
 ## lint-dashboard (part of lint): the page's TypeScript and Svelte type check (svelte-check).
@@ -116,7 +118,7 @@ lint: lint-dashboard
 lint-dashboard: dashboard-deps
 	cd $(DASHBOARD_WEB) && npx svelte-check --tsconfig ./tsconfig.json --fail-on-warnings --output human
 checkgenerate: checkgenerate-dashboard
-checkgenerate-dashboard: generate-dashboard
+checkgenerate-dashboard: generate
 	@out=$$(git status --porcelain -- $(DASHBOARD_WEB)/src/api dashboard/dist); \
 	if [ -n "$$out" ]; then echo "the dashboard's generated files are out of date; run 'make generate' and commit:"; echo "$$out"; exit 1; fi
 

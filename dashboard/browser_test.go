@@ -257,6 +257,12 @@ func TestDashboard(t *testing.T) {
 			t.Errorf("a viewer's delete through the dashboard: %d, want 403", code)
 		}
 		v.shot("viewer")
+		// Logging out forgets the session: the login form is back and the bridge answers 401.
+		v.click(".whoami button")
+		v.do(waitVisible("textarea[name=token]"))
+		if code := v.fetchStatus("GET", shootsDev, "", "application/json"); code != 401 {
+			t.Errorf("the bridge after logout: %d, want 401", code)
+		}
 	})
 
 	t.Run("another project's user sees nothing of it", func(t *testing.T) {

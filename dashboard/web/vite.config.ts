@@ -14,5 +14,6 @@ export default defineConfig({
     cssCodeSplit: false,
     target: "es2022",
     reportCompressedSize: false,
+    rolldownOptions: { checks: { pluginTimings: false } },
   },
 });

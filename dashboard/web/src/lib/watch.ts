@@ -83,6 +83,7 @@ export function listWatch<T extends KObject>(path: string, sink: Collection<T>, 
       } catch (err) {
         if (signal.aborted) return;
         sink.onError?.(err);
+        if (err instanceof ApiError && err.code === 401) window.dispatchEvent(new CustomEvent("trellis:unauthorized"));
         if (err instanceof ApiError && (err.code === 401 || err.code === 403 || err.code === 404)) return;
         await new Promise((r) => setTimeout(r, backoff));
         backoff = Math.min(backoff * 2, 10_000);
