@@ -327,6 +327,14 @@ func landscape(t *testing.T, h *hubtest.Hub) {
 		"conditions":    conditions(now, "False"),
 	})
 	newShoot(t, h, "garden-ops", "monitoring", "1.33.4", "infrastructure")
+	// The seed's heartbeat: the Lease its agent renews (the namespace may exist already).
+	if code, out := h.Do(t, "POST", "/api/v1/namespaces", map[string]any{"metadata": map[string]any{"name": "gardener-system-seed-lease"}}); code != 201 && code != 409 {
+		t.Fatalf("lease namespace: %d %s", code, out)
+	}
+	mustDo(t, h, "POST", "/apis/coordination.k8s.io/v1/namespaces/gardener-system-seed-lease/leases", map[string]any{
+		"metadata": map[string]any{"name": "aws-eu1"},
+		"spec":     map[string]any{"holderIdentity": "aws-eu1", "leaseDurationSeconds": 40, "renewTime": time.Now().UTC().Format("2006-01-02T15:04:05.000000Z")},
+	}, 201)
 	// An extension on the seed (the hub's controllerregistration-seed loop is off in these tests: the installation
 	// is written here, its conditions as the agent reports them).
 	mustDo(t, h, "POST", "/apis/core.gardener.cloud/v1beta1/controllerregistrations", map[string]any{

@@ -294,6 +294,9 @@ func TestDashboard(t *testing.T) {
 		a.goTo("/seeds")
 		a.do(waitVisible("[data-seed=aws-eu1]"))
 		a.waitJS("capacity", `document.querySelector("[data-seed=aws-eu1] [data-testid=capacity]").innerText.includes("7 / 200 shoots")`)
+		if got := a.text("[data-seed=aws-eu1] [data-testid=heartbeat]"); !strings.HasSuffix(got, "s ago") {
+			t.Errorf("heartbeat: %q", got)
+		}
 		if got := a.text("[data-seed=aws-eu1] [data-testid=cert-expiry]"); !strings.HasPrefix(got, "in ") {
 			t.Errorf("certificate expiry: %q", got)
 		}
