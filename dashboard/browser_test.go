@@ -283,6 +283,19 @@ func TestDashboard(t *testing.T) {
 		if code := o.fetchStatus("GET", "/apis/core.gardener.cloud/v1beta1/projects/dev", "", "application/json"); code != 404 {
 			t.Errorf("bob's get of project dev: %d, want 404", code)
 		}
+		// The fleet view lists the shoots of every project of the user's, and only those.
+		o.click("[data-testid=all-shoots]")
+		o.waitJS("bob's shoots", `!!document.querySelector("tr[data-shoot=monitoring]")`)
+		if n := eval[int](o, `document.querySelectorAll("tr.shoot").length`); n != 1 {
+			t.Errorf("bob's fleet holds %d shoots, want 1 (monitoring of ops)", n)
+		}
+		p.t = t
+		p.click("[data-testid=all-shoots]")
+		p.waitJS("alice's fleet", `document.querySelectorAll("tr.shoot").length === 6 && !document.querySelector("tr[data-shoot=monitoring]")`)
+		if got := p.text("tr[data-shoot=web] td:first-child"); got != "dev" {
+			t.Errorf("project column of web: %q", got)
+		}
+		p.shot("fleet")
 		if n := eval[int](o, `fetch("/dashboard/api/apis/core.gardener.cloud/v1beta1/shoots", {headers: {"X-Trellis-Dashboard": "1"}}).then(r => r.json()).then(l => l.items.filter(s => s.metadata.namespace === "garden-dev").length)`); n != 0 {
 			t.Errorf("bob's list of all shoots holds %d of dev's", n)
 		}

@@ -7,6 +7,7 @@ export type Route =
   | { page: "shoot"; project: string; name: string; tab: string }
   | { page: "create"; project: string }
   | { page: "seeds" }
+  | { page: "allshoots" }
   | { page: "notfound" };
 
 function parse(loc: Location): Route {
@@ -14,6 +15,7 @@ function parse(loc: Location): Route {
   const tab = new URLSearchParams(loc.search).get("tab") ?? "overview";
   if (parts.length === 0) return { page: "projects" };
   if (parts[0] === "seeds" && parts.length === 1) return { page: "seeds" };
+  if (parts[0] === "shoots" && parts.length === 1) return { page: "allshoots" };
   if (parts[0] === "projects" && parts.length === 2) return { page: "shoots", project: parts[1] };
   if (parts[0] === "projects" && parts.length === 3 && parts[2] === "create") return { page: "create", project: parts[1] };
   if (parts[0] === "projects" && parts.length === 4 && parts[2] === "shoots") return { page: "shoot", project: parts[1], name: parts[3], tab };
