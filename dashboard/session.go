@@ -60,9 +60,11 @@ func (h *handler) session(w http.ResponseWriter, r *http.Request) {
 		}
 		u, err := h.authenticate(r, body.Token)
 		if err != nil {
+			h.cfg.Logger.Info("dashboard login refused", "remote", r.RemoteAddr, "err", err)
 			writeStatus(w, http.StatusUnauthorized, "Unauthorized", err.Error())
 			return
 		}
+		h.cfg.Logger.Info("dashboard login", "user", u.Name, "remote", r.RemoteAddr)
 		http.SetCookie(w, &http.Cookie{
 			Name: cookieName, Value: base64.RawURLEncoding.EncodeToString([]byte(body.Token)),
 			Path: Path, Secure: true, HttpOnly: true, SameSite: http.SameSiteStrictMode,
@@ -97,6 +99,7 @@ func (h *handler) authenticate(r *http.Request, token string) (User, error) {
 func (h *handler) api(w http.ResponseWriter, r *http.Request, path string) {
 	w.Header().Set("Cache-Control", "no-store")
 	if !sameOrigin(r) {
+		h.cfg.Logger.Debug("dashboard API call refused: not from the dashboard's page", "path", path, "remote", r.RemoteAddr, "secFetchSite", r.Header.Get("Sec-Fetch-Site"))
 		writeStatus(w, http.StatusForbidden, "Forbidden", "API calls must come from the dashboard's own page (header "+csrfHeader+")")
 		return
 	}
