@@ -1,6 +1,8 @@
 package dashboard_test
 
 import (
+	"compress/gzip"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -126,6 +128,29 @@ func TestHandler(t *testing.T) {
 		if r := send("GET", projects, "", "Cookie", cookie, "X-Trellis-Dashboard", "1"); r.StatusCode != 200 || !strings.Contains(read(r), `"kind":"ProjectList"`) {
 			t.Errorf("the page's list: %d", r.StatusCode)
 		}
+		// Lists are gzipped for browsers that take it; watches are not.
+		r := send("GET", projects, "", "Cookie", cookie, "X-Trellis-Dashboard", "1", "Accept-Encoding", "gzip")
+		if r.StatusCode != 200 || r.Header.Get("Content-Encoding") != "gzip" {
+			t.Errorf("a list with Accept-Encoding gzip: %d, encoding %q", r.StatusCode, r.Header.Get("Content-Encoding"))
+		} else if zr, err := gzip.NewReader(r.Body); err != nil {
+			t.Error(err)
+		} else if b, err := io.ReadAll(zr); err != nil || !strings.Contains(string(b), `"kind":"ProjectList"`) {
+			t.Errorf("the gzipped list: %v %.200s", err, b)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		req, _ := http.NewRequestWithContext(ctx, "GET", h.URL+projects+"?watch=true", nil)
+		req.Header.Set("Cookie", cookie)
+		req.Header.Set("X-Trellis-Dashboard", "1")
+		req.Header.Set("Accept-Encoding", "gzip")
+		if resp, err := noRedirect.Do(req); err != nil {
+			t.Error(err)
+		} else {
+			if resp.StatusCode != 200 || resp.Header.Get("Content-Encoding") != "" {
+				t.Errorf("a watch: %d, encoding %q", resp.StatusCode, resp.Header.Get("Content-Encoding"))
+			}
+			resp.Body.Close()
+		}
+		cancel()
 		if r := send("GET", projects, "", "Cookie", cookie); r.StatusCode != 403 {
 			t.Errorf("without the dashboard's header (a cross-site link or form): %d", r.StatusCode)
 		}
@@ -148,7 +173,7 @@ func TestHandler(t *testing.T) {
 			t.Error("a dot-segment path reached /metrics through the bridge")
 		}
 		// Writes go through the hub's authorization like any other: alice is no cluster admin.
-		r := send("POST", "/dashboard/api/apis/core.gardener.cloud/v1beta1/cloudprofiles", `{"metadata":{"name":"x"},"spec":{"type":"aws"}}`,
+		r = send("POST", "/dashboard/api/apis/core.gardener.cloud/v1beta1/cloudprofiles", `{"metadata":{"name":"x"},"spec":{"type":"aws"}}`,
 			"Cookie", cookie, "X-Trellis-Dashboard", "1", "Content-Type", "application/json")
 		if r.StatusCode != 403 {
 			t.Errorf("alice creates a cloud profile: %d", r.StatusCode)

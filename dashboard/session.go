@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"compress/gzip"
 	"encoding/base64"
 	"encoding/json"
 	"io"
@@ -123,7 +124,66 @@ func (h *handler) api(w http.ResponseWriter, r *http.Request, path string) {
 	fwd.Header.Del(csrfHeader)
 	fwd.Header.Set("Authorization", "Bearer "+token)
 	fwd.TLS = nil
+	// Lists go out gzipped (1,000 shoots are about 1 MB of JSON, some 60 KB compressed); watches stream as they are.
+	if r.Method == http.MethodGet && !isWatch(r) && acceptsGzip(r) {
+		gw := &gzipWriter{ResponseWriter: w}
+		defer gw.close()
+		w = gw
+	}
+	fwd.Header.Del("Accept-Encoding")
 	h.cfg.API.ServeHTTP(w, fwd)
+}
+
+func isWatch(r *http.Request) bool {
+	v := r.URL.Query().Get("watch")
+	return v == "true" || v == "1"
+}
+
+// gzipWriter compresses a response unless the handler encoded it itself.
+type gzipWriter struct {
+	http.ResponseWriter
+	gz      *gzip.Writer
+	decided bool
+}
+
+func (g *gzipWriter) WriteHeader(code int) {
+	if !g.decided {
+		g.decided = true
+		h := g.Header()
+		if h.Get("Content-Encoding") == "" && code != http.StatusNoContent && code != http.StatusNotModified {
+			h.Set("Content-Encoding", "gzip")
+			h.Del("Content-Length")
+			h.Add("Vary", "Accept-Encoding")
+			g.gz, _ = gzip.NewWriterLevel(g.ResponseWriter, gzip.BestSpeed)
+		}
+	}
+	g.ResponseWriter.WriteHeader(code)
+}
+
+func (g *gzipWriter) Write(b []byte) (int, error) {
+	if !g.decided {
+		g.WriteHeader(http.StatusOK)
+	}
+	if g.gz != nil {
+		return g.gz.Write(b)
+	}
+	return g.ResponseWriter.Write(b)
+}
+
+// Flush sends what is compressed so far (http.Flusher, for handlers that flush).
+func (g *gzipWriter) Flush() {
+	if g.gz != nil {
+		_ = g.gz.Flush()
+	}
+	if f, ok := g.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (g *gzipWriter) close() {
+	if g.gz != nil {
+		_ = g.gz.Close()
+	}
 }
 
 func allowedAPIPath(p string) bool {
