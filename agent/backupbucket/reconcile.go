@@ -73,7 +73,7 @@ func (c *Controller) ensureSeedBucket(ctx context.Context) error {
 		case err == nil:
 			c.objects.Remember(out)
 			c.log.Info("created the seed's BackupBucket", "backupBucket", name)
-			c.queue.Add(name)
+			c.Add(name)
 			return nil
 		case status.Code(err) == codes.AlreadyExists:
 			return nil // the cache has not seen it yet; its event brings us back
