@@ -26,6 +26,7 @@ import (
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
 	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
 	"github.com/trellis-dev/trellis/test/agentsim"
+	"github.com/trellis-dev/trellis/test/binproc"
 )
 
 type config struct {
@@ -228,17 +229,13 @@ func run(ctx context.Context, cfg config) (*report, error) {
 		if fi, err := os.Stat(h.logPath); err == nil {
 			h.logStart = fi.Size()
 		}
-		port, err := freePort()
-		if err != nil {
+		if h.addr, err = binproc.FreeAddr(); err != nil {
 			return nil, err
 		}
-		h.addr = fmt.Sprintf("127.0.0.1:%d", port)
 		if cfg.agentPort {
-			gport, err := freePort()
-			if err != nil {
+			if h.grpcAddr, err = binproc.FreeAddr(); err != nil {
 				return nil, err
 			}
-			h.grpcAddr = fmt.Sprintf("127.0.0.1:%d", gport)
 		}
 		startup, err := h.start(ctx)
 		defer func() { h.stop(syscall.SIGTERM) }()
@@ -347,7 +344,7 @@ func run(ctx context.Context, cfg config) (*report, error) {
 	}
 
 	// ---- reconnect storm ----
-	if cfg.noStorm || h.cmd == nil {
+	if cfg.noStorm || h.proc == nil {
 		logf("reconnect storm skipped")
 	} else if err := storm(ctx, cfg, h, admin, f, rep); err != nil {
 		return rep, err
