@@ -14,7 +14,6 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -26,6 +25,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/trellis-dev/trellis/test/bench/benchcmd"
 	"github.com/trellis-dev/trellis/test/bench/procstat"
 	"github.com/trellis-dev/trellis/test/binproc"
 )
@@ -113,19 +113,11 @@ func main() {
 	}
 	cfg.watchUpdates = min(cfg.watchUpdates, cfg.n)
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	ctx, cancel := context.WithTimeout(ctx, cfg.timeout)
-	defer cancel()
-
-	failed, err := run(ctx, cfg)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "bench-api:", err)
-		os.Exit(1)
-	}
-	if failed {
-		os.Exit(1)
-	}
+	// The run prints its report and writes the JSON itself: printing needs the benchmark's state.
+	benchcmd.Main("bench-api", cfg.timeout, "", func(ctx context.Context) (benchcmd.Report, bool, error) {
+		failed, err := run(ctx, cfg)
+		return nil, failed, err
+	})
 }
 
 // run returns failed when some operation failed; err when the benchmark could not run at all.
@@ -174,11 +166,7 @@ func run(ctx context.Context, cfg config) (failed bool, err error) {
 	rep.HubLogProblems = h.logProblems(5)
 	b.print()
 	if cfg.out != "" {
-		data, err := json.MarshalIndent(rep, "", "  ")
-		if err != nil {
-			return false, err
-		}
-		if err := os.WriteFile(cfg.out, append(data, '\n'), 0o644); err != nil {
+		if err := benchcmd.WriteJSON(cfg.out, rep); err != nil {
 			return false, err
 		}
 		fmt.Printf("results written to %s\n", cfg.out)
