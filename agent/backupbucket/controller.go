@@ -9,8 +9,6 @@ import (
 
 	"github.com/trellis-dev/trellis/agent/cache"
 	"github.com/trellis-dev/trellis/agent/controller"
-	"github.com/trellis-dev/trellis/agent/extension"
-	"github.com/trellis-dev/trellis/agent/hubobject"
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
 	kcorev1 "github.com/trellis-dev/trellis/proto/gen/trellis/kubernetes/core/v1"
 )
@@ -30,19 +28,18 @@ const seedKey = "seed:"
 // Controller reconciles the BackupBuckets of one seed. Create it with New and run it with Run.
 type Controller struct {
 	*controller.Controller
+	controller.Mirror[*corev1beta1.BackupBucket]
 	cfg     Config
 	log     *slog.Logger
 	buckets corev1beta1.BackupBucketServiceClient
 	secrets kcorev1.SecretServiceClient
-	ext     *extension.Client
-	// objects writes the buckets and remembers what it wrote.
-	objects *hubobject.Client[*corev1beta1.BackupBucket]
 }
 
 // New returns a controller for cfg.
 func New(cfg Config) (*Controller, error) {
-	if err := cfg.Complete("backupBucket", controller.Defaults{Workers: 2, RetryMin: time.Second, RetryMax: 2 * time.Minute,
-		SyncPeriod: 5 * time.Minute}); err != nil {
+	d := controller.MirrorDefaults
+	d.Workers = 2
+	if err := cfg.Complete("backupBucket", d); err != nil {
 		return nil, err
 	}
 	if cfg.PollInterval <= 0 {
@@ -53,11 +50,10 @@ func New(cfg Config) (*Controller, error) {
 		log:     cfg.Log,
 		buckets: corev1beta1.NewBackupBucketServiceClient(cfg.Hub),
 		secrets: kcorev1.NewSecretServiceClient(cfg.Hub),
-		ext:     &extension.Client{C: cfg.Seed, Now: cfg.Now},
 	}
-	c.objects = hubobject.NewClient(c.buckets, cfg.HubTimeout, cfg.Now)
+	c.Mirror = controller.NewMirror(cfg.Base, c.buckets)
 	c.Controller = controller.New(controller.Config{Base: cfg.Base, Name: "backupBucket", Sync: c.syncKey, Watches: []controller.Watch{
-		{Resource: cache.BackupBuckets, Keys: controller.Own[*corev1beta1.BackupBucket](nil), Forget: c.objects.Forget},
+		{Resource: cache.BackupBuckets, Keys: controller.Own[*corev1beta1.BackupBucket](nil), Forget: c.Objects.Forget},
 		{Resource: cache.Seeds, Keys: func(proto.Message) []string { return []string{seedKey} }},
 		// A changed credentials secret is copied into the seed again.
 		{Resource: cache.Secrets, Keys: controller.Each(cfg.Cache, cache.BackupBuckets, func(b *corev1beta1.BackupBucket, s *kcorev1.Secret) bool {
@@ -71,7 +67,7 @@ func New(cfg Config) (*Controller, error) {
 // sync works on the bucket name and returns when to look again.
 func (c *Controller) sync(ctx context.Context, name string) (time.Duration, error) {
 	cached, ok := cache.Get[*corev1beta1.BackupBucket](c.cfg.Cache, cache.BackupBuckets, "", name)
-	b, ok := c.objects.Pick(name, cached, ok)
+	b, ok := c.Objects.Pick(name, cached, ok)
 	if !ok || b.GetSpec().GetSeedName() != c.cfg.SeedName {
 		return 0, nil // gone, or not this seed's (a self-hosted shoot's bucket)
 	}

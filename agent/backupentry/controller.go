@@ -7,7 +7,6 @@ import (
 
 	"github.com/trellis-dev/trellis/agent/cache"
 	"github.com/trellis-dev/trellis/agent/controller"
-	"github.com/trellis-dev/trellis/agent/extension"
 	"github.com/trellis-dev/trellis/agent/hubobject"
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
 	kcorev1 "github.com/trellis-dev/trellis/proto/gen/trellis/kubernetes/core/v1"
@@ -25,19 +24,16 @@ type Config struct {
 // Controller reconciles, migrates and deletes the BackupEntries of one seed. Create it with New and run it with Run.
 type Controller struct {
 	*controller.Controller
+	controller.Mirror[*corev1beta1.BackupEntry]
 	cfg     Config
 	log     *slog.Logger
 	entries corev1beta1.BackupEntryServiceClient
 	states  corev1beta1.ShootStateServiceClient
-	ext     *extension.Client
-	// objects writes the entries and remembers what it wrote.
-	objects *hubobject.Client[*corev1beta1.BackupEntry]
 }
 
 // New returns a controller for cfg.
 func New(cfg Config) (*Controller, error) {
-	if err := cfg.Complete("backupEntry", controller.Defaults{Workers: 5, RetryMin: time.Second, RetryMax: 2 * time.Minute,
-		SyncPeriod: 5 * time.Minute}); err != nil {
+	if err := cfg.Complete("backupEntry", controller.MirrorDefaults); err != nil {
 		return nil, err
 	}
 	if cfg.PollInterval <= 0 {
@@ -48,14 +44,13 @@ func New(cfg Config) (*Controller, error) {
 		log:     cfg.Log,
 		entries: corev1beta1.NewBackupEntryServiceClient(cfg.Hub),
 		states:  corev1beta1.NewShootStateServiceClient(cfg.Hub),
-		ext:     &extension.Client{C: cfg.Seed, Now: cfg.Now},
 	}
-	c.objects = hubobject.NewClient(c.entries, cfg.HubTimeout, cfg.Now)
+	c.Mirror = controller.NewMirror(cfg.Base, c.entries)
 	inBucket := func(e *corev1beta1.BackupEntry, b *corev1beta1.BackupBucket) bool {
 		return e.GetSpec().GetBucketName() == b.GetMetadata().GetName()
 	}
 	c.Controller = controller.New(controller.Config{Base: cfg.Base, Name: "backupEntry", Sync: c.sync, Watches: []controller.Watch{
-		{Resource: cache.BackupEntries, Keys: controller.Own[*corev1beta1.BackupEntry](nil), Forget: c.objects.Forget},
+		{Resource: cache.BackupEntries, Keys: controller.Own[*corev1beta1.BackupEntry](nil), Forget: c.Objects.Forget},
 		// An entry waits for its bucket and follows the bucket's secret.
 		{Resource: cache.BackupBuckets, Keys: controller.Each(cfg.Cache, cache.BackupEntries, inBucket)},
 		{Resource: cache.Secrets, Keys: controller.Each(cfg.Cache, cache.BackupEntries, func(e *corev1beta1.BackupEntry, s *kcorev1.Secret) bool {
@@ -75,7 +70,7 @@ func New(cfg Config) (*Controller, error) {
 func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error) {
 	ns, name := hubobject.SplitKey(key)
 	cached, ok := cache.Get[*corev1beta1.BackupEntry](c.cfg.Cache, cache.BackupEntries, ns, name)
-	e, ok := c.objects.Pick(key, cached, ok)
+	e, ok := c.Objects.Pick(key, cached, ok)
 	if !ok {
 		return 0, nil
 	}
