@@ -39,11 +39,8 @@ type Controller struct {
 func New(cfg Config) (*Controller, error) {
 	d := controller.MirrorDefaults
 	d.Workers = 2
-	if err := cfg.Complete("backupBucket", d); err != nil {
+	if err := cfg.CompleteMirror("backupBucket", d, &cfg.PollInterval); err != nil {
 		return nil, err
-	}
-	if cfg.PollInterval <= 0 {
-		cfg.PollInterval = time.Second
 	}
 	c := &Controller{
 		cfg:     cfg,

@@ -33,11 +33,8 @@ type Controller struct {
 
 // New returns a controller for cfg.
 func New(cfg Config) (*Controller, error) {
-	if err := cfg.Complete("backupEntry", controller.MirrorDefaults); err != nil {
+	if err := cfg.CompleteMirror("backupEntry", controller.MirrorDefaults, &cfg.PollInterval); err != nil {
 		return nil, err
-	}
-	if cfg.PollInterval <= 0 {
-		cfg.PollInterval = time.Second
 	}
 	c := &Controller{
 		cfg:     cfg,

@@ -30,11 +30,8 @@ type Controller struct {
 
 // New returns a controller for cfg.
 func New(cfg Config) (*Controller, error) {
-	if err := cfg.Complete("bastion", controller.MirrorDefaults); err != nil {
+	if err := cfg.CompleteMirror("bastion", controller.MirrorDefaults, &cfg.PollInterval); err != nil {
 		return nil, err
-	}
-	if cfg.PollInterval <= 0 {
-		cfg.PollInterval = time.Second
 	}
 	c := &Controller{cfg: cfg, log: cfg.Log,
 		Mirror: controller.NewMirror(cfg.Base, operationsv1alpha1.NewBastionServiceClient(cfg.Hub))}

@@ -183,6 +183,10 @@ func TestComplete(t *testing.T) {
 		t.Errorf("completed Base: workers %d, retry %s..%s, sync period %s, hub timeout %s, clock set %v, log set %v",
 			b.Workers, b.RetryMin, b.RetryMax, b.SyncPeriod, b.HubTimeout, b.Now != nil, b.Log != nil)
 	}
+	var poll time.Duration
+	if err := b.CompleteMirror("bastion", controller.MirrorDefaults, &poll); err != nil || poll != time.Second {
+		t.Errorf("CompleteMirror: %v, poll interval %s, want 1s", err, poll)
+	}
 	b.RetryMin, b.RetryMax = time.Minute, time.Second
 	if err := b.Complete("bastion", controller.Defaults{}); err == nil || !strings.Contains(err.Error(), "RetryMax") {
 		t.Errorf("Complete with RetryMax < RetryMin: %v, want an error naming RetryMax", err)
