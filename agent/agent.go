@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -70,7 +71,7 @@ type Agent struct {
 	seedREST    *rest.Config          // nil when the controllers are disabled and the caller gave only a clientset
 	gardener    *corev1beta1.Gardener // the agent as the Seed's status.gardener names it
 
-	hubOnce  sync.Once
+	hubMu    sync.Mutex       // serializes offerHubConn
 	hubReady chan struct{}    // closed when hubConn is set
 	hubConn  *grpc.ClientConn // the controllers' mTLS connection to the hub
 
@@ -180,33 +181,46 @@ func seedRESTConfig(kubeconfig string) (*rest.Config, error) {
 // bootstrapping, and after a rotation.
 var errReconnect = errors.New("reconnect")
 
-// Run connects to the hub and keeps the agent link up until ctx ends; then it returns nil. Failed attempts are
-// retried with backoff, so Run returns an error only when it is called twice.
+// Run runs the agent until ctx ends; then it returns nil, once every goroutine it started has returned. It builds
+// the seed-side controllers first (unless they are disabled) and returns an error at once if one cannot be built;
+// it then keeps the agent link up (failed attempts are retried with backoff) and runs the controllers beside it. If
+// the seed side fails (its cache cannot start), Run stops the link and returns that error. Run may be called once.
 func (a *Agent) Run(ctx context.Context) error {
 	if !a.running.CompareAndSwap(false, true) {
 		return errors.New("agent: Run called twice")
 	}
 	a.log.Info("agent starting", "hub", a.cfg.HubClientConnection.Address, "version", a.version,
 		"kubeconfigSecret", a.cfg.HubClientConnection.KubeconfigSecret.String())
+	defer a.closeHubConn()
+	switch {
+	case a.cfg.Controllers.Disabled:
+		return a.runLink(ctx)
+	case a.seedREST == nil:
+		a.log.Warn("seed-side controllers are off: the agent was given a seed clientset without a REST config")
+		return a.runLink(ctx)
+	}
+	side, err := a.newSeedSide()
+	if err != nil {
+		return fmt.Errorf("agent: seed-side controllers: %w", err)
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		if err := side.run(gctx, a); err != nil {
+			return fmt.Errorf("agent: seed side: %w", err)
+		}
+		return nil
+	})
+	g.Go(func() error { return a.runLink(gctx) })
+	return g.Wait()
+}
+
+// runLink keeps the agent link up until ctx ends, retrying failed attempts with backoff; it returns nil.
+func (a *Agent) runLink(ctx context.Context) error {
 	b := &backoff.Backoff{
 		Initial:    a.cfg.ReconnectBackoff.InitialDelay.Duration,
 		Max:        a.cfg.ReconnectBackoff.MaxDelay.Duration,
 		ResetAfter: a.cfg.ReconnectBackoff.ResetAfter.Duration,
 		Rand:       a.rand,
-	}
-	if !a.cfg.Controllers.Disabled {
-		var wg sync.WaitGroup
-		ctx, cancel := context.WithCancel(ctx)
-		defer func() {
-			cancel()
-			wg.Wait()
-			select {
-			case <-a.hubReady:
-				_ = a.hubConn.Close()
-			default:
-			}
-		}()
-		wg.Go(func() { a.runControllers(ctx) })
 	}
 	for {
 		err := a.connect(ctx)

@@ -20,6 +20,7 @@ import (
 	"github.com/trellis-dev/trellis/agent/backupbucket"
 	"github.com/trellis-dev/trellis/agent/backupentry"
 	"github.com/trellis-dev/trellis/agent/bastion"
+	"github.com/trellis-dev/trellis/agent/controller"
 	"github.com/trellis-dev/trellis/agent/controllerinstallation"
 	"github.com/trellis-dev/trellis/agent/helmrelease"
 	"github.com/trellis-dev/trellis/agent/identity"
@@ -31,18 +32,20 @@ import (
 
 // offerHubConn gives the controllers their connection to the hub once the first session proved the credentials:
 // one long-lived mTLS connection that presents the current client certificate at each handshake, so rotations need
-// no new connection.
+// no new connection. A failed dial is tried again with the next session.
 func (a *Agent) offerHubConn(creds *identity.Credentials) {
-	a.hubOnce.Do(func() {
-		conn, err := a.dial(creds, true)
-		if err != nil {
-			a.log.Error("controllers' hub connection", "err", err)
-			a.hubOnce = sync.Once{} // try again with the next session
-			return
-		}
-		a.hubConn = conn
-		close(a.hubReady)
-	})
+	a.hubMu.Lock()
+	defer a.hubMu.Unlock()
+	if a.hubConn != nil {
+		return
+	}
+	conn, err := a.dial(creds, true)
+	if err != nil {
+		a.log.Error("controllers' hub connection", "err", err)
+		return
+	}
+	a.hubConn = conn
+	close(a.hubReady)
 }
 
 // HubConn waits until the agent has a hub connection for its controllers and returns it: an mTLS connection with the
@@ -54,6 +57,35 @@ func (a *Agent) HubConn(ctx context.Context) (grpc.ClientConnInterface, error) {
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+}
+
+// closeHubConn closes the controllers' hub connection, if there is one; the agent calls it when it stops.
+func (a *Agent) closeHubConn() {
+	select {
+	case <-a.hubReady:
+		_ = a.hubConn.Close()
+	default:
+	}
+}
+
+// hubLink is the controllers' hub connection before there is one: each call waits for HubConn (or its context).
+// The controllers are built before the agent connects, and run only once the connection is there.
+type hubLink struct{ a *Agent }
+
+func (l hubLink) Invoke(ctx context.Context, method string, args, reply any, opts ...grpc.CallOption) error {
+	conn, err := l.a.HubConn(ctx)
+	if err != nil {
+		return err
+	}
+	return conn.Invoke(ctx, method, args, reply, opts...)
+}
+
+func (l hubLink) NewStream(ctx context.Context, desc *grpc.StreamDesc, method string, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+	conn, err := l.a.HubConn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return conn.NewStream(ctx, desc, method, opts...)
 }
 
 // Scheme is the scheme of the agent's seed client: client-go's kinds and the extension kinds.
@@ -68,28 +100,20 @@ func Scheme() *runtime.Scheme {
 	return s
 }
 
-// runControllers runs the seed side until ctx ends: it installs or upgrades the extension CRDs in the seed, starts
-// an informer cache of the extension kinds, waits for the hub connection and the first sync of the assignments, and
-// runs the controllers. Failures before the controllers run are retried with backoff.
-func (a *Agent) runControllers(ctx context.Context) {
-	if a.seedREST == nil {
-		a.log.Warn("seed-side controllers are off: the agent was given a seed clientset without a REST config")
-		return
-	}
-	b := &backoff.Backoff{Initial: time.Second, Max: 30 * time.Second, Rand: a.rand}
-	for {
-		err := a.installCRDs(ctx)
-		if err == nil || ctx.Err() != nil {
-			break
-		}
-		d := b.Next(time.Now())
-		a.log.Error("installing the extension CRDs failed; retrying", "err", err, "retryIn", d.Round(time.Millisecond))
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(d):
-		}
-	}
+// runner is a controller of the seed side.
+type runner interface {
+	Run(ctx context.Context) error
+}
+
+// seedSide is the agent's seed side: a client and informer cache of the seed cluster, and the controllers.
+type seedSide struct {
+	seed        cluster.Cluster
+	controllers []runner
+}
+
+// newSeedSide builds the seed client and every seed-side controller, without starting anything. An error means a
+// controller cannot be built, and the agent does not start.
+func (a *Agent) newSeedSide() (*seedSide, error) {
 	seed, err := cluster.New(a.seedREST, func(o *cluster.Options) {
 		o.Scheme = Scheme()
 		// Waits poll extension objects, so those are read from informers; the rest is read directly.
@@ -98,94 +122,110 @@ func (a *Agent) runControllers(ctx context.Context) {
 		}}
 	})
 	if err != nil {
-		a.log.Error("seed client", "err", err)
-		return
+		return nil, fmt.Errorf("seed client: %w", err)
 	}
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	wg.Go(func() {
-		if err := seed.Start(ctx); err != nil && !errors.Is(err, context.Canceled) {
-			a.log.Error("seed cache stopped", "err", err)
-		}
-	})
-	// Start the informers of every extension kind now, so that the first shoot does not wait for them.
-	for _, obj := range append([]client.Object{&extensionsv1alpha1.Cluster{}}, objectsOf(extensionsv1alpha1.ObjectKinds())...) {
-		if _, err := seed.GetCache().GetInformer(ctx, obj); err != nil {
-			a.log.Error("seed informer", "kind", fmt.Sprintf("%T", obj), "err", err)
-			return
-		}
-	}
-	if !seed.GetCache().WaitForCacheSync(ctx) {
-		return
-	}
-	hub, err := a.HubConn(ctx)
-	if err != nil {
-		return
-	}
+	hub := hubLink{a}
+	base := controller.Base{SeedName: a.seedName, Cache: a.cache, Hub: hub, Seed: seed.GetClient(), Log: a.log}
 	c := a.cfg.Controllers.Shoot
-	shoots, err := shoot.New(shoot.Config{
-		SeedName: a.seedName, Cache: a.cache, Hub: hub, Seed: seed.GetClient(), Log: a.log,
-		Workers:                 int(*c.ConcurrentSyncs),
-		SyncPeriod:              c.SyncPeriod.Duration,
-		RetryMin:                c.RetryMinDelay.Duration,
-		RetryMax:                c.RetryMaxDelay.Duration,
+	shootBase := base
+	shootBase.Workers, shootBase.SyncPeriod = int(*c.ConcurrentSyncs), c.SyncPeriod.Duration
+	shootBase.RetryMin, shootBase.RetryMax = c.RetryMinDelay.Duration, c.RetryMaxDelay.Duration
+	shoots, err := shoot.New(shoot.Config{Base: shootBase,
 		ExtensionErrorThreshold: c.ExtensionErrorThreshold.Duration,
 		TaskTimeout:             c.TaskTimeout.Duration,
 		CareInterval:            a.cfg.Controllers.ShootCare.SyncPeriod.Duration,
 	})
 	if err != nil {
-		a.log.Error("shoot controller", "err", err)
-		return
+		return nil, err
 	}
-	runners := []interface{ Run(context.Context) error }{shoots}
 	poll := 250 * time.Millisecond // the shoot flows wait on backup entries: keep their round trips short
-	buckets, err := backupbucket.New(backupbucket.Config{SeedName: a.seedName, Cache: a.cache, Hub: hub, Seed: seed.GetClient(), Log: a.log, PollInterval: poll})
+	buckets, err := backupbucket.New(backupbucket.Config{Base: base, PollInterval: poll})
 	if err != nil {
-		a.log.Error("backup bucket controller", "err", err)
-		return
+		return nil, err
 	}
-	entries, err := backupentry.New(backupentry.Config{SeedName: a.seedName, Cache: a.cache, Hub: hub, Seed: seed.GetClient(), Log: a.log, PollInterval: poll})
+	entries, err := backupentry.New(backupentry.Config{Base: base, PollInterval: poll})
 	if err != nil {
-		a.log.Error("backup entry controller", "err", err)
-		return
+		return nil, err
 	}
-	bastions, err := bastion.New(bastion.Config{SeedName: a.seedName, Cache: a.cache, Hub: hub, Seed: seed.GetClient(), Log: a.log})
+	bastions, err := bastion.New(bastion.Config{Base: base})
 	if err != nil {
-		a.log.Error("bastion controller", "err", err)
-		return
+		return nil, err
 	}
 	versions, err := discovery.NewDiscoveryClientForConfig(a.seedREST)
 	if err != nil {
-		a.log.Error("seed discovery client", "err", err)
-		return
+		return nil, fmt.Errorf("seed discovery client: %w", err)
 	}
 	care, err := seedcare.New(seedcare.Config{SeedName: a.seedName, Cache: a.cache, Hub: hub, Seed: seed.GetClient(),
 		SeedReader: seed.GetAPIReader(), Log: a.log, SyncPeriod: a.cfg.Controllers.SeedCare.SyncPeriod.Duration,
 		Identity: a.gardener, Versions: versions})
 	if err != nil {
-		a.log.Error("seed care controller", "err", err)
-		return
+		return nil, err
 	}
 	releases, err := helmrelease.New(helmrelease.Config{REST: a.seedREST, Log: a.log.With("component", "helm")})
 	if err != nil {
-		a.log.Error("helm releases", "err", err)
-		return
+		return nil, err
 	}
-	installations, err := controllerinstallation.New(controllerinstallation.Config{SeedName: a.seedName, Cache: a.cache, Hub: hub,
-		Seed: seed.GetClient(), Releases: releases, Version: a.version, Log: a.log})
+	installations, err := controllerinstallation.New(controllerinstallation.Config{Base: base, Releases: releases, Version: a.version})
 	if err != nil {
-		a.log.Error("controllerinstallation controller", "err", err)
-		return
+		return nil, err
 	}
 	required, err := controllerinstallation.NewRequired(controllerinstallation.RequiredConfig{SeedName: a.seedName, Cache: a.cache,
 		Hub: hub, Informers: seed.GetCache(), Log: a.log})
 	if err != nil {
-		a.log.Error("controllerinstallation-required controller", "err", err)
-		return
+		return nil, err
 	}
-	runners = append(runners, buckets, entries, bastions, care, installations, required)
+	return &seedSide{seed: seed, controllers: []runner{shoots, buckets, entries, bastions, care, installations, required}}, nil
+}
+
+// run runs the seed side until ctx ends: it installs or upgrades the extension CRDs in the seed (retried with
+// backoff), starts the informer cache of the extension kinds, waits for the hub connection and the first sync of the
+// assignments, and runs the controllers. It returns when they all have, with an error if the seed's cache could not
+// start, and nil when ctx ended.
+func (s *seedSide) run(ctx context.Context, a *Agent) error {
+	b := &backoff.Backoff{Initial: time.Second, Max: 30 * time.Second, Rand: a.rand}
+	for {
+		err := a.installCRDs(ctx)
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		d := b.Next(time.Now())
+		a.log.Error("installing the extension CRDs failed; retrying", "err", err, "retryIn", d.Round(time.Millisecond))
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(d):
+		}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() {
+		if err := s.seed.Start(ctx); err != nil && !errors.Is(err, context.Canceled) {
+			a.log.Error("seed cache stopped", "err", err)
+		}
+	})
+	// Start the informers of every extension kind now, so that the first shoot does not wait for them.
+	for _, obj := range append([]client.Object{&extensionsv1alpha1.Cluster{}}, objectsOf(extensionsv1alpha1.ObjectKinds())...) {
+		if _, err := s.seed.GetCache().GetInformer(ctx, obj); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("seed informer of %T: %w", obj, err)
+		}
+	}
+	if !s.seed.GetCache().WaitForCacheSync(ctx) {
+		return nil // ctx ended
+	}
+	if _, err := a.HubConn(ctx); err != nil {
+		return nil // ctx ended
+	}
 	a.controllers.Store(true)
-	for _, r := range runners {
+	defer a.controllers.Store(false)
+	for _, r := range s.controllers {
 		wg.Go(func() {
 			if err := r.Run(ctx); err != nil && ctx.Err() == nil {
 				a.log.Error("controller stopped", "controller", fmt.Sprintf("%T", r), "err", err)
@@ -193,6 +233,7 @@ func (a *Agent) runControllers(ctx context.Context) {
 		})
 	}
 	<-ctx.Done()
+	return nil
 }
 
 // installCRDs installs or upgrades the extension CRDs the agent ships.

@@ -13,6 +13,11 @@
 // session reconnects to use it — the process keeps running. Lost connections are retried with full-jitter
 // exponential backoff (agent/backoff); a session whose heartbeats go unacknowledged for three intervals is dropped.
 //
-// Files: agent.go (Config, New, Run, observation), dial.go (TLS and gRPC options), bootstrap.go, session.go (one
-// mTLS session: hello, receive loop, heartbeats), rotation.go, register.go (the Seed), health.go (seed health).
+// Besides the link, Run runs the seed side (controllers.go): the seed-side controllers are built before the agent
+// connects, and one that cannot be built makes Run return its error; they run once the first session is up. Run
+// returns only after every goroutine it started has ended.
+//
+// Files: agent.go (Config, New, Run, observation), controllers.go (the seed side), dial.go (TLS and gRPC options),
+// bootstrap.go, session.go (one mTLS session: hello, receive loop, heartbeats), rotation.go, register.go (the Seed),
+// health.go (seed health).
 package agent

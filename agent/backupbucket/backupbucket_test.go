@@ -126,8 +126,7 @@ func start(t *testing.T, e *env) *bucketActuator {
 	agenttest.StartExtensions(t, e.seed.Cluster.Config,
 		agenttest.Extension(controller.AddArgs[*extBucket]{Actuator: a, Type: "test", NewObject: func() *extBucket { return &extBucket{} }}))
 	agenttest.RunController(t, func() (agenttest.Runner, error) {
-		return backupbucket.New(backupbucket.Config{SeedName: seedName, Cache: e.seed.Cache, Hub: e.seed.Conn, Seed: e.seed.Client,
-			Log: agenttest.Logger(), PollInterval: 50 * time.Millisecond, RetryMin: 50 * time.Millisecond, RetryMax: time.Second})
+		return backupbucket.New(backupbucket.Config{Base: e.seed.Base(50*time.Millisecond, time.Second), PollInterval: 50 * time.Millisecond})
 	})
 	return a
 }

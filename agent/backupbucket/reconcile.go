@@ -57,7 +57,7 @@ func (c *Controller) ensureSeedBucket(ctx context.Context) error {
 		region = seed.GetSpec().GetProvider().GetRegion()
 	}
 	cur, ok := cache.Get[*corev1beta1.BackupBucket](c.cfg.Cache, cache.BackupBuckets, "", name)
-	if cur, ok = c.objects.Pick(name, cur, ok); !ok {
+	if cur, ok = c.Objects.Pick(name, cur, ok); !ok {
 		b := &corev1beta1.BackupBucket{ApiVersion: "core.gardener.cloud/v1beta1", Kind: "BackupBucket",
 			Metadata: &metav1.ObjectMeta{Name: name, OwnerReferences: []*metav1.OwnerReference{{
 				ApiVersion: "core.gardener.cloud/v1beta1", Kind: "Seed", Name: c.cfg.SeedName, Uid: seed.GetMetadata().GetUid(),
@@ -71,9 +71,9 @@ func (c *Controller) ensureSeedBucket(ctx context.Context) error {
 		cancel()
 		switch {
 		case err == nil:
-			c.objects.Remember(out)
+			c.Objects.Remember(out)
 			c.log.Info("created the seed's BackupBucket", "backupBucket", name)
-			c.queue.Add(name)
+			c.Add(name)
 			return nil
 		case status.Code(err) == codes.AlreadyExists:
 			return nil // the cache has not seen it yet; its event brings us back
@@ -88,7 +88,7 @@ func (c *Controller) ensureSeedBucket(ctx context.Context) error {
 	if upToDate(cur) {
 		return nil
 	}
-	_, err := c.objects.Update(ctx, cur, func(b *corev1beta1.BackupBucket) bool {
+	_, err := c.Objects.Update(ctx, cur, func(b *corev1beta1.BackupBucket) bool {
 		if upToDate(b) {
 			return false
 		}
@@ -107,7 +107,7 @@ func (c *Controller) ensureSeedBucket(ctx context.Context) error {
 // the extension generated to the hub and reports Succeeded with the extension's providerStatus.
 func (c *Controller) reconcile(ctx context.Context, b *corev1beta1.BackupBucket) (time.Duration, error) {
 	name := b.GetMetadata().GetName()
-	b, err := c.objects.AddFinalizer(ctx, b, FinalizerGardener)
+	b, err := c.Objects.AddFinalizer(ctx, b, FinalizerGardener)
 	if err != nil {
 		return 0, err
 	}
@@ -146,7 +146,7 @@ func (c *Controller) reconcile(ctx context.Context, b *corev1beta1.BackupBucket)
 		why = extension.Rerequest(ext, c.cfg.Now())
 	}
 	if why != "" {
-		if _, err := c.ext.Deploy(ctx, ext, extensionsv1alpha1.OperationReconcile, func() { ext.Spec = spec }); err != nil {
+		if _, err := c.Ext.Deploy(ctx, ext, extensionsv1alpha1.OperationReconcile, func() { ext.Spec = spec }); err != nil {
 			if extension.Raced(err) {
 				return c.cfg.PollInterval, nil
 			}
@@ -213,7 +213,7 @@ func (c *Controller) delete(ctx context.Context, b *corev1beta1.BackupBucket) (t
 		}
 	}
 	ext := &extensionsv1alpha1.BackupBucket{ObjectMeta: k8smetav1.ObjectMeta{Name: name}}
-	if err := c.ext.Destroy(ctx, ext); err != nil {
+	if err := c.Ext.Destroy(ctx, ext); err != nil {
 		return 0, err
 	}
 	err = c.cfg.Seed.Get(ctx, client.ObjectKeyFromObject(ext), ext)
@@ -236,7 +236,7 @@ func (c *Controller) delete(ctx context.Context, b *corev1beta1.BackupBucket) (t
 	if b, err = c.report(ctx, b, hubobject.Succeeded(opDelete, "Backup Bucket has been successfully deleted."), nil); err != nil {
 		return 0, err
 	}
-	if _, err := c.objects.RemoveFinalizer(ctx, b, FinalizerGardener); err != nil && status.Code(err) != codes.NotFound {
+	if _, err := c.Objects.RemoveFinalizer(ctx, b, FinalizerGardener); err != nil && status.Code(err) != codes.NotFound {
 		return 0, err
 	}
 	c.log.Info("BackupBucket deleted", "backupBucket", name)
@@ -311,7 +311,7 @@ func (c *Controller) syncGeneratedSecret(ctx context.Context, b *corev1beta1.Bac
 	}
 	name := GeneratedSecretPrefix + b.GetMetadata().GetName()
 	if r := b.GetStatus().GetGeneratedSecretRef(); r.GetName() != name || r.GetNamespace() != GardenNamespace {
-		out, err := c.objects.PatchStatus(ctx, b, map[string]any{"generatedSecretRef": map[string]string{"name": name, "namespace": GardenNamespace}})
+		out, err := c.Objects.PatchStatus(ctx, b, map[string]any{"generatedSecretRef": map[string]string{"name": name, "namespace": GardenNamespace}})
 		if err != nil {
 			return b, err
 		}
@@ -394,7 +394,7 @@ func (c *Controller) forgetGeneratedSecret(ctx context.Context, b *corev1beta1.B
 	if b.GetStatus().GetGeneratedSecretRef() == nil {
 		return b, nil
 	}
-	return c.objects.PatchStatus(ctx, b, map[string]any{"generatedSecretRef": nil})
+	return c.Objects.PatchStatus(ctx, b, map[string]any{"generatedSecretRef": nil})
 }
 
 // desiredSpec is the extension BackupBucket's spec for b.

@@ -30,5 +30,5 @@ func operationType(b *corev1beta1.BackupBucket) string {
 // report writes o (and the further status fields in extra, Gardener JSON by field name) to the bucket's status,
 // unless the status says it already. It returns the bucket as the hub has it after the write.
 func (c *Controller) report(ctx context.Context, b *corev1beta1.BackupBucket, o hubobject.Outcome, extra map[string]any) (*corev1beta1.BackupBucket, error) {
-	return c.objects.Report(ctx, b, b.GetStatus(), o, extra)
+	return c.Objects.Report(ctx, b, b.GetStatus(), o, extra)
 }

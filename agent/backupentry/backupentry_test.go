@@ -117,8 +117,7 @@ func start(t *testing.T, s *agenttest.Seed, j *journal) *entryActuator {
 	agenttest.StartExtensions(t, s.Cluster.Config,
 		agenttest.Extension(controller.AddArgs[*extEntry]{Actuator: a, Type: "test", NewObject: func() *extEntry { return &extEntry{} }}))
 	agenttest.RunController(t, func() (agenttest.Runner, error) {
-		return backupentry.New(backupentry.Config{SeedName: s.Name, Cache: s.Cache, Hub: s.Conn, Seed: s.Client,
-			Log: agenttest.Logger().With("seed", s.Name), PollInterval: 50 * time.Millisecond, RetryMin: 50 * time.Millisecond, RetryMax: time.Second})
+		return backupentry.New(backupentry.Config{Base: s.Base(50*time.Millisecond, time.Second), PollInterval: 50 * time.Millisecond})
 	})
 	return a
 }

@@ -53,7 +53,7 @@ type entryState struct {
 // written with wait-for-state, given the state the ShootState holds for it, and annotated restore.
 func (c *Controller) reconcile(ctx context.Context, e *corev1beta1.BackupEntry) (time.Duration, error) {
 	key := hubobject.Key(e)
-	e, err := c.objects.AddFinalizer(ctx, e, FinalizerGardener)
+	e, err := c.Objects.AddFinalizer(ctx, e, FinalizerGardener)
 	if err != nil {
 		return 0, err
 	}
@@ -114,7 +114,7 @@ func (c *Controller) reconcile(ctx context.Context, e *corev1beta1.BackupEntry) 
 			why = extension.Rerequest(ext, c.cfg.Now())
 		}
 		if why != "" {
-			if _, err := c.ext.Deploy(ctx, ext, extensionsv1alpha1.OperationReconcile, func() { ext.Spec = spec }); err != nil {
+			if _, err := c.Ext.Deploy(ctx, ext, extensionsv1alpha1.OperationReconcile, func() { ext.Spec = spec }); err != nil {
 				if extension.Raced(err) {
 					return c.cfg.PollInterval, nil
 				}
@@ -142,7 +142,7 @@ func (c *Controller) reconcile(ctx context.Context, e *corev1beta1.BackupEntry) 
 			return 0, err
 		}
 	}
-	if _, err := c.objects.Update(ctx, e, removeRestoreAnnotation); err != nil {
+	if _, err := c.Objects.Update(ctx, e, removeRestoreAnnotation); err != nil {
 		return 0, err
 	}
 	return c.cfg.SyncPeriod, nil
@@ -155,7 +155,7 @@ func (c *Controller) startRestore(ctx context.Context, e *corev1beta1.BackupEntr
 	if err != nil {
 		return err
 	}
-	if _, err := c.ext.Deploy(ctx, ext, extensionsv1alpha1.OperationWaitForState, func() { ext.Spec = spec }); err != nil {
+	if _, err := c.Ext.Deploy(ctx, ext, extensionsv1alpha1.OperationWaitForState, func() { ext.Spec = spec }); err != nil {
 		return err
 	}
 	if state != nil {
@@ -167,7 +167,7 @@ func (c *Controller) startRestore(ctx context.Context, e *corev1beta1.BackupEntr
 			return fmt.Errorf("write the state of %s: %w", extension.Describe(ext), err)
 		}
 	}
-	_, err = c.ext.Annotate(ctx, ext, extensionsv1alpha1.OperationRestore)
+	_, err = c.Ext.Annotate(ctx, ext, extensionsv1alpha1.OperationRestore)
 	return err
 }
 
@@ -226,11 +226,11 @@ func (c *Controller) migrate(ctx context.Context, e *corev1beta1.BackupEntry) (t
 			return c.cfg.PollInterval, err
 		case migrating && lo.State == extensionsv1alpha1.LastOperationStateSucceeded && !annotated:
 			// The extension removed its finalizer when it migrated: the deletion touches nothing outside the seed.
-			if err := c.ext.Destroy(ctx, ext); err != nil {
+			if err := c.Ext.Destroy(ctx, ext); err != nil {
 				return 0, err
 			}
 		case ext.Annotations[extensionsv1alpha1.AnnotationOperation] != extensionsv1alpha1.OperationMigrate:
-			if _, err := c.ext.Annotate(ctx, ext, extensionsv1alpha1.OperationMigrate); err != nil {
+			if _, err := c.Ext.Annotate(ctx, ext, extensionsv1alpha1.OperationMigrate); err != nil {
 				return 0, err
 			}
 			c.log.Info("migrating the extension BackupEntry", "backupEntry", hubobject.Key(e), "destination", e.GetSpec().GetSeedName())
@@ -269,7 +269,7 @@ func (c *Controller) delete(ctx context.Context, e *corev1beta1.BackupEntry) (ti
 		}
 	}
 	ext := &extensionsv1alpha1.BackupEntry{ObjectMeta: k8smetav1.ObjectMeta{Name: e.GetMetadata().GetName()}}
-	if err := c.ext.Destroy(ctx, ext); err != nil {
+	if err := c.Ext.Destroy(ctx, ext); err != nil {
 		return 0, err
 	}
 	err = c.cfg.Seed.Get(ctx, client.ObjectKeyFromObject(ext), ext)
@@ -289,7 +289,7 @@ func (c *Controller) delete(ctx context.Context, e *corev1beta1.BackupEntry) (ti
 	if e, err = c.report(ctx, e, succeeded(opDelete), nil); err != nil {
 		return 0, err
 	}
-	if _, err := c.objects.RemoveFinalizer(ctx, e, FinalizerGardener); err != nil && status.Code(err) != codes.NotFound {
+	if _, err := c.Objects.RemoveFinalizer(ctx, e, FinalizerGardener); err != nil && status.Code(err) != codes.NotFound {
 		return 0, err
 	}
 	c.log.Info("BackupEntry deleted", "backupEntry", hubobject.Key(e))

@@ -61,7 +61,7 @@ func operationType(e *corev1beta1.BackupEntry) string {
 // report writes o (and the further status fields in extra, Gardener JSON by field name) to the entry's status,
 // unless the status says it already. It returns the entry as the hub has it after the write.
 func (c *Controller) report(ctx context.Context, e *corev1beta1.BackupEntry, o hubobject.Outcome, extra map[string]any) (*corev1beta1.BackupEntry, error) {
-	return c.objects.Report(ctx, e, e.GetStatus(), o, extra)
+	return c.Objects.Report(ctx, e, e.GetStatus(), o, extra)
 }
 
 // removeRestoreAnnotation removes gardener.cloud/operation=restore once the restore succeeded, as gardenlet does.

@@ -113,8 +113,7 @@ func TestBastion(t *testing.T) {
 	agenttest.StartExtensions(t, s.Cluster.Config,
 		agenttest.Extension(controller.AddArgs[*extBastion]{Actuator: a, Type: "test", NewObject: func() *extBastion { return &extBastion{} }}))
 	agenttest.RunController(t, func() (agenttest.Runner, error) {
-		return bastion.New(bastion.Config{SeedName: "local", Cache: s.Cache, Hub: s.Conn, Seed: s.Client,
-			Log: agenttest.Logger(), PollInterval: 50 * time.Millisecond, RetryMin: 50 * time.Millisecond, RetryMax: time.Second})
+		return bastion.New(bastion.Config{Base: s.Base(50*time.Millisecond, time.Second), PollInterval: 50 * time.Millisecond})
 	})
 
 	get := func(name string) (*operationsv1alpha1.Bastion, error) {

@@ -46,7 +46,7 @@ const (
 func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error) {
 	ns, name := hubobject.SplitKey(key)
 	cached, ok := cache.Get[*operationsv1alpha1.Bastion](c.cfg.Cache, cache.Bastions, ns, name)
-	b, ok := c.objects.Pick(key, cached, ok)
+	b, ok := c.Objects.Pick(key, cached, ok)
 	if !ok || b.GetSpec().GetSeedName() != c.cfg.SeedName {
 		return 0, nil
 	}
@@ -91,7 +91,7 @@ func expired(b *operationsv1alpha1.Bastion, now time.Time) bool {
 // and observedGeneration. An error of the extension makes BastionReady False.
 func (c *Controller) reconcile(ctx context.Context, b *operationsv1alpha1.Bastion, s *corev1beta1.Shoot, ext *extensionsv1alpha1.Bastion) (time.Duration, error) {
 	key := hubobject.Key(b)
-	b, err := c.objects.Update(ctx, b, addFinalizer)
+	b, err := c.Objects.Update(ctx, b, addFinalizer)
 	if err != nil {
 		return 0, err
 	}
@@ -127,7 +127,7 @@ func (c *Controller) reconcile(ctx context.Context, b *operationsv1alpha1.Bastio
 		why = extension.Rerequest(ext, c.cfg.Now())
 	}
 	if why != "" {
-		if _, err := c.ext.Deploy(ctx, ext, extensionsv1alpha1.OperationReconcile, func() { ext.Spec = spec }); err != nil {
+		if _, err := c.Ext.Deploy(ctx, ext, extensionsv1alpha1.OperationReconcile, func() { ext.Spec = spec }); err != nil {
 			if extension.Raced(err) {
 				return c.cfg.PollInterval, nil
 			}
@@ -193,7 +193,7 @@ func (c *Controller) cleanup(ctx context.Context, b *operationsv1alpha1.Bastion,
 	if err != nil || !gone {
 		return c.cfg.PollInterval, err
 	}
-	if _, err := c.objects.RemoveFinalizer(ctx, b, FinalizerGardener); err != nil && status.Code(err) != codes.NotFound {
+	if _, err := c.Objects.RemoveFinalizer(ctx, b, FinalizerGardener); err != nil && status.Code(err) != codes.NotFound {
 		return 0, err
 	}
 	c.log.Info("Bastion deleted", "bastion", hubobject.Key(b))
@@ -209,7 +209,7 @@ func (c *Controller) destroy(ctx context.Context, b *operationsv1alpha1.Bastion,
 			return false, fmt.Errorf("annotate %s for force deletion: %w", extension.Describe(ext), err)
 		}
 	}
-	if err := c.ext.Destroy(ctx, ext); err != nil {
+	if err := c.Ext.Destroy(ctx, ext); err != nil {
 		return false, err
 	}
 	err := c.cfg.Seed.Get(ctx, client.ObjectKeyFromObject(ext), ext)
@@ -262,7 +262,7 @@ func (c *Controller) setReady(ctx context.Context, b *operationsv1alpha1.Bastion
 	}
 	p := map[string]any{"conditions": items}
 	maps.Copy(p, extra)
-	if _, err := c.objects.PatchStatus(ctx, b, p); err != nil {
+	if _, err := c.Objects.PatchStatus(ctx, b, p); err != nil {
 		c.log.Warn("could not update the Bastion's status", "bastion", hubobject.Key(b), "err", err)
 	}
 }

@@ -113,9 +113,9 @@ func start(t *testing.T) *env {
 	go func() { _ = cl.Start(ctx); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
 	agenttest.RunController(t, func() (agenttest.Runner, error) {
-		return controllerinstallation.New(controllerinstallation.Config{SeedName: "local", Cache: s.Cache, Hub: s.Conn, Seed: s.Client,
-			Releases: rels, Version: "v1.2.3-test", Log: agenttest.Logger(), HealthPoll: 200 * time.Millisecond,
-			DeletionPoll: 200 * time.Millisecond, RetryMin: 100 * time.Millisecond, RetryMax: 2 * time.Second})
+		return controllerinstallation.New(controllerinstallation.Config{Base: s.Base(100*time.Millisecond, 2*time.Second),
+			Releases: rels, Version: "v1.2.3-test", HealthPoll: 200 * time.Millisecond,
+			DeletionPoll: 200 * time.Millisecond})
 	})
 	agenttest.RunController(t, func() (agenttest.Runner, error) {
 		return controllerinstallation.NewRequired(controllerinstallation.RequiredConfig{SeedName: "local", Cache: s.Cache, Hub: s.Conn,

@@ -2,46 +2,27 @@ package shoot
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
 	"time"
 
-	"google.golang.org/grpc"
-	"google.golang.org/protobuf/proto"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
 	"github.com/trellis-dev/trellis/agent/cache"
+	"github.com/trellis-dev/trellis/agent/controller"
 	"github.com/trellis-dev/trellis/agent/extension"
 	"github.com/trellis-dev/trellis/agent/hubobject"
-	"github.com/trellis-dev/trellis/agent/keyqueue"
 	"github.com/trellis-dev/trellis/hub/seedgraph"
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
 	kcorev1 "github.com/trellis-dev/trellis/proto/gen/trellis/kubernetes/core/v1"
 )
 
-// Config configures the shoot controller.
+// Config configures the shoot controller. Its Base's Cache holds the Shoots and what they refer to; Hub serves
+// their status, ShootStates and BackupEntries; Seed's reads of extension objects should come from an informer cache,
+// as waits poll them. Base's defaults: 5 workers; RetryMin and RetryMax (5 s and 5 min) bound the exponential
+// backoff between automatic retries of a shoot whose last operation ended in Error; SyncPeriod, how often an
+// up-to-date shoot is reconciled anyway, is 1h as in gardenlet.
 type Config struct {
-	// SeedName is the agent's seed.
-	SeedName string
-	// Cache is the agent's copy of its seed's objects on the hub; the controller reads Shoots and what they refer to
-	// from it.
-	Cache *cache.Cache
-	// Hub is the agent's mTLS connection to the hub, for status, ShootStates and BackupEntries.
-	Hub grpc.ClientConnInterface
-	// Seed is a client of the seed cluster whose scheme has the extension types; reads of extension objects should
-	// come from an informer cache, as waits poll them.
-	Seed client.Client
-	// Log receives the controller's logs; nil discards.
-	Log *slog.Logger
-	// Workers is how many shoots are worked on at once; default 5.
-	Workers int
-	// SyncPeriod is how often an up-to-date shoot is reconciled anyway; default 1h, as gardenlet.
-	SyncPeriod time.Duration
-	// RetryMin and RetryMax bound the exponential backoff between automatic retries of a shoot whose last
-	// operation ended in Error; defaults 5 s and 5 min.
-	RetryMin, RetryMax time.Duration
+	controller.Base
 	// WaitInterval is the poll interval of waits on extension objects (reads from the informer cache); default 100 ms.
 	WaitInterval time.Duration
 	// ExtensionErrorThreshold is how long an extension may report an error before the flow fails with it (Gardener's
@@ -52,50 +33,11 @@ type Config struct {
 	// CareInterval is how often the conditions of up-to-date shoots are refreshed from their extensions' health
 	// reports; default 1 min, as gardenlet's shoot care.
 	CareInterval time.Duration
-	// HubTimeout bounds each call to the hub; default 30 s.
-	HubTimeout time.Duration
-	// Now is the clock; nil uses time.Now.
-	Now func() time.Time
-}
-
-func (c *Config) defaults() {
-	if c.Log == nil {
-		c.Log = slog.New(slog.DiscardHandler)
-	}
-	if c.Workers <= 0 {
-		c.Workers = 5
-	}
-	if c.SyncPeriod == 0 {
-		c.SyncPeriod = time.Hour
-	}
-	if c.RetryMin <= 0 {
-		c.RetryMin = 5 * time.Second
-	}
-	if c.RetryMax <= 0 {
-		c.RetryMax = 5 * time.Minute
-	}
-	if c.WaitInterval <= 0 {
-		c.WaitInterval = 100 * time.Millisecond
-	}
-	if c.ExtensionErrorThreshold <= 0 {
-		c.ExtensionErrorThreshold = 30 * time.Second
-	}
-	if c.TaskTimeout <= 0 {
-		c.TaskTimeout = 10 * time.Minute
-	}
-	if c.CareInterval <= 0 {
-		c.CareInterval = time.Minute
-	}
-	if c.HubTimeout <= 0 {
-		c.HubTimeout = 30 * time.Second
-	}
-	if c.Now == nil {
-		c.Now = time.Now
-	}
 }
 
 // Controller runs the shoot flows of one seed. Create it with New and run it with Run.
 type Controller struct {
+	*controller.Controller
 	cfg     Config
 	log     *slog.Logger
 	shoots  *hubobject.Client[*corev1beta1.Shoot] // writes, and the hub's answers until the cache has them
@@ -105,7 +47,6 @@ type Controller struct {
 	secrets    kcorev1.SecretServiceClient
 	configMaps kcorev1.ConfigMapServiceClient
 	ext        *extension.Client
-	queue      *keyqueue.Queue
 
 	mu       sync.Mutex
 	failures map[string]int       // consecutive failed operations, per key
@@ -115,13 +56,25 @@ type Controller struct {
 
 // New returns a controller for cfg.
 func New(cfg Config) (*Controller, error) {
-	if cfg.SeedName == "" || cfg.Cache == nil || cfg.Hub == nil || cfg.Seed == nil {
-		return nil, errors.New("shoot controller: SeedName, Cache, Hub and Seed are required")
+	if err := cfg.Complete("shoot", controller.Defaults{Workers: 5, RetryMin: 5 * time.Second, RetryMax: 5 * time.Minute,
+		SyncPeriod: time.Hour}); err != nil {
+		return nil, err
 	}
-	cfg.defaults()
+	if cfg.WaitInterval <= 0 {
+		cfg.WaitInterval = 100 * time.Millisecond
+	}
+	if cfg.ExtensionErrorThreshold <= 0 {
+		cfg.ExtensionErrorThreshold = 30 * time.Second
+	}
+	if cfg.TaskTimeout <= 0 {
+		cfg.TaskTimeout = 10 * time.Minute
+	}
+	if cfg.CareInterval <= 0 {
+		cfg.CareInterval = time.Minute
+	}
 	c := &Controller{
 		cfg:        cfg,
-		log:        cfg.Log.With("controller", "shoot"),
+		log:        cfg.Log,
 		shoots:     hubobject.NewClient[*corev1beta1.Shoot](corev1beta1.NewShootServiceClient(cfg.Hub), cfg.HubTimeout, cfg.Now),
 		states:     corev1beta1.NewShootStateServiceClient(cfg.Hub),
 		entries:    corev1beta1.NewBackupEntryServiceClient(cfg.Hub),
@@ -133,55 +86,22 @@ func New(cfg Config) (*Controller, error) {
 		retryAt:  map[string]time.Time{},
 		running:  map[string]Flow{},
 	}
-	c.queue = keyqueue.New(keyqueue.Config{Name: "shoot", Sync: c.sync, RetryMin: cfg.RetryMin, RetryMax: cfg.RetryMax, Log: c.log})
+	c.Controller = controller.New(controller.Config{Base: cfg.Base, Name: "shoot", Sync: c.sync,
+		Watches: []controller.Watch{{Resource: seedgraph.Shoots, Keys: controller.Own[*corev1beta1.Shoot](nil), Forget: c.forget}},
+		Loops:   []func(context.Context){c.careLoop}})
 	return c, nil
-}
-
-// Run works on shoots until ctx ends. It waits for the cache's first sync, so that decisions see the whole seed.
-func (c *Controller) Run(ctx context.Context) error {
-	defer c.queue.ShutDown()
-	if err := c.cfg.Cache.WaitForSync(ctx); err != nil {
-		return nil // ctx ended
-	}
-	remove := c.cfg.Cache.AddEventHandler(seedgraph.Shoots, cache.HandlerFuncs{
-		AddFunc:    func(obj proto.Message) { c.enqueue(obj) },
-		UpdateFunc: func(_, obj proto.Message) { c.enqueue(obj) },
-		DeleteFunc: func(obj proto.Message) { c.forget(obj) },
-	})
-	defer remove()
-	for _, s := range cache.List[*corev1beta1.Shoot](c.cfg.Cache, seedgraph.Shoots) {
-		c.enqueue(s)
-	}
-	c.log.Info("shoot controller started", "workers", c.cfg.Workers)
-	var wg sync.WaitGroup
-	wg.Go(func() { c.careLoop(ctx) })
-	c.queue.Run(ctx, c.cfg.Workers)
-	wg.Wait()
-	return nil
 }
 
 func keyOf(s *corev1beta1.Shoot) string { return hubobject.Key(s) }
 
-func (c *Controller) enqueue(obj proto.Message) {
-	if s, ok := obj.(*corev1beta1.Shoot); ok {
-		c.queue.Add(keyOf(s))
-	}
-}
-
 // forget drops what the controller keeps of a shoot the hub no longer assigns (deleted, or moved to another seed
 // after its migration).
-func (c *Controller) forget(obj proto.Message) {
-	s, ok := obj.(*corev1beta1.Shoot)
-	if !ok {
-		return
-	}
-	key := keyOf(s)
+func (c *Controller) forget(key string) {
 	c.shoots.Forget(key)
 	c.mu.Lock()
 	delete(c.failures, key)
 	delete(c.retryAt, key)
 	c.mu.Unlock()
-	c.queue.Forget(key)
 }
 
 // current is the newest state of the shoot the agent knows: the cache's, or the hub's answer to our last write when

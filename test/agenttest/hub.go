@@ -17,6 +17,7 @@ import (
 	"github.com/trellis-dev/trellis/agent"
 	"github.com/trellis-dev/trellis/agent/cache"
 	"github.com/trellis-dev/trellis/agent/config"
+	"github.com/trellis-dev/trellis/agent/controller"
 	"github.com/trellis-dev/trellis/deploy/crds"
 	"github.com/trellis-dev/trellis/hub"
 	"github.com/trellis-dev/trellis/hub/auth"
@@ -112,6 +113,12 @@ type Seed struct {
 	// Conn is the agent's mTLS connection to the hub, and Cache its synced cache: what a controller gets.
 	Conn  grpc.ClientConnInterface
 	Cache *cache.Cache
+}
+
+// Base is what a controller of the seed gets (controller.Base), logging to Logger, with the retry bounds given.
+func (s *Seed) Base(retryMin, retryMax time.Duration) controller.Base {
+	return controller.Base{SeedName: s.Name, Cache: s.Cache, Hub: s.Conn, Seed: s.Client,
+		Log: Logger().With("seed", s.Name), RetryMin: retryMin, RetryMax: retryMax}
 }
 
 // StartSeed installs the extension CRDs in cluster and starts an agent for seed name (spec: its seedConfig spec, see

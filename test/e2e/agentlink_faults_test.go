@@ -2,20 +2,14 @@ package e2e
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -88,7 +82,7 @@ func TestAgentLinkSurvivesFaults(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	w := newFaultWorld(t, addr, dataDir, h.token)
+	w := newFaultWorld(t, addr, dataDir, h.Token)
 	setupStart := time.Now()
 	w.createFixtures(ctx)
 	t.Logf("created %d seeds with backup secrets, %d credentials secrets and bindings, %d shoots with backup entries, 1 cloud profile in %s",
@@ -157,11 +151,8 @@ func TestAgentLinkSurvivesFaults(t *testing.T) {
 			r.fromStop.Round(time.Millisecond), r.resumed, len(agents))
 	}
 	kill := func() {
-		h.kill(t)
-		select {
-		case <-h.exited:
-		case <-time.After(10 * time.Second):
-			t.Fatal("the hub did not die within 10s of SIGKILL")
+		if err := h.Kill(); err != nil {
+			t.Fatal(err)
 		}
 	}
 
@@ -190,7 +181,7 @@ func TestAgentLinkSurvivesFaults(t *testing.T) {
 		time.Sleep(time.Second) // the writer fails, agents back off
 		h = startHubAt(t, bin, dataDir, logPath, addr, hubArgs...)
 		proxy.SetTarget(addr)
-		if h.token != w.token {
+		if h.Token != w.token {
 			t.Fatalf("the admin token changed across the restart")
 		}
 		return time.Now()
@@ -348,67 +339,6 @@ func freeLoopbackAddr(t *testing.T) string {
 	}
 	t.Fatal("no free port below the ephemeral range")
 	return ""
-}
-
-// startHubAt runs the hub on dataDir and addr with extra flags and waits until /readyz answers 200; logs are
-// appended to logPath.
-func startHubAt(t *testing.T, bin, dataDir, logPath, addr string, args ...string) *hubProcess {
-	t.Helper()
-	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fmt.Fprintf(logf, "==== %s start: %s --data-dir %s --listen %s %s\n", time.Now().Format(time.RFC3339Nano), bin, dataDir, addr, strings.Join(args, " "))
-	h := &hubProcess{url: "https://" + addr, logPath: logPath, exited: make(chan struct{})}
-	h.cmd = exec.Command(bin, append([]string{"--data-dir", dataDir, "--listen", addr}, args...)...)
-	h.cmd.Stdout, h.cmd.Stderr = logf, logf
-	h.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	start := time.Now()
-	if err := h.cmd.Start(); err != nil {
-		logf.Close()
-		t.Fatal(err)
-	}
-	go func() { _ = h.cmd.Wait(); logf.Close(); close(h.exited) }()
-	t.Cleanup(func() { h.stop(t) })
-
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		if time.Now().After(deadline) {
-			t.Fatalf("hub on %s not ready within 20s; log:\n%s", addr, tail(logPath, 30))
-		}
-		select {
-		case <-h.exited:
-			t.Fatalf("hub on %s exited while starting; log:\n%s", addr, tail(logPath, 30))
-		default:
-		}
-		if h.client == nil {
-			if pem, err := os.ReadFile(filepath.Join(dataDir, "pki", "ca.crt")); err == nil {
-				pool := x509.NewCertPool()
-				if pool.AppendCertsFromPEM(pem) {
-					h.client = &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
-						TLSClientConfig: &tls.Config{RootCAs: pool}, ForceAttemptHTTP2: true,
-					}}
-				}
-			}
-		}
-		if h.client != nil {
-			if resp, err := h.client.Get(h.url + "/readyz"); err == nil {
-				_, _ = io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-				if resp.StatusCode == http.StatusOK {
-					break
-				}
-			}
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	token, err := os.ReadFile(filepath.Join(dataDir, "admin-token"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.token = strings.TrimSpace(string(token))
-	t.Logf("hub pid %d on %s ready after %s", h.cmd.Process.Pid, addr, time.Since(start).Round(time.Millisecond))
-	return h
 }
 
 // keepLog copies the hub's log out of the test's temporary directory so that it survives a failure.

@@ -11,44 +11,24 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"sigs.k8s.io/yaml"
 
 	"github.com/trellis-dev/trellis/hub/api"
+	"github.com/trellis-dev/trellis/test/binproc"
 	"github.com/trellis-dev/trellis/test/doctest"
 	"github.com/trellis-dev/trellis/test/gardenerexamples"
 	"github.com/trellis-dev/trellis/test/landscape"
 )
 
-var (
-	cliBuild    sync.Once
-	cliPath     string
-	cliBuildErr error
-)
-
 // trellisctlBinary builds trellisctl once per test binary.
 func trellisctlBinary(t *testing.T) string {
 	t.Helper()
-	cliBuild.Do(func() {
-		gobin, err := exec.LookPath("go")
-		if err != nil {
-			gobin = filepath.Join(runtime.GOROOT(), "bin", "go")
-		}
-		cliPath = filepath.Join(binDir, "cli", "trellisctl")
-		if out, err := exec.Command(gobin, "build", "-o", cliPath, "github.com/trellis-dev/trellis/cmd/trellisctl").CombinedOutput(); err != nil {
-			cliBuildErr = fmt.Errorf("go build trellisctl: %v\n%s", err, out)
-		}
-	})
-	if cliBuildErr != nil {
-		t.Fatal(cliBuildErr)
-	}
-	return cliPath
+	return filepath.Join(binaries(t, "cli", "github.com/trellis-dev/trellis/cmd/trellisctl"), "trellisctl")
 }
 
 // cliEnv is the environment of `. .trellis/local/env` for l, with trellisctl first on the PATH and a HOME of its own
@@ -368,22 +348,14 @@ func writeTemp(t *testing.T, content string) string {
 	return p
 }
 
+// moduleRoot is the repository's root.
 func moduleRoot(t *testing.T) string {
 	t.Helper()
-	dir, err := os.Getwd()
+	root, err := binproc.ModuleRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no go.mod above the working directory")
-		}
-		dir = parent
-	}
+	return root
 }
 
 // exampleObject is one object of Gardener's examples as written into the directory apply reads.

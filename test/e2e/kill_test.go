@@ -8,21 +8,18 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"io/fs"
 	"maps"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/trellis-dev/trellis/test/binproc"
 )
 
 // binDir holds the binaries built for this test binary; TestMain removes it.
@@ -40,109 +37,55 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-var (
-	buildOnce sync.Once
-	hubPath   string
-	buildErr  error
-)
+// builds are the binaries built for this test binary, by directory under binDir.
+var builds sync.Map // name → *build
 
-// hubBinary builds cmd/trellis-hub once per test binary (go's build cache makes it quick when nothing changed).
+type build struct {
+	once sync.Once
+	err  error
+}
+
+// binaries builds the main packages pkgs into <binDir>/<name> once per test binary and returns that directory (go's
+// build cache makes it quick when nothing changed).
+func binaries(t *testing.T, name string, pkgs ...string) string {
+	t.Helper()
+	v, _ := builds.LoadOrStore(name, &build{})
+	b := v.(*build)
+	dir := filepath.Join(binDir, name)
+	b.once.Do(func() { b.err = binproc.Build(context.Background(), dir, pkgs...) })
+	if b.err != nil {
+		t.Fatal(b.err)
+	}
+	return dir
+}
+
+// hubBinary builds cmd/trellis-hub once per test binary.
 func hubBinary(t *testing.T) string {
 	t.Helper()
-	buildOnce.Do(func() {
-		gobin, err := exec.LookPath("go")
-		if err != nil {
-			gobin = filepath.Join(runtime.GOROOT(), "bin", "go")
-		}
-		hubPath = filepath.Join(binDir, "trellis-hub")
-		cmd := exec.Command(gobin, "build", "-o", hubPath, "github.com/trellis-dev/trellis/cmd/trellis-hub")
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build trellis-hub: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return hubPath
+	return filepath.Join(binaries(t, "hub", "github.com/trellis-dev/trellis/cmd/trellis-hub"), "trellis-hub")
 }
 
-// hubProcess is one run of bin/trellis-hub on a data dir.
-type hubProcess struct {
-	cmd     *exec.Cmd
-	url     string
-	token   string
-	client  *http.Client
-	logPath string
-	exited  chan struct{}
-}
-
-// startHub runs the hub on dataDir and a free loopback port (without the gRPC-only listener) and waits until
-// /readyz answers 200.
-func startHub(t *testing.T, bin, dataDir, logPath string) *hubProcess {
+// startHubAt runs the hub on dataDir and addr (empty: a free loopback port) with extra flags, logging to logPath,
+// and waits until it is ready; the test stops it (SIGTERM, SIGKILL after 10 s) at its end.
+func startHubAt(t *testing.T, bin, dataDir, logPath, addr string, args ...string) *binproc.Hub {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	h, err := binproc.StartHub(context.Background(), binproc.HubConfig{Bin: bin, DataDir: dataDir, LogPath: logPath, Addr: addr, Args: args})
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := l.Addr().String()
-	l.Close()
-	return startHubAt(t, bin, dataDir, logPath, addr, "--grpc-listen", "")
+	t.Cleanup(func() {
+		if err := h.Stop(10 * time.Second); err != nil {
+			t.Error(err)
+		}
+	})
+	t.Logf("hub pid %d on %s ready after %s", h.PID(), h.Addr(), h.Startup.Round(time.Millisecond))
+	return h
 }
 
-// kill sends SIGKILL: no shutdown, no flush, as a power cut would leave the process's own state.
-func (h *hubProcess) kill(t *testing.T) {
-	if err := syscall.Kill(h.cmd.Process.Pid, syscall.SIGKILL); err != nil {
-		t.Errorf("SIGKILL hub: %v", err)
-	}
-}
-
-func (h *hubProcess) stop(t *testing.T) {
-	select {
-	case <-h.exited:
-		return
-	default:
-	}
-	_ = h.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-h.exited:
-	case <-time.After(10 * time.Second):
-		t.Errorf("hub pid %d did not stop within 10s after SIGTERM; killing it", h.cmd.Process.Pid)
-		_ = h.cmd.Process.Kill()
-		<-h.exited
-	}
-}
-
-// do sends a REST request with the admin token; err is set only when no response arrived.
-func (h *hubProcess) do(ctx context.Context, method, path string, body []byte) (int, []byte, error) {
-	var r io.Reader
-	if body != nil {
-		r = bytes.NewReader(body)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, h.url+path, r)
-	if err != nil {
-		return 0, nil, err
-	}
-	req.Header.Set("Authorization", "Bearer "+h.token)
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := h.client.Do(req)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer resp.Body.Close()
-	out, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, out, err
-}
-
-func tail(path string, lines int) string {
-	data, _ := os.ReadFile(path)
-	all := strings.Split(strings.TrimSpace(string(data)), "\n")
-	if len(all) > lines {
-		all = all[len(all)-lines:]
-	}
-	return strings.Join(all, "\n")
+// startHub runs the hub on dataDir and a free loopback port, without the gRPC-only listener.
+func startHub(t *testing.T, bin, dataDir, logPath string) *binproc.Hub {
+	t.Helper()
+	return startHubAt(t, bin, dataDir, logPath, "", "--grpc-listen", "")
 }
 
 const (
@@ -231,7 +174,7 @@ func TestSIGKILLLosesNoAcknowledgedWrite(t *testing.T) {
 
 	h := startHub(t, bin, dataDir, logPath)
 	ns := []byte(`{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"` + killNamespace + `"}}`)
-	if code, body, err := h.do(ctx, http.MethodPost, "/api/v1/namespaces", ns); err != nil || code != http.StatusCreated {
+	if code, body, err := h.Do(ctx, http.MethodPost, "/api/v1/namespaces", ns); err != nil || code != http.StatusCreated {
 		t.Fatalf("create namespace: %d %s %v", code, body, err)
 	}
 
@@ -251,12 +194,14 @@ func TestSIGKILLLosesNoAcknowledgedWrite(t *testing.T) {
 		killOnce.Do(func() {
 			inflightAtKill = inflight.Load()
 			killed.Store(true)
-			h.kill(t)
+			if err := h.Kill(); err != nil {
+				t.Errorf("SIGKILL hub: %v", err)
+			}
 		})
 	}
-	create := func(h *hubProcess, w *written) {
+	create := func(h *binproc.Hub, w *written) {
 		inflight.Add(1)
-		code, body, err := h.do(ctx, http.MethodPost, "/api/v1/namespaces/"+killNamespace+"/"+w.kind, w.body())
+		code, body, err := h.Do(ctx, http.MethodPost, "/api/v1/namespaces/"+killNamespace+"/"+w.kind, w.body())
 		inflight.Add(-1)
 		if err == nil && code == http.StatusCreated {
 			var s stored
@@ -295,10 +240,8 @@ func TestSIGKILLLosesNoAcknowledgedWrite(t *testing.T) {
 	if !killed.Load() {
 		t.Fatalf("only %d creates were acknowledged before the writers ran out of objects; the hub was never killed", ackCount.Load())
 	}
-	select {
-	case <-h.exited:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the hub did not die within 10s of SIGKILL")
+	if h.Running() {
+		t.Fatal("the hub still runs after SIGKILL")
 	}
 	phase1Acked, phase1Tried := 0, 0
 	for _, w := range objs {
@@ -345,7 +288,7 @@ func TestSIGKILLLosesNoAcknowledgedWrite(t *testing.T) {
 	// Every object the hub has must be one the test sent, exactly as sent.
 	listed := map[string]stored{}
 	for _, kind := range []string{"configmaps", "secrets"} {
-		code, body, err := h.do(ctx, http.MethodGet, "/api/v1/namespaces/"+killNamespace+"/"+kind, nil)
+		code, body, err := h.Do(ctx, http.MethodGet, "/api/v1/namespaces/"+killNamespace+"/"+kind, nil)
 		if err != nil || code != http.StatusOK {
 			t.Fatalf("list %s: %d %s %v", kind, code, body, err)
 		}
@@ -375,7 +318,7 @@ func TestSIGKILLLosesNoAcknowledgedWrite(t *testing.T) {
 	var present, absent int
 	for _, w := range objs {
 		key := w.kind + "/" + w.name
-		code, body, err := h.do(ctx, http.MethodGet, w.path(), nil)
+		code, body, err := h.Do(ctx, http.MethodGet, w.path(), nil)
 		if err != nil {
 			t.Fatalf("GET %s: %v", w.path(), err)
 		}
@@ -434,7 +377,9 @@ func TestSIGKILLLosesNoAcknowledgedWrite(t *testing.T) {
 
 	// Secrets are encrypted at rest: their values must not be in etcd's files, while ConfigMaps' are (which shows
 	// that the search would find them).
-	h.stop(t)
+	if err := h.Stop(10 * time.Second); err != nil {
+		t.Error(err)
+	}
 	cmFound, secretFound := searchAtRest(t, filepath.Join(dataDir, "etcd"), objs)
 	if cmFound == 0 {
 		t.Errorf("no ConfigMap value found in etcd's files: the encryption-at-rest check cannot be trusted")
@@ -443,7 +388,7 @@ func TestSIGKILLLosesNoAcknowledgedWrite(t *testing.T) {
 		t.Errorf("%d Secret values found in plain text in etcd's files", secretFound)
 	}
 	if t.Failed() {
-		t.Logf("hub log:\n%s", tail(logPath, 40))
+		t.Logf("hub log:\n%s", binproc.TailLines(logPath, 40))
 	}
 }
 

@@ -1,20 +1,13 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -26,36 +19,16 @@ import (
 	"github.com/trellis-dev/trellis/agent"
 	"github.com/trellis-dev/trellis/agent/config"
 	extensionsv1alpha1 "github.com/trellis-dev/trellis/extsdk/apis/extensions/v1alpha1"
+	"github.com/trellis-dev/trellis/test/binproc"
 	"github.com/trellis-dev/trellis/test/landscape"
-)
-
-var (
-	landscapeBuild    sync.Once
-	landscapeBinDir   string
-	landscapeBuildErr error
 )
 
 // landscapeBinaries builds the binaries a landscape runs (hub, agent, provider-local, localseed) once per test
 // binary.
 func landscapeBinaries(t *testing.T) string {
 	t.Helper()
-	landscapeBuild.Do(func() {
-		gobin, err := exec.LookPath("go")
-		if err != nil {
-			gobin = filepath.Join(runtime.GOROOT(), "bin", "go")
-		}
-		landscapeBinDir = filepath.Join(binDir, "landscape")
-		cmd := exec.Command(gobin, "build", "-o", landscapeBinDir+"/",
-			"github.com/trellis-dev/trellis/cmd/trellis-hub", "github.com/trellis-dev/trellis/cmd/trellis-agent",
-			"github.com/trellis-dev/trellis/cmd/provider-local", "github.com/trellis-dev/trellis/test/localseed")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			landscapeBuildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if landscapeBuildErr != nil {
-		t.Fatal(landscapeBuildErr)
-	}
-	return landscapeBinDir
+	return binaries(t, "landscape", "github.com/trellis-dev/trellis/cmd/trellis-hub", "github.com/trellis-dev/trellis/cmd/trellis-agent",
+		"github.com/trellis-dev/trellis/cmd/provider-local", "github.com/trellis-dev/trellis/test/localseed")
 }
 
 // testBinDir is bin/testbin of the module (etcd, kube-apiserver, kube-controller-manager for the seeds).
@@ -77,50 +50,33 @@ type rest struct {
 
 func newREST(t *testing.T, l *landscape.Landscape) *rest {
 	t.Helper()
-	ca, err := os.ReadFile(l.CAFile)
+	pool, err := binproc.LoadCA(l.CAFile)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(ca)
-	return &rest{t: t, url: l.HubURL, token: l.Token,
-		http: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}}
+	return &rest{t: t, url: l.HubURL, token: l.Token, http: binproc.HTTPClient(pool, 30*time.Second)}
 }
 
 // do sends a request; a map body is sent as JSON (as a merge patch for PATCH).
 func (r *rest) do(method, path string, body any) (int, []byte) {
 	r.t.Helper()
-	var rd io.Reader
-	ct := "application/json"
-	if method == http.MethodPatch {
-		ct = "application/merge-patch+json"
-	}
+	var data []byte
 	switch b := body.(type) {
 	case nil:
 	case []byte:
-		rd = bytes.NewReader(b)
+		data = b
 	default:
 		j, err := json.Marshal(b)
 		if err != nil {
 			r.t.Fatal(err)
 		}
-		rd = bytes.NewReader(j)
+		data = j
 	}
-	req, err := http.NewRequest(method, r.url+path, rd)
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+r.token)
-	if rd != nil {
-		req.Header.Set("Content-Type", ct)
-	}
-	resp, err := r.http.Do(req)
+	code, out, err := binproc.Do(context.Background(), r.http, method, r.url+path, r.token, data)
 	if err != nil {
 		r.t.Fatalf("%s %s: %v", method, path, err)
 	}
-	defer resp.Body.Close()
-	out, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, out
+	return code, out
 }
 
 func (r *rest) must(want int, method, path string, body any) []byte {
@@ -238,7 +194,7 @@ func startLandscape(ctx context.Context, t *testing.T, cfg landscape.Config) *la
 				logs = append(logs, "agent-"+s.Name+".log", "provider-local-"+s.Name+".log")
 			}
 			for _, f := range logs {
-				t.Logf("==== %s (tail)\n%s", f, tail(filepath.Join(l.LogDir, f), 80))
+				t.Logf("==== %s (tail)\n%s", f, binproc.TailLines(filepath.Join(l.LogDir, f), 80))
 			}
 		}
 		if err := l.Stop(); err != nil {

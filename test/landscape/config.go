@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/trellis-dev/trellis/agent/config"
+
+	"github.com/trellis-dev/trellis/test/binproc"
 )
 
 // Defaults of a Config.
@@ -94,9 +96,9 @@ func (c *Config) Default() error {
 		}
 	}
 	if c.BinDir == "" {
-		root, err := moduleRoot()
+		root, err := binproc.ModuleRoot()
 		if err != nil {
-			return fmt.Errorf("BinDir: %w", err)
+			return fmt.Errorf("BinDir: %w: set BinDir", err)
 		}
 		c.BinDir = filepath.Join(root, "bin")
 	}
@@ -163,24 +165,6 @@ func (c *Config) Validate() error {
 		errs = append(errs, errors.New("ExtensionErrorThreshold, ReadyTimeout and StopTimeout must not be negative"))
 	}
 	return errors.Join(errs...)
-}
-
-// moduleRoot is the first directory at or above the working directory that holds go.mod.
-func moduleRoot() (string, error) {
-	wd, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for dir := wd; ; {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", fmt.Errorf("no go.mod at or above %s: set BinDir", wd)
-		}
-		dir = parent
-	}
 }
 
 // loopbackAddr returns addr with a free port when its port is 0 or addr is empty (then on 127.0.0.1), and the

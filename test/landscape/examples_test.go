@@ -64,7 +64,7 @@ func TestHubAcceptsSeedAndExamples(t *testing.T) {
 	}
 
 	// The shoot is what provider-local is asked for.
-	code, body, err := c.do(ctx, http.MethodGet, "/apis/core.gardener.cloud/v1beta1/namespaces/garden-local/shoots/local", nil, "")
+	code, body, err := c.do(ctx, http.MethodGet, "/apis/core.gardener.cloud/v1beta1/namespaces/garden-local/shoots/local", nil)
 	if err != nil || code != http.StatusOK {
 		t.Fatalf("get shoot: %d %s %v", code, body, err)
 	}

@@ -97,7 +97,7 @@ func (l *Landscape) ProviderLocalInstallation(ctx context.Context, seed string) 
 // ("" when there is none) and whether its condition Installed is True.
 func (c *hubClient) installation(ctx context.Context, registration, seed string) (string, bool, error) {
 	path := "/apis/core.gardener.cloud/v1beta1/controllerinstallations?fieldSelector=" + url.QueryEscape("spec.seedRef.name="+seed)
-	code, body, err := c.do(ctx, http.MethodGet, path, nil, "")
+	code, body, err := c.do(ctx, http.MethodGet, path, nil)
 	if err != nil {
 		return "", false, err
 	}
@@ -140,7 +140,7 @@ func (c *hubClient) apply(ctx context.Context, path, name string, obj []byte) er
 		return err
 	}
 	for attempt := 0; ; attempt++ {
-		code, body, err := c.do(ctx, http.MethodGet, path+"/"+name, nil, "")
+		code, body, err := c.do(ctx, http.MethodGet, path+"/"+name, nil)
 		if err != nil {
 			return fmt.Errorf("GET %s/%s: %w", path, name, err)
 		}
@@ -166,7 +166,7 @@ func (c *hubClient) apply(ctx context.Context, path, name string, obj []byte) er
 			md["finalizers"] = cur.Metadata.Finalizers // the hub's and the agents' to keep
 		}
 		put, _ := json.Marshal(next)
-		code, body, err = c.do(ctx, http.MethodPut, path+"/"+name, put, "")
+		code, body, err = c.do(ctx, http.MethodPut, path+"/"+name, put)
 		if err != nil {
 			return fmt.Errorf("PUT %s/%s: %w", path, name, err)
 		}

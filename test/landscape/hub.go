@@ -1,21 +1,18 @@
 package landscape
 
 import (
-	"bytes"
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"os"
 	"strings"
 	"time"
 
 	"github.com/trellis-dev/trellis/hub/auth"
 	"github.com/trellis-dev/trellis/proto/kjson"
+
+	"github.com/trellis-dev/trellis/test/binproc"
 )
 
 // hubClient speaks the hub's REST API as the admin.
@@ -26,49 +23,21 @@ type hubClient struct {
 }
 
 func newHubClient(url, caFile, token string) (*hubClient, error) {
-	ca, err := os.ReadFile(caFile)
+	pool, err := binproc.LoadCA(caFile)
 	if err != nil {
 		return nil, err
 	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(ca) {
-		return nil, fmt.Errorf("%s holds no certificate", caFile)
-	}
-	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, ForceAttemptHTTP2: true}
-	return &hubClient{url: url, token: token, http: &http.Client{Transport: tr, Timeout: 30 * time.Second}}, nil
+	return &hubClient{url: url, token: token, http: binproc.HTTPClient(pool, 30*time.Second)}, nil
 }
 
-// do sends a request with a JSON body (nil for none) and returns the status code and body.
-func (c *hubClient) do(ctx context.Context, method, path string, body []byte, contentType string) (int, []byte, error) {
-	var r io.Reader
-	if body != nil {
-		r = bytes.NewReader(body)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, c.url+path, r)
-	if err != nil {
-		return 0, nil, err
-	}
-	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
-	}
-	if body != nil {
-		if contentType == "" {
-			contentType = "application/json"
-		}
-		req.Header.Set("Content-Type", contentType)
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer resp.Body.Close()
-	out, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, out, err
+// do sends a request with a JSON body (nil for none; a merge patch for PATCH) and returns the status code and body.
+func (c *hubClient) do(ctx context.Context, method, path string, body []byte) (int, []byte, error) {
+	return binproc.Do(ctx, c.http, method, c.url+path, c.token, body)
 }
 
 // create POSTs obj to the collection at path; it reports whether the object was created (false: it existed).
 func (c *hubClient) create(ctx context.Context, path string, obj []byte) (bool, error) {
-	code, body, err := c.do(ctx, http.MethodPost, path, obj, "")
+	code, body, err := c.do(ctx, http.MethodPost, path, obj)
 	if err != nil {
 		return false, fmt.Errorf("POST %s: %w", path, err)
 	}
@@ -113,7 +82,7 @@ type condition struct {
 
 // seedCondition returns the condition typ of Seed name; nil when the Seed or the condition does not exist.
 func (c *hubClient) seedCondition(ctx context.Context, name, typ string) (*condition, error) {
-	code, body, err := c.do(ctx, http.MethodGet, "/apis/core.gardener.cloud/v1beta1/seeds/"+name, nil, "")
+	code, body, err := c.do(ctx, http.MethodGet, "/apis/core.gardener.cloud/v1beta1/seeds/"+name, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -162,7 +131,7 @@ func (c *hubClient) createBootstrapToken(ctx context.Context, seed string, valid
 
 // listLen returns the number of items of the collection at path.
 func (c *hubClient) listLen(ctx context.Context, path string) (int, error) {
-	code, body, err := c.do(ctx, http.MethodGet, path, nil, "")
+	code, body, err := c.do(ctx, http.MethodGet, path, nil)
 	if err != nil {
 		return 0, err
 	}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/trellis-dev/trellis/test/binproc"
 )
 
 // Landscape is a running local landscape. Its methods may be called from several goroutines.
@@ -31,7 +33,7 @@ type Landscape struct {
 	ProviderLocal bool
 
 	cfg      Config
-	hub      *process
+	hub      *binproc.Process
 	hubc     *hubClient
 	seeds    []*Seed
 	lock     *os.File
@@ -92,7 +94,7 @@ func Start(ctx context.Context, cfg Config) (_ *Landscape, err error) {
 	}
 	l.HubAddr, l.GRPCAddr, l.HubURL = dial, grpcDial, "https://"+dial
 	args := []string{"--data-dir", hubDir, "--listen", listen, "--grpc-listen", grpcListen, "--log-format", "text"}
-	l.hub = l.newProcess("hub", "trellis-hub", append(args, cfg.HubArgs...)...)
+	l.hub = l.newProcess("hub", "trellis-hub", nil, append(args, cfg.HubArgs...)...)
 	for _, sc := range cfg.Seeds {
 		l.seeds = append(l.seeds, l.newSeed(sc, l.ProviderLocal))
 	}
@@ -104,8 +106,8 @@ func Start(ctx context.Context, cfg Config) (_ *Landscape, err error) {
 			return nil, err
 		}
 	}
-	l.logf("hub: starting on %s, agents on %s (log %s)", l.HubURL, l.GRPCAddr, l.hub.logPath)
-	if err := l.hub.start(); err != nil {
+	l.logf("hub: starting on %s, agents on %s (log %s)", l.HubURL, l.GRPCAddr, l.hub.LogPath())
+	if err := l.hub.Start(); err != nil {
 		return nil, err
 	}
 	if err := l.waitHub(ctx); err != nil {
@@ -221,7 +223,7 @@ func (l *Landscape) waitHub(ctx context.Context) error {
 			}
 			l.hubc, l.Token = c, c.token
 		}
-		code, body, err := l.hubc.do(ctx, "GET", "/readyz", nil, "")
+		code, body, err := l.hubc.do(ctx, "GET", "/readyz", nil)
 		if err != nil {
 			return false, err
 		}
@@ -234,8 +236,8 @@ func (l *Landscape) waitHub(ctx context.Context) error {
 
 // waitFor polls cond until it holds, p's run ends (an error with the end of its log), ctx ends or ReadyTimeout
 // passes. Errors of cond are taken as "not yet" and reported if the wait fails.
-func (l *Landscape) waitFor(ctx context.Context, p *process, what string, cond func(context.Context) (bool, error)) error {
-	done, _ := p.run()
+func (l *Landscape) waitFor(ctx context.Context, p *binproc.Process, what string, cond func(context.Context) (bool, error)) error {
+	done, _ := p.Done()
 	wctx, cancel := context.WithTimeout(ctx, l.cfg.ReadyTimeout)
 	defer cancel()
 	tick := time.NewTicker(200 * time.Millisecond)
@@ -253,36 +255,38 @@ func (l *Landscape) waitFor(ctx context.Context, p *process, what string, cond f
 		}
 		select {
 		case <-done:
-			return p.exitError()
+			return p.ExitError()
 		case <-wctx.Done():
 			if ctx.Err() != nil {
-				return fmt.Errorf("%s: waiting until %s: %w", p.name, what, ctx.Err())
+				return fmt.Errorf("%s: waiting until %s: %w", p.Name(), what, ctx.Err())
 			}
-			msg := fmt.Sprintf("%s: not %s within %s", p.name, what, l.cfg.ReadyTimeout)
+			msg := fmt.Sprintf("%s: not %s within %s", p.Name(), what, l.cfg.ReadyTimeout)
 			if last != nil {
 				msg += fmt.Sprintf(" (last: %v)", last)
 			}
-			return fmt.Errorf("%s; see %s:\n%s", msg, p.logPath, p.tail(2<<10))
+			return fmt.Errorf("%s; see %s:\n%s", msg, p.LogPath(), p.Tail(2<<10))
 		case <-tick.C:
 		}
 	}
 }
 
-// newProcess returns the process of binary bin of BinDir, logging to <LogDir>/<name>.log.
-func (l *Landscape) newProcess(name, bin string, args ...string) *process {
-	return &process{
-		name:    name,
-		path:    filepath.Join(l.cfg.BinDir, bin),
-		args:    args,
-		dir:     l.Dir,
-		logPath: filepath.Join(l.LogDir, name+".log"),
-		exited: func(name string, err error) {
+// newProcess returns the process of binary bin of BinDir with env added to the landscape's environment, logging to
+// <LogDir>/<name>.log.
+func (l *Landscape) newProcess(name, bin string, env []string, args ...string) *binproc.Process {
+	return binproc.New(binproc.Config{
+		Name:    name,
+		Path:    filepath.Join(l.cfg.BinDir, bin),
+		Args:    args,
+		Env:     env,
+		Dir:     l.Dir,
+		LogPath: filepath.Join(l.LogDir, name+".log"),
+		Exited: func(name string, err error) {
 			select {
 			case l.failures <- fmt.Errorf("%s exited unexpectedly (%v); see %s", name, err, filepath.Join(l.LogDir, name+".log")):
 			default:
 			}
 		},
-	}
+	})
 }
 
 func (l *Landscape) logf(format string, args ...any) {
@@ -316,7 +320,7 @@ func (l *Landscape) seed(name string) (*Seed, error) {
 // Do sends a request to the hub's REST API as the admin; body, when not nil, is JSON. It returns the status code
 // and the response body.
 func (l *Landscape) Do(ctx context.Context, method, path string, body []byte) (int, []byte, error) {
-	return l.hubc.do(ctx, method, path, body, "")
+	return l.hubc.do(ctx, method, path, body)
 }
 
 // SeedReady reports whether the Seed's GardenletReady condition on the hub is True.
@@ -344,7 +348,7 @@ func (l *Landscape) StopAgent(seed string) error {
 	if err != nil {
 		return err
 	}
-	return s.agent.stop(l.cfg.StopTimeout)
+	return s.agent.Stop(l.cfg.StopTimeout)
 }
 
 // KillAgent kills the agent of seed with SIGKILL and waits until it has exited.
@@ -353,7 +357,7 @@ func (l *Landscape) KillAgent(seed string) error {
 	if err != nil {
 		return err
 	}
-	return s.agent.kill()
+	return s.agent.Kill()
 }
 
 // StartProviderLocal starts the provider-local of seed (after StopProviderLocal or KillProviderLocal) in the
@@ -395,7 +399,7 @@ func (l *Landscape) StopProviderLocal(seed string) error {
 	if s.provider == nil {
 		return ErrNoProviderLocal
 	}
-	return s.provider.stop(l.cfg.StopTimeout)
+	return s.provider.Stop(l.cfg.StopTimeout)
 }
 
 // KillProviderLocal kills the provider-local of seed with SIGKILL and waits until it has exited.
@@ -407,7 +411,7 @@ func (l *Landscape) KillProviderLocal(seed string) error {
 	if s.provider == nil {
 		return ErrNoProviderLocal
 	}
-	return s.provider.kill()
+	return s.provider.Kill()
 }
 
 // Pids returns the process ids of the running processes by name (hub, seed-<seed>, agent-<seed>,
@@ -415,16 +419,16 @@ func (l *Landscape) KillProviderLocal(seed string) error {
 func (l *Landscape) Pids() map[string]int {
 	out := map[string]int{}
 	for _, p := range l.processes() {
-		if p.running() {
-			out[p.name] = p.pid()
+		if p.Running() {
+			out[p.Name()] = p.PID()
 		}
 	}
 	return out
 }
 
 // processes returns every process in start order.
-func (l *Landscape) processes() []*process {
-	var ps []*process
+func (l *Landscape) processes() []*binproc.Process {
+	var ps []*binproc.Process
 	if l.hub != nil {
 		ps = append(ps, l.hub)
 	}
@@ -442,7 +446,7 @@ func (l *Landscape) processes() []*process {
 // in Dir for the next Start. Later calls return the first call's result.
 func (l *Landscape) Stop() error {
 	l.stopOnce.Do(func() {
-		var provs, agents, seeds []*process
+		var provs, agents, seeds []*binproc.Process
 		for _, s := range l.seeds {
 			if s.provider != nil {
 				provs = append(provs, s.provider)
@@ -450,14 +454,14 @@ func (l *Landscape) Stop() error {
 			agents, seeds = append(agents, s.agent), append(seeds, s.seed)
 		}
 		var errs []error
-		for _, group := range [][]*process{provs, agents, seeds, {l.hub}} {
+		for _, group := range [][]*binproc.Process{provs, agents, seeds, {l.hub}} {
 			gerrs := make([]error, len(group))
 			var wg sync.WaitGroup
 			for i, p := range group {
 				if p == nil {
 					continue
 				}
-				wg.Go(func() { gerrs[i] = p.stop(l.cfg.StopTimeout) })
+				wg.Go(func() { gerrs[i] = p.Stop(l.cfg.StopTimeout) })
 			}
 			wg.Wait()
 			errs = append(errs, gerrs...)

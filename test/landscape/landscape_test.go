@@ -7,12 +7,15 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	kmetav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	extensionsv1alpha1 "github.com/trellis-dev/trellis/extsdk/apis/extensions/v1alpha1"
+
+	"github.com/trellis-dev/trellis/test/binproc"
 )
 
 // envBinDir names a directory with prebuilt binaries for TestLandscape; without it the test builds them.
@@ -20,6 +23,9 @@ const envBinDir = "TRELLIS_LANDSCAPE_BIN_DIR"
 
 // buildBinaries builds the landscape's binaries from this checkout into a temporary directory, so that the test runs
 // the code under test, not whatever bin/ holds. provider-local is built when cmd/provider-local exists.
+// alive reports whether process pid exists.
+func alive(pid int) bool { return syscall.Kill(pid, 0) == nil }
+
 func buildBinaries(t *testing.T, root string) (dir string, providerLocal bool) {
 	t.Helper()
 	if dir := os.Getenv(envBinDir); dir != "" {
@@ -56,7 +62,7 @@ func TestLandscape(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real processes")
 	}
-	root, err := moduleRoot()
+	root, err := binproc.ModuleRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +100,7 @@ func TestLandscape(t *testing.T) {
 		t.Fatalf("seed ready: %v %v", ready, err)
 	}
 	// The agent bootstrapped and stored its credentials in the seed.
-	if out, _ := s.agent.logSinceStart(); !strings.Contains(out, "bootstrapped") {
+	if out, _ := s.agent.LogSinceStart(); !strings.Contains(out, "bootstrapped") {
 		t.Errorf("the agent's first start did not bootstrap:\n%s", out)
 	}
 	if _, err := s.Client.CoreV1().Secrets("garden").Get(ctx, "gardenlet-kubeconfig", kmetav1.GetOptions{}); err != nil {
@@ -155,7 +161,7 @@ func TestLandscape(t *testing.T) {
 	if err := l.StartAgent(ctx, "local"); err != nil {
 		t.Fatal(err)
 	}
-	if out, _ := s.agent.logSinceStart(); !strings.Contains(out, "using stored credentials") {
+	if out, _ := s.agent.LogSinceStart(); !strings.Contains(out, "using stored credentials") {
 		t.Errorf("the restarted agent did not use its stored credentials:\n%s", out)
 	}
 
@@ -200,7 +206,7 @@ func TestLandscape(t *testing.T) {
 		t.Error("the admin token changed: the hub did not reuse its data")
 	}
 	s2 := l2.Seed("local")
-	out, _ := s2.agent.logSinceStart()
+	out, _ := s2.agent.LogSinceStart()
 	if !strings.Contains(out, "using stored credentials") || strings.Contains(out, "bootstrapping") {
 		t.Errorf("the agent bootstrapped again after a restart:\n%s", out)
 	}

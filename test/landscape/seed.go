@@ -24,6 +24,8 @@ import (
 	extensionsv1alpha1 "github.com/trellis-dev/trellis/extsdk/apis/extensions/v1alpha1"
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
 	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
+
+	"github.com/trellis-dev/trellis/test/binproc"
 )
 
 // What the seeds are configured with.
@@ -68,7 +70,7 @@ type Seed struct {
 	// "" before it ran.
 	ProviderLocalNamespace string
 
-	seed, agent, provider *process
+	seed, agent, provider *binproc.Process
 	providerArgs          []string // provider-local's flags besides --namespace
 	tokenFile             string
 }
@@ -160,13 +162,13 @@ func (l *Landscape) startSeedProcess(s *Seed) error {
 	if err := os.Remove(s.Kubeconfig); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
-	return s.seed.start()
+	return s.seed.Start()
 }
 
 // waitSeed waits until localseed reports the seed ready, then connects to it.
 func (l *Landscape) waitSeed(ctx context.Context, s *Seed) error {
 	err := l.waitFor(ctx, s.seed, "ready", func(context.Context) (bool, error) {
-		out, err := s.seed.logSinceStart()
+		out, err := s.seed.LogSinceStart()
 		if err != nil || !strings.Contains(out, "ready in") {
 			return false, err
 		}
@@ -229,7 +231,7 @@ func (l *Landscape) prepareAgent(ctx context.Context, s *Seed, freshHub bool) er
 // agentReady reports whether the agent's current run has a session with the hub and the hub considers the Seed
 // ready. The condition alone is not enough: the hub keeps it True from an earlier run until the monitor period ends.
 func (l *Landscape) agentReady(ctx context.Context, s *Seed) (bool, error) {
-	out, err := s.agent.logSinceStart()
+	out, err := s.agent.LogSinceStart()
 	if err != nil || !strings.Contains(out, "session established") {
 		return false, err
 	}
@@ -242,13 +244,13 @@ func (l *Landscape) agentReady(ctx context.Context, s *Seed) (bool, error) {
 
 // startAgent starts the agent and waits until it is ready.
 func (l *Landscape) startAgent(ctx context.Context, s *Seed, freshHub bool) error {
-	if s.agent.running() {
-		return fmt.Errorf("%s: already running (pid %d)", s.agent.name, s.agent.pid())
+	if s.agent.Running() {
+		return fmt.Errorf("%s: already running (pid %d)", s.agent.Name(), s.agent.PID())
 	}
 	if err := l.prepareAgent(ctx, s, freshHub); err != nil {
 		return err
 	}
-	if err := s.agent.start(); err != nil {
+	if err := s.agent.Start(); err != nil {
 		return err
 	}
 	return l.waitFor(ctx, s.agent, "ready (session established, Seed "+GardenletReady+")", func(ctx context.Context) (bool, error) {
@@ -262,8 +264,8 @@ func (l *Landscape) startProviderLocal(ctx context.Context, s *Seed, ns string) 
 	if s.provider == nil {
 		return ErrNoProviderLocal
 	}
-	if s.provider.running() {
-		return fmt.Errorf("%s: already running (pid %d)", s.provider.name, s.provider.pid())
+	if s.provider.Running() {
+		return fmt.Errorf("%s: already running (pid %d)", s.provider.Name(), s.provider.PID())
 	}
 	// The agent creates the namespace when it installs the chart; a namespace made here first gets its labels then.
 	nsObj := &corev1.Namespace{ObjectMeta: kmetav1.ObjectMeta{Name: ns}}
@@ -293,12 +295,12 @@ func (l *Landscape) startProviderLocal(ctx context.Context, s *Seed, ns string) 
 	if err != nil {
 		return fmt.Errorf("seed %s: heartbeat Lease: %w", s.Name, err)
 	}
-	s.provider.args = append([]string{"--namespace", ns}, s.providerArgs...)
+	s.provider.SetArgs(append([]string{"--namespace", ns}, s.providerArgs...)...)
 	s.ProviderLocalNamespace = ns
-	if err := s.provider.start(); err != nil {
+	if err := s.provider.Start(); err != nil {
 		return err
 	}
-	_, started := s.provider.run()
+	_, started := s.provider.Done()
 	return l.waitFor(ctx, s.provider, "renewing its heartbeat Lease", func(ctx context.Context) (bool, error) {
 		rt, err := renewTime(ctx)
 		if err != nil || rt == nil {
@@ -336,10 +338,9 @@ func (l *Landscape) newSeed(sc SeedConfig, hasProviderLocal bool) *Seed {
 		AgentConfig: filepath.Join(agentDir, "config.yaml"),
 		tokenFile:   filepath.Join(agentDir, "bootstrap-token"),
 	}
-	s.seed = l.newProcess("seed-"+sc.Name, "localseed", "--dir", dir)
-	s.seed.env = []string{"KUBEBUILDER_ASSETS=" + l.cfg.TestBinDir}
-	s.agent = l.newProcess("agent-"+sc.Name, "trellis-agent", "--config", s.AgentConfig)
-	s.SeedLog, s.AgentLog = s.seed.logPath, s.agent.logPath
+	s.seed = l.newProcess("seed-"+sc.Name, "localseed", []string{"KUBEBUILDER_ASSETS=" + l.cfg.TestBinDir}, "--dir", dir)
+	s.agent = l.newProcess("agent-"+sc.Name, "trellis-agent", nil, "--config", s.AgentConfig)
+	s.SeedLog, s.AgentLog = s.seed.LogPath(), s.agent.LogPath()
 	if hasProviderLocal {
 		s.providerArgs = append([]string{
 			"--kubeconfig", s.Kubeconfig,
@@ -348,8 +349,8 @@ func (l *Landscape) newSeed(sc SeedConfig, hasProviderLocal bool) *Seed {
 			"--health-probe-bind-address", "0",
 		}, l.cfg.ProviderLocalArgs...)
 		// The namespace, the installation's, is known when it starts (startProviderLocal).
-		s.provider = l.newProcess("provider-local-"+sc.Name, "provider-local")
-		s.ProviderLocalLog = s.provider.logPath
+		s.provider = l.newProcess("provider-local-"+sc.Name, "provider-local", nil)
+		s.ProviderLocalLog = s.provider.LogPath()
 	}
 	return s
 }

@@ -3,15 +3,11 @@ package main
 import (
 	"bufio"
 	"context"
-	"crypto/tls"
 	"crypto/x509"
-	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -19,9 +15,10 @@ import (
 	"time"
 
 	"github.com/trellis-dev/trellis/test/bench/procstat"
+	"github.com/trellis-dev/trellis/test/binproc"
 )
 
-// hub is the hub under test: a child process this benchmark started (cmd != nil), or an external one (-hub).
+// hub is the hub under test: a child process this benchmark started (proc != nil), or an external one (-hub).
 type hub struct {
 	bin  string
 	addr string // 127.0.0.1:<port>
@@ -33,9 +30,8 @@ type hub struct {
 	logPath  string
 	hbInt    time.Duration
 
-	cmd    *exec.Cmd
-	pid    int // of the child, or -hub-pid
-	exited chan struct{}
+	proc *binproc.Hub
+	pid  int // of the child, or -hub-pid
 
 	token  string
 	pool   *x509.CertPool
@@ -47,72 +43,30 @@ type hub struct {
 
 func (h *hub) url() string { return "https://" + h.addr }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-// start runs the hub process on h.addr and waits for /readyz 200; it returns the time from process start to ready.
+// start runs the hub process on h.addr (again, after stop) and waits for /readyz 200; it returns the time from
+// process start to ready.
 func (h *hub) start(ctx context.Context) (time.Duration, error) {
-	logf, err := os.OpenFile(h.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return 0, err
-	}
-	fmt.Fprintf(logf, "---- bench-agents: starting %s at %s\n", h.bin, time.Now().Format(time.RFC3339Nano))
-	cmd := exec.Command(h.bin, "--data-dir", h.dataDir, "--listen", h.addr, "--grpc-listen", h.grpcAddr, "--heartbeat-interval", h.hbInt.String())
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if h.memLimit != "" {
-		cmd.Env = append(os.Environ(), "GOMEMLIMIT="+h.memLimit)
-	}
-	// The hub dies with the benchmark, even when the benchmark is killed.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	start := time.Now()
-	if err := cmd.Start(); err != nil {
-		logf.Close()
-		return 0, err
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); logf.Close(); close(exited) }()
-	h.cmd, h.pid, h.exited = cmd, cmd.Process.Pid, exited
-
-	// A fresh client: connections to an earlier process of the hub are of no use.
-	if h.http != nil {
-		h.http.CloseIdleConnections()
-	}
-	h.http = nil
 	h.probes = h.probes[:0]
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
-		select {
-		case <-exited:
-			return 0, fmt.Errorf("hub exited while starting:\n%s", h.logTail(20))
-		case <-ctx.Done():
-			return 0, ctx.Err()
-		default:
-		}
-		if h.http == nil {
-			// The CA certificate is written before the hub listens; until then there is nothing to probe.
-			_ = h.loadCredentials(false)
-		}
-		if h.http != nil {
-			t := time.Now()
-			code, err := h.ready()
-			h.recordProbe(t.Sub(start), time.Since(t), code, err)
-			if code == http.StatusOK {
-				d := time.Since(start)
-				if err := h.loadCredentials(true); err != nil {
-					return d, err
-				}
-				return d, nil
-			}
-		}
-		time.Sleep(5 * time.Millisecond)
+	if h.http != nil {
+		h.http.CloseIdleConnections() // connections to an earlier process of the hub are of no use
 	}
-	return 0, fmt.Errorf("hub not ready within 60s:\n%s", h.logTail(20))
+	if h.proc == nil {
+		var env []string
+		if h.memLimit != "" {
+			env = []string{"GOMEMLIMIT=" + h.memLimit}
+		}
+		p, err := binproc.StartHub(ctx, binproc.HubConfig{Bin: h.bin, DataDir: h.dataDir, Addr: h.addr, LogPath: h.logPath, Env: env,
+			Args:         []string{"--grpc-listen", h.grpcAddr, "--heartbeat-interval", h.hbInt.String()},
+			ReadyTimeout: 60 * time.Second, Probe: h.recordProbe})
+		if err != nil {
+			return 0, err
+		}
+		h.proc = p
+	} else if err := h.proc.Restart(ctx); err != nil {
+		return 0, err
+	}
+	h.pid = h.proc.PID()
+	return h.proc.Startup, h.loadCredentials(true)
 }
 
 // recordProbe keeps the outcome of a /readyz probe that did not succeed, or the first success, for the report of a
@@ -135,53 +89,29 @@ func (h *hub) recordProbe(at, took time.Duration, code int, err error) {
 
 // loadCredentials reads the CA certificate and (with token) the admin token from the data dir.
 func (h *hub) loadCredentials(token bool) error {
-	pem, err := os.ReadFile(filepath.Join(h.dataDir, "pki", "ca.crt"))
+	pool, err := binproc.LoadCA(filepath.Join(h.dataDir, "pki", "ca.crt"))
 	if err != nil {
 		return err
 	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(pem) {
-		return errors.New("pki/ca.crt: no certificate")
-	}
-	h.pool = pool
-	h.http = &http.Client{Timeout: 120 * time.Second, Transport: &http.Transport{
-		TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, ForceAttemptHTTP2: true,
-	}}
+	h.pool, h.http = pool, binproc.HTTPClient(pool, 120*time.Second)
 	if token {
-		t, err := os.ReadFile(filepath.Join(h.dataDir, "admin-token"))
-		if err != nil {
-			return fmt.Errorf("admin token: %w", err)
-		}
-		h.token = strings.TrimSpace(string(t))
+		h.token, err = binproc.AdminToken(h.dataDir)
 	}
-	return nil
+	return err
 }
 
-func (h *hub) ready() (int, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, h.url()+"/readyz", nil)
-	resp, err := h.http.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	return resp.StatusCode, nil
-}
-
-// loggedStartup returns the startup the hub logged last ("hub ready ... startup=<d>"), the time it took to serve.
+// loggedStartup returns the startup the hub's current run logged ("hub ready ... startup=<d>"), the time it took to
+// serve.
 func (h *hub) loggedStartup() time.Duration {
-	data, _ := os.ReadFile(h.logPath)
-	lines := strings.Split(string(data), "\n")
-	for i := len(lines) - 1; i >= 0; i-- {
-		if strings.HasPrefix(lines[i], "---- bench-agents: starting") {
-			return 0
-		}
-		if !strings.Contains(lines[i], `msg="hub ready"`) {
+	if h.proc == nil {
+		return 0
+	}
+	out, _ := h.proc.LogSinceStart()
+	for _, line := range strings.Split(out, "\n") {
+		if !strings.Contains(line, `msg="hub ready"`) {
 			continue
 		}
-		if _, v, ok := strings.Cut(lines[i], "startup="); ok {
+		if _, v, ok := strings.Cut(line, "startup="); ok {
 			v, _, _ = strings.Cut(v, " ")
 			d, _ := time.ParseDuration(v)
 			return d
@@ -192,33 +122,20 @@ func (h *hub) loggedStartup() time.Duration {
 
 // stop signals the hub and waits until it has exited (SIGKILL after 30 s); it returns the time the exit took.
 func (h *hub) stop(sig syscall.Signal) time.Duration {
-	if h.cmd == nil {
+	if h.proc == nil || !h.proc.Running() {
 		return 0
-	}
-	select {
-	case <-h.exited:
-		return 0
-	default:
 	}
 	start := time.Now()
-	_ = h.cmd.Process.Signal(sig)
-	select {
-	case <-h.exited:
-	case <-time.After(30 * time.Second):
-		fmt.Fprintln(os.Stderr, "hub did not stop within 30s; killing it")
-		_ = h.cmd.Process.Kill()
-		<-h.exited
+	var err error
+	if sig == syscall.SIGKILL {
+		err = h.proc.Kill()
+	} else {
+		err = h.proc.Stop(30 * time.Second)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
 	}
 	return time.Since(start)
-}
-
-func (h *hub) logTail(lines int) string {
-	data, _ := os.ReadFile(h.logPath)
-	all := strings.Split(strings.TrimSpace(string(data)), "\n")
-	if len(all) > lines {
-		all = all[len(all)-lines:]
-	}
-	return strings.Join(all, "\n")
 }
 
 // logProblems counts the hub's warning and error log lines and keeps the first few.

@@ -4,14 +4,12 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
@@ -26,6 +24,8 @@ import (
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
 	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
 	"github.com/trellis-dev/trellis/test/agentsim"
+	"github.com/trellis-dev/trellis/test/bench/benchcmd"
+	"github.com/trellis-dev/trellis/test/binproc"
 )
 
 type config struct {
@@ -134,24 +134,13 @@ func main() {
 		debug.SetGCPercent(cfg.gogc)
 	}
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	ctx, cancel := context.WithTimeout(ctx, cfg.timeout)
-	defer cancel()
-	rep, err := run(ctx, cfg)
-	if rep != nil {
-		rep.budgets()
-		rep.print()
-		if werr := writeJSON(cfg.out, rep); werr != nil {
-			fmt.Fprintln(os.Stderr, "bench-agents:", werr)
-		} else {
-			fmt.Printf("results written to %s\n", cfg.out)
+	benchcmd.Main("bench-agents", cfg.timeout, cfg.out, func(ctx context.Context) (benchcmd.Report, bool, error) {
+		rep, err := run(ctx, cfg)
+		if rep == nil {
+			return nil, false, err
 		}
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "bench-agents:", err)
-		os.Exit(1)
-	}
+		return rep, false, err
+	})
 }
 
 // lockDir takes an exclusive lock on dir/lock, so that two runs never share a data dir (the second hub would wait
@@ -166,17 +155,6 @@ func lockDir(dir string) (func(), error) {
 		return nil, fmt.Errorf("another bench-agents run uses %s (%w); wait for it or pass another -data-dir", dir, err)
 	}
 	return func() { f.Close() }, nil
-}
-
-func writeJSON(path string, rep *report) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	data, err := json.MarshalIndent(rep, "", "  ")
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(path, append(data, '\n'), 0o644)
 }
 
 func logf(format string, args ...any) {
@@ -228,17 +206,13 @@ func run(ctx context.Context, cfg config) (*report, error) {
 		if fi, err := os.Stat(h.logPath); err == nil {
 			h.logStart = fi.Size()
 		}
-		port, err := freePort()
-		if err != nil {
+		if h.addr, err = binproc.FreeAddr(); err != nil {
 			return nil, err
 		}
-		h.addr = fmt.Sprintf("127.0.0.1:%d", port)
 		if cfg.agentPort {
-			gport, err := freePort()
-			if err != nil {
+			if h.grpcAddr, err = binproc.FreeAddr(); err != nil {
 				return nil, err
 			}
-			h.grpcAddr = fmt.Sprintf("127.0.0.1:%d", gport)
 		}
 		startup, err := h.start(ctx)
 		defer func() { h.stop(syscall.SIGTERM) }()
@@ -347,7 +321,7 @@ func run(ctx context.Context, cfg config) (*report, error) {
 	}
 
 	// ---- reconnect storm ----
-	if cfg.noStorm || h.cmd == nil {
+	if cfg.noStorm || h.proc == nil {
 		logf("reconnect storm skipped")
 	} else if err := storm(ctx, cfg, h, admin, f, rep); err != nil {
 		return rep, err

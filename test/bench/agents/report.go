@@ -266,6 +266,12 @@ func (r *report) budgets() {
 	}
 }
 
+// Print checks the budgets and prints the report.
+func (r *report) Print() {
+	r.budgets()
+	r.print()
+}
+
 func (r *report) print() {
 	fmt.Println()
 	fmt.Printf("bench-agents: %d agents, heartbeat %.0f ms, %d CPUs, %s, hub %s; agents connect to the %s\n", r.N, r.HeartbeatIntervalMs, r.CPUs, r.GoVersion, r.Hub, r.AgentPort)

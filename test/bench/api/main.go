@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -13,11 +12,8 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -29,7 +25,9 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/trellis-dev/trellis/test/bench/benchcmd"
 	"github.com/trellis-dev/trellis/test/bench/procstat"
+	"github.com/trellis-dev/trellis/test/binproc"
 )
 
 const (
@@ -115,19 +113,11 @@ func main() {
 	}
 	cfg.watchUpdates = min(cfg.watchUpdates, cfg.n)
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	ctx, cancel := context.WithTimeout(ctx, cfg.timeout)
-	defer cancel()
-
-	failed, err := run(ctx, cfg)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "bench-api:", err)
-		os.Exit(1)
-	}
-	if failed {
-		os.Exit(1)
-	}
+	// The run prints its report and writes the JSON itself: printing needs the benchmark's state.
+	benchcmd.Main("bench-api", cfg.timeout, "", func(ctx context.Context) (benchcmd.Report, bool, error) {
+		failed, err := run(ctx, cfg)
+		return nil, failed, err
+	})
 }
 
 // run returns failed when some operation failed; err when the benchmark could not run at all.
@@ -160,10 +150,10 @@ func run(ctx context.Context, cfg config) (failed bool, err error) {
 	rep := &report{
 		N: cfg.n, C: cfg.c, WatchUpdates: cfg.watchUpdates, Lists: cfg.lists, Seed: cfg.seed,
 		GoVersion: runtime.Version(), CPUs: runtime.NumCPU(),
-		StartupMs: ms(h.startup), StartupBudgetMs: ms(startupBudget), StartupOK: h.startup < startupBudget,
+		StartupMs: ms(h.Startup), StartupBudgetMs: ms(startupBudget), StartupOK: h.Startup < startupBudget,
 	}
 	fmt.Printf("hub %s started (pid %d) at %s: ready after %s (budget < %s: %s)\n",
-		bin, h.cmd.Process.Pid, h.url, h.startup.Round(time.Microsecond), startupBudget, verdict(rep.StartupOK))
+		bin, h.PID(), h.URL, h.Startup.Round(time.Microsecond), startupBudget, verdict(rep.StartupOK))
 
 	b := &bench{cfg: cfg, hub: h, rep: rep, rv: make([]atomic.Int64, cfg.n), ackAt: make([]atomic.Int64, cfg.n)}
 	if err := b.setup(ctx); err != nil {
@@ -176,11 +166,7 @@ func run(ctx context.Context, cfg config) (failed bool, err error) {
 	rep.HubLogProblems = h.logProblems(5)
 	b.print()
 	if cfg.out != "" {
-		data, err := json.MarshalIndent(rep, "", "  ")
-		if err != nil {
-			return false, err
-		}
-		if err := os.WriteFile(cfg.out, append(data, '\n'), 0o644); err != nil {
+		if err := benchcmd.WriteJSON(cfg.out, rep); err != nil {
 			return false, err
 		}
 		fmt.Printf("results written to %s\n", cfg.out)
@@ -190,159 +176,38 @@ func run(ctx context.Context, cfg config) (failed bool, err error) {
 
 // ---- the hub process ----
 
-type hubProc struct {
-	cmd     *exec.Cmd
-	dir     string
-	url     string
-	token   string
-	pool    *x509.CertPool
-	logPath string
-	startup time.Duration
-	exited  chan struct{}
-}
+// hubProc is the hub under test.
+type hubProc struct{ *binproc.Hub }
 
-// startHub runs the hub on a free loopback port and waits for /readyz; a port taken between choosing and binding it
-// is retried with another.
+// startHub runs the hub on a data dir and log in dir and a free loopback port (another if that one is taken
+// meanwhile), without the gRPC-only listener, and waits until /readyz answers 200.
 func startHub(ctx context.Context, bin, dir string) (*hubProc, error) {
-	var lastErr error
-	for attempt := 0; attempt < 3; attempt++ {
-		port, err := freePort()
-		if err != nil {
-			return nil, err
-		}
-		h, err := startHubOn(ctx, bin, dir, port)
-		if err == nil {
-			return h, nil
-		}
-		lastErr = err
-		if h != nil {
-			h.stop()
-		}
-		if ctx.Err() != nil {
-			break
-		}
-	}
-	return nil, lastErr
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-func startHubOn(ctx context.Context, bin, dir string, port int) (*hubProc, error) {
-	_ = os.RemoveAll(filepath.Join(dir, "data"))
-	h := &hubProc{dir: filepath.Join(dir, "data"), url: fmt.Sprintf("https://127.0.0.1:%d", port), logPath: filepath.Join(dir, "hub.log"), exited: make(chan struct{})}
-	logf, err := os.Create(h.logPath)
+	h, err := binproc.StartHub(ctx, binproc.HubConfig{Bin: bin, DataDir: filepath.Join(dir, "data"), LogPath: filepath.Join(dir, "hub.log"),
+		Args: []string{"--grpc-listen", ""}})
 	if err != nil {
 		return nil, err
 	}
-	h.cmd = exec.Command(bin, "--data-dir", h.dir, "--listen", fmt.Sprintf("127.0.0.1:%d", port), "--grpc-listen", "")
-	h.cmd.Stdout, h.cmd.Stderr = logf, logf
-	// The hub dies with the benchmark, even when the benchmark is killed.
-	h.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	start := time.Now()
-	if err := h.cmd.Start(); err != nil {
-		logf.Close()
-		return nil, err
-	}
-	go func() { _ = h.cmd.Wait(); logf.Close(); close(h.exited) }()
-
-	deadline := time.Now().Add(20 * time.Second)
-	var probe *http.Client
-	for time.Now().Before(deadline) {
-		select {
-		case <-h.exited:
-			return h, fmt.Errorf("hub exited while starting: %s", h.logTail(20))
-		case <-ctx.Done():
-			return h, ctx.Err()
-		default:
-		}
-		if probe == nil {
-			// The CA certificate is written before the hub listens; until then there is nothing to probe.
-			if pem, err := os.ReadFile(filepath.Join(h.dir, "pki", "ca.crt")); err == nil {
-				pool := x509.NewCertPool()
-				if pool.AppendCertsFromPEM(pem) {
-					h.pool = pool
-					probe = &http.Client{Timeout: time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
-				}
-			}
-		}
-		if probe != nil {
-			resp, err := probe.Get(h.url + "/readyz")
-			if err == nil {
-				_, _ = io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-				if resp.StatusCode == http.StatusOK {
-					h.startup = time.Since(start)
-					probe.CloseIdleConnections()
-					token, err := os.ReadFile(filepath.Join(h.dir, "admin-token"))
-					if err != nil {
-						return h, fmt.Errorf("admin token: %w", err)
-					}
-					h.token = strings.TrimSpace(string(token))
-					return h, nil
-				}
-			}
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-	return h, fmt.Errorf("hub not ready within 20s: %s", h.logTail(20))
+	return &hubProc{h}, nil
 }
 
 // stop ends the hub with SIGTERM, and SIGKILL when it has not exited after 15 s.
 func (h *hubProc) stop() {
-	if h.cmd == nil || h.cmd.Process == nil {
-		return
+	if err := h.Stop(15 * time.Second); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 	}
-	select {
-	case <-h.exited:
-		return
-	default:
-	}
-	_ = h.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-h.exited:
-	case <-time.After(15 * time.Second):
-		fmt.Fprintln(os.Stderr, "hub did not stop within 15s after SIGTERM; killing it")
-		_ = h.cmd.Process.Kill()
-		<-h.exited
-	}
-}
-
-func (h *hubProc) logTail(lines int) string {
-	data, _ := os.ReadFile(h.logPath)
-	all := strings.Split(strings.TrimSpace(string(data)), "\n")
-	if len(all) > lines {
-		all = all[len(all)-lines:]
-	}
-	return strings.Join(all, "\n")
 }
 
 // logProblems returns the count and the first few of the hub's warning and error log lines.
 func (h *hubProc) logProblems(keep int) logProblems {
-	data, _ := os.ReadFile(h.logPath)
-	var p logProblems
-	for _, line := range strings.Split(string(data), "\n") {
-		if strings.Contains(line, "level=ERROR") || strings.Contains(line, "level=WARN") {
-			p.Count++
-			if len(p.First) < keep {
-				p.First = append(p.First, line)
-			}
-		}
-	}
-	return p
+	n, first := h.Problems(keep)
+	return logProblems{Count: n, First: first}
 }
 
 // rss reads VmRSS and VmHWM (peak) of the hub from /proc.
-func (h *hubProc) rss() (cur, peak int64) { return procstat.RSS(strconv.Itoa(h.cmd.Process.Pid)) }
+func (h *hubProc) rss() (cur, peak int64) { return procstat.RSS(strconv.Itoa(h.PID())) }
 
 // cpu is the hub's user+system CPU time so far.
-func (h *hubProc) cpu() time.Duration { return procstat.CPU(strconv.Itoa(h.cmd.Process.Pid)) }
+func (h *hubProc) cpu() time.Duration { return procstat.CPU(strconv.Itoa(h.PID())) }
 
 // machineCPU is the busy CPU time of the whole machine so far. Minus the hub's and the benchmark's own, it shows how
 // much other processes took while a phase ran.
@@ -369,28 +234,19 @@ type client struct {
 
 func (h *hubProc) newClient(id int, seed uint64, timeout time.Duration) *client {
 	tr := &http.Transport{
-		TLSClientConfig:     &tls.Config{RootCAs: h.pool},
+		TLSClientConfig:     &tls.Config{RootCAs: h.Pool},
 		ForceAttemptHTTP2:   true,
 		MaxIdleConnsPerHost: 1,
 		IdleConnTimeout:     5 * time.Minute,
 	}
-	return &client{http: &http.Client{Transport: tr, Timeout: timeout}, url: h.url, token: h.token, rnd: rand.New(rand.NewPCG(seed, uint64(id)))}
+	return &client{http: &http.Client{Transport: tr, Timeout: timeout}, url: h.URL, token: h.Token, rnd: rand.New(rand.NewPCG(seed, uint64(id)))}
 }
 
 // do sends one request and reads the whole response.
 func (c *client) do(ctx context.Context, method, path string, body []byte) (int, []byte, error) {
-	var r io.Reader
-	if body != nil {
-		r = bytes.NewReader(body)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, c.url+path, r)
+	req, err := binproc.Request(ctx, method, c.url+path, c.token, body)
 	if err != nil {
 		return 0, nil, err
-	}
-	req.Header.Set("Authorization", "Bearer "+c.token)
-	req.Header.Set("Accept", "application/json")
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {

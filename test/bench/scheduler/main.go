@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"crypto/rand"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -12,8 +11,6 @@ import (
 	"maps"
 	"math"
 	"os"
-	"os/signal"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -33,6 +30,7 @@ import (
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
 	kcorev1 "github.com/trellis-dev/trellis/proto/gen/trellis/kubernetes/core/v1"
 	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
+	"github.com/trellis-dev/trellis/test/bench/benchcmd"
 )
 
 const (
@@ -98,18 +96,13 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	ctx, cancel := context.WithTimeout(ctx, cfg.timeout)
-	defer cancel()
-	rep, err := run(ctx, cfg)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "bench-scheduler:", err)
-		os.Exit(1)
-	}
-	if rep.Failed {
-		os.Exit(1)
-	}
+	benchcmd.Main("bench-scheduler", cfg.timeout, cfg.out, func(ctx context.Context) (benchcmd.Report, bool, error) {
+		rep, err := run(ctx, cfg)
+		if rep == nil {
+			return nil, false, err
+		}
+		return rep, rep.Failed, err
+	})
 }
 
 // report is the JSON of a run.
@@ -282,20 +275,6 @@ func run(ctx context.Context, cfg config) (*report, error) {
 		rep.Problems = append(rep.Problems, "not every shoot was bound")
 	}
 	rep.Failed = len(rep.Problems) > 0
-	print(rep)
-	if cfg.out != "" {
-		if err := os.MkdirAll(filepath.Dir(cfg.out), 0o755); err != nil {
-			return nil, err
-		}
-		data, err := json.MarshalIndent(rep, "", "  ")
-		if err != nil {
-			return nil, err
-		}
-		if err := os.WriteFile(cfg.out, append(data, '\n'), 0o644); err != nil {
-			return nil, err
-		}
-		fmt.Printf("results written to %s\n", cfg.out)
-	}
 	return rep, nil
 }
 
@@ -593,6 +572,9 @@ func distributionOf(ctx context.Context, c *store.Collection, seedRegion map[str
 	}
 	return d, problems
 }
+
+// Print prints the report.
+func (r *report) Print() { print(r) }
 
 func print(rep *report) {
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)

@@ -7,10 +7,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/trellis-dev/trellis/test/binproc"
 )
 
 // landscapeBinaries are what a landscape runs from its BinDir, and the packages they are built from.
@@ -33,9 +34,9 @@ type binaries struct {
 // prepareBinaries checks the seed binaries, then builds the landscape's into a temporary directory or checks
 // -bin-dir. Missing binaries are an error that says how to get them.
 func prepareBinaries(ctx context.Context, cfg benchConfig, rep *report) (*binaries, error) {
-	root, err := moduleRoot()
+	root, err := binproc.ModuleRoot()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: run from the repository", err)
 	}
 	b := &binaries{testDir: cfg.testBinDir, cleanup: func() {}}
 	if b.testDir == "" {
@@ -70,21 +71,15 @@ func prepareBinaries(ctx context.Context, cfg benchConfig, rep *report) (*binari
 		return nil, err
 	}
 	b.dir, b.cleanup = dir, func() { _ = os.RemoveAll(dir) }
-	gobin, err := exec.LookPath("go")
-	if err != nil {
-		gobin = filepath.Join(runtime.GOROOT(), "bin", "go")
-	}
-	args := []string{"build", "-o", dir + string(filepath.Separator)}
+	var pkgs []string
 	for _, name := range slices.Sorted(maps.Keys(landscapeBinaries)) {
-		args = append(args, landscapeBinaries[name])
+		pkgs = append(pkgs, landscapeBinaries[name])
 	}
 	logf("building the landscape's binaries into %s", dir)
 	begin := time.Now()
-	cmd := exec.CommandContext(ctx, gobin, args...)
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
+	if err := binproc.Build(ctx, dir, pkgs...); err != nil {
 		b.cleanup()
-		return nil, fmt.Errorf("go build: %w\n%s", err, out)
+		return nil, err
 	}
 	rep.BuildSec = time.Since(begin).Seconds()
 	rep.BinDir = "built into a temporary directory"
@@ -104,24 +99,6 @@ func missingExecutables(dir string, names []string) []string {
 		}
 	}
 	return missing
-}
-
-// moduleRoot is the first directory at or above the working directory that holds go.mod.
-func moduleRoot() (string, error) {
-	wd, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for dir := wd; ; {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", fmt.Errorf("no go.mod at or above %s: run from the repository", wd)
-		}
-		dir = parent
-	}
 }
 
 // sourceVersion names what the binaries were built from: the commit, and whether tracked files differed from it

@@ -3,14 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"os"
 	"time"
+
+	"github.com/trellis-dev/trellis/test/binproc"
 )
 
 // Where the shoots live: the example project's namespace.
@@ -29,43 +27,17 @@ type hubClient struct {
 const requestTimeout = 30 * time.Second
 
 func newHubClient(url, caFile, token string) (*hubClient, error) {
-	ca, err := os.ReadFile(caFile)
+	pool, err := binproc.LoadCA(caFile)
 	if err != nil {
 		return nil, err
 	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(ca) {
-		return nil, fmt.Errorf("%s: no certificate", caFile)
-	}
-	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, ForceAttemptHTTP2: true}
-	return &hubClient{url: url, token: token, http: &http.Client{Timeout: requestTimeout, Transport: tr}, stream: &http.Client{Transport: tr}}, nil
+	c := binproc.HTTPClient(pool, requestTimeout)
+	return &hubClient{url: url, token: token, http: c, stream: &http.Client{Transport: c.Transport}}, nil
 }
 
 // do sends a request with a JSON body (a merge patch for PATCH) and returns the status code and the answer.
 func (c *hubClient) do(ctx context.Context, method, path string, body []byte) (int, []byte, error) {
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, c.url+path, rd)
-	if err != nil {
-		return 0, nil, err
-	}
-	req.Header.Set("Authorization", "Bearer "+c.token)
-	if body != nil {
-		ct := "application/json"
-		if method == http.MethodPatch {
-			ct = "application/merge-patch+json"
-		}
-		req.Header.Set("Content-Type", ct)
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer resp.Body.Close()
-	out, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, out, err
+	return binproc.Do(ctx, c.http, method, c.url+path, c.token, body)
 }
 
 // must sends a request and fails unless the answer has one of the codes in want.

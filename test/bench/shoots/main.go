@@ -2,18 +2,16 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"runtime"
-	"syscall"
 	"time"
 
 	"github.com/trellis-dev/trellis/agent/config"
+	"github.com/trellis-dev/trellis/test/bench/benchcmd"
 	"github.com/trellis-dev/trellis/test/landscape"
 )
 
@@ -101,49 +99,17 @@ func main() {
 		cfg.out = filepath.Join("bin", "bench", fmt.Sprintf("shoots-%d.json", cfg.n))
 	}
 
-	sigCtx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	go func() {
-		// After the first signal the landscape is being stopped, which takes a while; a second one ends this
-		// process at once (the landscape's processes die with it: parent-death signal).
-		<-sigCtx.Done()
-		stop()
-	}()
-	ctx, cancel := context.WithTimeout(sigCtx, cfg.timeout)
-	defer cancel()
-
-	rep, err := run(ctx, cfg)
-	if rep != nil {
-		rep.budgets()
-		rep.print()
-		if werr := writeJSON(cfg.out, rep); werr != nil {
-			fmt.Fprintln(os.Stderr, "bench-shoots:", werr)
-		} else {
-			fmt.Printf("results written to %s\n", cfg.out)
+	benchcmd.Main("bench-shoots", cfg.timeout, cfg.out, func(ctx context.Context) (benchcmd.Report, bool, error) {
+		rep, err := run(ctx, cfg)
+		if rep == nil {
+			return nil, false, err
 		}
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "bench-shoots:", err)
-		os.Exit(1)
-	}
-	if rep != nil && rep.Failed {
-		os.Exit(1)
-	}
+		return rep, rep.Failed, err
+	})
 }
 
 func logf(format string, args ...any) {
 	fmt.Printf("%s "+format+"\n", append([]any{time.Now().Format("15:04:05.000")}, args...)...)
-}
-
-func writeJSON(path string, rep *report) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	data, err := json.MarshalIndent(rep, "", "  ")
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(path, append(data, '\n'), 0o644)
 }
 
 // seedNames are the seeds of a run: local, local-2, local-3, …

@@ -160,6 +160,12 @@ func mib(b int64) string {
 }
 
 // print writes the tables.
+// Print checks the budgets and prints the report.
+func (r *report) Print() {
+	r.budgets()
+	r.print()
+}
+
 func (r *report) print() {
 	fmt.Printf("\nbench-shoots: %d shoots, %d seed(s), %d API calls at a time, %d shoot reconciles at a time per agent; %s, %d CPUs\n",
 		r.N, r.Seeds, r.Parallel, r.ConcurrentSyncs, r.GoVersion, r.CPUs)

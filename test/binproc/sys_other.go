@@ -1,6 +1,6 @@
 //go:build !linux
 
-package landscape
+package binproc
 
 import "syscall"
 

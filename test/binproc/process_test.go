@@ -1,4 +1,4 @@
-package landscape
+package binproc_test
 
 import (
 	"errors"
@@ -8,13 +8,15 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/trellis-dev/trellis/test/binproc"
 )
 
-func newShell(t *testing.T, script string, exited func(string, error)) *process {
+func newShell(t *testing.T, script string, exited func(string, error)) *binproc.Process {
 	t.Helper()
 	dir := t.TempDir()
-	p := &process{name: "sh", path: "/bin/sh", args: []string{"-c", script}, dir: dir, logPath: filepath.Join(dir, "sh.log"), exited: exited}
-	t.Cleanup(func() { _ = p.kill() })
+	p := binproc.New(binproc.Config{Name: "sh", Path: "/bin/sh", Args: []string{"-c", script}, Dir: dir, LogPath: filepath.Join(dir, "sh.log"), Exited: exited})
+	t.Cleanup(func() { _ = p.Kill() })
 	return p
 }
 
@@ -25,23 +27,23 @@ func alive(pid int) bool { return syscall.Kill(pid, 0) == nil }
 func TestProcessStopEscalates(t *testing.T) {
 	unexpected := make(chan string, 1)
 	p := newShell(t, `trap "" TERM; echo up-$((40+2)); while :; do sleep 0.05; done`, func(n string, _ error) { unexpected <- n })
-	if err := p.start(); err != nil {
+	if err := p.Start(); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.start(); err == nil {
+	if err := p.Start(); err == nil {
 		t.Error("second start of a running process: no error")
 	}
 	waitLog(t, p, "up-42")
-	pid := p.pid()
+	pid := p.PID()
 	begin := time.Now()
-	err := p.stop(300 * time.Millisecond)
+	err := p.Stop(300 * time.Millisecond)
 	if err == nil || !strings.Contains(err.Error(), "was killed") {
 		t.Errorf("stop of a process ignoring SIGTERM: %v", err)
 	}
 	if d := time.Since(begin); d < 300*time.Millisecond || d > 10*time.Second {
 		t.Errorf("stop took %s", d)
 	}
-	if p.running() || alive(pid) {
+	if p.Running() || alive(pid) {
 		t.Error("still running after stop")
 	}
 	select {
@@ -56,29 +58,29 @@ func TestProcessStopEscalates(t *testing.T) {
 func TestProcessRestartAndLog(t *testing.T) {
 	reports := make(chan error, 4)
 	p := newShell(t, `echo run-$((40+2))-$$; sleep 30`, func(_ string, err error) { reports <- err })
-	if err := p.start(); err != nil {
+	if err := p.Start(); err != nil {
 		t.Fatal(err)
 	}
 	waitLog(t, p, "run-42-")
-	first, _ := p.logSinceStart()
-	if err := p.stop(5 * time.Second); err != nil {
+	first, _ := p.LogSinceStart()
+	if err := p.Stop(5 * time.Second); err != nil {
 		t.Fatalf("graceful stop: %v", err)
 	}
-	if err := p.start(); err != nil {
+	if err := p.Start(); err != nil {
 		t.Fatal(err)
 	}
 	waitLog(t, p, "run-42-")
-	second, _ := p.logSinceStart()
-	if first == second || strings.Count(second, "=== landscape") != 1 {
+	second, _ := p.LogSinceStart()
+	if first == second || strings.Count(second, "=== sh start") != 1 {
 		t.Errorf("logs of the runs: %q then %q", first, second)
 	}
-	all, _ := os.ReadFile(p.logPath)
-	if strings.Count(string(all), "=== landscape") != 2 {
+	all, _ := os.ReadFile(p.LogPath())
+	if strings.Count(string(all), "=== sh start") != 2 {
 		t.Errorf("log: %q", all)
 	}
 
 	// Killed from outside: reported.
-	if err := syscall.Kill(p.pid(), syscall.SIGKILL); err != nil {
+	if err := syscall.Kill(p.PID(), syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -90,20 +92,20 @@ func TestProcessRestartAndLog(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("an exit nobody asked for was not reported")
 	}
-	if err := p.exitError(); !strings.Contains(err.Error(), "run-42-") {
+	if err := p.ExitError(); !strings.Contains(err.Error(), "run-42-") {
 		t.Errorf("exit error lacks the log's end: %v", err)
 	}
-	if err := p.kill(); err != nil {
+	if err := p.Kill(); err != nil {
 		t.Errorf("kill of an exited process: %v", err)
 	}
 }
 
-func waitLog(t *testing.T, p *process, s string) {
+func waitLog(t *testing.T, p *binproc.Process, s string) {
 	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if out, _ := p.logSinceStart(); strings.Contains(out, s) {
+		if out, _ := p.LogSinceStart(); strings.Contains(out, s) {
 			return
 		}
 	}
-	t.Fatalf("%q not in the log of %s", s, p.name)
+	t.Fatalf("%q not in the log of %s", s, p.Name())
 }
