@@ -37,9 +37,10 @@ $(TOOLS)/protoc-gen-go-grpc:
 $(TOOLS)/protoc-gen-grpc-gateway:
 	GOBIN=$(TOOLS) $(GO) install github.com/grpc-ecosystem/grpc-gateway/v2/protoc-gen-grpc-gateway@$(GRPC_GATEWAY_VERSION)
 
-## generate: regenerate the kind services, Go code, gateway, OpenAPI and trellisctl's kinds from the protos.
+## generate: regenerate the kind services, the shared resource names (proto/resources), Go code, gateway, OpenAPI and
+## trellisctl's kinds from the protos.
 generate: tools $(TOOLS)/protoc-gen-trellisctl
-	$(GO) run ./proto/kindgen -proto proto -go-out hub/api/zz_generated_kinds.go
+	$(GO) run ./proto/kindgen -proto proto -go-out hub/api/zz_generated_kinds.go -resources-out proto/resources/zz_generated_resources.go
 	$(TOOLS)/buf generate
 	@# The OpenAPI documents (hub/openapi) from an image of the protos that keeps their comments.
 	@mkdir -p bin

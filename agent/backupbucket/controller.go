@@ -16,6 +16,7 @@ import (
 	"github.com/trellis-dev/trellis/agent/keyqueue"
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
 	kcorev1 "github.com/trellis-dev/trellis/proto/gen/trellis/kubernetes/core/v1"
+	"github.com/trellis-dev/trellis/proto/resources"
 )
 
 // Config configures the BackupBucket controller.
@@ -112,17 +113,17 @@ func (c *Controller) Run(ctx context.Context) error {
 	}
 	var removes []func()
 	removes = append(removes,
-		c.cfg.Cache.AddEventHandler(cache.BackupBuckets, cache.HandlerFuncs{
+		c.cfg.Cache.AddEventHandler(resources.BackupBuckets, cache.HandlerFuncs{
 			AddFunc:    c.enqueueBucket,
 			UpdateFunc: func(_, obj proto.Message) { c.enqueueBucket(obj) },
 			DeleteFunc: c.forget,
 		}),
-		c.cfg.Cache.AddEventHandler(cache.Seeds, cache.HandlerFuncs{
+		c.cfg.Cache.AddEventHandler(resources.Seeds, cache.HandlerFuncs{
 			AddFunc:    func(proto.Message) { c.queue.Add(seedKey) },
 			UpdateFunc: func(_, _ proto.Message) { c.queue.Add(seedKey) },
 		}),
 		// A changed credentials secret is copied into the seed again.
-		c.cfg.Cache.AddEventHandler(cache.Secrets, cache.HandlerFuncs{
+		c.cfg.Cache.AddEventHandler(resources.Secrets, cache.HandlerFuncs{
 			AddFunc:    c.enqueueSecretUsers,
 			UpdateFunc: func(_, obj proto.Message) { c.enqueueSecretUsers(obj) },
 		}),
@@ -156,7 +157,7 @@ func (c *Controller) enqueueSecretUsers(obj proto.Message) {
 	if !ok {
 		return
 	}
-	for _, b := range cache.List[*corev1beta1.BackupBucket](c.cfg.Cache, cache.BackupBuckets) {
+	for _, b := range cache.List[*corev1beta1.BackupBucket](c.cfg.Cache, resources.BackupBuckets) {
 		ref := b.GetSpec().GetCredentialsRef()
 		if ref.GetName() == s.GetMetadata().GetName() && ref.GetNamespace() == s.GetMetadata().GetNamespace() {
 			c.queue.Add(b.GetMetadata().GetName())
@@ -166,7 +167,7 @@ func (c *Controller) enqueueSecretUsers(obj proto.Message) {
 
 // sync works on the bucket name and returns when to look again.
 func (c *Controller) sync(ctx context.Context, name string) (time.Duration, error) {
-	cached, ok := cache.Get[*corev1beta1.BackupBucket](c.cfg.Cache, cache.BackupBuckets, "", name)
+	cached, ok := cache.Get[*corev1beta1.BackupBucket](c.cfg.Cache, resources.BackupBuckets, "", name)
 	b, ok := c.objects.Pick(name, cached, ok)
 	if !ok || b.GetSpec().GetSeedName() != c.cfg.SeedName {
 		return 0, nil // gone, or not this seed's (a self-hosted shoot's bucket)

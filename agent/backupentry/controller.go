@@ -16,6 +16,7 @@ import (
 	"github.com/trellis-dev/trellis/agent/keyqueue"
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
 	kcorev1 "github.com/trellis-dev/trellis/proto/gen/trellis/kubernetes/core/v1"
+	"github.com/trellis-dev/trellis/proto/resources"
 )
 
 // Config configures the BackupEntry controller.
@@ -110,17 +111,17 @@ func (c *Controller) Run(ctx context.Context) error {
 		return nil // ctx ended
 	}
 	removes := []func(){
-		c.cfg.Cache.AddEventHandler(cache.BackupEntries, cache.HandlerFuncs{
+		c.cfg.Cache.AddEventHandler(resources.BackupEntries, cache.HandlerFuncs{
 			AddFunc:    c.enqueueEntry,
 			UpdateFunc: func(_, obj proto.Message) { c.enqueueEntry(obj) },
 			DeleteFunc: c.forget,
 		}),
 		// An entry waits for its bucket and follows the bucket's secret.
-		c.cfg.Cache.AddEventHandler(cache.BackupBuckets, cache.HandlerFuncs{
+		c.cfg.Cache.AddEventHandler(resources.BackupBuckets, cache.HandlerFuncs{
 			AddFunc:    c.enqueueBucketUsers,
 			UpdateFunc: func(_, obj proto.Message) { c.enqueueBucketUsers(obj) },
 		}),
-		c.cfg.Cache.AddEventHandler(cache.Secrets, cache.HandlerFuncs{
+		c.cfg.Cache.AddEventHandler(resources.Secrets, cache.HandlerFuncs{
 			AddFunc:    c.enqueueSecretUsers,
 			UpdateFunc: func(_, obj proto.Message) { c.enqueueSecretUsers(obj) },
 		}),
@@ -154,7 +155,7 @@ func (c *Controller) enqueueBucketUsers(obj proto.Message) {
 	if !ok {
 		return
 	}
-	for _, e := range cache.List[*corev1beta1.BackupEntry](c.cfg.Cache, cache.BackupEntries) {
+	for _, e := range cache.List[*corev1beta1.BackupEntry](c.cfg.Cache, resources.BackupEntries) {
 		if e.GetSpec().GetBucketName() == b.GetMetadata().GetName() {
 			c.queue.Add(hubobject.Key(e))
 		}
@@ -167,7 +168,7 @@ func (c *Controller) enqueueSecretUsers(obj proto.Message) {
 	if !ok {
 		return
 	}
-	for _, b := range cache.List[*corev1beta1.BackupBucket](c.cfg.Cache, cache.BackupBuckets) {
+	for _, b := range cache.List[*corev1beta1.BackupBucket](c.cfg.Cache, resources.BackupBuckets) {
 		ns, name := bucketSecret(b)
 		if name == s.GetMetadata().GetName() && ns == s.GetMetadata().GetNamespace() {
 			c.enqueueBucketUsers(b)
@@ -182,7 +183,7 @@ func (c *Controller) enqueueSecretUsers(obj proto.Message) {
 // seed's to migrate when status.seedName is this seed and spec.seedName moved to another seed.
 func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error) {
 	ns, name := hubobject.SplitKey(key)
-	cached, ok := cache.Get[*corev1beta1.BackupEntry](c.cfg.Cache, cache.BackupEntries, ns, name)
+	cached, ok := cache.Get[*corev1beta1.BackupEntry](c.cfg.Cache, resources.BackupEntries, ns, name)
 	e, ok := c.objects.Pick(key, cached, ok)
 	if !ok {
 		return 0, nil

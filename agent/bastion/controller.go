@@ -16,6 +16,7 @@ import (
 	"github.com/trellis-dev/trellis/agent/keyqueue"
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
 	operationsv1alpha1 "github.com/trellis-dev/trellis/proto/gen/trellis/operations/v1alpha1"
+	"github.com/trellis-dev/trellis/proto/resources"
 )
 
 // Config configures the Bastion controller.
@@ -108,13 +109,13 @@ func (c *Controller) Run(ctx context.Context) error {
 		return nil // ctx ended
 	}
 	removes := []func(){
-		c.cfg.Cache.AddEventHandler(cache.Bastions, cache.HandlerFuncs{
+		c.cfg.Cache.AddEventHandler(resources.Bastions, cache.HandlerFuncs{
 			AddFunc:    c.enqueueBastion,
 			UpdateFunc: func(_, obj proto.Message) { c.enqueueBastion(obj) },
 			DeleteFunc: c.forget,
 		}),
 		// A bastion waits for its shoot (and its technical ID).
-		c.cfg.Cache.AddEventHandler(cache.Shoots, cache.HandlerFuncs{
+		c.cfg.Cache.AddEventHandler(resources.Shoots, cache.HandlerFuncs{
 			AddFunc:    c.enqueueShootBastions,
 			UpdateFunc: func(_, obj proto.Message) { c.enqueueShootBastions(obj) },
 		}),
@@ -148,7 +149,7 @@ func (c *Controller) enqueueShootBastions(obj proto.Message) {
 	if !ok {
 		return
 	}
-	for _, b := range cache.List[*operationsv1alpha1.Bastion](c.cfg.Cache, cache.Bastions) {
+	for _, b := range cache.List[*operationsv1alpha1.Bastion](c.cfg.Cache, resources.Bastions) {
 		if b.GetMetadata().GetNamespace() == s.GetMetadata().GetNamespace() && b.GetSpec().GetShootRef().GetName() == s.GetMetadata().GetName() {
 			c.queue.Add(hubobject.Key(b))
 		}

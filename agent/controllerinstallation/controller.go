@@ -18,6 +18,7 @@ import (
 	corev1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1"
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
 	kcorev1 "github.com/trellis-dev/trellis/proto/gen/trellis/kubernetes/core/v1"
+	"github.com/trellis-dev/trellis/proto/resources"
 )
 
 // Defaults of a Config.
@@ -146,23 +147,23 @@ func (c *Controller) Run(ctx context.Context) error {
 		return nil // ctx ended
 	}
 	removes := []func(){
-		c.cfg.Cache.AddEventHandler(cache.ControllerInstallations, cache.HandlerFuncs{
+		c.cfg.Cache.AddEventHandler(resources.ControllerInstallations, cache.HandlerFuncs{
 			AddFunc:    c.enqueueInstallation,
 			UpdateFunc: func(_, obj proto.Message) { c.enqueueInstallation(obj) },
 			DeleteFunc: c.installationGone,
 		}),
-		c.cfg.Cache.AddEventHandler(cache.ControllerRegistrations, c.enqueueWhere(func(ci *corev1beta1.ControllerInstallation, obj proto.Message) bool {
+		c.cfg.Cache.AddEventHandler(resources.ControllerRegistrations, c.enqueueWhere(func(ci *corev1beta1.ControllerInstallation, obj proto.Message) bool {
 			return ci.GetSpec().GetRegistrationRef().GetName() == obj.(*corev1beta1.ControllerRegistration).GetMetadata().GetName()
 		})),
-		c.cfg.Cache.AddEventHandler(cache.ControllerDeployments, c.enqueueWhere(func(ci *corev1beta1.ControllerInstallation, obj proto.Message) bool {
+		c.cfg.Cache.AddEventHandler(resources.ControllerDeployments, c.enqueueWhere(func(ci *corev1beta1.ControllerInstallation, obj proto.Message) bool {
 			return ci.GetSpec().GetDeploymentRef().GetName() == obj.(*corev1.ControllerDeployment).GetMetadata().GetName()
 		})),
-		c.cfg.Cache.AddEventHandler(cache.Seeds, c.enqueueWhere(func(_ *corev1beta1.ControllerInstallation, obj proto.Message) bool {
+		c.cfg.Cache.AddEventHandler(resources.Seeds, c.enqueueWhere(func(_ *corev1beta1.ControllerInstallation, obj proto.Message) bool {
 			return obj.(*corev1beta1.Seed).GetMetadata().GetName() == c.cfg.SeedName
 		})),
-		c.cfg.Cache.AddEventHandler(cache.Secrets, c.enqueueWhere(func(ci *corev1beta1.ControllerInstallation, obj proto.Message) bool {
+		c.cfg.Cache.AddEventHandler(resources.Secrets, c.enqueueWhere(func(ci *corev1beta1.ControllerInstallation, obj proto.Message) bool {
 			s := obj.(*kcorev1.Secret)
-			cd, ok := cache.Get[*corev1.ControllerDeployment](c.cfg.Cache, cache.ControllerDeployments, "", ci.GetSpec().GetDeploymentRef().GetName())
+			cd, ok := cache.Get[*corev1.ControllerDeployment](c.cfg.Cache, resources.ControllerDeployments, "", ci.GetSpec().GetDeploymentRef().GetName())
 			oci := cd.GetHelm().GetOciRepository()
 			return ok && s.GetMetadata().GetNamespace() == registrySecretNamespace &&
 				(s.GetMetadata().GetName() == oci.GetPullSecretRef().GetName() || s.GetMetadata().GetName() == oci.GetCaBundleSecretRef().GetName())
@@ -201,7 +202,7 @@ func (c *Controller) installationGone(obj proto.Message) {
 // enqueueWhere returns a handler enqueueing the seed's installations that match a changed object.
 func (c *Controller) enqueueWhere(match func(*corev1beta1.ControllerInstallation, proto.Message) bool) cache.Handler {
 	enqueue := func(obj proto.Message) {
-		for _, ci := range cache.List[*corev1beta1.ControllerInstallation](c.cfg.Cache, cache.ControllerInstallations) {
+		for _, ci := range cache.List[*corev1beta1.ControllerInstallation](c.cfg.Cache, resources.ControllerInstallations) {
 			if ci.GetSpec().GetSeedRef().GetName() == c.cfg.SeedName && match(ci, obj) {
 				c.queue.Add(hubobject.Key(ci))
 			}

@@ -16,9 +16,9 @@ import (
 	"github.com/trellis-dev/trellis/agent/extension"
 	"github.com/trellis-dev/trellis/agent/hubobject"
 	"github.com/trellis-dev/trellis/agent/keyqueue"
-	"github.com/trellis-dev/trellis/hub/seedgraph"
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
 	kcorev1 "github.com/trellis-dev/trellis/proto/gen/trellis/kubernetes/core/v1"
+	"github.com/trellis-dev/trellis/proto/resources"
 )
 
 // Config configures the shoot controller.
@@ -143,13 +143,13 @@ func (c *Controller) Run(ctx context.Context) error {
 	if err := c.cfg.Cache.WaitForSync(ctx); err != nil {
 		return nil // ctx ended
 	}
-	remove := c.cfg.Cache.AddEventHandler(seedgraph.Shoots, cache.HandlerFuncs{
+	remove := c.cfg.Cache.AddEventHandler(resources.Shoots, cache.HandlerFuncs{
 		AddFunc:    func(obj proto.Message) { c.enqueue(obj) },
 		UpdateFunc: func(_, obj proto.Message) { c.enqueue(obj) },
 		DeleteFunc: func(obj proto.Message) { c.forget(obj) },
 	})
 	defer remove()
-	for _, s := range cache.List[*corev1beta1.Shoot](c.cfg.Cache, seedgraph.Shoots) {
+	for _, s := range cache.List[*corev1beta1.Shoot](c.cfg.Cache, resources.Shoots) {
 		c.enqueue(s)
 	}
 	c.log.Info("shoot controller started", "workers", c.cfg.Workers)
@@ -188,7 +188,7 @@ func (c *Controller) forget(obj proto.Message) {
 // the cache has not caught up with it yet; nil when the hub no longer assigns it.
 func (c *Controller) current(key string) *corev1beta1.Shoot {
 	ns, name := hubobject.SplitKey(key)
-	cached, ok := cache.Get[*corev1beta1.Shoot](c.cfg.Cache, seedgraph.Shoots, ns, name)
+	cached, ok := cache.Get[*corev1beta1.Shoot](c.cfg.Cache, resources.Shoots, ns, name)
 	s, ok := c.shoots.Pick(key, cached, ok)
 	if !ok {
 		return nil

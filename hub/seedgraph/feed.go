@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/trellis-dev/trellis/hub/store"
+	"github.com/trellis-dev/trellis/proto/resources"
 )
 
 // Source gives the graph the store's collections.
@@ -22,21 +23,21 @@ type Source interface {
 // Run feeds the graph from the store until ctx ends: one list-then-watch per followed resource. ready is closed once
 // every resource is loaded (Synced() > 0 from then on).
 func (g *Graph) Run(ctx context.Context, src Source, log *slog.Logger, ready chan<- struct{}) error {
-	colls := make([]*store.Collection, len(Followed))
-	for i, r := range Followed {
+	colls := make([]*store.Collection, len(resources.SeedGraph))
+	for i, r := range resources.SeedGraph {
 		c, ok := src.Collection(schema.ParseGroupResource(r))
 		if !ok {
 			return fmt.Errorf("seedgraph: resource %s is not served", r)
 		}
 		colls[i] = c
 	}
-	loaded := make(chan struct{}, len(Followed))
-	errc := make(chan error, len(Followed))
-	for i, r := range Followed {
+	loaded := make(chan struct{}, len(resources.SeedGraph))
+	errc := make(chan error, len(resources.SeedGraph))
+	for i, r := range resources.SeedGraph {
 		go func() { errc <- g.feed(ctx, r, colls[i], log, loaded) }()
 	}
 	go func() {
-		for range Followed {
+		for range resources.SeedGraph {
 			select {
 			case <-loaded:
 			case <-ctx.Done():
@@ -48,7 +49,7 @@ func (g *Graph) Run(ctx context.Context, src Source, log *slog.Logger, ready cha
 		}
 	}()
 	var first error
-	for range Followed {
+	for range resources.SeedGraph {
 		if err := <-errc; err != nil && first == nil && ctx.Err() == nil {
 			first = err
 		}

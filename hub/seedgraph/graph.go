@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/trellis-dev/trellis/hub/store"
+	"github.com/trellis-dev/trellis/proto/resources"
 )
 
 // Ref identifies an object: its resource (schema.GroupResource.String(), e.g. "shoots.core.gardener.cloud"),
@@ -117,7 +118,7 @@ func (g *Graph) Synced() int64 {
 
 func (g *Graph) synced() int64 {
 	var min int64 = -1
-	for _, r := range Followed {
+	for _, r := range resources.SeedGraph {
 		p, ok := g.processed[r]
 		if !ok {
 			return 0
