@@ -10,6 +10,8 @@ ETCD_VERSION := v3.7.3
 KUBE_VERSION := v1.36.3
 # controller-gen writes the extension API's deep-copy functions and CRDs (extsdk/apis, deploy/crds).
 CONTROLLER_TOOLS_VERSION := v0.23.0
+# golangci-lint runs the linters of .golangci.yml, among them the import rules of docs/architecture.md (make lint).
+GOLANGCI_LINT_VERSION := v2.15.0
 # Test binaries are cached per machine, keyed by version, and linked from bin/testbin.
 TESTBIN_CACHE ?= $(HOME)/.cache/trellis/testbin
 ETCD_CACHE ?= $(TESTBIN_CACHE)/etcd-$(ETCD_VERSION)
@@ -24,10 +26,12 @@ all: build
 ## tools: install the pinned code generators and buf into bin/tools.
 tools: $(TOOLS)/buf $(TOOLS)/protoc-gen-go $(TOOLS)/protoc-gen-go-grpc $(TOOLS)/protoc-gen-grpc-gateway
 
-tools: $(TOOLS)/controller-gen
+tools: $(TOOLS)/controller-gen $(TOOLS)/golangci-lint
 
 $(TOOLS)/controller-gen:
 	GOBIN=$(TOOLS) $(GO) install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION)
+$(TOOLS)/golangci-lint:
+	GOBIN=$(TOOLS) $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
 $(TOOLS)/buf:
 	GOBIN=$(TOOLS) $(GO) install github.com/bufbuild/buf/cmd/buf@$(BUF_VERSION)
 $(TOOLS)/protoc-gen-go:
@@ -91,11 +95,13 @@ build:
 	@mkdir -p bin
 	$(GO) build -o bin/ $(addprefix ./cmd/,$(BINARIES))
 
-## lint: gofmt, go vet and buf lint.
-lint: $(TOOLS)/buf
+## lint: gofmt, go vet, buf lint and golangci-lint (.golangci.yml: the import rules between hub, agent, extsdk, ctl
+## and gateway of docs/architecture.md, errcheck, staticcheck, unused, revive, gosec on the hub's inputs, ...).
+lint: $(TOOLS)/buf $(TOOLS)/golangci-lint
 	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '^proto/gen/')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(TOOLS)/buf lint
+	$(TOOLS)/golangci-lint run ./...
 
 ## testbin: build the test binaries into bin/testbin: etcd (store conformance suite, seed), kube-apiserver and
 ## kube-controller-manager (the seed of the agent tests, run by test/seedtest). Cached per machine and version under

@@ -27,7 +27,7 @@ const (
 	DefaultSyncPeriod     = 30 * time.Second
 	DefaultHealthPoll     = 5 * time.Second
 	DefaultDeletionPoll   = 2 * time.Second
-	DefaultRetryMin       = time.Second
+	DefaultRetryMin       = time.Second //nolint:revive // time-naming: Min is the minimum, not minutes
 	DefaultRetryMax       = 2 * time.Minute
 	DefaultHubTimeout     = 30 * time.Second
 	defaultGardenIdentity = ""

@@ -63,7 +63,7 @@ func (c *Controller) shootConditions(ctx context.Context, s *corev1beta1.Shoot, 
 		codes    []string
 	}
 	agg := map[string]*merged{}
-	var cpReady error = fmt.Errorf("the control plane is not deployed yet")
+	cpReady := fmt.Errorf("the control plane is not deployed yet")
 	for _, l := range namespacedExtensionLists() {
 		if err := c.cfg.Seed.List(ctx, l, client.InNamespace(ns)); err != nil {
 			return nil, fmt.Errorf("list %T: %w", l, err)

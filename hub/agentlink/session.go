@@ -440,12 +440,12 @@ func (ss *session) batches(refs []seedgraph.Ref) []*agentv1.AssignmentBatch {
 		m, ok := ss.srv.cfg.Graph.Get(ss.seed, ref)
 		if ok {
 			a.ResourceVersion, _ = strconv.ParseInt(m.Object.GetMetadata().GetResourceVersion(), 10, 64)
-			any, err := ss.srv.encoder.encode(ref, m.Object)
+			obj, err := ss.srv.encoder.encode(ref, m.Object)
 			if err != nil {
 				ss.srv.cfg.Log.Error("cannot encode assignment", "resource", ref.Resource, "key", ref.Key(), "err", err)
 				continue
 			}
-			a.Object = any
+			a.Object = obj
 			if ref.Resource == resources.Seeds && ref.Name == ss.seed {
 				ss.seedChanged(m.Object.(*corev1beta1.Seed))
 			}

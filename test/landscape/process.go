@@ -33,9 +33,6 @@ type process struct {
 	started   time.Time
 }
 
-// errNotRunning is returned by operations on a process that does not run.
-var errNotRunning = errors.New("not running")
-
 // start starts a run; it fails if one runs.
 func (p *process) start() error {
 	p.mu.Lock()
@@ -188,15 +185,15 @@ func (p *process) logSinceStart() (string, error) {
 	return string(b), err
 }
 
-// tail returns up to max bytes of the end of the log.
-func (p *process) tail(max int64) string {
+// tail returns up to maxBytes bytes of the end of the log.
+func (p *process) tail(maxBytes int64) string {
 	f, err := os.Open(p.logPath)
 	if err != nil {
 		return ""
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err == nil && fi.Size() > max {
-		if _, err := f.Seek(-max, io.SeekEnd); err != nil {
+	if fi, err := f.Stat(); err == nil && fi.Size() > maxBytes {
+		if _, err := f.Seek(-maxBytes, io.SeekEnd); err != nil {
 			return ""
 		}
 	}

@@ -281,7 +281,7 @@ func run(ctx context.Context, cfg config) (*report, error) {
 		rep.Problems = append(rep.Problems, "not every shoot was bound")
 	}
 	rep.Failed = len(rep.Problems) > 0
-	print(rep)
+	printReport(rep)
 	if cfg.out != "" {
 		if err := os.MkdirAll(filepath.Dir(cfg.out), 0o755); err != nil {
 			return nil, err
@@ -593,7 +593,7 @@ func distributionOf(ctx context.Context, c *store.Collection, seedRegion map[str
 	return d, problems
 }
 
-func print(rep *report) {
+func printReport(rep *report) {
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(w, "\nscheduler: %d seeds in %d regions (capacity %d), %d workers, strategy %s, %d CPUs, %s\n", rep.Seeds, rep.Regions, rep.Capacity, rep.Workers, rep.Strategy, rep.CPUs, rep.GoVersion)
 	fmt.Fprintln(w, "phase\tshoots\tbound\ttime\tshoots/s\tp50\tp99\tmax\tlatency from\tCPU (% of a core)")
