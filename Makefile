@@ -102,6 +102,19 @@ lint: $(TOOLS)/buf $(TOOLS)/golangci-lint
 	$(GO) vet ./...
 	$(TOOLS)/buf lint
 	$(TOOLS)/golangci-lint run ./...
+	@$(MAKE) --no-print-directory lint-deps
+
+## lint-deps (part of lint): what each binary links, all of its dependencies, which depguard's per-import rules do not
+## see: trellis-agent nothing of the hub, the gateway, the CLI or etcd's server; trellisctl and provider-local nothing
+## of the hub or the agent (docs/architecture.md).
+.PHONY: lint-deps
+lint-deps:
+	@fail=0; check() { bad=$$($(GO) list -deps ./cmd/$$1 | grep -E "$$2" || true); \
+		if [ -n "$$bad" ]; then echo "cmd/$$1 links what it must not:"; echo "$$bad" | head -5; fail=1; fi; }; \
+	check trellis-agent '^github.com/trellis-dev/trellis/(hub|gateway|ctl)(/|$$)|^go.etcd.io/etcd/server/'; \
+	check trellisctl '^github.com/trellis-dev/trellis/(hub|agent|extsdk|gateway)(/|$$)|^go.etcd.io/etcd/server/'; \
+	check provider-local '^github.com/trellis-dev/trellis/(hub|agent|gateway|ctl)(/|$$)|^go.etcd.io/etcd/server/'; \
+	exit $$fail
 
 ## testbin: build the test binaries into bin/testbin: etcd (store conformance suite, seed), kube-apiserver and
 ## kube-controller-manager (the seed of the agent tests, run by test/seedtest). Cached per machine and version under
