@@ -10,6 +10,8 @@ ETCD_VERSION := v3.7.3
 KUBE_VERSION := v1.36.3
 # controller-gen writes the extension API's deep-copy functions and CRDs (extsdk/apis, deploy/crds).
 CONTROLLER_TOOLS_VERSION := v0.23.0
+# golangci-lint runs the linters of .golangci.yml, among them the import rules of docs/architecture.md (make lint).
+GOLANGCI_LINT_VERSION := v2.15.0
 # Test binaries are cached per machine, keyed by version, and linked from bin/testbin.
 TESTBIN_CACHE ?= $(HOME)/.cache/trellis/testbin
 ETCD_CACHE ?= $(TESTBIN_CACHE)/etcd-$(ETCD_VERSION)
@@ -24,10 +26,12 @@ all: build
 ## tools: install the pinned code generators and buf into bin/tools.
 tools: $(TOOLS)/buf $(TOOLS)/protoc-gen-go $(TOOLS)/protoc-gen-go-grpc $(TOOLS)/protoc-gen-grpc-gateway
 
-tools: $(TOOLS)/controller-gen
+tools: $(TOOLS)/controller-gen $(TOOLS)/golangci-lint
 
 $(TOOLS)/controller-gen:
 	GOBIN=$(TOOLS) $(GO) install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION)
+$(TOOLS)/golangci-lint:
+	GOBIN=$(TOOLS) $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
 $(TOOLS)/buf:
 	GOBIN=$(TOOLS) $(GO) install github.com/bufbuild/buf/cmd/buf@$(BUF_VERSION)
 $(TOOLS)/protoc-gen-go:
@@ -37,9 +41,10 @@ $(TOOLS)/protoc-gen-go-grpc:
 $(TOOLS)/protoc-gen-grpc-gateway:
 	GOBIN=$(TOOLS) $(GO) install github.com/grpc-ecosystem/grpc-gateway/v2/protoc-gen-grpc-gateway@$(GRPC_GATEWAY_VERSION)
 
-## generate: regenerate the kind services, Go code, gateway, OpenAPI and trellisctl's kinds from the protos.
+## generate: regenerate the kind services, the shared resource names (proto/resources), Go code, gateway, OpenAPI and
+## trellisctl's kinds from the protos.
 generate: tools $(TOOLS)/protoc-gen-trellisctl
-	$(GO) run ./proto/kindgen -proto proto -go-out hub/api/zz_generated_kinds.go
+	$(GO) run ./proto/kindgen -proto proto -go-out hub/api/zz_generated_kinds.go -resources-out proto/resources/zz_generated_resources.go
 	$(TOOLS)/buf generate
 	@# The OpenAPI documents (hub/openapi) from an image of the protos that keeps their comments.
 	@mkdir -p bin
@@ -122,11 +127,26 @@ checkgenerate-dashboard: generate
 	@out=$$(git status --porcelain -- $(DASHBOARD_WEB)/src/api dashboard/dist); \
 	if [ -n "$$out" ]; then echo "the dashboard's generated files are out of date; run 'make generate' and commit:"; echo "$$out"; exit 1; fi
 
-## lint: gofmt, go vet and buf lint.
-lint: $(TOOLS)/buf
+## lint: gofmt, go vet, buf lint and golangci-lint (.golangci.yml: the import rules between hub, agent, extsdk, ctl
+## and gateway of docs/architecture.md, errcheck, staticcheck, unused, revive, gosec on the hub's inputs, ...).
+lint: $(TOOLS)/buf $(TOOLS)/golangci-lint
 	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '^proto/gen/')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(TOOLS)/buf lint
+	$(TOOLS)/golangci-lint run ./...
+	@$(MAKE) --no-print-directory lint-deps
+
+## lint-deps (part of lint): what each binary links, all of its dependencies, which depguard's per-import rules do not
+## see: trellis-agent nothing of the hub, the gateway, the CLI or etcd's server; trellisctl and provider-local nothing
+## of the hub or the agent (docs/architecture.md).
+.PHONY: lint-deps
+lint-deps:
+	@fail=0; check() { bad=$$($(GO) list -deps ./cmd/$$1 | grep -E "$$2" || true); \
+		if [ -n "$$bad" ]; then echo "cmd/$$1 links what it must not:"; echo "$$bad" | head -5; fail=1; fi; }; \
+	check trellis-agent '^github.com/trellis-dev/trellis/(hub|gateway|ctl)(/|$$)|^go.etcd.io/etcd/server/'; \
+	check trellisctl '^github.com/trellis-dev/trellis/(hub|agent|extsdk|gateway)(/|$$)|^go.etcd.io/etcd/server/'; \
+	check provider-local '^github.com/trellis-dev/trellis/(hub|agent|gateway|ctl)(/|$$)|^go.etcd.io/etcd/server/'; \
+	exit $$fail
 
 ## testbin: build the test binaries into bin/testbin: etcd (store conformance suite, seed), kube-apiserver and
 ## kube-controller-manager (the seed of the agent tests, run by test/seedtest). Cached per machine and version under

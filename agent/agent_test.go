@@ -33,6 +33,7 @@ import (
 	"github.com/trellis-dev/trellis/hub/store"
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
 	certificatesv1 "github.com/trellis-dev/trellis/proto/gen/trellis/kubernetes/certificates/v1"
+	"github.com/trellis-dev/trellis/proto/resources"
 	"github.com/trellis-dev/trellis/test/agentsim"
 	"github.com/trellis-dev/trellis/test/agenttest"
 	"github.com/trellis-dev/trellis/test/faultproxy"
@@ -56,16 +57,16 @@ func shootFixtures(shoots ...string) []store.Object {
 func (e *env) expectedCache(t *testing.T, shoots ...string) map[string]map[string]int64 {
 	t.Helper()
 	want := map[string]map[string]int64{
-		cache.CloudProfiles: {"local": e.rv(t, "core.gardener.cloud", "cloudprofiles", "", "local")},
+		resources.CloudProfiles: {"local": e.rv(t, "core.gardener.cloud", "cloudprofiles", "", "local")},
 	}
 	if rv := e.rv(t, "core.gardener.cloud", "seeds", "", "local"); rv != 0 {
-		want[cache.Seeds] = map[string]int64{"local": rv}
+		want[resources.Seeds] = map[string]int64{"local": rv}
 	}
 	for _, name := range shoots {
 		for _, r := range []struct{ resource, group, hubResource string }{
-			{cache.Shoots, "core.gardener.cloud", "shoots"},
-			{cache.SecretBindings, "core.gardener.cloud", "secretbindings"},
-			{cache.Secrets, "", "secrets"},
+			{resources.Shoots, "core.gardener.cloud", "shoots"},
+			{resources.SecretBindings, "core.gardener.cloud", "secretbindings"},
+			{resources.Secrets, "", "secrets"},
 		} {
 			if want[r.resource] == nil {
 				want[r.resource] = map[string]int64{}
@@ -281,7 +282,7 @@ func TestBootstrapSessionSyncAndRegistration(t *testing.T) {
 	// Changes after the sync reach the cache and its handlers: shoot a changes, shoot b (with its binding and
 	// secret) leaves the seed.
 	var updates, deletes atomic.Int32
-	remove := ta.Cache().AddEventHandler(cache.Shoots, cache.HandlerFuncs{
+	remove := ta.Cache().AddEventHandler(resources.Shoots, cache.HandlerFuncs{
 		// The hub's controllers update the shoot too (its status label): count the change to changed=yes.
 		UpdateFunc: func(old, obj proto.Message) {
 			if old.(*corev1beta1.Shoot).GetMetadata().GetLabels()["changed"] != "yes" &&

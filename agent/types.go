@@ -1,8 +1,8 @@
 package agent
 
-// The hub sends assignments as google.protobuf.Any; the cache resolves them through the global registry, so every
-// kind the hub may assign is linked in here.
 import (
+	// The hub sends assignments as google.protobuf.Any; the cache resolves them through the global registry, so
+	// every kind the hub may assign is linked in here.
 	_ "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1"
 	_ "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
 	_ "github.com/trellis-dev/trellis/proto/gen/trellis/kubernetes/certificates/v1"

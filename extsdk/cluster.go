@@ -40,7 +40,7 @@ func GetCluster(ctx context.Context, c client.Reader, namespace string) (*Cluste
 	return DecodeCluster(obj)
 }
 
-// DecodeCluster decodes the objects in obj's spec with the hub's JSON codec (gateway/kjson), the JSON Gardener's API
+// DecodeCluster decodes the objects in obj's spec with the hub's JSON codec (proto/kjson), the JSON Gardener's API
 // server serves. Fields the Trellis API does not know are ignored rather than rejected: a Cluster written by a newer
 // agent must not stop every extension of the seed.
 func DecodeCluster(obj *extensionsv1alpha1.Cluster) (*Cluster, error) {

@@ -64,7 +64,7 @@ func FuzzDeleteOptions(f *testing.F) {
 		}
 		var k kmetav1.DeleteOptions
 		if json.Unmarshal([]byte(body), &k) == nil && msg == "" &&
-			(k.PropagationPolicy != nil && *k.PropagationPolicy == kmetav1.DeletePropagationOrphan || k.OrphanDependents != nil && *k.OrphanDependents) {
+			(k.PropagationPolicy != nil && *k.PropagationPolicy == kmetav1.DeletePropagationOrphan || k.OrphanDependents != nil && *k.OrphanDependents) { //nolint:staticcheck // the deprecated field is what must be refused
 			t.Fatalf("orphaning accepted: %q %q", query, body)
 		}
 	})

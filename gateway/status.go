@@ -39,7 +39,7 @@ func StatusOf(err error) *metav1.Status {
 		}
 	}
 	code, reason := httpForCode(st.Code())
-	return &metav1.Status{ApiVersion: "v1", Kind: "Status", Status: kmetav1.StatusFailure, Message: st.Message(), Reason: string(reason), Code: int32(code)}
+	return &metav1.Status{ApiVersion: "v1", Kind: "Status", Status: kmetav1.StatusFailure, Message: st.Message(), Reason: string(reason), Code: int32(code)} //nolint:gosec // G115: an HTTP status code
 }
 
 // StatusFromKube converts apimachinery's Status to the API's Status message.
@@ -121,7 +121,7 @@ func routingErrorHandler(_ context.Context, _ *runtime.ServeMux, _ runtime.Marsh
 	if code == http.StatusMethodNotAllowed {
 		reason, msg = kmetav1.StatusReasonMethodNotAllowed, "the server does not allow this method on the requested resource"
 	}
-	writeStatus(w, &metav1.Status{ApiVersion: "v1", Kind: "Status", Status: kmetav1.StatusFailure, Message: msg + ": " + r.Method + " " + r.URL.Path, Reason: string(reason), Code: int32(code)})
+	writeStatus(w, &metav1.Status{ApiVersion: "v1", Kind: "Status", Status: kmetav1.StatusFailure, Message: msg + ": " + r.Method + " " + r.URL.Path, Reason: string(reason), Code: int32(code)}) //nolint:gosec // G115: an HTTP status code
 }
 
 // WriteError answers a REST request with the Kubernetes Status of err.

@@ -32,7 +32,7 @@ func startReplica(t *testing.T, endpoint, keys string) *hub.Hub {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- h.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	t.Cleanup(func() { cancel(); _ = <-done })
 	select {
 	case <-h.Ready():
 	case err := <-done:

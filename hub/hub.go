@@ -337,7 +337,7 @@ func (h *Hub) etcdTLS() (*tls.Config, error) {
 
 // loadOrCreateKeys reads the encryption keys, creating the file with one fresh key on first start.
 func loadOrCreateKeys(path string) ([]store.Key, error) {
-	data, err := os.ReadFile(path)
+	data, err := os.ReadFile(path) //nolint:gosec // G304: a file of the operator's data directory
 	if errors.Is(err, os.ErrNotExist) {
 		secret := make([]byte, 32)
 		if _, err := rand.Read(secret); err != nil {

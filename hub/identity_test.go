@@ -27,7 +27,7 @@ func runHub(t *testing.T, dir, identity string) (h *hub.Hub, stop func(), err er
 	go func() { done <- h.Run(ctx) }()
 	select {
 	case <-h.Ready():
-		return h, func() { cancel(); <-done }, nil
+		return h, func() { cancel(); _ = <-done }, nil
 	case err := <-done:
 		cancel()
 		return nil, nil, err

@@ -181,7 +181,7 @@ func TestOptimisticConcurrencyGenerationAndStatus(t *testing.T) {
 		t.Fatalf("stale resourceVersion: want 409 Conflict, got %d %s", code, body)
 	}
 	// The status subresource changes status only, and not the generation.
-	st := fmt.Sprintf(`{"metadata":{"name":"occ","namespace":"garden-dev"},"spec":{"region":"ignored"},"status":{"technicalID":"shoot--dev--occ","lastOperation":{"type":"Create","state":"Processing","progress":10}}}`)
+	st := `{"metadata":{"name":"occ","namespace":"garden-dev"},"spec":{"region":"ignored"},"status":{"technicalID":"shoot--dev--occ","lastOperation":{"type":"Create","state":"Processing","progress":10}}}`
 	out = mustDo(t, h, 200, "PUT", shoots+"/occ/status", st)
 	var afterStatus map[string]any
 	_ = json.Unmarshal(out, &afterStatus)

@@ -226,7 +226,6 @@ func nativeOptions(serving tls.Certificate, clientCAs *x509.CertPool, ticketKey 
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 20 * time.Second, PermitWithoutStream: true}),
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: time.Minute, Timeout: 20 * time.Second}),
 		grpc.ReadBufferSize(4 << 10),
-		grpc.WriteBufferSize(4 << 10),
-		grpc.SharedWriteBuffer(true),
+		grpc.WriteBufferSize(4 << 10), // grpc shares write buffers by default (SharedWriteBuffer is deprecated)
 	}
 }

@@ -30,6 +30,7 @@ import (
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
 	kcorev1 "github.com/trellis-dev/trellis/proto/gen/trellis/kubernetes/core/v1"
 	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
+	"github.com/trellis-dev/trellis/proto/resources"
 	"github.com/trellis-dev/trellis/test/agenttest"
 )
 
@@ -176,7 +177,7 @@ func jsonEqual(t *testing.T, got []byte, want string) bool {
 func TestSeedBucket(t *testing.T) {
 	e := newEnv(t, agenttest.SeedSpec+backupSpec, agenttest.Secret("garden", "backup-secret", map[string]string{"user": "alice"}))
 	a := start(t, e)
-	seed, _ := cache.Get[*corev1beta1.Seed](e.seed.Cache, cache.Seeds, "", seedName)
+	seed, _ := cache.Get[*corev1beta1.Seed](e.seed.Cache, resources.Seeds, "", seedName)
 	uid := seed.GetMetadata().GetUid()
 
 	b := e.waitBucket(t, uid, "Create Succeeded", succeededAs("Create"))

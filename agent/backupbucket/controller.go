@@ -11,6 +11,7 @@ import (
 	"github.com/trellis-dev/trellis/agent/controller"
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
 	kcorev1 "github.com/trellis-dev/trellis/proto/gen/trellis/kubernetes/core/v1"
+	"github.com/trellis-dev/trellis/proto/resources"
 )
 
 // Config configures the BackupBucket controller. Its Base's Cache holds the Seed, its BackupBuckets and their
@@ -50,10 +51,10 @@ func New(cfg Config) (*Controller, error) {
 	}
 	c.Mirror = controller.NewMirror(cfg.Base, c.buckets)
 	c.Controller = controller.New(controller.Config{Base: cfg.Base, Name: "backupBucket", Sync: c.syncKey, Watches: []controller.Watch{
-		{Resource: cache.BackupBuckets, Keys: controller.Own[*corev1beta1.BackupBucket](nil), Forget: c.Objects.Forget},
-		{Resource: cache.Seeds, Keys: func(proto.Message) []string { return []string{seedKey} }},
+		{Resource: resources.BackupBuckets, Keys: controller.Own[*corev1beta1.BackupBucket](nil), Forget: c.Objects.Forget},
+		{Resource: resources.Seeds, Keys: func(proto.Message) []string { return []string{seedKey} }},
 		// A changed credentials secret is copied into the seed again.
-		{Resource: cache.Secrets, Keys: controller.Each(cfg.Cache, cache.BackupBuckets, func(b *corev1beta1.BackupBucket, s *kcorev1.Secret) bool {
+		{Resource: resources.Secrets, Keys: controller.Each(cfg.Cache, resources.BackupBuckets, func(b *corev1beta1.BackupBucket, s *kcorev1.Secret) bool {
 			ref := b.GetSpec().GetCredentialsRef()
 			return ref.GetName() == s.GetMetadata().GetName() && ref.GetNamespace() == s.GetMetadata().GetNamespace()
 		})},
@@ -63,7 +64,7 @@ func New(cfg Config) (*Controller, error) {
 
 // sync works on the bucket name and returns when to look again.
 func (c *Controller) sync(ctx context.Context, name string) (time.Duration, error) {
-	cached, ok := cache.Get[*corev1beta1.BackupBucket](c.cfg.Cache, cache.BackupBuckets, "", name)
+	cached, ok := cache.Get[*corev1beta1.BackupBucket](c.cfg.Cache, resources.BackupBuckets, "", name)
 	b, ok := c.Objects.Pick(name, cached, ok)
 	if !ok || b.GetSpec().GetSeedName() != c.cfg.SeedName {
 		return 0, nil // gone, or not this seed's (a self-hosted shoot's bucket)

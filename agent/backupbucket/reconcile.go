@@ -25,6 +25,7 @@ import (
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
 	kcorev1 "github.com/trellis-dev/trellis/proto/gen/trellis/kubernetes/core/v1"
 	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
+	"github.com/trellis-dev/trellis/proto/resources"
 )
 
 // Names, as Gardener spells them.
@@ -46,7 +47,7 @@ const (
 // default), providerConfig and credentials, owned by the Seed. An existing bucket follows the Seed's providerConfig
 // and credentials; provider and region are immutable.
 func (c *Controller) ensureSeedBucket(ctx context.Context) error {
-	seed, ok := cache.Get[*corev1beta1.Seed](c.cfg.Cache, cache.Seeds, "", c.cfg.SeedName)
+	seed, ok := cache.Get[*corev1beta1.Seed](c.cfg.Cache, resources.Seeds, "", c.cfg.SeedName)
 	backup := seed.GetSpec().GetBackup()
 	if !ok || backup == nil || seed.GetMetadata().GetUid() == "" || seed.GetMetadata().GetDeletionTimestamp() != nil {
 		return nil
@@ -56,7 +57,7 @@ func (c *Controller) ensureSeedBucket(ctx context.Context) error {
 	if region == "" {
 		region = seed.GetSpec().GetProvider().GetRegion()
 	}
-	cur, ok := cache.Get[*corev1beta1.BackupBucket](c.cfg.Cache, cache.BackupBuckets, "", name)
+	cur, ok := cache.Get[*corev1beta1.BackupBucket](c.cfg.Cache, resources.BackupBuckets, "", name)
 	if cur, ok = c.Objects.Pick(name, cur, ok); !ok {
 		b := &corev1beta1.BackupBucket{ApiVersion: "core.gardener.cloud/v1beta1", Kind: "BackupBucket",
 			Metadata: &metav1.ObjectMeta{Name: name, OwnerReferences: []*metav1.OwnerReference{{
@@ -252,7 +253,7 @@ func (c *Controller) credentials(b *corev1beta1.BackupBucket) (*kcorev1.Secret, 
 	if k := ref.GetKind(); k != "" && k != "Secret" {
 		return nil, fmt.Errorf("BackupBucket %s: credentials of kind %s are not supported, only Secrets", b.GetMetadata().GetName(), k)
 	}
-	s, ok := cache.Get[*kcorev1.Secret](c.cfg.Cache, cache.Secrets, ref.GetNamespace(), ref.GetName())
+	s, ok := cache.Get[*kcorev1.Secret](c.cfg.Cache, resources.Secrets, ref.GetNamespace(), ref.GetName())
 	if !ok {
 		return nil, fmt.Errorf("credentials secret %s/%s of BackupBucket %s is not known to the agent yet", ref.GetNamespace(), ref.GetName(), b.GetMetadata().GetName())
 	}
@@ -334,7 +335,7 @@ func (c *Controller) syncGeneratedSecret(ctx context.Context, b *corev1beta1.Bac
 	}
 	cctx, cancel := context.WithTimeout(ctx, c.cfg.HubTimeout)
 	defer cancel()
-	cur, ok := cache.Get[*kcorev1.Secret](c.cfg.Cache, cache.Secrets, GardenNamespace, name)
+	cur, ok := cache.Get[*kcorev1.Secret](c.cfg.Cache, resources.Secrets, GardenNamespace, name)
 	if !ok {
 		s := &kcorev1.Secret{ApiVersion: "v1", Kind: "Secret", Type: "Opaque", Metadata: &metav1.ObjectMeta{Namespace: GardenNamespace, Name: name}}
 		want(s)

@@ -10,6 +10,7 @@ import (
 	"github.com/trellis-dev/trellis/agent/hubobject"
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
 	kcorev1 "github.com/trellis-dev/trellis/proto/gen/trellis/kubernetes/core/v1"
+	"github.com/trellis-dev/trellis/proto/resources"
 )
 
 // Config configures the BackupEntry controller. Its Base's Cache holds the BackupEntries, their BackupBuckets and the
@@ -47,11 +48,11 @@ func New(cfg Config) (*Controller, error) {
 		return e.GetSpec().GetBucketName() == b.GetMetadata().GetName()
 	}
 	c.Controller = controller.New(controller.Config{Base: cfg.Base, Name: "backupEntry", Sync: c.sync, Watches: []controller.Watch{
-		{Resource: cache.BackupEntries, Keys: controller.Own[*corev1beta1.BackupEntry](nil), Forget: c.Objects.Forget},
+		{Resource: resources.BackupEntries, Keys: controller.Own[*corev1beta1.BackupEntry](nil), Forget: c.Objects.Forget},
 		// An entry waits for its bucket and follows the bucket's secret.
-		{Resource: cache.BackupBuckets, Keys: controller.Each(cfg.Cache, cache.BackupEntries, inBucket)},
-		{Resource: cache.Secrets, Keys: controller.Each(cfg.Cache, cache.BackupEntries, func(e *corev1beta1.BackupEntry, s *kcorev1.Secret) bool {
-			b, ok := cache.Get[*corev1beta1.BackupBucket](cfg.Cache, cache.BackupBuckets, "", e.GetSpec().GetBucketName())
+		{Resource: resources.BackupBuckets, Keys: controller.Each(cfg.Cache, resources.BackupEntries, inBucket)},
+		{Resource: resources.Secrets, Keys: controller.Each(cfg.Cache, resources.BackupEntries, func(e *corev1beta1.BackupEntry, s *kcorev1.Secret) bool {
+			b, ok := cache.Get[*corev1beta1.BackupBucket](cfg.Cache, resources.BackupBuckets, "", e.GetSpec().GetBucketName())
 			ns, name := bucketSecret(b)
 			return ok && name == s.GetMetadata().GetName() && ns == s.GetMetadata().GetNamespace()
 		})},
@@ -66,7 +67,7 @@ func New(cfg Config) (*Controller, error) {
 // seed's to migrate when status.seedName is this seed and spec.seedName moved to another seed.
 func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error) {
 	ns, name := hubobject.SplitKey(key)
-	cached, ok := cache.Get[*corev1beta1.BackupEntry](c.cfg.Cache, cache.BackupEntries, ns, name)
+	cached, ok := cache.Get[*corev1beta1.BackupEntry](c.cfg.Cache, resources.BackupEntries, ns, name)
 	e, ok := c.Objects.Pick(key, cached, ok)
 	if !ok {
 		return 0, nil

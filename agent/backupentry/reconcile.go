@@ -25,6 +25,7 @@ import (
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
 	kcorev1 "github.com/trellis-dev/trellis/proto/gen/trellis/kubernetes/core/v1"
 	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
+	"github.com/trellis-dev/trellis/proto/resources"
 )
 
 // Names, as Gardener spells them.
@@ -305,7 +306,7 @@ func (w *waiting) Error() string { return w.reason }
 // yet gives a *waiting.
 func (c *Controller) dependencies(e *corev1beta1.BackupEntry) (*entryState, error) {
 	name := e.GetSpec().GetBucketName()
-	b, ok := cache.Get[*corev1beta1.BackupBucket](c.cfg.Cache, cache.BackupBuckets, "", name)
+	b, ok := cache.Get[*corev1beta1.BackupBucket](c.cfg.Cache, resources.BackupBuckets, "", name)
 	if !ok {
 		return nil, &waiting{fmt.Sprintf("BackupBucket %q is not known to the agent yet", name)}
 	}
@@ -317,7 +318,7 @@ func (c *Controller) dependencies(e *corev1beta1.BackupEntry) (*entryState, erro
 		return nil, &waiting{fmt.Sprintf("associated BackupBucket %q is not ready yet", name)}
 	}
 	ns, sname := bucketSecret(b)
-	s, ok := cache.Get[*kcorev1.Secret](c.cfg.Cache, cache.Secrets, ns, sname)
+	s, ok := cache.Get[*kcorev1.Secret](c.cfg.Cache, resources.Secrets, ns, sname)
 	if !ok {
 		return nil, fmt.Errorf("secret %s/%s of BackupBucket %q is not known to the agent yet", ns, sname, name)
 	}

@@ -4,10 +4,10 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/trellis-dev/trellis/agent/cache"
 	"github.com/trellis-dev/trellis/agent/controller"
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
 	operationsv1alpha1 "github.com/trellis-dev/trellis/proto/gen/trellis/operations/v1alpha1"
+	"github.com/trellis-dev/trellis/proto/resources"
 )
 
 // Config configures the Bastion controller. Its Base's Cache holds the Bastions and their Shoots; Hub serves the
@@ -36,9 +36,9 @@ func New(cfg Config) (*Controller, error) {
 	c := &Controller{cfg: cfg, log: cfg.Log,
 		Mirror: controller.NewMirror(cfg.Base, operationsv1alpha1.NewBastionServiceClient(cfg.Hub))}
 	c.Controller = controller.New(controller.Config{Base: cfg.Base, Name: "bastion", Sync: c.sync, Watches: []controller.Watch{
-		{Resource: cache.Bastions, Keys: controller.Own[*operationsv1alpha1.Bastion](nil), Forget: c.Objects.Forget},
+		{Resource: resources.Bastions, Keys: controller.Own[*operationsv1alpha1.Bastion](nil), Forget: c.Objects.Forget},
 		// A bastion waits for its shoot (and its technical ID).
-		{Resource: cache.Shoots, Keys: controller.Each(cfg.Cache, cache.Bastions, func(b *operationsv1alpha1.Bastion, s *corev1beta1.Shoot) bool {
+		{Resource: resources.Shoots, Keys: controller.Each(cfg.Cache, resources.Bastions, func(b *operationsv1alpha1.Bastion, s *corev1beta1.Shoot) bool {
 			return b.GetMetadata().GetNamespace() == s.GetMetadata().GetNamespace() && b.GetSpec().GetShootRef().GetName() == s.GetMetadata().GetName()
 		})},
 	}})

@@ -30,6 +30,7 @@ import (
 	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
 	operationsv1alpha1 "github.com/trellis-dev/trellis/proto/gen/trellis/operations/v1alpha1"
 	"github.com/trellis-dev/trellis/proto/kjson"
+	"github.com/trellis-dev/trellis/proto/resources"
 )
 
 // Names, as Gardener spells them.
@@ -45,12 +46,12 @@ const (
 // sync decides what the bastion key needs and does it; it returns when to look again.
 func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error) {
 	ns, name := hubobject.SplitKey(key)
-	cached, ok := cache.Get[*operationsv1alpha1.Bastion](c.cfg.Cache, cache.Bastions, ns, name)
+	cached, ok := cache.Get[*operationsv1alpha1.Bastion](c.cfg.Cache, resources.Bastions, ns, name)
 	b, ok := c.Objects.Pick(key, cached, ok)
 	if !ok || b.GetSpec().GetSeedName() != c.cfg.SeedName {
 		return 0, nil
 	}
-	s, _ := cache.Get[*corev1beta1.Shoot](c.cfg.Cache, cache.Shoots, ns, b.GetSpec().GetShootRef().GetName())
+	s, _ := cache.Get[*corev1beta1.Shoot](c.cfg.Cache, resources.Shoots, ns, b.GetSpec().GetShootRef().GetName())
 	ext := &extensionsv1alpha1.Bastion{ObjectMeta: k8smetav1.ObjectMeta{Namespace: c.technicalID(ns, b.GetSpec().GetShootRef().GetName(), s), Name: name}}
 	switch {
 	case b.GetMetadata().GetDeletionTimestamp() != nil:
@@ -71,7 +72,7 @@ func (c *Controller) technicalID(namespace, name string, s *corev1beta1.Shoot) s
 	if p, ok := strings.CutPrefix(namespace, "garden-"); ok && p != "" {
 		project = p
 	}
-	for _, p := range cache.List[*corev1beta1.Project](c.cfg.Cache, cache.Projects) {
+	for _, p := range cache.List[*corev1beta1.Project](c.cfg.Cache, resources.Projects) {
 		if p.GetSpec().GetNamespace() == namespace {
 			project = p.GetMetadata().GetName()
 			break

@@ -13,28 +13,6 @@ import (
 	agentv1 "github.com/trellis-dev/trellis/proto/gen/trellis/agent/v1"
 )
 
-// Resources the hub streams on the agent link (schema.GroupResource.String() of each kind).
-const (
-	Seeds                   = "seeds.core.gardener.cloud"
-	Shoots                  = "shoots.core.gardener.cloud"
-	BackupBuckets           = "backupbuckets.core.gardener.cloud"
-	BackupEntries           = "backupentries.core.gardener.cloud"
-	Bastions                = "bastions.operations.gardener.cloud"
-	ControllerInstallations = "controllerinstallations.core.gardener.cloud"
-	ControllerRegistrations = "controllerregistrations.core.gardener.cloud"
-	ControllerDeployments   = "controllerdeployments.core.gardener.cloud"
-	ManagedSeeds            = "managedseeds.seedmanagement.gardener.cloud"
-	SecretBindings          = "secretbindings.core.gardener.cloud"
-	CredentialsBindings     = "credentialsbindings.security.gardener.cloud"
-	CloudProfiles           = "cloudprofiles.core.gardener.cloud"
-	NamespacedCloudProfiles = "namespacedcloudprofiles.core.gardener.cloud"
-	ExposureClasses         = "exposureclasses.core.gardener.cloud"
-	Projects                = "projects.core.gardener.cloud"
-	WorkloadIdentities      = "workloadidentities.security.gardener.cloud"
-	Secrets                 = "secrets"
-	ConfigMaps              = "configmaps"
-)
-
 // Key is the cache key of an object: "namespace/name", or "name" for a cluster-scoped object.
 func Key(namespace, name string) string {
 	if namespace == "" {

@@ -17,6 +17,7 @@ import (
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
 	kcorev1 "github.com/trellis-dev/trellis/proto/gen/trellis/kubernetes/core/v1"
 	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
+	"github.com/trellis-dev/trellis/proto/resources"
 )
 
 func shoot(ns, name string, rv int64) *agentv1.Assignment {
@@ -25,7 +26,7 @@ func shoot(ns, name string, rv int64) *agentv1.Assignment {
 	if err != nil {
 		panic(err)
 	}
-	return &agentv1.Assignment{Resource: cache.Shoots, Namespace: ns, Name: name, ResourceVersion: rv, Object: a}
+	return &agentv1.Assignment{Resource: resources.Shoots, Namespace: ns, Name: name, ResourceVersion: rv, Object: a}
 }
 
 func secret(ns, name string, rv int64) *agentv1.Assignment {
@@ -34,7 +35,7 @@ func secret(ns, name string, rv int64) *agentv1.Assignment {
 	if err != nil {
 		panic(err)
 	}
-	return &agentv1.Assignment{Resource: cache.Secrets, Namespace: ns, Name: name, ResourceVersion: rv, Object: a}
+	return &agentv1.Assignment{Resource: resources.Secrets, Namespace: ns, Name: name, ResourceVersion: rv, Object: a}
 }
 
 func removed(resource, ns, name string, rv int64) *agentv1.Assignment {
@@ -78,19 +79,19 @@ func (r *recorder) take() []string {
 func TestApplyHandlersAndVersions(t *testing.T) {
 	c := cache.New()
 	shoots := &recorder{}
-	c.AddEventHandler(cache.Shoots, shoots)
+	c.AddEventHandler(resources.Shoots, shoots)
 
 	if err := c.Apply(&agentv1.AssignmentBatch{Sequence: 1, Assignments: []*agentv1.Assignment{
 		shoot("garden-dev", "a", 10), shoot("garden-dev", "b", 11), secret("garden-dev", "s", 12),
-	}, SyncedVersions: map[string]int64{cache.Shoots: 11, cache.Secrets: 12}}); err != nil {
+	}, SyncedVersions: map[string]int64{resources.Shoots: 11, resources.Secrets: 12}}); err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff([]string{"add garden-dev/a@10 initial=true", "add garden-dev/b@11 initial=true"}, shoots.take()); diff != "" {
 		t.Fatalf("events (-want +got):\n%s", diff)
 	}
 	c.CompleteSync(&agentv1.SyncComplete{Resources: []*agentv1.ResourceKeys{
-		{Resource: cache.Shoots, Keys: []string{"garden-dev/a", "garden-dev/b"}},
-		{Resource: cache.Secrets, Keys: []string{"garden-dev/s"}},
+		{Resource: resources.Shoots, Keys: []string{"garden-dev/a", "garden-dev/b"}},
+		{Resource: resources.Secrets, Keys: []string{"garden-dev/s"}},
 	}})
 	if !c.HasSynced() {
 		t.Fatal("not synced after SyncComplete")
@@ -101,8 +102,8 @@ func TestApplyHandlersAndVersions(t *testing.T) {
 
 	// Changes after the sync: an update, a no-op resend, an add and a removal, in this order.
 	if err := c.Apply(&agentv1.AssignmentBatch{Sequence: 2, Assignments: []*agentv1.Assignment{
-		shoot("garden-dev", "a", 20), shoot("garden-dev", "b", 11), shoot("garden-dev", "c", 21), removed(cache.Shoots, "garden-dev", "b", 22),
-	}, SyncedVersions: map[string]int64{cache.Shoots: 22}}); err != nil {
+		shoot("garden-dev", "a", 20), shoot("garden-dev", "b", 11), shoot("garden-dev", "c", 21), removed(resources.Shoots, "garden-dev", "b", 22),
+	}, SyncedVersions: map[string]int64{resources.Shoots: 22}}); err != nil {
 		t.Fatal(err)
 	}
 	want := []string{
@@ -113,29 +114,29 @@ func TestApplyHandlersAndVersions(t *testing.T) {
 	if diff := cmp.Diff(want, shoots.take()); diff != "" {
 		t.Fatalf("events (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(map[string]int64{cache.Shoots: 22, cache.Secrets: 12}, c.SyncedVersions()); diff != "" {
+	if diff := cmp.Diff(map[string]int64{resources.Shoots: 22, resources.Secrets: 12}, c.SyncedVersions()); diff != "" {
 		t.Fatalf("synced versions (-want +got):\n%s", diff)
 	}
 	wantSnap := map[string]map[string]int64{
-		cache.Shoots:  {"garden-dev/a": 20, "garden-dev/c": 21},
-		cache.Secrets: {"garden-dev/s": 12},
+		resources.Shoots:  {"garden-dev/a": 20, "garden-dev/c": 21},
+		resources.Secrets: {"garden-dev/s": 12},
 	}
 	if diff := cmp.Diff(wantSnap, c.Snapshot()); diff != "" {
 		t.Fatalf("snapshot (-want +got):\n%s", diff)
 	}
 
 	// Typed helpers.
-	s, ok := cache.Get[*corev1beta1.Shoot](c, cache.Shoots, "garden-dev", "a")
+	s, ok := cache.Get[*corev1beta1.Shoot](c, resources.Shoots, "garden-dev", "a")
 	if !ok || s.GetMetadata().GetResourceVersion() != "20" {
 		t.Fatalf("Get shoot a = %v, %v", s, ok)
 	}
-	if _, ok := cache.Get[*kcorev1.Secret](c, cache.Shoots, "garden-dev", "a"); ok {
+	if _, ok := cache.Get[*kcorev1.Secret](c, resources.Shoots, "garden-dev", "a"); ok {
 		t.Fatal("Get with the wrong type succeeded")
 	}
-	if got := cache.List[*corev1beta1.Shoot](c, cache.Shoots); len(got) != 2 || got[0].GetMetadata().GetName() != "a" || got[1].GetMetadata().GetName() != "c" {
+	if got := cache.List[*corev1beta1.Shoot](c, resources.Shoots); len(got) != 2 || got[0].GetMetadata().GetName() != "a" || got[1].GetMetadata().GetName() != "c" {
 		t.Fatalf("List shoots = %v", got)
 	}
-	if _, ok := c.Get(cache.Secrets, "garden-dev/s"); !ok {
+	if _, ok := c.Get(resources.Secrets, "garden-dev/s"); !ok {
 		t.Fatal("secret missing")
 	}
 }
@@ -144,22 +145,22 @@ func TestCompleteSyncDropsUnlisted(t *testing.T) {
 	c := cache.New()
 	if err := c.Apply(&agentv1.AssignmentBatch{Assignments: []*agentv1.Assignment{
 		shoot("p", "keep", 1), shoot("p", "stale", 2), secret("p", "s1", 3), secret("p", "s2", 4),
-		{Resource: cache.BackupEntries, Name: "x", ResourceVersion: 5, Object: mustAny(&corev1beta1.BackupEntry{Metadata: &metav1.ObjectMeta{Name: "x", ResourceVersion: "5"}})},
+		{Resource: resources.BackupEntries, Name: "x", ResourceVersion: 5, Object: mustAny(&corev1beta1.BackupEntry{Metadata: &metav1.ObjectMeta{Name: "x", ResourceVersion: "5"}})},
 	}}); err != nil {
 		t.Fatal(err)
 	}
 	shoots, secrets, entries := &recorder{}, &recorder{}, &recorder{}
-	c.AddEventHandler(cache.Shoots, shoots)
-	c.AddEventHandler(cache.Secrets, secrets)
-	c.AddEventHandler(cache.BackupEntries, entries)
+	c.AddEventHandler(resources.Shoots, shoots)
+	c.AddEventHandler(resources.Secrets, secrets)
+	c.AddEventHandler(resources.BackupEntries, entries)
 	shoots.take()
 	secrets.take()
 	entries.take()
 
 	// Shoots: only "keep" is listed; secrets are not listed at all; backup entries are listed with their key.
 	c.CompleteSync(&agentv1.SyncComplete{Resources: []*agentv1.ResourceKeys{
-		{Resource: cache.Shoots, Keys: []string{"p/keep"}},
-		{Resource: cache.BackupEntries, Keys: []string{"x"}},
+		{Resource: resources.Shoots, Keys: []string{"p/keep"}},
+		{Resource: resources.BackupEntries, Keys: []string{"x"}},
 	}})
 	if diff := cmp.Diff([]string{"delete p/stale@2"}, shoots.take()); diff != "" {
 		t.Fatalf("shoot events (-want +got):\n%s", diff)
@@ -170,11 +171,11 @@ func TestCompleteSyncDropsUnlisted(t *testing.T) {
 	if got := entries.take(); len(got) != 0 {
 		t.Fatalf("backup entry events: %v", got)
 	}
-	want := map[string]map[string]int64{cache.Shoots: {"p/keep": 1}, cache.BackupEntries: {"x": 5}}
+	want := map[string]map[string]int64{resources.Shoots: {"p/keep": 1}, resources.BackupEntries: {"x": 5}}
 	if diff := cmp.Diff(want, c.Snapshot()); diff != "" {
 		t.Fatalf("snapshot (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff([]string{cache.BackupEntries, cache.Shoots}, c.Resources()); diff != "" {
+	if diff := cmp.Diff([]string{resources.BackupEntries, resources.Shoots}, c.Resources()); diff != "" {
 		t.Fatalf("resources (-want +got):\n%s", diff)
 	}
 
@@ -198,9 +199,9 @@ func TestAddEventHandlerReplaysAndRemoves(t *testing.T) {
 	if err := c.Apply(&agentv1.AssignmentBatch{Assignments: []*agentv1.Assignment{shoot("p", "b", 2), shoot("p", "a", 1)}}); err != nil {
 		t.Fatal(err)
 	}
-	c.CompleteSync(&agentv1.SyncComplete{Resources: []*agentv1.ResourceKeys{{Resource: cache.Shoots, Keys: []string{"p/a", "p/b"}}}})
+	c.CompleteSync(&agentv1.SyncComplete{Resources: []*agentv1.ResourceKeys{{Resource: resources.Shoots, Keys: []string{"p/a", "p/b"}}}})
 	r := &recorder{}
-	remove := c.AddEventHandler(cache.Shoots, r)
+	remove := c.AddEventHandler(resources.Shoots, r)
 	if diff := cmp.Diff([]string{"add p/a@1 initial=true", "add p/b@2 initial=true"}, r.take()); diff != "" {
 		t.Fatalf("replay (-want +got):\n%s", diff)
 	}
@@ -216,21 +217,21 @@ func TestAddEventHandlerReplaysAndRemoves(t *testing.T) {
 func TestHandlerFuncsMayReadTheCache(t *testing.T) {
 	c := cache.New()
 	var seen []string
-	c.AddEventHandler(cache.Shoots, cache.HandlerFuncs{
+	c.AddEventHandler(resources.Shoots, cache.HandlerFuncs{
 		AddFunc: func(obj proto.Message) {
 			// Reading inside a handler must not deadlock, and sees the change.
-			s, ok := cache.Get[*corev1beta1.Shoot](c, cache.Shoots, "p", obj.(*corev1beta1.Shoot).GetMetadata().GetName())
+			s, ok := cache.Get[*corev1beta1.Shoot](c, resources.Shoots, "p", obj.(*corev1beta1.Shoot).GetMetadata().GetName())
 			seen = append(seen, fmt.Sprintln(ok, s.GetMetadata().GetResourceVersion()))
 		},
 		DeleteFunc: func(obj proto.Message) {
-			_, ok := c.Get(cache.Shoots, "p/a")
+			_, ok := c.Get(resources.Shoots, "p/a")
 			seen = append(seen, fmt.Sprint("deleted, still cached: ", ok))
 		},
 	})
 	if err := c.Apply(&agentv1.AssignmentBatch{Assignments: []*agentv1.Assignment{shoot("p", "a", 7)}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Apply(&agentv1.AssignmentBatch{Assignments: []*agentv1.Assignment{removed(cache.Shoots, "p", "a", 8)}}); err != nil {
+	if err := c.Apply(&agentv1.AssignmentBatch{Assignments: []*agentv1.Assignment{removed(resources.Shoots, "p", "a", 8)}}); err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff([]string{"true 7\n", "deleted, still cached: false"}, seen); diff != "" {
@@ -243,17 +244,17 @@ func TestUnknownTypeIsKeptAsAny(t *testing.T) {
 	a := &anypb.Any{TypeUrl: "type.googleapis.com/trellis.example.v1.Unknown", Value: []byte{}}
 	err := c.Apply(&agentv1.AssignmentBatch{Assignments: []*agentv1.Assignment{
 		{Resource: "unknowns.example.com", Name: "u", ResourceVersion: 1, Object: a}, shoot("p", "a", 2),
-	}, SyncedVersions: map[string]int64{cache.Shoots: 2}})
+	}, SyncedVersions: map[string]int64{resources.Shoots: 2}})
 	if err == nil {
 		t.Fatal("no error for an unknown type")
 	}
 	if obj, ok := c.Get("unknowns.example.com", "u"); !ok || !proto.Equal(obj, a) {
 		t.Fatalf("unknown object = %v, %v; want the Any", obj, ok)
 	}
-	if _, ok := c.Get(cache.Shoots, "p/a"); !ok {
+	if _, ok := c.Get(resources.Shoots, "p/a"); !ok {
 		t.Fatal("the rest of the batch was not applied")
 	}
-	if c.SyncedVersions()[cache.Shoots] != 2 {
+	if c.SyncedVersions()[resources.Shoots] != 2 {
 		t.Fatal("synced versions not recorded")
 	}
 }
@@ -292,7 +293,7 @@ func TestConcurrentReadersAndWriter(t *testing.T) {
 					return
 				default:
 				}
-				c.List(cache.Shoots)
+				c.List(resources.Shoots)
 				c.Snapshot()
 				c.SyncedVersions()
 			}
@@ -313,16 +314,16 @@ func TestConcurrentReadersAndWriter(t *testing.T) {
 		}
 		l.rv[md.GetName()] = rv
 	}
-	c.AddEventHandler(cache.Shoots, cache.HandlerFuncs{AddFunc: check, UpdateFunc: func(_, n proto.Message) { check(n) }})
+	c.AddEventHandler(resources.Shoots, cache.HandlerFuncs{AddFunc: check, UpdateFunc: func(_, n proto.Message) { check(n) }})
 	for i := range 500 {
 		n := fmt.Sprintf("s%d", i%7)
-		if err := c.Apply(&agentv1.AssignmentBatch{Assignments: []*agentv1.Assignment{shoot("p", n, int64(i+1))}, SyncedVersions: map[string]int64{cache.Shoots: int64(i + 1)}}); err != nil {
+		if err := c.Apply(&agentv1.AssignmentBatch{Assignments: []*agentv1.Assignment{shoot("p", n, int64(i+1))}, SyncedVersions: map[string]int64{resources.Shoots: int64(i + 1)}}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	close(stop)
 	wg.Wait()
-	if got := len(c.Keys(cache.Shoots)); got != 7 {
+	if got := len(c.Keys(resources.Shoots)); got != 7 {
 		t.Fatalf("%d shoots cached, want 7", got)
 	}
 }

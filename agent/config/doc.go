@@ -4,7 +4,7 @@
 //
 // A file is YAML or JSON. Decoding is strict: unknown fields, duplicate keys and type mismatches are errors that name
 // the field path ("hubClientConnection.kubeconfigValidity.validity"). seedConfig is a Seed manifest in Gardener's JSON
-// (metadata and spec) and is decoded with the hub's codec (gateway/kjson), so it accepts exactly what the hub's API
+// (metadata and spec) and is decoded with the hub's codec (proto/kjson), so it accepts exactly what the hub's API
 // accepts for a Seed.
 //
 // Load reads, decodes, defaults and validates a file; Decode only decodes, Default fills unset fields and Validate

@@ -14,7 +14,7 @@ import (
 
 // Watch maps the changes of one cache resource to the keys to sync.
 type Watch struct {
-	// Resource is the cache resource watched, such as cache.BackupBuckets.
+	// Resource is the cache resource watched, such as resources.BackupBuckets.
 	Resource string
 	// Keys returns the keys to sync for an object that was added or updated.
 	Keys func(obj proto.Message) []string

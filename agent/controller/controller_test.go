@@ -21,6 +21,7 @@ import (
 	agentv1 "github.com/trellis-dev/trellis/proto/gen/trellis/agent/v1"
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
 	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
+	"github.com/trellis-dev/trellis/proto/resources"
 )
 
 // apply applies one assignment to c: obj (with resourceVersion rv), or its removal.
@@ -90,8 +91,8 @@ func (e *events) drain(d time.Duration) {
 // sync is retried, a deleted entry is forgotten and its Deleted keys synced, and Run waits for its loop.
 func TestWatchesSyncsAndLoops(t *testing.T) {
 	c := cache.New()
-	apply(t, c, cache.BackupEntries, entry("garden-a", "e1", "b1"), 1, false)
-	c.CompleteSync(&agentv1.SyncComplete{Resources: []*agentv1.ResourceKeys{{Resource: cache.BackupEntries, Keys: []string{"garden-a/e1"}}}})
+	apply(t, c, resources.BackupEntries, entry("garden-a", "e1", "b1"), 1, false)
+	c.CompleteSync(&agentv1.SyncComplete{Resources: []*agentv1.ResourceKeys{{Resource: resources.BackupEntries, Keys: []string{"garden-a/e1"}}}})
 
 	ev := newEvents()
 	failed := false // read and written by the one worker that syncs garden-a/e2 at a time
@@ -108,10 +109,10 @@ func TestWatchesSyncsAndLoops(t *testing.T) {
 			return 0, nil
 		},
 		Watches: []controller.Watch{
-			{Resource: cache.BackupEntries, Keys: controller.Own[*corev1beta1.BackupEntry](nil),
+			{Resource: resources.BackupEntries, Keys: controller.Own[*corev1beta1.BackupEntry](nil),
 				Forget:  func(key string) { ev.ch <- "forget " + key },
 				Deleted: func(proto.Message) []string { return []string{"gone"} }},
-			{Resource: cache.BackupBuckets, Keys: controller.Each(c, cache.BackupEntries, func(e *corev1beta1.BackupEntry, b *corev1beta1.BackupBucket) bool {
+			{Resource: resources.BackupBuckets, Keys: controller.Each(c, resources.BackupEntries, func(e *corev1beta1.BackupEntry, b *corev1beta1.BackupBucket) bool {
 				return e.GetSpec().GetBucketName() == b.GetMetadata().GetName()
 			})},
 		},
@@ -122,11 +123,11 @@ func TestWatchesSyncsAndLoops(t *testing.T) {
 	go func() { done <- ctrl.Run(ctx) }()
 
 	ev.await(t, "sync garden-a/e1", 1) // cached before Run
-	apply(t, c, cache.BackupEntries, entry("garden-a", "e2", "b2"), 2, false)
+	apply(t, c, resources.BackupEntries, entry("garden-a", "e2", "b2"), 2, false)
 	ev.await(t, "sync garden-a/e2", 2) // failed, then retried
-	apply(t, c, cache.BackupBuckets, bucket("b1"), 3, false)
+	apply(t, c, resources.BackupBuckets, bucket("b1"), 3, false)
 	ev.await(t, "sync garden-a/e1", 2) // in the changed bucket
-	apply(t, c, cache.BackupEntries, entry("garden-a", "e1", "b1"), 1, true)
+	apply(t, c, resources.BackupEntries, entry("garden-a", "e1", "b1"), 1, true)
 	ev.await(t, "forget garden-a/e1", 1)
 	ev.await(t, "sync gone", 1)
 	ev.drain(50 * time.Millisecond)
@@ -150,7 +151,7 @@ func TestWatchesSyncsAndLoops(t *testing.T) {
 		t.Fatal("Run returned before its loop")
 	}
 	// The watches are gone with Run: a change no longer syncs anything.
-	apply(t, c, cache.BackupEntries, entry("garden-a", "e3", "b1"), 4, false)
+	apply(t, c, resources.BackupEntries, entry("garden-a", "e3", "b1"), 4, false)
 	ev.drain(50 * time.Millisecond)
 	if n := ev.seen["sync garden-a/e3"]; n != 0 {
 		t.Errorf("a change after Run returned was synced %d times", n)

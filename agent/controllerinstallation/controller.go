@@ -15,6 +15,7 @@ import (
 	gcorev1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1"
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
 	kcorev1 "github.com/trellis-dev/trellis/proto/gen/trellis/kubernetes/core/v1"
+	"github.com/trellis-dev/trellis/proto/resources"
 )
 
 // Defaults of a Config.
@@ -95,19 +96,19 @@ func New(cfg Config) (*Controller, error) {
 		return ci.GetSpec().GetSeedRef().GetName() == cfg.SeedName
 	}
 	c.Controller = controller.New(controller.Config{Base: cfg.Base, Name: "controllerInstallation", Sync: c.sync, Watches: []controller.Watch{
-		{Resource: cache.ControllerInstallations, Keys: controller.Own(mine), Deleted: c.installationGone},
-		c.installationsOf(cache.ControllerRegistrations, func(ci *corev1beta1.ControllerInstallation, obj proto.Message) bool {
+		{Resource: resources.ControllerInstallations, Keys: controller.Own(mine), Deleted: c.installationGone},
+		c.installationsOf(resources.ControllerRegistrations, func(ci *corev1beta1.ControllerInstallation, obj proto.Message) bool {
 			return ci.GetSpec().GetRegistrationRef().GetName() == obj.(*corev1beta1.ControllerRegistration).GetMetadata().GetName()
 		}),
-		c.installationsOf(cache.ControllerDeployments, func(ci *corev1beta1.ControllerInstallation, obj proto.Message) bool {
+		c.installationsOf(resources.ControllerDeployments, func(ci *corev1beta1.ControllerInstallation, obj proto.Message) bool {
 			return ci.GetSpec().GetDeploymentRef().GetName() == obj.(*gcorev1.ControllerDeployment).GetMetadata().GetName()
 		}),
-		c.installationsOf(cache.Seeds, func(_ *corev1beta1.ControllerInstallation, obj proto.Message) bool {
+		c.installationsOf(resources.Seeds, func(_ *corev1beta1.ControllerInstallation, obj proto.Message) bool {
 			return obj.(*corev1beta1.Seed).GetMetadata().GetName() == cfg.SeedName
 		}),
-		c.installationsOf(cache.Secrets, func(ci *corev1beta1.ControllerInstallation, obj proto.Message) bool {
+		c.installationsOf(resources.Secrets, func(ci *corev1beta1.ControllerInstallation, obj proto.Message) bool {
 			s := obj.(*kcorev1.Secret)
-			cd, ok := cache.Get[*gcorev1.ControllerDeployment](cfg.Cache, cache.ControllerDeployments, "", ci.GetSpec().GetDeploymentRef().GetName())
+			cd, ok := cache.Get[*gcorev1.ControllerDeployment](cfg.Cache, resources.ControllerDeployments, "", ci.GetSpec().GetDeploymentRef().GetName())
 			oci := cd.GetHelm().GetOciRepository()
 			return ok && s.GetMetadata().GetNamespace() == registrySecretNamespace &&
 				(s.GetMetadata().GetName() == oci.GetPullSecretRef().GetName() || s.GetMetadata().GetName() == oci.GetCaBundleSecretRef().GetName())
@@ -135,7 +136,7 @@ func (c *Controller) installationGone(obj proto.Message) []string {
 func (c *Controller) installationsOf(resource string, match func(*corev1beta1.ControllerInstallation, proto.Message) bool) controller.Watch {
 	keys := func(obj proto.Message) []string {
 		var keys []string
-		for _, ci := range cache.List[*corev1beta1.ControllerInstallation](c.cfg.Cache, cache.ControllerInstallations) {
+		for _, ci := range cache.List[*corev1beta1.ControllerInstallation](c.cfg.Cache, resources.ControllerInstallations) {
 			if ci.GetSpec().GetSeedRef().GetName() == c.cfg.SeedName && match(ci, obj) {
 				keys = append(keys, hubobject.Key(ci))
 			}

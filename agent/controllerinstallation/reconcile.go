@@ -26,6 +26,7 @@ import (
 	kcorev1 "github.com/trellis-dev/trellis/proto/gen/trellis/kubernetes/core/v1"
 	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
 	"github.com/trellis-dev/trellis/proto/kjson"
+	"github.com/trellis-dev/trellis/proto/resources"
 )
 
 // Names, as Gardener spells them.
@@ -66,7 +67,7 @@ func Namespace(installation string) string { return NamespacePrefix + installati
 
 // sync decides what the installation key needs and does it; it returns when to look again.
 func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error) {
-	cached, ok := cache.Get[*corev1beta1.ControllerInstallation](c.cfg.Cache, cache.ControllerInstallations, "", key)
+	cached, ok := cache.Get[*corev1beta1.ControllerInstallation](c.cfg.Cache, resources.ControllerInstallations, "", key)
 	ci, ok := c.objects.Pick(key, cached, ok)
 	if !ok || ci.GetSpec().GetSeedRef().GetName() != c.cfg.SeedName {
 		return c.cleanupGone(ctx, key)
@@ -132,12 +133,12 @@ func (c *Controller) reconcile(ctx context.Context, ci *corev1beta1.ControllerIn
 // deploy renders and installs the installation's chart, filling cs.
 func (c *Controller) deploy(ctx context.Context, ci *corev1beta1.ControllerInstallation, cs *conditions) (time.Duration, error) {
 	regName := ci.GetSpec().GetRegistrationRef().GetName()
-	reg, ok := cache.Get[*corev1beta1.ControllerRegistration](c.cfg.Cache, cache.ControllerRegistrations, "", regName)
+	reg, ok := cache.Get[*corev1beta1.ControllerRegistration](c.cfg.Cache, resources.ControllerRegistrations, "", regName)
 	if !ok {
 		cs.put(ConditionValid, "False", "RegistrationNotFound", fmt.Sprintf("Referenced ControllerRegistration %q does not exist", regName))
 		return 0, fmt.Errorf("ControllerRegistration %s not found", regName)
 	}
-	seed, ok := cache.Get[*corev1beta1.Seed](c.cfg.Cache, cache.Seeds, "", c.cfg.SeedName)
+	seed, ok := cache.Get[*corev1beta1.Seed](c.cfg.Cache, resources.Seeds, "", c.cfg.SeedName)
 	if !ok {
 		cs.put(ConditionValid, "False", "SeedNotFound", fmt.Sprintf("Referenced Seed %q does not exist", c.cfg.SeedName))
 		return 0, fmt.Errorf("seed %s not found", c.cfg.SeedName)
@@ -146,7 +147,7 @@ func (c *Controller) deploy(ctx context.Context, ci *corev1beta1.ControllerInsta
 	if cdName == "" {
 		return 0, nil // nothing to deploy, as in Gardener
 	}
-	cd, ok := cache.Get[*gcorev1.ControllerDeployment](c.cfg.Cache, cache.ControllerDeployments, "", cdName)
+	cd, ok := cache.Get[*gcorev1.ControllerDeployment](c.cfg.Cache, resources.ControllerDeployments, "", cdName)
 	if !ok {
 		return 0, fmt.Errorf("ControllerDeployment %s not found", cdName)
 	}
@@ -230,14 +231,14 @@ func (c *Controller) source(cd *gcorev1.ControllerDeployment) (helmrelease.Sourc
 	}
 	src := helmrelease.Source{OCI: &helmrelease.OCIRepository{Ref: oci.GetRef(), Repository: oci.GetRepository(), Tag: oci.GetTag(), Digest: oci.GetDigest()}}
 	if n := oci.GetPullSecretRef().GetName(); n != "" {
-		s, ok := cache.Get[*kcorev1.Secret](c.cfg.Cache, cache.Secrets, registrySecretNamespace, n)
+		s, ok := cache.Get[*kcorev1.Secret](c.cfg.Cache, resources.Secrets, registrySecretNamespace, n)
 		if !ok {
 			return src, fmt.Errorf("pull secret %s/%s not found", registrySecretNamespace, n)
 		}
 		src.PullSecret = s.GetData()[secretKeyDockerConfig]
 	}
 	if n := oci.GetCaBundleSecretRef().GetName(); n != "" {
-		s, ok := cache.Get[*kcorev1.Secret](c.cfg.Cache, cache.Secrets, registrySecretNamespace, n)
+		s, ok := cache.Get[*kcorev1.Secret](c.cfg.Cache, resources.Secrets, registrySecretNamespace, n)
 		if !ok {
 			return src, fmt.Errorf("CA bundle secret %s/%s not found", registrySecretNamespace, n)
 		}

@@ -24,6 +24,7 @@ import (
 	"github.com/trellis-dev/trellis/agent/hubobject"
 	extensionsv1alpha1 "github.com/trellis-dev/trellis/extsdk/apis/extensions/v1alpha1"
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
+	"github.com/trellis-dev/trellis/proto/resources"
 )
 
 // RequiredConfig configures the required controller.
@@ -118,12 +119,12 @@ func (r *Required) Run(ctx context.Context) error {
 	if !toolscache.WaitForCacheSync(ctx.Done(), synced...) {
 		return nil
 	}
-	remove := r.cfg.Cache.AddEventHandler(cache.ControllerInstallations, cache.HandlerFuncs{
+	remove := r.cfg.Cache.AddEventHandler(resources.ControllerInstallations, cache.HandlerFuncs{
 		AddFunc:    func(proto.Message) { r.poke() },
 		UpdateFunc: func(_, _ proto.Message) { r.poke() },
 	})
 	defer remove()
-	removeRegs := r.cfg.Cache.AddEventHandler(cache.ControllerRegistrations, cache.HandlerFuncs{
+	removeRegs := r.cfg.Cache.AddEventHandler(resources.ControllerRegistrations, cache.HandlerFuncs{
 		AddFunc:    func(proto.Message) { r.poke() },
 		UpdateFunc: func(_, _ proto.Message) { r.poke() },
 	})
@@ -212,11 +213,11 @@ func (r *Required) required(reg *corev1beta1.ControllerRegistration) []string {
 // sync sets the Required condition of every installation of the seed.
 func (r *Required) sync(ctx context.Context) error {
 	var errs []error
-	for _, ci := range cache.List[*corev1beta1.ControllerInstallation](r.cfg.Cache, cache.ControllerInstallations) {
+	for _, ci := range cache.List[*corev1beta1.ControllerInstallation](r.cfg.Cache, resources.ControllerInstallations) {
 		if ci.GetSpec().GetSeedRef().GetName() != r.cfg.SeedName {
 			continue
 		}
-		reg, ok := cache.Get[*corev1beta1.ControllerRegistration](r.cfg.Cache, cache.ControllerRegistrations, "", ci.GetSpec().GetRegistrationRef().GetName())
+		reg, ok := cache.Get[*corev1beta1.ControllerRegistration](r.cfg.Cache, resources.ControllerRegistrations, "", ci.GetSpec().GetRegistrationRef().GetName())
 		if !ok {
 			continue
 		}

@@ -29,6 +29,7 @@ import (
 	extensionsv1alpha1 "github.com/trellis-dev/trellis/extsdk/apis/extensions/v1alpha1"
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
 	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
+	"github.com/trellis-dev/trellis/proto/resources"
 )
 
 // Condition types the controller owns, as Gardener spells them. GardenletReady belongs to the hub.
@@ -155,14 +156,14 @@ func (c *Controller) Run(ctx context.Context) error {
 		default:
 		}
 	}
-	remove := c.cfg.Cache.AddEventHandler(cache.ControllerInstallations, cache.HandlerFuncs{
+	remove := c.cfg.Cache.AddEventHandler(resources.ControllerInstallations, cache.HandlerFuncs{
 		AddFunc:    func(proto.Message) { poke() },
 		UpdateFunc: func(_, _ proto.Message) { poke() },
 		DeleteFunc: func(proto.Message) { poke() },
 	})
 	defer remove()
 	// The Seed itself: its status.observedGeneration follows a new generation at once.
-	removeSeed := c.cfg.Cache.AddEventHandler(cache.Seeds, cache.HandlerFuncs{
+	removeSeed := c.cfg.Cache.AddEventHandler(resources.Seeds, cache.HandlerFuncs{
 		AddFunc:    func(proto.Message) { poke() },
 		UpdateFunc: func(_, _ proto.Message) { poke() },
 	})
@@ -192,7 +193,7 @@ type result struct {
 // Sync computes the controller's conditions and the agent's facts once and writes them to the Seed's status on the
 // hub when they changed.
 func (c *Controller) Sync(ctx context.Context) error {
-	seed, ok := cache.Get[*corev1beta1.Seed](c.cfg.Cache, cache.Seeds, "", c.cfg.SeedName)
+	seed, ok := cache.Get[*corev1beta1.Seed](c.cfg.Cache, resources.Seeds, "", c.cfg.SeedName)
 	if !ok {
 		return nil // not registered yet
 	}

@@ -11,9 +11,9 @@ import (
 
 	"github.com/trellis-dev/trellis/agent/cache"
 	"github.com/trellis-dev/trellis/agent/extension"
-	"github.com/trellis-dev/trellis/hub/seedgraph"
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
 	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
+	"github.com/trellis-dev/trellis/proto/resources"
 )
 
 // backupEntryName is Gardener's name of a shoot's BackupEntry: "<technical ID>--<shoot UID>".
@@ -59,7 +59,7 @@ func (op *operation) deployBackupEntry(ctx context.Context) error {
 	default:
 		return fmt.Errorf("create BackupEntry %s/%s: %w", md.GetNamespace(), name, err)
 	}
-	be, ok := cache.Get[*corev1beta1.BackupEntry](c.cfg.Cache, seedgraph.BackupEntries, md.GetNamespace(), name)
+	be, ok := cache.Get[*corev1beta1.BackupEntry](c.cfg.Cache, resources.BackupEntries, md.GetNamespace(), name)
 	if !ok {
 		return fmt.Errorf("BackupEntry %s/%s has not reached the agent yet", md.GetNamespace(), name)
 	}

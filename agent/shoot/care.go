@@ -13,9 +13,9 @@ import (
 
 	"github.com/trellis-dev/trellis/agent/extension"
 	extensionsv1alpha1 "github.com/trellis-dev/trellis/extsdk/apis/extensions/v1alpha1"
-	"github.com/trellis-dev/trellis/hub/seedgraph"
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
 	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
+	"github.com/trellis-dev/trellis/proto/resources"
 )
 
 // Shoot condition types, in the order Gardener lists them.
@@ -63,7 +63,7 @@ func (c *Controller) shootConditions(ctx context.Context, s *corev1beta1.Shoot, 
 		codes    []string
 	}
 	agg := map[string]*merged{}
-	var cpReady error = fmt.Errorf("the control plane is not deployed yet")
+	cpReady := fmt.Errorf("the control plane is not deployed yet")
 	for _, l := range namespacedExtensionLists() {
 		if err := c.cfg.Seed.List(ctx, l, client.InNamespace(ns)); err != nil {
 			return nil, fmt.Errorf("list %T: %w", l, err)
@@ -148,7 +148,7 @@ func (c *Controller) careLoop(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		for _, key := range c.cfg.Cache.Keys(seedgraph.Shoots) {
+		for _, key := range c.cfg.Cache.Keys(resources.Shoots) {
 			if ctx.Err() != nil {
 				return
 			}

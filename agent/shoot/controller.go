@@ -11,9 +11,9 @@ import (
 	"github.com/trellis-dev/trellis/agent/controller"
 	"github.com/trellis-dev/trellis/agent/extension"
 	"github.com/trellis-dev/trellis/agent/hubobject"
-	"github.com/trellis-dev/trellis/hub/seedgraph"
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
 	kcorev1 "github.com/trellis-dev/trellis/proto/gen/trellis/kubernetes/core/v1"
+	"github.com/trellis-dev/trellis/proto/resources"
 )
 
 // Config configures the shoot controller. Its Base's Cache holds the Shoots and what they refer to; Hub serves
@@ -87,7 +87,7 @@ func New(cfg Config) (*Controller, error) {
 		running:  map[string]Flow{},
 	}
 	c.Controller = controller.New(controller.Config{Base: cfg.Base, Name: "shoot", Sync: c.sync,
-		Watches: []controller.Watch{{Resource: seedgraph.Shoots, Keys: controller.Own[*corev1beta1.Shoot](nil), Forget: c.forget}},
+		Watches: []controller.Watch{{Resource: resources.Shoots, Keys: controller.Own[*corev1beta1.Shoot](nil), Forget: c.forget}},
 		Loops:   []func(context.Context){c.careLoop}})
 	return c, nil
 }
@@ -108,7 +108,7 @@ func (c *Controller) forget(key string) {
 // the cache has not caught up with it yet; nil when the hub no longer assigns it.
 func (c *Controller) current(key string) *corev1beta1.Shoot {
 	ns, name := hubobject.SplitKey(key)
-	cached, ok := cache.Get[*corev1beta1.Shoot](c.cfg.Cache, seedgraph.Shoots, ns, name)
+	cached, ok := cache.Get[*corev1beta1.Shoot](c.cfg.Cache, resources.Shoots, ns, name)
 	s, ok := c.shoots.Pick(key, cached, ok)
 	if !ok {
 		return nil

@@ -10,18 +10,18 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/trellis-dev/trellis/agent/shoot/credentials"
-	"github.com/trellis-dev/trellis/hub/seedgraph"
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
 	kcorev1 "github.com/trellis-dev/trellis/proto/gen/trellis/kubernetes/core/v1"
 	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
+	"github.com/trellis-dev/trellis/proto/objectnames"
 )
 
 // What gardenlet publishes of a shoot's credentials in the shoot's project namespace of the garden: <shoot>.<suffix>,
 // owned by the Shoot.
 const (
-	suffixCACluster     = seedgraph.ShootProjectSuffixCACluster
-	suffixSSHKeypair    = seedgraph.ShootProjectSuffixSSHKeypair
-	suffixSSHKeypairOld = seedgraph.ShootProjectSuffixSSHKeypairOld
+	suffixCACluster     = objectnames.ShootProjectSuffixCACluster
+	suffixSSHKeypair    = objectnames.ShootProjectSuffixSSHKeypair
+	suffixSSHKeypairOld = objectnames.ShootProjectSuffixSSHKeypairOld
 
 	roleCACluster  = "ca-cluster"
 	roleSSHKeypair = "ssh-keypair"
@@ -34,7 +34,7 @@ const (
 )
 
 // projectResourceName is Gardener's ComputeShootProjectResourceName: "<shoot>.<suffix>".
-var projectResourceName = seedgraph.ShootProjectResourceName
+var projectResourceName = objectnames.ShootProjectResourceName
 
 // shootOwner is the controller reference to the shoot that the published objects carry.
 func shootOwner(s *corev1beta1.Shoot) []*metav1.OwnerReference {

@@ -15,11 +15,11 @@ import (
 	"github.com/trellis-dev/trellis/agent/cache"
 	"github.com/trellis-dev/trellis/agent/extension"
 	"github.com/trellis-dev/trellis/agent/flow"
-	"github.com/trellis-dev/trellis/hub/seedgraph"
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
 	corev1 "github.com/trellis-dev/trellis/proto/gen/trellis/kubernetes/core/v1"
 	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
 	securityv1alpha1 "github.com/trellis-dev/trellis/proto/gen/trellis/security/v1alpha1"
+	"github.com/trellis-dev/trellis/proto/resources"
 )
 
 // operation is one run of a flow for one shoot: the shoot as it was when the run started and everything the flow
@@ -46,13 +46,13 @@ type operation struct {
 func (c *Controller) newOperation(ctx context.Context, s *corev1beta1.Shoot, d Decision, log *slog.Logger) (*operation, error) {
 	s = proto.Clone(s).(*corev1beta1.Shoot)
 	op := &operation{c: c, log: log, d: d, shoot: s, ext: c.ext}
-	seed, ok := cache.Get[*corev1beta1.Seed](c.cfg.Cache, seedgraph.Seeds, "", c.cfg.SeedName)
+	seed, ok := cache.Get[*corev1beta1.Seed](c.cfg.Cache, resources.Seeds, "", c.cfg.SeedName)
 	if !ok {
 		return nil, fmt.Errorf("seed %s is not known to the agent yet", c.cfg.SeedName)
 	}
 	op.seed = seed
 	op.project = projectOf(s.GetMetadata().GetNamespace())
-	for _, p := range cache.List[*corev1beta1.Project](c.cfg.Cache, seedgraph.Projects) {
+	for _, p := range cache.List[*corev1beta1.Project](c.cfg.Cache, resources.Projects) {
 		if p.GetSpec().GetNamespace() == s.GetMetadata().GetNamespace() {
 			op.project = p.GetMetadata().GetName()
 			break
@@ -62,7 +62,7 @@ func (c *Controller) newOperation(ctx context.Context, s *corev1beta1.Shoot, d D
 	if id := s.GetStatus().GetTechnicalId(); id != "" {
 		op.ns = id // a shoot keeps its technical ID, also across migrations
 	}
-	op.registrations = cache.List[*corev1beta1.ControllerRegistration](c.cfg.Cache, seedgraph.ControllerRegistrations)
+	op.registrations = cache.List[*corev1beta1.ControllerRegistration](c.cfg.Cache, resources.ControllerRegistrations)
 	if d.Flow == FlowDelete {
 		return op, nil // deletion needs nothing but what is in the seed
 	}
@@ -71,7 +71,7 @@ func (c *Controller) newOperation(ctx context.Context, s *corev1beta1.Shoot, d D
 		cpName = ref.GetName()
 	}
 	if cpName != "" {
-		if cp, ok := cache.Get[*corev1beta1.CloudProfile](c.cfg.Cache, seedgraph.CloudProfiles, "", cpName); ok {
+		if cp, ok := cache.Get[*corev1beta1.CloudProfile](c.cfg.Cache, resources.CloudProfiles, "", cpName); ok {
 			op.cloudProfile = cp
 		}
 	}
@@ -103,7 +103,7 @@ func (c *Controller) credentialsOf(s *corev1beta1.Shoot) (*corev1.Secret, error)
 	var secretNS, secretName string
 	switch {
 	case s.GetSpec().GetCredentialsBindingName() != "":
-		b, ok := cache.Get[*securityv1alpha1.CredentialsBinding](c.cfg.Cache, seedgraph.CredentialsBindings, ns, s.GetSpec().GetCredentialsBindingName())
+		b, ok := cache.Get[*securityv1alpha1.CredentialsBinding](c.cfg.Cache, resources.CredentialsBindings, ns, s.GetSpec().GetCredentialsBindingName())
 		if !ok {
 			return nil, fmt.Errorf("credentials binding %s/%s is not known to the agent yet", ns, s.GetSpec().GetCredentialsBindingName())
 		}
@@ -113,7 +113,7 @@ func (c *Controller) credentialsOf(s *corev1beta1.Shoot) (*corev1.Secret, error)
 		}
 		secretNS, secretName = ref.GetNamespace(), ref.GetName()
 	case s.GetSpec().GetSecretBindingName() != "":
-		b, ok := cache.Get[*corev1beta1.SecretBinding](c.cfg.Cache, seedgraph.SecretBindings, ns, s.GetSpec().GetSecretBindingName())
+		b, ok := cache.Get[*corev1beta1.SecretBinding](c.cfg.Cache, resources.SecretBindings, ns, s.GetSpec().GetSecretBindingName())
 		if !ok {
 			return nil, fmt.Errorf("secret binding %s/%s is not known to the agent yet", ns, s.GetSpec().GetSecretBindingName())
 		}
@@ -124,7 +124,7 @@ func (c *Controller) credentialsOf(s *corev1beta1.Shoot) (*corev1.Secret, error)
 	default:
 		return nil, nil // a workerless shoot may have none
 	}
-	sec, ok := cache.Get[*corev1.Secret](c.cfg.Cache, seedgraph.Secrets, secretNS, secretName)
+	sec, ok := cache.Get[*corev1.Secret](c.cfg.Cache, resources.Secrets, secretNS, secretName)
 	if !ok {
 		return nil, fmt.Errorf("credentials secret %s/%s is not known to the agent yet", secretNS, secretName)
 	}
@@ -345,9 +345,9 @@ func taskErrors(err error) []taskError {
 func (op *operation) timeout() time.Duration { return op.c.cfg.TaskTimeout }
 
 func cacheSecret(c *Controller, namespace, name string) (*corev1.Secret, bool) {
-	return cache.Get[*corev1.Secret](c.cfg.Cache, seedgraph.Secrets, namespace, name)
+	return cache.Get[*corev1.Secret](c.cfg.Cache, resources.Secrets, namespace, name)
 }
 
 func cacheConfigMap(c *Controller, namespace, name string) (*corev1.ConfigMap, bool) {
-	return cache.Get[*corev1.ConfigMap](c.cfg.Cache, seedgraph.ConfigMaps, namespace, name)
+	return cache.Get[*corev1.ConfigMap](c.cfg.Cache, resources.ConfigMaps, namespace, name)
 }

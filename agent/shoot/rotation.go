@@ -177,12 +177,12 @@ func startObservability(s *corev1beta1.Shoot, now *timestamppb.Timestamp) {
 // as gardenlet does when its flow starts, and reports whether there were any.
 func startRotations(s *corev1beta1.Shoot, now time.Time) bool {
 	ts := timestamppb.New(now.UTC().Truncate(time.Second))
-	any := false
+	started := false
 	for _, op := range operationsOf(s.GetMetadata().GetAnnotations()[annotationOperation]) {
 		if !isRotation(op) {
 			continue
 		}
-		any = true
+		started = true
 		switch op {
 		case opRotateCredentialsStart:
 			caRotation(s).start(ts)
@@ -212,7 +212,7 @@ func startRotations(s *corev1beta1.Shoot, now time.Time) bool {
 			startObservability(s, ts)
 		}
 	}
-	return any
+	return started
 }
 
 // finishRotations records in the status what a successful flow achieved, as gardenlet's

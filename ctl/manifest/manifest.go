@@ -87,7 +87,7 @@ func expand(p string, recursive bool) ([]string, error) {
 }
 
 func readFile(p string, stdin io.Reader) ([]byte, error) {
-	var r io.Reader = stdin
+	r := stdin
 	if p != "-" {
 		f, err := os.Open(p)
 		if err != nil {

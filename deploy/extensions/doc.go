@@ -13,5 +13,5 @@
 //		// /apis/core.gardener.cloud/v1/controllerdeployments
 //	}
 //
-// Documents are Gardener's JSON, so they decode strictly into the hub's protos (gateway/kjson).
+// Documents are Gardener's JSON, so they decode strictly into the hub's protos (proto/kjson).
 package extensions

@@ -2,7 +2,6 @@ package controller_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -263,5 +262,3 @@ func ready(obj *infra) error {
 	}
 	return nil
 }
-
-var errTest = errors.New("boom")

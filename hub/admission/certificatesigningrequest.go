@@ -124,8 +124,8 @@ func signerName(p *field.Path, name string) field.ErrorList {
 	if len(labels) < 2 {
 		errs = append(errs, field.Invalid(p, domain, "should be a domain with at least two segments separated by dots"))
 	}
-	if max := validation.DNS1123SubdomainMaxLength + validation.DNS1123LabelMaxLength + 1; len(path) > max {
-		errs = append(errs, field.TooLong(p, path, max))
+	if maxLen := validation.DNS1123SubdomainMaxLength + validation.DNS1123LabelMaxLength + 1; len(path) > maxLen {
+		errs = append(errs, field.TooLong(p, path, maxLen))
 	}
 	for _, msg := range validation.IsDNS1123Subdomain(path) {
 		errs = append(errs, field.Invalid(p, path, msg))

@@ -49,10 +49,11 @@ func validateShoot(ctx context.Context, r Reader, s, old *corev1beta1.Shoot) fie
 	if s.GetSpec().GetRegion() == "" {
 		errs = append(errs, field.Required(spec.Child("region"), "the region is required"))
 	}
-	if v := s.GetSpec().GetKubernetes().GetVersion(); v == "" {
-		// Defaulted from the cloud profile below.
-	} else if _, err := version.ParseGeneric(v); err != nil {
-		errs = append(errs, field.Invalid(spec.Child("kubernetes", "version"), s.Spec.Kubernetes.Version, err.Error()))
+	// An empty version is defaulted from the cloud profile below.
+	if v := s.GetSpec().GetKubernetes().GetVersion(); v != "" {
+		if _, err := version.ParseGeneric(v); err != nil {
+			errs = append(errs, field.Invalid(spec.Child("kubernetes", "version"), s.Spec.Kubernetes.Version, err.Error()))
+		}
 	}
 	names := map[string]bool{}
 	for i, w := range s.GetSpec().GetProvider().GetWorkers() {

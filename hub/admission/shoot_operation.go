@@ -12,6 +12,8 @@ import (
 
 // Gardener's shoot operations (gardener.cloud/operation). One value may name several, separated by ";", as the
 // hub's maintenance writes them.
+//
+//nolint:gosec // G101: operation names (rotate-credentials-...), not credentials
 const (
 	shootOpReconcile                   = "reconcile"
 	shootOpRetry                       = "retry"

@@ -244,7 +244,7 @@ func (l *leaseWriter) run(ctx context.Context) {
 		for seed, next := range l.seeds {
 			if !next.After(now) && float64(len(due)) < budget {
 				due = append(due, seed)
-				l.seeds[seed] = now.Add(time.Duration(float64(interval) * (0.9 + 0.2*rand.Float64())))
+				l.seeds[seed] = now.Add(time.Duration(float64(interval) * (0.9 + 0.2*rand.Float64()))) //nolint:gosec // G404: jitter, not a secret
 			}
 		}
 		l.mu.Unlock()
@@ -303,7 +303,7 @@ func (l *leaseWriter) renew(ctx context.Context, seed string, interval time.Dura
 // leaseDurationSeconds is Gardener's leaseResyncSeconds: the heartbeat interval in whole seconds, at least 1 (the
 // Lease API requires a positive duration).
 func leaseDurationSeconds(interval time.Duration) int32 {
-	return int32(max(1, (interval+time.Second-1)/time.Second))
+	return int32(max(1, (interval+time.Second-1)/time.Second)) //nolint:gosec // G115: a heartbeat interval in seconds
 }
 
 // Gardener's GardenletReady condition.

@@ -21,21 +21,14 @@ import (
 	"github.com/trellis-dev/trellis/hub/store"
 	agentv1 "github.com/trellis-dev/trellis/proto/gen/trellis/agent/v1"
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
+	"github.com/trellis-dev/trellis/proto/resources"
 )
 
-// Streamed lists the resources an agent receives. Namespaces, ShootStates, Leases and CSRs belong to seeds too (the
-// seed authorizer lets agents read them) but are not streamed: agents read them on demand.
-var Streamed = []string{
-	seedgraph.Seeds, seedgraph.Shoots, seedgraph.BackupBuckets, seedgraph.BackupEntries, seedgraph.Bastions,
-	seedgraph.ControllerInstallations, seedgraph.ControllerRegistrations, seedgraph.ControllerDeployments,
-	seedgraph.ManagedSeeds, seedgraph.SecretBindings, seedgraph.CredentialsBindings, seedgraph.CloudProfiles,
-	seedgraph.NamespacedCloudProfiles, seedgraph.ExposureClasses, seedgraph.Projects, seedgraph.WorkloadIdentities,
-	seedgraph.Secrets, seedgraph.ConfigMaps,
-}
-
+// streamed holds resources.Streamed, the resources an agent receives. ShootStates, Namespaces, Leases and CSRs belong
+// to seeds too (the seed authorizer lets agents read them) but are not streamed: agents read them on demand.
 var streamed = func() map[string]bool {
 	m := map[string]bool{}
-	for _, r := range Streamed {
+	for _, r := range resources.Streamed {
 		m[r] = true
 	}
 	return m
@@ -286,7 +279,7 @@ func canResume(versions map[string]int64, synced int64) bool {
 	if len(versions) == 0 {
 		return false
 	}
-	for _, r := range Streamed {
+	for _, r := range resources.Streamed {
 		v, ok := versions[r]
 		if !ok || v <= 0 || v > synced {
 			return false
@@ -439,8 +432,8 @@ func (ss *session) sendLoop() error {
 }
 
 func syncedVersions(rev int64) map[string]int64 {
-	m := make(map[string]int64, len(Streamed))
-	for _, r := range Streamed {
+	m := make(map[string]int64, len(resources.Streamed))
+	for _, r := range resources.Streamed {
 		m[r] = rev
 	}
 	return m
@@ -460,13 +453,13 @@ func (ss *session) batches(refs []seedgraph.Ref) []*agentv1.AssignmentBatch {
 		m, ok := ss.srv.cfg.Graph.Get(ss.seed, ref)
 		if ok {
 			a.ResourceVersion, _ = strconv.ParseInt(m.Object.GetMetadata().GetResourceVersion(), 10, 64)
-			any, err := ss.srv.encoder.encode(ref, m.Object)
+			obj, err := ss.srv.encoder.encode(ref, m.Object)
 			if err != nil {
 				ss.srv.cfg.Log.Error("cannot encode assignment", "resource", ref.Resource, "key", ref.Key(), "err", err)
 				continue
 			}
-			a.Object = any
-			if ref.Resource == seedgraph.Seeds && ref.Name == ss.seed {
+			a.Object = obj
+			if ref.Resource == resources.Seeds && ref.Name == ss.seed {
 				ss.seedChanged(m.Object.(*corev1beta1.Seed))
 			}
 		} else {
@@ -492,7 +485,7 @@ func (ss *session) manifest() *agentv1.SyncComplete {
 		}
 	}
 	sc := &agentv1.SyncComplete{}
-	for _, r := range Streamed {
+	for _, r := range resources.Streamed {
 		keys := byRes[r]
 		sort.Strings(keys)
 		sc.Resources = append(sc.Resources, &agentv1.ResourceKeys{Resource: r, Keys: keys})

@@ -79,7 +79,7 @@ func TestVisibilityResumedWatch(t *testing.T) {
 }
 
 func TestVisibilityUnfiltered(t *testing.T) {
-	var v *visibility = newVisibility(nil, "")
+	v := newVisibility(nil, "")
 	ev := store.Event{Type: store.Modified, Object: secretAt("y", "1", "b")}
 	if out, ok := v.filter(ev); !ok || out.Type != store.Modified {
 		t.Errorf("without a filter everything passes as is, got %v %v", out.Type, ok)

@@ -22,7 +22,7 @@ import (
 const BootstrapTokenNamespace = "kube-system"
 
 // seedTokenDescription is the description of a seed agent's bootstrap token, with the seed name for %s.
-const seedTokenDescription = "A bootstrap token for the trellis-agent of seed %s."
+const seedTokenDescription = "A bootstrap token for the trellis-agent of seed %s." //nolint:gosec // G101: a description, not a token
 
 var (
 	bootstrapTokenRE = regexp.MustCompile(bootstrapapi.BootstrapTokenPattern)

@@ -16,7 +16,6 @@ import (
 
 	"github.com/trellis-dev/trellis/hub"
 	"github.com/trellis-dev/trellis/hub/api"
-	"github.com/trellis-dev/trellis/hub/store"
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
 	"github.com/trellis-dev/trellis/test/hubtest"
 )
@@ -197,8 +196,7 @@ func putFixtures(t *testing.T, h *hubtest.Hub) {
 			names = append(names, deleteName(k, r))
 		}
 		for _, name := range names {
-			var obj store.Object
-			obj = newObject(t, stored[gr], ns, name)
+			obj := newObject(t, stored[gr], ns, name)
 			obj.GetMetadata().ResourceVersion = ""
 			if p, ok := obj.(*corev1beta1.Project); ok {
 				p.Spec = proto.Clone(dev.(*corev1beta1.Project).GetSpec()).(*corev1beta1.ProjectSpec)

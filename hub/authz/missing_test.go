@@ -10,10 +10,10 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/trellis-dev/trellis/hub/auth"
-	"github.com/trellis-dev/trellis/hub/seedgraph"
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
 	kcorev1 "github.com/trellis-dev/trellis/proto/gen/trellis/kubernetes/core/v1"
 	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
+	"github.com/trellis-dev/trellis/proto/objectnames"
 	"github.com/trellis-dev/trellis/test/hubtest"
 )
 
@@ -93,7 +93,7 @@ func TestSeedAgentGetsMissingReferencedObjects(t *testing.T) {
 	if _, err := a.shoots.UpdateStatus(ctx, own); err != nil {
 		t.Fatal(err)
 	}
-	entry := seedgraph.BackupEntryName("shoot--dev--s-a", own.GetMetadata().GetUid())
+	entry := objectnames.BackupEntryName("shoot--dev--s-a", own.GetMetadata().GetUid())
 	getEntry := func(ag agentAPI, name string) error {
 		_, err := ag.entries.Get(ctx, &metav1.GetRequest{Namespace: "garden-dev", Name: name})
 		return err
@@ -104,6 +104,6 @@ func TestSeedAgentGetsMissingReferencedObjects(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantCode(t, "seed a's agent gets the BackupEntry of seed b's shoot", getEntry(a, seedgraph.BackupEntryName("shoot--dev--s-b", theirs.GetMetadata().GetUid())), codes.PermissionDenied)
-	wantCode(t, "seed a's agent gets an entry of its shoot's technical ID with another UID", getEntry(a, seedgraph.BackupEntryName("shoot--dev--s-a", "other")), codes.PermissionDenied)
+	wantCode(t, "seed a's agent gets the BackupEntry of seed b's shoot", getEntry(a, objectnames.BackupEntryName("shoot--dev--s-b", theirs.GetMetadata().GetUid())), codes.PermissionDenied)
+	wantCode(t, "seed a's agent gets an entry of its shoot's technical ID with another UID", getEntry(a, objectnames.BackupEntryName("shoot--dev--s-a", "other")), codes.PermissionDenied)
 }

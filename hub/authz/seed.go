@@ -20,6 +20,7 @@ import (
 	certificatesv1 "github.com/trellis-dev/trellis/proto/gen/trellis/kubernetes/certificates/v1"
 	kcorev1 "github.com/trellis-dev/trellis/proto/gen/trellis/kubernetes/core/v1"
 	operationsv1alpha1 "github.com/trellis-dev/trellis/proto/gen/trellis/operations/v1alpha1"
+	"github.com/trellis-dev/trellis/proto/objectnames"
 )
 
 // Namespaces the seed rules name, as Gardener does.
@@ -446,12 +447,8 @@ func ownedByShoot(c *seedRequest, obj store.Object) bool {
 
 // publishedName reports whether namespace/name is the name of an object a Shoot of the seed publishes.
 func (c *seedRequest) publishedName(namespace, name string) bool {
-	for _, suffix := range seedgraph.ShootProjectSuffixes {
-		if shoot, ok := strings.CutSuffix(name, "."+suffix); ok {
-			return shoot != "" && c.belongsTo(shootsResource, namespace, shoot)
-		}
-	}
-	return false
+	shoot, ok := objectnames.ShootOfProjectResource(name)
+	return ok && c.belongsTo(shootsResource, namespace, shoot)
 }
 
 // createConfigMap admits config maps owned by a Shoot of the seed (<shoot>.ca-cluster, as gardenlet writes it).

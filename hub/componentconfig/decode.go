@@ -20,7 +20,7 @@ func Load(path string) (*Config, error) {
 		c.Default()
 		return c, nil
 	}
-	data, err := os.ReadFile(path)
+	data, err := os.ReadFile(path) //nolint:gosec // G304: the operator's --config file
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,6 @@
 // Package openapi owns the hub's OpenAPI description: it builds the OpenAPI v2 document and the OpenAPI v3 document
 // of every API group and version from the kind table (api.Kinds) and the protos' descriptors, with the JSON mapping
-// of gateway/kjson (Gardener's JSON: int64 as numbers, quantities as strings, RawExtension as any JSON, timestamps as
+// of proto/kjson (Gardener's JSON: int64 as numbers, quantities as strings, RawExtension as any JSON, timestamps as
 // RFC 3339), Kubernetes' paths, query parameters and extensions (x-kubernetes-group-version-kind,
 // x-kubernetes-action), and serves them at /openapi/v2 and /openapi/v3 with kube-openapi's handlers.
 //

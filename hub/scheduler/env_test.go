@@ -5,10 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/trellis-dev/trellis/hub/api"
 	"github.com/trellis-dev/trellis/hub/controller/controllertest"
@@ -111,5 +109,3 @@ func (e *env) pendingWith(shoot, reason string) *metav1.LastOperation {
 	})
 	return op
 }
-
-func ts(t time.Time) *timestamppb.Timestamp { return timestamppb.New(t) }

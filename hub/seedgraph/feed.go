@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/trellis-dev/trellis/hub/store"
+	"github.com/trellis-dev/trellis/proto/resources"
 )
 
 // Source gives the graph the store's collections.
@@ -23,27 +24,27 @@ type Source interface {
 // Run feeds the graph from the store until ctx ends: one list-then-watch per followed resource. ready is closed once
 // every resource is loaded (Synced() > 0 from then on).
 func (g *Graph) Run(ctx context.Context, src Source, log *slog.Logger, ready chan<- struct{}) error {
-	colls := make([]*store.Collection, len(Followed))
-	for i, r := range Followed {
+	colls := make([]*store.Collection, len(resources.SeedGraph))
+	for i, r := range resources.SeedGraph {
 		c, ok := src.Collection(schema.ParseGroupResource(r))
 		if !ok {
 			return fmt.Errorf("seedgraph: resource %s is not served", r)
 		}
 		colls[i] = c
 	}
-	loaded := make(chan struct{}, len(Followed))
-	errc := make(chan error, len(Followed))
+	loaded := make(chan struct{}, len(resources.SeedGraph))
+	errc := make(chan error, len(resources.SeedGraph))
 	var feeds sync.WaitGroup
 	defer feeds.Wait()
-	for i, r := range Followed {
+	for i, r := range resources.SeedGraph {
 		feeds.Go(func() { errc <- g.feed(ctx, r, colls[i], log, loaded) })
 	}
 	// Run itself waits for the loads, then for the feeds' ends.
 	first, ended := error(nil), 0
-	for n := 0; n < len(Followed) && ended < len(Followed); {
+	for n := 0; n < len(resources.SeedGraph) && ended < len(resources.SeedGraph); {
 		select {
 		case <-loaded:
-			if n++; n == len(Followed) && ready != nil {
+			if n++; n == len(resources.SeedGraph) && ready != nil {
 				close(ready)
 			}
 		case err := <-errc:
@@ -53,7 +54,7 @@ func (g *Graph) Run(ctx context.Context, src Source, log *slog.Logger, ready cha
 			}
 		}
 	}
-	for ; ended < len(Followed); ended++ {
+	for ; ended < len(resources.SeedGraph); ended++ {
 		if err := <-errc; err != nil && first == nil && ctx.Err() == nil {
 			first = err
 		}

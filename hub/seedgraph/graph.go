@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/trellis-dev/trellis/hub/store"
+	"github.com/trellis-dev/trellis/proto/resources"
 )
 
 // Ref identifies an object: its resource (schema.GroupResource.String(), e.g. "shoots.core.gardener.cloud"),
@@ -116,17 +117,17 @@ func (g *Graph) Synced() int64 {
 }
 
 func (g *Graph) synced() int64 {
-	var min int64 = -1
-	for _, r := range Followed {
+	var lowest int64 = -1
+	for _, r := range resources.SeedGraph {
 		p, ok := g.processed[r]
 		if !ok {
 			return 0
 		}
-		if min < 0 || p < min {
-			min = p
+		if lowest < 0 || p < lowest {
+			lowest = p
 		}
 	}
-	return max(min, 0)
+	return max(lowest, 0)
 }
 
 func (g *Graph) node(ref Ref) *node {

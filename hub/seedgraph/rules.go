@@ -14,40 +14,9 @@ import (
 	operationsv1alpha1 "github.com/trellis-dev/trellis/proto/gen/trellis/operations/v1alpha1"
 	securityv1alpha1 "github.com/trellis-dev/trellis/proto/gen/trellis/security/v1alpha1"
 	seedmanagementv1alpha1 "github.com/trellis-dev/trellis/proto/gen/trellis/seedmanagement/v1alpha1"
+	"github.com/trellis-dev/trellis/proto/objectnames"
+	"github.com/trellis-dev/trellis/proto/resources"
 )
-
-// Resources the graph follows, spelled as schema.GroupResource.String().
-const (
-	Seeds                   = "seeds.core.gardener.cloud"
-	Shoots                  = "shoots.core.gardener.cloud"
-	BackupBuckets           = "backupbuckets.core.gardener.cloud"
-	BackupEntries           = "backupentries.core.gardener.cloud"
-	Bastions                = "bastions.operations.gardener.cloud"
-	ControllerInstallations = "controllerinstallations.core.gardener.cloud"
-	ControllerRegistrations = "controllerregistrations.core.gardener.cloud"
-	ControllerDeployments   = "controllerdeployments.core.gardener.cloud"
-	ManagedSeeds            = "managedseeds.seedmanagement.gardener.cloud"
-	SecretBindings          = "secretbindings.core.gardener.cloud"
-	CredentialsBindings     = "credentialsbindings.security.gardener.cloud"
-	CloudProfiles           = "cloudprofiles.core.gardener.cloud"
-	NamespacedCloudProfiles = "namespacedcloudprofiles.core.gardener.cloud"
-	ExposureClasses         = "exposureclasses.core.gardener.cloud"
-	Projects                = "projects.core.gardener.cloud"
-	ShootStates             = "shootstates.core.gardener.cloud"
-	WorkloadIdentities      = "workloadidentities.security.gardener.cloud"
-	Secrets                 = "secrets"
-	ConfigMaps              = "configmaps"
-	Namespaces              = "namespaces"
-	Leases                  = "leases.coordination.k8s.io"
-	CSRs                    = "certificatesigningrequests.certificates.k8s.io"
-)
-
-// Followed lists every resource the graph watches.
-var Followed = []string{
-	Seeds, Shoots, BackupBuckets, BackupEntries, Bastions, ControllerInstallations, ControllerRegistrations,
-	ControllerDeployments, ManagedSeeds, SecretBindings, CredentialsBindings, CloudProfiles, NamespacedCloudProfiles,
-	ExposureClasses, Projects, ShootStates, WorkloadIdentities, Secrets, ConfigMaps, Namespaces, Leases, CSRs,
-}
 
 // Well-known names of Gardener's.
 const (
@@ -89,9 +58,9 @@ func edges(obj store.Object) (direct []string, out, in []Ref) {
 		}
 		switch kind {
 		case "", "Secret":
-			ref(Secrets, namespace, name)
+			ref(resources.Secrets, namespace, name)
 		case "WorkloadIdentity":
-			ref(WorkloadIdentities, namespace, name)
+			ref(resources.WorkloadIdentities, namespace, name)
 		}
 	}
 	objectRef := func(r *metav1.ObjectReference, defaultNS string) {
@@ -103,11 +72,11 @@ func edges(obj store.Object) (direct []string, out, in []Ref) {
 		rr := r.GetResourceRef()
 		switch rr.GetKind() {
 		case "Secret":
-			ref(Secrets, namespace, rr.GetName())
+			ref(resources.Secrets, namespace, rr.GetName())
 		case "ConfigMap":
-			ref(ConfigMaps, namespace, rr.GetName())
+			ref(resources.ConfigMaps, namespace, rr.GetName())
 		case "WorkloadIdentity":
-			ref(WorkloadIdentities, namespace, rr.GetName())
+			ref(resources.WorkloadIdentities, namespace, rr.GetName())
 		}
 	}
 
@@ -124,24 +93,24 @@ func edges(obj store.Object) (direct []string, out, in []Ref) {
 		for _, r := range spec.GetResources() {
 			namedResource(r, "garden")
 		}
-		ref(Namespaces, "", SeedNamespacePrefix+name)
+		ref(resources.Namespaces, "", SeedNamespacePrefix+name)
 	case *corev1beta1.Shoot:
 		spec := o.GetSpec()
 		add(spec.GetSeedName(), o.GetStatus().GetSeedName())
-		ref(SecretBindings, ns, spec.GetSecretBindingName())
-		ref(CredentialsBindings, ns, spec.GetCredentialsBindingName())
+		ref(resources.SecretBindings, ns, spec.GetSecretBindingName())
+		ref(resources.CredentialsBindings, ns, spec.GetCredentialsBindingName())
 		if cp := spec.GetCloudProfile(); cp.GetName() != "" {
 			if cp.GetKind() == "NamespacedCloudProfile" {
-				ref(NamespacedCloudProfiles, ns, cp.GetName())
+				ref(resources.NamespacedCloudProfiles, ns, cp.GetName())
 			} else {
-				ref(CloudProfiles, "", cp.GetName())
+				ref(resources.CloudProfiles, "", cp.GetName())
 			}
 		} else {
-			ref(CloudProfiles, "", spec.GetCloudProfileName())
+			ref(resources.CloudProfiles, "", spec.GetCloudProfileName())
 		}
-		ref(ExposureClasses, "", spec.GetExposureClassName())
+		ref(resources.ExposureClasses, "", spec.GetExposureClassName())
 		for _, p := range spec.GetDns().GetProviders() {
-			ref(Secrets, ns, p.GetSecretName())
+			ref(resources.Secrets, ns, p.GetSecretName())
 			if c := p.GetCredentialsRef(); c != nil {
 				credentials(c.GetKind(), "", c.GetName(), ns)
 			}
@@ -150,40 +119,40 @@ func edges(obj store.Object) (direct []string, out, in []Ref) {
 			namedResource(r, ns)
 		}
 		if cm := spec.GetKubernetes().GetKubeApiServer().GetAuditConfig().GetAuditPolicy().GetConfigMapRef(); cm != nil {
-			ref(ConfigMaps, ns, cm.GetName())
+			ref(resources.ConfigMaps, ns, cm.GetName())
 		}
-		ref(ShootStates, ns, name)
-		ref(Namespaces, "", ns)
+		ref(resources.ShootStates, ns, name)
+		ref(resources.Namespaces, "", ns)
 		// The shoot's BackupEntry, by Gardener's name for it (<technical ID>--<shoot UID>; the entry also names the
 		// shoot as its owner once it exists): its seeds' agents may read it before they create it.
 		if id := o.GetStatus().GetTechnicalId(); id != "" && md.GetUid() != "" {
-			ref(BackupEntries, ns, BackupEntryName(id, md.GetUid()))
+			ref(resources.BackupEntries, ns, objectnames.BackupEntryName(id, md.GetUid()))
 		}
 	case *corev1beta1.BackupBucket:
 		add(o.GetSpec().GetSeedName())
 		objectRef(o.GetSpec().GetCredentialsRef(), "")
 		if g := o.GetStatus().GetGeneratedSecretRef(); g != nil {
-			ref(Secrets, g.GetNamespace(), g.GetName())
+			ref(resources.Secrets, g.GetNamespace(), g.GetName())
 		}
 	case *corev1beta1.BackupEntry:
 		add(o.GetSpec().GetSeedName(), o.GetStatus().GetSeedName())
-		ref(BackupBuckets, "", o.GetSpec().GetBucketName())
+		ref(resources.BackupBuckets, "", o.GetSpec().GetBucketName())
 		// As in Gardener's graph, an entry also belongs to the seeds of the shoot owning it: the destination seed of
 		// a control-plane migration takes over the entry the source seed wrote.
 		if n := OwnerShoot(md); n != "" {
-			in = append(in, Ref{Resource: Shoots, Namespace: ns, Name: n})
+			in = append(in, Ref{Resource: resources.Shoots, Namespace: ns, Name: n})
 		}
 	case *operationsv1alpha1.Bastion:
 		add(o.GetSpec().GetSeedName())
 	case *corev1beta1.ControllerInstallation:
 		add(o.GetSpec().GetSeedRef().GetName())
-		ref(ControllerRegistrations, "", o.GetSpec().GetRegistrationRef().GetName())
-		ref(ControllerDeployments, "", o.GetSpec().GetDeploymentRef().GetName())
+		ref(resources.ControllerRegistrations, "", o.GetSpec().GetRegistrationRef().GetName())
+		ref(resources.ControllerDeployments, "", o.GetSpec().GetDeploymentRef().GetName())
 	case *seedmanagementv1alpha1.ManagedSeed:
 		// A ManagedSeed belongs to the seed it registers and to the seed hosting its shoot.
 		add(name)
 		if n := o.GetSpec().GetShoot().GetName(); n != "" {
-			in = append(in, Ref{Resource: Shoots, Namespace: ns, Name: n})
+			in = append(in, Ref{Resource: resources.Shoots, Namespace: ns, Name: n})
 		}
 	case *corev1beta1.SecretBinding:
 		if r := o.GetSecretRef(); r != nil {
@@ -195,13 +164,13 @@ func edges(obj store.Object) (direct []string, out, in []Ref) {
 		}
 	case *corev1beta1.NamespacedCloudProfile:
 		if p := o.GetSpec().GetParent(); p.GetKind() == "" || p.GetKind() == "CloudProfile" {
-			ref(CloudProfiles, "", p.GetName())
+			ref(resources.CloudProfiles, "", p.GetName())
 		}
 	case *kcorev1.Namespace:
 		if s, ok := strings.CutPrefix(name, SeedNamespacePrefix); ok {
 			add(s)
 		}
-		ref(Projects, "", md.GetLabels()[projectNameLabel])
+		ref(resources.Projects, "", md.GetLabels()[projectNameLabel])
 	case *kcorev1.Secret:
 		if s, ok := strings.CutPrefix(ns, SeedNamespacePrefix); ok {
 			add(s)
@@ -218,31 +187,14 @@ func edges(obj store.Object) (direct []string, out, in []Ref) {
 		// The registry credentials and CA bundle of an OCI chart, in the garden namespace: the agents that install
 		// the chart pull it.
 		oci := o.GetHelm().GetOciRepository()
-		ref(Secrets, "garden", oci.GetPullSecretRef().GetName())
-		ref(Secrets, "garden", oci.GetCaBundleSecretRef().GetName())
+		ref(resources.Secrets, "garden", oci.GetPullSecretRef().GetName())
+		ref(resources.Secrets, "garden", oci.GetCaBundleSecretRef().GetName())
 	case *corev1beta1.CloudProfile, *corev1beta1.ExposureClass, *corev1beta1.Project,
 		*corev1beta1.ShootState, *corev1beta1.ControllerRegistration, *kcorev1.ConfigMap, *securityv1alpha1.WorkloadIdentity:
 		// Members only through references.
 	}
 	return direct, out, in
 }
-
-// BackupEntryName is Gardener's name of a shoot's BackupEntry: "<technical ID>--<shoot UID>".
-func BackupEntryName(technicalID, shootUID string) string { return technicalID + "--" + shootUID }
-
-// What gardenlet publishes of a shoot in its project namespace of the garden, named <shoot>.<suffix>
-// (Gardener's ComputeShootProjectResourceName): the agent writes them, the seed authorizer knows them by name.
-const (
-	ShootProjectSuffixCACluster     = "ca-cluster"
-	ShootProjectSuffixSSHKeypair    = "ssh-keypair"
-	ShootProjectSuffixSSHKeypairOld = "ssh-keypair.old"
-)
-
-// ShootProjectSuffixes are the suffixes above, the longer of two that end alike first.
-var ShootProjectSuffixes = []string{ShootProjectSuffixSSHKeypairOld, ShootProjectSuffixSSHKeypair, ShootProjectSuffixCACluster}
-
-// ShootProjectResourceName is "<shoot>.<suffix>".
-func ShootProjectResourceName(shoot, suffix string) string { return shoot + "." + suffix }
 
 // OwnerShoot returns the name of the Shoot (core.gardener.cloud) among an object's owner references, "" if none:
 // a BackupEntry's shoot, as Gardener's GetShootNameFromOwnerReferences finds it.

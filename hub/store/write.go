@@ -96,7 +96,7 @@ func generateName(base string) string {
 	}
 	b := []byte(base)
 	for range generateNameSuffix {
-		b = append(b, generateNameAlphabet[rand.IntN(len(generateNameAlphabet))])
+		b = append(b, generateNameAlphabet[rand.IntN(len(generateNameAlphabet))]) //nolint:gosec // G404: as Kubernetes' generateName, unique, not secret
 	}
 	return string(b)
 }

@@ -1,6 +1,7 @@
 // Command kindgen generates, from the kind table in kinds.go, the typed service of every kind (one services.proto per
-// API group and version: the <Kind>List and <Kind>WatchEvent messages and the <Kind>Service with its REST routes) and
-// the hub's registry of kinds (hub/api/zz_generated_kinds.go). `make generate` runs it before buf.
+// API group and version: the <Kind>List and <Kind>WatchEvent messages and the <Kind>Service with its REST routes),
+// the hub's registry of kinds (hub/api/zz_generated_kinds.go) and the resource names the hub and the agent share
+// (proto/resources/zz_generated_resources.go, a leaf package both sides import). `make generate` runs it before buf.
 package main
 
 import (
@@ -18,6 +19,7 @@ import (
 func main() {
 	protoDir := flag.String("proto", "proto", "root of the proto tree")
 	goOut := flag.String("go-out", "hub/api/zz_generated_kinds.go", "generated Go registry")
+	resourcesOut := flag.String("resources-out", "proto/resources/zz_generated_resources.go", "generated resource names")
 	flag.Parse()
 	for _, g := range groups {
 		var b bytes.Buffer
@@ -29,17 +31,29 @@ func main() {
 			log.Fatal(err)
 		}
 	}
-	var b bytes.Buffer
-	if err := goTmpl.Execute(&b, groups); err != nil {
+	if err := writeGo(*goOut, goTmpl, groups); err != nil {
 		log.Fatal(err)
+	}
+	res, err := resourceTable(groups)
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := writeGo(*resourcesOut, resourcesTmpl, res); err != nil {
+		log.Fatal(err)
+	}
+}
+
+// writeGo executes tmpl with data, formats the result as Go and writes it to path.
+func writeGo(path string, tmpl *template.Template, data any) error {
+	var b bytes.Buffer
+	if err := tmpl.Execute(&b, data); err != nil {
+		return err
 	}
 	src, err := format.Source(b.Bytes())
 	if err != nil {
-		log.Fatalf("format generated Go: %v\n%s", err, b.Bytes())
+		return fmt.Errorf("format generated Go for %s: %w\n%s", path, err, b.Bytes())
 	}
-	if err := os.WriteFile(*goOut, src, 0o644); err != nil {
-		log.Fatal(err)
-	}
+	return os.WriteFile(path, src, 0o644)
 }
 
 // APIVersion is group/version, or the version alone for Kubernetes' core group.

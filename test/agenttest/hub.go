@@ -25,6 +25,7 @@ import (
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
 	kcorev1 "github.com/trellis-dev/trellis/proto/gen/trellis/kubernetes/core/v1"
 	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
+	"github.com/trellis-dev/trellis/proto/resources"
 	"github.com/trellis-dev/trellis/test/hubtest"
 	"github.com/trellis-dev/trellis/test/seedtest"
 )
@@ -154,7 +155,7 @@ func (h *Hub) StartSeed(t testing.TB, name, spec string, cluster *seedtest.Seed)
 		t.Fatalf("no cache sync: %v", err)
 	}
 	Eventually(t, "the Seed in the agent's cache", func() bool {
-		_, ok := cache.Get[*corev1beta1.Seed](s.Cache, cache.Seeds, "", name)
+		_, ok := cache.Get[*corev1beta1.Seed](s.Cache, resources.Seeds, "", name)
 		return ok
 	})
 	return s

@@ -251,7 +251,7 @@ func rssKiB(pid int) int64 {
 	for _, line := range strings.Split(string(b), "\n") {
 		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
 			var n int64
-			fmt.Sscanf(strings.TrimSpace(v), "%d", &n)
+			_, _ = fmt.Sscanf(strings.TrimSpace(v), "%d", &n) // 0 when unreadable
 			return n
 		}
 	}
@@ -345,7 +345,7 @@ func TestShootLifecycle(t *testing.T) {
 	r.must(http.StatusOK, http.MethodPatch, e2eShootPath, map[string]any{"spec": map[string]any{"provider": map[string]any{
 		"workers": []any{map[string]any{"name": "local", "minimum": 2, "maximum": 3, "machine": map[string]any{"type": "local",
 			"image": map[string]any{"name": "local", "version": "1.0.0"}}, "cri": map[string]any{"name": "containerd"}}}}}})
-	s, took = r.waitShoot("the new generation", 60*time.Second, succeededAt(s.Metadata.Generation+1))
+	_, took = r.waitShoot("the new generation", 60*time.Second, succeededAt(s.Metadata.Generation+1))
 	t.Logf("e2e: worker update → Succeeded in %v", took.Round(time.Millisecond))
 	w := &extensionsv1alpha1.Worker{}
 	if err := localC.Get(ctx, client.ObjectKey{Namespace: ns, Name: "e2e"}, w); err != nil || w.Spec.Pools[0].Minimum != 2 || w.Spec.Pools[0].Maximum != 3 {
@@ -367,7 +367,7 @@ func TestShootLifecycle(t *testing.T) {
 		t.Fatalf("lastErrors %+v, want the code and the infrastructure task", s.Status.LastErrors)
 	}
 	r.must(http.StatusOK, http.MethodPatch, e2eShootPath, map[string]any{"metadata": map[string]any{"annotations": map[string]any{failAnnotation: nil}}})
-	s, took = r.waitShoot("the recovery", 60*time.Second, func(s *shootStatus) bool {
+	_, took = r.waitShoot("the recovery", 60*time.Second, func(s *shootStatus) bool {
 		return s.Status.LastOperation.State == "Succeeded" && len(s.Status.LastErrors) == 0
 	})
 	t.Logf("e2e: recovered in %v", took.Round(time.Millisecond))
@@ -415,7 +415,7 @@ func TestShootLifecycle(t *testing.T) {
 	if err := l.StartAgent(ctx, first); err != nil {
 		t.Fatal(err)
 	}
-	s, _ = r.waitShoot("the interrupted reconcile to finish", 60*time.Second, succeededAt(0))
+	r.waitShoot("the interrupted reconcile to finish", 60*time.Second, succeededAt(0))
 	want = map[string]int{"Infrastructure": 1, "ControlPlane": 1, "Worker": 1, "Network": 1, "OperatingSystemConfig": 2, "DNSRecord": 2}
 	if got := extensionObjects(t, localC, ns); !equalCounts(got, want) {
 		t.Fatalf("extension objects after the restart: %v, want %v", got, want)
@@ -453,7 +453,7 @@ func TestShootLifecycle(t *testing.T) {
 	}
 	before := string(infra.Status.ProviderStatus.Raw)
 	r.must(http.StatusOK, http.MethodPatch, e2eShootPath+"/binding", map[string]any{"spec": map[string]any{"seedName": second}})
-	s, took = r.waitShoot("the restore on the other seed", 90*time.Second, func(s *shootStatus) bool {
+	_, took = r.waitShoot("the restore on the other seed", 90*time.Second, func(s *shootStatus) bool {
 		return s.Status.SeedName == second && s.Status.LastOperation.Type == "Restore" && s.Status.LastOperation.State == "Succeeded"
 	})
 	t.Logf("e2e: migrate + restore in %v", took.Round(time.Millisecond))

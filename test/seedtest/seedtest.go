@@ -361,7 +361,7 @@ func (s *Seed) logFile(name string) (*os.File, error) {
 
 // logTails returns the end of each process's output.
 func (s *Seed) logTails() string {
-	const max = 4 << 10
+	const maxTail = 4 << 10
 	var b strings.Builder
 	for _, f := range s.logs {
 		r, err := os.Open(f.Name())
@@ -369,8 +369,8 @@ func (s *Seed) logTails() string {
 			continue
 		}
 		fi, err := r.Stat()
-		if err == nil && fi.Size() > max {
-			_, err = r.Seek(-max, io.SeekEnd)
+		if err == nil && fi.Size() > maxTail {
+			_, err = r.Seek(-maxTail, io.SeekEnd)
 		}
 		var tail []byte
 		if err == nil {

@@ -27,7 +27,7 @@ func init() {
 	if !ok {
 		return
 	}
-	real, err := os.Readlink(os.Args[0] + realSuffix)
+	target, err := os.Readlink(os.Args[0] + realSuffix)
 	if err != nil {
 		return // an ordinary run of a test binary started by a test
 	}
@@ -41,34 +41,34 @@ func init() {
 	if strconv.Itoa(os.Getppid()) != parent {
 		os.Exit(2) // the test process is gone already
 	}
-	err = syscall.Exec(real, append([]string{real}, os.Args[1:]...), os.Environ())
-	fmt.Fprintf(os.Stderr, "seedtest: exec %s: %v\n", real, err)
+	err = syscall.Exec(target, append([]string{target}, os.Args[1:]...), os.Environ())
+	fmt.Fprintf(os.Stderr, "seedtest: exec %s: %v\n", target, err)
 	os.Exit(2)
 }
 
 var setParent sync.Once
 
-// processPath returns the path to start the binary real with: a symlink to the test binary that executes real.
-func processPath(dir, real string) (string, error) {
+// processPath returns the path to start the binary target with: a symlink to the test binary that executes target.
+func processPath(dir, target string) (string, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return "", err
 	}
-	if real, err = filepath.Abs(real); err != nil {
+	if target, err = filepath.Abs(target); err != nil {
 		return "", err
 	}
 	bin := filepath.Join(dir, "bin")
 	if err := os.MkdirAll(bin, 0o700); err != nil {
 		return "", err
 	}
-	shim := filepath.Join(bin, filepath.Base(real))
+	shim := filepath.Join(bin, filepath.Base(target))
 	// A directory reused by a restarted seed (the local landscape) holds the links of the last start.
 	_ = os.Remove(shim)
 	_ = os.Remove(shim + realSuffix)
 	if err := os.Symlink(self, shim); err != nil {
 		return "", err
 	}
-	if err := os.Symlink(real, shim+realSuffix); err != nil {
+	if err := os.Symlink(target, shim+realSuffix); err != nil {
 		return "", err
 	}
 	setParent.Do(func() { _ = os.Setenv(envParent, strconv.Itoa(os.Getpid())) })

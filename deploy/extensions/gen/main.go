@@ -4,7 +4,7 @@
 // kind of extsdk/provider/local.Kinds(), type local). `make generate` runs it from the repository root; its test
 // fails when the committed file differs from what it would write.
 //
-// The objects are built as the hub's protos and written with the hub's JSON codec (gateway/kjson), so the file is
+// The objects are built as the hub's protos and written with the hub's JSON codec (proto/kjson), so the file is
 // Gardener's JSON shape by construction, then turned into block-style YAML in the protos' field order.
 package main
 

@@ -114,14 +114,14 @@ func labelValue(name string) string {
 	return shorten(name, 63)
 }
 
-// shorten returns s if it has at most max characters, else a prefix of it and a 10-character hash of all of it,
+// shorten returns s if it has at most maxLen characters, else a prefix of it and a 10-character hash of all of it,
 // without a trailing '-' or '.' before the hash, so that a shortened name is still a DNS label.
-func shorten(s string, max int) string {
-	if len(s) <= max {
+func shorten(s string, maxLen int) string {
+	if len(s) <= maxLen {
 		return s
 	}
 	h := sha256.Sum256([]byte(s))
-	prefix := strings.TrimRight(s[:max-11], "-.")
+	prefix := strings.TrimRight(s[:maxLen-11], "-.")
 	return prefix + "-" + hex.EncodeToString(h[:])[:10]
 }
 

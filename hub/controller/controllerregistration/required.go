@@ -35,12 +35,6 @@ const (
 // ID is Gardener's identifier of an extension kind/type combination, "Kind/type" (gardenerutils.ExtensionsID).
 func ID(kind, typ string) string { return kind + "/" + typ }
 
-// splitID is the inverse of ID.
-func splitID(id string) (kind, typ string) {
-	kind, typ, _ = strings.Cut(id, "/")
-	return kind, typ
-}
-
 // ForShoot returns the kind/type combinations a shoot on seed needs, with Gardener's rules
 // (gardenerutils.ComputeRequiredExtensionsForShoot):
 //   - BackupBucket and BackupEntry of the seed's backup provider, when the seed has backup;

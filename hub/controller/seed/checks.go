@@ -12,6 +12,7 @@ import (
 	"github.com/trellis-dev/trellis/hub/controller"
 	"github.com/trellis-dev/trellis/hub/store"
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
+	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
 )
 
 // Condition types this package keeps.
@@ -51,7 +52,7 @@ func (r *backupBucketsCheck) Reconcile(ctx context.Context, key controller.Key) 
 	}
 	now := r.clock.Now()
 	old := condition(seed.GetStatus().GetConditions(), ConditionBackupBucketsReady)
-	var next = old
+	var next *metav1.Condition
 	switch {
 	case len(problems) > 0:
 		sort.Strings(problems)

@@ -397,9 +397,9 @@ func testUpdateStatus(t *testing.T, e *env) {
 	_, err = e.secrets.UpdateStatus(e.ctx, sec)
 	expectErr(t, err, apierrors.IsBadRequest, "UpdateStatus of a secret")
 	// Clearing the status is a status update too.
-	clear := cloneShoot(o)
-	clear.Status = nil
-	out, err = e.shoots.UpdateStatus(e.ctx, clear)
+	cleared := cloneShoot(o)
+	cleared.Status = nil
+	out, err = e.shoots.UpdateStatus(e.ctx, cleared)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -742,7 +742,7 @@ func testByIndex(t *testing.T, e *env) {
 }
 
 // pageAll lists with a limit until the last page and returns every page's names.
-func pageAll(t *testing.T, c *store.Collection, ctx context.Context, ns string, o store.ListOptions, between func(page int)) [][]string {
+func pageAll(t *testing.T, ctx context.Context, c *store.Collection, ns string, o store.ListOptions, between func(page int)) [][]string {
 	t.Helper()
 	var pages [][]string
 	for page := 0; ; page++ {
@@ -797,7 +797,7 @@ func testPaging(t *testing.T, e *env) {
 	}
 
 	for _, limit := range []int64{1, 5, 10, 22, 23, 100} {
-		pages := pageAll(t, e.shoots, e.ctx, "", store.ListOptions{Limit: limit}, nil)
+		pages := pageAll(t, e.ctx, e.shoots, "", store.ListOptions{Limit: limit}, nil)
 		if got := slices.Concat(pages...); !slices.Equal(got, want) {
 			t.Fatalf("limit %d: %v, want %v", limit, got, want)
 		}
@@ -810,7 +810,7 @@ func testPaging(t *testing.T, e *env) {
 			wantProd1 = append(wantProd1, k)
 		}
 	}
-	pages := pageAll(t, e.shoots, e.ctx, "garden-1", store.ListOptions{Limit: 2, Labels: mustParseLabels("env=prod")}, nil)
+	pages := pageAll(t, e.ctx, e.shoots, "garden-1", store.ListOptions{Limit: 2, Labels: mustParseLabels("env=prod")}, nil)
 	if got := slices.Concat(pages...); !slices.Equal(got, wantProd1) {
 		t.Fatalf("garden-1 prod: %v, want %v", got, wantProd1)
 	}
@@ -1142,7 +1142,7 @@ func testWatchSelectorTransitions(t *testing.T, e *env) {
 	s = e.createShoot("garden-a", "s2", "seed-a", nil)
 	next = cloneShoot(s)
 	next.Spec.SeedName = proto.String("seed-b")
-	s = e.update(e.shoots, next).(*corev1beta1.Shoot)
+	e.update(e.shoots, next)
 	expectEvent(t, wf, store.Added, "garden-a/s2")
 	if _, _, err := e.shoots.Delete(e.ctx, "garden-a", "s2", nil); err != nil {
 		t.Fatal(err)

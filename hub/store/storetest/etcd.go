@@ -169,7 +169,7 @@ func (e *Etcd) Stop() {
 		return
 	}
 	_ = e.cmd.Process.Kill()
-	<-e.exited
+	_ = <-e.exited
 	e.logf.Close()
 	e.cmd = nil
 }

@@ -1158,7 +1158,7 @@ func shoot(i int) obj {
 		"streamingConnectionIdleTimeout":   "5m",
 		"seccompDefault":                   true,
 	}
-	worker := func(pool, machine string, min, max int, taints list, extraLabels obj) obj {
+	worker := func(pool, machine string, minimum, maximum int, taints list, extraLabels obj) obj {
 		labels := obj{
 			"worker.gardener.cloud/pool": pool,
 			"node.kubernetes.io/role":    "node",
@@ -1170,8 +1170,8 @@ func shoot(i int) obj {
 		return obj{
 			"name":           pool,
 			"machine":        obj{"type": machine, "image": obj{"name": "gardenlinux", "version": "1877.5.0"}, "architecture": "amd64"},
-			"minimum":        min,
-			"maximum":        max,
+			"minimum":        minimum,
+			"maximum":        maximum,
 			"maxSurge":       1,
 			"maxUnavailable": 0,
 			"volume":         obj{"type": "gp3", "size": "50Gi", "encrypted": true},

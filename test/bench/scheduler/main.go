@@ -574,9 +574,9 @@ func distributionOf(ctx context.Context, c *store.Collection, seedRegion map[str
 }
 
 // Print prints the report.
-func (r *report) Print() { print(r) }
+func (r *report) Print() { printReport(r) }
 
-func print(rep *report) {
+func printReport(rep *report) {
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(w, "\nscheduler: %d seeds in %d regions (capacity %d), %d workers, strategy %s, %d CPUs, %s\n", rep.Seeds, rep.Regions, rep.Capacity, rep.Workers, rep.Strategy, rep.CPUs, rep.GoVersion)
 	fmt.Fprintln(w, "phase\tshoots\tbound\ttime\tshoots/s\tp50\tp99\tmax\tlatency from\tCPU (% of a core)")

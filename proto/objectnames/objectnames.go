@@ -1,0 +1,33 @@
+package objectnames
+
+import "strings"
+
+// What gardenlet publishes of a shoot in its project namespace of the garden, named <shoot>.<suffix>
+// (Gardener's ComputeShootProjectResourceName).
+const (
+	ShootProjectSuffixCACluster     = "ca-cluster"
+	ShootProjectSuffixSSHKeypair    = "ssh-keypair"
+	ShootProjectSuffixSSHKeypairOld = "ssh-keypair.old"
+)
+
+// shootProjectSuffixes are the suffixes above, the longer of two that end alike first, so that the first suffix a
+// name ends with is the one it was made with.
+var shootProjectSuffixes = []string{ShootProjectSuffixSSHKeypairOld, ShootProjectSuffixSSHKeypair, ShootProjectSuffixCACluster}
+
+// ShootProjectResourceName is "<shoot>.<suffix>".
+func ShootProjectResourceName(shoot, suffix string) string { return shoot + "." + suffix }
+
+// ShootOfProjectResource returns the shoot whose published object has this name: the inverse of
+// ShootProjectResourceName for the suffixes above. ok is false for any other name, and for a name that is only a
+// suffix.
+func ShootOfProjectResource(name string) (shoot string, ok bool) {
+	for _, suffix := range shootProjectSuffixes {
+		if shoot, ok := strings.CutSuffix(name, "."+suffix); ok {
+			return shoot, shoot != ""
+		}
+	}
+	return "", false
+}
+
+// BackupEntryName is Gardener's name of a shoot's BackupEntry: "<technical ID>--<shoot UID>".
+func BackupEntryName(technicalID, shootUID string) string { return technicalID + "--" + shootUID }
