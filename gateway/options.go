@@ -2,9 +2,11 @@ package gateway
 
 import (
 	"fmt"
+	"maps"
 	"mime"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -115,8 +117,8 @@ func requestOptions(method string, collection bool, q url.Values, contentType st
 // listOptions checks the options of a list or watch.
 func listOptions(q url.Values) *apierrors.StatusError {
 	var opts internalversion.ListOptions
-	if err := metainternalversionscheme.ParameterCodec.DecodeParameters(q, kmetav1.SchemeGroupVersion, &opts); err != nil {
-		return apierrors.NewBadRequest(err.Error())
+	if err := decodeParameters(q, &opts); err != nil {
+		return err
 	}
 	if errs := ivalidation.ValidateListOptions(&opts, true); len(errs) > 0 {
 		return apierrors.NewInvalid(schema.GroupKind{Group: kmetav1.GroupName, Kind: "ListOptions"}, "", errs)
@@ -131,11 +133,21 @@ func listOptions(q url.Values) *apierrors.StatusError {
 	return nil
 }
 
+// decodeParameters decodes q into into with kube-apiserver's parameter codec. Its errors do not say which parameter
+// is wrong, so a failure names the first parameter that fails alone ("limit: strconv.ParseInt: ...").
 func decodeParameters(q url.Values, into runtime.Object) *apierrors.StatusError {
-	if err := metainternalversionscheme.ParameterCodec.DecodeParameters(q, kmetav1.SchemeGroupVersion, into); err != nil {
-		return apierrors.NewBadRequest(err.Error())
+	err := metainternalversionscheme.ParameterCodec.DecodeParameters(q, kmetav1.SchemeGroupVersion, into)
+	if err == nil {
+		return nil
 	}
-	return nil
+	keys := slices.Sorted(maps.Keys(q))
+	for _, k := range keys {
+		one := into.DeepCopyObject()
+		if e := metainternalversionscheme.ParameterCodec.DecodeParameters(url.Values{k: q[k]}, kmetav1.SchemeGroupVersion, one); e != nil {
+			return apierrors.NewBadRequest(k + ": " + e.Error())
+		}
+	}
+	return apierrors.NewBadRequest(err.Error())
 }
 
 // DeleteOptions reads the DeleteOptions of a delete request as kube-apiserver does: from its body when it has one

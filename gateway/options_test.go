@@ -1,0 +1,69 @@
+package gateway
+
+import (
+	"net/http"
+	"net/url"
+	"testing"
+)
+
+func TestIsCollection(t *testing.T) {
+	for path, want := range map[string]bool{
+		"/api/v1/namespaces":                                    true,
+		"/api/v1/namespaces/dev":                                false,
+		"/api/v1/namespaces/dev/status":                         false,
+		"/api/v1/namespaces/dev/configmaps":                     true,
+		"/api/v1/namespaces/dev/configmaps/x":                   false,
+		"/api/v1/watch/namespaces/dev/configmaps":               true,
+		"/apis/core.gardener.cloud/v1beta1/shoots":              true,
+		"/apis/core.gardener.cloud/v1beta1/seeds/s1":            false,
+		"/apis/core.gardener.cloud/v1beta1/seeds/s1/status":     false,
+		"/apis/core.gardener.cloud/v1beta1/namespaces/g/shoots": true,
+		"/apis/core.gardener.cloud/v1beta1":                     false,
+		"/openapi/v2":                                           false,
+	} {
+		if got := isCollection(path); got != want {
+			t.Errorf("isCollection(%q) = %v, want %v", path, got, want)
+		}
+	}
+}
+
+// FuzzRequestOptions: whatever the query and body of any verb, the options are refused with 400 or 422 and a
+// message, or read; a dry run asked for in the query or a delete's body is never lost, and a read dryRun is only
+// ever "All".
+func FuzzRequestOptions(f *testing.F) {
+	for _, c := range []struct{ method, query, body string }{
+		{"POST", "dryRun=All&fieldManager=kubectl&fieldValidation=Strict", ""},
+		{"PUT", "dryRun=All&dryRun=All", ""},
+		{"PATCH", "force=true&dryRun=x", ""},
+		{"DELETE", "gracePeriodSeconds=0&propagationPolicy=Foreground", `{"dryRun":["All"],"preconditions":{"uid":"u"}}`},
+		{"GET", "watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true", ""},
+		{"GET", "labelSelector=a%20in%20(b)&fieldSelector=x%3Dy&limit=5&continue=abc&resourceVersion=3", ""},
+	} {
+		f.Add(c.method, c.query, c.body, true)
+	}
+	f.Fuzz(func(t *testing.T, method, query, body string, collection bool) {
+		q, err := url.ParseQuery(query)
+		if err != nil {
+			return
+		}
+		o, st := requestOptions(method, collection, q, "application/merge-patch+json", []byte(body))
+		if st != nil {
+			if c := st.ErrStatus.Code; c != http.StatusBadRequest && c != http.StatusUnprocessableEntity || st.ErrStatus.Message == "" {
+				t.Fatalf("refused with %d %q", c, st.ErrStatus.Message)
+			}
+			return
+		}
+		for _, v := range o.dryRun {
+			if v != "All" {
+				t.Fatalf("dryRun %q read", v)
+			}
+		}
+		asked := len(q["dryRun"]) > 0
+		switch method {
+		case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
+			if asked && len(o.dryRun) == 0 {
+				t.Fatalf("%s %q: dry run lost", method, query)
+			}
+		}
+	})
+}

@@ -1,0 +1,79 @@
+package hub_test
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestRequestOptionsAndMediaTypes: the query parameters kube-apiserver accepts are honoured or refused with the
+// parameter named (docs/api.md has the table), and bodies or answers in media types the hub does not serve get
+// kube-apiserver's 415 and 406, naming the types it serves.
+func TestRequestOptionsAndMediaTypes(t *testing.T) {
+	h := quietHub(t)
+	const cms = "/api/v1/namespaces/opts/configmaps"
+	mustDo(t, h, 201, "POST", "/api/v1/namespaces", `{"metadata":{"name":"opts"}}`)
+	mustDo(t, h, 201, "POST", cms, `{"metadata":{"name":"cm"},"data":{"a":"1"}}`)
+	const bodyTypes = "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml"
+	const patchTypes = "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json"
+	const merge = "application/merge-patch+json"
+	for _, tc := range []struct {
+		name, method, path, body string
+		header                   []string
+		code                     int
+		reason, message          string // message: a part of the Status' message
+	}{
+		// Media types.
+		{"protobuf create", "POST", cms, "\x0a\x02k8s", []string{"Content-Type", "application/vnd.kubernetes.protobuf"}, 415, "UnsupportedMediaType", bodyTypes},
+		{"unknown type create", "POST", cms, `{}`, []string{"Content-Type", "text/x-unknown"}, 415, "UnsupportedMediaType", bodyTypes},
+		{"protobuf update", "PUT", cms + "/cm", "\x0a", []string{"Content-Type", "application/vnd.kubernetes.protobuf"}, 415, "UnsupportedMediaType", bodyTypes},
+		{"apply patch", "PATCH", cms + "/cm", "data: {}", []string{"Content-Type", "application/apply-patch+yaml"}, 415, "UnsupportedMediaType", patchTypes},
+		{"JSON is not a patch type", "PATCH", cms + "/cm", `{}`, []string{"Content-Type", "application/json"}, 415, "UnsupportedMediaType", patchTypes},
+		{"protobuf answer", "GET", cms + "/cm", "", []string{"Accept", "application/vnd.kubernetes.protobuf"}, 406, "NotAcceptable", "only the following media types are accepted: application/json, application/yaml"},
+		{"table answer only", "GET", cms, "", []string{"Accept", "application/json;as=Table;v=v1;g=meta.k8s.io"}, 406, "NotAcceptable", "only the following media types are accepted"},
+		{"protobuf or anything", "GET", cms + "/cm", "", []string{"Accept", "application/vnd.kubernetes.protobuf, */*"}, 200, "", `"name":"cm"`},
+		{"kubectl get's table or JSON", "GET", cms, "", []string{"Accept", "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"}, 200, "", `"kind":"ConfigMapList"`},
+		{"YAML answer", "GET", cms + "/cm", "", []string{"Accept", "application/yaml"}, 200, "", "name: cm"},
+
+		// Write options.
+		{"fieldValidation unknown", "POST", cms + "?fieldValidation=Loose", `{"metadata":{"name":"x"}}`, nil, 422, "Invalid", `fieldValidation: Unsupported value: "Loose"`},
+		{"fieldManager too long", "POST", cms + "?fieldManager=" + strings.Repeat("m", 129), `{"metadata":{"name":"x"}}`, nil, 422, "Invalid", "fieldManager: Too long"},
+		{"force on a merge patch", "PATCH", cms + "/cm?force=true", `{}`, []string{"Content-Type", merge}, 422, "Invalid", "force: Forbidden: may not be specified for non-apply patch"},
+		{"strict patch", "PATCH", cms + "/cm", `{"data":{"a":"2"},"spam":1}`, []string{"Content-Type", merge}, 422, "Invalid", `unknown field "spam"`},
+		{"patch ignoring unknown fields", "PATCH", cms + "/cm?fieldValidation=Ignore", `{"data":{"a":"2"},"spam":1}`, []string{"Content-Type", merge}, 200, "", `"a":"2"`},
+		{"orphaning", "DELETE", cms + "/cm?propagationPolicy=Orphan", "", nil, 400, "BadRequest", "propagationPolicy: Orphan is not supported"},
+		{"orphan and policy", "DELETE", cms + "/cm?orphanDependents=false&propagationPolicy=Background", "", nil, 422, "Invalid", "orphanDependents and deletionPropagation cannot be both set"},
+		{"unsafe delete", "DELETE", cms + "/cm", `{"ignoreStoreReadErrorWithClusterBreakingPotential":true}`, nil, 400, "BadRequest", "ignoreStoreReadErrorWithClusterBreakingPotential: not supported"},
+		{"grace period not a number", "DELETE", cms + "/cm?gracePeriodSeconds=soon", "", nil, 400, "BadRequest", `gracePeriodSeconds: strconv.ParseInt: parsing "soon"`},
+		{"request timeout", "GET", cms + "?timeout=later", "", nil, 400, "BadRequest", `timeout: invalid duration "later"`},
+
+		// List and watch options.
+		{"exact list", "GET", cms + "?resourceVersion=1&resourceVersionMatch=Exact", "", nil, 400, "BadRequest", "resourceVersionMatch: Exact is not supported"},
+		{"match without version", "GET", cms + "?resourceVersionMatch=NotOlderThan", "", nil, 422, "Invalid", "resourceVersionMatch: Forbidden"},
+		{"watch list", "GET", cms + "?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true", "", nil, 400, "BadRequest", "sendInitialEvents: not supported"},
+		{"bad limit", "GET", cms + "?limit=many", "", nil, 400, "BadRequest", `limit: strconv.ParseInt: parsing "many"`},
+		{"bad label selector", "GET", cms + "?labelSelector=a%20in%20(", "", nil, 400, "BadRequest", "labelSelector: unable to parse requirement"},
+		{"bad field selector", "GET", cms + "?fieldSelector=metadata.name%3D%3D%3Dx", "", nil, 400, "BadRequest", "fieldSelector: invalid field selector"},
+		{"list not older than", "GET", cms + "?resourceVersion=1&resourceVersionMatch=NotOlderThan&limit=1", "", nil, 200, "", `"name":"cm"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out := h.Do(t, tc.method, tc.path, tc.body, tc.header...)
+			text := string(out)
+			if tc.reason != "" {
+				st := decodeStatus(t, out)
+				if st.Reason != tc.reason || st.Code != tc.code {
+					t.Errorf("Status %+v, want reason %s", st, tc.reason)
+				}
+				text = st.Message
+			}
+			if code != tc.code || !strings.Contains(text, tc.message) {
+				t.Fatalf("%s %s: got %d %s, want %d with %q", tc.method, tc.path, code, out, tc.code, tc.message)
+			}
+		})
+	}
+	// A list or get not older than a revision the hub has not reached waits for it, then answers kube-apiserver's
+	// Timeout.
+	code, out := h.Do(t, "GET", cms+"/cm?resourceVersion=999999999", nil)
+	if st := decodeStatus(t, out); code != 504 || st.Reason != "Timeout" || !strings.Contains(st.Message, "Too large resource version") {
+		t.Errorf("get at a future resourceVersion: %d %s", code, out)
+	}
+}
