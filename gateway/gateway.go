@@ -176,7 +176,9 @@ func (h *handler) prepare(r *http.Request) *apierrors.StatusError {
 		"orphanDependents", "ignoreStoreReadErrorWithClusterBreakingPotential", "resourceVersionMatch", "sendInitialEvents"} {
 		q.Del(p)
 	}
-	// The subresource of a patch is its path's (the routes bind it), never a query parameter.
+	// A request's namespace, name and subresource are its path's (the routes bind them), never query parameters.
+	q.Del("namespace")
+	q.Del("name")
 	q.Del("subresource")
 	if r.Method == http.MethodPatch {
 		q.Set("patchType", ct)

@@ -53,6 +53,8 @@ func TestRequestOptionsAndMediaTypes(t *testing.T) {
 		{"bad limit", "GET", cms + "?limit=many", "", nil, 400, "BadRequest", `limit: strconv.ParseInt: parsing "many"`},
 		{"bad label selector", "GET", cms + "?labelSelector=a%20in%20(", "", nil, 400, "BadRequest", "labelSelector: unable to parse requirement"},
 		{"bad field selector", "GET", cms + "?fieldSelector=metadata.name%3D%3D%3Dx", "", nil, 400, "BadRequest", "fieldSelector: invalid field selector"},
+		{"unknown field selector", "GET", cms + "?fieldSelector=spec.bogus%3Dx", "", nil, 400, "BadRequest", "spec.bogus"},
+		{"namespace is the path's", "GET", "/api/v1/configmaps?namespace=elsewhere&fieldSelector=metadata.name%3Dcm", "", nil, 200, "", `"name":"cm"`},
 		{"list not older than", "GET", cms + "?resourceVersion=1&resourceVersionMatch=NotOlderThan&limit=1", "", nil, 200, "", `"name":"cm"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
