@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"fmt"
 	"maps"
 	"mime"
 	"net/http"
@@ -217,8 +216,8 @@ func unsupportedMediaType(accepted []string) *apierrors.StatusError {
 	}}
 }
 
-// checkAccept refuses a request whose Accept header names no type the hub can answer in (406, naming the types it
-// writes). Kubernetes' alternative representations (as=Table, as=PartialObjectMetadata) are not produced: an entry
+// checkAccept refuses a request whose Accept header names no type the hub can answer in (406 naming the types it
+// writes, worded as kube-apiserver's router words it). Kubernetes' alternative representations (as=Table, as=PartialObjectMetadata) are not produced: an entry
 // asking for one does not count, and clients such as kubectl list plain JSON after it.
 func checkAccept(accept string) *apierrors.StatusError {
 	if strings.TrimSpace(accept) == "" {
@@ -239,7 +238,7 @@ func checkAccept(accept string) *apierrors.StatusError {
 	}
 	return &apierrors.StatusError{ErrStatus: kmetav1.Status{
 		Status: kmetav1.StatusFailure, Code: http.StatusNotAcceptable, Reason: kmetav1.StatusReasonNotAcceptable,
-		Message: fmt.Sprintf("only the following media types are accepted: %s", strings.Join(bodyTypes, ", ")),
+		Message: "406: Not Acceptable\n\nAvailable representations: " + strings.Join(bodyTypes, ", "),
 	}}
 }
 
