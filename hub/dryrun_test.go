@@ -196,6 +196,10 @@ func TestDryRunREST(t *testing.T) {
 	// Admission runs: a shoot's references are checked.
 	do(422, "POST", shoots+"?dryRun=All", strings.Replace(shoot("bad", "garden-dev", "1.35.4"), `"region":"local"`, `"region":"mars"`, 1))
 	do(201, "POST", shoots+"?dryRun=All", shoot("dry", "garden-dev", "1.35"))
+	// No token is issued by a dry run: the answer shows none, and the store holds none.
+	if code, out := h.Do(t, "POST", "/apis/auth.trellis.dev/v1alpha1/namespaces/trellis-system/accesstokens?dryRun=All", `{"metadata":{"name":"tok"},"spec":{"user":"u@example.com"}}`); code != 201 || strings.Contains(string(out), `"token"`) || !strings.Contains(string(out), `"tokenHash"`) {
+		t.Errorf("dry-run access token: %s", out)
+	}
 
 	// Update and the patch types: the answer is the written state, at the current resourceVersion.
 	o = do(200, "PUT", cms+"/cm?dryRun=All", `{"metadata":{"name":"cm","resourceVersion":"`+cur.Metadata.ResourceVersion+`"},"data":{"a":"2"}}`)

@@ -46,6 +46,8 @@ func TestRequestOptionsAndMediaTypes(t *testing.T) {
 		{"grace period not a number", "DELETE", cms + "/cm?gracePeriodSeconds=soon", "", nil, 400, "BadRequest", `gracePeriodSeconds: strconv.ParseInt: parsing "soon"`},
 		{"request timeout", "GET", cms + "?timeout=later", "", nil, 400, "BadRequest", `timeout: invalid duration "later"`},
 
+		{"delete collection is not served", "DELETE", cms + "?dryRun=All", "", nil, 405, "MethodNotAllowed", "does not allow this method"},
+
 		// List and watch options.
 		{"exact list", "GET", cms + "?resourceVersion=1&resourceVersionMatch=Exact", "", nil, 400, "BadRequest", "resourceVersionMatch: Exact is not supported"},
 		{"match without version", "GET", cms + "?resourceVersionMatch=NotOlderThan", "", nil, 422, "Invalid", "resourceVersionMatch: Forbidden"},

@@ -395,7 +395,9 @@ func (s *Server[T, L, E, PE]) Create(ctx context.Context, obj T) (T, error) {
 	}
 	gateway.SetHTTPCode(ctx, http.StatusCreated)
 	out, err := s.out(stored)
-	if err != nil || reveal == nil {
+	if _, dry := w.(store.DryRun); err != nil || reveal == nil || dry {
+		// A dry run does not reveal what the store never holds (an AccessToken's token): it would be a credential
+		// that was never issued.
 		return out, err
 	}
 	return reveal(out).(T), nil
