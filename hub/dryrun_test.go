@@ -163,6 +163,9 @@ func TestDryRunREST(t *testing.T) {
 	mustDo(t, h, 201, "POST", seeds, seed("s2"))
 	mustDo(t, h, 201, "POST", cms, `{"metadata":{"name":"cm"},"data":{"a":"1"}}`)
 	mustDo(t, h, 201, "POST", cms, `{"metadata":{"name":"held","finalizers":["test/hold"]},"data":{"a":"1"}}`)
+	// Secrets are encrypted at rest: their dry runs read and decide on the decrypted state.
+	const secrets = "/api/v1/namespaces/garden-dev/secrets"
+	mustDo(t, h, 201, "POST", secrets, `{"metadata":{"name":"sec"},"stringData":{"k":"v1"}}`)
 	sh := strings.Replace(shoot("sh", "garden-dev", "1.35.4"), `"region":"local"`, `"region":"local","seedName":"s1"`, 1)
 	mustDo(t, h, 201, "POST", shoots, sh)
 	cmEvents := restWatch(t, h, cms, listVersion(t, h, cms))
@@ -207,6 +210,10 @@ func TestDryRunREST(t *testing.T) {
 		t.Errorf("dry-run update answered %+v (current %+v)", o, cur.Metadata)
 	}
 	do(409, "PUT", cms+"/cm?dryRun=All", `{"metadata":{"name":"cm","resourceVersion":"1"},"data":{"a":"2"}}`)
+	if o := do(200, "PATCH", secrets+"/sec?dryRun=All", `{"stringData":{"k":"v2"}}`, "Content-Type", "application/merge-patch+json"); o.Data["k"] != "djI=" {
+		t.Errorf("dry-run secret patch answered %+v", o)
+	}
+	do(200, "DELETE", secrets+"/sec?dryRun=All", "")
 	for ct, patch := range map[string]string{
 		"application/merge-patch+json":           `{"data":{"a":"3"}}`,
 		"application/strategic-merge-patch+json": `{"data":{"a":"3"}}`,
@@ -273,6 +280,9 @@ func TestDryRunREST(t *testing.T) {
 	}
 	if ev := nextEvent(t, shootEvents); ev != "MODIFIED sh" {
 		t.Errorf("first shoot event after the dry runs: %q", ev)
+	}
+	if o := decodeObject(t, mustDo(t, h, 200, "GET", secrets+"/sec", nil)); o.Data["k"] != "djE=" {
+		t.Errorf("secret after the dry runs: %+v", o)
 	}
 	if o := decodeObject(t, mustDo(t, h, 200, "GET", cms+"/cm", nil)); o.Data["a"] != "1" {
 		t.Errorf("config map after the dry runs: %+v", o)
