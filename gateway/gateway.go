@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -16,6 +17,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/proto"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/yaml"
 )
 
 // Config configures the gateway.
@@ -160,8 +162,23 @@ func (h *handler) prepare(r *http.Request) *apierrors.StatusError {
 			return apierrors.NewBadRequest(err.Error())
 		}
 		body = b
-		// The routes take no body on deletes: the options are all read here.
+		// The routes take no body on deletes: the options are all read here (and the answer's type is the Accept's,
+		// not the options').
 		r.Body, r.ContentLength = http.NoBody, 0
+		r.Header.Del("Content-Type")
+		if len(bytes.TrimSpace(body)) > 0 {
+			// DeleteOptions in JSON or YAML; in any other type (a client's protobuf) 415, not a decoding error.
+			if st := checkContentType(http.MethodPost, ct); st != nil {
+				return st
+			}
+			if ct == MIMEYAML {
+				j, err := yaml.YAMLToJSON(body)
+				if err != nil {
+					return apierrors.NewBadRequest("invalid DeleteOptions: " + err.Error())
+				}
+				body = j
+			}
+		}
 	}
 	opts, st := requestOptions(r.Method, isCollection(r.URL.Path), q, ct, body)
 	if st != nil {

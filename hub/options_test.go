@@ -28,6 +28,8 @@ func TestRequestOptionsAndMediaTypes(t *testing.T) {
 		{"protobuf update", "PUT", cms + "/cm", "\x0a", []string{"Content-Type", "application/vnd.kubernetes.protobuf"}, 415, "UnsupportedMediaType", bodyTypes},
 		{"apply patch", "PATCH", cms + "/cm", "data: {}", []string{"Content-Type", "application/apply-patch+yaml"}, 415, "UnsupportedMediaType", patchTypes},
 		{"JSON is not a patch type", "PATCH", cms + "/cm", `{}`, []string{"Content-Type", "application/json"}, 415, "UnsupportedMediaType", patchTypes},
+		{"protobuf delete options", "DELETE", cms + "/cm", "\x0a\x02k8s", []string{"Content-Type", "application/vnd.kubernetes.protobuf"}, 415, "UnsupportedMediaType", bodyTypes},
+		{"YAML delete options", "DELETE", cms + "/cm", "dryRun: [All]\n", []string{"Content-Type", "application/yaml"}, 200, "", `"name":"cm"`},
 		{"protobuf answer", "GET", cms + "/cm", "", []string{"Accept", "application/vnd.kubernetes.protobuf"}, 406, "NotAcceptable", "406: Not Acceptable\n\nAvailable representations: application/json, application/yaml"},
 		{"table answer only", "GET", cms, "", []string{"Accept", "application/json;as=Table;v=v1;g=meta.k8s.io"}, 406, "NotAcceptable", "Available representations: application/json, application/yaml"},
 		{"protobuf or anything", "GET", cms + "/cm", "", []string{"Accept", "application/vnd.kubernetes.protobuf, */*"}, 200, "", `"name":"cm"`},
