@@ -67,3 +67,26 @@ func FuzzRequestOptions(f *testing.F) {
 		}
 	})
 }
+
+// FuzzCheckAccept: an Accept header is refused (406 naming the types served) exactly when none of its entries is a
+// type the hub writes or a wildcard without Kubernetes' as= parameter; refusing never panics.
+func FuzzCheckAccept(f *testing.F) {
+	for _, s := range []string{"", "*/*", "application/vnd.kubernetes.protobuf", "application/vnd.kubernetes.protobuf, */*",
+		"application/json;as=Table;v=v1;g=meta.k8s.io,application/json", "application/json;as=Table;g=meta.k8s.io;v=v1", "text/html;q=0.9, application/yaml;q=0.1", "application/json;stream=watch"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, accept string) {
+		st := checkAccept(accept)
+		if st == nil {
+			return
+		}
+		if st.ErrStatus.Code != http.StatusNotAcceptable || st.ErrStatus.Message != "406: Not Acceptable\n\nAvailable representations: application/json, application/yaml" {
+			t.Fatalf("refusal %d %q", st.ErrStatus.Code, st.ErrStatus.Message)
+		}
+		for _, e := range []string{"application/json", "application/yaml", "*/*"} {
+			if accept == e {
+				t.Fatalf("%q refused", accept)
+			}
+		}
+	})
+}
