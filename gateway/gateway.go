@@ -144,7 +144,7 @@ func (h *handler) prepare(r *http.Request) *apierrors.StatusError {
 	// Options for the services come from the request's query and body only, never from a header of the client.
 	r.Header.Del(MetadataDryRun)
 	r.Header.Del(MetadataFieldValidation)
-	if _, ok := resourcePath(r.URL.Path); !ok {
+	if _, _, ok := resourcePath(r.URL.Path); !ok {
 		return nil
 	}
 	if st := checkAccept(r.Header.Get("Accept")); st != nil {
@@ -180,7 +180,7 @@ func (h *handler) prepare(r *http.Request) *apierrors.StatusError {
 			}
 		}
 	}
-	opts, st := requestOptions(r.Method, isCollection(r.URL.Path), q, ct, body)
+	opts, st := requestOptions(r.Method, r.URL.Path, q, ct, body)
 	if st != nil {
 		return st
 	}
@@ -190,7 +190,7 @@ func (h *handler) prepare(r *http.Request) *apierrors.StatusError {
 	// What the routes must not read from the query: the options are read above, and a route's request message
 	// could take a parameter of the same name for something else.
 	for _, p := range []string{"dryRun", "fieldValidation", "fieldManager", "force", "pretty", "propagationPolicy", "gracePeriodSeconds",
-		"orphanDependents", "ignoreStoreReadErrorWithClusterBreakingPotential", "resourceVersionMatch", "sendInitialEvents"} {
+		"orphanDependents", "ignoreStoreReadErrorWithClusterBreakingPotential", "resourceVersionMatch"} {
 		q.Del(p)
 	}
 	// A request's namespace, name and subresource are its path's (the routes bind them), never query parameters.

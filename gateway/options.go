@@ -54,7 +54,7 @@ type options struct {
 // decodable) or 422 (invalid) with its words. Options the hub cannot honour are refused with 400 naming the
 // parameter and the reason; what it accepts without acting on is only what cannot change the outcome (see the
 // table in docs/api.md). body is a delete's body.
-func requestOptions(method string, collection bool, q url.Values, contentType string, body []byte) (options, *apierrors.StatusError) {
+func requestOptions(method, path string, q url.Values, contentType string, body []byte) (options, *apierrors.StatusError) {
 	var o options
 	invalid := func(kind string, errs field.ErrorList) *apierrors.StatusError {
 		return apierrors.NewInvalid(schema.GroupKind{Group: kmetav1.GroupName, Kind: kind}, "", errs)
@@ -103,28 +103,29 @@ func requestOptions(method string, collection bool, q url.Values, contentType st
 			}
 		}
 	case http.MethodGet:
-		if !collection {
+		_, legacyWatch, _ := resourcePath(path)
+		if !isCollection(path) {
 			// GetOptions: resourceVersion alone, served as "not older than".
 			var opts kmetav1.GetOptions
 			return o, decodeParameters(q, &opts)
 		}
-		return o, listOptions(q)
+		return o, listOptions(q, legacyWatch)
 	}
 	return o, nil
 }
 
-// listOptions checks the options of a list or watch.
-func listOptions(q url.Values) *apierrors.StatusError {
+// listOptions checks the options of a list or watch (legacyWatch: a /watch/ path, a watch without ?watch=true).
+func listOptions(q url.Values, legacyWatch bool) *apierrors.StatusError {
 	var opts internalversion.ListOptions
 	if err := decodeParameters(q, &opts); err != nil {
 		return err
 	}
+	opts.Watch = opts.Watch || legacyWatch
 	if errs := ivalidation.ValidateListOptions(&opts, true); len(errs) > 0 {
 		return apierrors.NewInvalid(schema.GroupKind{Group: kmetav1.GroupName, Kind: "ListOptions"}, "", errs)
 	}
-	if opts.SendInitialEvents != nil && *opts.SendInitialEvents {
-		// client-go's reflectors fall back to list and watch on this error.
-		return apierrors.NewBadRequest("sendInitialEvents: not supported: the hub's watches do not send the initial-events-end bookmark; list, then watch from the list's resourceVersion")
+	if v := opts.SendInitialEvents; v != nil && !*v && (opts.ResourceVersion == "" || opts.ResourceVersion == "0") {
+		return apierrors.NewBadRequest("sendInitialEvents: false without a resourceVersion is not supported: a watch from no resourceVersion starts with the current state; watch from a list's resourceVersion instead")
 	}
 	if opts.ResourceVersionMatch == kmetav1.ResourceVersionMatchExact {
 		return apierrors.NewBadRequest("resourceVersionMatch: Exact is not supported: lists are served from the hub's watch cache at its newest revision, not at an older one; use NotOlderThan")
@@ -245,7 +246,7 @@ func checkAccept(accept string) *apierrors.StatusError {
 // isCollection reports whether a resource path names a collection (list, watch, create) rather than one object:
 // /api/v1/<resource>, /api/v1/namespaces/<ns>/<resource>, and the same under /apis/<group>/<version>.
 func isCollection(path string) bool {
-	rest, ok := resourcePath(path)
+	rest, _, ok := resourcePath(path)
 	if !ok {
 		return false
 	}
@@ -259,8 +260,9 @@ func isCollection(path string) bool {
 	return false
 }
 
-// resourcePath returns the segments of path after its group and version, when it is a resource path.
-func resourcePath(path string) ([]string, bool) {
+// resourcePath returns the segments of path after its group and version, and whether they follow the legacy
+// "watch" segment, when it is a resource path.
+func resourcePath(path string) (rest []string, watch, ok bool) {
 	parts := strings.Split(strings.Trim(path, "/"), "/")
 	switch {
 	case len(parts) >= 3 && parts[0] == "api":
@@ -268,10 +270,10 @@ func resourcePath(path string) ([]string, bool) {
 	case len(parts) >= 4 && parts[0] == "apis":
 		parts = parts[3:]
 	default:
-		return nil, false
+		return nil, false, false
 	}
 	if len(parts) > 0 && parts[0] == "watch" {
-		parts = parts[1:]
+		parts, watch = parts[1:], true
 	}
-	return parts, len(parts) > 0
+	return parts, watch, len(parts) > 0
 }

@@ -39,14 +39,16 @@ func FuzzRequestOptions(f *testing.F) {
 		{"GET", "watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true", ""},
 		{"GET", "labelSelector=a%20in%20(b)&fieldSelector=x%3Dy&limit=5&continue=abc&resourceVersion=3", ""},
 	} {
-		f.Add(c.method, c.query, c.body, true)
+		f.Add(c.method, "/api/v1/namespaces/dev/configmaps", c.query, c.body)
 	}
-	f.Fuzz(func(t *testing.T, method, query, body string, collection bool) {
+	f.Add("GET", "/api/v1/watch/namespaces/dev/configmaps", "sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true", "")
+	f.Add("GET", "/api/v1/namespaces/dev/configmaps/x", "resourceVersion=7", "")
+	f.Fuzz(func(t *testing.T, method, path, query, body string) {
 		q, err := url.ParseQuery(query)
 		if err != nil {
 			return
 		}
-		o, st := requestOptions(method, collection, q, "application/merge-patch+json", []byte(body))
+		o, st := requestOptions(method, path, q, "application/merge-patch+json", []byte(body))
 		if st != nil {
 			if c := st.ErrStatus.Code; c != http.StatusBadRequest && c != http.StatusUnprocessableEntity || st.ErrStatus.Message == "" {
 				t.Fatalf("refused with %d %q", c, st.ErrStatus.Message)

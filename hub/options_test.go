@@ -1,6 +1,10 @@
 package hub_test
 
 import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -53,7 +57,8 @@ func TestRequestOptionsAndMediaTypes(t *testing.T) {
 		// List and watch options.
 		{"exact list", "GET", cms + "?resourceVersion=1&resourceVersionMatch=Exact", "", nil, 400, "BadRequest", "resourceVersionMatch: Exact is not supported"},
 		{"match without version", "GET", cms + "?resourceVersionMatch=NotOlderThan", "", nil, 422, "Invalid", "resourceVersionMatch: Forbidden"},
-		{"watch list", "GET", cms + "?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true", "", nil, 400, "BadRequest", "sendInitialEvents: not supported"},
+		{"watch list without bookmarks", "GET", cms + "?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan", "", nil, 400, "BadRequest", "sendInitialEvents needs allowWatchBookmarks"},
+		{"watch without initial events from now", "GET", cms + "?watch=true&sendInitialEvents=false&resourceVersionMatch=NotOlderThan", "", nil, 400, "BadRequest", "sendInitialEvents: false without a resourceVersion is not supported"},
 		{"bad limit", "GET", cms + "?limit=many", "", nil, 400, "BadRequest", `limit: strconv.ParseInt: parsing "many"`},
 		{"bad label selector", "GET", cms + "?labelSelector=a%20in%20(", "", nil, 400, "BadRequest", "labelSelector: unable to parse requirement"},
 		{"bad field selector", "GET", cms + "?fieldSelector=metadata.name%3D%3D%3Dx", "", nil, 400, "BadRequest", "fieldSelector: invalid field selector"},
@@ -82,4 +87,77 @@ func TestRequestOptionsAndMediaTypes(t *testing.T) {
 	if st := decodeStatus(t, out); code != 504 || st.Reason != "Timeout" || !strings.Contains(st.Message, "Too large resource version") {
 		t.Errorf("get at a future resourceVersion: %d %s", code, out)
 	}
+}
+
+// TestWatchList: Kubernetes' watch-list (sendInitialEvents=true) sends the current state as ADDED events, then a
+// BOOKMARK annotated k8s.io/initial-events-end at the state's resourceVersion, then the changes.
+func TestWatchList(t *testing.T) {
+	h := quietHub(t)
+	const cms = "/api/v1/namespaces/wl/configmaps"
+	mustDo(t, h, 201, "POST", "/api/v1/namespaces", `{"metadata":{"name":"wl"}}`)
+	mustDo(t, h, 201, "POST", cms, `{"metadata":{"name":"a"}}`)
+	mustDo(t, h, 201, "POST", cms, `{"metadata":{"name":"b"}}`)
+	rv := listVersion(t, h, cms)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", h.URL+cms+"?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&resourceVersion="+rv, nil)
+	req.Header.Set("Authorization", "Bearer "+h.Token)
+	resp, err := h.HTTP.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	dec := json.NewDecoder(resp.Body)
+	next := func() (string, string, string, map[string]string) {
+		t.Helper()
+		var ev struct {
+			Type   string
+			Object struct {
+				Metadata struct {
+					Name            string
+					ResourceVersion string
+					Annotations     map[string]string
+				}
+			}
+		}
+		if err := dec.Decode(&ev); err != nil {
+			t.Fatal(err)
+		}
+		return ev.Type, ev.Object.Metadata.Name, ev.Object.Metadata.ResourceVersion, ev.Object.Metadata.Annotations
+	}
+	got := map[string]bool{}
+	for range 2 {
+		typ, name, _, _ := next()
+		if typ != "ADDED" {
+			t.Fatalf("initial event %s %s", typ, name)
+		}
+		got[name] = true
+	}
+	typ, _, bmRV, ann := next()
+	if typ != "BOOKMARK" || ann["k8s.io/initial-events-end"] != "true" || !got["a"] || !got["b"] {
+		t.Fatalf("after the initial events %v: %s %v", got, typ, ann)
+	}
+	if b, _ := strconv.ParseInt(bmRV, 10, 64); b < mustInt(t, rv) {
+		t.Errorf("initial-events-end bookmark at %s, older than the asked %s", bmRV, rv)
+	}
+	mustDo(t, h, 201, "POST", cms, `{"metadata":{"name":"c"}}`)
+	for {
+		typ, name, _, _ := next()
+		if typ == "BOOKMARK" {
+			continue
+		}
+		if typ != "ADDED" || name != "c" {
+			t.Fatalf("first change: %s %s", typ, name)
+		}
+		break
+	}
+}
+
+func mustInt(t *testing.T, s string) int64 {
+	t.Helper()
+	v, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
 }

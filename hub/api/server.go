@@ -290,14 +290,18 @@ func (s *Server[T, L, E, PE]) Watch(req *metav1.WatchRequest, stream grpc.Server
 	if err != nil {
 		return err
 	}
-	vis := newVisibility(visible, req.GetResourceVersion())
+	from, err := s.watchStart(ctx, req.GetResourceVersion(), req.GetSendInitialEvents(), req.GetAllowWatchBookmarks())
+	if err != nil {
+		return err
+	}
+	vis := newVisibility(visible, from)
 	if t := req.GetTimeoutSeconds(); t > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, time.Duration(t)*time.Second)
 		defer cancel()
 	}
 	w, err := s.coll.Watch(ctx, req.GetNamespace(), store.WatchOptions{
-		ResourceVersion: req.GetResourceVersion(), Labels: ls, Fields: fs, Bookmarks: req.GetAllowWatchBookmarks(),
+		ResourceVersion: from, Labels: ls, Fields: fs, Bookmarks: req.GetAllowWatchBookmarks(), InitialEventsEnd: req.GetSendInitialEvents(),
 	})
 	if err != nil {
 		return err
@@ -336,6 +340,18 @@ func (s *Server[T, L, E, PE]) Watch(req *metav1.WatchRequest, stream grpc.Server
 			}
 		}
 	}
+}
+
+// watchStart returns the resourceVersion a watch starts from. Kubernetes' watch-list (sendInitialEvents) starts
+// from the current state, at least as new as rv, whose end a bookmark marks (store.WatchOptions.InitialEventsEnd).
+func (s *Server[T, L, E, PE]) watchStart(ctx context.Context, rv string, sendInitialEvents, bookmarks bool) (string, error) {
+	if !sendInitialEvents {
+		return rv, nil
+	}
+	if !bookmarks {
+		return "", apierrors.NewBadRequest("sendInitialEvents needs allowWatchBookmarks: the end of the initial events is a bookmark")
+	}
+	return "", s.coll.AtLeast(ctx, rv)
 }
 
 // Create defaults, validates and stores a new object. Status is not taken from the request for kinds with a status
