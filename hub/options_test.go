@@ -6,7 +6,16 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	clientfeatures "k8s.io/client-go/features"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 )
 
 // TestRequestOptionsAndMediaTypes: the query parameters kube-apiserver accepts are honoured or refused with the
@@ -161,3 +170,56 @@ func mustInt(t *testing.T, s string) int64 {
 	}
 	return v
 }
+
+// TestInformerUsesWatchList: a client-go informer (its reflector tries watch-list first, WatchListClient being on by
+// default) syncs from the hub by a watch alone: no LIST request, no fallback.
+func TestInformerUsesWatchList(t *testing.T) {
+	if !clientfeatures.FeatureGates().Enabled(clientfeatures.WatchListClient) {
+		t.Skip("client-go's WatchListClient is off")
+	}
+	h := quietHub(t)
+	const cms = "/api/v1/namespaces/inf/configmaps"
+	mustDo(t, h, 201, "POST", "/api/v1/namespaces", `{"metadata":{"name":"inf"}}`)
+	for _, n := range []string{"a", "b", "c"} {
+		mustDo(t, h, 201, "POST", cms, `{"metadata":{"name":"`+n+`"}}`)
+	}
+	var mu sync.Mutex
+	var requests []string
+	cfg := &rest.Config{Host: h.URL, BearerToken: h.Token, TLSClientConfig: rest.TLSClientConfig{CAData: h.CA},
+		WrapTransport: func(rt http.RoundTripper) http.RoundTripper {
+			return roundTripper(func(r *http.Request) (*http.Response, error) {
+				mu.Lock()
+				requests = append(requests, r.Method+" "+r.URL.RequestURI())
+				mu.Unlock()
+				return rt.RoundTrip(r)
+			})
+		}}
+	client, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	informer := dynamicinformer.NewFilteredDynamicInformer(client, schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, "inf", 0, cache.Indexers{}, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); informer.Informer().RunWithContext(ctx) }()
+	defer func() { cancel(); <-done }()
+	sctx, scancel := context.WithTimeout(ctx, 20*time.Second)
+	defer scancel()
+	if !cache.WaitForCacheSync(sctx.Done(), informer.Informer().HasSynced) {
+		t.Fatal("the informer did not sync within 20s")
+	}
+	if got := len(informer.Informer().GetStore().ListKeys()); got != 3 {
+		t.Errorf("the informer has %d objects, want 3", got)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, r := range requests {
+		if !strings.Contains(r, "watch=true") || !strings.Contains(r, "sendInitialEvents=true") {
+			t.Errorf("a request other than a watch-list: %s (all: %q)", r, requests)
+		}
+	}
+}
+
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

@@ -329,7 +329,7 @@ func (s *Server[T, L, E, PE]) Watch(req *metav1.WatchRequest, stream grpc.Server
 			m := pe.ProtoReflect()
 			m.Set(s.eventType, protoreflect.ValueOfString(string(ev.Type)))
 			if ev.Object != nil {
-				o, err := s.out(ev.Object)
+				o, err := s.watchObject(ev)
 				if err != nil {
 					return err
 				}
@@ -340,6 +340,21 @@ func (s *Server[T, L, E, PE]) Watch(req *metav1.WatchRequest, stream grpc.Server
 			}
 		}
 	}
+}
+
+// watchObject is the object a watch event carries: a bookmark's (shared, bare) object gets the kind's apiVersion
+// and kind on a copy, as kube-apiserver's bookmarks have them, so that clients decoding by kind (client-go's
+// unstructured watches) read it.
+func (s *Server[T, L, E, PE]) watchObject(ev store.Event) (T, error) {
+	o, err := s.out(ev.Object)
+	if err != nil || ev.Type != store.Bookmark {
+		return o, err
+	}
+	o = proto.Clone(o).(T)
+	m := o.ProtoReflect()
+	m.Set(s.apiVersionField, protoreflect.ValueOfString(s.kind.APIVersion()))
+	m.Set(s.kindField, protoreflect.ValueOfString(s.kind.Kind))
+	return o, nil
 }
 
 // watchStart returns the resourceVersion a watch starts from. Kubernetes' watch-list (sendInitialEvents) starts

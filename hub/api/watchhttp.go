@@ -107,7 +107,7 @@ func (s *Server[T, L, E, PE]) serveWatch(w http.ResponseWriter, r *http.Request,
 			if ev.Type == store.Error {
 				line = gateway.AppendWatchError(line, s.reg.errors.Public(ctx, ev.Err))
 			} else {
-				obj, err := s.out(ev.Object)
+				obj, err := s.watchObject(ev)
 				if err != nil {
 					line = gateway.AppendWatchError(line, s.reg.errors.Public(ctx, err))
 				} else {
