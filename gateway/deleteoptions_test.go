@@ -1,12 +1,12 @@
 package gateway_test
 
 import (
-	"encoding/json"
 	"net/url"
 	"strings"
 	"testing"
 
 	kmetav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 
 	"github.com/trellis-dev/trellis/gateway"
 )
@@ -16,6 +16,7 @@ func TestDeleteOptions(t *testing.T) {
 		query, body string
 		pre         map[string]string
 		err         string
+		dryRun      bool
 	}{
 		{},
 		{body: `{"kind":"DeleteOptions","apiVersion":"v1","propagationPolicy":"Background"}`},
@@ -26,14 +27,43 @@ func TestDeleteOptions(t *testing.T) {
 		{body: `{"orphanDependents":true}`, err: "Orphan is not supported"},
 		// The body wins over the query, as it does in Kubernetes.
 		{query: "propagationPolicy=Background", body: `{"propagationPolicy":"Orphan"}`, err: "Orphan is not supported"},
-		{body: `{"propagationPolicy":"Sideways"}`, err: `propagationPolicy: Unsupported value: "Sideways"`},
+		{body: `{"propagationPolicy":"Sideways"}`, err: `DeleteOptions.meta.k8s.io "" is invalid: propagationPolicy: Unsupported value: "Sideways": supported values: "Foreground", "Background", "Orphan", "nil"`},
 		{body: `{"propagationPolicy":`, err: "invalid DeleteOptions"},
+		{body: `{"kind":"Pod"}`, err: "decoded object cannot be converted to DeleteOptions"},
 		{body: `{"gracePeriodSeconds":0}`},
+		{body: `{"dryRun":["All"]}`, dryRun: true},
+		// A dryRun in the query holds even with a body (kube-apiserver would read the body alone).
+		{query: "dryRun=All", body: `{"propagationPolicy":"Background"}`, dryRun: true},
+		{query: "dryRun=All", dryRun: true},
+		{query: "dryRun=all", err: `DeleteOptions.meta.k8s.io "" is invalid: dryRun: Unsupported value: ["all"]: supported values: "All"`},
+		{body: `{"dryRun":["Some"]}`, err: `dryRun: Unsupported value: ["Some"]`},
+		{query: "gracePeriodSeconds=abc", err: "strconv.ParseInt"},
+		{query: "orphanDependents=true&propagationPolicy=Background", err: "orphanDependents and deletionPropagation cannot be both set"},
+		{body: `{"ignoreStoreReadErrorWithClusterBreakingPotential":true}`, err: "ignoreStoreReadErrorWithClusterBreakingPotential"},
 	} {
 		q, _ := url.ParseQuery(tc.query)
-		pre, msg := gateway.DeleteOptions(q, []byte(tc.body))
+		opts, st := gateway.DeleteOptions(q, []byte(tc.body))
+		msg := ""
+		if st != nil {
+			msg = st.ErrStatus.Message
+		}
 		if tc.err == "" && msg != "" || tc.err != "" && !strings.Contains(msg, tc.err) {
 			t.Errorf("%q %q: got %q, want %q", tc.query, tc.body, msg, tc.err)
+		}
+		if st != nil {
+			continue
+		}
+		if got := len(opts.DryRun) > 0; got != tc.dryRun {
+			t.Errorf("%q %q: dry run %v, want %v", tc.query, tc.body, got, tc.dryRun)
+		}
+		pre := map[string]string{}
+		if p := opts.Preconditions; p != nil {
+			if p.UID != nil {
+				pre["preconditions.uid"] = string(*p.UID)
+			}
+			if p.ResourceVersion != nil {
+				pre["preconditions.resource_version"] = *p.ResourceVersion
+			}
 		}
 		if tc.err == "" && len(pre) != len(tc.pre) {
 			t.Errorf("%q %q: preconditions %v, want %v", tc.query, tc.body, pre, tc.pre)
@@ -46,26 +76,38 @@ func TestDeleteOptions(t *testing.T) {
 	}
 }
 
-// FuzzDeleteOptions: any query and body are either refused with a reason or yield preconditions, never both; and
-// whatever Kubernetes' own DeleteOptions type reads as orphaning is refused.
+// FuzzDeleteOptions: any query and body are either refused with a reason or yield options, never both; whatever
+// Kubernetes' own DeleteOptions type reads as orphaning is refused, and whatever asks for a dry run in the body or
+// the query yields a dry run. Kubernetes reads the body with its case-sensitive JSON (util/json).
 func FuzzDeleteOptions(f *testing.F) {
 	for _, s := range []string{"", `{"propagationPolicy":"Orphan"}`, `{"preconditions":{"uid":"u"}}`, `{"orphanDependents":false}`, `[]`, `null`} {
 		f.Add("", s)
 	}
 	f.Add("propagationPolicy=Orphan", "")
+	f.Add("dryRun=All", `{"propagationPolicy":"Background"}`)
+	f.Add("", `{"dryRun":["All"]}`)
 	f.Fuzz(func(t *testing.T, query, body string) {
 		q, err := url.ParseQuery(query)
 		if err != nil {
 			return
 		}
-		pre, msg := gateway.DeleteOptions(q, []byte(body))
-		if msg != "" && pre != nil {
-			t.Fatalf("refused with %q and preconditions %v", msg, pre)
+		opts, st := gateway.DeleteOptions(q, []byte(body))
+		if (st == nil) == (opts == nil) {
+			t.Fatalf("refused with %v and options %v", st, opts)
+		}
+		if st != nil {
+			if st.ErrStatus.Message == "" || st.ErrStatus.Code != 400 && st.ErrStatus.Code != 422 {
+				t.Fatalf("refusal without a reason or with code %d: %q", st.ErrStatus.Code, st.ErrStatus.Message)
+			}
+			return
 		}
 		var k kmetav1.DeleteOptions
-		if json.Unmarshal([]byte(body), &k) == nil && msg == "" &&
+		if utiljson.Unmarshal([]byte(body), &k) == nil &&
 			(k.PropagationPolicy != nil && *k.PropagationPolicy == kmetav1.DeletePropagationOrphan || k.OrphanDependents != nil && *k.OrphanDependents) { //nolint:staticcheck // the deprecated field is what must be refused
 			t.Fatalf("orphaning accepted: %q %q", query, body)
+		}
+		if (len(k.DryRun) > 0 || len(q["dryRun"]) > 0) && len(opts.DryRun) == 0 {
+			t.Fatalf("dry run lost: %q %q", query, body)
 		}
 	})
 }

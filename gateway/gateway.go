@@ -3,24 +3,21 @@ package gateway
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"mime"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/proto"
-	kmetav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/yaml"
-
-	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
 )
 
 // Config configures the gateway.
@@ -77,11 +74,13 @@ func newMux(objectJSON func(proto.Message) ([]byte, bool), public func(context.C
 }
 
 // incomingHeader forwards what the hub needs from HTTP headers: the bearer token (forwarded by grpc-gateway anyway),
-// and the client's user agent for logs.
+// the client's user agent for logs, and the options the gateway read from the request (set by handler.prepare).
 func incomingHeader(key string) (string, bool) {
-	switch strings.ToLower(key) {
+	switch k := strings.ToLower(key); k {
 	case "user-agent":
 		return "x-forwarded-user-agent", true
+	case MetadataDryRun, MetadataFieldValidation:
+		return k, true
 	}
 	return "", false
 }
@@ -120,82 +119,105 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		r = r.WithContext(ctx)
 	}
+	if st := h.prepare(r); st != nil {
+		writeStatus(w, StatusFromKube(st.ErrStatus))
+		return
+	}
+	if t := r.URL.Query().Get("timeout"); t != "" && !strings.Contains(r.URL.Path, "/watch/") {
+		// kube-apiserver's request deadline; watches end by timeoutSeconds instead.
+		d, err := time.ParseDuration(t)
+		if err != nil || d <= 0 {
+			writeStatus(w, StatusFromKube(apierrors.NewBadRequest(fmt.Sprintf("timeout: invalid duration %q: a positive Go duration such as 30s is expected", t)).ErrStatus))
+			return
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), d)
+		defer cancel()
+		r = r.WithContext(ctx)
+	}
+	h.mux.ServeHTTP(w, r)
+}
+
+// prepare adapts a request to the grpc-gateway routes: it checks its media types and reads its options (see
+// requestOptions), passes those for the kinds' services as gRPC metadata, and rewrites what Kubernetes' paths and
+// parameters say in the routes' terms.
+func (h *handler) prepare(r *http.Request) *apierrors.StatusError {
+	// Options for the services come from the request's query and body only, never from a header of the client.
+	r.Header.Del(MetadataDryRun)
+	r.Header.Del(MetadataFieldValidation)
+	if _, _, ok := resourcePath(r.URL.Path); !ok {
+		return nil
+	}
+	if st := checkAccept(r.Header.Get("Accept")); st != nil {
+		return st
+	}
+	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if st := checkContentType(r.Method, ct); st != nil {
+		return st
+	}
 	q := r.URL.Query()
-	changed := false
+	var body []byte
+	if r.Method == http.MethodDelete && r.Body != nil {
+		b, err := io.ReadAll(io.LimitReader(r.Body, maxBody))
+		if err != nil {
+			return apierrors.NewBadRequest(err.Error())
+		}
+		body = b
+		// The routes take no body on deletes: the options are all read here (and the answer's type is the Accept's,
+		// not the options').
+		r.Body, r.ContentLength = http.NoBody, 0
+		r.Header.Del("Content-Type")
+		if len(bytes.TrimSpace(body)) > 0 {
+			// DeleteOptions in JSON or YAML; in any other type (a client's protobuf) 415, not a decoding error.
+			if st := checkContentType(http.MethodPost, ct); st != nil {
+				return st
+			}
+			if ct == MIMEYAML {
+				j, err := yaml.YAMLToJSON(body)
+				if err != nil {
+					return apierrors.NewBadRequest("invalid DeleteOptions: " + err.Error())
+				}
+				body = j
+			}
+		}
+	}
+	opts, st := requestOptions(r.Method, r.URL.Path, q, ct, body)
+	if st != nil {
+		return st
+	}
+	for _, v := range opts.dryRun {
+		r.Header.Add(MetadataDryRun, v)
+	}
+	// What the routes must not read from the query: the options are read above, and a route's request message
+	// could take a parameter of the same name for something else.
+	for _, p := range []string{"dryRun", "fieldValidation", "fieldManager", "force", "pretty", "propagationPolicy", "gracePeriodSeconds",
+		"orphanDependents", "ignoreStoreReadErrorWithClusterBreakingPotential", "resourceVersionMatch"} {
+		q.Del(p)
+	}
+	// A request's namespace, name and subresource are its path's (the routes bind them), never query parameters.
+	q.Del("namespace")
+	q.Del("name")
+	q.Del("subresource")
+	if r.Method == http.MethodPatch {
+		q.Set("patchType", ct)
+	}
+	for k, v := range opts.route {
+		q.Set(k, v)
+	}
 	// ?watch=true on a collection is the legacy /watch/ path.
 	if r.Method == http.MethodGet && isTrue(q.Get("watch")) {
 		r.URL.Path = watchPath(r.URL.Path)
 		r.URL.RawPath = ""
-		q.Del("watch")
-		changed = true
 	}
-	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	if r.Method == http.MethodPatch {
-		q.Set("patchType", ct)
-		changed = true
-	}
-	switch q.Get("fieldValidation") {
-	case "", "Strict":
+	q.Del("watch")
+	switch opts.fieldValidation {
 	case "Ignore", "Warn":
 		if ct == "" || ct == MIMEJSON {
 			r.Header.Set("Content-Type", mimeJSONLenient)
 		}
-	default:
-		writeStatus(w, badRequest("fieldValidation must be Strict, Warn or Ignore"))
-		return
+		r.Header.Set(MetadataFieldValidation, opts.fieldValidation)
 	}
-	if q.Has("fieldValidation") {
-		q.Del("fieldValidation")
-		changed = true
-	}
-	if ct == MIMEYAML && r.Body != nil && (r.Method == http.MethodPatch) {
-		// A YAML patch document becomes JSON before the merge.
-		body, err := io.ReadAll(io.LimitReader(r.Body, maxBody))
-		if err != nil {
-			writeStatus(w, badRequest(err.Error()))
-			return
-		}
-		j, err := yaml.YAMLToJSON(body)
-		if err != nil {
-			writeStatus(w, badRequest("invalid YAML: "+err.Error()))
-			return
-		}
-		r.Body = io.NopCloser(bytes.NewReader(j))
-		r.ContentLength = int64(len(j))
-		r.Header.Set("Content-Type", MIMEJSON)
-	}
-	if r.Method == http.MethodDelete {
-		var body []byte
-		if r.Body != nil {
-			b, err := io.ReadAll(io.LimitReader(r.Body, maxBody))
-			if err != nil {
-				writeStatus(w, badRequest(err.Error()))
-				return
-			}
-			body = b
-			// The routes take no body on deletes: the options are all read here.
-			r.Body, r.ContentLength = http.NoBody, 0
-		}
-		pre, msg := DeleteOptions(q, body)
-		if msg != "" {
-			writeStatus(w, badRequest(msg))
-			return
-		}
-		for k, v := range pre {
-			q.Set(k, v)
-			changed = true
-		}
-	}
-	for _, p := range []string{"pretty", "fieldManager", "propagationPolicy", "gracePeriodSeconds", "orphanDependents", "timeout"} {
-		if q.Has(p) {
-			q.Del(p)
-			changed = true
-		}
-	}
-	if changed {
-		r.URL.RawQuery = q.Encode()
-	}
-	h.mux.ServeHTTP(w, r)
+	r.URL.RawQuery = q.Encode()
+	return nil
 }
 
 func isTrue(v string) bool { return v == "true" || v == "1" }
@@ -210,54 +232,4 @@ func watchPath(p string) string {
 		return "/apis/" + parts[1] + "/" + parts[2] + "/watch/" + parts[3]
 	}
 	return p
-}
-
-// DeleteOptions reads the DeleteOptions of a delete request, from its query and its body when it has one (as
-// kubectl sends them). It returns the preconditions of the body as the query parameters of the route, or why the
-// options cannot be honoured. The hub deletes the dependents of a deleted object in the background: orphaning them
-// (propagationPolicy Orphan, orphanDependents true) is refused rather than ignored, and Foreground is served as
-// Background (the same end state, without the owner waiting for its dependents).
-func DeleteOptions(q url.Values, body []byte) (map[string]string, string) {
-	var opts struct {
-		PropagationPolicy *string `json:"propagationPolicy"`
-		OrphanDependents  *bool   `json:"orphanDependents"`
-		Preconditions     *struct {
-			UID             *string `json:"uid"`
-			ResourceVersion *string `json:"resourceVersion"`
-		} `json:"preconditions"`
-	}
-	if len(bytes.TrimSpace(body)) > 0 {
-		if err := json.Unmarshal(body, &opts); err != nil {
-			return nil, "invalid DeleteOptions: " + err.Error()
-		}
-	}
-	policy := q.Get("propagationPolicy")
-	if opts.PropagationPolicy != nil {
-		policy = *opts.PropagationPolicy
-	}
-	orphan := isTrue(q.Get("orphanDependents")) || opts.OrphanDependents != nil && *opts.OrphanDependents
-	switch policy {
-	case "", string(kmetav1.DeletePropagationBackground), string(kmetav1.DeletePropagationForeground):
-	case string(kmetav1.DeletePropagationOrphan):
-		orphan = true
-	default:
-		return nil, fmt.Sprintf("propagationPolicy: Unsupported value: %q: supported values: \"Background\", \"Foreground\", \"Orphan\"", policy)
-	}
-	if orphan {
-		return nil, "propagationPolicy: Orphan is not supported: the hub's garbage collector deletes the dependents of a deleted object in the background"
-	}
-	pre := map[string]string{}
-	if p := opts.Preconditions; p != nil {
-		if p.UID != nil {
-			pre["preconditions.uid"] = *p.UID
-		}
-		if p.ResourceVersion != nil {
-			pre["preconditions.resource_version"] = *p.ResourceVersion
-		}
-	}
-	return pre, ""
-}
-
-func badRequest(msg string) *metav1.Status {
-	return &metav1.Status{ApiVersion: "v1", Kind: "Status", Status: kmetav1.StatusFailure, Message: msg, Reason: string(kmetav1.StatusReasonBadRequest), Code: http.StatusBadRequest}
 }

@@ -445,7 +445,8 @@ func TestGarbageCollection(t *testing.T) {
 			t.Errorf("delete with %s: want the reason, got %s", body, out)
 		}
 	}
-	if out := mustDo(t, h, 400, "DELETE", cms+"/owner?propagationPolicy=Sideways", nil); !strings.Contains(string(out), `Unsupported value: \"Sideways\"`) {
+	// 422, as kube-apiserver answers invalid DeleteOptions.
+	if out := mustDo(t, h, 422, "DELETE", cms+"/owner?propagationPolicy=Sideways", nil); !strings.Contains(string(out), `Unsupported value: \"Sideways\"`) {
 		t.Errorf("an unknown propagationPolicy: %s", out)
 	}
 	mustDo(t, h, 409, "DELETE", cms+"/owner", `{"kind":"DeleteOptions","apiVersion":"v1","preconditions":{"uid":"not-the-owners"}}`)

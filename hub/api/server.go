@@ -201,6 +201,9 @@ func (s *Server[T, L, E, PE]) Get(ctx context.Context, req *metav1.GetRequest) (
 	if err := s.checkScope(req.GetNamespace()); err != nil {
 		return zero, err
 	}
+	if err := s.coll.AtLeast(ctx, req.GetResourceVersion()); err != nil {
+		return zero, err
+	}
 	obj, err := s.coll.Get(ctx, req.GetNamespace(), req.GetName())
 	// Authorized before the lookup's result is told: a denied get is Forbidden whether or not the object exists.
 	if aerr := s.authorize(ctx, Attributes{Verb: VerbGet, Namespace: req.GetNamespace(), Name: req.GetName(), Current: present(obj, err)}); aerr != nil {
@@ -239,6 +242,9 @@ func (s *Server[T, L, E, PE]) List(ctx context.Context, req *metav1.ListRequest)
 	}
 	visible, err := s.authorizeCollection(ctx, VerbList, req.GetNamespace())
 	if err != nil {
+		return zero, err
+	}
+	if err := s.coll.AtLeast(ctx, req.GetResourceVersion()); err != nil {
 		return zero, err
 	}
 	res, err := s.coll.List(ctx, req.GetNamespace(), store.ListOptions{Labels: ls, Fields: fs, Limit: req.GetLimit(), Continue: req.GetContinue()})
@@ -284,14 +290,18 @@ func (s *Server[T, L, E, PE]) Watch(req *metav1.WatchRequest, stream grpc.Server
 	if err != nil {
 		return err
 	}
-	vis := newVisibility(visible, req.GetResourceVersion())
+	from, err := s.watchStart(ctx, req.GetResourceVersion(), req.GetSendInitialEvents(), req.GetAllowWatchBookmarks())
+	if err != nil {
+		return err
+	}
+	vis := newVisibility(visible, from)
 	if t := req.GetTimeoutSeconds(); t > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, time.Duration(t)*time.Second)
 		defer cancel()
 	}
 	w, err := s.coll.Watch(ctx, req.GetNamespace(), store.WatchOptions{
-		ResourceVersion: req.GetResourceVersion(), Labels: ls, Fields: fs, Bookmarks: req.GetAllowWatchBookmarks(),
+		ResourceVersion: from, Labels: ls, Fields: fs, Bookmarks: req.GetAllowWatchBookmarks(), InitialEventsEnd: req.GetSendInitialEvents(),
 	})
 	if err != nil {
 		return err
@@ -319,7 +329,7 @@ func (s *Server[T, L, E, PE]) Watch(req *metav1.WatchRequest, stream grpc.Server
 			m := pe.ProtoReflect()
 			m.Set(s.eventType, protoreflect.ValueOfString(string(ev.Type)))
 			if ev.Object != nil {
-				o, err := s.out(ev.Object)
+				o, err := s.watchObject(ev)
 				if err != nil {
 					return err
 				}
@@ -332,10 +342,41 @@ func (s *Server[T, L, E, PE]) Watch(req *metav1.WatchRequest, stream grpc.Server
 	}
 }
 
+// watchObject is the object a watch event carries: a bookmark's (shared, bare) object gets the kind's apiVersion
+// and kind on a copy, as kube-apiserver's bookmarks have them, so that clients decoding by kind (client-go's
+// unstructured watches) read it.
+func (s *Server[T, L, E, PE]) watchObject(ev store.Event) (T, error) {
+	o, err := s.out(ev.Object)
+	if err != nil || ev.Type != store.Bookmark {
+		return o, err
+	}
+	o = proto.Clone(o).(T)
+	m := o.ProtoReflect()
+	m.Set(s.apiVersionField, protoreflect.ValueOfString(s.kind.APIVersion()))
+	m.Set(s.kindField, protoreflect.ValueOfString(s.kind.Kind))
+	return o, nil
+}
+
+// watchStart returns the resourceVersion a watch starts from. Kubernetes' watch-list (sendInitialEvents) starts
+// from the current state, at least as new as rv, whose end a bookmark marks (store.WatchOptions.InitialEventsEnd).
+func (s *Server[T, L, E, PE]) watchStart(ctx context.Context, rv string, sendInitialEvents, bookmarks bool) (string, error) {
+	if !sendInitialEvents {
+		return rv, nil
+	}
+	if !bookmarks {
+		return "", apierrors.NewBadRequest("sendInitialEvents needs allowWatchBookmarks: the end of the initial events is a bookmark")
+	}
+	return "", s.coll.AtLeast(ctx, rv)
+}
+
 // Create defaults, validates and stores a new object. Status is not taken from the request for kinds with a status
 // subresource, and server-owned metadata is reset.
 func (s *Server[T, L, E, PE]) Create(ctx context.Context, obj T) (T, error) {
 	var zero T
+	w, err := s.writer(ctx, optionsCreate)
+	if err != nil {
+		return zero, err
+	}
 	ctx = s.reg.admissionContext(ctx)
 	if err := s.checkTypeMeta(obj); err != nil {
 		return zero, err
@@ -379,13 +420,15 @@ func (s *Server[T, L, E, PE]) Create(ctx context.Context, obj T) (T, error) {
 	if s.plugin.Conceal != nil {
 		reveal = s.plugin.Conceal(in)
 	}
-	stored, err := s.coll.Create(ctx, in)
+	stored, err := w.Create(ctx, in)
 	if err != nil {
 		return zero, err
 	}
 	gateway.SetHTTPCode(ctx, http.StatusCreated)
 	out, err := s.out(stored)
-	if err != nil || reveal == nil {
+	if _, dry := w.(store.DryRun); err != nil || reveal == nil || dry {
+		// A dry run does not reveal what the store never holds (an AccessToken's token): it would be a credential
+		// that was never issued.
 		return out, err
 	}
 	return reveal(out).(T), nil
@@ -456,6 +499,10 @@ func (s *Server[T, L, E, PE]) bound(cur, req T) T {
 // update writes obj as Update (sub ""), UpdateStatus (SubresourceStatus) or UpdateBinding (SubresourceBinding).
 func (s *Server[T, L, E, PE]) update(ctx context.Context, obj T, sub string) (T, error) {
 	var zero T
+	w, err := s.writer(ctx, optionsUpdate)
+	if err != nil {
+		return zero, err
+	}
 	ctx = s.reg.admissionContext(ctx)
 	if err := s.checkTypeMeta(obj); err != nil {
 		return zero, err
@@ -481,7 +528,7 @@ func (s *Server[T, L, E, PE]) update(ctx context.Context, obj T, sub string) (T,
 		}
 	}
 	// Validation runs against the state the write applies to (again when a concurrent write intervened).
-	out, err := s.coll.GuaranteedUpdate(ctx, md.GetNamespace(), md.GetName(), status, func(cur store.Object) (store.Object, error) {
+	out, err := w.GuaranteedUpdate(ctx, md.GetNamespace(), md.GetName(), status, func(cur store.Object) (store.Object, error) {
 		if status {
 			if check != nil {
 				attrs.Current = cur
@@ -523,6 +570,10 @@ func (s *Server[T, L, E, PE]) update(ctx context.Context, obj T, sub string) (T,
 // concurrent changes. A resourceVersion in the patch acts as a precondition.
 func (s *Server[T, L, E, PE]) Patch(ctx context.Context, req *metav1.PatchRequest) (T, error) {
 	var zero T
+	w, err := s.writer(ctx, optionsPatch)
+	if err != nil {
+		return zero, err
+	}
 	ctx = s.reg.admissionContext(ctx)
 	status, binding := false, false
 	switch req.GetSubresource() {
@@ -548,6 +599,7 @@ func (s *Server[T, L, E, PE]) Patch(ctx context.Context, req *metav1.PatchReques
 		return zero, apierrors.NewBadRequest("the patch document is empty")
 	}
 	apply, err := patchFunc(req.GetPatchType(), patch)
+	lenient := dropUnknown(ctx)
 	if err != nil {
 		return zero, err
 	}
@@ -560,7 +612,7 @@ func (s *Server[T, L, E, PE]) Patch(ctx context.Context, req *metav1.PatchReques
 			return zero, err
 		}
 	}
-	out, err := s.coll.GuaranteedUpdate(ctx, req.GetNamespace(), req.GetName(), status, func(cur store.Object) (store.Object, error) {
+	out, err := w.GuaranteedUpdate(ctx, req.GetNamespace(), req.GetName(), status, func(cur store.Object) (store.Object, error) {
 		curT, err := s.out(cur)
 		if err != nil {
 			return nil, err
@@ -574,7 +626,7 @@ func (s *Server[T, L, E, PE]) Patch(ctx context.Context, req *metav1.PatchReques
 			return nil, apierrors.NewBadRequest(fmt.Sprintf("the patch could not be applied: %v", err))
 		}
 		obj := s.newT()
-		if err := kjson.Unmarshal(patched, obj); err != nil {
+		if err := (kjson.UnmarshalOptions{DiscardUnknown: lenient}).Unmarshal(patched, obj); err != nil {
 			return nil, decodeError(s.kind, req.GetName(), err)
 		}
 		if err := s.checkTypeMeta(obj); err != nil {
@@ -648,6 +700,10 @@ func decodeError(k Kind, name string, err error) error {
 // Delete deletes an object, or marks it for deletion while finalizers remain.
 func (s *Server[T, L, E, PE]) Delete(ctx context.Context, req *metav1.DeleteRequest) (T, error) {
 	var zero T
+	w, err := s.writer(ctx, optionsDelete)
+	if err != nil {
+		return zero, err
+	}
 	if err := s.checkScope(req.GetNamespace()); err != nil {
 		return zero, err
 	}
@@ -663,7 +719,7 @@ func (s *Server[T, L, E, PE]) Delete(ctx context.Context, req *metav1.DeleteRequ
 			return zero, err
 		}
 	}
-	out, _, err := s.coll.Delete(ctx, req.GetNamespace(), req.GetName(), req.GetPreconditions())
+	out, _, err := w.Delete(ctx, req.GetNamespace(), req.GetName(), req.GetPreconditions())
 	if err != nil {
 		return zero, err
 	}

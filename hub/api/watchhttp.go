@@ -28,6 +28,12 @@ func (s *Server[T, L, E, PE]) registerWatch(mux *runtime.ServeMux, objectJSON fu
 	return nil
 }
 
+// isTrue reads a boolean query parameter as Kubernetes' parameter codec does (strconv.ParseBool).
+func isTrue(v string) bool {
+	b, _ := strconv.ParseBool(v)
+	return b
+}
+
 func (s *Server[T, L, E, PE]) serveWatch(w http.ResponseWriter, r *http.Request, namespace string, objectJSON func(store.Object) ([]byte, bool)) {
 	q := r.URL.Query()
 	if err := s.checkScope(namespace); err != nil {
@@ -45,7 +51,15 @@ func (s *Server[T, L, E, PE]) serveWatch(w http.ResponseWriter, r *http.Request,
 		gateway.WriteError(w, s.reg.errors.Public(r.Context(), err))
 		return
 	}
-	vis := newVisibility(visible, q.Get("resourceVersion"))
+	// The options are validated by the gateway (kube-apiserver's ListOptions).
+	bookmarks := isTrue(q.Get("allowWatchBookmarks"))
+	initial := isTrue(q.Get("sendInitialEvents"))
+	from, err := s.watchStart(ctx, q.Get("resourceVersion"), initial, bookmarks)
+	if err != nil {
+		gateway.WriteError(w, err)
+		return
+	}
+	vis := newVisibility(visible, from)
 	if t := q.Get("timeoutSeconds"); t != "" {
 		secs, err := strconv.ParseInt(t, 10, 64)
 		if err != nil || secs < 0 {
@@ -58,8 +72,7 @@ func (s *Server[T, L, E, PE]) serveWatch(w http.ResponseWriter, r *http.Request,
 			defer cancel()
 		}
 	}
-	bookmarks := q.Get("allowWatchBookmarks") == "true" || q.Get("allowWatchBookmarks") == "1"
-	wt, err := s.coll.Watch(ctx, namespace, store.WatchOptions{ResourceVersion: q.Get("resourceVersion"), Labels: ls, Fields: fs, Bookmarks: bookmarks})
+	wt, err := s.coll.Watch(ctx, namespace, store.WatchOptions{ResourceVersion: from, Labels: ls, Fields: fs, Bookmarks: bookmarks, InitialEventsEnd: initial})
 	if err != nil {
 		gateway.WriteError(w, s.reg.errors.Public(r.Context(), err))
 		return
@@ -94,7 +107,7 @@ func (s *Server[T, L, E, PE]) serveWatch(w http.ResponseWriter, r *http.Request,
 			if ev.Type == store.Error {
 				line = gateway.AppendWatchError(line, s.reg.errors.Public(ctx, ev.Err))
 			} else {
-				obj, err := s.out(ev.Object)
+				obj, err := s.watchObject(ev)
 				if err != nil {
 					line = gateway.AppendWatchError(line, s.reg.errors.Public(ctx, err))
 				} else {

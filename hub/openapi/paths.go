@@ -70,7 +70,8 @@ func bodyParam(schema spec.Schema) spec.Parameter {
 	return spec.Parameter{ParamProps: spec.ParamProps{Name: "body", In: "body", Required: true, Schema: &schema}}
 }
 
-// The query parameters the hub honours (gateway and hub/api); kube-apiserver's others are accepted and ignored.
+// The query parameters the hub honours (gateway and hub/api); docs/api.md has the table of every parameter
+// kube-apiserver accepts, with those the hub refuses.
 var (
 	paramLabelSelector  = queryParam("labelSelector", "string", "A selector to restrict the list of returned objects by their labels (Kubernetes' syntax, e.g. \"env=prod,tier in (a,b)\").")
 	paramFieldSelector  = queryParam("fieldSelector", "string", "A selector to restrict the list of returned objects by their fields: metadata.name, metadata.namespace and the kind's own field paths.")
@@ -81,6 +82,8 @@ var (
 	paramBookmarks      = queryParam("allowWatchBookmarks", "boolean", "Ask for BOOKMARK events, which carry only the resourceVersion a watch may be resumed from.")
 	paramTimeoutSeconds = queryParam("timeoutSeconds", "integer", "How long a watch may last.")
 	paramFieldValid     = queryParam("fieldValidation", "string", "How unknown fields in the body are handled: Strict (the default: the request fails naming the field), Warn or Ignore (the fields are dropped).")
+	paramDryRun         = queryParam("dryRun", "string", "All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422).")
+	paramPropagation    = queryParam("propagationPolicy", "string", "Background (the default) or Foreground, both served as Background: the garbage collector deletes the dependents after the owner. Orphan is refused (400).")
 	paramPrecondRV      = queryParam("preconditions.resourceVersion", "string", "Delete only if the object's resourceVersion is this one (409 Conflict otherwise).")
 	paramPrecondUID     = queryParam("preconditions.uid", "string", "Delete only if the object's uid is this one (409 Conflict otherwise).")
 	paramNamespace      = pathParam("namespace", "The object's namespace.")
@@ -89,6 +92,8 @@ var (
 
 func init() {
 	paramFieldValid.Enum = []any{"Strict", "Warn", "Ignore"}
+	paramDryRun.Enum = []any{"All"}
+	paramPropagation.Enum = []any{"Background", "Foreground"}
 }
 
 // patchTypes are the content types of the patch bodies the hub applies (a strategic merge patch is applied as a
@@ -106,7 +111,7 @@ func pathItems(k api.Kind, obj, list, event, status spec.Schema) map[string]spec
 		o := &spec.Operation{OperationProps: spec.OperationProps{ID: id, Description: summary, Tags: []string{tag(k)}, Parameters: params}}
 		o.Responses = &spec.Responses{ResponsesProps: spec.ResponsesProps{
 			Default: &spec.Response{ResponseProps: spec.ResponseProps{
-				Description: "The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503.",
+				Description: "The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503.",
 				Schema:      &status,
 			}},
 			StatusCodeResponses: map[int]spec.Response{code: {ResponseProps: spec.ResponseProps{Description: "OK", Schema: &ok}}},
@@ -131,16 +136,16 @@ func pathItems(k api.Kind, obj, list, event, status spec.Schema) map[string]spec
 
 	coll := spec.PathItem{PathItemProps: spec.PathItemProps{
 		Get:  op("list", "list"+name+ns+k.Kind, "list or watch objects of kind "+k.Kind, list, 200, listParams...),
-		Post: op("post", "create"+name+ns+k.Kind, "create a "+k.Kind+" (defaulted, validated and admitted as Gardener does)", obj, 201, bodyParam(obj), paramFieldValid),
+		Post: op("post", "create"+name+ns+k.Kind, "create a "+k.Kind+" (defaulted, validated and admitted as Gardener does)", obj, 201, bodyParam(obj), paramFieldValid, paramDryRun),
 	}}
 	coll.Parameters = pathParams(false)
 	items[collectionPath(k)] = coll
 
 	one := spec.PathItem{PathItemProps: spec.PathItemProps{
 		Get:    op("get", "read"+name+ns+k.Kind, "read the specified "+k.Kind, obj, 200, paramResourceVer),
-		Put:    op("put", "replace"+name+ns+k.Kind, "replace the specified "+k.Kind+" (a set metadata.resourceVersion must match: 409 Conflict otherwise)", obj, 200, bodyParam(obj), paramFieldValid),
-		Patch:  op("patch", "patch"+name+ns+k.Kind, "partially update the specified "+k.Kind+" with a JSON merge patch or a JSON patch", obj, 200, bodyParam(anyObject()), paramFieldValid),
-		Delete: op("delete", "delete"+name+ns+k.Kind, "delete the specified "+k.Kind+"; with finalizers it only sets metadata.deletionTimestamp and returns the object", obj, 200, paramPrecondRV, paramPrecondUID),
+		Put:    op("put", "replace"+name+ns+k.Kind, "replace the specified "+k.Kind+" (a set metadata.resourceVersion must match: 409 Conflict otherwise)", obj, 200, bodyParam(obj), paramFieldValid, paramDryRun),
+		Patch:  op("patch", "patch"+name+ns+k.Kind, "partially update the specified "+k.Kind+" with a JSON merge patch or a JSON patch", obj, 200, bodyParam(anyObject()), paramFieldValid, paramDryRun),
+		Delete: op("delete", "delete"+name+ns+k.Kind, "delete the specified "+k.Kind+"; with finalizers it only sets metadata.deletionTimestamp and returns the object", obj, 200, paramPrecondRV, paramPrecondUID, paramPropagation, paramDryRun),
 	}}
 	one.Patch.Consumes = patchTypes
 	one.Parameters = pathParams(true)
@@ -148,8 +153,8 @@ func pathItems(k api.Kind, obj, list, event, status spec.Schema) map[string]spec
 
 	sub := func(subresource, summary string) {
 		item := spec.PathItem{PathItemProps: spec.PathItemProps{
-			Put:   op("put", "replace"+name+ns+k.Kind+strings.ToUpper(subresource[:1])+subresource[1:], "replace the "+subresource+" of the specified "+k.Kind+": "+summary, obj, 200, bodyParam(obj), paramFieldValid),
-			Patch: op("patch", "patch"+name+ns+k.Kind+strings.ToUpper(subresource[:1])+subresource[1:], "partially update the "+subresource+" of the specified "+k.Kind+": "+summary, obj, 200, bodyParam(anyObject()), paramFieldValid),
+			Put:   op("put", "replace"+name+ns+k.Kind+strings.ToUpper(subresource[:1])+subresource[1:], "replace the "+subresource+" of the specified "+k.Kind+": "+summary, obj, 200, bodyParam(obj), paramFieldValid, paramDryRun),
+			Patch: op("patch", "patch"+name+ns+k.Kind+strings.ToUpper(subresource[:1])+subresource[1:], "partially update the "+subresource+" of the specified "+k.Kind+": "+summary, obj, 200, bodyParam(anyObject()), paramFieldValid, paramDryRun),
 		}}
 		item.Patch.Consumes = patchTypes
 		item.Parameters = pathParams(true)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"sync/atomic"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -183,4 +184,18 @@ func (c *Collection) CachedEncoding(obj Object, encode func(Object) ([]byte, err
 	}
 	e.encoded.Store(&encoding{obj: obj, data: data})
 	return data, nil
+}
+
+// AtLeast waits until the cache has reached resourceVersion, Kubernetes' "not older than" for a get or list with a
+// resourceVersion: "" and "0" need nothing beyond what reads do anyway; a revision not reached within a few seconds
+// is a Timeout error ("Too large resource version"), as kube-apiserver answers.
+func (c *Collection) AtLeast(ctx context.Context, resourceVersion string) error {
+	if resourceVersion == "" || resourceVersion == "0" {
+		return nil
+	}
+	rev, err := strconv.ParseInt(resourceVersion, 10, 64)
+	if err != nil || rev < 0 {
+		return apierrors.NewBadRequest(fmt.Sprintf("invalid resourceVersion %q", resourceVersion))
+	}
+	return c.cache.waitFor(ctx, rev)
 }

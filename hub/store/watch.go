@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	kmetav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 )
@@ -50,6 +51,10 @@ type WatchOptions struct {
 	Fields          fields.Selector
 	// Bookmarks asks for a BOOKMARK event about every second while the watcher is idle.
 	Bookmarks bool
+	// InitialEventsEnd follows the ADDED events of the current state (ResourceVersion "" or "0") with a BOOKMARK
+	// annotated k8s.io/initial-events-end=true, at the revision that state reflects: Kubernetes' watch-list
+	// (sendInitialEvents=true), by which a client knows it has the whole state without a list.
+	InitialEventsEnd bool
 }
 
 // watchBuffer is how many live events a watcher may have pending before it is ended as too slow.
@@ -103,6 +108,12 @@ func (c *Collection) Watch(ctx context.Context, namespace string, o WatchOptions
 			if pred.matches(e.obj) {
 				w.queue = append(w.queue, queued{ev: Event{Type: Added, Object: e.obj}})
 			}
+		}
+		if o.InitialEventsEnd {
+			// The revision moves only under ch.mu, which is held: the state queued above is the state at rev.
+			bm := ch.c.shape.newBookmark(ch.c.res.New, ch.rev.Load())
+			ch.c.shape.metaOf(bm).Annotations = map[string]string{kmetav1.InitialEventsAnnotationKey: "true"}
+			w.queue = append(w.queue, queued{ev: Event{Type: Bookmark, Object: bm}})
 		}
 	} else {
 		evs, ok := ch.history.since(from)

@@ -32,6 +32,12 @@ const (
 // Create stores a new object. The server owns uid, creationTimestamp, generation (1) and deletion fields; a name is
 // generated from metadata.generateName when metadata.name is empty. The returned object belongs to the caller.
 func (c *Collection) Create(ctx context.Context, obj Object) (Object, error) {
+	return c.create(ctx, obj, false)
+}
+
+// create is Create, or its dry run: the same checks and server-owned fields, the name's existence read from etcd,
+// and nothing written; the result then has no resourceVersion.
+func (c *Collection) create(ctx context.Context, obj Object, dryRun bool) (Object, error) {
 	if obj == nil {
 		return nil, apierrors.NewBadRequest("no object")
 	}
@@ -67,6 +73,19 @@ func (c *Collection) Create(ctx context.Context, obj Object) (Object, error) {
 			m.Name = generateName(m.GenerateName)
 		}
 		key := c.prefix + objectKey(m.Namespace, m.Name)
+		if dryRun {
+			resp, err := c.store.client.Get(ctx, key, clientv3.WithCountOnly())
+			if err != nil {
+				return nil, c.internal("create", err)
+			}
+			if resp.Count == 0 {
+				return obj, nil
+			}
+			if generate && attempt < generateNameAttempts {
+				continue
+			}
+			return nil, apierrors.NewAlreadyExists(c.gr, m.Name)
+		}
 		val, err := c.encode(key, obj)
 		if err != nil {
 			return nil, c.internal("create", err)
@@ -127,7 +146,7 @@ func (c *Collection) update(ctx context.Context, obj Object, status bool) (Objec
 	if err := c.checkName(namespace, name); err != nil {
 		return nil, err
 	}
-	out, _, err := c.guaranteed(ctx, namespace, name, func(cur Object) (plan, error) {
+	out, _, err := c.guaranteed(ctx, namespace, name, false, func(cur Object) (plan, error) {
 		if err := c.preconditions(cur, obj); err != nil {
 			return plan{}, err
 		}
@@ -141,13 +160,17 @@ func (c *Collection) update(ctx context.Context, obj Object, status bool) (Objec
 // If the mutated object carries a resourceVersion, it must match the current one (Conflict otherwise, no retry).
 // Errors of mutate are returned as they are (StatusErrors) or as internal errors.
 func (c *Collection) GuaranteedUpdate(ctx context.Context, namespace, name string, status bool, mutate func(cur Object) (Object, error)) (Object, error) {
+	return c.guaranteedUpdate(ctx, namespace, name, status, false, mutate)
+}
+
+func (c *Collection) guaranteedUpdate(ctx context.Context, namespace, name string, status, dryRun bool, mutate func(cur Object) (Object, error)) (Object, error) {
 	if status && c.shape.status == nil {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("%s has no status", c.gr))
 	}
 	if err := c.checkName(namespace, name); err != nil {
 		return nil, err
 	}
-	out, _, err := c.guaranteed(ctx, namespace, name, func(cur Object) (plan, error) {
+	out, _, err := c.guaranteed(ctx, namespace, name, dryRun, func(cur Object) (plan, error) {
 		next, err := mutate(clone(cur))
 		if err != nil {
 			return plan{}, c.internal("update", err)
@@ -239,10 +262,14 @@ func cloneTime(t *timestamppb.Timestamp) *timestamppb.Timestamp {
 // which. Preconditions that do not hold give Conflict. The returned object belongs to the caller; a deleted object
 // carries the deletion's resourceVersion.
 func (c *Collection) Delete(ctx context.Context, namespace, name string, pre *metav1.Preconditions) (obj Object, deleted bool, err error) {
+	return c.delete(ctx, namespace, name, pre, false)
+}
+
+func (c *Collection) delete(ctx context.Context, namespace, name string, pre *metav1.Preconditions, dryRun bool) (obj Object, deleted bool, err error) {
 	if err := c.checkName(namespace, name); err != nil {
 		return nil, false, err
 	}
-	return c.guaranteed(ctx, namespace, name, func(cur Object) (plan, error) {
+	return c.guaranteed(ctx, namespace, name, dryRun, func(cur Object) (plan, error) {
 		cm := cur.GetMetadata()
 		if pre != nil {
 			if pre.Uid != nil && *pre.Uid != cm.GetUid() {
@@ -278,9 +305,16 @@ type plan struct {
 // guaranteed runs a read-decide-write cycle on one object until its compare-and-swap succeeds. The first decision
 // is made on the cached object; when the cache may be behind (a failed precondition or a no-op decision on cached
 // data) or the swap fails, it decides again on the state read from etcd.
-func (c *Collection) guaranteed(ctx context.Context, namespace, name string, decide func(cur Object) (plan, error)) (Object, bool, error) {
+//
+// A dry run decides once, on the state read from etcd, and writes nothing: it returns the state the write would
+// store (the current one for a delete) with the resourceVersion of the state it was decided on, as kube-apiserver's
+// dry runs answer.
+func (c *Collection) guaranteed(ctx context.Context, namespace, name string, dryRun bool, decide func(cur Object) (plan, error)) (Object, bool, error) {
 	objKey := objectKey(namespace, name)
 	key := c.prefix + objKey
+	if dryRun {
+		return c.dryRun(ctx, key, name, decide)
+	}
 	// No wait for the cache to catch up: the cached object is only a first guess, the compare-and-swap on its
 	// revision catches a stale one, and every decision that could be wrong on stale data is re-made on etcd's state.
 	// Waiting would make every writer wait for every other writer's watch delivery.
@@ -376,6 +410,30 @@ func (c *Collection) guaranteed(ctx context.Context, namespace, name string, dec
 		return out, p.delete, nil
 	}
 	return nil, false, apierrors.NewConflict(c.gr, name, fmt.Errorf("gave up after %d conflicting attempts", maxUpdateAttempts))
+}
+
+// dryRun is guaranteed's dry run.
+func (c *Collection) dryRun(ctx context.Context, key, name string, decide func(cur Object) (plan, error)) (Object, bool, error) {
+	cur, err := c.read(ctx, key)
+	if err != nil {
+		return nil, false, err
+	}
+	if cur == nil {
+		return nil, false, c.notFound(name)
+	}
+	p, err := decide(cur)
+	if err != nil {
+		return nil, false, err
+	}
+	out := p.result
+	switch {
+	case p.next != nil:
+		out = p.next
+	case out == nil:
+		out = clone(cur)
+	}
+	c.shape.metaOf(out).ResourceVersion = cur.GetMetadata().GetResourceVersion()
+	return out, p.delete, nil
 }
 
 // read returns the object stored at key in etcd, or nil.

@@ -326,7 +326,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -371,7 +371,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -383,6 +383,8 @@ export interface operations {
     createCoordinationV1NamespacedLease: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description How unknown fields in the body are handled: Strict (the default: the request fails naming the field), Warn or Ignore (the fields are dropped). */
                 fieldValidation?: string;
             };
@@ -406,7 +408,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -439,7 +441,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -451,6 +453,8 @@ export interface operations {
     replaceCoordinationV1NamespacedLease: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description How unknown fields in the body are handled: Strict (the default: the request fails naming the field), Warn or Ignore (the fields are dropped). */
                 fieldValidation?: string;
             };
@@ -476,7 +480,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -488,10 +492,14 @@ export interface operations {
     deleteCoordinationV1NamespacedLease: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description Delete only if the object's resourceVersion is this one (409 Conflict otherwise). */
                 "preconditions.resourceVersion"?: string;
                 /** @description Delete only if the object's uid is this one (409 Conflict otherwise). */
                 "preconditions.uid"?: string;
+                /** @description Background (the default) or Foreground, both served as Background: the garbage collector deletes the dependents after the owner. Orphan is refused (400). */
+                propagationPolicy?: string;
             };
             header?: never;
             path: {
@@ -511,7 +519,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -523,6 +531,8 @@ export interface operations {
     patchCoordinationV1NamespacedLease: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description How unknown fields in the body are handled: Strict (the default: the request fails naming the field), Warn or Ignore (the fields are dropped). */
                 fieldValidation?: string;
             };
@@ -550,7 +560,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -586,7 +596,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -625,7 +635,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;

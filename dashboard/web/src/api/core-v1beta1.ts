@@ -4498,7 +4498,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -4510,6 +4510,8 @@ export interface operations {
     createCoreGardenerCloudV1beta1BackupBucket: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description How unknown fields in the body are handled: Strict (the default: the request fails naming the field), Warn or Ignore (the fields are dropped). */
                 fieldValidation?: string;
             };
@@ -4530,7 +4532,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -4561,7 +4563,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -4573,6 +4575,8 @@ export interface operations {
     replaceCoreGardenerCloudV1beta1BackupBucket: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description How unknown fields in the body are handled: Strict (the default: the request fails naming the field), Warn or Ignore (the fields are dropped). */
                 fieldValidation?: string;
             };
@@ -4596,7 +4600,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -4608,10 +4612,14 @@ export interface operations {
     deleteCoreGardenerCloudV1beta1BackupBucket: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description Delete only if the object's resourceVersion is this one (409 Conflict otherwise). */
                 "preconditions.resourceVersion"?: string;
                 /** @description Delete only if the object's uid is this one (409 Conflict otherwise). */
                 "preconditions.uid"?: string;
+                /** @description Background (the default) or Foreground, both served as Background: the garbage collector deletes the dependents after the owner. Orphan is refused (400). */
+                propagationPolicy?: string;
             };
             header?: never;
             path: {
@@ -4629,7 +4637,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -4641,6 +4649,8 @@ export interface operations {
     patchCoreGardenerCloudV1beta1BackupBucket: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description How unknown fields in the body are handled: Strict (the default: the request fails naming the field), Warn or Ignore (the fields are dropped). */
                 fieldValidation?: string;
             };
@@ -4666,7 +4676,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -4678,6 +4688,8 @@ export interface operations {
     replaceCoreGardenerCloudV1beta1BackupBucketStatus: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description How unknown fields in the body are handled: Strict (the default: the request fails naming the field), Warn or Ignore (the fields are dropped). */
                 fieldValidation?: string;
             };
@@ -4701,7 +4713,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -4713,6 +4725,8 @@ export interface operations {
     patchCoreGardenerCloudV1beta1BackupBucketStatus: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description How unknown fields in the body are handled: Strict (the default: the request fails naming the field), Warn or Ignore (the fields are dropped). */
                 fieldValidation?: string;
             };
@@ -4738,7 +4752,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -4780,7 +4794,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -4822,7 +4836,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -4834,6 +4848,8 @@ export interface operations {
     createCoreGardenerCloudV1beta1CloudProfile: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description How unknown fields in the body are handled: Strict (the default: the request fails naming the field), Warn or Ignore (the fields are dropped). */
                 fieldValidation?: string;
             };
@@ -4854,7 +4870,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -4885,7 +4901,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -4897,6 +4913,8 @@ export interface operations {
     replaceCoreGardenerCloudV1beta1CloudProfile: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description How unknown fields in the body are handled: Strict (the default: the request fails naming the field), Warn or Ignore (the fields are dropped). */
                 fieldValidation?: string;
             };
@@ -4920,7 +4938,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -4932,10 +4950,14 @@ export interface operations {
     deleteCoreGardenerCloudV1beta1CloudProfile: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description Delete only if the object's resourceVersion is this one (409 Conflict otherwise). */
                 "preconditions.resourceVersion"?: string;
                 /** @description Delete only if the object's uid is this one (409 Conflict otherwise). */
                 "preconditions.uid"?: string;
+                /** @description Background (the default) or Foreground, both served as Background: the garbage collector deletes the dependents after the owner. Orphan is refused (400). */
+                propagationPolicy?: string;
             };
             header?: never;
             path: {
@@ -4953,7 +4975,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -4965,6 +4987,8 @@ export interface operations {
     patchCoreGardenerCloudV1beta1CloudProfile: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description How unknown fields in the body are handled: Strict (the default: the request fails naming the field), Warn or Ignore (the fields are dropped). */
                 fieldValidation?: string;
             };
@@ -4990,7 +5014,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -5002,6 +5026,8 @@ export interface operations {
     replaceCoreGardenerCloudV1beta1CloudProfileStatus: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description How unknown fields in the body are handled: Strict (the default: the request fails naming the field), Warn or Ignore (the fields are dropped). */
                 fieldValidation?: string;
             };
@@ -5025,7 +5051,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -5037,6 +5063,8 @@ export interface operations {
     patchCoreGardenerCloudV1beta1CloudProfileStatus: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description How unknown fields in the body are handled: Strict (the default: the request fails naming the field), Warn or Ignore (the fields are dropped). */
                 fieldValidation?: string;
             };
@@ -5062,7 +5090,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -5104,7 +5132,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -5116,6 +5144,8 @@ export interface operations {
     createCoreGardenerCloudV1beta1ControllerDeployment: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description How unknown fields in the body are handled: Strict (the default: the request fails naming the field), Warn or Ignore (the fields are dropped). */
                 fieldValidation?: string;
             };
@@ -5136,7 +5166,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -5167,7 +5197,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -5179,6 +5209,8 @@ export interface operations {
     replaceCoreGardenerCloudV1beta1ControllerDeployment: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description How unknown fields in the body are handled: Strict (the default: the request fails naming the field), Warn or Ignore (the fields are dropped). */
                 fieldValidation?: string;
             };
@@ -5202,7 +5234,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -5214,10 +5246,14 @@ export interface operations {
     deleteCoreGardenerCloudV1beta1ControllerDeployment: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description Delete only if the object's resourceVersion is this one (409 Conflict otherwise). */
                 "preconditions.resourceVersion"?: string;
                 /** @description Delete only if the object's uid is this one (409 Conflict otherwise). */
                 "preconditions.uid"?: string;
+                /** @description Background (the default) or Foreground, both served as Background: the garbage collector deletes the dependents after the owner. Orphan is refused (400). */
+                propagationPolicy?: string;
             };
             header?: never;
             path: {
@@ -5235,7 +5271,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -5247,6 +5283,8 @@ export interface operations {
     patchCoreGardenerCloudV1beta1ControllerDeployment: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description How unknown fields in the body are handled: Strict (the default: the request fails naming the field), Warn or Ignore (the fields are dropped). */
                 fieldValidation?: string;
             };
@@ -5272,7 +5310,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -5314,7 +5352,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -5326,6 +5364,8 @@ export interface operations {
     createCoreGardenerCloudV1beta1ControllerInstallation: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description How unknown fields in the body are handled: Strict (the default: the request fails naming the field), Warn or Ignore (the fields are dropped). */
                 fieldValidation?: string;
             };
@@ -5346,7 +5386,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -5377,7 +5417,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -5389,6 +5429,8 @@ export interface operations {
     replaceCoreGardenerCloudV1beta1ControllerInstallation: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description How unknown fields in the body are handled: Strict (the default: the request fails naming the field), Warn or Ignore (the fields are dropped). */
                 fieldValidation?: string;
             };
@@ -5412,7 +5454,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -5424,10 +5466,14 @@ export interface operations {
     deleteCoreGardenerCloudV1beta1ControllerInstallation: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description Delete only if the object's resourceVersion is this one (409 Conflict otherwise). */
                 "preconditions.resourceVersion"?: string;
                 /** @description Delete only if the object's uid is this one (409 Conflict otherwise). */
                 "preconditions.uid"?: string;
+                /** @description Background (the default) or Foreground, both served as Background: the garbage collector deletes the dependents after the owner. Orphan is refused (400). */
+                propagationPolicy?: string;
             };
             header?: never;
             path: {
@@ -5445,7 +5491,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -5457,6 +5503,8 @@ export interface operations {
     patchCoreGardenerCloudV1beta1ControllerInstallation: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description How unknown fields in the body are handled: Strict (the default: the request fails naming the field), Warn or Ignore (the fields are dropped). */
                 fieldValidation?: string;
             };
@@ -5482,7 +5530,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -5494,6 +5542,8 @@ export interface operations {
     replaceCoreGardenerCloudV1beta1ControllerInstallationStatus: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description How unknown fields in the body are handled: Strict (the default: the request fails naming the field), Warn or Ignore (the fields are dropped). */
                 fieldValidation?: string;
             };
@@ -5517,7 +5567,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -5529,6 +5579,8 @@ export interface operations {
     patchCoreGardenerCloudV1beta1ControllerInstallationStatus: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description How unknown fields in the body are handled: Strict (the default: the request fails naming the field), Warn or Ignore (the fields are dropped). */
                 fieldValidation?: string;
             };
@@ -5554,7 +5606,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -5596,7 +5648,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -5608,6 +5660,8 @@ export interface operations {
     createCoreGardenerCloudV1beta1ControllerRegistration: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description How unknown fields in the body are handled: Strict (the default: the request fails naming the field), Warn or Ignore (the fields are dropped). */
                 fieldValidation?: string;
             };
@@ -5628,7 +5682,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -5659,7 +5713,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -5671,6 +5725,8 @@ export interface operations {
     replaceCoreGardenerCloudV1beta1ControllerRegistration: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description How unknown fields in the body are handled: Strict (the default: the request fails naming the field), Warn or Ignore (the fields are dropped). */
                 fieldValidation?: string;
             };
@@ -5694,7 +5750,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -5706,10 +5762,14 @@ export interface operations {
     deleteCoreGardenerCloudV1beta1ControllerRegistration: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description Delete only if the object's resourceVersion is this one (409 Conflict otherwise). */
                 "preconditions.resourceVersion"?: string;
                 /** @description Delete only if the object's uid is this one (409 Conflict otherwise). */
                 "preconditions.uid"?: string;
+                /** @description Background (the default) or Foreground, both served as Background: the garbage collector deletes the dependents after the owner. Orphan is refused (400). */
+                propagationPolicy?: string;
             };
             header?: never;
             path: {
@@ -5727,7 +5787,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -5739,6 +5799,8 @@ export interface operations {
     patchCoreGardenerCloudV1beta1ControllerRegistration: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description How unknown fields in the body are handled: Strict (the default: the request fails naming the field), Warn or Ignore (the fields are dropped). */
                 fieldValidation?: string;
             };
@@ -5764,7 +5826,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -5806,7 +5868,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -5818,6 +5880,8 @@ export interface operations {
     createCoreGardenerCloudV1beta1ExposureClass: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description How unknown fields in the body are handled: Strict (the default: the request fails naming the field), Warn or Ignore (the fields are dropped). */
                 fieldValidation?: string;
             };
@@ -5838,7 +5902,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -5869,7 +5933,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -5881,6 +5945,8 @@ export interface operations {
     replaceCoreGardenerCloudV1beta1ExposureClass: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description How unknown fields in the body are handled: Strict (the default: the request fails naming the field), Warn or Ignore (the fields are dropped). */
                 fieldValidation?: string;
             };
@@ -5904,7 +5970,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -5916,10 +5982,14 @@ export interface operations {
     deleteCoreGardenerCloudV1beta1ExposureClass: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description Delete only if the object's resourceVersion is this one (409 Conflict otherwise). */
                 "preconditions.resourceVersion"?: string;
                 /** @description Delete only if the object's uid is this one (409 Conflict otherwise). */
                 "preconditions.uid"?: string;
+                /** @description Background (the default) or Foreground, both served as Background: the garbage collector deletes the dependents after the owner. Orphan is refused (400). */
+                propagationPolicy?: string;
             };
             header?: never;
             path: {
@@ -5937,7 +6007,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -5949,6 +6019,8 @@ export interface operations {
     patchCoreGardenerCloudV1beta1ExposureClass: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description How unknown fields in the body are handled: Strict (the default: the request fails naming the field), Warn or Ignore (the fields are dropped). */
                 fieldValidation?: string;
             };
@@ -5974,7 +6046,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -6016,7 +6088,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -6058,7 +6130,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -6103,7 +6175,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -6115,6 +6187,8 @@ export interface operations {
     createCoreGardenerCloudV1beta1NamespacedBackupEntry: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description How unknown fields in the body are handled: Strict (the default: the request fails naming the field), Warn or Ignore (the fields are dropped). */
                 fieldValidation?: string;
             };
@@ -6138,7 +6212,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -6171,7 +6245,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -6183,6 +6257,8 @@ export interface operations {
     replaceCoreGardenerCloudV1beta1NamespacedBackupEntry: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description How unknown fields in the body are handled: Strict (the default: the request fails naming the field), Warn or Ignore (the fields are dropped). */
                 fieldValidation?: string;
             };
@@ -6208,7 +6284,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -6220,10 +6296,14 @@ export interface operations {
     deleteCoreGardenerCloudV1beta1NamespacedBackupEntry: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description Delete only if the object's resourceVersion is this one (409 Conflict otherwise). */
                 "preconditions.resourceVersion"?: string;
                 /** @description Delete only if the object's uid is this one (409 Conflict otherwise). */
                 "preconditions.uid"?: string;
+                /** @description Background (the default) or Foreground, both served as Background: the garbage collector deletes the dependents after the owner. Orphan is refused (400). */
+                propagationPolicy?: string;
             };
             header?: never;
             path: {
@@ -6243,7 +6323,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -6255,6 +6335,8 @@ export interface operations {
     patchCoreGardenerCloudV1beta1NamespacedBackupEntry: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description How unknown fields in the body are handled: Strict (the default: the request fails naming the field), Warn or Ignore (the fields are dropped). */
                 fieldValidation?: string;
             };
@@ -6282,7 +6364,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -6294,6 +6376,8 @@ export interface operations {
     replaceCoreGardenerCloudV1beta1NamespacedBackupEntryStatus: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description How unknown fields in the body are handled: Strict (the default: the request fails naming the field), Warn or Ignore (the fields are dropped). */
                 fieldValidation?: string;
             };
@@ -6319,7 +6403,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -6331,6 +6415,8 @@ export interface operations {
     patchCoreGardenerCloudV1beta1NamespacedBackupEntryStatus: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description How unknown fields in the body are handled: Strict (the default: the request fails naming the field), Warn or Ignore (the fields are dropped). */
                 fieldValidation?: string;
             };
@@ -6358,7 +6444,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -6403,7 +6489,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -6415,6 +6501,8 @@ export interface operations {
     createCoreGardenerCloudV1beta1NamespacedInternalSecret: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description How unknown fields in the body are handled: Strict (the default: the request fails naming the field), Warn or Ignore (the fields are dropped). */
                 fieldValidation?: string;
             };
@@ -6438,7 +6526,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -6471,7 +6559,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -6483,6 +6571,8 @@ export interface operations {
     replaceCoreGardenerCloudV1beta1NamespacedInternalSecret: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description How unknown fields in the body are handled: Strict (the default: the request fails naming the field), Warn or Ignore (the fields are dropped). */
                 fieldValidation?: string;
             };
@@ -6508,7 +6598,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -6520,10 +6610,14 @@ export interface operations {
     deleteCoreGardenerCloudV1beta1NamespacedInternalSecret: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description Delete only if the object's resourceVersion is this one (409 Conflict otherwise). */
                 "preconditions.resourceVersion"?: string;
                 /** @description Delete only if the object's uid is this one (409 Conflict otherwise). */
                 "preconditions.uid"?: string;
+                /** @description Background (the default) or Foreground, both served as Background: the garbage collector deletes the dependents after the owner. Orphan is refused (400). */
+                propagationPolicy?: string;
             };
             header?: never;
             path: {
@@ -6543,7 +6637,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -6555,6 +6649,8 @@ export interface operations {
     patchCoreGardenerCloudV1beta1NamespacedInternalSecret: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description How unknown fields in the body are handled: Strict (the default: the request fails naming the field), Warn or Ignore (the fields are dropped). */
                 fieldValidation?: string;
             };
@@ -6582,7 +6678,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -6627,7 +6723,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -6639,6 +6735,8 @@ export interface operations {
     createCoreGardenerCloudV1beta1NamespacedNamespacedCloudProfile: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description How unknown fields in the body are handled: Strict (the default: the request fails naming the field), Warn or Ignore (the fields are dropped). */
                 fieldValidation?: string;
             };
@@ -6662,7 +6760,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -6695,7 +6793,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -6707,6 +6805,8 @@ export interface operations {
     replaceCoreGardenerCloudV1beta1NamespacedNamespacedCloudProfile: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description How unknown fields in the body are handled: Strict (the default: the request fails naming the field), Warn or Ignore (the fields are dropped). */
                 fieldValidation?: string;
             };
@@ -6732,7 +6832,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -6744,10 +6844,14 @@ export interface operations {
     deleteCoreGardenerCloudV1beta1NamespacedNamespacedCloudProfile: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description Delete only if the object's resourceVersion is this one (409 Conflict otherwise). */
                 "preconditions.resourceVersion"?: string;
                 /** @description Delete only if the object's uid is this one (409 Conflict otherwise). */
                 "preconditions.uid"?: string;
+                /** @description Background (the default) or Foreground, both served as Background: the garbage collector deletes the dependents after the owner. Orphan is refused (400). */
+                propagationPolicy?: string;
             };
             header?: never;
             path: {
@@ -6767,7 +6871,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -6779,6 +6883,8 @@ export interface operations {
     patchCoreGardenerCloudV1beta1NamespacedNamespacedCloudProfile: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description How unknown fields in the body are handled: Strict (the default: the request fails naming the field), Warn or Ignore (the fields are dropped). */
                 fieldValidation?: string;
             };
@@ -6806,7 +6912,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -6818,6 +6924,8 @@ export interface operations {
     replaceCoreGardenerCloudV1beta1NamespacedNamespacedCloudProfileStatus: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description How unknown fields in the body are handled: Strict (the default: the request fails naming the field), Warn or Ignore (the fields are dropped). */
                 fieldValidation?: string;
             };
@@ -6843,7 +6951,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -6855,6 +6963,8 @@ export interface operations {
     patchCoreGardenerCloudV1beta1NamespacedNamespacedCloudProfileStatus: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description How unknown fields in the body are handled: Strict (the default: the request fails naming the field), Warn or Ignore (the fields are dropped). */
                 fieldValidation?: string;
             };
@@ -6882,7 +6992,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -6927,7 +7037,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -6939,6 +7049,8 @@ export interface operations {
     createCoreGardenerCloudV1beta1NamespacedQuota: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description How unknown fields in the body are handled: Strict (the default: the request fails naming the field), Warn or Ignore (the fields are dropped). */
                 fieldValidation?: string;
             };
@@ -6962,7 +7074,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -6995,7 +7107,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -7007,6 +7119,8 @@ export interface operations {
     replaceCoreGardenerCloudV1beta1NamespacedQuota: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description How unknown fields in the body are handled: Strict (the default: the request fails naming the field), Warn or Ignore (the fields are dropped). */
                 fieldValidation?: string;
             };
@@ -7032,7 +7146,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -7044,10 +7158,14 @@ export interface operations {
     deleteCoreGardenerCloudV1beta1NamespacedQuota: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description Delete only if the object's resourceVersion is this one (409 Conflict otherwise). */
                 "preconditions.resourceVersion"?: string;
                 /** @description Delete only if the object's uid is this one (409 Conflict otherwise). */
                 "preconditions.uid"?: string;
+                /** @description Background (the default) or Foreground, both served as Background: the garbage collector deletes the dependents after the owner. Orphan is refused (400). */
+                propagationPolicy?: string;
             };
             header?: never;
             path: {
@@ -7067,7 +7185,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -7079,6 +7197,8 @@ export interface operations {
     patchCoreGardenerCloudV1beta1NamespacedQuota: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description How unknown fields in the body are handled: Strict (the default: the request fails naming the field), Warn or Ignore (the fields are dropped). */
                 fieldValidation?: string;
             };
@@ -7106,7 +7226,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -7151,7 +7271,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -7163,6 +7283,8 @@ export interface operations {
     createCoreGardenerCloudV1beta1NamespacedSecretBinding: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description How unknown fields in the body are handled: Strict (the default: the request fails naming the field), Warn or Ignore (the fields are dropped). */
                 fieldValidation?: string;
             };
@@ -7186,7 +7308,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -7219,7 +7341,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -7231,6 +7353,8 @@ export interface operations {
     replaceCoreGardenerCloudV1beta1NamespacedSecretBinding: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description How unknown fields in the body are handled: Strict (the default: the request fails naming the field), Warn or Ignore (the fields are dropped). */
                 fieldValidation?: string;
             };
@@ -7256,7 +7380,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -7268,10 +7392,14 @@ export interface operations {
     deleteCoreGardenerCloudV1beta1NamespacedSecretBinding: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description Delete only if the object's resourceVersion is this one (409 Conflict otherwise). */
                 "preconditions.resourceVersion"?: string;
                 /** @description Delete only if the object's uid is this one (409 Conflict otherwise). */
                 "preconditions.uid"?: string;
+                /** @description Background (the default) or Foreground, both served as Background: the garbage collector deletes the dependents after the owner. Orphan is refused (400). */
+                propagationPolicy?: string;
             };
             header?: never;
             path: {
@@ -7291,7 +7419,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -7303,6 +7431,8 @@ export interface operations {
     patchCoreGardenerCloudV1beta1NamespacedSecretBinding: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description How unknown fields in the body are handled: Strict (the default: the request fails naming the field), Warn or Ignore (the fields are dropped). */
                 fieldValidation?: string;
             };
@@ -7330,7 +7460,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -7375,7 +7505,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -7387,6 +7517,8 @@ export interface operations {
     createCoreGardenerCloudV1beta1NamespacedShoot: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description How unknown fields in the body are handled: Strict (the default: the request fails naming the field), Warn or Ignore (the fields are dropped). */
                 fieldValidation?: string;
             };
@@ -7410,7 +7542,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -7443,7 +7575,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -7455,6 +7587,8 @@ export interface operations {
     replaceCoreGardenerCloudV1beta1NamespacedShoot: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description How unknown fields in the body are handled: Strict (the default: the request fails naming the field), Warn or Ignore (the fields are dropped). */
                 fieldValidation?: string;
             };
@@ -7480,7 +7614,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -7492,10 +7626,14 @@ export interface operations {
     deleteCoreGardenerCloudV1beta1NamespacedShoot: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description Delete only if the object's resourceVersion is this one (409 Conflict otherwise). */
                 "preconditions.resourceVersion"?: string;
                 /** @description Delete only if the object's uid is this one (409 Conflict otherwise). */
                 "preconditions.uid"?: string;
+                /** @description Background (the default) or Foreground, both served as Background: the garbage collector deletes the dependents after the owner. Orphan is refused (400). */
+                propagationPolicy?: string;
             };
             header?: never;
             path: {
@@ -7515,7 +7653,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -7527,6 +7665,8 @@ export interface operations {
     patchCoreGardenerCloudV1beta1NamespacedShoot: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description How unknown fields in the body are handled: Strict (the default: the request fails naming the field), Warn or Ignore (the fields are dropped). */
                 fieldValidation?: string;
             };
@@ -7554,7 +7694,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -7566,6 +7706,8 @@ export interface operations {
     replaceCoreGardenerCloudV1beta1NamespacedShootBinding: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description How unknown fields in the body are handled: Strict (the default: the request fails naming the field), Warn or Ignore (the fields are dropped). */
                 fieldValidation?: string;
             };
@@ -7591,7 +7733,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -7603,6 +7745,8 @@ export interface operations {
     patchCoreGardenerCloudV1beta1NamespacedShootBinding: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description How unknown fields in the body are handled: Strict (the default: the request fails naming the field), Warn or Ignore (the fields are dropped). */
                 fieldValidation?: string;
             };
@@ -7630,7 +7774,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -7642,6 +7786,8 @@ export interface operations {
     replaceCoreGardenerCloudV1beta1NamespacedShootStatus: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description How unknown fields in the body are handled: Strict (the default: the request fails naming the field), Warn or Ignore (the fields are dropped). */
                 fieldValidation?: string;
             };
@@ -7667,7 +7813,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -7679,6 +7825,8 @@ export interface operations {
     patchCoreGardenerCloudV1beta1NamespacedShootStatus: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description How unknown fields in the body are handled: Strict (the default: the request fails naming the field), Warn or Ignore (the fields are dropped). */
                 fieldValidation?: string;
             };
@@ -7706,7 +7854,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -7751,7 +7899,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -7763,6 +7911,8 @@ export interface operations {
     createCoreGardenerCloudV1beta1NamespacedShootState: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description How unknown fields in the body are handled: Strict (the default: the request fails naming the field), Warn or Ignore (the fields are dropped). */
                 fieldValidation?: string;
             };
@@ -7786,7 +7936,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -7819,7 +7969,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -7831,6 +7981,8 @@ export interface operations {
     replaceCoreGardenerCloudV1beta1NamespacedShootState: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description How unknown fields in the body are handled: Strict (the default: the request fails naming the field), Warn or Ignore (the fields are dropped). */
                 fieldValidation?: string;
             };
@@ -7856,7 +8008,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -7868,10 +8020,14 @@ export interface operations {
     deleteCoreGardenerCloudV1beta1NamespacedShootState: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description Delete only if the object's resourceVersion is this one (409 Conflict otherwise). */
                 "preconditions.resourceVersion"?: string;
                 /** @description Delete only if the object's uid is this one (409 Conflict otherwise). */
                 "preconditions.uid"?: string;
+                /** @description Background (the default) or Foreground, both served as Background: the garbage collector deletes the dependents after the owner. Orphan is refused (400). */
+                propagationPolicy?: string;
             };
             header?: never;
             path: {
@@ -7891,7 +8047,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -7903,6 +8059,8 @@ export interface operations {
     patchCoreGardenerCloudV1beta1NamespacedShootState: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description How unknown fields in the body are handled: Strict (the default: the request fails naming the field), Warn or Ignore (the fields are dropped). */
                 fieldValidation?: string;
             };
@@ -7930,7 +8088,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -7972,7 +8130,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -7984,6 +8142,8 @@ export interface operations {
     createCoreGardenerCloudV1beta1Project: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description How unknown fields in the body are handled: Strict (the default: the request fails naming the field), Warn or Ignore (the fields are dropped). */
                 fieldValidation?: string;
             };
@@ -8004,7 +8164,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -8035,7 +8195,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -8047,6 +8207,8 @@ export interface operations {
     replaceCoreGardenerCloudV1beta1Project: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description How unknown fields in the body are handled: Strict (the default: the request fails naming the field), Warn or Ignore (the fields are dropped). */
                 fieldValidation?: string;
             };
@@ -8070,7 +8232,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -8082,10 +8244,14 @@ export interface operations {
     deleteCoreGardenerCloudV1beta1Project: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description Delete only if the object's resourceVersion is this one (409 Conflict otherwise). */
                 "preconditions.resourceVersion"?: string;
                 /** @description Delete only if the object's uid is this one (409 Conflict otherwise). */
                 "preconditions.uid"?: string;
+                /** @description Background (the default) or Foreground, both served as Background: the garbage collector deletes the dependents after the owner. Orphan is refused (400). */
+                propagationPolicy?: string;
             };
             header?: never;
             path: {
@@ -8103,7 +8269,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -8115,6 +8281,8 @@ export interface operations {
     patchCoreGardenerCloudV1beta1Project: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description How unknown fields in the body are handled: Strict (the default: the request fails naming the field), Warn or Ignore (the fields are dropped). */
                 fieldValidation?: string;
             };
@@ -8140,7 +8308,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -8152,6 +8320,8 @@ export interface operations {
     replaceCoreGardenerCloudV1beta1ProjectStatus: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description How unknown fields in the body are handled: Strict (the default: the request fails naming the field), Warn or Ignore (the fields are dropped). */
                 fieldValidation?: string;
             };
@@ -8175,7 +8345,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -8187,6 +8357,8 @@ export interface operations {
     patchCoreGardenerCloudV1beta1ProjectStatus: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description How unknown fields in the body are handled: Strict (the default: the request fails naming the field), Warn or Ignore (the fields are dropped). */
                 fieldValidation?: string;
             };
@@ -8212,7 +8384,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -8254,7 +8426,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -8296,7 +8468,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -8338,7 +8510,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -8350,6 +8522,8 @@ export interface operations {
     createCoreGardenerCloudV1beta1Seed: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description How unknown fields in the body are handled: Strict (the default: the request fails naming the field), Warn or Ignore (the fields are dropped). */
                 fieldValidation?: string;
             };
@@ -8370,7 +8544,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -8401,7 +8575,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -8413,6 +8587,8 @@ export interface operations {
     replaceCoreGardenerCloudV1beta1Seed: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description How unknown fields in the body are handled: Strict (the default: the request fails naming the field), Warn or Ignore (the fields are dropped). */
                 fieldValidation?: string;
             };
@@ -8436,7 +8612,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -8448,10 +8624,14 @@ export interface operations {
     deleteCoreGardenerCloudV1beta1Seed: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description Delete only if the object's resourceVersion is this one (409 Conflict otherwise). */
                 "preconditions.resourceVersion"?: string;
                 /** @description Delete only if the object's uid is this one (409 Conflict otherwise). */
                 "preconditions.uid"?: string;
+                /** @description Background (the default) or Foreground, both served as Background: the garbage collector deletes the dependents after the owner. Orphan is refused (400). */
+                propagationPolicy?: string;
             };
             header?: never;
             path: {
@@ -8469,7 +8649,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -8481,6 +8661,8 @@ export interface operations {
     patchCoreGardenerCloudV1beta1Seed: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description How unknown fields in the body are handled: Strict (the default: the request fails naming the field), Warn or Ignore (the fields are dropped). */
                 fieldValidation?: string;
             };
@@ -8506,7 +8688,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -8518,6 +8700,8 @@ export interface operations {
     replaceCoreGardenerCloudV1beta1SeedStatus: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description How unknown fields in the body are handled: Strict (the default: the request fails naming the field), Warn or Ignore (the fields are dropped). */
                 fieldValidation?: string;
             };
@@ -8541,7 +8725,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -8553,6 +8737,8 @@ export interface operations {
     patchCoreGardenerCloudV1beta1SeedStatus: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description How unknown fields in the body are handled: Strict (the default: the request fails naming the field), Warn or Ignore (the fields are dropped). */
                 fieldValidation?: string;
             };
@@ -8578,7 +8764,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -8620,7 +8806,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -8662,7 +8848,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -8698,7 +8884,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -8734,7 +8920,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -8770,7 +8956,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -8806,7 +8992,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -8842,7 +9028,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -8878,7 +9064,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -8914,7 +9100,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -8950,7 +9136,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -8986,7 +9172,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -9025,7 +9211,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -9064,7 +9250,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -9103,7 +9289,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -9142,7 +9328,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -9181,7 +9367,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -9220,7 +9406,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -9259,7 +9445,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -9295,7 +9481,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -9331,7 +9517,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -9367,7 +9553,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -9403,7 +9589,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -9439,7 +9625,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -9475,7 +9661,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;

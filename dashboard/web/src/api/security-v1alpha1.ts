@@ -505,7 +505,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -550,7 +550,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -562,6 +562,8 @@ export interface operations {
     createSecurityGardenerCloudV1alpha1NamespacedCredentialsBinding: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description How unknown fields in the body are handled: Strict (the default: the request fails naming the field), Warn or Ignore (the fields are dropped). */
                 fieldValidation?: string;
             };
@@ -585,7 +587,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -618,7 +620,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -630,6 +632,8 @@ export interface operations {
     replaceSecurityGardenerCloudV1alpha1NamespacedCredentialsBinding: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description How unknown fields in the body are handled: Strict (the default: the request fails naming the field), Warn or Ignore (the fields are dropped). */
                 fieldValidation?: string;
             };
@@ -655,7 +659,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -667,10 +671,14 @@ export interface operations {
     deleteSecurityGardenerCloudV1alpha1NamespacedCredentialsBinding: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description Delete only if the object's resourceVersion is this one (409 Conflict otherwise). */
                 "preconditions.resourceVersion"?: string;
                 /** @description Delete only if the object's uid is this one (409 Conflict otherwise). */
                 "preconditions.uid"?: string;
+                /** @description Background (the default) or Foreground, both served as Background: the garbage collector deletes the dependents after the owner. Orphan is refused (400). */
+                propagationPolicy?: string;
             };
             header?: never;
             path: {
@@ -690,7 +698,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -702,6 +710,8 @@ export interface operations {
     patchSecurityGardenerCloudV1alpha1NamespacedCredentialsBinding: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description How unknown fields in the body are handled: Strict (the default: the request fails naming the field), Warn or Ignore (the fields are dropped). */
                 fieldValidation?: string;
             };
@@ -729,7 +739,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -774,7 +784,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -786,6 +796,8 @@ export interface operations {
     createSecurityGardenerCloudV1alpha1NamespacedWorkloadIdentity: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description How unknown fields in the body are handled: Strict (the default: the request fails naming the field), Warn or Ignore (the fields are dropped). */
                 fieldValidation?: string;
             };
@@ -809,7 +821,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -842,7 +854,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -854,6 +866,8 @@ export interface operations {
     replaceSecurityGardenerCloudV1alpha1NamespacedWorkloadIdentity: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description How unknown fields in the body are handled: Strict (the default: the request fails naming the field), Warn or Ignore (the fields are dropped). */
                 fieldValidation?: string;
             };
@@ -879,7 +893,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -891,10 +905,14 @@ export interface operations {
     deleteSecurityGardenerCloudV1alpha1NamespacedWorkloadIdentity: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description Delete only if the object's resourceVersion is this one (409 Conflict otherwise). */
                 "preconditions.resourceVersion"?: string;
                 /** @description Delete only if the object's uid is this one (409 Conflict otherwise). */
                 "preconditions.uid"?: string;
+                /** @description Background (the default) or Foreground, both served as Background: the garbage collector deletes the dependents after the owner. Orphan is refused (400). */
+                propagationPolicy?: string;
             };
             header?: never;
             path: {
@@ -914,7 +932,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -926,6 +944,8 @@ export interface operations {
     patchSecurityGardenerCloudV1alpha1NamespacedWorkloadIdentity: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description How unknown fields in the body are handled: Strict (the default: the request fails naming the field), Warn or Ignore (the fields are dropped). */
                 fieldValidation?: string;
             };
@@ -953,7 +973,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -965,6 +985,8 @@ export interface operations {
     replaceSecurityGardenerCloudV1alpha1NamespacedWorkloadIdentityStatus: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description How unknown fields in the body are handled: Strict (the default: the request fails naming the field), Warn or Ignore (the fields are dropped). */
                 fieldValidation?: string;
             };
@@ -990,7 +1012,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -1002,6 +1024,8 @@ export interface operations {
     patchSecurityGardenerCloudV1alpha1NamespacedWorkloadIdentityStatus: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description How unknown fields in the body are handled: Strict (the default: the request fails naming the field), Warn or Ignore (the fields are dropped). */
                 fieldValidation?: string;
             };
@@ -1029,7 +1053,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -1065,7 +1089,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -1104,7 +1128,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -1143,7 +1167,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -1179,7 +1203,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -1221,7 +1245,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;

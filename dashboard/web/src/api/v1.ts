@@ -934,7 +934,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -976,7 +976,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -1018,7 +1018,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -1030,6 +1030,8 @@ export interface operations {
     createCoreV1Namespace: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description How unknown fields in the body are handled: Strict (the default: the request fails naming the field), Warn or Ignore (the fields are dropped). */
                 fieldValidation?: string;
             };
@@ -1050,7 +1052,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -1081,7 +1083,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -1093,6 +1095,8 @@ export interface operations {
     replaceCoreV1Namespace: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description How unknown fields in the body are handled: Strict (the default: the request fails naming the field), Warn or Ignore (the fields are dropped). */
                 fieldValidation?: string;
             };
@@ -1116,7 +1120,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -1128,10 +1132,14 @@ export interface operations {
     deleteCoreV1Namespace: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description Delete only if the object's resourceVersion is this one (409 Conflict otherwise). */
                 "preconditions.resourceVersion"?: string;
                 /** @description Delete only if the object's uid is this one (409 Conflict otherwise). */
                 "preconditions.uid"?: string;
+                /** @description Background (the default) or Foreground, both served as Background: the garbage collector deletes the dependents after the owner. Orphan is refused (400). */
+                propagationPolicy?: string;
             };
             header?: never;
             path: {
@@ -1149,7 +1157,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -1161,6 +1169,8 @@ export interface operations {
     patchCoreV1Namespace: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description How unknown fields in the body are handled: Strict (the default: the request fails naming the field), Warn or Ignore (the fields are dropped). */
                 fieldValidation?: string;
             };
@@ -1186,7 +1196,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -1198,6 +1208,8 @@ export interface operations {
     replaceCoreV1NamespaceStatus: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description How unknown fields in the body are handled: Strict (the default: the request fails naming the field), Warn or Ignore (the fields are dropped). */
                 fieldValidation?: string;
             };
@@ -1221,7 +1233,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -1233,6 +1245,8 @@ export interface operations {
     patchCoreV1NamespaceStatus: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description How unknown fields in the body are handled: Strict (the default: the request fails naming the field), Warn or Ignore (the fields are dropped). */
                 fieldValidation?: string;
             };
@@ -1258,7 +1272,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -1303,7 +1317,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -1315,6 +1329,8 @@ export interface operations {
     createCoreV1NamespacedConfigMap: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description How unknown fields in the body are handled: Strict (the default: the request fails naming the field), Warn or Ignore (the fields are dropped). */
                 fieldValidation?: string;
             };
@@ -1338,7 +1354,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -1371,7 +1387,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -1383,6 +1399,8 @@ export interface operations {
     replaceCoreV1NamespacedConfigMap: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description How unknown fields in the body are handled: Strict (the default: the request fails naming the field), Warn or Ignore (the fields are dropped). */
                 fieldValidation?: string;
             };
@@ -1408,7 +1426,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -1420,10 +1438,14 @@ export interface operations {
     deleteCoreV1NamespacedConfigMap: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description Delete only if the object's resourceVersion is this one (409 Conflict otherwise). */
                 "preconditions.resourceVersion"?: string;
                 /** @description Delete only if the object's uid is this one (409 Conflict otherwise). */
                 "preconditions.uid"?: string;
+                /** @description Background (the default) or Foreground, both served as Background: the garbage collector deletes the dependents after the owner. Orphan is refused (400). */
+                propagationPolicy?: string;
             };
             header?: never;
             path: {
@@ -1443,7 +1465,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -1455,6 +1477,8 @@ export interface operations {
     patchCoreV1NamespacedConfigMap: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description How unknown fields in the body are handled: Strict (the default: the request fails naming the field), Warn or Ignore (the fields are dropped). */
                 fieldValidation?: string;
             };
@@ -1482,7 +1506,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -1527,7 +1551,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -1539,6 +1563,8 @@ export interface operations {
     createCoreV1NamespacedEvent: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description How unknown fields in the body are handled: Strict (the default: the request fails naming the field), Warn or Ignore (the fields are dropped). */
                 fieldValidation?: string;
             };
@@ -1562,7 +1588,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -1595,7 +1621,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -1607,6 +1633,8 @@ export interface operations {
     replaceCoreV1NamespacedEvent: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description How unknown fields in the body are handled: Strict (the default: the request fails naming the field), Warn or Ignore (the fields are dropped). */
                 fieldValidation?: string;
             };
@@ -1632,7 +1660,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -1644,10 +1672,14 @@ export interface operations {
     deleteCoreV1NamespacedEvent: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description Delete only if the object's resourceVersion is this one (409 Conflict otherwise). */
                 "preconditions.resourceVersion"?: string;
                 /** @description Delete only if the object's uid is this one (409 Conflict otherwise). */
                 "preconditions.uid"?: string;
+                /** @description Background (the default) or Foreground, both served as Background: the garbage collector deletes the dependents after the owner. Orphan is refused (400). */
+                propagationPolicy?: string;
             };
             header?: never;
             path: {
@@ -1667,7 +1699,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -1679,6 +1711,8 @@ export interface operations {
     patchCoreV1NamespacedEvent: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description How unknown fields in the body are handled: Strict (the default: the request fails naming the field), Warn or Ignore (the fields are dropped). */
                 fieldValidation?: string;
             };
@@ -1706,7 +1740,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -1751,7 +1785,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -1763,6 +1797,8 @@ export interface operations {
     createCoreV1NamespacedSecret: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description How unknown fields in the body are handled: Strict (the default: the request fails naming the field), Warn or Ignore (the fields are dropped). */
                 fieldValidation?: string;
             };
@@ -1786,7 +1822,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -1819,7 +1855,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -1831,6 +1867,8 @@ export interface operations {
     replaceCoreV1NamespacedSecret: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description How unknown fields in the body are handled: Strict (the default: the request fails naming the field), Warn or Ignore (the fields are dropped). */
                 fieldValidation?: string;
             };
@@ -1856,7 +1894,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -1868,10 +1906,14 @@ export interface operations {
     deleteCoreV1NamespacedSecret: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description Delete only if the object's resourceVersion is this one (409 Conflict otherwise). */
                 "preconditions.resourceVersion"?: string;
                 /** @description Delete only if the object's uid is this one (409 Conflict otherwise). */
                 "preconditions.uid"?: string;
+                /** @description Background (the default) or Foreground, both served as Background: the garbage collector deletes the dependents after the owner. Orphan is refused (400). */
+                propagationPolicy?: string;
             };
             header?: never;
             path: {
@@ -1891,7 +1933,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -1903,6 +1945,8 @@ export interface operations {
     patchCoreV1NamespacedSecret: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description How unknown fields in the body are handled: Strict (the default: the request fails naming the field), Warn or Ignore (the fields are dropped). */
                 fieldValidation?: string;
             };
@@ -1930,7 +1974,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -1975,7 +2019,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -1987,6 +2031,8 @@ export interface operations {
     createCoreV1NamespacedServiceAccount: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description How unknown fields in the body are handled: Strict (the default: the request fails naming the field), Warn or Ignore (the fields are dropped). */
                 fieldValidation?: string;
             };
@@ -2010,7 +2056,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -2043,7 +2089,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -2055,6 +2101,8 @@ export interface operations {
     replaceCoreV1NamespacedServiceAccount: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description How unknown fields in the body are handled: Strict (the default: the request fails naming the field), Warn or Ignore (the fields are dropped). */
                 fieldValidation?: string;
             };
@@ -2080,7 +2128,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -2092,10 +2140,14 @@ export interface operations {
     deleteCoreV1NamespacedServiceAccount: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description Delete only if the object's resourceVersion is this one (409 Conflict otherwise). */
                 "preconditions.resourceVersion"?: string;
                 /** @description Delete only if the object's uid is this one (409 Conflict otherwise). */
                 "preconditions.uid"?: string;
+                /** @description Background (the default) or Foreground, both served as Background: the garbage collector deletes the dependents after the owner. Orphan is refused (400). */
+                propagationPolicy?: string;
             };
             header?: never;
             path: {
@@ -2115,7 +2167,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -2127,6 +2179,8 @@ export interface operations {
     patchCoreV1NamespacedServiceAccount: {
         parameters: {
             query?: {
+                /** @description All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422). */
+                dryRun?: string;
                 /** @description How unknown fields in the body are handled: Strict (the default: the request fails naming the field), Warn or Ignore (the fields are dropped). */
                 fieldValidation?: string;
             };
@@ -2154,7 +2208,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -2196,7 +2250,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -2238,7 +2292,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -2274,7 +2328,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -2310,7 +2364,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -2346,7 +2400,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -2385,7 +2439,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -2424,7 +2478,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -2463,7 +2517,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -2502,7 +2556,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -2538,7 +2592,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -2574,7 +2628,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 409 AlreadyExists or Conflict, 410 Expired, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
+            /** @description The error as a Kubernetes Status: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 406 NotAcceptable, 409 AlreadyExists or Conflict, 410 Expired, 415 UnsupportedMediaType, 422 Invalid (with the fields at fault in details.causes), 429, 500, 503. */
             default: {
                 headers: {
                     [name: string]: unknown;

@@ -1391,8 +1391,12 @@ type WatchRequest struct {
 	AllowWatchBookmarks bool `protobuf:"varint,5,opt,name=allow_watch_bookmarks,json=allowWatchBookmarks,proto3" json:"allow_watch_bookmarks,omitempty"`
 	// TimeoutSeconds ends the watch after this many seconds; 0 means no limit.
 	TimeoutSeconds int64 `protobuf:"varint,6,opt,name=timeout_seconds,json=timeoutSeconds,proto3" json:"timeout_seconds,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// SendInitialEvents is Kubernetes' watch-list: the watch starts with ADDED events for the current state (at least
+	// as new as resource_version, when set) followed by a BOOKMARK annotated k8s.io/initial-events-end=true, then
+	// sends the changes; it needs allow_watch_bookmarks.
+	SendInitialEvents bool `protobuf:"varint,7,opt,name=send_initial_events,json=sendInitialEvents,proto3" json:"send_initial_events,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *WatchRequest) Reset() {
@@ -1465,6 +1469,13 @@ func (x *WatchRequest) GetTimeoutSeconds() int64 {
 		return x.TimeoutSeconds
 	}
 	return 0
+}
+
+func (x *WatchRequest) GetSendInitialEvents() bool {
+	if x != nil {
+		return x.SendInitialEvents
+	}
+	return false
 }
 
 // PatchRequest changes one object with a patch document.
@@ -2005,14 +2016,15 @@ const file_trellis_meta_v1_meta_proto_rawDesc = "" +
 	"\x0efield_selector\x18\x03 \x01(\tR\rfieldSelector\x12\x14\n" +
 	"\x05limit\x18\x04 \x01(\x03R\x05limit\x12\x1a\n" +
 	"\bcontinue\x18\x05 \x01(\tR\bcontinue\x12)\n" +
-	"\x10resource_version\x18\x06 \x01(\tR\x0fresourceVersion\"\x82\x02\n" +
+	"\x10resource_version\x18\x06 \x01(\tR\x0fresourceVersion\"\xb2\x02\n" +
 	"\fWatchRequest\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12%\n" +
 	"\x0elabel_selector\x18\x02 \x01(\tR\rlabelSelector\x12%\n" +
 	"\x0efield_selector\x18\x03 \x01(\tR\rfieldSelector\x12)\n" +
 	"\x10resource_version\x18\x04 \x01(\tR\x0fresourceVersion\x122\n" +
 	"\x15allow_watch_bookmarks\x18\x05 \x01(\bR\x13allowWatchBookmarks\x12'\n" +
-	"\x0ftimeout_seconds\x18\x06 \x01(\x03R\x0etimeoutSeconds\"\xb6\x01\n" +
+	"\x0ftimeout_seconds\x18\x06 \x01(\x03R\x0etimeoutSeconds\x12.\n" +
+	"\x13send_initial_events\x18\a \x01(\bR\x11sendInitialEvents\"\xb6\x01\n" +
 	"\fPatchRequest\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x123\n" +

@@ -1,0 +1,68 @@
+package api
+
+import (
+	"context"
+
+	"google.golang.org/grpc/metadata"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	kmetav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kvalidation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/trellis-dev/trellis/gateway"
+	"github.com/trellis-dev/trellis/hub/store"
+	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
+)
+
+// The options kinds kube-apiserver names when a write's options are invalid.
+const (
+	optionsCreate = "CreateOptions"
+	optionsUpdate = "UpdateOptions"
+	optionsPatch  = "PatchOptions"
+	optionsDelete = "DeleteOptions"
+)
+
+// writer is a collection's writes, made for real (*store.Collection) or as dry runs (store.DryRun).
+type writer interface {
+	Create(ctx context.Context, obj store.Object) (store.Object, error)
+	GuaranteedUpdate(ctx context.Context, namespace, name string, status bool, mutate func(cur store.Object) (store.Object, error)) (store.Object, error)
+	Delete(ctx context.Context, namespace, name string, pre *metav1.Preconditions) (store.Object, bool, error)
+}
+
+// writer returns the writes a request makes: dry runs when its metadata carries gateway.MetadataDryRun (the REST
+// gateway's ?dryRun=). The values are validated as kube-apiserver validates the dryRun of a write's options
+// (options names them: CreateOptions, ...): only "All" is valid, and anything else is 422 Invalid, worded as
+// kube-apiserver words it.
+func (s *Server[T, L, E, PE]) writer(ctx context.Context, options string) (writer, error) {
+	dry, err := dryRun(ctx, options)
+	if err != nil {
+		return nil, err
+	}
+	if dry {
+		return s.coll.DryRun(), nil
+	}
+	return s.coll, nil
+}
+
+// dryRun reports whether the request asks for a dry run, or why its dryRun option is invalid.
+func dryRun(ctx context.Context, options string) (bool, error) {
+	md, _ := metadata.FromIncomingContext(ctx)
+	values := md.Get(gateway.MetadataDryRun)
+	if errs := kvalidation.ValidateDryRun(field.NewPath("dryRun"), values); len(errs) > 0 {
+		return false, apierrors.NewInvalid(schema.GroupKind{Group: kmetav1.GroupName, Kind: options}, "", errs)
+	}
+	return len(values) > 0, nil
+}
+
+// dropUnknown reports whether a patch's fieldValidation (gateway.MetadataFieldValidation) is Ignore or Warn: the
+// patched object's unknown fields are then dropped instead of refused.
+func dropUnknown(ctx context.Context) bool {
+	md, _ := metadata.FromIncomingContext(ctx)
+	for _, v := range md.Get(gateway.MetadataFieldValidation) {
+		if v == "Ignore" || v == "Warn" {
+			return true
+		}
+	}
+	return false
+}
