@@ -19,7 +19,6 @@ import (
 	"github.com/trellis-dev/trellis/hub/admission"
 	"github.com/trellis-dev/trellis/hub/api"
 	"github.com/trellis-dev/trellis/hub/store"
-	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
 	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
 	"github.com/trellis-dev/trellis/proto/kjson"
 )
@@ -146,23 +145,10 @@ func examples(t *testing.T) []example {
 			if err := kjson.Unmarshal(j, msg); err != nil {
 				t.Fatalf("%s %s: %v", filepath.Base(f), kind, err)
 			}
-			fixExample(msg)
 			out = append(out, example{name: filepath.Base(f) + "/" + kind, gr: k.GroupResource(), obj: msg})
 		}
 	}
 	return out
-}
-
-// fixExample corrects what Gardener's own admission refuses in its examples: the example shoot's worker volume type
-// gp2 is not among the example cloud profile's volume types (gp3, io1), which Gardener's ShootValidator checks.
-func fixExample(obj store.Object) {
-	if s, ok := obj.(*corev1beta1.Shoot); ok {
-		for _, w := range s.GetSpec().GetProvider().GetWorkers() {
-			if w.GetVolume().GetType() == "gp2" {
-				w.Volume.Type = ptr("gp3")
-			}
-		}
-	}
 }
 
 // examplesOf returns the examples of the message type of zero.
