@@ -44,7 +44,7 @@ const (
 var failureToleranceTypes = []string{"node", "zone"}
 
 // defaultShootMaintenanceAndHibernation fills in Gardener's defaults (SetDefaults_Maintenance, SetDefaults_Shoot):
-// a one-hour maintenance window beginning between 22:00 and 05:00 UTC, automatic Kubernetes and machine image
+// a one-hour maintenance window beginning at a full hour between 00:00 and 22:00 UTC, automatic Kubernetes and machine image
 // updates, and UTC as the location of hibernation schedules. Gardener picks the window at random; it is derived from
 // the shoot's namespace and name here, so that defaulting the same shoot twice gives the same window.
 func defaultShootMaintenanceAndHibernation(s *corev1beta1.Shoot) {
@@ -56,10 +56,10 @@ func defaultShootMaintenanceAndHibernation(s *corev1beta1.Shoot) {
 	if m.TimeWindow == nil {
 		h := fnv.New32a()
 		h.Write([]byte(s.GetMetadata().GetNamespace() + "/" + s.GetMetadata().GetName()))
-		begin := (22 + int(h.Sum32()%8)) % 24 // 22, 23, 0 … 5
+		begin := int(h.Sum32() % 23) // 0 … 22, Gardener's rand.IntnRange(0, 23)
 		m.TimeWindow = &corev1beta1.MaintenanceTimeWindow{
 			Begin: fmt.Sprintf("%02d0000+0000", begin),
-			End:   fmt.Sprintf("%02d0000+0000", (begin+1)%24),
+			End:   fmt.Sprintf("%02d0000+0000", begin+1),
 		}
 	}
 	if m.AutoUpdate == nil {

@@ -210,8 +210,8 @@ func TestShootMaintenanceTimeWindow(t *testing.T) {
 		if err1 != nil || err2 != nil {
 			t.Fatalf("window %v: %v %v", m.GetTimeWindow(), err1, err2)
 		}
-		if h := b.UTC().Hour(); h < 22 && h > 5 {
-			t.Errorf("window begins at %d:00 UTC, want between 22:00 and 05:00", h)
+		if h := b.UTC().Hour(); h > 22 || b.UTC().Minute() != 0 {
+			t.Errorf("window begins at %s UTC, want a full hour between 00:00 and 22:00", b.UTC().Format("15:04"))
 		}
 		if d := (e.Sub(b) + 24*time.Hour) % (24 * time.Hour); d != time.Hour {
 			t.Errorf("window lasts %s, want 1h", d)
@@ -442,4 +442,33 @@ func TestShootManagedSeedDeletionProtection(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzShootWindowsAndSchedules feeds arbitrary maintenance windows, cron specs, locations and CIDRs, which come from
+// users, through the shoot's admission: it never panics, every error names a field, and an admitted window parses.
+func FuzzShootWindowsAndSchedules(f *testing.F) {
+	f.Add("220000+0100", "230000+0100", "00 20 * * 1-5", "Europe/Berlin", "10.250.0.0/16")
+	f.Add("2200", "-1", "@every 1h", "Local", "::/0")
+	f.Add("235959+1400", "000000-1200", "* * * * * *", "../../etc/passwd", "300.1.1.1/8")
+	r, base := shootGarden(f)
+	f.Fuzz(func(t *testing.T, begin, end, cronSpec, location, nodes string) {
+		s := with(base, func(s *corev1beta1.Shoot) {
+			s.Spec.Maintenance = &corev1beta1.Maintenance{TimeWindow: &corev1beta1.MaintenanceTimeWindow{Begin: begin, End: end}}
+			s.Spec.Hibernation = &corev1beta1.Hibernation{Schedules: []*corev1beta1.HibernationSchedule{{Start: ptr(cronSpec), Location: ptr(location)}}}
+			s.Spec.Networking.Nodes = ptr(nodes)
+		})
+		errs := admitShoot(t, r, "", s, nil)
+		windowRefused := false
+		for _, e := range errs {
+			if e.Field == "" {
+				t.Fatalf("error without a field: %v", e)
+			}
+			windowRefused = windowRefused || strings.HasPrefix(e.Field, "spec.maintenance.timeWindow")
+		}
+		if !windowRefused {
+			if _, err := time.Parse("150405-0700", begin); err != nil {
+				t.Fatalf("window begin %q admitted but does not parse: %v", begin, err)
+			}
+		}
+	})
 }
