@@ -472,3 +472,17 @@ func FuzzShootWindowsAndSchedules(f *testing.F) {
 		}
 	})
 }
+
+// TestShootRulesOnMetadataWrites: a shoot stored before a spec rule existed (here a window of 8 hours) still takes
+// metadata writes such as an agent's finalizer; a change of its spec is held to the rule.
+func TestShootRulesOnMetadataWrites(t *testing.T) {
+	r, base := shootGarden(t)
+	stored := with(base, func(s *corev1beta1.Shoot) {
+		s.Spec.Maintenance = &corev1beta1.Maintenance{TimeWindow: &corev1beta1.MaintenanceTimeWindow{Begin: "200000+0000", End: "040000+0000"}}
+	})
+	runRuleCases(t, r, []ruleCase{
+		{name: "finalizer added", obj: with(stored, func(s *corev1beta1.Shoot) { s.Metadata.Finalizers = []string{"gardener"} }), old: stored},
+		{name: "spec changed", obj: with(stored, func(s *corev1beta1.Shoot) { s.Spec.Hibernation = &corev1beta1.Hibernation{} }), old: stored,
+			want: map[string]string{"spec.maintenance.timeWindow": "time window must not be greater than 6h0m0s"}},
+	})
+}
