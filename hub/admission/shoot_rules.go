@@ -90,8 +90,41 @@ func validateShootSpecRules(s *corev1beta1.Shoot) field.ErrorList {
 	errs = append(errs, validateHibernationSchedules(spec.Child("hibernation", "schedules"), s.GetSpec().GetHibernation().GetSchedules())...)
 	errs = append(errs, validateMaintenanceTimeWindow(spec.Child("maintenance", "timeWindow"), s.GetSpec().GetMaintenance().GetTimeWindow())...)
 	errs = append(errs, tolerations(spec.Child("tolerations"), s.GetSpec().GetTolerations())...)
+	errs = append(errs, validateKubelet(spec.Child("kubernetes", "kubelet"), s.GetSpec().GetKubernetes().GetKubelet())...)
+	for i, w := range s.GetSpec().GetProvider().GetWorkers() {
+		errs = append(errs, validateKubelet(spec.Child("provider", "workers").Index(i).Child("kubernetes", "kubelet"), w.GetKubernetes().GetKubelet())...)
+	}
 	if ft := s.GetSpec().GetControlPlane().GetHighAvailability().GetFailureTolerance(); ft != nil && !slices.Contains(failureToleranceTypes, ft.GetType()) {
 		errs = append(errs, field.NotSupported(spec.Child("controlPlane", "highAvailability", "failureTolerance", "type"), ft.GetType(), failureToleranceTypes))
+	}
+	return errs
+}
+
+// podPIDsLimitMinimum is Gardener's PodPIDsLimitMinimum.
+const podPIDsLimitMinimum = 100
+
+// validateKubelet follows Gardener's ValidateKubeletConfig for the shoot's and the worker pools' kubelet: counts are
+// not negative, the pod PID limit at least 100, durations parse, image GC thresholds are percentages with low < high.
+func validateKubelet(p *field.Path, k *corev1beta1.KubeletConfig) field.ErrorList {
+	if k == nil {
+		return nil
+	}
+	errs := nonNegative(p.Child("maxPods"), k.MaxPods)
+	if k.PodPidsLimit != nil && k.GetPodPidsLimit() < podPIDsLimitMinimum {
+		errs = append(errs, field.Invalid(p.Child("podPIDsLimit"), k.GetPodPidsLimit(), fmt.Sprintf("podPIDsLimit value must be at least %d", podPIDsLimitMinimum)))
+	}
+	errs = append(errs, nonNegative(p.Child("evictionMaxPodGracePeriod"), k.EvictionMaxPodGracePeriod)...)
+	errs = append(errs, duration(p.Child("evictionPressureTransitionPeriod"), k.EvictionPressureTransitionPeriod)...)
+	for _, c := range []struct {
+		name string
+		v    *int32
+	}{{"imageGCHighThresholdPercent", k.ImageGcHighThresholdPercent}, {"imageGCLowThresholdPercent", k.ImageGcLowThresholdPercent}} {
+		if c.v != nil && (*c.v < 0 || *c.v > 100) {
+			errs = append(errs, field.Invalid(p.Child(c.name), *c.v, "must be in the range [0, 100]"))
+		}
+	}
+	if k.ImageGcHighThresholdPercent != nil && k.ImageGcLowThresholdPercent != nil && k.GetImageGcLowThresholdPercent() >= k.GetImageGcHighThresholdPercent() {
+		errs = append(errs, field.Invalid(p.Child("imageGCLowThresholdPercent"), k.GetImageGcLowThresholdPercent(), "imageGCLowThresholdPercent must be less than imageGCHighThresholdPercent"))
 	}
 	return errs
 }

@@ -486,3 +486,35 @@ func TestShootRulesOnMetadataWrites(t *testing.T) {
 			want: map[string]string{"spec.maintenance.timeWindow": "time window must not be greater than 6h0m0s"}},
 	})
 }
+
+func TestShootKubelet(t *testing.T) {
+	r, base := shootGarden(t)
+	kubelet := func(f func(k *corev1beta1.KubeletConfig)) *corev1beta1.Shoot {
+		return with(base, func(s *corev1beta1.Shoot) {
+			k := &corev1beta1.KubeletConfig{}
+			f(k)
+			s.Spec.Kubernetes = &corev1beta1.Kubernetes{Kubelet: k}
+		})
+	}
+	const p = "spec.kubernetes.kubelet"
+	runRuleCases(t, r, []ruleCase{
+		{name: "valid", obj: kubelet(func(k *corev1beta1.KubeletConfig) {
+			k.MaxPods, k.PodPidsLimit, k.ImageGcHighThresholdPercent, k.ImageGcLowThresholdPercent = ptr(int32(110)), ptr(int64(100)), ptr(int32(80)), ptr(int32(70))
+			k.EvictionPressureTransitionPeriod = ptr("4m0s")
+		})},
+		{name: "negative max pods", obj: kubelet(func(k *corev1beta1.KubeletConfig) { k.MaxPods = ptr(int32(-1)) }),
+			want: map[string]string{p + ".maxPods": "must be greater than or equal to 0"}},
+		{name: "PID limit below 100", obj: kubelet(func(k *corev1beta1.KubeletConfig) { k.PodPidsLimit = ptr(int64(99)) }),
+			want: map[string]string{p + ".podPIDsLimit": "podPIDsLimit value must be at least 100"}},
+		{name: "not a duration", obj: kubelet(func(k *corev1beta1.KubeletConfig) { k.EvictionPressureTransitionPeriod = ptr("soon") }),
+			want: map[string]string{p + ".evictionPressureTransitionPeriod": "must be a duration"}},
+		{name: "threshold over 100", obj: kubelet(func(k *corev1beta1.KubeletConfig) { k.ImageGcHighThresholdPercent = ptr(int32(101)) }),
+			want: map[string]string{p + ".imageGCHighThresholdPercent": "must be in the range [0, 100]"}},
+		{name: "low not below high", obj: kubelet(func(k *corev1beta1.KubeletConfig) {
+			k.ImageGcHighThresholdPercent, k.ImageGcLowThresholdPercent = ptr(int32(70)), ptr(int32(70))
+		}), want: map[string]string{p + ".imageGCLowThresholdPercent": "imageGCLowThresholdPercent must be less than imageGCHighThresholdPercent"}},
+		{name: "worker pool", obj: with(base, func(s *corev1beta1.Shoot) {
+			s.Spec.Provider.Workers[0].Kubernetes = &corev1beta1.WorkerKubernetes{Kubelet: &corev1beta1.KubeletConfig{PodPidsLimit: ptr(int64(10))}}
+		}), want: map[string]string{"spec.provider.workers[0].kubernetes.kubelet.podPIDsLimit": "at least 100"}},
+	})
+}
