@@ -109,7 +109,7 @@ type example struct {
 
 // examples decodes every manifest of /work/shared/gardener/examples (../shared beside the repository) whose kind the
 // Trellis protos model.
-func examples(t *testing.T) []example {
+func examples(t testing.TB) []example {
 	t.Helper()
 	dir := gardenerexamples.Dir(t)
 	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
@@ -152,7 +152,7 @@ func examples(t *testing.T) []example {
 }
 
 // examplesOf returns the examples of the message type of zero.
-func examplesOf(t *testing.T, zero store.Object) []store.Object {
+func examplesOf(t testing.TB, zero store.Object) []store.Object {
 	t.Helper()
 	var out []store.Object
 	for _, e := range examples(t) {

@@ -32,6 +32,7 @@ func defaultShoot(s *corev1beta1.Shoot) {
 	if spec.CloudProfile != nil && spec.CloudProfile.Kind == "" {
 		spec.CloudProfile.Kind = "CloudProfile"
 	}
+	defaultShootMaintenanceAndHibernation(s)
 }
 
 var seeds = schema.GroupResource{Group: "core.gardener.cloud", Resource: "seeds"}
@@ -71,9 +72,15 @@ func validateShoot(ctx context.Context, r Reader, s, old *corev1beta1.Shoot) fie
 			errs = append(errs, field.Invalid(p.Child("minimum"), w.GetMinimum(), "must not be greater than maximum"))
 		}
 	}
+	// Like the references below, the spec rules apply on create and when the spec changes: a shoot stored before a
+	// rule existed still takes the agents' metadata writes (finalizers), e.g. while it is being deleted.
+	if old == nil || !proto.Equal(s.GetSpec(), old.GetSpec()) {
+		errs = append(errs, validateShootSpecRules(s)...)
+	}
 	errs = append(errs, validateShootOperation(s, old)...)
 	if old != nil {
 		errs = append(errs, validateShootUpdate(s, old)...)
+		errs = append(errs, validateShootSpecRulesUpdate(s, old)...)
 	}
 	errs = append(errs, validateSeedName(ctx, r, s, old)...)
 	if len(errs) > 0 {
@@ -82,7 +89,7 @@ func validateShoot(ctx context.Context, r Reader, s, old *corev1beta1.Shoot) fie
 	if old != nil && proto.Equal(s.GetSpec(), old.GetSpec()) {
 		return nil
 	}
-	return append(errs, admitShoot(ctx, r, s)...)
+	return append(errs, admitShoot(ctx, r, s, old)...)
 }
 
 func validateShootUpdate(s, old *corev1beta1.Shoot) field.ErrorList {
@@ -205,13 +212,21 @@ func withSeedName(spec *corev1beta1.ShootSpec, name string) *corev1beta1.ShootSp
 	return c
 }
 
-// admitShoot checks the Shoot's references against the objects they name.
-func admitShoot(ctx context.Context, r Reader, s *corev1beta1.Shoot) field.ErrorList {
+// admitShoot checks the Shoot's references against the objects they name (old is nil on create).
+func admitShoot(ctx context.Context, r Reader, s, old *corev1beta1.Shoot) field.ErrorList {
 	var errs field.ErrorList
 	spec := field.NewPath("spec")
 	ns := s.GetMetadata().GetNamespace()
-	if err := namespaceHasProject(ctx, r, ns); err != nil {
+	if project, err := namespaceProject(ctx, r, ns); err != nil {
 		errs = append(errs, err)
+	} else {
+		errs = append(errs, admitShootProject(s, old, project)...)
+	}
+	if seedName := s.GetSpec().GetSeedName(); seedName != "" && seedName != old.GetSpec().GetSeedName() {
+		// validateSeedName found the seed.
+		if seed, ferr := readSeed(ctx, r, spec.Child("seedName"), seedName); ferr == nil {
+			errs = append(errs, validateShootNetworksAgainstSeed(s, seed)...)
+		}
 	}
 
 	profileSpec, profilePath, perr := shootCloudProfile(ctx, r, s)
@@ -230,22 +245,19 @@ func admitShoot(ctx context.Context, r Reader, s *corev1beta1.Shoot) field.Error
 		errs = append(errs, field.NotSupported(spec.Child("region"), s.GetSpec().GetRegion(), regions))
 	}
 	defaultKubernetesVersion(s, profileSpec)
+	// An expired version is refused unless the shoot already runs it (Gardener's validator).
+	now := time.Now()
 	var versions []string
-	for _, v := range profileSpec.GetKubernetes().GetVersions() {
-		versions = append(versions, v.GetVersion())
-	}
-	if v := s.GetSpec().GetKubernetes().GetVersion(); !slices.Contains(versions, v) {
-		errs = append(errs, field.NotSupported(spec.Child("kubernetes", "version"), v, versions))
-	}
-	var machineTypes []string
-	for _, m := range profileSpec.GetMachineTypes() {
-		machineTypes = append(machineTypes, m.GetName())
-	}
-	for i, w := range s.GetSpec().GetProvider().GetWorkers() {
-		if t := w.GetMachine().GetType(); !slices.Contains(machineTypes, t) {
-			errs = append(errs, field.NotSupported(spec.Child("provider", "workers").Index(i).Child("machine", "type"), t, machineTypes))
+	v := s.GetSpec().GetKubernetes().GetVersion()
+	for _, ev := range profileSpec.GetKubernetes().GetVersions() {
+		if expired, _ := versionStage(ev.GetExpirationDate(), ev.Classification, ev.GetLifecycle(), now); !expired || ev.GetVersion() == old.GetSpec().GetKubernetes().GetVersion() {
+			versions = append(versions, ev.GetVersion())
 		}
 	}
+	if !slices.Contains(versions, v) {
+		errs = append(errs, field.NotSupported(spec.Child("kubernetes", "version"), v, versions))
+	}
+	errs = append(errs, admitShootCloudProfile(s, old, profileSpec, now)...)
 
 	if name := s.GetSpec().GetCredentialsBindingName(); name != "" {
 		if err := mustExist(ctx, r, credentialsBindings, ns, name, spec.Child("credentialsBindingName")); err != nil {
@@ -310,19 +322,19 @@ func mustExist(ctx context.Context, r Reader, gr schemaGR, ns, name string, p *f
 	return nil
 }
 
-// namespaceHasProject requires a Project whose spec.namespace is ns.
-func namespaceHasProject(ctx context.Context, r Reader, ns string) *field.Error {
+// namespaceProject returns the Project whose spec.namespace is ns, and an error when there is none.
+func namespaceProject(ctx context.Context, r Reader, ns string) (*corev1beta1.Project, *field.Error) {
 	p := field.NewPath("metadata", "namespace")
 	list, err := r.List(ctx, projects, "")
 	if err != nil {
-		return field.InternalError(p, err)
+		return nil, field.InternalError(p, err)
 	}
 	for _, o := range list {
-		if o.(*corev1beta1.Project).GetSpec().GetNamespace() == ns {
-			return nil
+		if pr := o.(*corev1beta1.Project); pr.GetSpec().GetNamespace() == ns {
+			return pr, nil
 		}
 	}
-	return field.Invalid(p, ns, "the namespace does not belong to a Project")
+	return nil, field.Invalid(p, ns, "the namespace does not belong to a Project")
 }
 
 // defaultKubernetesVersion completes an empty or partial (<major> or <major>.<minor>) version to the highest matching

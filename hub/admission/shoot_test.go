@@ -19,7 +19,7 @@ var seedsGR = schema.GroupResource{Group: "core.gardener.cloud", Resource: "seed
 
 // shootGarden is Gardener's examples (project, cloud profile, bindings, the shoot crazy-botany) and seeds: a and b
 // with backup, plain without, leaving being deleted.
-func shootGarden(t *testing.T) (exampleReader, *corev1beta1.Shoot) {
+func shootGarden(t testing.TB) (exampleReader, *corev1beta1.Shoot) {
 	t.Helper()
 	all := examples(t)
 	seed := func(name string, backup bool, deleting bool) example {

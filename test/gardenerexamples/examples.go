@@ -61,6 +61,11 @@ func Fill(v any) any {
 			x[i] = Fill(e)
 		}
 	case string:
+		// The example shoot's worker volume type is not among the example cloud profile's (gp3, io1), which Gardener's
+		// ShootValidator refuses.
+		if x == "gp2" {
+			return "gp3"
+		}
 		if m := base64Call.FindStringSubmatch(x); m != nil {
 			return base64.StdEncoding.EncodeToString([]byte(m[1]))
 		}

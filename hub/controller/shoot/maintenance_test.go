@@ -14,6 +14,7 @@ import (
 	"github.com/trellis-dev/trellis/hub/controller/controllertest"
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
 	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
+	securityv1alpha1 "github.com/trellis-dev/trellis/proto/gen/trellis/security/v1alpha1"
 )
 
 // profileSpec is a cloud profile of type local with machine type m1 and image gardenlinux (strategy patch) with the
@@ -234,12 +235,13 @@ func TestMaintenanceFailures(t *testing.T) {
 		t.Fatalf("lastMaintenance %v", lm)
 	}
 
-	// The API refuses the maintained spec (here: the pool's machine type left the profile).
+	// The API refuses the maintained spec (here: the credentials binding the shoot names was deleted; a machine type
+	// that left the profile would not do, as the API, like Gardener's, lets a pool keep its machine type).
 	profile = profileSpec([]string{"1.30.1", "1.30.5"}, []string{"1.0.0"})
-	profile.MachineTypes = []*corev1beta1.MachineType{{Name: "m2"}}
 	e.setProfile(profile)
 	e.createShoot(maintainedShoot("refused", func(s *corev1beta1.Shoot) {
 		s.Metadata.Annotations = map[string]string{AnnotationOperation: OperationMaintain}
+		s.Spec.CredentialsBindingName = ptr("deleted-binding")
 	}))
 	before := e.shoot("refused")
 	reconcile(t, r, "refused")
@@ -252,13 +254,12 @@ func TestMaintenanceFailures(t *testing.T) {
 	}
 	lm = after.GetStatus().GetLastMaintenance()
 	if lm.GetState() != "Failed" || lm.GetDescription() != "Maintenance failed" ||
-		!strings.HasPrefix(lm.GetFailureReason(), "Updates to the Shoot failed to be applied: ") || !strings.Contains(lm.GetFailureReason(), "m1") {
+		!strings.HasPrefix(lm.GetFailureReason(), "Updates to the Shoot failed to be applied: ") || !strings.Contains(lm.GetFailureReason(), "deleted-binding") {
 		t.Fatalf("lastMaintenance %v", lm)
 	}
 
 	// Fixed meanwhile: the next maintenance with nothing to update clears the failure.
-	profile.MachineTypes = []*corev1beta1.MachineType{{Name: "m1"}}
-	e.setProfile(profile)
+	controllertest.Create(e.t, e.c.credentialsBindings, &securityv1alpha1.CredentialsBinding{Metadata: &metav1.ObjectMeta{Namespace: "garden-dev", Name: "deleted-binding"}})
 	e.updateShoot("refused", false, func(s *corev1beta1.Shoot) { s.Spec.Kubernetes.Version = "1.30.5" })
 	e.clock.Step(24 * time.Hour)
 	reconcile(t, r, "refused")
