@@ -71,6 +71,7 @@ type config struct {
 	phaseLimit   time.Duration
 	timeout      time.Duration
 	keep         bool
+	auditLevel   string
 }
 
 func (c *config) validate() error {
@@ -90,6 +91,11 @@ func (c *config) validate() error {
 	if c.lists < 1 || c.lists > 1000 {
 		errs = append(errs, errors.New("-lists must be between 1 and 1000"))
 	}
+	switch c.auditLevel {
+	case "", "None", "Metadata", "Request", "RequestResponse":
+	default:
+		errs = append(errs, fmt.Errorf("-audit-level %q: must be None, Metadata, Request or RequestResponse", c.auditLevel))
+	}
 	if c.phaseLimit <= 0 || c.timeout <= 0 {
 		errs = append(errs, errors.New("-phase-limit and -timeout must be positive"))
 	}
@@ -108,6 +114,7 @@ func main() {
 	flag.DurationVar(&cfg.phaseLimit, "phase-limit", 5*time.Minute, "time limit of each phase")
 	flag.DurationVar(&cfg.timeout, "timeout", 30*time.Minute, "time limit of the whole run")
 	flag.BoolVar(&cfg.keep, "keep", false, "keep the hub's data dir and log")
+	flag.StringVar(&cfg.auditLevel, "audit-level", "", "audit every request at this level to a file beside the hub's log (None, Metadata, Request, RequestResponse; empty: no audit log)")
 	flag.Parse()
 	if err := cfg.validate(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -143,7 +150,11 @@ func run(ctx context.Context, cfg config) (failed bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	h, err := startHub(ctx, bin, dir)
+	hubArgs, err := auditArgs(dir, cfg.auditLevel)
+	if err != nil {
+		return false, err
+	}
+	h, err := startHub(ctx, bin, dir, hubArgs)
 	defer func() {
 		if h != nil {
 			h.stop()
@@ -203,14 +214,14 @@ type hubProc struct {
 
 // startHub runs the hub on a free loopback port and waits for /readyz; a port taken between choosing and binding it
 // is retried with another.
-func startHub(ctx context.Context, bin, dir string) (*hubProc, error) {
+func startHub(ctx context.Context, bin, dir string, args []string) (*hubProc, error) {
 	var lastErr error
 	for attempt := 0; attempt < 3; attempt++ {
 		port, err := freePort()
 		if err != nil {
 			return nil, err
 		}
-		h, err := startHubOn(ctx, bin, dir, port)
+		h, err := startHubOn(ctx, bin, dir, port, args)
 		if err == nil {
 			return h, nil
 		}
@@ -234,14 +245,27 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-func startHubOn(ctx context.Context, bin, dir string, port int) (*hubProc, error) {
+// auditArgs are the hub's flags for an audit log at level (none for ""): a one-rule policy and a file in dir.
+func auditArgs(dir, level string) ([]string, error) {
+	if level == "" {
+		return nil, nil
+	}
+	policy := filepath.Join(dir, "audit-policy.yaml")
+	if err := os.WriteFile(policy, []byte("apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: "+level+"\n"), 0o600); err != nil {
+		return nil, err
+	}
+	return []string{"--audit-policy-file", policy, "--audit-log-path", filepath.Join(dir, "audit.log")}, nil
+}
+
+// startHubOn starts the hub with args beside the benchmark's own flags.
+func startHubOn(ctx context.Context, bin, dir string, port int, args []string) (*hubProc, error) {
 	_ = os.RemoveAll(filepath.Join(dir, "data"))
 	h := &hubProc{dir: filepath.Join(dir, "data"), url: fmt.Sprintf("https://127.0.0.1:%d", port), logPath: filepath.Join(dir, "hub.log"), exited: make(chan struct{})}
 	logf, err := os.Create(h.logPath)
 	if err != nil {
 		return nil, err
 	}
-	h.cmd = exec.Command(bin, "--data-dir", h.dir, "--listen", fmt.Sprintf("127.0.0.1:%d", port), "--grpc-listen", "")
+	h.cmd = exec.Command(bin, append([]string{"--data-dir", h.dir, "--listen", fmt.Sprintf("127.0.0.1:%d", port), "--grpc-listen", ""}, args...)...)
 	h.cmd.Stdout, h.cmd.Stderr = logf, logf
 	// The hub dies with the benchmark, even when the benchmark is killed.
 	h.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
