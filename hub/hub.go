@@ -73,6 +73,12 @@ type Config struct {
 	DisableScheduler bool
 	// MaxTokenLifetime, when set, refuses AccessTokens that would live longer (they live 90 days by default).
 	MaxTokenLifetime time.Duration
+	// BackupDir, when set, is where the leader stores etcd snapshots of the garden every BackupInterval (package
+	// backup), keeping the newest BackupKeep and none older than BackupMaxAge (0: no limit).
+	BackupDir      string
+	BackupInterval time.Duration
+	BackupKeep     int
+	BackupMaxAge   time.Duration
 	// Audit configures the audit log (package audit), with kube-apiserver's --audit-* flags. Zero: none.
 	Audit audit.Config
 	// Now, when set, is the clock of token expiry, for issuing and for authenticating (tests).
@@ -131,6 +137,12 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("controllers[%d]: %q is not \"*\", a controller name or -name", i, e))
 		}
 	}
+	if c.BackupDir != "" && c.BackupInterval <= 0 {
+		errs = append(errs, errors.New("backup-interval: must be positive with --backup-dir"))
+	}
+	if c.BackupKeep < 0 || c.BackupMaxAge < 0 {
+		errs = append(errs, errors.New("backup-keep and backup-max-age: must not be negative"))
+	}
 	if err := c.Audit.Validate(); err != nil {
 		errs = append(errs, err)
 	}
@@ -165,6 +177,10 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 	})
 	fs.BoolVar(&c.DisableScheduler, "disable-scheduler", false, "do not place shoots without spec.seedName on seeds")
 	fs.DurationVar(&c.MaxTokenLifetime, "max-token-lifetime", 0, "longest lifetime of an AccessToken, e.g. 2160h (default: no maximum; tokens live 90 days unless their create asks otherwise)")
+	fs.StringVar(&c.BackupDir, "backup-dir", "", "directory the leader stores etcd snapshots of the garden in (empty: no backups)")
+	fs.DurationVar(&c.BackupInterval, "backup-interval", time.Hour, "time between snapshots")
+	fs.IntVar(&c.BackupKeep, "backup-keep", 24, "snapshots to keep (0: no limit)")
+	fs.DurationVar(&c.BackupMaxAge, "backup-max-age", 0, "delete snapshots older than this, the newest excepted (0: no limit)")
 	c.Audit.AddFlags(fs)
 }
 
@@ -274,6 +290,9 @@ func (h *Hub) Run(ctx context.Context) error {
 	}
 	leader, err := h.newLeaderLoops(st, registry, plugins, ca)
 	if err != nil {
+		return err
+	}
+	if err := h.addBackups(leader, st, metrics.registry); err != nil {
 		return err
 	}
 	srv, err := h.newServers(ctx, serving, ca, authn, *services, registry, st, metrics, auditor)
