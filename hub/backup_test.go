@@ -94,13 +94,13 @@ func TestBackupRestore(t *testing.T) {
 		t.FailNow()
 	}
 
-	if err := hub.Restore(kept, dataDir); err == nil || !strings.Contains(err.Error(), "exists") {
+	if err := hub.Restore(context.Background(), kept, dataDir); err == nil || !strings.Contains(err.Error(), "exists") {
 		t.Fatalf("restore over existing etcd data: %v", err)
 	}
 	if err := os.RemoveAll(filepath.Join(dataDir, "etcd")); err != nil {
 		t.Fatal(err)
 	}
-	if err := hub.Restore(kept, dataDir); err != nil {
+	if err := hub.Restore(context.Background(), kept, dataDir); err != nil {
 		t.Fatal(err)
 	}
 

@@ -284,7 +284,7 @@ func (h *Hub) Run(ctx context.Context) error {
 	if err := ensureGarden(ctx, registry, h.cfg.ClusterIdentity); err != nil {
 		return err
 	}
-	link, err := h.newAgentLink(st, registry, ca, graph, services, metrics.registry)
+	link, err := h.newAgentLink(ctx, st, registry, ca, graph, services, metrics.registry)
 	if err != nil {
 		return err
 	}

@@ -115,9 +115,14 @@ func (h *Hub) newAPI(ctx context.Context, st *store.Store, services grpc.Service
 }
 
 // newAgentLink builds the agent link (AgentService, registered in services): sessions of every replica's agents.
-func (h *Hub) newAgentLink(st *store.Store, reg *api.Registry, ca *pki.CA, graph seedGraph, services grpc.ServiceRegistrar, promReg prometheus.Registerer) (*agentlink.Server, error) {
+func (h *Hub) newAgentLink(ctx context.Context, st *store.Store, reg *api.Registry, ca *pki.CA, graph seedGraph, services grpc.ServiceRegistrar, promReg prometheus.Registerer) (*agentlink.Server, error) {
+	floor, err := restoreFloor(ctx, st)
+	if err != nil {
+		return nil, err
+	}
 	link, err := agentlink.New(agentlink.Config{
-		Source: reg, Graph: graph.Graph, GraphReady: graph.ready, CA: ca, Etcd: st.Client(), Prefix: st.Prefix(),
+		ResumeFloor: floor,
+		Source:      reg, Graph: graph.Graph, GraphReady: graph.ready, CA: ca, Etcd: st.Client(), Prefix: st.Prefix(),
 		Identify:          identify,
 		HubVersion:        Version,
 		HeartbeatInterval: h.cfg.HeartbeatInterval,

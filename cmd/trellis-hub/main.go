@@ -58,7 +58,7 @@ func restore(args []string) int {
 	snapshot := fs.String("snapshot", "", "snapshot file to restore (from --backup-dir, or etcdctl snapshot save)")
 	dataDir := fs.String("data-dir", "trellis-data", "data directory to restore into; it must hold no etcd data")
 	_ = fs.Parse(args)
-	if err := hub.Restore(*snapshot, *dataDir); err != nil {
+	if err := hub.Restore(context.Background(), *snapshot, *dataDir); err != nil {
 		fmt.Fprintf(os.Stderr, "trellis-hub restore: %v\n", err)
 		return 1
 	}
