@@ -103,6 +103,21 @@ func TestAuditCreateOverREST(t *testing.T) {
 		t.Errorf("requestURI %q, sourceIPs %v", ev.RequestURI, ev.SourceIPs)
 	}
 
+	// A watch has ResponseStarted when it starts and ResponseComplete when it ends.
+	if code, out := h.Do(t, "GET", "/api/v1/namespaces?watch=true&timeoutSeconds=1", nil, api.RequestIDHeader, "watch-1"); code != http.StatusOK {
+		t.Fatalf("watch: %d %s", code, out)
+	}
+	var stages []auditv1.Stage
+	for _, ev := range eventsOf(auditEvents(t, logFile), "watch-1") {
+		if ev.Verb != "watch" {
+			t.Errorf("watch event with verb %q", ev.Verb)
+		}
+		stages = append(stages, ev.Stage)
+	}
+	if !slices.Equal(stages, []auditv1.Stage{auditv1.StageRequestReceived, auditv1.StageResponseStarted, auditv1.StageResponseComplete}) {
+		t.Errorf("watch stages %v", stages)
+	}
+
 	// A refused request is audited too, with its code and the user it was refused to.
 	userToken := h.UserToken(t, "mallory")
 	code, _ = h.DoToken(t, userToken, "DELETE", "/api/v1/namespaces/audited", nil, api.RequestIDHeader, "refused-1")
