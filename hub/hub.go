@@ -21,6 +21,7 @@ import (
 	"github.com/trellis-dev/trellis/hub/admission"
 	"github.com/trellis-dev/trellis/hub/agentlink"
 	"github.com/trellis-dev/trellis/hub/api"
+	"github.com/trellis-dev/trellis/hub/audit"
 	"github.com/trellis-dev/trellis/hub/auth"
 	"github.com/trellis-dev/trellis/hub/componentconfig"
 	"github.com/trellis-dev/trellis/hub/pki"
@@ -72,6 +73,14 @@ type Config struct {
 	DisableScheduler bool
 	// MaxTokenLifetime, when set, refuses AccessTokens that would live longer (they live 90 days by default).
 	MaxTokenLifetime time.Duration
+	// BackupDir, when set, is where the leader stores etcd snapshots of the garden every BackupInterval (package
+	// backup), keeping the newest BackupKeep and none older than BackupMaxAge (0: no limit).
+	BackupDir      string
+	BackupInterval time.Duration
+	BackupKeep     int
+	BackupMaxAge   time.Duration
+	// Audit configures the audit log (package audit), with kube-apiserver's --audit-* flags. Zero: none.
+	Audit audit.Config
 	// Now, when set, is the clock of token expiry, for issuing and for authenticating (tests).
 	Now func() time.Time
 	// Listener, when set, is served instead of listening on Listen (tests pass an in-memory listener).
@@ -128,6 +137,15 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("controllers[%d]: %q is not \"*\", a controller name or -name", i, e))
 		}
 	}
+	if c.BackupDir != "" && c.BackupInterval <= 0 {
+		errs = append(errs, errors.New("backup-interval: must be positive with --backup-dir"))
+	}
+	if c.BackupKeep < 0 || c.BackupMaxAge < 0 {
+		errs = append(errs, errors.New("backup-keep and backup-max-age: must not be negative"))
+	}
+	if err := c.Audit.Validate(); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
 }
 
@@ -159,6 +177,11 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 	})
 	fs.BoolVar(&c.DisableScheduler, "disable-scheduler", false, "do not place shoots without spec.seedName on seeds")
 	fs.DurationVar(&c.MaxTokenLifetime, "max-token-lifetime", 0, "longest lifetime of an AccessToken, e.g. 2160h (default: no maximum; tokens live 90 days unless their create asks otherwise)")
+	fs.StringVar(&c.BackupDir, "backup-dir", "", "directory the leader stores etcd snapshots of the garden in (empty: no backups)")
+	fs.DurationVar(&c.BackupInterval, "backup-interval", time.Hour, "time between snapshots")
+	fs.IntVar(&c.BackupKeep, "backup-keep", 24, "snapshots to keep (0: no limit)")
+	fs.DurationVar(&c.BackupMaxAge, "backup-max-age", 0, "delete snapshots older than this, the newest excepted (0: no limit)")
+	c.Audit.AddFlags(fs)
 }
 
 // Parts are what a running replica is built from, as OnReady hands them out.
@@ -245,8 +268,12 @@ func (h *Hub) Run(ctx context.Context) error {
 	services := &serviceSet{}
 	plugins := admission.Builtin() // the API's admission, and the loops' that write as the API would
 	graph := newSeedGraph()
-	registry, err := h.newAPI(ctx, st, services, plugins, graph)
+	var registry *api.Registry
+	auditor, err := h.newAuditor(&registry)
 	if err != nil {
+		return err
+	}
+	if registry, err = h.newAPI(ctx, st, services, plugins, graph, auditor); err != nil {
 		return err
 	}
 	authn, err := auth.Open(ctx, auth.Config{Etcd: st.Client(), Prefix: st.Prefix(),
@@ -257,7 +284,7 @@ func (h *Hub) Run(ctx context.Context) error {
 	if err := ensureGarden(ctx, registry, h.cfg.ClusterIdentity); err != nil {
 		return err
 	}
-	link, err := h.newAgentLink(st, registry, ca, graph, services, metrics.registry)
+	link, err := h.newAgentLink(ctx, st, registry, ca, graph, services, metrics.registry)
 	if err != nil {
 		return err
 	}
@@ -265,10 +292,22 @@ func (h *Hub) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	srv, err := h.newServers(ctx, serving, ca, authn, *services, registry, st, metrics)
+	if err := h.addBackups(leader, st, metrics.registry); err != nil {
+		return err
+	}
+	srv, err := h.newServers(ctx, serving, ca, authn, *services, registry, st, metrics, auditor)
 	if err != nil {
 		return err
 	}
+	// The audit backends outlive the servers' shutdown, so the last requests' events are written too.
+	auditCtx, stopAudit := context.WithCancel(context.WithoutCancel(ctx))
+	var auditDone sync.WaitGroup
+	auditDone.Go(func() {
+		if err := auditor.Run(auditCtx); err != nil {
+			h.log.Error("audit log", "err", err)
+		}
+	})
+	defer func() { stopAudit(); auditDone.Wait() }()
 
 	loopCtx, stopLoops := context.WithCancel(ctx)
 	defer stopLoops()

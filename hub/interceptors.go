@@ -17,6 +17,7 @@ import (
 
 	"github.com/trellis-dev/trellis/gateway"
 	"github.com/trellis-dev/trellis/hub/api"
+	"github.com/trellis-dev/trellis/hub/audit"
 	"github.com/trellis-dev/trellis/hub/auth"
 	"github.com/trellis-dev/trellis/hub/authz"
 	"github.com/trellis-dev/trellis/hub/openapi"
@@ -29,6 +30,7 @@ type interceptors struct {
 	authn   *auth.Authenticator
 	metrics *metrics
 	errors  api.Errors
+	auditor *audit.Auditor // nil: no audit log
 }
 
 // authenticate identifies the caller (client certificate, then bearer token) and keeps bootstrap token users to the
@@ -41,6 +43,7 @@ func (ic *interceptors) authenticate(ctx context.Context, fullMethod string) (co
 	if err := authz.RestrictBootstrap(u, fullMethod); err != nil {
 		return ctx, err
 	}
+	audit.SetUser(ctx, u)
 	return auth.WithUser(ctx, u), nil
 }
 
@@ -50,6 +53,7 @@ func authenticateHTTP(authn *auth.Authenticator, r *http.Request) (context.Conte
 	if err != nil {
 		return nil, apierrors.NewUnauthorized(err.Error())
 	}
+	audit.SetUser(r.Context(), u)
 	if err := authz.RestrictBootstrap(u, r.Method+" "+r.URL.Path); err != nil {
 		return nil, err
 	}
@@ -76,12 +80,15 @@ func (ic *interceptors) unary(ctx context.Context, req any, info *grpc.UnaryServ
 	start := time.Now()
 	ctx, header := requestID(ctx)
 	_ = grpc.SetHeader(ctx, header)
+	ctx = beginGRPC(ctx, ic.auditor, info.FullMethod)
 	ctx, err := ic.authenticate(ctx, info.FullMethod)
 	var resp any
 	if err == nil {
 		resp, err = handler(ctx, req)
 	}
-	err = api.ToGRPC(ic.errors.Public(ctx, err))
+	err = ic.errors.Public(ctx, err)
+	finishGRPC(ctx, info.FullMethod, err, resp)
+	err = api.ToGRPC(err)
 	ic.metrics.observe(info.FullMethod, status.Code(err).String(), time.Since(start))
 	return resp, err
 }
@@ -90,11 +97,14 @@ func (ic *interceptors) stream(srv any, ss grpc.ServerStream, info *grpc.StreamS
 	start := time.Now()
 	ctx, header := requestID(ss.Context())
 	_ = ss.SetHeader(header)
+	ctx = beginGRPC(ctx, ic.auditor, info.FullMethod)
 	ctx, err := ic.authenticate(ctx, info.FullMethod)
 	if err == nil {
 		err = handler(srv, &authedStream{ServerStream: ss, ctx: ctx})
 	}
-	err = api.ToGRPC(ic.errors.Public(ctx, err))
+	err = ic.errors.Public(ctx, err)
+	finishGRPC(ctx, info.FullMethod, err, nil)
+	err = api.ToGRPC(err)
 	ic.metrics.observe(info.FullMethod, status.Code(err).String(), time.Since(start))
 	return err
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/trellis-dev/trellis/hub/admission"
 	"github.com/trellis-dev/trellis/hub/agentlink"
 	"github.com/trellis-dev/trellis/hub/api"
+	"github.com/trellis-dev/trellis/hub/audit"
 	"github.com/trellis-dev/trellis/hub/auth"
 	"github.com/trellis-dev/trellis/hub/authz"
 	"github.com/trellis-dev/trellis/hub/csr"
@@ -94,8 +95,8 @@ func (g seedGraph) run(src seedgraph.Source, log *slog.Logger) func(context.Cont
 
 // newAPI builds the kinds' registry, registering their services in services: admission with the plugin table,
 // the projects' default quotas (admission, so every replica enforces them) and the authorizer (package authz, over
-// the seed graph for agents).
-func (h *Hub) newAPI(ctx context.Context, st *store.Store, services grpc.ServiceRegistrar, plugins admission.Plugins, graph seedGraph) (*api.Registry, error) {
+// the seed graph for agents, wrapped by the auditor, which learns from it what each request is about).
+func (h *Hub) newAPI(ctx context.Context, st *store.Store, services grpc.ServiceRegistrar, plugins admission.Plugins, graph seedGraph, auditor *audit.Auditor) (*api.Registry, error) {
 	quotas, err := admission.NewProjectQuotas(h.cfg.Components.ControllerManager.Controllers.Project.Quotas)
 	if err != nil {
 		return nil, err
@@ -107,16 +108,21 @@ func (h *Hub) newAPI(ctx context.Context, st *store.Store, services grpc.Service
 		AdmissionConfig: admission.Config{AccessTokenMaxLifetime: h.cfg.MaxTokenLifetime, Now: h.cfg.Now},
 		CreateQuota:     quotas,
 		Authorizer: func(r *api.Registry) api.Authorizer {
-			return authz.New(authz.Config{Graph: graph.Graph, GraphReady: graph.ready, Reader: r, Index: r})
+			return auditor.Authorizer(authz.New(authz.Config{Graph: graph.Graph, GraphReady: graph.ready, Reader: r, Index: r}))
 		},
 		Log: h.log.With("component", "api"),
 	})
 }
 
 // newAgentLink builds the agent link (AgentService, registered in services): sessions of every replica's agents.
-func (h *Hub) newAgentLink(st *store.Store, reg *api.Registry, ca *pki.CA, graph seedGraph, services grpc.ServiceRegistrar, promReg prometheus.Registerer) (*agentlink.Server, error) {
+func (h *Hub) newAgentLink(ctx context.Context, st *store.Store, reg *api.Registry, ca *pki.CA, graph seedGraph, services grpc.ServiceRegistrar, promReg prometheus.Registerer) (*agentlink.Server, error) {
+	floor, err := restoreFloor(ctx, st)
+	if err != nil {
+		return nil, err
+	}
 	link, err := agentlink.New(agentlink.Config{
-		Source: reg, Graph: graph.Graph, GraphReady: graph.ready, CA: ca, Etcd: st.Client(), Prefix: st.Prefix(),
+		ResumeFloor: floor,
+		Source:      reg, Graph: graph.Graph, GraphReady: graph.ready, CA: ca, Etcd: st.Client(), Prefix: st.Prefix(),
 		Identify:          identify,
 		HubVersion:        Version,
 		HeartbeatInterval: h.cfg.HeartbeatInterval,

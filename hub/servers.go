@@ -21,6 +21,7 @@ import (
 	openapidocs "github.com/trellis-dev/trellis/docs/openapi"
 	"github.com/trellis-dev/trellis/gateway"
 	"github.com/trellis-dev/trellis/hub/api"
+	"github.com/trellis-dev/trellis/hub/audit"
 	"github.com/trellis-dev/trellis/hub/auth"
 	"github.com/trellis-dev/trellis/hub/openapi"
 	"github.com/trellis-dev/trellis/hub/pki"
@@ -61,8 +62,8 @@ type servers struct {
 
 // newServers builds the servers and opens their listeners. Every gRPC call goes through the interceptors
 // (authentication, request ids, error mapping, metrics); every other request through the handlers.
-func (h *Hub) newServers(ctx context.Context, serving tls.Certificate, ca *pki.CA, authn *auth.Authenticator, services serviceSet, reg *api.Registry, st *store.Store, m *metrics) (*servers, error) {
-	ic := &interceptors{authn: authn, metrics: m, errors: api.Errors{Log: h.log.With("component", "api")}}
+func (h *Hub) newServers(ctx context.Context, serving tls.Certificate, ca *pki.CA, authn *auth.Authenticator, services serviceSet, reg *api.Registry, st *store.Store, m *metrics, auditor *audit.Auditor) (*servers, error) {
+	ic := &interceptors{authn: authn, metrics: m, errors: api.Errors{Log: h.log.With("component", "api")}, auditor: auditor}
 	grpcOpts := []grpc.ServerOption{
 		grpc.ChainUnaryInterceptor(ic.unary),
 		grpc.ChainStreamInterceptor(ic.stream),
@@ -83,7 +84,7 @@ func (h *Hub) newServers(ctx context.Context, serving tls.Certificate, ca *pki.C
 		return nil, err
 	}
 	s.https = &http.Server{
-		Handler:           grpcOr(s.grpc, withRequestID(rest)),
+		Handler:           grpcOr(s.grpc, withRequestID(withAudit(auditor, rest))),
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(h.log.Handler(), slog.LevelDebug),
 		TLSConfig: &tls.Config{

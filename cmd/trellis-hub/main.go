@@ -16,6 +16,9 @@ import (
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "restore" {
+		os.Exit(restore(os.Args[2:]))
+	}
 	var cfg hub.Config
 	fs := flag.NewFlagSet("trellis-hub", flag.ExitOnError)
 	cfg.AddFlags(fs)
@@ -46,4 +49,19 @@ func main() {
 		cfg.Logger.Error("trellis-hub stopped", "err", err)
 		os.Exit(1)
 	}
+}
+
+// restore is `trellis-hub restore --snapshot F --data-dir D`: it writes the snapshot into D as the embedded etcd's
+// data (docs/operations.md, Backups).
+func restore(args []string) int {
+	fs := flag.NewFlagSet("trellis-hub restore", flag.ExitOnError)
+	snapshot := fs.String("snapshot", "", "snapshot file to restore (from --backup-dir, or etcdctl snapshot save)")
+	dataDir := fs.String("data-dir", "trellis-data", "data directory to restore into; it must hold no etcd data")
+	_ = fs.Parse(args)
+	if err := hub.Restore(context.Background(), *snapshot, *dataDir); err != nil {
+		fmt.Fprintf(os.Stderr, "trellis-hub restore: %v\n", err)
+		return 1
+	}
+	fmt.Printf("restored %s into %s; start trellis-hub --data-dir %s (with the same encryption-keys)\n", *snapshot, *dataDir, *dataDir)
+	return 0
 }

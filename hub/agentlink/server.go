@@ -68,6 +68,9 @@ type Config struct {
 	ApprovalTimeout time.Duration
 	// MaxBatch is the most assignments in one message (default 256).
 	MaxBatch int
+	// ResumeFloor is the revision the store was restored at from a snapshot (0: never restored): an agent's versions
+	// at or below it may name states the restore undid, so its session starts with a full sync instead of resuming.
+	ResumeFloor int64
 	// Registerer receives the link's metrics (optional).
 	Registerer prometheus.Registerer
 	Log        *slog.Logger

@@ -199,7 +199,7 @@ func (s *Server) serveSession(ctx context.Context, id Identity, stream agentv1.A
 	resume := hello.GetResumeVersions()
 	var resumed bool
 	unsubscribe := s.cfg.Graph.Subscribe(ss.seed, ss, func(members []seedgraph.Member, synced int64) {
-		resumed = canResume(resume, synced)
+		resumed = canResume(resume, synced, s.cfg.ResumeFloor)
 		sort.Slice(members, func(i, j int) bool { return members[i].Version < members[j].Version })
 		for _, m := range members {
 			if !streamed[m.Ref.Resource] {
@@ -274,14 +274,15 @@ func (s *Server) serveSession(ctx context.Context, id Identity, stream agentv1.A
 }
 
 // canResume reports whether the agent's versions can be resumed from: every streamed resource has a version, none
-// beyond what the hub has synced (an agent ahead of the hub saw a state the hub no longer has, e.g. after a restore).
-func canResume(versions map[string]int64, synced int64) bool {
+// beyond what the hub has synced (an agent ahead of the hub saw a state the hub no longer has, e.g. after a restore),
+// none at or below floor (a restore bumps revisions past what agents saw before it: package backup).
+func canResume(versions map[string]int64, synced, floor int64) bool {
 	if len(versions) == 0 {
 		return false
 	}
 	for _, r := range resources.Streamed {
 		v, ok := versions[r]
-		if !ok || v <= 0 || v > synced {
+		if !ok || v <= 0 || v > synced || v <= floor {
 			return false
 		}
 	}

@@ -85,3 +85,9 @@ func startEmbedded(ctx context.Context, cfg Config, lg *zap.Logger) (*embed.Etcd
 	addr := e.Clients[0].Addr()
 	return e, lcurl.Scheme + "://" + addr.String(), nil
 }
+
+// EmbeddedMember is the embedded etcd member of a data directory: its directory, name and peer URL, which a restored
+// snapshot must be given (package backup) for the member to start from it.
+func EmbeddedMember(dataDir string) (dir, name, peerURL string) {
+	return filepath.Join(dataDir, "etcd"), embeddedName, embeddedDefaultPeerURLs
+}

@@ -69,6 +69,7 @@ type config struct {
 	phaseLimit   time.Duration
 	timeout      time.Duration
 	keep         bool
+	auditLevel   string
 }
 
 func (c *config) validate() error {
@@ -88,6 +89,11 @@ func (c *config) validate() error {
 	if c.lists < 1 || c.lists > 1000 {
 		errs = append(errs, errors.New("-lists must be between 1 and 1000"))
 	}
+	switch c.auditLevel {
+	case "", "None", "Metadata", "Request", "RequestResponse":
+	default:
+		errs = append(errs, fmt.Errorf("-audit-level %q: must be None, Metadata, Request or RequestResponse", c.auditLevel))
+	}
 	if c.phaseLimit <= 0 || c.timeout <= 0 {
 		errs = append(errs, errors.New("-phase-limit and -timeout must be positive"))
 	}
@@ -106,6 +112,7 @@ func main() {
 	flag.DurationVar(&cfg.phaseLimit, "phase-limit", 5*time.Minute, "time limit of each phase")
 	flag.DurationVar(&cfg.timeout, "timeout", 30*time.Minute, "time limit of the whole run")
 	flag.BoolVar(&cfg.keep, "keep", false, "keep the hub's data dir and log")
+	flag.StringVar(&cfg.auditLevel, "audit-level", "", "audit every request at this level to a file beside the hub's log (None, Metadata, Request, RequestResponse; empty: no audit log)")
 	flag.Parse()
 	if err := cfg.validate(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -133,7 +140,11 @@ func run(ctx context.Context, cfg config) (failed bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	h, err := startHub(ctx, bin, dir)
+	hubArgs, err := auditArgs(dir, cfg.auditLevel)
+	if err != nil {
+		return false, err
+	}
+	h, err := startHub(ctx, bin, dir, hubArgs)
 	defer func() {
 		if h != nil {
 			h.stop()
@@ -181,13 +192,25 @@ type hubProc struct{ *binproc.Hub }
 
 // startHub runs the hub on a data dir and log in dir and a free loopback port (another if that one is taken
 // meanwhile), without the gRPC-only listener, and waits until /readyz answers 200.
-func startHub(ctx context.Context, bin, dir string) (*hubProc, error) {
+func startHub(ctx context.Context, bin, dir string, args []string) (*hubProc, error) {
 	h, err := binproc.StartHub(ctx, binproc.HubConfig{Bin: bin, DataDir: filepath.Join(dir, "data"), LogPath: filepath.Join(dir, "hub.log"),
-		Args: []string{"--grpc-listen", ""}})
+		Args: append([]string{"--grpc-listen", ""}, args...)})
 	if err != nil {
 		return nil, err
 	}
 	return &hubProc{h}, nil
+}
+
+// auditArgs are the hub's flags for an audit log at level (none for ""): a one-rule policy and a file in dir.
+func auditArgs(dir, level string) ([]string, error) {
+	if level == "" {
+		return nil, nil
+	}
+	policy := filepath.Join(dir, "audit-policy.yaml")
+	if err := os.WriteFile(policy, []byte("apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: "+level+"\n"), 0o600); err != nil {
+		return nil, err
+	}
+	return []string{"--audit-policy-file", policy, "--audit-log-path", filepath.Join(dir, "audit.log")}, nil
 }
 
 // stop ends the hub with SIGTERM, and SIGKILL when it has not exited after 15 s.
