@@ -229,7 +229,7 @@ func TestControllerManagerExitReported(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer log.Close()
-	kcm, err := startControllerManager(path, filepath.Join(dir, "missing-kubeconfig"), log)
+	kcm, err := startControllerManager(path, filepath.Join(dir, "missing-kubeconfig"), log, controllers)
 	if err != nil {
 		t.Fatal(err)
 	}

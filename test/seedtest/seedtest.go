@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +19,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/trellis-dev/trellis/test/localnode"
 )
 
 const (
@@ -46,12 +50,16 @@ type Seed struct {
 	KubeconfigPath string
 	// Dir holds the seed's files: kubeconfig, logs, etcd data, certificates.
 	Dir string
-	// StartDuration is how long the start took, from launching etcd to the controller manager collecting garbage.
+	// StartDuration is how long the start took, from launching etcd to the controller manager collecting garbage
+	// (and, WithNode, to the node being Ready with its add-ons).
 	StartDuration time.Duration
+	// Node is the seed's node, WithNode; nil otherwise.
+	Node *localnode.Node
 
 	env      *envtest.Environment
 	kcm      *controllerManager
-	kcmStart time.Duration // the controller manager's part of StartDuration
+	kcmStart time.Duration   // the controller manager's part of StartDuration
+	slot     *localnode.Slot // the node's slot, WithNode, until the node runs
 	logs     []*os.File
 	shared   bool
 	stopOnce sync.Once
@@ -62,7 +70,10 @@ type Seed struct {
 type Option func(*options)
 
 type options struct {
-	crdPaths []string
+	crdPaths   []string
+	node       bool
+	nodeLog    *slog.Logger
+	nodeImages []string
 }
 
 // WithCRDs installs the CustomResourceDefinitions in paths (YAML or JSON files, or directories of them) when the
@@ -116,6 +127,11 @@ func (s *Seed) stop() error {
 	s.stopOnce.Do(func() {
 		// The controller manager first, so that it does not log the apiserver's going away.
 		var errs []error
+		if s.Node != nil {
+			errs = append(errs, s.Node.Stop())
+		} else if s.slot != nil {
+			s.slot.Release()
+		}
 		if s.kcm != nil {
 			errs = append(errs, s.kcm.stop())
 		}
@@ -256,6 +272,11 @@ func start(dir string, o options) (_ *Seed, err error) {
 	if err := os.MkdirAll(api.CertDir, 0o700); err != nil {
 		return nil, err
 	}
+	if o.node {
+		if s.slot, err = configureForNode(api, api.CertDir); err != nil {
+			return nil, err
+		}
+	}
 	if os.Getenv(envAttachOutput) != "true" {
 		if etcd.Out, err = s.logFile("etcd.log"); err != nil {
 			return nil, err
@@ -291,7 +312,12 @@ func start(dir string, o options) (_ *Seed, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if s.kcm, err = startControllerManager(kcmPath, s.KubeconfigPath, out); err != nil {
+	run, kcmArgs := controllers, []string(nil)
+	if o.node {
+		run = append(slices.Clone(controllers), nodeControllers...)
+		kcmArgs = []string{"--root-ca-file=" + filepath.Join(api.CertDir, "ca.crt")}
+	}
+	if s.kcm, err = startControllerManager(kcmPath, s.KubeconfigPath, out, run, kcmArgs...); err != nil {
 		return nil, fmt.Errorf("start kube-controller-manager %s: %w", bins.controllerManager, err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), StartTimeout)
@@ -300,13 +326,18 @@ func start(dir string, o options) (_ *Seed, err error) {
 		return nil, fmt.Errorf("start kube-controller-manager %s: %w", bins.controllerManager, err)
 	}
 	s.kcmStart = time.Since(kcmBegin)
+	if o.node {
+		if err := s.startNode(s.slot, bins.dir, o); err != nil {
+			return nil, err
+		}
+	}
 	s.StartDuration = time.Since(begin)
 	return s, nil
 }
 
 // binaryPaths are the paths of the seed's binaries.
 type binaryPaths struct {
-	etcd, apiserver, controllerManager string
+	dir, etcd, apiserver, controllerManager string
 }
 
 // binaries returns the paths of the seed's binaries: in $KUBEBUILDER_ASSETS when it is set, else in bin/testbin of
@@ -340,6 +371,7 @@ func binaries() (binaryPaths, error) {
 		return p
 	}
 	bins := binaryPaths{
+		dir:               dir,
 		etcd:              find("etcd"),
 		apiserver:         find("kube-apiserver"),
 		controllerManager: find("kube-controller-manager"),

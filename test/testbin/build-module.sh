@@ -19,6 +19,7 @@ todo=()
 for spec in "$@"; do
   pkg=${spec%%=*}; name=${spec#*=}
   [ "$name" != "$spec" ] || name=$(basename "$pkg")
+  case $name in . | "" | */*) echo "$0: $spec: give the binary a name, PKG=NAME" >&2; exit 2 ;; esac
   if [ ! -x "$out/$name" ]; then todo+=("$pkg=$name"); fi
 done
 [ ${#todo[@]} -gt 0 ] || exit 0
