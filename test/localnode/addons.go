@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
 )
 
 //go:embed addons.yaml
@@ -37,6 +38,13 @@ func (n *Node) deployAddons(ctx context.Context) error {
 			return err
 		}
 		values[key] = ref
+	}
+	// A ClusterIP cannot change: kube-dns of an earlier run in another slot goes first.
+	svc, err := n.client.CoreV1().Services("kube-system").Get(ctx, "kube-dns", metav1.GetOptions{})
+	if err == nil && svc.Spec.ClusterIP != values["DNSIP"] {
+		if err := n.client.CoreV1().Services("kube-system").Delete(ctx, "kube-dns", metav1.DeleteOptions{}); err != nil {
+			return fmt.Errorf("delete kube-dns of an earlier run: %w", err)
+		}
 	}
 	var manifest bytes.Buffer
 	if err := addonsTemplate.Execute(&manifest, values); err != nil {
@@ -85,8 +93,7 @@ func (n *Node) apply(ctx context.Context, manifest []byte) error {
 		if ns := obj.GetNamespace(); ns != "" {
 			r = dyn.Resource(m.Resource).Namespace(ns)
 		}
-		force := true
-		if _, err := r.Apply(ctx, obj.GetName(), &obj, metav1.ApplyOptions{FieldManager: "trellis-localnode", Force: force}); err != nil {
+		if _, err := r.Apply(ctx, obj.GetName(), &obj, metav1.ApplyOptions{FieldManager: "trellis-localnode", Force: true}); err != nil {
 			return fmt.Errorf("apply %s %s/%s: %w", gvk.Kind, obj.GetNamespace(), obj.GetName(), err)
 		}
 	}
@@ -110,7 +117,7 @@ func (n *Node) waitAvailable(ctx context.Context, ns, name string) error {
 	if err != nil {
 		status := "not found"
 		if d != nil {
-			status = fmt.Sprintf("%d/%d available", d.Status.AvailableReplicas, *d.Spec.Replicas)
+			status = fmt.Sprintf("%d/%d available", d.Status.AvailableReplicas, ptr.Deref(d.Spec.Replicas, 1))
 		}
 		return fmt.Errorf("deployment %s/%s not available (%s): %w", ns, name, status, err)
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
@@ -109,6 +110,9 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	if err := setupNetwork(cfg.Slot); err != nil {
 		return nil, fmt.Errorf("network: %w", err)
 	}
+	if err := cfg.Slot.createCgroups(); err != nil {
+		return nil, err
+	}
 	if n.fwd, err = startForwarder(apiConfig.Host, cfg.Slot.HostIP.String()); err != nil {
 		return nil, fmt.Errorf("apiserver forwarder: %w", err)
 	}
@@ -151,6 +155,9 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		return nil, err
 	}
 	if err := n.waitReady(ctx); err != nil {
+		return nil, err
+	}
+	if err := n.deleteOtherNodes(ctx); err != nil {
 		return nil, err
 	}
 	if err := n.deployAddons(ctx); err != nil {
@@ -198,6 +205,25 @@ func (n *Node) waitReady(ctx context.Context) error {
 	})
 	if err != nil {
 		return fmt.Errorf("node not Ready (%s): %w", last, err)
+	}
+	return nil
+}
+
+// deleteOtherNodes deletes the Node objects of earlier runs on the seed's data (a seed restarted in another slot):
+// the pod garbage collector then removes their pods, and their workloads' replacements come to this node.
+func (n *Node) deleteOtherNodes(ctx context.Context) error {
+	nodes, err := n.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	for _, node := range nodes.Items {
+		if node.Name == n.Name {
+			continue
+		}
+		n.log.Info("deleting the Node of an earlier run", "node", node.Name)
+		if err := n.client.CoreV1().Nodes().Delete(ctx, node.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("delete stale node %s: %w", node.Name, err)
+		}
 	}
 	return nil
 }

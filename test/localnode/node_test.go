@@ -346,9 +346,12 @@ func run(t *testing.T, name string, args ...string) string {
 	return string(out)
 }
 
-// testbin returns bin/testbin of the module root.
+// testbin returns where seedtest takes the binaries from: $KUBEBUILDER_ASSETS, else bin/testbin of the module root.
 func testbin(t *testing.T) string {
 	t.Helper()
+	if dir := os.Getenv(seedtest.EnvAssets); dir != "" {
+		return dir
+	}
 	wd, _ := os.Getwd()
 	return filepath.Join(wd, "..", "..", "bin", "testbin")
 }

@@ -65,10 +65,10 @@ func newSlot(i int) *Slot {
 	return s
 }
 
-// Reserve takes the first free slot whose networks overlap no route of the machine, after removing what a node of a
-// killed process left behind in it. Every other free slot with leftovers is cleaned too. The slot is held until
-// Release (or the process's end).
-func Reserve() (*Slot, error) {
+// Reserve takes slot prefer if it is free (a restarted seed keeps its networks; -1 for none), else the first free
+// slot whose networks overlap no route of the machine, after removing what a node of a killed process left behind in
+// it. Every other free slot with leftovers is cleaned too. The slot is held until Release (or the process's end).
+func Reserve(prefer int) (*Slot, error) {
 	if err := os.MkdirAll(lockDir, 0o755); err != nil {
 		return nil, err
 	}
@@ -76,8 +76,17 @@ func Reserve() (*Slot, error) {
 	if err != nil {
 		return nil, err
 	}
-	var found *Slot
+	order := make([]int, 0, Slots+1)
+	if prefer >= 0 && prefer < Slots {
+		order = append(order, prefer)
+	}
 	for i := range Slots {
+		if i != prefer {
+			order = append(order, i)
+		}
+	}
+	var found *Slot
+	for _, i := range order {
 		s := newSlot(i)
 		if found != nil && !s.hasState() {
 			continue

@@ -57,7 +57,7 @@ func TestReserveCleansAfterKilledRun(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("a local node needs root")
 	}
-	s, err := Reserve()
+	s, err := Reserve(-1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,11 +106,14 @@ func TestReserveCleansAfterKilledRun(t *testing.T) {
 	index := s.Index
 	s.Release() // the process "dies" holding no lock and having cleaned nothing
 
-	again, err := Reserve()
+	again, err := Reserve(index)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer again.Release()
+	if again.Index != index {
+		t.Errorf("Reserve(%d) took slot %d, want the free preferred one", index, again.Index)
+	}
 	if left := newSlot(index).Leftovers(); len(left) > 0 {
 		t.Fatalf("after the next Reserve, left: %v", left)
 	}

@@ -27,6 +27,25 @@ func cgroupHierarchies() []string {
 	return hs
 }
 
+// createCgroups creates the node's cgroup (kubelet's cgroupRoot, which must exist) in every hierarchy; a cpuset
+// cgroup starts with no CPUs and memory nodes, so it gets its parent's.
+func (s *Slot) createCgroups() error {
+	for _, h := range cgroupHierarchies() {
+		dir := filepath.Join(h, s.Name())
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("cgroup %s: %w", dir, err)
+		}
+		for _, f := range []string{"cpuset.cpus", "cpuset.mems"} {
+			if v, err := os.ReadFile(filepath.Join(h, f)); err == nil {
+				if err := os.WriteFile(filepath.Join(dir, f), v, 0o644); err != nil {
+					return fmt.Errorf("cgroup %s: %s: %w", dir, f, err)
+				}
+			}
+		}
+	}
+	return nil
+}
+
 type mount struct{ point, fstype string }
 
 // mounts returns the mounts of this process's mount namespace, from /proc/self/mountinfo.
@@ -207,10 +226,22 @@ func (s *Slot) cleanup() error {
 			errs = append(errs, fmt.Errorf("ip netns delete %s: %v: %s", s.Name(), err, out))
 		}
 	}
-	if _, err := os.Lstat("/sys/class/net/" + s.HostVeth()); err == nil {
-		if out, err := exec.Command("ip", "link", "delete", s.HostVeth()).CombinedOutput(); err != nil {
-			errs = append(errs, fmt.Errorf("ip link delete %s: %v: %s", s.HostVeth(), err, out))
+	// Deleting the namespace takes the veth pair with it, asynchronously; a veth whose peer is elsewhere (a namespace
+	// deleted before a crash) is deleted here.
+	veth := "/sys/class/net/" + s.HostVeth()
+	for i := 0; i < 40; i++ {
+		if _, err := os.Lstat(veth); err != nil {
+			break
 		}
+		if i == 20 {
+			if out, err := exec.Command("ip", "link", "delete", s.HostVeth()).CombinedOutput(); err != nil {
+				if _, statErr := os.Lstat(veth); statErr == nil {
+					errs = append(errs, fmt.Errorf("ip link delete %s: %v: %s", s.HostVeth(), err, out))
+					break
+				}
+			}
+		}
+		time.Sleep(25 * time.Millisecond)
 	}
 	for _, d := range []string{s.StateDir(), s.RunDir()} {
 		if err := os.RemoveAll(d); err != nil {

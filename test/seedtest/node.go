@@ -31,6 +31,12 @@ func WithNode(log *slog.Logger) Option {
 	}
 }
 
+// WithNodeSlot makes WithNode's node take slot i if it is free (localnode.Reserve), so that a seed restarted on the
+// same data keeps its networks.
+func WithNodeSlot(i int) Option {
+	return func(o *options) { o.nodeSlot = i }
+}
+
 // WithNodeImages imports further image archives into the node of WithNode (e.g. `make images`' provider-local).
 func WithNodeImages(archives ...string) Option {
 	return func(o *options) { o.nodeImages = append(o.nodeImages, archives...) }
@@ -38,19 +44,21 @@ func WithNodeImages(archives ...string) Option {
 
 // nodeControllers are the controllers a seed with a node runs besides controllers: service accounts and the root CA
 // ConfigMap (pods' API credentials), endpoints and EndpointSlices (Services), the workload controllers, volume binding
-// and protection (the StorageClass), and the pod garbage collector (pods of a node that is gone).
+// and protection (the StorageClass), the pod garbage collector (pods of a node that is gone), and the node lifecycle
+// controller, which lifts the not-ready taint kubelet registers its node with.
 var nodeControllers = []string{"serviceaccount-controller", "root-ca-certificate-publisher-controller",
 	"endpoints-controller", "endpointslice-controller", "endpointslice-mirroring-controller", "statefulset-controller",
 	"daemonset-controller", "job-controller", "persistentvolume-binder-controller",
 	"persistentvolume-protection-controller", "persistentvolumeclaim-protection-controller",
-	"pod-garbage-collector-controller", "ttl-after-finished-controller", "disruption-controller"}
+	"pod-garbage-collector-controller", "ttl-after-finished-controller", "disruption-controller",
+	"node-lifecycle-controller"}
 
 // configureForNode reserves the node's slot and sets the kube-apiserver up for it: the slot's service network, the
 // host's end of the node's link as advertise address (pods reach the apiserver there, through the node's forwarder),
 // the ServiceAccount admission plugin, and a serving certificate valid for every address the apiserver is reached at
 // (loopback, the link, Service default/kubernetes), which envtest's own (localhost only) is not.
-func configureForNode(api *envtest.APIServer, certDir string) (*localnode.Slot, error) {
-	slot, err := localnode.Reserve()
+func configureForNode(api *envtest.APIServer, certDir string, o options) (*localnode.Slot, error) {
+	slot, err := localnode.Reserve(o.nodeSlot)
 	if err != nil {
 		return nil, err
 	}

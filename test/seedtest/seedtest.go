@@ -74,6 +74,7 @@ type options struct {
 	node       bool
 	nodeLog    *slog.Logger
 	nodeImages []string
+	nodeSlot   int
 }
 
 // WithCRDs installs the CustomResourceDefinitions in paths (YAML or JSON files, or directories of them) when the
@@ -86,7 +87,7 @@ func WithCRDs(paths ...string) Option {
 }
 
 func newOptions(opts []Option) options {
-	var o options
+	o := options{nodeSlot: -1}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -273,7 +274,7 @@ func start(dir string, o options) (_ *Seed, err error) {
 		return nil, err
 	}
 	if o.node {
-		if s.slot, err = configureForNode(api, api.CertDir); err != nil {
+		if s.slot, err = configureForNode(api, api.CertDir, o); err != nil {
 			return nil, err
 		}
 	}
