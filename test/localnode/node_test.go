@@ -1,14 +1,12 @@
 package localnode_test
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/netip"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -18,7 +16,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
@@ -46,33 +43,15 @@ func (w tWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// hostKubeChains returns the KUBE-* chains of the host's own iptables (IPv4 and IPv6), which a node must never touch.
-func hostKubeChains(t *testing.T) []string {
-	t.Helper()
-	var chains []string
-	for _, cmd := range []string{"iptables-save", "ip6tables-save"} {
-		out, err := exec.Command(cmd).Output()
-		if err != nil {
-			t.Fatalf("%s: %v", cmd, err)
-		}
-		for _, line := range strings.Split(string(out), "\n") {
-			if strings.HasPrefix(line, ":KUBE-") {
-				chains = append(chains, cmd+" "+strings.Fields(line)[0])
-			}
-		}
-	}
-	return chains
-}
-
 const page = "hello from the node\n"
 
-// TestNode runs a seed with a node and checks what a seed needs of one: pods run; a pod resolves a Service by its DNS
-// name and reaches it through its ClusterIP; the host reaches the ClusterIP too; logs and exec work through the seed's
-// kube-apiserver with kubectl; a StatefulSet gets a volume from the default StorageClass. After the stop nothing of
+// TestNode runs a seed with a node and checks what a seed needs of one (localnode.Probe: pods run; a pod resolves a
+// Service by its DNS name and reaches it through its ClusterIP; logs and exec work through the seed's kube-apiserver
+// with kubectl); the host reaches the ClusterIP too; a StatefulSet gets a volume from the default StorageClass. After the stop nothing of
 // the node is left on the machine and the host's iptables gained no chain.
 func TestNode(t *testing.T) {
 	needRoot(t)
-	before := hostKubeChains(t)
+	before := kubeChains(t)
 	s := seedtest.Start(t, seedtest.WithNode(testLog(t)))
 	slot := nodeSlot(t, s)
 	t.Logf("node %s started in %v; seed started in %v", s.Node.Name, s.Node.StartDuration.Round(time.Millisecond),
@@ -83,89 +62,25 @@ func TestNode(t *testing.T) {
 	c := s.Client
 
 	busybox := imageRef(t, "busybox")
-	labels := map[string]string{"app": "web"}
-	_, err := c.AppsV1().Deployments(ns).Create(ctx, &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "web"},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To[int32](2),
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{
-					Name: "web", Image: busybox, ImagePullPolicy: corev1.PullNever,
-					Command: []string{"sh", "-c", "mkdir -p /www && printf '" + strings.TrimSpace(page) +
-						"\\n' > /www/index.html && echo serving && exec httpd -f -p 8080 -h /www"},
-					Ports:          []corev1.ContainerPort{{ContainerPort: 8080}},
-					ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(8080)}}, PeriodSeconds: 1},
-				}}},
-			},
-		},
-	}, metav1.CreateOptions{})
+	res, err := localnode.Probe(ctx, localnode.ProbeConfig{Client: c, Kubeconfig: s.KubeconfigPath, Namespace: ns, Testbin: testbin(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc, err := c.CoreV1().Services(ns).Create(ctx, &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: "web"},
-		Spec:       corev1.ServiceSpec{Selector: labels, Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(8080)}}},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !slot.ServiceCIDR.Contains(mustAddr(t, svc.Spec.ClusterIP)) {
-		t.Errorf("Service ClusterIP %s is outside the slot's service network %s", svc.Spec.ClusterIP, slot.ServiceCIDR)
-	}
-	begin := time.Now()
-	waitDeployment(ctx, t, c, ns, "web")
-	t.Logf("2-replica Deployment available in %v", time.Since(begin).Round(time.Millisecond))
-
-	// A pod resolves the Service by name (CoreDNS) and fetches the page through the ClusterIP (kube-proxy).
-	client := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "client"},
-		Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{
-			Name: "client", Image: busybox, ImagePullPolicy: corev1.PullNever,
-			Command: []string{"sh", "-c", "nslookup web." + ns + ".svc.cluster.local && wget -q -O - http://web." + ns + "/index.html"},
-		}}},
-	}
-	if _, err := c.CoreV1().Pods(ns).Create(ctx, client, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	phase := waitPodDone(ctx, t, c, ns, "client")
-	logs, err := c.CoreV1().Pods(ns).GetLogs("client", &corev1.PodLogOptions{}).DoRaw(ctx)
-	if err != nil {
-		t.Fatalf("logs of pod client through the apiserver: %v", err)
-	}
-	if phase != corev1.PodSucceeded || !strings.Contains(string(logs), svc.Spec.ClusterIP) || !strings.Contains(string(logs), page) {
-		t.Fatalf("pod client %s; its logs do not show the Service's ClusterIP %s and the page:\n%s", phase, svc.Spec.ClusterIP, logs)
+	t.Logf("2-replica Deployment available in %v", res.Available.Round(time.Millisecond))
+	if !slot.ServiceCIDR.Contains(mustAddr(t, res.ClusterIP)) {
+		t.Errorf("Service ClusterIP %s is outside the slot's service network %s", res.ClusterIP, slot.ServiceCIDR)
 	}
 
 	// The host reaches the ClusterIP through its route to the node.
 	hc := &http.Client{Timeout: 10 * time.Second}
-	resp, err := hc.Get("http://" + svc.Spec.ClusterIP + "/index.html")
+	resp, err := hc.Get("http://" + res.ClusterIP + "/index.html")
 	if err != nil {
 		t.Fatalf("GET the ClusterIP from the host: %v", err)
 	}
 	body, _ := io.ReadAll(resp.Body)
 	_ = resp.Body.Close()
-	if string(body) != page {
-		t.Errorf("ClusterIP from the host: %q, want %q", body, page)
-	}
-
-	// kubectl logs and exec through the seed's kube-apiserver (and kubelet behind it).
-	kubectl := filepath.Join(testbin(t), "node", "kubectl")
-	out := run(t, kubectl, "--kubeconfig", s.KubeconfigPath, "-n", ns, "logs", "deployment/web")
-	if !strings.Contains(out, "serving") {
-		t.Errorf("kubectl logs: %q, want the container's output", out)
-	}
-	out = run(t, kubectl, "--kubeconfig", s.KubeconfigPath, "-n", ns, "exec", "deployment/web", "--", "cat", "/www/index.html")
-	if out != page {
-		t.Errorf("kubectl exec: %q, want %q", out, page)
-	}
-	var stdin bytes.Buffer
-	stdin.WriteString("echo interactive $((6*7))\nexit\n")
-	cmd := exec.CommandContext(ctx, kubectl, "--kubeconfig", s.KubeconfigPath, "-n", ns, "exec", "-i", "deployment/web", "--", "sh")
-	cmd.Stdin = &stdin
-	if b, err := cmd.CombinedOutput(); err != nil || strings.TrimSpace(string(b)) != "interactive 42" {
-		t.Errorf("kubectl exec -i: %v: %q", err, b)
+	if string(body) != localnode.ProbePage {
+		t.Errorf("ClusterIP from the host: %q, want %q", body, localnode.ProbePage)
 	}
 
 	t.Run("StatefulSet volume", func(t *testing.T) { testStatefulSetVolume(ctx, t, c, ns, slot, busybox) })
@@ -179,7 +94,7 @@ func TestNode(t *testing.T) {
 	if left := slot.Leftovers(); len(left) > 0 {
 		t.Errorf("left on the machine after the stop: %v", left)
 	}
-	if after := hostKubeChains(t); strings.Join(after, ",") != strings.Join(before, ",") {
+	if after := kubeChains(t); strings.Join(after, ",") != strings.Join(before, ",") {
 		t.Errorf("host iptables chains KUBE-* before %v, after %v", before, after)
 	}
 }
@@ -275,9 +190,9 @@ func TestTwoNodes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if phase := waitPodDone(ctx, t, s.Client, ns, "p"); phase != corev1.PodSucceeded {
+		if phase, err := localnode.WaitPodDone(ctx, s.Client, ns, "p"); err != nil || phase != corev1.PodSucceeded {
 			logs, _ := s.Client.CoreV1().Pods(ns).GetLogs("p", &corev1.PodLogOptions{}).DoRaw(ctx)
-			t.Fatalf("pod in seed of node %s: %s\n%s", s.Node.Name, phase, logs)
+			t.Fatalf("pod in seed of node %s: %s %v\n%s", s.Node.Name, phase, err, logs)
 		}
 	}
 	runPod(a)
@@ -303,47 +218,6 @@ func nodeSlot(t *testing.T, s *seedtest.Seed) *localnode.Slot {
 		t.Fatal("seed has no node")
 	}
 	return s.Node.Slot()
-}
-
-func waitDeployment(ctx context.Context, t *testing.T, c kubernetes.Interface, ns, name string) {
-	t.Helper()
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		d, err := c.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
-		return err == nil && localnode.DeploymentAvailable(d), nil
-	})
-	if err != nil {
-		t.Fatalf("deployment %s/%s not available: %v", ns, name, err)
-	}
-}
-
-func waitPodDone(ctx context.Context, t *testing.T, c kubernetes.Interface, ns, name string) corev1.PodPhase {
-	t.Helper()
-	var phase corev1.PodPhase
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		p, err := c.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, nil
-		}
-		phase = p.Status.Phase
-		return phase == corev1.PodSucceeded || phase == corev1.PodFailed, nil
-	})
-	if err != nil {
-		t.Fatalf("pod %s/%s not done (%s): %v", ns, name, phase, err)
-	}
-	return phase
-}
-
-func run(t *testing.T, name string, args ...string) string {
-	t.Helper()
-	out, err := exec.Command(name, args...).Output()
-	if err != nil {
-		var stderr string
-		if ee, ok := err.(*exec.ExitError); ok {
-			stderr = string(ee.Stderr)
-		}
-		t.Fatalf("%s %s: %v: %s", filepath.Base(name), strings.Join(args, " "), err, stderr)
-	}
-	return string(out)
 }
 
 // testbin returns where seedtest takes the binaries from: $KUBEBUILDER_ASSETS, else bin/testbin of the module root.
@@ -372,4 +246,13 @@ func mustAddr(t *testing.T, s string) netip.Addr {
 		t.Fatal(err)
 	}
 	return a
+}
+
+func kubeChains(t *testing.T) []string {
+	t.Helper()
+	chains, err := localnode.HostKubeChains()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return chains
 }

@@ -206,3 +206,7 @@ func hostRoutes() ([]route, error) {
 	}
 	return routes, sc.Err()
 }
+
+// SlotAt returns slot i's networks and names without reserving it: for looking at what a node of that slot left
+// (Leftovers).
+func SlotAt(i int) *Slot { return newSlot(i) }

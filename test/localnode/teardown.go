@@ -281,3 +281,21 @@ func removeCgroup(root string) error {
 	}
 	return errors.Join(errs...)
 }
+
+// HostKubeChains lists the KUBE-* chains of the host's own iptables (IPv4 and IPv6), where a node never writes (its
+// kubelet and kube-proxy write in its network namespace): tests compare it before and after.
+func HostKubeChains() ([]string, error) {
+	var chains []string
+	for _, cmd := range []string{"iptables-save", "ip6tables-save"} {
+		out, err := exec.Command(cmd).Output()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", cmd, err)
+		}
+		for _, line := range strings.Split(string(out), "\n") {
+			if strings.HasPrefix(line, ":KUBE-") {
+				chains = append(chains, cmd+" "+strings.Fields(line)[0])
+			}
+		}
+	}
+	return chains, nil
+}
