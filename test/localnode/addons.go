@@ -12,6 +12,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -112,7 +113,25 @@ func (n *Node) waitAvailable(ctx context.Context, ns, name string) error {
 		if d, err = n.client.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{}); err != nil {
 			return false, nil
 		}
-		return DeploymentAvailable(d), nil
+		if !DeploymentAvailable(d) {
+			return false, nil
+		}
+		// A seed restarted on its data has the last run's status: its pods must be ready on this node.
+		sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
+		if err != nil {
+			return false, err
+		}
+		pods, err := n.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
+		if err != nil {
+			return false, nil
+		}
+		ready := 0
+		for _, p := range pods.Items {
+			if p.Spec.NodeName == n.Name && p.DeletionTimestamp == nil && podReady(&p) {
+				ready++
+			}
+		}
+		return ready >= int(ptr.Deref(d.Spec.Replicas, 1)), nil
 	})
 	if err != nil {
 		status := "not found"
@@ -132,4 +151,13 @@ func DeploymentAvailable(d *appsv1.Deployment) bool {
 	}
 	return d.Status.ObservedGeneration >= d.Generation && d.Status.UpdatedReplicas == want &&
 		d.Status.AvailableReplicas == want && d.Status.Replicas == want
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }
