@@ -112,8 +112,10 @@ testbin-node:
 
 ## images: the image archives of deploy/images (the project's binaries and the cached components), one
 ## bin/images/<name>.tar per image, named local.trellis.dev/<name>:<version>; reproducible, rewritten only on change.
-images: build testbin
-	$(GO) run ./deploy/images/cmd/build-images -out bin/images
+## The project's binaries are built again statically (CGO_ENABLED=0) for them: the images hold no C library.
+images: testbin
+	CGO_ENABLED=0 $(GO) build -o bin/images/bin/ ./cmd/trellis-hub ./cmd/trellis-agent ./cmd/provider-local
+	$(GO) run ./deploy/images/cmd/build-images -bin bin/images/bin -out bin/images
 
 ## testbin-etcd: build etcd (go.etcd.io/etcd/server/v3 $(ETCD_VERSION)) into a per-machine cache.
 testbin-etcd:
@@ -185,6 +187,7 @@ bench-scheduler:
 ## writes .trellis/local/env. Ctrl-C or `make down` stops it; the next `make up` reuses the data. Flags in UP_ARGS.
 up: build testbin
 	$(GO) build -o bin/ ./test/localseed ./test/landscape/cmd/landscape
+	CGO_ENABLED=0 $(GO) build -o bin/ ./cmd/provider-local
 	bin/landscape $(UP_ARGS)
 
 ## down: stop a landscape that `make up` left running (pid in .trellis/local/landscape.pid).

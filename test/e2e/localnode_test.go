@@ -18,7 +18,8 @@ import (
 )
 
 // TestLocalSeedNodes runs `make up`'s landscape with a real node in each of two seeds, side by side: every seed has
-// one Ready node with its own networks, which the Seed on the hub reports; the example shoot reaches Succeeded; in
+// one Ready node with its own networks, which the Seed on the hub reports, and runs provider-local as its chart's
+// pod; the example shoot reaches Succeeded through it; in
 // seed local a pod resolves a Service by DNS name and reaches it through its ClusterIP, and kubectl logs and exec
 // work through the seed's kube-apiserver; in seed other a pod resolves the apiserver's Service. After the landscape
 // stops, nothing of either node is left on the machine and the host's iptables gained no chain.
@@ -33,6 +34,7 @@ func TestLocalSeedNodes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	landscapeBinaries(t) // built before the clock starts: a cold static build takes minutes
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	begin := time.Now()
@@ -52,6 +54,13 @@ func TestLocalSeedNodes(t *testing.T) {
 		}
 		if len(nodes.Items) != 1 || !nodeReady(&nodes.Items[0]) {
 			t.Fatalf("seed %s: nodes %v, want one Ready", s.Name, nodeNames(nodes.Items))
+		}
+		// provider-local runs as its chart's pod on the node, not as a process of the landscape.
+		pods, err := s.Client.CoreV1().Pods(s.ProviderLocalNamespace).List(ctx, kmetav1.ListOptions{})
+		if err != nil || len(pods.Items) != 1 || pods.Items[0].Status.Phase != corev1.PodRunning ||
+			pods.Items[0].Spec.NodeName != nodes.Items[0].Name || l.Pids()["provider-local-"+s.Name] != 0 {
+			t.Fatalf("seed %s: provider-local's pods in %q: %v (%v); landscape processes %v", s.Name,
+				s.ProviderLocalNamespace, pods, err, l.Pids())
 		}
 		var info struct {
 			Slot int `json:"slot"`

@@ -48,6 +48,8 @@ func landscapeBinaries(t *testing.T) string {
 		cmd := exec.Command(gobin, "build", "-o", landscapeBinDir+"/",
 			"github.com/trellis-dev/trellis/cmd/trellis-hub", "github.com/trellis-dev/trellis/cmd/trellis-agent",
 			"github.com/trellis-dev/trellis/cmd/provider-local", "github.com/trellis-dev/trellis/test/localseed")
+		// Static, so that a landscape with nodes can put provider-local into an image.
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			landscapeBuildErr = fmt.Errorf("go build: %v\n%s", err, out)
 		}
