@@ -8,8 +8,8 @@
 # with apt-get when missing. The rest are Go programs built from the Go module proxy, each cached under
 # CACHE/<part>-<version>: kubelet, kube-proxy, kube-scheduler and kubectl (build-kube.sh), containerd v2 with ctr and
 # its runc shim, CoreDNS and local-path-provisioner (build-module.sh). A cold build takes long on 2 cores (kubelet
-# about 8 minutes, the others 1-5 each), so it says which part it builds, how many are done and roughly how long is
-# left; a failed part is named with the command that retries it. Parts already cached take no time.
+# about 8 minutes, CoreDNS about 10, the others 1-5 each), so it says which part it builds, how many are done and
+# roughly how long is left; a failed part is named with the command that retries it. Cached parts take no time.
 set -euo pipefail
 kube=${1:?kubernetes version, e.g. v1.36.3}
 cache=${2:?cache directory}
@@ -28,8 +28,8 @@ parts=(
   "kube-scheduler|$cache/kube-scheduler-$kube/kube-scheduler|3|$here/build-kube.sh $kube $cache kube-scheduler"
   "kubectl|$cache/kubectl-$kube/kubectl|4|$here/build-kube.sh $kube $cache kubectl"
   "containerd|$cache/containerd-$CONTAINERD_VERSION/containerd-shim-runc-v2|4|$here/build-module.sh $cache/containerd-$CONTAINERD_VERSION github.com/containerd/containerd/v2@$CONTAINERD_VERSION -tags no_btrfs,no_devmapper,no_zfs,no_aufs cmd/containerd cmd/ctr cmd/containerd-shim-runc-v2"
-  "coredns|$cache/coredns-$COREDNS_VERSION/coredns|3|$here/build-module.sh $cache/coredns-$COREDNS_VERSION github.com/coredns/coredns@$COREDNS_VERSION .=coredns"
-  "local-path-provisioner|$cache/local-path-provisioner-$LOCAL_PATH_VERSION/local-path-provisioner|2|$here/build-module.sh $cache/local-path-provisioner-$LOCAL_PATH_VERSION github.com/rancher/local-path-provisioner@$LOCAL_PATH_VERSION .=local-path-provisioner"
+  "coredns|$cache/coredns-$COREDNS_VERSION/coredns|10|$here/build-module.sh $cache/coredns-$COREDNS_VERSION github.com/coredns/coredns@$COREDNS_VERSION .=coredns"
+  "local-path-provisioner|$cache/local-path-provisioner-$LOCAL_PATH_VERSION/local-path-provisioner|5|$here/build-module.sh $cache/local-path-provisioner-$LOCAL_PATH_VERSION github.com/rancher/local-path-provisioner@$LOCAL_PATH_VERSION .=local-path-provisioner"
 )
 total=${#parts[@]}
 left=0
