@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -180,8 +181,14 @@ func hostRoutes() ([]route, error) {
 		return nil, err
 	}
 	defer f.Close()
+	return parseRoutes(f)
+}
+
+// parseRoutes reads the format of /proc/net/route: a header, then interface, destination, gateway, flags, refcount,
+// use, metric and mask, addresses in host byte order hex.
+func parseRoutes(r io.Reader) ([]route, error) {
 	var routes []route
-	sc := bufio.NewScanner(f)
+	sc := bufio.NewScanner(r)
 	sc.Scan() // header
 	for sc.Scan() {
 		fields := strings.Fields(sc.Text())

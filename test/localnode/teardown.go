@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -55,8 +56,13 @@ func mounts() []mount {
 		return nil
 	}
 	defer f.Close()
+	return parseMountinfo(f)
+}
+
+// parseMountinfo reads mountinfo lines (proc(5)); malformed lines are skipped.
+func parseMountinfo(r io.Reader) []mount {
 	var ms []mount
-	sc := bufio.NewScanner(f)
+	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
 		// id parent major:minor root mount-point options [optional...] - fstype source super-options
