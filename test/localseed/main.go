@@ -75,7 +75,7 @@ func run(dir string, node bool, images string) error {
 	if err := os.Remove(infoFile); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
-	s, err := seedtest.StartInDir(dir, opts...)
+	s, err := seedtest.StartInDirContext(ctx, dir, opts...)
 	if err != nil {
 		return err
 	}

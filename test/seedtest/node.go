@@ -107,8 +107,8 @@ func configureForNode(api *envtest.APIServer, certDir string, o options) (*local
 }
 
 // startNode starts the node of a seed whose control plane runs.
-func (s *Seed) startNode(slot *localnode.Slot, testbin string, o options) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 4*StartTimeout)
+func (s *Seed) startNode(ctx context.Context, slot *localnode.Slot, testbin string, o options) error {
+	ctx, cancel := context.WithTimeout(ctx, 4*StartTimeout)
 	defer cancel()
 	n, err := localnode.Start(ctx, localnode.Config{Slot: slot, Dir: filepath.Join(s.Dir, "node"), Testbin: testbin,
 		Kubeconfig: s.Kubeconfig, Images: o.nodeImages, Log: o.nodeLog})

@@ -98,7 +98,7 @@ func newOptions(opts []Option) options {
 // testbin`) or the seed does not start, and, when it ends, if the controller manager exited meanwhile.
 func Start(t testing.TB, opts ...Option) *Seed {
 	t.Helper()
-	s, err := start(t.TempDir(), newOptions(opts))
+	s, err := start(context.Background(), t.TempDir(), newOptions(opts))
 	if err != nil {
 		t.Fatalf("seedtest: %v", err)
 	}
@@ -215,7 +215,7 @@ func StartShared(t testing.TB) *Seed {
 		shared.started = true
 		dir, err := os.MkdirTemp("", "seedtest-")
 		if err == nil {
-			shared.seed, err = start(dir, shared.opts)
+			shared.seed, err = start(context.Background(), dir, shared.opts)
 			if err != nil {
 				_ = os.RemoveAll(dir)
 			}
@@ -234,8 +234,9 @@ func StartShared(t testing.TB) *Seed {
 	return shared.seed
 }
 
-// start starts a seed whose files go to dir. On error nothing is left running.
-func start(dir string, o options) (_ *Seed, err error) {
+// start starts a seed whose files go to dir; ctx bounds the node's start (WithNode). On error nothing is left
+// running.
+func start(ctx context.Context, dir string, o options) (_ *Seed, err error) {
 	bins, err := binaries()
 	if err != nil {
 		return nil, err
@@ -321,14 +322,14 @@ func start(dir string, o options) (_ *Seed, err error) {
 	if s.kcm, err = startControllerManager(kcmPath, s.KubeconfigPath, out, run, kcmArgs...); err != nil {
 		return nil, fmt.Errorf("start kube-controller-manager %s: %w", bins.controllerManager, err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), StartTimeout)
+	kcmCtx, cancel := context.WithTimeout(ctx, StartTimeout)
 	defer cancel()
-	if err := s.waitCollecting(ctx); err != nil {
+	if err := s.waitCollecting(kcmCtx); err != nil {
 		return nil, fmt.Errorf("start kube-controller-manager %s: %w", bins.controllerManager, err)
 	}
 	s.kcmStart = time.Since(kcmBegin)
 	if o.node {
-		if err := s.startNode(s.slot, bins.dir, o); err != nil {
+		if err := s.startNode(ctx, s.slot, bins.dir, o); err != nil {
 			return nil, err
 		}
 	}
@@ -421,10 +422,16 @@ func (s *Seed) logTails() string {
 // StartInDir starts a seed outside a test, with its files in dir, for tools such as the local landscape
 // (test/localseed). The caller stops it with Close.
 func StartInDir(dir string, opts ...Option) (*Seed, error) {
+	return StartInDirContext(context.Background(), dir, opts...)
+}
+
+// StartInDirContext is StartInDir whose node's start (WithNode) ends when ctx does: a signal during the start stops
+// it within moments instead of after the node's start timeouts.
+func StartInDirContext(ctx context.Context, dir string, opts ...Option) (*Seed, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
-	return start(dir, newOptions(opts))
+	return start(ctx, dir, newOptions(opts))
 }
 
 // Close stops a seed started with StartInDir. It returns an error if the controller manager exited while the seed
