@@ -19,7 +19,7 @@ ETCD_CACHE ?= $(TESTBIN_CACHE)/etcd-$(ETCD_VERSION)
 KUBE_BINARIES := kube-apiserver kube-controller-manager
 BINARIES := trellis-hub trellis-agent trellisctl provider-local
 
-.PHONY: all build test lint generate checkgenerate tools testbin testbin-etcd testbin-kube up down bench-api bench-agents fuzz clean
+.PHONY: all build test lint generate checkgenerate tools testbin testbin-etcd testbin-kube testbin-node images up down bench-api bench-agents fuzz clean
 
 all: build
 
@@ -149,9 +149,25 @@ lint-deps:
 	exit $$fail
 
 ## testbin: build the test binaries into bin/testbin: etcd (store conformance suite, seed), kube-apiserver and
-## kube-controller-manager (the seed of the agent tests, run by test/seedtest). Cached per machine and version under
-## $(TESTBIN_CACHE), so another clone reuses them; a cold build takes about 8 minutes.
-testbin: testbin-etcd testbin-kube
+## kube-controller-manager (the seed of the agent tests, run by test/seedtest), and the parts of a seed's node
+## (testbin-node). Cached per machine and version under $(TESTBIN_CACHE), so another clone reuses them; a cold build
+## takes about 8 minutes for the seed and about 30 more for the node.
+testbin: testbin-etcd testbin-kube testbin-node
+
+## testbin-node: the parts of a local seed's node (test/localnode) into bin/testbin/node: kubelet, kube-proxy,
+## kube-scheduler, kubectl, containerd v2, CoreDNS, local-path-provisioner (Go modules, cached in $(TESTBIN_CACHE)),
+## and, from Debian with apt-get when missing, runc, the CNI plugins, iptables, conntrack and busybox-static.
+## The node's images (deploy/images.NodeImages) go to bin/testbin/images.
+testbin-node:
+	@./test/testbin/build-node.sh $(KUBE_VERSION) $(TESTBIN_CACHE) bin/testbin
+	@$(GO) run ./deploy/images/cmd/build-images -only pause,busybox,coredns,local-path-provisioner -out bin/testbin/images
+
+## images: the image archives of deploy/images (the project's binaries and the cached components), one
+## bin/images/<name>.tar per image, named local.trellis.dev/<name>:<version>; reproducible, rewritten only on change.
+## The project's binaries are built again statically (CGO_ENABLED=0) for them: the images hold no C library.
+images: testbin
+	CGO_ENABLED=0 $(GO) build -o bin/images/bin/ ./cmd/trellis-hub ./cmd/trellis-agent ./cmd/provider-local
+	$(GO) run ./deploy/images/cmd/build-images -bin bin/images/bin -out bin/images
 
 ## testbin-etcd: build etcd (go.etcd.io/etcd/server/v3 $(ETCD_VERSION)) into a per-machine cache.
 testbin-etcd:
@@ -223,6 +239,7 @@ bench-scheduler:
 ## writes .trellis/local/env. Ctrl-C or `make down` stops it; the next `make up` reuses the data. Flags in UP_ARGS.
 up: build testbin
 	$(GO) build -o bin/ ./test/localseed ./test/landscape/cmd/landscape
+	CGO_ENABLED=0 $(GO) build -o bin/ ./cmd/provider-local
 	bin/landscape $(UP_ARGS)
 
 ## down: stop a landscape that `make up` left running (pid in .trellis/local/landscape.pid).

@@ -18,6 +18,8 @@ func Build(ctx context.Context, dir string, pkgs ...string) error {
 		gobin = filepath.Join(runtime.GOROOT(), "bin", "go")
 	}
 	cmd := exec.CommandContext(ctx, gobin, append([]string{"build", "-o", dir + string(filepath.Separator)}, pkgs...)...)
+	// Static, so that a landscape with nodes can put a binary (provider-local) into an image.
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("go build %v: %w\n%s", pkgs, err, out)
 	}

@@ -71,6 +71,10 @@ type Config struct {
 	// RequireProviderLocal makes Start fail when BinDir has no provider-local; otherwise the seeds run without their
 	// extension (shoots do not progress) and Start says so on Log.
 	RequireProviderLocal bool
+	// Node runs a real node in every seed (localseed --node, test/localnode): pods run, and the Seed's networks are
+	// the node's. Needs root and `make testbin`. NodeImages are further image archives its node imports.
+	Node       bool
+	NodeImages []string
 	// Log receives one line per step, for people watching (default: discarded).
 	Log io.Writer
 	// ReadyTimeout bounds each wait for a process to become ready (default DefaultReadyTimeout).

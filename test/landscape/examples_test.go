@@ -28,7 +28,7 @@ func TestHubAcceptsSeedAndExamples(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	seed, err := kjson.Marshal(seedTemplate("local", "local"))
+	seed, err := kjson.Marshal(seedTemplate("local", "local", gardenerLocalNetworks))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -95,8 +95,20 @@ func Start(ctx context.Context, cfg Config) (_ *Landscape, err error) {
 	l.HubAddr, l.GRPCAddr, l.HubURL = dial, grpcDial, "https://"+dial
 	args := []string{"--data-dir", hubDir, "--listen", listen, "--grpc-listen", grpcListen, "--log-format", "text"}
 	l.hub = l.newProcess("hub", "trellis-hub", nil, append(args, cfg.HubArgs...)...)
+	// With nodes, provider-local runs as its chart's pod from an image of this build (providerpod.go).
+	providerValues := DefaultProviderLocalValues()
+	podMode := cfg.Node && l.ProviderLocal && !cfg.ManualProviderLocal
+	if podMode {
+		archive, repo, tag, err := l.providerLocalImage()
+		if err != nil {
+			return nil, fmt.Errorf("provider-local image: %w", err)
+		}
+		l.cfg.NodeImages = append(l.cfg.NodeImages, archive)
+		providerValues = providerLocalPodValues(repo, tag)
+		l.logf("provider-local: image %s:%s (%s) runs as its chart's pod in every seed", repo, tag, archive)
+	}
 	for _, sc := range cfg.Seeds {
-		l.seeds = append(l.seeds, l.newSeed(sc, l.ProviderLocal))
+		l.seeds = append(l.seeds, l.newSeed(sc, l.ProviderLocal && !podMode))
 	}
 
 	// The seeds take longest: they start first and come up while the hub does.
@@ -121,7 +133,7 @@ func Start(ctx context.Context, cfg Config) (_ *Landscape, err error) {
 	}
 	if l.ProviderLocal && !cfg.ManualProviderLocal {
 		l.logf("hub: registering provider-local (ControllerRegistration and ControllerDeployment %s)", ProviderLocalRegistration)
-		if err := l.RegisterProviderLocal(ctx, DefaultProviderLocalValues()); err != nil {
+		if err := l.RegisterProviderLocal(ctx, providerValues); err != nil {
 			return nil, err
 		}
 	}
@@ -161,6 +173,19 @@ func (l *Landscape) bringUp(ctx context.Context, s *Seed, freshHub bool) error {
 		return err
 	}
 	l.logf("seed %s: agent connected, Seed %s is %s", s.Name, s.Name, GardenletReady)
+	if l.cfg.Node && l.ProviderLocal && !l.cfg.ManualProviderLocal {
+		ci, err := l.ProviderLocalInstallation(ctx, s.Name)
+		if err != nil {
+			return err
+		}
+		ns := extensionNamespacePrefix + ci
+		l.logf("seed %s: waiting for provider-local's pod of ControllerInstallation %s in namespace %s", s.Name, ci, ns)
+		if err := l.waitProviderLocalPod(ctx, s, ns); err != nil {
+			return err
+		}
+		l.logf("seed %s: provider-local running as a pod", s.Name)
+		return nil
+	}
 	if s.provider == nil || l.cfg.ManualProviderLocal {
 		return nil
 	}

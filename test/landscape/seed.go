@@ -66,6 +66,9 @@ type Seed struct {
 	AgentConfig string
 	// SeedLog, AgentLog and ProviderLocalLog are the logs of the seed's processes.
 	SeedLog, AgentLog, ProviderLocalLog string
+	// Networks are the seed's networks: its node's (Config.Node), else Gardener's local setup's, which no process
+	// here uses.
+	Networks SeedNetworks
 	// ProviderLocalNamespace is the namespace provider-local last ran in (extension-<its ControllerInstallation>),
 	// "" before it ran.
 	ProviderLocalNamespace string
@@ -75,9 +78,26 @@ type Seed struct {
 	tokenFile             string
 }
 
-// seedTemplate is the Seed every agent registers, in Gardener's terms: provider, backup and DNS of type local, with
-// the backup and DNS credentials in the hub's namespace garden.
-func seedTemplate(name, region string) *corev1beta1.Seed {
+// SeedNetworks are a seed's networks (Seed spec.networks).
+type SeedNetworks struct {
+	Nodes    string `json:"nodes"`
+	Pods     string `json:"pods"`
+	Services string `json:"services"`
+}
+
+// gardenerLocalNetworks are the networks of Gardener's local seed (a kind cluster), for seeds without a node.
+var gardenerLocalNetworks = SeedNetworks{Nodes: "172.18.0.0/16", Pods: "10.1.0.0/16", Services: "10.2.0.0/16"}
+
+// Gardener's local seed's defaults for shoots that leave their networks unset; disjoint from every seed's networks.
+const (
+	ShootDefaultPods     = "10.3.0.0/16"
+	ShootDefaultServices = "10.4.0.0/16"
+)
+
+// seedTemplate is the Seed every agent registers, in Gardener's terms (its local setup's seed): provider, backup and
+// DNS of type local, with the backup and DNS credentials in the hub's namespace garden, zone "0", the networks of
+// the seed's node with Gardener's local shoot defaults.
+func seedTemplate(name, region string, nets SeedNetworks) *corev1beta1.Seed {
 	str := func(s string) *string { return &s }
 	secret := func(name string) *metav1.ObjectReference {
 		return &metav1.ObjectReference{ApiVersion: "v1", Kind: "Secret", Namespace: "garden", Name: name}
@@ -88,7 +108,7 @@ func seedTemplate(name, region string) *corev1beta1.Seed {
 		Kind:       "Seed",
 		Metadata:   &metav1.ObjectMeta{Name: name},
 		Spec: &corev1beta1.SeedSpec{
-			Provider: &corev1beta1.SeedProvider{Type: ProviderType, Region: region},
+			Provider: &corev1beta1.SeedProvider{Type: ProviderType, Region: region, Zones: []string{"0"}},
 			Backup:   &corev1beta1.Backup{Provider: ProviderType, Region: str(region), CredentialsRef: secret(BackupSecretName)},
 			Dns: &corev1beta1.SeedDNS{
 				Provider: &corev1beta1.SeedDNSProvider{Type: ProviderType, CredentialsRef: secret(DNSSecretName)},
@@ -98,8 +118,9 @@ func seedTemplate(name, region string) *corev1beta1.Seed {
 				Domain:     "ingress." + name + ".seed.local.trellis.dev",
 				Controller: &corev1beta1.IngressController{Kind: "nginx"},
 			},
-			// Gardener's local setup: the shoots' networks (see examples/) must not overlap these.
-			Networks: &corev1beta1.SeedNetworks{Nodes: str("172.18.0.0/16"), Pods: "10.1.0.0/16", Services: "10.2.0.0/16"},
+			// The shoots' networks (see examples/) must not overlap these.
+			Networks: &corev1beta1.SeedNetworks{Nodes: str(nets.Nodes), Pods: nets.Pods, Services: nets.Services,
+				ShootDefaults: &corev1beta1.ShootNetworks{Pods: str(ShootDefaultPods), Services: str(ShootDefaultServices)}},
 			Settings: &corev1beta1.SeedSettings{Scheduling: &corev1beta1.SeedSettingScheduling{Visible: &visible}},
 		},
 	}
@@ -117,7 +138,7 @@ func (l *Landscape) agentConfiguration(s *Seed) *config.AgentConfiguration {
 			BootstrapTokenFile: s.tokenFile,
 		},
 		SeedClientConnection:     config.SeedClientConnection{Kubeconfig: s.Kubeconfig},
-		SeedConfig:               config.SeedTemplate{Seed: seedTemplate(s.Name, s.Region)},
+		SeedConfig:               config.SeedTemplate{Seed: seedTemplate(s.Name, s.Region, s.Networks)},
 		HeartbeatIntervalSeconds: 2,
 		Controllers: config.Controllers{Shoot: config.ShootControllerConfiguration{
 			RetryMinDelay:           d(time.Second),
@@ -187,6 +208,16 @@ func (l *Landscape) waitSeed(ctx context.Context, s *Seed) error {
 	}
 	if s.Client, err = kubernetes.NewForConfig(s.Config); err != nil {
 		return fmt.Errorf("seed %s: %w", s.Name, err)
+	}
+	s.Networks = gardenerLocalNetworks
+	if l.cfg.Node {
+		b, err := os.ReadFile(filepath.Join(s.Dir, "node.json"))
+		if err != nil {
+			return fmt.Errorf("seed %s: the node's networks: %w", s.Name, err)
+		}
+		if err := json.Unmarshal(b, &s.Networks); err != nil {
+			return fmt.Errorf("seed %s: node.json: %w", s.Name, err)
+		}
 	}
 	return nil
 }
@@ -338,7 +369,11 @@ func (l *Landscape) newSeed(sc SeedConfig, hasProviderLocal bool) *Seed {
 		AgentConfig: filepath.Join(agentDir, "config.yaml"),
 		tokenFile:   filepath.Join(agentDir, "bootstrap-token"),
 	}
-	s.seed = l.newProcess("seed-"+sc.Name, "localseed", []string{"KUBEBUILDER_ASSETS=" + l.cfg.TestBinDir}, "--dir", dir)
+	seedArgs := []string{"--dir", dir}
+	if l.cfg.Node {
+		seedArgs = append(seedArgs, "--node", "--node-images", strings.Join(l.cfg.NodeImages, ","))
+	}
+	s.seed = l.newProcess("seed-"+sc.Name, "localseed", []string{"KUBEBUILDER_ASSETS=" + l.cfg.TestBinDir}, seedArgs...)
 	s.agent = l.newProcess("agent-"+sc.Name, "trellis-agent", nil, "--config", s.AgentConfig)
 	s.SeedLog, s.AgentLog = s.seed.LogPath(), s.agent.LogPath()
 	if hasProviderLocal {

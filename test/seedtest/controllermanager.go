@@ -35,10 +35,11 @@ type controllerManager struct {
 
 // startControllerManager starts kube-controller-manager at path (a process path from processPath), reaching the
 // seed with the kubeconfig file. It serves nothing (no secure port), elects no leader and runs controllers.
-func startControllerManager(path, kubeconfig string, out io.Writer) (*controllerManager, error) {
-	cmd := exec.Command(path,
-		"--kubeconfig="+kubeconfig,
-		"--controllers="+strings.Join(controllers, ","),
+// It runs the controllers named in run (a seed with a node runs more than controllers), with extra arguments.
+func startControllerManager(path, kubeconfig string, out io.Writer, run []string, extra ...string) (*controllerManager, error) {
+	args := []string{
+		"--kubeconfig=" + kubeconfig,
+		"--controllers=" + strings.Join(run, ","),
 		"--leader-elect=false",
 		"--use-service-account-credentials=false",
 		"--secure-port=0",
@@ -46,7 +47,8 @@ func startControllerManager(path, kubeconfig string, out io.Writer) (*controller
 		// garbage collector's deletions should not queue behind a client-side limiter.
 		"--kube-api-qps=200",
 		"--kube-api-burst=400",
-	)
+	}
+	cmd := exec.Command(path, append(args, extra...)...)
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = sysProcAttr()
 	if err := cmd.Start(); err != nil {

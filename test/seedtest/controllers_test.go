@@ -205,7 +205,7 @@ func TestMissingControllerManager(t *testing.T) {
 		}
 	}
 	t.Setenv(EnvAssets, assets)
-	_, err = start(t.TempDir(), options{})
+	_, err = start(context.Background(), t.TempDir(), options{})
 	if err == nil || !strings.Contains(err.Error(), filepath.Join(assets, "kube-controller-manager")) ||
 		!strings.Contains(err.Error(), "run `make testbin`") {
 		t.Errorf("start without kube-controller-manager: %v", err)
@@ -229,7 +229,7 @@ func TestControllerManagerExitReported(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer log.Close()
-	kcm, err := startControllerManager(path, filepath.Join(dir, "missing-kubeconfig"), log)
+	kcm, err := startControllerManager(path, filepath.Join(dir, "missing-kubeconfig"), log, controllers)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +19,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/trellis-dev/trellis/test/localnode"
 )
 
 const (
@@ -46,12 +50,16 @@ type Seed struct {
 	KubeconfigPath string
 	// Dir holds the seed's files: kubeconfig, logs, etcd data, certificates.
 	Dir string
-	// StartDuration is how long the start took, from launching etcd to the controller manager collecting garbage.
+	// StartDuration is how long the start took, from launching etcd to the controller manager collecting garbage
+	// (and, WithNode, to the node being Ready with its add-ons).
 	StartDuration time.Duration
+	// Node is the seed's node, WithNode; nil otherwise.
+	Node *localnode.Node
 
 	env      *envtest.Environment
 	kcm      *controllerManager
-	kcmStart time.Duration // the controller manager's part of StartDuration
+	kcmStart time.Duration   // the controller manager's part of StartDuration
+	slot     *localnode.Slot // the node's slot, WithNode, until the node runs
 	logs     []*os.File
 	shared   bool
 	stopOnce sync.Once
@@ -62,7 +70,11 @@ type Seed struct {
 type Option func(*options)
 
 type options struct {
-	crdPaths []string
+	crdPaths   []string
+	node       bool
+	nodeLog    *slog.Logger
+	nodeImages []string
+	nodeSlot   int
 }
 
 // WithCRDs installs the CustomResourceDefinitions in paths (YAML or JSON files, or directories of them) when the
@@ -75,7 +87,7 @@ func WithCRDs(paths ...string) Option {
 }
 
 func newOptions(opts []Option) options {
-	var o options
+	o := options{nodeSlot: -1}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -86,7 +98,7 @@ func newOptions(opts []Option) options {
 // testbin`) or the seed does not start, and, when it ends, if the controller manager exited meanwhile.
 func Start(t testing.TB, opts ...Option) *Seed {
 	t.Helper()
-	s, err := start(t.TempDir(), newOptions(opts))
+	s, err := start(context.Background(), t.TempDir(), newOptions(opts))
 	if err != nil {
 		t.Fatalf("seedtest: %v", err)
 	}
@@ -116,6 +128,11 @@ func (s *Seed) stop() error {
 	s.stopOnce.Do(func() {
 		// The controller manager first, so that it does not log the apiserver's going away.
 		var errs []error
+		if s.Node != nil {
+			errs = append(errs, s.Node.Stop())
+		} else if s.slot != nil {
+			s.slot.Release()
+		}
 		if s.kcm != nil {
 			errs = append(errs, s.kcm.stop())
 		}
@@ -198,7 +215,7 @@ func StartShared(t testing.TB) *Seed {
 		shared.started = true
 		dir, err := os.MkdirTemp("", "seedtest-")
 		if err == nil {
-			shared.seed, err = start(dir, shared.opts)
+			shared.seed, err = start(context.Background(), dir, shared.opts)
 			if err != nil {
 				_ = os.RemoveAll(dir)
 			}
@@ -217,8 +234,9 @@ func StartShared(t testing.TB) *Seed {
 	return shared.seed
 }
 
-// start starts a seed whose files go to dir. On error nothing is left running.
-func start(dir string, o options) (_ *Seed, err error) {
+// start starts a seed whose files go to dir; ctx bounds the node's start (WithNode). On error nothing is left
+// running.
+func start(ctx context.Context, dir string, o options) (_ *Seed, err error) {
 	bins, err := binaries()
 	if err != nil {
 		return nil, err
@@ -256,6 +274,11 @@ func start(dir string, o options) (_ *Seed, err error) {
 	if err := os.MkdirAll(api.CertDir, 0o700); err != nil {
 		return nil, err
 	}
+	if o.node {
+		if s.slot, err = configureForNode(api, api.CertDir, o); err != nil {
+			return nil, err
+		}
+	}
 	if os.Getenv(envAttachOutput) != "true" {
 		if etcd.Out, err = s.logFile("etcd.log"); err != nil {
 			return nil, err
@@ -291,22 +314,32 @@ func start(dir string, o options) (_ *Seed, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if s.kcm, err = startControllerManager(kcmPath, s.KubeconfigPath, out); err != nil {
+	run, kcmArgs := controllers, []string(nil)
+	if o.node {
+		run = append(slices.Clone(controllers), nodeControllers...)
+		kcmArgs = []string{"--root-ca-file=" + filepath.Join(api.CertDir, "ca.crt")}
+	}
+	if s.kcm, err = startControllerManager(kcmPath, s.KubeconfigPath, out, run, kcmArgs...); err != nil {
 		return nil, fmt.Errorf("start kube-controller-manager %s: %w", bins.controllerManager, err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), StartTimeout)
+	kcmCtx, cancel := context.WithTimeout(ctx, StartTimeout)
 	defer cancel()
-	if err := s.waitCollecting(ctx); err != nil {
+	if err := s.waitCollecting(kcmCtx); err != nil {
 		return nil, fmt.Errorf("start kube-controller-manager %s: %w", bins.controllerManager, err)
 	}
 	s.kcmStart = time.Since(kcmBegin)
+	if o.node {
+		if err := s.startNode(ctx, s.slot, bins.dir, o); err != nil {
+			return nil, err
+		}
+	}
 	s.StartDuration = time.Since(begin)
 	return s, nil
 }
 
 // binaryPaths are the paths of the seed's binaries.
 type binaryPaths struct {
-	etcd, apiserver, controllerManager string
+	dir, etcd, apiserver, controllerManager string
 }
 
 // binaries returns the paths of the seed's binaries: in $KUBEBUILDER_ASSETS when it is set, else in bin/testbin of
@@ -340,6 +373,7 @@ func binaries() (binaryPaths, error) {
 		return p
 	}
 	bins := binaryPaths{
+		dir:               dir,
 		etcd:              find("etcd"),
 		apiserver:         find("kube-apiserver"),
 		controllerManager: find("kube-controller-manager"),
@@ -388,10 +422,16 @@ func (s *Seed) logTails() string {
 // StartInDir starts a seed outside a test, with its files in dir, for tools such as the local landscape
 // (test/localseed). The caller stops it with Close.
 func StartInDir(dir string, opts ...Option) (*Seed, error) {
+	return StartInDirContext(context.Background(), dir, opts...)
+}
+
+// StartInDirContext is StartInDir whose node's start (WithNode) ends when ctx does: a signal during the start stops
+// it within moments instead of after the node's start timeouts.
+func StartInDirContext(ctx context.Context, dir string, opts ...Option) (*Seed, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
-	return start(dir, newOptions(opts))
+	return start(ctx, dir, newOptions(opts))
 }
 
 // Close stops a seed started with StartInDir. It returns an error if the controller manager exited while the seed

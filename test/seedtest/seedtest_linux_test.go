@@ -3,6 +3,7 @@ package seedtest
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,7 +18,7 @@ const envHelperDir = "SEEDTEST_HELPER_DIR"
 // cleanups run) and expects etcd, kube-apiserver and kube-controller-manager to go with it.
 func TestProcessesDieWithTestProcess(t *testing.T) {
 	if dir := os.Getenv(envHelperDir); dir != "" {
-		if _, err := start(dir, options{}); err != nil {
+		if _, err := start(context.Background(), dir, options{}); err != nil {
 			t.Fatal(err)
 		}
 		os.Stdout.WriteString("\nSEED READY\n")

@@ -3,9 +3,9 @@
 #
 #   build-kube.sh VERSION CACHE NAME...
 #
-# Each NAME (kube-apiserver, kube-controller-manager, kubectl) is built into CACHE/NAME-VERSION/NAME; a NAME whose binary is
-# already there is skipped, so a cache holding only kube-apiserver gets the controller-manager without rebuilding the
-# apiserver. k8s.io/kubernetes replaces its staging modules with ./staging, which a dependency cannot use, so a
+# Each NAME (kube-apiserver, kube-controller-manager, kube-scheduler, kube-proxy, kubelet, kubectl) is built into
+# CACHE/NAME-VERSION/NAME; a NAME whose binary is already there is skipped, so a cache holding only kube-apiserver
+# gets the controller-manager without rebuilding the apiserver. k8s.io/kubernetes replaces its staging modules with ./staging, which a dependency cannot use, so a
 # throwaway module requires it and replaces every staging module with its published v0.<minor>.<patch> version; one
 # `go mod tidy` serves every binary. Only the Go module proxy is used. About 5 minutes per binary on 2 cores.
 set -euo pipefail
@@ -16,7 +16,7 @@ shift 2
 names=()
 for name in "$@"; do
   case $name in
-    kube-apiserver | kube-controller-manager | kubectl) ;;
+    kube-apiserver | kube-controller-manager | kube-scheduler | kube-proxy | kubelet | kubectl) ;;
     *) echo "$0: unknown binary $name" >&2; exit 2 ;;
   esac
   if [ ! -x "$cache/$name-$version/$name" ]; then names+=("$name"); fi

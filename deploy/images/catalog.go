@@ -1,0 +1,98 @@
+package images
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+)
+
+// Sources says where the binaries of the images are.
+type Sources struct {
+	// Testbin is bin/testbin: etcd, kube-apiserver and kube-controller-manager, and the node's parts in node/ (links
+	// into the per-machine cache, whose directory names carry the versions: <name>-<version>/<name>).
+	Testbin string
+	// Bin holds the project's binaries (`make build`): trellis-hub, trellis-agent, provider-local.
+	Bin string
+	// Busybox is a static busybox (Debian's busybox-static: /bin/busybox).
+	Busybox string
+	// Version tags the project's images.
+	Version string
+}
+
+// NodeImages are the images every local node imports: its sandbox, the tools image, cluster DNS and the storage
+// provisioner.
+var NodeImages = []string{"pause", "busybox", "coredns", "local-path-provisioner"}
+
+// Catalog returns the specs of every image Trellis builds, from src. Versions of cached binaries come from their
+// cache directories; an image whose binary is missing fails only when it is built.
+func Catalog(src Sources) ([]Spec, error) {
+	node := filepath.Join(src.Testbin, "node")
+	component := func(name, bin string) Spec {
+		return Spec{Name: name, Version: cachedVersion(bin, name), User: "65532",
+			Files: []File{{Source: bin, Path: "/usr/local/bin/" + name}}, Entrypoint: []string{"/usr/local/bin/" + name}}
+	}
+	project := func(name string) Spec {
+		bin := filepath.Join(src.Bin, name)
+		return Spec{Name: name, Version: src.Version, User: "65532",
+			Files: []File{{Source: bin, Path: "/usr/local/bin/" + name}}, Entrypoint: []string{"/usr/local/bin/" + name}}
+	}
+	busybox, err := busyboxSpec(src.Busybox)
+	if err != nil {
+		return nil, err
+	}
+	pause := filepath.Join(node, "pause")
+	return []Spec{
+		{Name: "pause", Version: src.Version, User: "65535", Files: []File{{Source: pause, Path: "/pause"}},
+			Entrypoint: []string{"/pause"}},
+		busybox,
+		component("coredns", filepath.Join(node, "coredns")),
+		component("local-path-provisioner", filepath.Join(node, "local-path-provisioner")),
+		component("etcd", filepath.Join(src.Testbin, "etcd")),
+		component("kube-apiserver", filepath.Join(src.Testbin, "kube-apiserver")),
+		component("kube-controller-manager", filepath.Join(src.Testbin, "kube-controller-manager")),
+		component("kube-scheduler", filepath.Join(node, "kube-scheduler")),
+		project("provider-local"),
+		project("trellis-hub"),
+		project("trellis-agent"),
+	}, nil
+}
+
+// cachedVersion returns the version in the name of the cache directory bin links into (<name>-<version>/), or "dev".
+func cachedVersion(bin, name string) string {
+	real, err := filepath.EvalSymlinks(bin)
+	if err != nil {
+		return "dev"
+	}
+	if v, ok := strings.CutPrefix(filepath.Base(filepath.Dir(real)), name+"-"); ok && v != "" {
+		return v
+	}
+	return "dev"
+}
+
+var busyboxVersion = regexp.MustCompile(`BusyBox v([0-9][0-9.]*)`)
+
+// busyboxSpec makes the tools image: busybox as /bin/busybox with a link per applet it lists, run as root.
+func busyboxSpec(bin string) (Spec, error) {
+	s := Spec{Name: "busybox", Version: "dev", User: "0", Files: []File{{Source: bin, Path: "/bin/busybox"}},
+		Links: map[string]string{}, Entrypoint: []string{"/bin/sh"}}
+	if _, err := os.Stat(bin); err != nil {
+		return s, nil // fails in Build, naming the file, if the image is wanted
+	}
+	help, _ := exec.Command(bin, "--help").CombinedOutput() // exits 0 or 1 depending on the build
+	if m := busyboxVersion.FindSubmatch(help); m != nil {
+		s.Version = string(m[1])
+	}
+	list, err := exec.Command(bin, "--list").Output()
+	if err != nil {
+		return Spec{}, fmt.Errorf("busybox %s --list: %w", bin, err)
+	}
+	for _, applet := range strings.Fields(string(list)) {
+		if applet != "busybox" {
+			s.Links["/bin/"+applet] = "busybox"
+		}
+	}
+	return s, nil
+}

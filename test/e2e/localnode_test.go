@@ -1,0 +1,179 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	kmetav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/trellis-dev/trellis/test/landscape"
+	"github.com/trellis-dev/trellis/test/localnode"
+)
+
+// TestLocalSeedNodes runs `make up`'s landscape with a real node in each of two seeds, side by side: every seed has
+// one Ready node with its own networks, which the Seed on the hub reports, and runs provider-local as its chart's
+// pod; the example shoot reaches Succeeded through it; in
+// seed local a pod resolves a Service by DNS name and reaches it through its ClusterIP, and kubectl logs and exec
+// work through the seed's kube-apiserver; in seed other a pod resolves the apiserver's Service. After the landscape
+// stops, nothing of either node is left on the machine and the host's iptables gained no chain.
+func TestLocalSeedNodes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a landscape of real binaries with nodes")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("a local node needs root")
+	}
+	before, err := localnode.HostKubeChains()
+	if err != nil {
+		t.Fatal(err)
+	}
+	landscapeBinaries(t) // built before the clock starts: a cold static build takes minutes
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	begin := time.Now()
+	l := startLandscape(ctx, t, landscape.Config{
+		Seeds:                []landscape.SeedConfig{{Name: "local"}, {Name: "other"}},
+		Node:                 true,
+		Examples:             true,
+		RequireProviderLocal: true,
+	})
+	t.Logf("landscape with 2 seeds and their nodes ready in %v", time.Since(begin).Round(100*time.Millisecond))
+
+	var slots []*localnode.Slot
+	for _, s := range l.Seeds() {
+		nodes, err := s.Client.CoreV1().Nodes().List(ctx, kmetav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(nodes.Items) != 1 || !nodeReady(&nodes.Items[0]) {
+			t.Fatalf("seed %s: nodes %v, want one Ready", s.Name, nodeNames(nodes.Items))
+		}
+		// provider-local runs as its chart's pod on the node, not as a process of the landscape.
+		pods, err := s.Client.CoreV1().Pods(s.ProviderLocalNamespace).List(ctx, kmetav1.ListOptions{})
+		if err != nil || len(pods.Items) != 1 || pods.Items[0].Status.Phase != corev1.PodRunning ||
+			pods.Items[0].Spec.NodeName != nodes.Items[0].Name || l.Pids()["provider-local-"+s.Name] != 0 {
+			t.Fatalf("seed %s: provider-local's pods in %q: %v (%v); landscape processes %v", s.Name,
+				s.ProviderLocalNamespace, pods, err, l.Pids())
+		}
+		var info struct {
+			Slot int `json:"slot"`
+		}
+		b, err := os.ReadFile(filepath.Join(s.Dir, "node.json"))
+		if err != nil || json.Unmarshal(b, &info) != nil {
+			t.Fatalf("seed %s: node.json: %v %s", s.Name, err, b)
+		}
+		slots = append(slots, localnode.SlotAt(info.Slot))
+		// The Seed on the hub has the node's networks.
+		code, body, err := l.Do(ctx, http.MethodGet, "/apis/core.gardener.cloud/v1beta1/seeds/"+s.Name, nil)
+		if err != nil || code != http.StatusOK {
+			t.Fatalf("get seed %s: %d %v %s", s.Name, code, err, body)
+		}
+		var seed struct {
+			Spec struct {
+				Networks struct {
+					Pods, Services string
+					ShootDefaults  struct{ Pods, Services string } `json:"shootDefaults"`
+				} `json:"networks"`
+			} `json:"spec"`
+		}
+		if err := json.Unmarshal(body, &seed); err != nil {
+			t.Fatal(err)
+		}
+		n := seed.Spec.Networks
+		if n.Pods != slots[len(slots)-1].PodCIDR.String() || n.Services != slots[len(slots)-1].ServiceCIDR.String() ||
+			n.ShootDefaults.Pods != landscape.ShootDefaultPods || n.ShootDefaults.Services != landscape.ShootDefaultServices {
+			t.Errorf("seed %s: networks %+v, want the node's (slot %d) with Gardener's local shoot defaults", s.Name, n, info.Slot)
+		}
+	}
+	if slots[0].Index == slots[1].Index {
+		t.Fatalf("both seeds' nodes are in slot %d", slots[0].Index)
+	}
+
+	// The example shoot, scheduled by the hub, reaches Succeeded through provider-local.
+	const shootPath = "/apis/core.gardener.cloud/v1beta1/namespaces/garden-local/shoots/local"
+	var last string
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		code, body, err := l.Do(ctx, http.MethodGet, shootPath, nil)
+		var sh struct {
+			Status struct {
+				LastOperation struct{ State string } `json:"lastOperation"`
+			} `json:"status"`
+		}
+		if err == nil && code == http.StatusOK && json.Unmarshal(body, &sh) == nil {
+			last = sh.Status.LastOperation.State
+			if last == "Succeeded" {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("example shoot not Succeeded after 2m; last state %q", last)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Logf("example shoot Succeeded %v after the start", time.Since(begin).Round(100*time.Millisecond))
+
+	local, other := l.Seed("local"), l.Seed("other")
+	ns := &corev1.Namespace{ObjectMeta: kmetav1.ObjectMeta{GenerateName: "probe-"}}
+	created, err := local.Client.CoreV1().Namespaces().Create(ctx, ns, kmetav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := localnode.Probe(ctx, localnode.ProbeConfig{Client: local.Client, Kubeconfig: local.Kubeconfig,
+		Namespace: created.Name, Testbin: testBinDir(t)}); err != nil {
+		t.Fatalf("seed local: %v", err)
+	}
+	busybox, err := localnode.ImageRef(testBinDir(t), "busybox")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = other.Client.CoreV1().Pods("default").Create(ctx, &corev1.Pod{
+		ObjectMeta: kmetav1.ObjectMeta{Name: "dns"},
+		Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{
+			Name: "dns", Image: busybox, ImagePullPolicy: corev1.PullNever,
+			Command: []string{"nslookup", "kubernetes.default.svc.cluster.local"},
+		}}},
+	}, kmetav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if phase, err := localnode.WaitPodDone(ctx, other.Client, "default", "dns"); err != nil || phase != corev1.PodSucceeded {
+		t.Fatalf("seed other: pod dns %s %v", phase, err)
+	}
+
+	if err := l.Stop(); err != nil {
+		t.Fatalf("stop landscape: %v", err)
+	}
+	for _, s := range slots {
+		if left := s.Leftovers(); len(left) > 0 {
+			t.Errorf("node %s left on the machine: %v", s.Name(), left)
+		}
+	}
+	if after, err := localnode.HostKubeChains(); err != nil || strings.Join(after, ",") != strings.Join(before, ",") {
+		t.Errorf("host iptables KUBE-* chains before %v, after %v (%v)", before, after, err)
+	}
+}
+
+func nodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func nodeNames(nodes []corev1.Node) []string {
+	var names []string
+	for _, n := range nodes {
+		names = append(names, n.Name)
+	}
+	return names
+}

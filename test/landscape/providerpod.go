@@ -1,0 +1,101 @@
+package landscape
+
+import (
+	"context"
+	"debug/elf"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	kmetav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/trellis-dev/trellis/deploy/images"
+	extensionsv1alpha1 "github.com/trellis-dev/trellis/extsdk/apis/extensions/v1alpha1"
+	"github.com/trellis-dev/trellis/test/localnode"
+)
+
+// With Config.Node, provider-local runs as Gardener runs an extension: as the pod of its ControllerInstallation's
+// chart (replicaCount 1), from an image of BinDir's provider-local that the landscape builds and every seed's node
+// imports, instead of as a process of the landscape.
+
+// providerLocalImage builds the image of BinDir/provider-local into <Dir>/images/provider-local.tar. Its tag is the
+// image's digest, so a rebuilt binary gives a new tag and the chart's Deployment rolls out the new pod.
+func (l *Landscape) providerLocalImage() (archive, repository, tag string, err error) {
+	spec := images.Spec{Name: "provider-local", Version: "dev", User: "65532",
+		Files:      []images.File{{Source: filepath.Join(l.cfg.BinDir, "provider-local"), Path: "/usr/local/bin/provider-local"}},
+		Entrypoint: []string{"/usr/local/bin/provider-local"}}
+	if err := checkStatic(spec.Files[0].Source); err != nil {
+		return "", "", "", err
+	}
+	img, err := images.Build(spec)
+	if err != nil {
+		return "", "", "", err
+	}
+	digest, err := img.Digest()
+	if err != nil {
+		return "", "", "", err
+	}
+	repository, tag = images.Registry+"/provider-local", "dev-"+digest.Hex[:12]
+	archive = filepath.Join(l.Dir, "images", "provider-local.tar")
+	if err := os.MkdirAll(filepath.Dir(archive), 0o700); err != nil {
+		return "", "", "", err
+	}
+	if err := images.WriteArchive(archive, repository+":"+tag, img); err != nil {
+		return "", "", "", err
+	}
+	return archive, repository, tag, nil
+}
+
+// providerLocalPodValues are the chart's values for the pod: the landscape's image, never pulled, text logs, and a
+// heartbeat as frequent as the host process's.
+func providerLocalPodValues(repository, tag string) map[string]any {
+	return map[string]any{
+		"replicaCount": 1,
+		"image":        map[string]any{"repository": repository, "tag": tag, "pullPolicy": "Never"},
+		"config":       map[string]any{"logFormat": "text", "heartbeatInterval": "2s"},
+	}
+}
+
+// waitProviderLocalPod waits until the chart's Deployment in ns is rolled out with its pod ready on the seed's node
+// and provider-local renewed its heartbeat Lease after the wait began.
+func (l *Landscape) waitProviderLocalPod(ctx context.Context, s *Seed, ns string) error {
+	begin := time.Now()
+	s.ProviderLocalNamespace = ns
+	return l.waitFor(ctx, s.seed, "provider-local's pod in "+ns, func(ctx context.Context) (bool, error) {
+		deps, err := s.Client.AppsV1().Deployments(ns).List(ctx, kmetav1.ListOptions{})
+		if err != nil || len(deps.Items) == 0 {
+			return false, nil
+		}
+		for i := range deps.Items {
+			if !localnode.DeploymentAvailable(&deps.Items[i]) {
+				return false, nil
+			}
+		}
+		lease, err := s.Client.CoordinationV1().Leases(ns).Get(ctx, extensionsv1alpha1.HeartbeatLeaseName, kmetav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		if err != nil {
+			return false, fmt.Errorf("seed %s: heartbeat Lease: %w", s.Name, err)
+		}
+		rt := lease.Spec.RenewTime
+		return rt != nil && !rt.Time.Before(begin.Add(-time.Second)), nil
+	})
+}
+
+// checkStatic fails for a dynamically linked binary: the image has no C library to run it with.
+func checkStatic(bin string) error {
+	f, err := elf.Open(bin)
+	if err != nil {
+		return fmt.Errorf("%s: %w", bin, err)
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			return fmt.Errorf("%s is dynamically linked; its image needs a static build (CGO_ENABLED=0 go build, as make up does)", bin)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,178 @@
+package localnode
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// nodeImageNames are the images every node imports from testbin/images (deploy/images.NodeImages).
+var nodeImageNames = []string{"pause", "busybox", "coredns", "local-path-provisioner"}
+
+// files are the node's configuration files and sockets.
+type files struct {
+	containerd, containerdSocket, kubelet, kubeconfig, kubeProxy, schedulerKubeconfig string
+}
+
+// writeConfigs writes the configuration of containerd, kubelet, kube-proxy and the CNI, and the kubeconfigs: the
+// node's components in its network namespace reach the apiserver through the forwarder at fwdAddr, kube-scheduler
+// (on the host) directly.
+func writeConfigs(cfg Config, bins binaries, api *rest.Config, fwdAddr string) (files, error) {
+	s := cfg.Slot
+	f := files{
+		containerd:          filepath.Join(cfg.Dir, "containerd.toml"),
+		containerdSocket:    filepath.Join(s.RunDir(), "containerd", "containerd.sock"),
+		kubelet:             filepath.Join(cfg.Dir, "kubelet.yaml"),
+		kubeconfig:          filepath.Join(cfg.Dir, "node.kubeconfig"),
+		kubeProxy:           filepath.Join(cfg.Dir, "kube-proxy.yaml"),
+		schedulerKubeconfig: filepath.Join(cfg.Dir, "scheduler.kubeconfig"),
+	}
+	pause, err := ImageRef(cfg.Testbin, "pause")
+	if err != nil {
+		return f, err
+	}
+	cniConf := filepath.Join(cfg.Dir, "cni")
+	containerd := fmt.Sprintf(`version = 3
+root = %[1]q
+state = %[2]q
+
+[grpc]
+  address = %[3]q
+
+[ttrpc]
+  address = %[4]q
+
+[plugins."io.containerd.cri.v1.runtime"]
+  # Processes here lack CAP_SYS_RESOURCE: without this every sandbox fails in runc.
+  restrict_oom_score_adj = true
+  netns_mounts_under_state_dir = true
+  enable_unprivileged_ports = true
+  [plugins."io.containerd.cri.v1.runtime".containerd]
+    default_runtime_name = "runc"
+    [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc.options]
+        BinaryName = %[5]q
+        SystemdCgroup = false
+  [plugins."io.containerd.cri.v1.runtime".cni]
+    bin_dirs = [%[6]q]
+    conf_dir = %[7]q
+
+[plugins."io.containerd.cri.v1.images"]
+  snapshotter = "overlayfs"
+  [plugins."io.containerd.cri.v1.images".pinned_images]
+    sandbox = %[8]q
+
+[plugins."io.containerd.grpc.v1.cri"]
+  stream_server_address = "127.0.0.1"
+  stream_server_port = "0"
+`, filepath.Join(s.StateDir(), "containerd"), filepath.Join(s.RunDir(), "containerd-state"), f.containerdSocket,
+		filepath.Join(s.RunDir(), "containerd", "containerd.sock.ttrpc"), bins.runc, bins.cniDir, cniConf, pause)
+
+	cni := fmt.Sprintf(`{
+  "cniVersion": "1.0.0",
+  "name": %[1]q,
+  "plugins": [
+    {"type": "bridge", "bridge": %[1]q, "isGateway": true, "ipMasq": true, "hairpinMode": true,
+     "ipam": {"type": "host-local", "dataDir": %[2]q, "ranges": [[{"subnet": %[3]q}]], "routes": [{"dst": "0.0.0.0/0"}]}},
+    {"type": "portmap", "capabilities": {"portMappings": true}},
+    {"type": "loopback"}
+  ]
+}
+`, s.Bridge(), filepath.Join(s.RunDir(), "cni"), s.PodCIDR)
+
+	kubelet := fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+address: %[1]s
+port: 10250
+readOnlyPort: 0
+healthzBindAddress: 127.0.0.1
+healthzPort: 10248
+# The seed's apiserver reaches kubelet over the node's link only (logs, exec, port-forward); a development node.
+authentication:
+  anonymous: {enabled: true}
+  webhook: {enabled: false}
+authorization: {mode: AlwaysAllow}
+# cgroup v1 on these machines.
+cgroupDriver: cgroupfs
+failCgroupV1: false
+cgroupRoot: /%[2]s
+failSwapOn: false
+protectKernelDefaults: false
+containerRuntimeEndpoint: unix://%[3]s
+clusterDNS: [%[4]s]
+clusterDomain: cluster.local
+resolvConf: %[5]s
+podCIDR: %[6]s
+podLogsDir: %[7]s
+volumePluginDir: %[8]s
+staticPodPath: ""
+serializeImagePulls: false
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+evictionHard: {memory.available: "1Mi", nodefs.available: "1%%", imagefs.available: "1%%"}
+nodeStatusReportFrequency: 10s
+syncFrequency: 10s
+`, s.NodeIP, s.Name(), f.containerdSocket, s.DNSIP, filepath.Join(cfg.Dir, "resolv.conf"), s.PodCIDR,
+		filepath.Join(s.StateDir(), "pod-logs"), filepath.Join(s.StateDir(), "volume-plugins"))
+
+	kubeProxy := fmt.Sprintf(`apiVersion: kubeproxy.config.k8s.io/v1alpha1
+kind: KubeProxyConfiguration
+clientConnection: {kubeconfig: %[1]s}
+hostnameOverride: %[2]s
+mode: iptables
+clusterCIDR: %[3]s
+metricsBindAddress: 127.0.0.1:10249
+healthzBindAddress: 127.0.0.1:10256
+# Nothing machine-wide: no conntrack table size, no route_localnet.
+conntrack: {maxPerCore: 0, min: 0, tcpEstablishedTimeout: 0s, tcpCloseWaitTimeout: 0s}
+iptables: {localhostNodePorts: false}
+`, f.kubeconfig, s.Name(), s.PodCIDR)
+
+	nodeKubeconfig, err := kubeconfigFor(cfg.Kubeconfig, "https://"+fwdAddr)
+	if err != nil {
+		return f, err
+	}
+	for path, content := range map[string]string{
+		f.containerd: containerd, filepath.Join(cniConf, "10-"+s.Bridge()+".conflist"): cni, f.kubelet: kubelet,
+		f.kubeProxy: kubeProxy, f.kubeconfig: string(nodeKubeconfig), f.schedulerKubeconfig: string(cfg.Kubeconfig),
+		// Pods with dnsPolicy Default get this: no name server, since nothing outside the machine may be asked.
+		filepath.Join(cfg.Dir, "resolv.conf"): "",
+	} {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return f, err
+		}
+		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+			return f, err
+		}
+	}
+	return f, nil
+}
+
+// kubeconfigFor returns kubeconfig with every cluster's server set to server.
+func kubeconfigFor(kubeconfig []byte, server string) ([]byte, error) {
+	c, err := clientcmd.Load(kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig: %w", err)
+	}
+	for _, cluster := range c.Clusters {
+		cluster.Server = server
+	}
+	return clientcmd.Write(*c)
+}
+
+// ImageRef returns the name of the image in testbin/images/<name>.tar, from the archive's manifest.
+func ImageRef(testbin, name string) (string, error) {
+	refs, err := archiveRefs(filepath.Join(testbin, "images", name+".tar"))
+	if err != nil {
+		return "", err
+	}
+	if len(refs) != 1 || !strings.HasPrefix(refs[0], "local.trellis.dev/"+name+":") {
+		return "", fmt.Errorf("image archive %s: tags %v, want one local.trellis.dev/%s:<version>", name, refs, name)
+	}
+	return refs[0], nil
+}

@@ -1,0 +1,135 @@
+package localnode
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os/exec"
+	"strings"
+	"sync"
+)
+
+// setupNetwork creates the node's network namespace and its link to the host: a veth pair (HostVeth on the host with
+// HostIP, eth0 in the namespace with NodeIP and a default route to the host), host routes to the node's pod and
+// service networks through the link, and, inside the namespace only, IP forwarding and iptables on bridged traffic
+// (kube-proxy's ClusterIPs need both). The host's own sysctls are not touched.
+func setupNetwork(s *Slot) error {
+	ns := s.Name()
+	link := s.NodeCIDR.Bits()
+	steps := [][]string{
+		{"ip", "netns", "add", ns},
+		{"ip", "link", "add", s.HostVeth(), "type", "veth", "peer", "name", "eth0", "netns", ns},
+		{"ip", "addr", "add", fmt.Sprintf("%s/%d", s.HostIP, link), "dev", s.HostVeth()},
+		{"ip", "link", "set", s.HostVeth(), "up"},
+		{"ip", "-n", ns, "addr", "add", fmt.Sprintf("%s/%d", s.NodeIP, link), "dev", "eth0"},
+		{"ip", "-n", ns, "link", "set", "eth0", "up"},
+		{"ip", "-n", ns, "link", "set", "lo", "up"},
+		{"ip", "-n", ns, "route", "add", "default", "via", s.HostIP.String()},
+		{"ip", "route", "add", s.PodCIDR.String(), "via", s.NodeIP.String(), "dev", s.HostVeth()},
+		{"ip", "route", "add", s.ServiceCIDR.String(), "via", s.NodeIP.String(), "dev", s.HostVeth()},
+		{"ip", "netns", "exec", ns, "sysctl", "-q", "-w", "net.ipv4.ip_forward=1"},
+		{"ip", "netns", "exec", ns, "sysctl", "-q", "-w", "net.bridge.bridge-nf-call-iptables=1"},
+		{"ip", "netns", "exec", ns, "sysctl", "-q", "-w", "net.bridge.bridge-nf-call-ip6tables=1"},
+	}
+	for _, step := range steps {
+		if out, err := exec.Command(step[0], step[1:]...).CombinedOutput(); err != nil {
+			return fmt.Errorf("%s: %v: %s", strings.Join(step, " "), err, strings.TrimSpace(string(out)))
+		}
+	}
+	return nil
+}
+
+// forwarder passes TCP connections from the host's end of the node's link to the seed's kube-apiserver on host
+// loopback, so that the node's processes and pods (through Service default/kubernetes, whose endpoint is the
+// apiserver's advertise address, HostIP) reach it without the apiserver listening anywhere but loopback.
+type forwarder struct {
+	ln   net.Listener
+	addr string // host:port it listens on
+	wg   sync.WaitGroup
+	mu   sync.Mutex
+	open map[net.Conn]struct{}
+}
+
+// startForwarder listens on host:<the apiserver's port> and forwards to the apiserver at server (a URL).
+func startForwarder(server, host string) (*forwarder, error) {
+	u, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+	target := u.Host
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, u.Port()))
+	if err != nil {
+		return nil, err
+	}
+	f := &forwarder{ln: ln, addr: ln.Addr().String(), open: map[net.Conn]struct{}{}}
+	f.wg.Add(1)
+	go func() {
+		defer f.wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return // closed
+			}
+			f.wg.Add(1)
+			go func() {
+				defer f.wg.Done()
+				f.pass(c, target)
+			}()
+		}
+	}()
+	return f, nil
+}
+
+func (f *forwarder) track(c net.Conn, add bool) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if add {
+		if f.open == nil {
+			return false // closed
+		}
+		f.open[c] = struct{}{}
+	} else {
+		delete(f.open, c)
+	}
+	return true
+}
+
+func (f *forwarder) pass(c net.Conn, target string) {
+	defer c.Close()
+	up, err := net.Dial("tcp", target)
+	if err != nil {
+		return
+	}
+	defer up.Close()
+	if !f.track(c, true) || !f.track(up, true) {
+		return
+	}
+	defer f.track(c, false)
+	defer f.track(up, false)
+	done := make(chan struct{}, 2)
+	cp := func(dst, src net.Conn) {
+		_, err := io.Copy(dst, src)
+		if tc, ok := dst.(*net.TCPConn); ok && (err == nil || errors.Is(err, net.ErrClosed)) {
+			_ = tc.CloseWrite()
+		}
+		done <- struct{}{}
+	}
+	go cp(up, c)
+	go cp(c, up)
+	<-done
+	<-done
+}
+
+// close stops accepting, closes every forwarded connection and waits for their goroutines.
+func (f *forwarder) close() {
+	_ = f.ln.Close()
+	f.mu.Lock()
+	for c := range f.open {
+		_ = c.Close()
+	}
+	f.open = nil
+	f.mu.Unlock()
+	f.wg.Wait()
+}
