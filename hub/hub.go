@@ -25,6 +25,7 @@ import (
 	"github.com/trellis-dev/trellis/hub/componentconfig"
 	"github.com/trellis-dev/trellis/hub/pki"
 	"github.com/trellis-dev/trellis/hub/store"
+	"github.com/trellis-dev/trellis/hub/tunnel"
 )
 
 // Config configures a hub. The zero value plus Default serves on 127.0.0.1:8443 with data in ./trellis-data.
@@ -36,6 +37,14 @@ type Config struct {
 	GRPCListen string
 	// GRPCListener, when set, is served instead of listening on GRPCListen (tests).
 	GRPCListener net.Listener
+	// TunnelListen is the TLS-passthrough address of shoot API servers: it reads the server name of each ClientHello,
+	// api.<shoot>.<project>.<TunnelDomain>, and pipes the connection to the shoot's kube-apiserver through its seed's
+	// agent (docs/tunnels.md). "" serves none.
+	TunnelListen string
+	// TunnelListener, when set, is served instead of listening on TunnelListen (tests).
+	TunnelListener net.Listener
+	// TunnelDomain is the domain of shoot API names on TunnelListen (default tunnel.trellis.local).
+	TunnelDomain string
 	// DataDir holds the embedded etcd, pki/ca.crt, admin-token and encryption-keys.
 	DataDir string
 	// EtcdEndpoints selects an external etcd cluster instead of the embedded one.
@@ -120,6 +129,11 @@ func (c *Config) Validate() error {
 	if c.MaxTokenLifetime < 0 {
 		errs = append(errs, errors.New("max-token-lifetime: must not be negative"))
 	}
+	if c.TunnelListen != "" {
+		if _, _, err := net.SplitHostPort(c.TunnelListen); err != nil {
+			errs = append(errs, fmt.Errorf("tunnel-listen: %w", err))
+		}
+	}
 	if c.WatchWindow < 0 {
 		errs = append(errs, errors.New("watch-window: must not be negative"))
 	}
@@ -135,6 +149,8 @@ func (c *Config) Validate() error {
 func (c *Config) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Listen, "listen", "127.0.0.1:8443", "TLS address serving gRPC and REST")
 	fs.StringVar(&c.GRPCListen, "grpc-listen", "127.0.0.1:8444", "TLS address serving gRPC alone, for agents (empty: none)")
+	fs.StringVar(&c.TunnelListen, "tunnel-listen", "127.0.0.1:8445", "TLS-passthrough address of shoot API servers, routed by SNI api.<shoot>.<project>.<tunnel-domain> through the seeds' agents (empty: none)")
+	fs.StringVar(&c.TunnelDomain, "tunnel-domain", tunnel.DefaultDomain, "domain of shoot API names on --tunnel-listen")
 	fs.StringVar(&c.DataDir, "data-dir", "trellis-data", "directory for the embedded etcd, the CA certificate, the admin token and the encryption keys")
 	fs.Func("etcd-endpoints", "comma-separated external etcd endpoints (default: embedded etcd)", func(s string) error {
 		c.EtcdEndpoints = strings.Split(s, ",")
@@ -181,6 +197,8 @@ type Hub struct {
 	mu       sync.Mutex
 	addr     string
 	grpcAddr string
+	// tunnelAddr is the SNI listener's address.
+	tunnelAddr string
 	// running holds the parts of a running replica, for the package's own tests (export_test.go).
 	running *replica
 }
@@ -227,6 +245,13 @@ func (h *Hub) GRPCAddr() string {
 	return h.grpcAddr
 }
 
+// TunnelAddr is the address of the shoot API SNI listener ("" when there is none), after Ready.
+func (h *Hub) TunnelAddr() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.tunnelAddr
+}
+
 // Run builds the replica from its parts (parts.go), serves until ctx ends, then shuts down: first the agent sessions
 // and the leader's loops (sessions are long-lived streams a graceful stop would wait for), then the servers, then the
 // store. Every goroutine Run starts has ended when it returns.
@@ -261,11 +286,15 @@ func (h *Hub) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	tunnels, err := h.newTunnels(registry, link, metrics.registry)
+	if err != nil {
+		return err
+	}
 	leader, err := h.newLeaderLoops(st, registry, plugins, ca)
 	if err != nil {
 		return err
 	}
-	srv, err := h.newServers(ctx, serving, ca, authn, *services, registry, st, metrics)
+	srv, err := h.newServers(ctx, serving, ca, authn, *services, registry, st, metrics, tunnels)
 	if err != nil {
 		return err
 	}
@@ -286,10 +315,13 @@ func (h *Hub) Run(ctx context.Context) error {
 	if sched := h.newScheduler(st, registry); sched != nil {
 		run("scheduler election", sched)
 	}
+	if srv.tunnelLis != nil {
+		run("tunnel listener", func(ctx context.Context) error { return tunnels.Serve(ctx, srv.tunnelLis) })
+	}
 	serveErr := srv.serve()
 
 	h.mu.Lock()
-	h.addr, h.grpcAddr = srv.addr(), srv.grpcAddr()
+	h.addr, h.grpcAddr, h.tunnelAddr = srv.addr(), srv.grpcAddr(), srv.tunnelAddr()
 	h.running = &replica{Parts: Parts{Store: st, Registry: registry, CA: ca, AgentLink: link}, elector: leader.elector}
 	h.mu.Unlock()
 	close(h.ready)
