@@ -3,9 +3,14 @@ package ctl
 import (
 	"crypto/rand"
 	"fmt"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
 // Bootstrap tokens as Kubernetes keeps them (k8s.io/cluster-bootstrap/token/api) and as the hub reads them
@@ -52,7 +57,52 @@ hubClientConnection.bootstrapToken. The agent uses it once, to get its client ce
 	}
 	create.Flags().DurationVar(&validity, "validity", time.Hour, "how long the token may be used")
 	bt.AddCommand(create)
-	cmd.AddCommand(bt)
+	cmd.AddCommand(bt, a.seedKubeconfigCmd())
+	return cmd
+}
+
+// seedAPIPath is the hub's route to a seed's kube-apiserver through its agent (hub/tunnel.SeedAPIPrefix; the CLI
+// does not import the hub, the tunnel tests use the command's kubeconfig to keep the two in step).
+const seedAPIPath = "/tunnels/seeds/"
+
+func (a *app) seedKubeconfigCmd() *cobra.Command {
+	var file string
+	cmd := &cobra.Command{
+		Use:   "kubeconfig SEED",
+		Short: "Print a kubeconfig for SEED's kube-apiserver through the hub",
+		Long: `kubeconfig prints (or writes to --file) a kubeconfig whose server is the hub's route to the kube-apiserver of
+SEED, https://<hub>/tunnels/seeds/SEED, with the context's CA and token. The hub forwards each request through the
+seed's agent, which impersonates the hub user on the seed, so the seed's RBAC applies. Only cluster admins of the
+hub get a route (everyone else gets 403); a seed whose agent is not connected answers 503.`,
+		Example:           "  trellisctl seed kubeconfig local > local.kubeconfig\n  kubectl --kubeconfig local.kubeconfig get nodes",
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: a.completeNamesOf("seeds.core.gardener.cloud"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if errs := validation.IsDNS1123Subdomain(args[0]); len(errs) > 0 {
+				return fmt.Errorf("SEED %q: %s", args[0], strings.Join(errs, "; "))
+			}
+			target, _, err := a.connect()
+			if err != nil {
+				return err
+			}
+			name := "seed-" + args[0]
+			kc := clientcmdapi.NewConfig()
+			kc.Clusters[name] = &clientcmdapi.Cluster{Server: strings.TrimSuffix(target.Hub, "/") + seedAPIPath + args[0], CertificateAuthorityData: target.CA}
+			kc.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: target.Token}
+			kc.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name}
+			kc.CurrentContext = name
+			out, err := clientcmd.Write(*kc)
+			if err != nil {
+				return err
+			}
+			if file != "" {
+				return os.WriteFile(file, out, 0o600)
+			}
+			_, err = a.opts.Out.Write(out)
+			return err
+		},
+	}
+	cmd.Flags().StringVarP(&file, "file", "f", "", "write the kubeconfig to this file (mode 0600) instead of printing it")
 	return cmd
 }
 
