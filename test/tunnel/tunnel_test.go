@@ -23,6 +23,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/trellis-dev/trellis/agent"
+	"github.com/trellis-dev/trellis/ctl"
+	"github.com/trellis-dev/trellis/ctl/kinds"
 	"github.com/trellis-dev/trellis/hub"
 	"github.com/trellis-dev/trellis/hub/agentlink"
 	"github.com/trellis-dev/trellis/hub/tunnel"
@@ -368,3 +370,93 @@ func TestShootAPIPassthrough(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// seedKubeconfig has trellisctl write the seed's kubeconfig (trellisctl seed kubeconfig) for the admin.
+func (e *env) seedKubeconfig(t *testing.T) string {
+	t.Helper()
+	caFile := filepath.Join(e.dir, "ca-for-ctl.crt")
+	if err := os.WriteFile(caFile, e.hub.CA, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"TRELLIS_HUB": e.hub.URL, "TRELLIS_CA": caFile, "TRELLIS_TOKEN": e.hub.Token, "HOME": e.dir, "TRELLISCONFIG": filepath.Join(e.dir, "trellisconfig")}
+	path := filepath.Join(e.dir, "seed.kubeconfig")
+	var out, errOut strings.Builder
+	if code := ctl.Main(context.Background(), []string{"seed", "kubeconfig", e.seed.Name, "--file", path},
+		ctl.Options{Kinds: kinds.All, Out: &out, Err: &errOut, Getenv: func(k string) string { return env[k] }}); code != 0 {
+		t.Fatalf("trellisctl seed kubeconfig: %d %s", code, errOut.String())
+	}
+	return path
+}
+
+// TestAgentRestart: when the seed's agent goes, tunnels through it end with an error at the client (a watch ends);
+// when it comes back, new requests work again.
+func TestAgentRestart(t *testing.T) {
+	e := start(t)
+	kc := e.seedKubeconfig(t)
+	e.ok(t, kc, "get", "namespace", "default")
+
+	// A kubectl watch, and a raw watch whose end we can see byte for byte.
+	watch := exec.Command(e.kubectl, "--kubeconfig", kc, "get", "configmaps", "-A", "-w", "-o", "name")
+	stdout, err := watch.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := watch.Start(); err != nil {
+		t.Fatal(err)
+	}
+	firstLine := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		once := sync.Once{}
+		for sc.Scan() {
+			once.Do(func() { close(firstLine) })
+		}
+	}()
+	ended := make(chan error, 1)
+	go func() { <-firstLine; ended <- watch.Wait() }()
+	t.Cleanup(func() { _ = watch.Process.Kill() })
+	select {
+	case <-firstLine:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the kubectl watch listed nothing")
+	}
+	req, _ := http.NewRequest("GET", e.hub.URL+tunnel.SeedAPIPath(e.seed.Name)+"/api/v1/configmaps?watch=1", nil)
+	req.Header.Set("Authorization", "Bearer "+e.hub.Token)
+	resp, err := (&http.Client{Transport: e.hub.HTTP.Transport}).Do(req)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("raw watch: %v %v", resp, err)
+	}
+	rawEnded := make(chan error, 1)
+	go func() { _, err := io.Copy(io.Discard, resp.Body); resp.Body.Close(); rawEnded <- err }()
+
+	e.seed.Agent.Stop()
+	select {
+	case err := <-rawEnded:
+		if err == nil {
+			t.Fatal("the raw watch ended cleanly when the agent went; want a broken stream")
+		}
+		t.Logf("the raw watch ended with %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the raw watch hangs after the agent went")
+	}
+	select {
+	case err := <-ended:
+		t.Logf("the kubectl watch ended (%v)", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the kubectl watch hangs after the agent went")
+	}
+	// While the agent is away the seed API is a 503, at once.
+	out, err := e.run(t, kc, "get", "namespace", "default")
+	if err == nil || !strings.Contains(out, "not connected") {
+		t.Fatalf("without the agent: %v\n%s", err, out)
+	}
+
+	back := time.Now()
+	e.seed.Agent = agenttest.StartAgent(t, e.seed.AgentConfig, func(c *agent.Config) { c.DialService = e.proxy.dial })
+	agenttest.Eventually(t, "the seed API through the returned agent", func() bool {
+		code, _ := e.hub.Do(t, "GET", tunnel.SeedAPIPath(e.seed.Name)+"/api/v1/namespaces/default", nil)
+		return code == http.StatusOK
+	})
+	t.Logf("the seed API answered %s after the agent was started again", time.Since(back).Round(time.Millisecond))
+	e.ok(t, kc, "get", "namespace", "default")
+}
