@@ -45,6 +45,10 @@ type Config struct {
 	TunnelListener net.Listener
 	// TunnelDomain is the domain of shoot API names on TunnelListen (default tunnel.trellis.local).
 	TunnelDomain string
+	// TunnelMaxPerSeed and TunnelMaxPerClient bound the open tunnels per seed and per client (defaults 1000 and 100);
+	// TunnelIdleTimeout ends passthrough tunnels without traffic (default 30 min). See docs/tunnels.md.
+	TunnelMaxPerSeed, TunnelMaxPerClient int
+	TunnelIdleTimeout                    time.Duration
 	// DataDir holds the embedded etcd, pki/ca.crt, admin-token and encryption-keys.
 	DataDir string
 	// EtcdEndpoints selects an external etcd cluster instead of the embedded one.
@@ -134,6 +138,9 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("tunnel-listen: %w", err))
 		}
 	}
+	if c.TunnelMaxPerSeed < 0 || c.TunnelMaxPerClient < 0 || c.TunnelIdleTimeout < 0 {
+		errs = append(errs, errors.New("tunnel-max-per-seed, tunnel-max-per-client and tunnel-idle-timeout: must not be negative"))
+	}
 	if c.WatchWindow < 0 {
 		errs = append(errs, errors.New("watch-window: must not be negative"))
 	}
@@ -151,6 +158,9 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.GRPCListen, "grpc-listen", "127.0.0.1:8444", "TLS address serving gRPC alone, for agents (empty: none)")
 	fs.StringVar(&c.TunnelListen, "tunnel-listen", "127.0.0.1:8445", "TLS-passthrough address of shoot API servers, routed by SNI api.<shoot>.<project>.<tunnel-domain> through the seeds' agents (empty: none)")
 	fs.StringVar(&c.TunnelDomain, "tunnel-domain", tunnel.DefaultDomain, "domain of shoot API names on --tunnel-listen")
+	fs.IntVar(&c.TunnelMaxPerSeed, "tunnel-max-per-seed", 0, "most open tunnels (shoot API) and requests in flight (seed API) per seed (default 1000)")
+	fs.IntVar(&c.TunnelMaxPerClient, "tunnel-max-per-client", 0, "most open tunnels per client: source IP (shoot API), hub user (seed API) (default 100)")
+	fs.DurationVar(&c.TunnelIdleTimeout, "tunnel-idle-timeout", 0, "close a passthrough tunnel without traffic for this long (default 30m)")
 	fs.StringVar(&c.DataDir, "data-dir", "trellis-data", "directory for the embedded etcd, the CA certificate, the admin token and the encryption keys")
 	fs.Func("etcd-endpoints", "comma-separated external etcd endpoints (default: embedded etcd)", func(s string) error {
 		c.EtcdEndpoints = strings.Split(s, ",")

@@ -21,6 +21,7 @@ import (
 func (h *Hub) newTunnels(reg *api.Registry, link *agentlink.Server, promReg prometheus.Registerer) (*tunnel.Tunnels, error) {
 	return tunnel.New(tunnel.Config{
 		Dialer: link, Shoots: shootSeeds{reg}, Domain: h.cfg.TunnelDomain,
+		MaxPerSeed: h.cfg.TunnelMaxPerSeed, MaxPerClient: h.cfg.TunnelMaxPerClient, IdleTimeout: h.cfg.TunnelIdleTimeout,
 		Registerer: promReg, Log: h.log.With("component", "tunnel"),
 	})
 }
