@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -153,6 +154,7 @@ func (a *Agent) seedAPIProxy() (http.Handler, error) {
 			},
 			Transport:     rt,
 			FlushInterval: -1, // watches and logs -f stream
+			ErrorLog:      slog.NewLogLogger(a.log.With("component", "tunnel").Handler(), slog.LevelDebug),
 		}
 		a.proxy = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.Header.Get("Impersonate-User") == "" {

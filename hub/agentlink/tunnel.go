@@ -61,8 +61,17 @@ func (s *Server) DialTunnel(ctx context.Context, seed string, target *agentv1.Tu
 	s.pending[id] = p
 	s.tunnelMu.Unlock()
 	defer func() {
+		// The Tunnel handler hands over under tunnelMu: once the entry is gone, a connection handed over but not
+		// taken (this dial gave up first) is closed here, not leaked.
 		s.tunnelMu.Lock()
 		delete(s.pending, id)
+		select {
+		case r := <-p.accepted:
+			if r.conn != nil {
+				r.conn.Close()
+			}
+		default:
+		}
 		s.tunnelMu.Unlock()
 	}()
 	ss.sendControl(&agentv1.HubMessage{Message: &agentv1.HubMessage_OpenTunnel{OpenTunnel: &agentv1.OpenTunnel{TunnelId: id, Target: target}}})
@@ -95,26 +104,28 @@ func (s *Server) Tunnel(stream agentv1.AgentService_TunnelServer) error {
 	if err != nil {
 		return err
 	}
+	c := newTunnelConn(ctx, stream, id.Seed)
+	c.buf = first.GetData()
+	res := acceptResult{conn: c}
+	if msg := first.GetError(); msg != "" {
+		res = acceptResult{err: fmt.Errorf("seed %q: the agent could not reach the target: %s", id.Seed, msg)}
+	}
 	s.tunnelMu.Lock()
 	p := s.pending[first.GetTunnelId()]
-	if p != nil && p.seed == id.Seed {
+	found := p != nil && p.seed == id.Seed
+	if found {
 		delete(s.pending, first.GetTunnelId()) // one call per tunnel
+		p.accepted <- res                      // buffered; DialTunnel takes it or closes it
 	}
 	s.tunnelMu.Unlock()
-	if p == nil || p.seed != id.Seed {
+	if !found {
 		// Another seed's tunnel id is as unknown as a made-up one: nobody can attach to a tunnel the hub did not
 		// ask its own agent for.
 		return status.Errorf(codes.NotFound, "tunnel_id %q: no tunnel of seed %q is being opened", first.GetTunnelId(), id.Seed)
 	}
-	if msg := first.GetError(); msg != "" {
-		p.accepted <- acceptResult{err: fmt.Errorf("seed %q: the agent could not reach the target: %s", p.seed, msg)}
+	if res.err != nil {
 		return nil
 	}
-	c := newTunnelConn(ctx, stream, p.seed)
-	if len(first.GetData()) > 0 {
-		c.buf = first.GetData()
-	}
-	p.accepted <- acceptResult{conn: c}
 	select {
 	case <-c.closed:
 	case <-ctx.Done():
