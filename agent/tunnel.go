@@ -210,7 +210,8 @@ func (l *oneConnListener) Close() error {
 
 func (l *oneConnListener) Addr() net.Addr { return tunnelAddr("agent") }
 
-// pipe copies between the tunnel and the target until both directions ended or either failed.
+// pipe copies between the tunnel and the target until the hub ends the tunnel or either side fails; when the target
+// closes its side the agent half-closes toward the hub.
 func pipe(ctx context.Context, c *agentTunnelConn, target net.Conn) {
 	defer target.Close()
 	defer c.Close()
@@ -218,10 +219,10 @@ func pipe(ctx context.Context, c *agentTunnelConn, target net.Conn) {
 	defer stop()
 	errc := make(chan error, 2)
 	go func() {
+		// The hub never half-closes: the end of its side (EOF when it ended the call) ends the tunnel.
 		_, err := io.Copy(target, c)
-		if cw, ok := target.(interface{ CloseWrite() error }); ok && err == nil {
-			_ = cw.CloseWrite()
-		}
+		_ = target.Close()
+		c.Close()
 		errc <- err
 	}()
 	go func() {

@@ -3,8 +3,13 @@ package tunnel_test
 import (
 	"bufio"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
@@ -19,6 +24,11 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 	kcorev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -367,6 +377,74 @@ func TestShootAPIPassthrough(t *testing.T) {
 	if _, err := link.DialTunnel(ctx, "other", &agentv1.TunnelTarget{Kind: agentv1.TunnelTarget_KIND_SEED_API_SERVER}); err == nil || !errors.Is(err, agentlink.ErrNotConnected) {
 		t.Errorf("a seed without agent: %v", err)
 	}
+
+	// Only an agent attaches to a tunnel, and only to one the hub is opening for its own seed.
+	other := seedCert(t, e.hub, "other")
+	for what, call := range map[string]struct {
+		creds grpc.DialOption
+		token string
+		code  codes.Code
+	}{
+		"another seed, made-up id": {grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{RootCAs: hubPool(e.hub), Certificates: []tls.Certificate{other}})), "", codes.NotFound},
+		"a user":                   {grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{RootCAs: hubPool(e.hub)})), e.hub.Token, codes.PermissionDenied},
+	} {
+		conn, err := grpc.NewClient(e.hub.GRPCAddr(), call.creds)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cctx := ctx
+		if call.token != "" {
+			cctx = metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+call.token)
+		}
+		stream, err := agentv1.NewAgentServiceClient(conn).Tunnel(cctx)
+		if err == nil {
+			err = stream.Send(&agentv1.TunnelFrame{TunnelId: "0123456789abcdef0123456789abcdef"})
+		}
+		if err == nil {
+			_, err = stream.Recv()
+		}
+		conn.Close()
+		if status.Code(err) != call.code {
+			t.Errorf("%s: %v, want %s", what, err, call.code)
+		}
+	}
+}
+
+func hubPool(h *agenttest.Hub) *x509.CertPool {
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(h.CA)
+	return pool
+}
+
+// seedCert issues a seed client certificate with the hub's CA, as the bootstrap exchange would.
+func seedCert(t *testing.T, h *agenttest.Hub, seed string) tls.Certificate {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{Subject: pkix.Name{
+		Organization: []string{"gardener.cloud:system:seeds"}, CommonName: "gardener.cloud:system:seed:" + seed}}, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := x509.ParseCertificateRequest(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certPEM, err := h.PKI().SignClientCert(req, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := tls.X509KeyPair(certPEM, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cert
 }
 
 func ptr[T any](v T) *T { return &v }
