@@ -4,13 +4,12 @@ import (
 	"crypto/rand"
 	"fmt"
 	"os"
+	"regexp"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/util/validation"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/yaml"
 )
 
 // Bootstrap tokens as Kubernetes keeps them (k8s.io/cluster-bootstrap/token/api) and as the hub reads them
@@ -78,20 +77,14 @@ hub get a route (everyone else gets 403); a seed whose agent is not connected an
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: a.completeNamesOf("seeds.core.gardener.cloud"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if errs := validation.IsDNS1123Subdomain(args[0]); len(errs) > 0 {
-				return fmt.Errorf("SEED %q: %s", args[0], strings.Join(errs, "; "))
+			if !dnsSubdomain.MatchString(args[0]) || len(args[0]) > 253 {
+				return fmt.Errorf("SEED %q: not a seed name (a DNS subdomain: lower-case letters, digits, '-' and '.')", args[0])
 			}
 			target, _, err := a.connect()
 			if err != nil {
 				return err
 			}
-			name := "seed-" + args[0]
-			kc := clientcmdapi.NewConfig()
-			kc.Clusters[name] = &clientcmdapi.Cluster{Server: strings.TrimSuffix(target.Hub, "/") + seedAPIPath + args[0], CertificateAuthorityData: target.CA}
-			kc.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: target.Token}
-			kc.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name}
-			kc.CurrentContext = name
-			out, err := clientcmd.Write(*kc)
+			out, err := seedKubeconfig(args[0], strings.TrimSuffix(target.Hub, "/")+seedAPIPath+args[0], target.CA, target.Token)
 			if err != nil {
 				return err
 			}
@@ -127,4 +120,43 @@ func randIndex(n int) int {
 			return int(buf[0]) % n
 		}
 	}
+}
+
+// dnsSubdomain is the form of seed names (Kubernetes' DNS-1123 subdomain, without the length).
+var dnsSubdomain = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
+
+// seedKubeconfig is a kubeconfig (clientcmd's v1 format, written without client-go, which trellisctl does not link)
+// with one cluster, user and context named seed-<seed>.
+func seedKubeconfig(seed, server string, ca []byte, token string) ([]byte, error) {
+	name := "seed-" + seed
+	type namedCluster struct {
+		Name    string `json:"name"`
+		Cluster struct {
+			Server string `json:"server"`
+			CAData []byte `json:"certificate-authority-data,omitempty"`
+		} `json:"cluster"`
+	}
+	type namedUser struct {
+		Name string `json:"name"`
+		User struct {
+			Token string `json:"token,omitempty"`
+		} `json:"user"`
+	}
+	type namedContext struct {
+		Name    string `json:"name"`
+		Context struct {
+			Cluster string `json:"cluster"`
+			User    string `json:"user"`
+		} `json:"context"`
+	}
+	c := namedCluster{Name: name}
+	c.Cluster.Server, c.Cluster.CAData = server, ca
+	u := namedUser{Name: name}
+	u.User.Token = token
+	x := namedContext{Name: name}
+	x.Context.Cluster, x.Context.User = name, name
+	return yaml.Marshal(map[string]any{
+		"apiVersion": "v1", "kind": "Config", "current-context": name,
+		"clusters": []namedCluster{c}, "users": []namedUser{u}, "contexts": []namedContext{x},
+	})
 }
