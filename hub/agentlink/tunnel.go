@@ -185,6 +185,32 @@ func (c *tunnelConn) Read(b []byte) (int, error) {
 	return n, nil
 }
 
+// WriteTo writes what arrives to w, frame by frame, until the agent half-closes (nil) or the tunnel breaks: a copy
+// without a buffer of its own, so that an idle tunnel holds none.
+func (c *tunnelConn) WriteTo(w io.Writer) (int64, error) {
+	c.rmu.Lock()
+	defer c.rmu.Unlock()
+	var n int64
+	for {
+		if len(c.buf) > 0 {
+			m, err := w.Write(c.buf)
+			n += int64(m)
+			c.buf = c.buf[m:]
+			if err != nil {
+				return n, err
+			}
+		}
+		f, err := c.stream.Recv()
+		if errors.Is(err, io.EOF) {
+			return n, nil
+		}
+		if err != nil {
+			return n, fmt.Errorf("tunnel to seed %q broke: %w", c.seed, err)
+		}
+		c.buf = f.GetData()
+	}
+}
+
 func (c *tunnelConn) Write(b []byte) (int, error) {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()

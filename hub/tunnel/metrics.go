@@ -1,6 +1,7 @@
 package tunnel
 
 import (
+	"io"
 	"net"
 	"sync"
 
@@ -53,6 +54,16 @@ func (c *countedConn) Read(b []byte) (int, error) {
 	n, err := c.Conn.Read(b)
 	c.in.Add(float64(n))
 	return n, err
+}
+
+// WriteTo copies from the tunnel with its own WriteTo when it has one (no copy buffer), counting.
+func (c *countedConn) WriteTo(w io.Writer) (int64, error) {
+	if wt, ok := c.Conn.(io.WriterTo); ok {
+		n, err := wt.WriteTo(w)
+		c.in.Add(float64(n))
+		return n, err
+	}
+	return io.Copy(w, struct{ io.Reader }{c})
 }
 
 func (c *countedConn) Write(b []byte) (int, error) {

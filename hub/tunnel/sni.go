@@ -97,33 +97,25 @@ func (t *Tunnels) pipe(ctx context.Context, client, up net.Conn) {
 	closeAll := func() { _ = client.Close(); _ = up.Close() }
 	var wg sync.WaitGroup
 	done := make(chan struct{})
-	copyOne := func(dst, src net.Conn) {
+	// The client's side is read with a small buffer (requests are small); the tunnel's is written straight from its
+	// frames (countedConn.WriteTo), so an idle tunnel holds 4 KiB of copy buffer here.
+	copyOne := func(dst, src net.Conn, fromTunnel bool) {
 		defer wg.Done()
-		buf := make([]byte, 32<<10)
-		for {
-			n, err := src.Read(buf)
-			if n > 0 {
-				last.Store(time.Now().UnixNano())
-				if _, werr := dst.Write(buf[:n]); werr != nil {
-					closeAll()
-					return
-				}
-			}
-			if err != nil {
-				if errors.Is(err, io.EOF) {
-					if cw, ok := dst.(interface{ CloseWrite() error }); ok {
-						_ = cw.CloseWrite()
-						return
-					}
-				}
-				closeAll()
-				return
-			}
+		var err error
+		if wt, ok := src.(io.WriterTo); ok && fromTunnel {
+			_, err = wt.WriteTo(activity{dst, &last})
+		} else {
+			_, err = io.CopyBuffer(activity{dst, &last}, struct{ io.Reader }{src}, make([]byte, 4<<10))
 		}
+		if cw, ok := dst.(interface{ CloseWrite() error }); ok && err == nil {
+			_ = cw.CloseWrite() // the source ended its side
+			return
+		}
+		closeAll()
 	}
 	wg.Add(2)
-	go copyOne(up, client)
-	go copyOne(client, up)
+	go copyOne(up, client, false)
+	go copyOne(client, up, true)
 	go func() { wg.Wait(); close(done) }()
 	tick := time.NewTicker(min(t.cfg.IdleTimeout/4, time.Minute))
 	defer tick.Stop()
@@ -144,4 +136,15 @@ func (t *Tunnels) pipe(ctx context.Context, client, up net.Conn) {
 			}
 		}
 	}
+}
+
+// activity writes to w and records when. It is a plain writer (no ReadFrom), so copies go through Write.
+type activity struct {
+	w    io.Writer
+	last *atomic.Int64
+}
+
+func (a activity) Write(b []byte) (int, error) {
+	a.last.Store(time.Now().UnixNano())
+	return a.w.Write(b)
 }
