@@ -212,6 +212,13 @@ bench-cli: build
 	@./test/testbin/build-kube.sh $(KUBE_VERSION) $(TESTBIN_CACHE) kubectl
 	$(GO) run ./test/bench/cli -trellisctl bin/trellisctl -kubectl $(TESTBIN_CACHE)/kubectl-$(KUBE_VERSION)/kubectl $(BENCH_ARGS)
 
+## bench-tunnel: tunnels through a real hub, agent and seed kube-apiserver: seed API request latency (hub vs direct,
+## p50/p99), passthrough round trips, a 100 MB stream (tunnel vs direct), memory of 1,000 idle tunnels; one run,
+## results in bin/bench/tunnel.json.
+.PHONY: bench-tunnel
+bench-tunnel: testbin
+	TRELLIS_BENCH=1 $(GO) test -count=1 -v -timeout 20m -run TestTunnelBench ./test/bench/tunnel $(BENCH_ARGS)
+
 ## bench-agents: agent link benchmark: N simulated agents (default 1000) against a real hub over loopback TCP
 ## (connect, steady-state RSS/CPU/heartbeat acks/etcd writes, assignment latency, reconnect storm); results in
 ## bin/bench/agents-N.json. Extra flags in BENCH_ARGS, e.g. BENCH_ARGS="-reuse -kill9 -profile".

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"net"
+	"net/http"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -48,6 +50,9 @@ type Config struct {
 	// drawn for it (a random 70–90 % of the validity, as configured), and returns the deadline to use instead. It is
 	// a test hook: the hub signs certificates for at least 10 minutes, so tests bring a deadline near with it.
 	RotationDeadline func(notBefore, notAfter, drawn time.Time) time.Time
+	// DialService connects to a Service's cluster IP and port, for tunnels to shoot API servers; nil dials directly
+	// (in a seed, kube-proxy routes cluster IPs). Tests without kube-proxy pass a stand-in for it.
+	DialService func(ctx context.Context, network, address string) (net.Conn, error)
 }
 
 // Agent is a seed agent. Create it with New and run it with Run.
@@ -62,6 +67,12 @@ type Agent struct {
 	health   func(ctx context.Context) error
 	secrets  *identity.SecretStore
 	creds    identity.Holder
+
+	seedClient  kubernetes.Interface
+	dialService func(ctx context.Context, network, address string) (net.Conn, error)
+	proxyOnce   sync.Once
+	proxy       http.Handler // the seed API proxy of tunnels (tunnel.go)
+	proxyErr    error
 
 	tlsMu       sync.Mutex
 	tlsFor      *identity.Credentials
@@ -147,6 +158,12 @@ func New(cfg Config) (*Agent, error) {
 		seedREST: restCfg,
 		gardener: gardenerIdentity(cfg.Version),
 		hubReady: make(chan struct{}),
+
+		seedClient:  seedClient,
+		dialService: cfg.DialService,
+	}
+	if a.dialService == nil {
+		a.dialService = (&net.Dialer{}).DialContext
 	}
 	return a, nil
 }

@@ -49,6 +49,9 @@ type session struct {
 
 	healthErr atomic.Pointer[error] // the seed's last health result; nil pointer value = healthy
 
+	conn    *grpc.ClientConn // the session's connection; tunnels are calls on it
+	tunnels sync.WaitGroup   // the tunnels' goroutines; they end with the session
+
 	renew chan string               // RenewCertificate reasons, for the rotation loop
 	certs chan *agentv1.Certificate // Certificates answering the rotation loop's requests
 }
@@ -65,7 +68,7 @@ func (a *Agent) session(ctx context.Context, creds *identity.Credentials) error 
 	defer cancel(nil)
 
 	s := &session{
-		a: a, log: a.log, cancel: cancel, creds: creds, interval: a.cfg.HeartbeatInterval(),
+		a: a, log: a.log, cancel: cancel, creds: creds, interval: a.cfg.HeartbeatInterval(), conn: conn,
 		sentAt: map[int64]time.Time{}, renew: make(chan string, 1), certs: make(chan *agentv1.Certificate, 1),
 	}
 	s.checkHealth(ctx) // the first heartbeat carries a real result
@@ -116,6 +119,7 @@ func (a *Agent) session(ctx context.Context, creds *identity.Credentials) error 
 	err = s.receive(ctx)
 	cancel(err)
 	wg.Wait()
+	s.tunnels.Wait()
 
 	cause := context.Cause(ctx)
 	if errors.Is(cause, errRotated) {
@@ -165,6 +169,8 @@ func (s *session) receive(ctx context.Context) error {
 			default:
 				s.log.Warn("dropping a certificate nobody waits for", "csr", m.Certificate.GetCsrName())
 			}
+		case *agentv1.HubMessage_OpenTunnel:
+			s.tunnels.Go(func() { s.openTunnel(ctx, s.conn, m.OpenTunnel) })
 		case *agentv1.HubMessage_Welcome:
 			s.log.Warn("ignoring a second Welcome")
 		default:

@@ -26,6 +26,7 @@ import (
 	"github.com/trellis-dev/trellis/hub/componentconfig"
 	"github.com/trellis-dev/trellis/hub/pki"
 	"github.com/trellis-dev/trellis/hub/store"
+	"github.com/trellis-dev/trellis/hub/tunnel"
 )
 
 // Config configures a hub. The zero value plus Default serves on 127.0.0.1:8443 with data in ./trellis-data.
@@ -37,6 +38,18 @@ type Config struct {
 	GRPCListen string
 	// GRPCListener, when set, is served instead of listening on GRPCListen (tests).
 	GRPCListener net.Listener
+	// TunnelListen is the TLS-passthrough address of shoot API servers: it reads the server name of each ClientHello,
+	// api.<shoot>.<project>.<TunnelDomain>, and pipes the connection to the shoot's kube-apiserver through its seed's
+	// agent (docs/tunnels.md). "" serves none.
+	TunnelListen string
+	// TunnelListener, when set, is served instead of listening on TunnelListen (tests).
+	TunnelListener net.Listener
+	// TunnelDomain is the domain of shoot API names on TunnelListen (default tunnel.trellis.local).
+	TunnelDomain string
+	// TunnelMaxPerSeed and TunnelMaxPerClient bound the open tunnels per seed and per client (defaults 1000 and 100);
+	// TunnelIdleTimeout ends passthrough tunnels without traffic (default 30 min). See docs/tunnels.md.
+	TunnelMaxPerSeed, TunnelMaxPerClient int
+	TunnelIdleTimeout                    time.Duration
 	// DataDir holds the embedded etcd, pki/ca.crt, admin-token and encryption-keys.
 	DataDir string
 	// EtcdEndpoints selects an external etcd cluster instead of the embedded one.
@@ -129,6 +142,14 @@ func (c *Config) Validate() error {
 	if c.MaxTokenLifetime < 0 {
 		errs = append(errs, errors.New("max-token-lifetime: must not be negative"))
 	}
+	if c.TunnelListen != "" {
+		if _, _, err := net.SplitHostPort(c.TunnelListen); err != nil {
+			errs = append(errs, fmt.Errorf("tunnel-listen: %w", err))
+		}
+	}
+	if c.TunnelMaxPerSeed < 0 || c.TunnelMaxPerClient < 0 || c.TunnelIdleTimeout < 0 {
+		errs = append(errs, errors.New("tunnel-max-per-seed, tunnel-max-per-client and tunnel-idle-timeout: must not be negative"))
+	}
 	if c.WatchWindow < 0 {
 		errs = append(errs, errors.New("watch-window: must not be negative"))
 	}
@@ -153,6 +174,11 @@ func (c *Config) Validate() error {
 func (c *Config) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Listen, "listen", "127.0.0.1:8443", "TLS address serving gRPC and REST")
 	fs.StringVar(&c.GRPCListen, "grpc-listen", "127.0.0.1:8444", "TLS address serving gRPC alone, for agents (empty: none)")
+	fs.StringVar(&c.TunnelListen, "tunnel-listen", "127.0.0.1:8445", "TLS-passthrough address of shoot API servers, routed by SNI api.<shoot>.<project>.<tunnel-domain> through the seeds' agents (empty: none)")
+	fs.StringVar(&c.TunnelDomain, "tunnel-domain", tunnel.DefaultDomain, "domain of shoot API names on --tunnel-listen")
+	fs.IntVar(&c.TunnelMaxPerSeed, "tunnel-max-per-seed", 0, "most open tunnels (shoot API) and requests in flight (seed API) per seed (default 1000)")
+	fs.IntVar(&c.TunnelMaxPerClient, "tunnel-max-per-client", 0, "most open tunnels per client: source IP (shoot API), hub user (seed API) (default 100)")
+	fs.DurationVar(&c.TunnelIdleTimeout, "tunnel-idle-timeout", 0, "close a passthrough tunnel without traffic for this long (default 30m)")
 	fs.StringVar(&c.DataDir, "data-dir", "trellis-data", "directory for the embedded etcd, the CA certificate, the admin token and the encryption keys")
 	fs.Func("etcd-endpoints", "comma-separated external etcd endpoints (default: embedded etcd)", func(s string) error {
 		c.EtcdEndpoints = strings.Split(s, ",")
@@ -204,6 +230,8 @@ type Hub struct {
 	mu       sync.Mutex
 	addr     string
 	grpcAddr string
+	// tunnelAddr is the SNI listener's address.
+	tunnelAddr string
 	// running holds the parts of a running replica, for the package's own tests (export_test.go).
 	running *replica
 }
@@ -250,6 +278,13 @@ func (h *Hub) GRPCAddr() string {
 	return h.grpcAddr
 }
 
+// TunnelAddr is the address of the shoot API SNI listener ("" when there is none), after Ready.
+func (h *Hub) TunnelAddr() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.tunnelAddr
+}
+
 // Run builds the replica from its parts (parts.go), serves until ctx ends, then shuts down: first the agent sessions
 // and the leader's loops (sessions are long-lived streams a graceful stop would wait for), then the servers, then the
 // store. Every goroutine Run starts has ended when it returns.
@@ -288,6 +323,10 @@ func (h *Hub) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	tunnels, err := h.newTunnels(registry, link, metrics.registry)
+	if err != nil {
+		return err
+	}
 	leader, err := h.newLeaderLoops(st, registry, plugins, ca)
 	if err != nil {
 		return err
@@ -295,7 +334,7 @@ func (h *Hub) Run(ctx context.Context) error {
 	if err := h.addBackups(leader, st, metrics.registry); err != nil {
 		return err
 	}
-	srv, err := h.newServers(ctx, serving, ca, authn, *services, registry, st, metrics, auditor)
+	srv, err := h.newServers(ctx, serving, ca, authn, *services, registry, st, metrics, auditor, tunnels)
 	if err != nil {
 		return err
 	}
@@ -325,10 +364,13 @@ func (h *Hub) Run(ctx context.Context) error {
 	if sched := h.newScheduler(st, registry); sched != nil {
 		run("scheduler election", sched)
 	}
+	if srv.tunnelLis != nil {
+		run("tunnel listener", func(ctx context.Context) error { return tunnels.Serve(ctx, srv.tunnelLis) })
+	}
 	serveErr := srv.serve()
 
 	h.mu.Lock()
-	h.addr, h.grpcAddr = srv.addr(), srv.grpcAddr()
+	h.addr, h.grpcAddr, h.tunnelAddr = srv.addr(), srv.grpcAddr(), srv.tunnelAddr()
 	h.running = &replica{Parts: Parts{Store: st, Registry: registry, CA: ca, AgentLink: link}, elector: leader.elector}
 	h.mu.Unlock()
 	close(h.ready)

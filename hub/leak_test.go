@@ -25,7 +25,7 @@ func TestHubShutdownLeavesNoGoroutines(t *testing.T) {
 	ignore := goleak.IgnoreCurrent() // what the test binary runs already (klog's flush daemon, ...)
 	lis := bufconn.Listen(1 << 20)
 	partsc := make(chan hub.Parts, 1)
-	h, err := hub.New(hub.Config{Listen: "127.0.0.1:0", GRPCListener: lis, DataDir: t.TempDir(),
+	h, err := hub.New(hub.Config{Listen: "127.0.0.1:0", GRPCListener: lis, TunnelListen: "127.0.0.1:0", DataDir: t.TempDir(),
 		HeartbeatInterval: 200 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		OnReady: func(p hub.Parts) { partsc <- p }})
 	if err != nil {

@@ -26,6 +26,7 @@ import (
 	"github.com/trellis-dev/trellis/hub/openapi"
 	"github.com/trellis-dev/trellis/hub/pki"
 	"github.com/trellis-dev/trellis/hub/store"
+	"github.com/trellis-dev/trellis/hub/tunnel"
 )
 
 // serviceSet collects the gRPC services the parts register (the kinds', the agent link's) so that the servers, built
@@ -57,12 +58,13 @@ type servers struct {
 	lis       net.Listener
 	native    *grpc.Server // nil without a gRPC-only listener
 	nativeLis net.Listener
+	tunnelLis net.Listener   // nil without the shoot API SNI listener; served by package tunnel
 	wg        sync.WaitGroup // serve's goroutines
 }
 
 // newServers builds the servers and opens their listeners. Every gRPC call goes through the interceptors
 // (authentication, request ids, error mapping, metrics); every other request through the handlers.
-func (h *Hub) newServers(ctx context.Context, serving tls.Certificate, ca *pki.CA, authn *auth.Authenticator, services serviceSet, reg *api.Registry, st *store.Store, m *metrics, auditor *audit.Auditor) (*servers, error) {
+func (h *Hub) newServers(ctx context.Context, serving tls.Certificate, ca *pki.CA, authn *auth.Authenticator, services serviceSet, reg *api.Registry, st *store.Store, m *metrics, auditor *audit.Auditor, tunnels *tunnel.Tunnels) (*servers, error) {
 	ic := &interceptors{authn: authn, metrics: m, errors: api.Errors{Log: h.log.With("component", "api")}, auditor: auditor}
 	grpcOpts := []grpc.ServerOption{
 		grpc.ChainUnaryInterceptor(ic.unary),
@@ -79,7 +81,7 @@ func (h *Hub) newServers(ctx context.Context, serving tls.Certificate, ca *pki.C
 		s.native = grpc.NewServer(append(grpcOpts, nativeOptions(serving, ca.Pool(), ticketKey)...)...)
 		services.registerOn(s.native)
 	}
-	rest, err := h.handlers(ctx, authn, reg, st, m, ic.errors)
+	rest, err := h.handlers(ctx, authn, reg, st, m, ic.errors, tunnels)
 	if err != nil {
 		return nil, err
 	}
@@ -100,10 +102,19 @@ func (h *Hub) newServers(ctx context.Context, serving tls.Certificate, ca *pki.C
 			return nil, fmt.Errorf("listen: %w", err)
 		}
 	}
+	if s.tunnelLis = h.cfg.TunnelListener; s.tunnelLis == nil && h.cfg.TunnelListen != "" {
+		if s.tunnelLis, err = net.Listen("tcp", h.cfg.TunnelListen); err != nil {
+			_ = s.lis.Close()
+			return nil, fmt.Errorf("tunnel-listen: %w", err)
+		}
+	}
 	if s.native != nil {
 		if s.nativeLis = h.cfg.GRPCListener; s.nativeLis == nil {
 			if s.nativeLis, err = net.Listen("tcp", h.cfg.GRPCListen); err != nil {
 				_ = s.lis.Close()
+				if s.tunnelLis != nil {
+					_ = s.tunnelLis.Close()
+				}
 				return nil, fmt.Errorf("grpc-listen: %w", err)
 			}
 		}
@@ -113,7 +124,7 @@ func (h *Hub) newServers(ctx context.Context, serving tls.Certificate, ca *pki.C
 
 // handlers are the main port's HTTP handlers besides gRPC: health, metrics, profiling, discovery, OpenAPI and the
 // REST gateway. This is the one place where HTTP handlers are mounted; mount new ones (the dashboard) here.
-func (h *Hub) handlers(ctx context.Context, authn *auth.Authenticator, reg *api.Registry, st *store.Store, m *metrics, errs api.Errors) (http.Handler, error) {
+func (h *Hub) handlers(ctx context.Context, authn *auth.Authenticator, reg *api.Registry, st *store.Store, m *metrics, errs api.Errors, tunnels *tunnel.Tunnels) (http.Handler, error) {
 	// The REST gateway calls the kinds' servers in-process; it authenticates requests itself.
 	gwCfg := gateway.Config{Logger: h.log, ObjectJSON: reg.ObjectJSON, PublicError: errs.Public,
 		Authenticate: func(r *http.Request) (context.Context, error) { return authenticateHTTP(authn, r) }}
@@ -142,6 +153,8 @@ func (h *Hub) handlers(ctx context.Context, authn *auth.Authenticator, reg *api.
 		return nil, fmt.Errorf("openapi: %w", err)
 	}
 	mux.Handle("/openapi/", requireToken(authn, apiDocs))
+	// Seeds' kube-apiservers through their agents, for cluster admins (docs/tunnels.md).
+	mux.Handle(tunnel.SeedAPIPrefix, tunnels.SeedAPI(seedAPIAuthorizer(authn), gateway.WriteError))
 	mux.Handle("/", discoveryOr(authn, disc, m.http(rest)))
 	if err := mountDashboard(mux, authn, h.log); err != nil {
 		return nil, err
@@ -157,6 +170,14 @@ func (s *servers) grpcAddr() string {
 		return ""
 	}
 	return s.nativeLis.Addr().String()
+}
+
+// tunnelAddr is the SNI listener's address, "" without one.
+func (s *servers) tunnelAddr() string {
+	if s.tunnelLis == nil {
+		return ""
+	}
+	return s.tunnelLis.Addr().String()
 }
 
 // serve runs every server until shutdown; the channel receives the failures of servers that end otherwise.

@@ -121,6 +121,9 @@ type Server struct {
 	// streams counts the goroutines that receive from agent streams. A receive ends only once its stream's handler
 	// has returned (gRPC cancels the stream then), so they outlive their handlers briefly; Run waits for them.
 	streams workers
+
+	tunnelMu sync.Mutex
+	pending  map[string]*pendingTunnel // tunnels being opened, by id
 }
 
 // workers counts goroutines for their owner, which waits for them with Close; once closed it starts no more, so

@@ -111,6 +111,9 @@ type Seed struct {
 	Client client.Client
 	// Agent is the seed's agent; its controllers are off.
 	Agent *Agent
+	// AgentConfig is the agent's configuration: StartAgent with it runs the seed's agent again (it finds its client
+	// certificate in the seed).
+	AgentConfig *config.AgentConfiguration
 	// Conn is the agent's mTLS connection to the hub, and Cache its synced cache: what a controller gets.
 	Conn  grpc.ClientConnInterface
 	Cache *cache.Cache
@@ -124,8 +127,8 @@ func (s *Seed) Base(retryMin, retryMax time.Duration) controller.Base {
 
 // StartSeed installs the extension CRDs in cluster and starts an agent for seed name (spec: its seedConfig spec, see
 // Config) on it, which bootstraps with a token of the hub and runs until the test ends. It returns once the agent
-// has its hub connection and its cache holds the registered Seed.
-func (h *Hub) StartSeed(t testing.TB, name, spec string, cluster *seedtest.Seed) *Seed {
+// has its hub connection and its cache holds the registered Seed. mutate may adjust the agent's agent.Config.
+func (h *Hub) StartSeed(t testing.TB, name, spec string, cluster *seedtest.Seed, mutate ...func(*agent.Config)) *Seed {
 	t.Helper()
 	ctx := context.Background()
 	s := &Seed{Name: name, Cluster: cluster}
@@ -144,7 +147,8 @@ func (h *Hub) StartSeed(t testing.TB, name, spec string, cluster *seedtest.Seed)
 		Address: h.GRPCAddr(), CABundle: string(h.CA), BootstrapToken: h.BootstrapToken(t, name, time.Now().Add(time.Hour)),
 		KubeconfigSecret: config.SecretReference{Namespace: cluster.Namespace(t), Name: "gardenlet-kubeconfig"},
 	}
-	s.Agent = StartAgent(t, cfg)
+	s.AgentConfig = cfg
+	s.Agent = StartAgent(t, cfg, mutate...)
 	wctx, cancel := context.WithTimeout(ctx, WaitTimeout)
 	defer cancel()
 	if s.Conn, err = s.Agent.HubConn(wctx); err != nil {

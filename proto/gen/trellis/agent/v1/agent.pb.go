@@ -28,6 +28,61 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// Kind is a target's kind.
+type TunnelTarget_Kind int32
+
+const (
+	// KIND_UNSPECIFIED is refused.
+	TunnelTarget_KIND_UNSPECIFIED TunnelTarget_Kind = 0
+	// KIND_SEED_API_SERVER is the seed's kube-apiserver, spoken to in plain HTTP/1.1 over the tunnel: the agent forwards
+	// each request with its own seed credentials, impersonating the user the hub names in Impersonate-User and
+	// Impersonate-Group (requests without Impersonate-User are refused).
+	TunnelTarget_KIND_SEED_API_SERVER TunnelTarget_Kind = 1
+	// KIND_SHOOT_API_SERVER is a shoot's kube-apiserver Service; the tunnel carries raw bytes (the client's TLS).
+	TunnelTarget_KIND_SHOOT_API_SERVER TunnelTarget_Kind = 2
+)
+
+// Enum value maps for TunnelTarget_Kind.
+var (
+	TunnelTarget_Kind_name = map[int32]string{
+		0: "KIND_UNSPECIFIED",
+		1: "KIND_SEED_API_SERVER",
+		2: "KIND_SHOOT_API_SERVER",
+	}
+	TunnelTarget_Kind_value = map[string]int32{
+		"KIND_UNSPECIFIED":      0,
+		"KIND_SEED_API_SERVER":  1,
+		"KIND_SHOOT_API_SERVER": 2,
+	}
+)
+
+func (x TunnelTarget_Kind) Enum() *TunnelTarget_Kind {
+	p := new(TunnelTarget_Kind)
+	*p = x
+	return p
+}
+
+func (x TunnelTarget_Kind) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (TunnelTarget_Kind) Descriptor() protoreflect.EnumDescriptor {
+	return file_trellis_agent_v1_agent_proto_enumTypes[0].Descriptor()
+}
+
+func (TunnelTarget_Kind) Type() protoreflect.EnumType {
+	return &file_trellis_agent_v1_agent_proto_enumTypes[0]
+}
+
+func (x TunnelTarget_Kind) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use TunnelTarget_Kind.Descriptor instead.
+func (TunnelTarget_Kind) EnumDescriptor() ([]byte, []int) {
+	return file_trellis_agent_v1_agent_proto_rawDescGZIP(), []int{3, 0}
+}
+
 // AgentMessage is one message from the agent to the hub.
 type AgentMessage struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -162,6 +217,7 @@ type HubMessage struct {
 	//	*HubMessage_Assignments
 	//	*HubMessage_SyncComplete
 	//	*HubMessage_RenewCertificate
+	//	*HubMessage_OpenTunnel
 	Message       isHubMessage_Message `protobuf_oneof:"message"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -258,6 +314,15 @@ func (x *HubMessage) GetRenewCertificate() *RenewCertificate {
 	return nil
 }
 
+func (x *HubMessage) GetOpenTunnel() *OpenTunnel {
+	if x != nil {
+		if x, ok := x.Message.(*HubMessage_OpenTunnel); ok {
+			return x.OpenTunnel
+		}
+	}
+	return nil
+}
+
 type isHubMessage_Message interface {
 	isHubMessage_Message()
 }
@@ -293,6 +358,11 @@ type HubMessage_RenewCertificate struct {
 	RenewCertificate *RenewCertificate `protobuf:"bytes,6,opt,name=renew_certificate,json=renewCertificate,proto3,oneof"`
 }
 
+type HubMessage_OpenTunnel struct {
+	// OpenTunnel asks the agent to connect to a target in its seed and open a Tunnel for it.
+	OpenTunnel *OpenTunnel `protobuf:"bytes,7,opt,name=open_tunnel,json=openTunnel,proto3,oneof"`
+}
+
 func (*HubMessage_Welcome) isHubMessage_Message() {}
 
 func (*HubMessage_Certificate) isHubMessage_Message() {}
@@ -304,6 +374,184 @@ func (*HubMessage_Assignments) isHubMessage_Message() {}
 func (*HubMessage_SyncComplete) isHubMessage_Message() {}
 
 func (*HubMessage_RenewCertificate) isHubMessage_Message() {}
+
+func (*HubMessage_OpenTunnel) isHubMessage_Message() {}
+
+// OpenTunnel asks the agent to open a tunnel. The hub fixes the target; the agent validates its kind and resolves the
+// address itself, so the hub's side can never name an address in the seed.
+type OpenTunnel struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// TunnelId names the tunnel; the agent sends it in the first frame of the Tunnel call.
+	TunnelId string `protobuf:"bytes,1,opt,name=tunnel_id,json=tunnelId,proto3" json:"tunnel_id,omitempty"`
+	// Target is what to connect to.
+	Target        *TunnelTarget `protobuf:"bytes,2,opt,name=target,proto3" json:"target,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OpenTunnel) Reset() {
+	*x = OpenTunnel{}
+	mi := &file_trellis_agent_v1_agent_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OpenTunnel) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OpenTunnel) ProtoMessage() {}
+
+func (x *OpenTunnel) ProtoReflect() protoreflect.Message {
+	mi := &file_trellis_agent_v1_agent_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OpenTunnel.ProtoReflect.Descriptor instead.
+func (*OpenTunnel) Descriptor() ([]byte, []int) {
+	return file_trellis_agent_v1_agent_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *OpenTunnel) GetTunnelId() string {
+	if x != nil {
+		return x.TunnelId
+	}
+	return ""
+}
+
+func (x *OpenTunnel) GetTarget() *TunnelTarget {
+	if x != nil {
+		return x.Target
+	}
+	return nil
+}
+
+// TunnelTarget is one of the fixed targets an agent connects tunnels to.
+type TunnelTarget struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Kind is the target's kind.
+	Kind TunnelTarget_Kind `protobuf:"varint,1,opt,name=kind,proto3,enum=trellis.agent.v1.TunnelTarget_Kind" json:"kind,omitempty"`
+	// ShootNamespace is the shoot's namespace in the seed, "shoot--<project>--<name>" (kind KIND_SHOOT_API_SERVER only):
+	// the agent connects to the Service "kube-apiserver" there.
+	ShootNamespace string `protobuf:"bytes,2,opt,name=shoot_namespace,json=shootNamespace,proto3" json:"shoot_namespace,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *TunnelTarget) Reset() {
+	*x = TunnelTarget{}
+	mi := &file_trellis_agent_v1_agent_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TunnelTarget) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TunnelTarget) ProtoMessage() {}
+
+func (x *TunnelTarget) ProtoReflect() protoreflect.Message {
+	mi := &file_trellis_agent_v1_agent_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TunnelTarget.ProtoReflect.Descriptor instead.
+func (*TunnelTarget) Descriptor() ([]byte, []int) {
+	return file_trellis_agent_v1_agent_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *TunnelTarget) GetKind() TunnelTarget_Kind {
+	if x != nil {
+		return x.Kind
+	}
+	return TunnelTarget_KIND_UNSPECIFIED
+}
+
+func (x *TunnelTarget) GetShootNamespace() string {
+	if x != nil {
+		return x.ShootNamespace
+	}
+	return ""
+}
+
+// TunnelFrame is one frame of a Tunnel call.
+type TunnelFrame struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// TunnelId names the tunnel (the first frame from the agent only).
+	TunnelId string `protobuf:"bytes,1,opt,name=tunnel_id,json=tunnelId,proto3" json:"tunnel_id,omitempty"`
+	// Data is the next bytes of the stream.
+	Data []byte `protobuf:"bytes,2,opt,name=data,proto3" json:"data,omitempty"`
+	// Error, in the agent's first frame, says why the target could not be reached; the call then ends.
+	Error         string `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TunnelFrame) Reset() {
+	*x = TunnelFrame{}
+	mi := &file_trellis_agent_v1_agent_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TunnelFrame) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TunnelFrame) ProtoMessage() {}
+
+func (x *TunnelFrame) ProtoReflect() protoreflect.Message {
+	mi := &file_trellis_agent_v1_agent_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TunnelFrame.ProtoReflect.Descriptor instead.
+func (*TunnelFrame) Descriptor() ([]byte, []int) {
+	return file_trellis_agent_v1_agent_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *TunnelFrame) GetTunnelId() string {
+	if x != nil {
+		return x.TunnelId
+	}
+	return ""
+}
+
+func (x *TunnelFrame) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+func (x *TunnelFrame) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
 
 // Hello opens a session of an agent that holds a seed client certificate.
 type Hello struct {
@@ -322,7 +570,7 @@ type Hello struct {
 
 func (x *Hello) Reset() {
 	*x = Hello{}
-	mi := &file_trellis_agent_v1_agent_proto_msgTypes[2]
+	mi := &file_trellis_agent_v1_agent_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -334,7 +582,7 @@ func (x *Hello) String() string {
 func (*Hello) ProtoMessage() {}
 
 func (x *Hello) ProtoReflect() protoreflect.Message {
-	mi := &file_trellis_agent_v1_agent_proto_msgTypes[2]
+	mi := &file_trellis_agent_v1_agent_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -347,7 +595,7 @@ func (x *Hello) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Hello.ProtoReflect.Descriptor instead.
 func (*Hello) Descriptor() ([]byte, []int) {
-	return file_trellis_agent_v1_agent_proto_rawDescGZIP(), []int{2}
+	return file_trellis_agent_v1_agent_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Hello) GetSeedName() string {
@@ -389,7 +637,7 @@ type Welcome struct {
 
 func (x *Welcome) Reset() {
 	*x = Welcome{}
-	mi := &file_trellis_agent_v1_agent_proto_msgTypes[3]
+	mi := &file_trellis_agent_v1_agent_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -401,7 +649,7 @@ func (x *Welcome) String() string {
 func (*Welcome) ProtoMessage() {}
 
 func (x *Welcome) ProtoReflect() protoreflect.Message {
-	mi := &file_trellis_agent_v1_agent_proto_msgTypes[3]
+	mi := &file_trellis_agent_v1_agent_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -414,7 +662,7 @@ func (x *Welcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Welcome.ProtoReflect.Descriptor instead.
 func (*Welcome) Descriptor() ([]byte, []int) {
-	return file_trellis_agent_v1_agent_proto_rawDescGZIP(), []int{3}
+	return file_trellis_agent_v1_agent_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Welcome) GetSessionId() string {
@@ -462,7 +710,7 @@ type CertificateRequest struct {
 
 func (x *CertificateRequest) Reset() {
 	*x = CertificateRequest{}
-	mi := &file_trellis_agent_v1_agent_proto_msgTypes[4]
+	mi := &file_trellis_agent_v1_agent_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -474,7 +722,7 @@ func (x *CertificateRequest) String() string {
 func (*CertificateRequest) ProtoMessage() {}
 
 func (x *CertificateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_trellis_agent_v1_agent_proto_msgTypes[4]
+	mi := &file_trellis_agent_v1_agent_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -487,7 +735,7 @@ func (x *CertificateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CertificateRequest.ProtoReflect.Descriptor instead.
 func (*CertificateRequest) Descriptor() ([]byte, []int) {
-	return file_trellis_agent_v1_agent_proto_rawDescGZIP(), []int{4}
+	return file_trellis_agent_v1_agent_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *CertificateRequest) GetCsr() []byte {
@@ -526,7 +774,7 @@ type Certificate struct {
 
 func (x *Certificate) Reset() {
 	*x = Certificate{}
-	mi := &file_trellis_agent_v1_agent_proto_msgTypes[5]
+	mi := &file_trellis_agent_v1_agent_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -538,7 +786,7 @@ func (x *Certificate) String() string {
 func (*Certificate) ProtoMessage() {}
 
 func (x *Certificate) ProtoReflect() protoreflect.Message {
-	mi := &file_trellis_agent_v1_agent_proto_msgTypes[5]
+	mi := &file_trellis_agent_v1_agent_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -551,7 +799,7 @@ func (x *Certificate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Certificate.ProtoReflect.Descriptor instead.
 func (*Certificate) Descriptor() ([]byte, []int) {
-	return file_trellis_agent_v1_agent_proto_rawDescGZIP(), []int{5}
+	return file_trellis_agent_v1_agent_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Certificate) GetCsrName() string {
@@ -592,7 +840,7 @@ type Heartbeat struct {
 
 func (x *Heartbeat) Reset() {
 	*x = Heartbeat{}
-	mi := &file_trellis_agent_v1_agent_proto_msgTypes[6]
+	mi := &file_trellis_agent_v1_agent_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -604,7 +852,7 @@ func (x *Heartbeat) String() string {
 func (*Heartbeat) ProtoMessage() {}
 
 func (x *Heartbeat) ProtoReflect() protoreflect.Message {
-	mi := &file_trellis_agent_v1_agent_proto_msgTypes[6]
+	mi := &file_trellis_agent_v1_agent_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -617,7 +865,7 @@ func (x *Heartbeat) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Heartbeat.ProtoReflect.Descriptor instead.
 func (*Heartbeat) Descriptor() ([]byte, []int) {
-	return file_trellis_agent_v1_agent_proto_rawDescGZIP(), []int{6}
+	return file_trellis_agent_v1_agent_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Heartbeat) GetSequence() int64 {
@@ -662,7 +910,7 @@ type HeartbeatAck struct {
 
 func (x *HeartbeatAck) Reset() {
 	*x = HeartbeatAck{}
-	mi := &file_trellis_agent_v1_agent_proto_msgTypes[7]
+	mi := &file_trellis_agent_v1_agent_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -674,7 +922,7 @@ func (x *HeartbeatAck) String() string {
 func (*HeartbeatAck) ProtoMessage() {}
 
 func (x *HeartbeatAck) ProtoReflect() protoreflect.Message {
-	mi := &file_trellis_agent_v1_agent_proto_msgTypes[7]
+	mi := &file_trellis_agent_v1_agent_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -687,7 +935,7 @@ func (x *HeartbeatAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatAck.ProtoReflect.Descriptor instead.
 func (*HeartbeatAck) Descriptor() ([]byte, []int) {
-	return file_trellis_agent_v1_agent_proto_rawDescGZIP(), []int{7}
+	return file_trellis_agent_v1_agent_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *HeartbeatAck) GetSequence() int64 {
@@ -715,7 +963,7 @@ type RenewCertificate struct {
 
 func (x *RenewCertificate) Reset() {
 	*x = RenewCertificate{}
-	mi := &file_trellis_agent_v1_agent_proto_msgTypes[8]
+	mi := &file_trellis_agent_v1_agent_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -727,7 +975,7 @@ func (x *RenewCertificate) String() string {
 func (*RenewCertificate) ProtoMessage() {}
 
 func (x *RenewCertificate) ProtoReflect() protoreflect.Message {
-	mi := &file_trellis_agent_v1_agent_proto_msgTypes[8]
+	mi := &file_trellis_agent_v1_agent_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -740,7 +988,7 @@ func (x *RenewCertificate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenewCertificate.ProtoReflect.Descriptor instead.
 func (*RenewCertificate) Descriptor() ([]byte, []int) {
-	return file_trellis_agent_v1_agent_proto_rawDescGZIP(), []int{8}
+	return file_trellis_agent_v1_agent_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *RenewCertificate) GetReason() string {
@@ -766,7 +1014,7 @@ type AssignmentBatch struct {
 
 func (x *AssignmentBatch) Reset() {
 	*x = AssignmentBatch{}
-	mi := &file_trellis_agent_v1_agent_proto_msgTypes[9]
+	mi := &file_trellis_agent_v1_agent_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -778,7 +1026,7 @@ func (x *AssignmentBatch) String() string {
 func (*AssignmentBatch) ProtoMessage() {}
 
 func (x *AssignmentBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_trellis_agent_v1_agent_proto_msgTypes[9]
+	mi := &file_trellis_agent_v1_agent_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -791,7 +1039,7 @@ func (x *AssignmentBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AssignmentBatch.ProtoReflect.Descriptor instead.
 func (*AssignmentBatch) Descriptor() ([]byte, []int) {
-	return file_trellis_agent_v1_agent_proto_rawDescGZIP(), []int{9}
+	return file_trellis_agent_v1_agent_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *AssignmentBatch) GetSequence() int64 {
@@ -836,7 +1084,7 @@ type Assignment struct {
 
 func (x *Assignment) Reset() {
 	*x = Assignment{}
-	mi := &file_trellis_agent_v1_agent_proto_msgTypes[10]
+	mi := &file_trellis_agent_v1_agent_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -848,7 +1096,7 @@ func (x *Assignment) String() string {
 func (*Assignment) ProtoMessage() {}
 
 func (x *Assignment) ProtoReflect() protoreflect.Message {
-	mi := &file_trellis_agent_v1_agent_proto_msgTypes[10]
+	mi := &file_trellis_agent_v1_agent_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -861,7 +1109,7 @@ func (x *Assignment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Assignment.ProtoReflect.Descriptor instead.
 func (*Assignment) Descriptor() ([]byte, []int) {
-	return file_trellis_agent_v1_agent_proto_rawDescGZIP(), []int{10}
+	return file_trellis_agent_v1_agent_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Assignment) GetResource() string {
@@ -917,7 +1165,7 @@ type SyncComplete struct {
 
 func (x *SyncComplete) Reset() {
 	*x = SyncComplete{}
-	mi := &file_trellis_agent_v1_agent_proto_msgTypes[11]
+	mi := &file_trellis_agent_v1_agent_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -929,7 +1177,7 @@ func (x *SyncComplete) String() string {
 func (*SyncComplete) ProtoMessage() {}
 
 func (x *SyncComplete) ProtoReflect() protoreflect.Message {
-	mi := &file_trellis_agent_v1_agent_proto_msgTypes[11]
+	mi := &file_trellis_agent_v1_agent_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -942,7 +1190,7 @@ func (x *SyncComplete) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SyncComplete.ProtoReflect.Descriptor instead.
 func (*SyncComplete) Descriptor() ([]byte, []int) {
-	return file_trellis_agent_v1_agent_proto_rawDescGZIP(), []int{11}
+	return file_trellis_agent_v1_agent_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *SyncComplete) GetResources() []*ResourceKeys {
@@ -965,7 +1213,7 @@ type ResourceKeys struct {
 
 func (x *ResourceKeys) Reset() {
 	*x = ResourceKeys{}
-	mi := &file_trellis_agent_v1_agent_proto_msgTypes[12]
+	mi := &file_trellis_agent_v1_agent_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -977,7 +1225,7 @@ func (x *ResourceKeys) String() string {
 func (*ResourceKeys) ProtoMessage() {}
 
 func (x *ResourceKeys) ProtoReflect() protoreflect.Message {
-	mi := &file_trellis_agent_v1_agent_proto_msgTypes[12]
+	mi := &file_trellis_agent_v1_agent_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -990,7 +1238,7 @@ func (x *ResourceKeys) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceKeys.ProtoReflect.Descriptor instead.
 func (*ResourceKeys) Descriptor() ([]byte, []int) {
-	return file_trellis_agent_v1_agent_proto_rawDescGZIP(), []int{12}
+	return file_trellis_agent_v1_agent_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ResourceKeys) GetResource() string {
@@ -1020,7 +1268,7 @@ type Ack struct {
 
 func (x *Ack) Reset() {
 	*x = Ack{}
-	mi := &file_trellis_agent_v1_agent_proto_msgTypes[13]
+	mi := &file_trellis_agent_v1_agent_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1032,7 +1280,7 @@ func (x *Ack) String() string {
 func (*Ack) ProtoMessage() {}
 
 func (x *Ack) ProtoReflect() protoreflect.Message {
-	mi := &file_trellis_agent_v1_agent_proto_msgTypes[13]
+	mi := &file_trellis_agent_v1_agent_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1045,7 +1293,7 @@ func (x *Ack) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Ack.ProtoReflect.Descriptor instead.
 func (*Ack) Descriptor() ([]byte, []int) {
-	return file_trellis_agent_v1_agent_proto_rawDescGZIP(), []int{13}
+	return file_trellis_agent_v1_agent_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Ack) GetSequence() int64 {
@@ -1072,7 +1320,7 @@ const file_trellis_agent_v1_agent_proto_rawDesc = "" +
 	"\x13certificate_request\x18\x02 \x01(\v2$.trellis.agent.v1.CertificateRequestH\x00R\x12certificateRequest\x12;\n" +
 	"\theartbeat\x18\x03 \x01(\v2\x1b.trellis.agent.v1.HeartbeatH\x00R\theartbeat\x12)\n" +
 	"\x03ack\x18\x04 \x01(\v2\x15.trellis.agent.v1.AckH\x00R\x03ackB\t\n" +
-	"\amessage\"\xb9\x03\n" +
+	"\amessage\"\xfa\x03\n" +
 	"\n" +
 	"HubMessage\x125\n" +
 	"\awelcome\x18\x01 \x01(\v2\x19.trellis.agent.v1.WelcomeH\x00R\awelcome\x12A\n" +
@@ -1080,8 +1328,25 @@ const file_trellis_agent_v1_agent_proto_rawDesc = "" +
 	"\rheartbeat_ack\x18\x03 \x01(\v2\x1e.trellis.agent.v1.HeartbeatAckH\x00R\fheartbeatAck\x12E\n" +
 	"\vassignments\x18\x04 \x01(\v2!.trellis.agent.v1.AssignmentBatchH\x00R\vassignments\x12E\n" +
 	"\rsync_complete\x18\x05 \x01(\v2\x1e.trellis.agent.v1.SyncCompleteH\x00R\fsyncComplete\x12Q\n" +
-	"\x11renew_certificate\x18\x06 \x01(\v2\".trellis.agent.v1.RenewCertificateH\x00R\x10renewCertificateB\t\n" +
-	"\amessage\"\xe2\x01\n" +
+	"\x11renew_certificate\x18\x06 \x01(\v2\".trellis.agent.v1.RenewCertificateH\x00R\x10renewCertificate\x12?\n" +
+	"\vopen_tunnel\x18\a \x01(\v2\x1c.trellis.agent.v1.OpenTunnelH\x00R\n" +
+	"openTunnelB\t\n" +
+	"\amessage\"a\n" +
+	"\n" +
+	"OpenTunnel\x12\x1b\n" +
+	"\ttunnel_id\x18\x01 \x01(\tR\btunnelId\x126\n" +
+	"\x06target\x18\x02 \x01(\v2\x1e.trellis.agent.v1.TunnelTargetR\x06target\"\xc3\x01\n" +
+	"\fTunnelTarget\x127\n" +
+	"\x04kind\x18\x01 \x01(\x0e2#.trellis.agent.v1.TunnelTarget.KindR\x04kind\x12'\n" +
+	"\x0fshoot_namespace\x18\x02 \x01(\tR\x0eshootNamespace\"Q\n" +
+	"\x04Kind\x12\x14\n" +
+	"\x10KIND_UNSPECIFIED\x10\x00\x12\x18\n" +
+	"\x14KIND_SEED_API_SERVER\x10\x01\x12\x19\n" +
+	"\x15KIND_SHOOT_API_SERVER\x10\x02\"T\n" +
+	"\vTunnelFrame\x12\x1b\n" +
+	"\ttunnel_id\x18\x01 \x01(\tR\btunnelId\x12\x12\n" +
+	"\x04data\x18\x02 \x01(\fR\x04data\x12\x14\n" +
+	"\x05error\x18\x03 \x01(\tR\x05error\"\xe2\x01\n" +
 	"\x05Hello\x12\x1b\n" +
 	"\tseed_name\x18\x01 \x01(\tR\bseedName\x12#\n" +
 	"\ragent_version\x18\x02 \x01(\tR\fagentVersion\x12T\n" +
@@ -1142,9 +1407,10 @@ const file_trellis_agent_v1_agent_proto_rawDesc = "" +
 	"\x0fsynced_versions\x18\x02 \x03(\v2).trellis.agent.v1.Ack.SyncedVersionsEntryR\x0esyncedVersions\x1aA\n" +
 	"\x13SyncedVersionsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x012[\n" +
+	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x012\xa7\x01\n" +
 	"\fAgentService\x12K\n" +
-	"\aConnect\x12\x1e.trellis.agent.v1.AgentMessage\x1a\x1c.trellis.agent.v1.HubMessage(\x010\x01BCZAgithub.com/trellis-dev/trellis/proto/gen/trellis/agent/v1;agentv1b\x06proto3"
+	"\aConnect\x12\x1e.trellis.agent.v1.AgentMessage\x1a\x1c.trellis.agent.v1.HubMessage(\x010\x01\x12J\n" +
+	"\x06Tunnel\x12\x1d.trellis.agent.v1.TunnelFrame\x1a\x1d.trellis.agent.v1.TunnelFrame(\x010\x01BCZAgithub.com/trellis-dev/trellis/proto/gen/trellis/agent/v1;agentv1b\x06proto3"
 
 var (
 	file_trellis_agent_v1_agent_proto_rawDescOnce sync.Once
@@ -1158,57 +1424,67 @@ func file_trellis_agent_v1_agent_proto_rawDescGZIP() []byte {
 	return file_trellis_agent_v1_agent_proto_rawDescData
 }
 
-var file_trellis_agent_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
+var file_trellis_agent_v1_agent_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
+var file_trellis_agent_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
 var file_trellis_agent_v1_agent_proto_goTypes = []any{
-	(*AgentMessage)(nil),          // 0: trellis.agent.v1.AgentMessage
-	(*HubMessage)(nil),            // 1: trellis.agent.v1.HubMessage
-	(*Hello)(nil),                 // 2: trellis.agent.v1.Hello
-	(*Welcome)(nil),               // 3: trellis.agent.v1.Welcome
-	(*CertificateRequest)(nil),    // 4: trellis.agent.v1.CertificateRequest
-	(*Certificate)(nil),           // 5: trellis.agent.v1.Certificate
-	(*Heartbeat)(nil),             // 6: trellis.agent.v1.Heartbeat
-	(*HeartbeatAck)(nil),          // 7: trellis.agent.v1.HeartbeatAck
-	(*RenewCertificate)(nil),      // 8: trellis.agent.v1.RenewCertificate
-	(*AssignmentBatch)(nil),       // 9: trellis.agent.v1.AssignmentBatch
-	(*Assignment)(nil),            // 10: trellis.agent.v1.Assignment
-	(*SyncComplete)(nil),          // 11: trellis.agent.v1.SyncComplete
-	(*ResourceKeys)(nil),          // 12: trellis.agent.v1.ResourceKeys
-	(*Ack)(nil),                   // 13: trellis.agent.v1.Ack
-	nil,                           // 14: trellis.agent.v1.Hello.ResumeVersionsEntry
-	nil,                           // 15: trellis.agent.v1.HeartbeatAck.SyncedVersionsEntry
-	nil,                           // 16: trellis.agent.v1.AssignmentBatch.SyncedVersionsEntry
-	nil,                           // 17: trellis.agent.v1.Ack.SyncedVersionsEntry
-	(*durationpb.Duration)(nil),   // 18: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil), // 19: google.protobuf.Timestamp
-	(*anypb.Any)(nil),             // 20: google.protobuf.Any
+	(TunnelTarget_Kind)(0),        // 0: trellis.agent.v1.TunnelTarget.Kind
+	(*AgentMessage)(nil),          // 1: trellis.agent.v1.AgentMessage
+	(*HubMessage)(nil),            // 2: trellis.agent.v1.HubMessage
+	(*OpenTunnel)(nil),            // 3: trellis.agent.v1.OpenTunnel
+	(*TunnelTarget)(nil),          // 4: trellis.agent.v1.TunnelTarget
+	(*TunnelFrame)(nil),           // 5: trellis.agent.v1.TunnelFrame
+	(*Hello)(nil),                 // 6: trellis.agent.v1.Hello
+	(*Welcome)(nil),               // 7: trellis.agent.v1.Welcome
+	(*CertificateRequest)(nil),    // 8: trellis.agent.v1.CertificateRequest
+	(*Certificate)(nil),           // 9: trellis.agent.v1.Certificate
+	(*Heartbeat)(nil),             // 10: trellis.agent.v1.Heartbeat
+	(*HeartbeatAck)(nil),          // 11: trellis.agent.v1.HeartbeatAck
+	(*RenewCertificate)(nil),      // 12: trellis.agent.v1.RenewCertificate
+	(*AssignmentBatch)(nil),       // 13: trellis.agent.v1.AssignmentBatch
+	(*Assignment)(nil),            // 14: trellis.agent.v1.Assignment
+	(*SyncComplete)(nil),          // 15: trellis.agent.v1.SyncComplete
+	(*ResourceKeys)(nil),          // 16: trellis.agent.v1.ResourceKeys
+	(*Ack)(nil),                   // 17: trellis.agent.v1.Ack
+	nil,                           // 18: trellis.agent.v1.Hello.ResumeVersionsEntry
+	nil,                           // 19: trellis.agent.v1.HeartbeatAck.SyncedVersionsEntry
+	nil,                           // 20: trellis.agent.v1.AssignmentBatch.SyncedVersionsEntry
+	nil,                           // 21: trellis.agent.v1.Ack.SyncedVersionsEntry
+	(*durationpb.Duration)(nil),   // 22: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil), // 23: google.protobuf.Timestamp
+	(*anypb.Any)(nil),             // 24: google.protobuf.Any
 }
 var file_trellis_agent_v1_agent_proto_depIdxs = []int32{
-	2,  // 0: trellis.agent.v1.AgentMessage.hello:type_name -> trellis.agent.v1.Hello
-	4,  // 1: trellis.agent.v1.AgentMessage.certificate_request:type_name -> trellis.agent.v1.CertificateRequest
-	6,  // 2: trellis.agent.v1.AgentMessage.heartbeat:type_name -> trellis.agent.v1.Heartbeat
-	13, // 3: trellis.agent.v1.AgentMessage.ack:type_name -> trellis.agent.v1.Ack
-	3,  // 4: trellis.agent.v1.HubMessage.welcome:type_name -> trellis.agent.v1.Welcome
-	5,  // 5: trellis.agent.v1.HubMessage.certificate:type_name -> trellis.agent.v1.Certificate
-	7,  // 6: trellis.agent.v1.HubMessage.heartbeat_ack:type_name -> trellis.agent.v1.HeartbeatAck
-	9,  // 7: trellis.agent.v1.HubMessage.assignments:type_name -> trellis.agent.v1.AssignmentBatch
-	11, // 8: trellis.agent.v1.HubMessage.sync_complete:type_name -> trellis.agent.v1.SyncComplete
-	8,  // 9: trellis.agent.v1.HubMessage.renew_certificate:type_name -> trellis.agent.v1.RenewCertificate
-	14, // 10: trellis.agent.v1.Hello.resume_versions:type_name -> trellis.agent.v1.Hello.ResumeVersionsEntry
-	18, // 11: trellis.agent.v1.Welcome.heartbeat_interval:type_name -> google.protobuf.Duration
-	19, // 12: trellis.agent.v1.Heartbeat.sent_time:type_name -> google.protobuf.Timestamp
-	15, // 13: trellis.agent.v1.HeartbeatAck.synced_versions:type_name -> trellis.agent.v1.HeartbeatAck.SyncedVersionsEntry
-	10, // 14: trellis.agent.v1.AssignmentBatch.assignments:type_name -> trellis.agent.v1.Assignment
-	16, // 15: trellis.agent.v1.AssignmentBatch.synced_versions:type_name -> trellis.agent.v1.AssignmentBatch.SyncedVersionsEntry
-	20, // 16: trellis.agent.v1.Assignment.object:type_name -> google.protobuf.Any
-	12, // 17: trellis.agent.v1.SyncComplete.resources:type_name -> trellis.agent.v1.ResourceKeys
-	17, // 18: trellis.agent.v1.Ack.synced_versions:type_name -> trellis.agent.v1.Ack.SyncedVersionsEntry
-	0,  // 19: trellis.agent.v1.AgentService.Connect:input_type -> trellis.agent.v1.AgentMessage
-	1,  // 20: trellis.agent.v1.AgentService.Connect:output_type -> trellis.agent.v1.HubMessage
-	20, // [20:21] is the sub-list for method output_type
-	19, // [19:20] is the sub-list for method input_type
-	19, // [19:19] is the sub-list for extension type_name
-	19, // [19:19] is the sub-list for extension extendee
-	0,  // [0:19] is the sub-list for field type_name
+	6,  // 0: trellis.agent.v1.AgentMessage.hello:type_name -> trellis.agent.v1.Hello
+	8,  // 1: trellis.agent.v1.AgentMessage.certificate_request:type_name -> trellis.agent.v1.CertificateRequest
+	10, // 2: trellis.agent.v1.AgentMessage.heartbeat:type_name -> trellis.agent.v1.Heartbeat
+	17, // 3: trellis.agent.v1.AgentMessage.ack:type_name -> trellis.agent.v1.Ack
+	7,  // 4: trellis.agent.v1.HubMessage.welcome:type_name -> trellis.agent.v1.Welcome
+	9,  // 5: trellis.agent.v1.HubMessage.certificate:type_name -> trellis.agent.v1.Certificate
+	11, // 6: trellis.agent.v1.HubMessage.heartbeat_ack:type_name -> trellis.agent.v1.HeartbeatAck
+	13, // 7: trellis.agent.v1.HubMessage.assignments:type_name -> trellis.agent.v1.AssignmentBatch
+	15, // 8: trellis.agent.v1.HubMessage.sync_complete:type_name -> trellis.agent.v1.SyncComplete
+	12, // 9: trellis.agent.v1.HubMessage.renew_certificate:type_name -> trellis.agent.v1.RenewCertificate
+	3,  // 10: trellis.agent.v1.HubMessage.open_tunnel:type_name -> trellis.agent.v1.OpenTunnel
+	4,  // 11: trellis.agent.v1.OpenTunnel.target:type_name -> trellis.agent.v1.TunnelTarget
+	0,  // 12: trellis.agent.v1.TunnelTarget.kind:type_name -> trellis.agent.v1.TunnelTarget.Kind
+	18, // 13: trellis.agent.v1.Hello.resume_versions:type_name -> trellis.agent.v1.Hello.ResumeVersionsEntry
+	22, // 14: trellis.agent.v1.Welcome.heartbeat_interval:type_name -> google.protobuf.Duration
+	23, // 15: trellis.agent.v1.Heartbeat.sent_time:type_name -> google.protobuf.Timestamp
+	19, // 16: trellis.agent.v1.HeartbeatAck.synced_versions:type_name -> trellis.agent.v1.HeartbeatAck.SyncedVersionsEntry
+	14, // 17: trellis.agent.v1.AssignmentBatch.assignments:type_name -> trellis.agent.v1.Assignment
+	20, // 18: trellis.agent.v1.AssignmentBatch.synced_versions:type_name -> trellis.agent.v1.AssignmentBatch.SyncedVersionsEntry
+	24, // 19: trellis.agent.v1.Assignment.object:type_name -> google.protobuf.Any
+	16, // 20: trellis.agent.v1.SyncComplete.resources:type_name -> trellis.agent.v1.ResourceKeys
+	21, // 21: trellis.agent.v1.Ack.synced_versions:type_name -> trellis.agent.v1.Ack.SyncedVersionsEntry
+	1,  // 22: trellis.agent.v1.AgentService.Connect:input_type -> trellis.agent.v1.AgentMessage
+	5,  // 23: trellis.agent.v1.AgentService.Tunnel:input_type -> trellis.agent.v1.TunnelFrame
+	2,  // 24: trellis.agent.v1.AgentService.Connect:output_type -> trellis.agent.v1.HubMessage
+	5,  // 25: trellis.agent.v1.AgentService.Tunnel:output_type -> trellis.agent.v1.TunnelFrame
+	24, // [24:26] is the sub-list for method output_type
+	22, // [22:24] is the sub-list for method input_type
+	22, // [22:22] is the sub-list for extension type_name
+	22, // [22:22] is the sub-list for extension extendee
+	0,  // [0:22] is the sub-list for field type_name
 }
 
 func init() { file_trellis_agent_v1_agent_proto_init() }
@@ -1229,19 +1505,21 @@ func file_trellis_agent_v1_agent_proto_init() {
 		(*HubMessage_Assignments)(nil),
 		(*HubMessage_SyncComplete)(nil),
 		(*HubMessage_RenewCertificate)(nil),
+		(*HubMessage_OpenTunnel)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_trellis_agent_v1_agent_proto_rawDesc), len(file_trellis_agent_v1_agent_proto_rawDesc)),
-			NumEnums:      0,
-			NumMessages:   18,
+			NumEnums:      1,
+			NumMessages:   21,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
 		GoTypes:           file_trellis_agent_v1_agent_proto_goTypes,
 		DependencyIndexes: file_trellis_agent_v1_agent_proto_depIdxs,
+		EnumInfos:         file_trellis_agent_v1_agent_proto_enumTypes,
 		MessageInfos:      file_trellis_agent_v1_agent_proto_msgTypes,
 	}.Build()
 	File_trellis_agent_v1_agent_proto = out.File

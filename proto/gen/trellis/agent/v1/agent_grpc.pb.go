@@ -24,6 +24,7 @@ const _ = grpc.SupportPackageIsVersion9
 
 const (
 	AgentService_Connect_FullMethodName = "/trellis.agent.v1.AgentService/Connect"
+	AgentService_Tunnel_FullMethodName  = "/trellis.agent.v1.AgentService/Tunnel"
 )
 
 // AgentServiceClient is the client API for AgentService service.
@@ -38,6 +39,13 @@ type AgentServiceClient interface {
 	// "gardener.cloud:system:seeds") sends Hello first, then Heartbeats, Acks and, for rotation, CertificateRequests;
 	// the hub answers Hello with Welcome and streams the seed's assignments.
 	Connect(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[AgentMessage, HubMessage], error)
+	// Tunnel carries one byte stream between the hub and a target in the agent's seed. The agent opens it, over its
+	// connection to the hub (so nothing ever connects into the seed), when the hub asks with OpenTunnel on the session:
+	// the first frame names the tunnel (TunnelFrame.tunnel_id) and, when the agent could not reach the target, why
+	// (TunnelFrame.error). The hub accepts it only from the client certificate of the seed it asked. Then both sides
+	// send data frames; the agent half-closes (CloseSend) when the target closed, the hub ends the call when its
+	// client did. Each tunnel is its own HTTP/2 stream with its own flow control.
+	Tunnel(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[TunnelFrame, TunnelFrame], error)
 }
 
 type agentServiceClient struct {
@@ -61,6 +69,19 @@ func (c *agentServiceClient) Connect(ctx context.Context, opts ...grpc.CallOptio
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type AgentService_ConnectClient = grpc.BidiStreamingClient[AgentMessage, HubMessage]
 
+func (c *agentServiceClient) Tunnel(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[TunnelFrame, TunnelFrame], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &AgentService_ServiceDesc.Streams[1], AgentService_Tunnel_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[TunnelFrame, TunnelFrame]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type AgentService_TunnelClient = grpc.BidiStreamingClient[TunnelFrame, TunnelFrame]
+
 // AgentServiceServer is the server API for AgentService service.
 // All implementations should embed UnimplementedAgentServiceServer
 // for forward compatibility.
@@ -73,6 +94,13 @@ type AgentServiceServer interface {
 	// "gardener.cloud:system:seeds") sends Hello first, then Heartbeats, Acks and, for rotation, CertificateRequests;
 	// the hub answers Hello with Welcome and streams the seed's assignments.
 	Connect(grpc.BidiStreamingServer[AgentMessage, HubMessage]) error
+	// Tunnel carries one byte stream between the hub and a target in the agent's seed. The agent opens it, over its
+	// connection to the hub (so nothing ever connects into the seed), when the hub asks with OpenTunnel on the session:
+	// the first frame names the tunnel (TunnelFrame.tunnel_id) and, when the agent could not reach the target, why
+	// (TunnelFrame.error). The hub accepts it only from the client certificate of the seed it asked. Then both sides
+	// send data frames; the agent half-closes (CloseSend) when the target closed, the hub ends the call when its
+	// client did. Each tunnel is its own HTTP/2 stream with its own flow control.
+	Tunnel(grpc.BidiStreamingServer[TunnelFrame, TunnelFrame]) error
 }
 
 // UnimplementedAgentServiceServer should be embedded to have
@@ -84,6 +112,9 @@ type UnimplementedAgentServiceServer struct{}
 
 func (UnimplementedAgentServiceServer) Connect(grpc.BidiStreamingServer[AgentMessage, HubMessage]) error {
 	return status.Error(codes.Unimplemented, "method Connect not implemented")
+}
+func (UnimplementedAgentServiceServer) Tunnel(grpc.BidiStreamingServer[TunnelFrame, TunnelFrame]) error {
+	return status.Error(codes.Unimplemented, "method Tunnel not implemented")
 }
 func (UnimplementedAgentServiceServer) testEmbeddedByValue() {}
 
@@ -112,6 +143,13 @@ func _AgentService_Connect_Handler(srv interface{}, stream grpc.ServerStream) er
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type AgentService_ConnectServer = grpc.BidiStreamingServer[AgentMessage, HubMessage]
 
+func _AgentService_Tunnel_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(AgentServiceServer).Tunnel(&grpc.GenericServerStream[TunnelFrame, TunnelFrame]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type AgentService_TunnelServer = grpc.BidiStreamingServer[TunnelFrame, TunnelFrame]
+
 // AgentService_ServiceDesc is the grpc.ServiceDesc for AgentService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -123,6 +161,12 @@ var AgentService_ServiceDesc = grpc.ServiceDesc{
 		{
 			StreamName:    "Connect",
 			Handler:       _AgentService_Connect_Handler,
+			ServerStreams: true,
+			ClientStreams: true,
+		},
+		{
+			StreamName:    "Tunnel",
+			Handler:       _AgentService_Tunnel_Handler,
 			ServerStreams: true,
 			ClientStreams: true,
 		},

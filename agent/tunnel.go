@@ -1,0 +1,308 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"regexp"
+	"strconv"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+
+	agentv1 "github.com/trellis-dev/trellis/proto/gen/trellis/agent/v1"
+)
+
+// Tunnels (docs/tunnels.md): the hub asks on the session (OpenTunnel) for a byte stream to a target in the seed; the
+// agent validates the target's kind, resolves the address itself, connects, and opens a Tunnel call to the hub on its
+// own connection for it. The hub never names an address: only the seed's kube-apiserver and the Service
+// kube-apiserver of a shoot namespace can be reached.
+
+// Fixed names of tunnel targets.
+const (
+	// ShootAPIServerService is the Service of a shoot's kube-apiserver in its namespace, as Gardener names it.
+	ShootAPIServerService = "kube-apiserver"
+	// tunnelTargetTimeout bounds the connection to a target.
+	tunnelTargetTimeout = 5 * time.Second
+	tunnelChunk         = 32 << 10
+)
+
+// shootNamespace is Gardener's technical id of a shoot: shoot--<project>--<name>.
+var shootNamespace = regexp.MustCompile(`^shoot--[a-z0-9]([-a-z0-9]*[a-z0-9])?--[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+
+// errNoImpersonation refuses seed API requests the hub did not attribute to a user.
+var errNoImpersonation = errors.New("seed API requests through the hub must name the hub user in Impersonate-User")
+
+// openTunnel serves one OpenTunnel: it reaches the target and carries the tunnel until either side ends it. It runs
+// in the session's tunnel group and ends with ctx.
+func (s *session) openTunnel(ctx context.Context, conn grpc.ClientConnInterface, m *agentv1.OpenTunnel) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	log := s.log.With("tunnel", m.GetTunnelId(), "target", m.GetTarget().GetKind().String())
+	stream, err := agentv1.NewAgentServiceClient(conn).Tunnel(ctx)
+	if err != nil {
+		log.Warn("tunnel call failed", "err", err)
+		return
+	}
+	serve, err := s.a.tunnelTarget(ctx, m.GetTarget())
+	first := &agentv1.TunnelFrame{TunnelId: m.GetTunnelId()}
+	if err != nil {
+		first.Error = err.Error()
+		log.Warn("tunnel target unreachable", "err", err)
+	}
+	if err := stream.Send(first); err != nil || first.Error != "" {
+		_ = stream.CloseSend()
+		_, _ = stream.Recv() // the hub ends the call
+		return
+	}
+	tc := &agentTunnelConn{stream: stream, cancel: cancel, done: ctx.Done()}
+	serve(ctx, tc)
+	log.Debug("tunnel ended")
+}
+
+// tunnelTarget validates target and returns what serves the tunnel's connection for it, or why it cannot be reached.
+func (a *Agent) tunnelTarget(ctx context.Context, target *agentv1.TunnelTarget) (func(context.Context, *agentTunnelConn), error) {
+	switch target.GetKind() {
+	case agentv1.TunnelTarget_KIND_SEED_API_SERVER:
+		h, err := a.seedAPIProxy()
+		if err != nil {
+			return nil, err
+		}
+		return func(ctx context.Context, c *agentTunnelConn) { serveHTTP(ctx, c, h) }, nil
+	case agentv1.TunnelTarget_KIND_SHOOT_API_SERVER:
+		addr, err := a.shootAPIServerAddress(ctx, target.GetShootNamespace())
+		if err != nil {
+			return nil, err
+		}
+		dctx, cancel := context.WithTimeout(ctx, tunnelTargetTimeout)
+		defer cancel()
+		tcp, err := a.dialService(dctx, "tcp", addr)
+		if err != nil {
+			return nil, fmt.Errorf("dial %s/%s (%s): %w", target.GetShootNamespace(), ShootAPIServerService, addr, err)
+		}
+		return func(ctx context.Context, c *agentTunnelConn) { pipe(ctx, c, tcp) }, nil
+	}
+	return nil, fmt.Errorf("target.kind: %s is not a tunnel target", target.GetKind())
+}
+
+// shootAPIServerAddress resolves the Service kube-apiserver of a shoot namespace to its cluster IP and port (the one
+// named kube-apiserver, else 443, else the only one).
+func (a *Agent) shootAPIServerAddress(ctx context.Context, namespace string) (string, error) {
+	if !shootNamespace.MatchString(namespace) {
+		return "", fmt.Errorf("target.shoot_namespace: %q is not a shoot namespace (shoot--<project>--<name>)", namespace)
+	}
+	svc, err := a.seedClient.CoreV1().Services(namespace).Get(ctx, ShootAPIServerService, metav1.GetOptions{})
+	if err != nil {
+		return "", fmt.Errorf("service %s/%s: %w", namespace, ShootAPIServerService, err)
+	}
+	ip := svc.Spec.ClusterIP
+	if ip == "" || ip == "None" {
+		return "", fmt.Errorf("service %s/%s has no cluster IP", namespace, ShootAPIServerService)
+	}
+	var port int32
+	for _, p := range svc.Spec.Ports {
+		if p.Name == ShootAPIServerService || (port == 0 && p.Port == 443) {
+			port = p.Port
+		}
+	}
+	if port == 0 && len(svc.Spec.Ports) == 1 {
+		port = svc.Spec.Ports[0].Port
+	}
+	if port == 0 {
+		return "", fmt.Errorf("service %s/%s: no port named %s or 443", namespace, ShootAPIServerService, ShootAPIServerService)
+	}
+	return net.JoinHostPort(ip, strconv.Itoa(int(port))), nil
+}
+
+// seedAPIProxy is the reverse proxy to the seed's kube-apiserver for seed API tunnels, built once. It forwards with
+// the agent's own seed credentials over HTTP/1.1 (so that upgrades for exec, attach and port-forward pass through),
+// requires the hub's Impersonate-User and drops any Authorization the request carries.
+func (a *Agent) seedAPIProxy() (http.Handler, error) {
+	a.proxyOnce.Do(func() {
+		if a.seedREST == nil {
+			a.proxyErr = errors.New("the agent has no seed REST configuration")
+			return
+		}
+		cfg := rest.CopyConfig(a.seedREST)
+		cfg.NextProtos = []string{"http/1.1"}
+		// No client-side limits: the user's requests are the seed's to limit.
+		cfg.QPS, cfg.Burst, cfg.RateLimiter = -1, 0, nil
+		rt, err := rest.TransportFor(cfg)
+		if err != nil {
+			a.proxyErr = fmt.Errorf("seed transport: %w", err)
+			return
+		}
+		host, _, err := rest.DefaultServerUrlFor(cfg)
+		if err != nil {
+			a.proxyErr = fmt.Errorf("seed server: %w", err)
+			return
+		}
+		target := &url.URL{Scheme: host.Scheme, Host: host.Host, Path: host.Path}
+		rp := &httputil.ReverseProxy{
+			Rewrite: func(r *httputil.ProxyRequest) {
+				r.SetURL(target)
+				r.Out.Header.Del("Authorization") // the seed credentials are the transport's
+			},
+			Transport:     rt,
+			FlushInterval: -1, // watches and logs -f stream
+			ErrorLog:      slog.NewLogLogger(a.log.With("component", "tunnel").Handler(), slog.LevelDebug),
+		}
+		a.proxy = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Header.Get("Impersonate-User") == "" {
+				http.Error(w, errNoImpersonation.Error(), http.StatusForbidden)
+				return
+			}
+			rp.ServeHTTP(w, r)
+		})
+	})
+	return a.proxy, a.proxyErr
+}
+
+// serveHTTP serves HTTP/1.1 requests arriving on the tunnel with h until the tunnel ends.
+func serveHTTP(ctx context.Context, c *agentTunnelConn, h http.Handler) {
+	lis := &oneConnListener{conn: c, closed: make(chan struct{})}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second,
+		ConnState: func(_ net.Conn, st http.ConnState) {
+			if st == http.StateClosed {
+				lis.Close()
+			}
+		}}
+	stop := context.AfterFunc(ctx, func() { _ = srv.Close() })
+	defer stop()
+	_ = srv.Serve(lis)
+	<-lis.closed
+	_ = srv.Close()
+}
+
+// oneConnListener accepts one connection, then blocks until it is closed.
+type oneConnListener struct {
+	mu     sync.Mutex
+	conn   net.Conn
+	once   sync.Once
+	closed chan struct{}
+}
+
+func (l *oneConnListener) Accept() (net.Conn, error) {
+	l.mu.Lock()
+	c := l.conn
+	l.conn = nil
+	l.mu.Unlock()
+	if c != nil {
+		return c, nil
+	}
+	<-l.closed
+	return nil, net.ErrClosed
+}
+
+func (l *oneConnListener) Close() error {
+	l.once.Do(func() { close(l.closed) })
+	return nil
+}
+
+func (l *oneConnListener) Addr() net.Addr { return tunnelAddr("agent") }
+
+// pipe copies between the tunnel and the target until the hub ends the tunnel or either side fails; when the target
+// closes its side the agent half-closes toward the hub.
+func pipe(ctx context.Context, c *agentTunnelConn, target net.Conn) {
+	defer target.Close()
+	defer c.Close()
+	stop := context.AfterFunc(ctx, func() { _ = target.Close() })
+	defer stop()
+	errc := make(chan error, 2)
+	go func() {
+		// The hub never half-closes: the end of its side (EOF when it ended the call) ends the tunnel.
+		_, err := io.Copy(target, c)
+		_ = target.Close()
+		c.Close()
+		errc <- err
+	}()
+	go func() {
+		_, err := io.Copy(c, target)
+		_ = c.CloseWrite()
+		errc <- err
+	}()
+	for range 2 {
+		if err := <-errc; err != nil {
+			_ = target.Close()
+			c.Close()
+		}
+	}
+}
+
+// agentTunnelConn is the agent's end of a tunnel as a net.Conn.
+type agentTunnelConn struct {
+	stream grpc.BidiStreamingClient[agentv1.TunnelFrame, agentv1.TunnelFrame]
+	cancel context.CancelFunc
+	done   <-chan struct{}
+
+	rmu sync.Mutex
+	buf []byte
+	wmu sync.Mutex
+}
+
+func (c *agentTunnelConn) Read(b []byte) (int, error) {
+	c.rmu.Lock()
+	defer c.rmu.Unlock()
+	for len(c.buf) == 0 {
+		f, err := c.stream.Recv()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return 0, io.EOF
+			}
+			return 0, fmt.Errorf("tunnel: %w", err)
+		}
+		c.buf = f.GetData()
+	}
+	n := copy(b, c.buf)
+	c.buf = c.buf[n:]
+	return n, nil
+}
+
+func (c *agentTunnelConn) Write(b []byte) (int, error) {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	n := 0
+	for len(b) > 0 {
+		chunk := b[:min(len(b), tunnelChunk)]
+		if err := c.stream.Send(&agentv1.TunnelFrame{Data: chunk}); err != nil {
+			return n, fmt.Errorf("tunnel: %w", err)
+		}
+		n += len(chunk)
+		b = b[len(chunk):]
+	}
+	return n, nil
+}
+
+// CloseWrite half-closes: the hub reads EOF.
+func (c *agentTunnelConn) CloseWrite() error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	return c.stream.CloseSend()
+}
+
+// Close ends the call.
+func (c *agentTunnelConn) Close() error {
+	c.cancel()
+	return nil
+}
+
+func (c *agentTunnelConn) LocalAddr() net.Addr                { return tunnelAddr("agent") }
+func (c *agentTunnelConn) RemoteAddr() net.Addr               { return tunnelAddr("hub") }
+func (c *agentTunnelConn) SetDeadline(t time.Time) error      { return nil }
+func (c *agentTunnelConn) SetReadDeadline(t time.Time) error  { return nil }
+func (c *agentTunnelConn) SetWriteDeadline(t time.Time) error { return nil }
+
+// tunnelAddr names a tunnel's end.
+type tunnelAddr string
+
+func (a tunnelAddr) Network() string { return "trellis-tunnel" }
+func (a tunnelAddr) String() string  { return string(a) }

@@ -1,0 +1,150 @@
+package tunnel
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/trellis-dev/trellis/hub/agentlink"
+	agentv1 "github.com/trellis-dev/trellis/proto/gen/trellis/agent/v1"
+)
+
+// Serve accepts connections on lis until ctx ends, maps each to a shoot by the server name of its ClientHello and
+// pipes it, TLS untouched, to the shoot's kube-apiserver through its seed's agent. A connection whose name maps to no
+// scheduled shoot, whose seed's agent is not connected or that exceeds a limit is closed (the client sees a broken
+// handshake; the hub logs why). Serve closes lis and returns once every connection it accepted has ended.
+func (t *Tunnels) Serve(ctx context.Context, lis net.Listener) error {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	stop := context.AfterFunc(ctx, func() { _ = lis.Close() })
+	defer stop()
+	for {
+		c, err := lis.Accept()
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			return err
+		}
+		wg.Go(func() { t.passthrough(ctx, c) })
+	}
+}
+
+func (t *Tunnels) passthrough(ctx context.Context, c net.Conn) {
+	defer c.Close()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(ctx, func() { _ = c.Close() })
+	defer stop()
+	log := t.cfg.Log.With("client", c.RemoteAddr().String())
+	_ = c.SetReadDeadline(time.Now().Add(t.cfg.HelloTimeout))
+	name, hello, err := readClientHello(c)
+	_ = c.SetReadDeadline(time.Time{})
+	if err != nil {
+		t.metrics.failures.WithLabelValues(kindShootAPI, "bad-hello").Inc()
+		log.Info("tunnel refused", "err", err)
+		return
+	}
+	log = log.With("serverName", name)
+	project, shoot, err := ShootOfServerName(name, t.cfg.Domain)
+	var seed string
+	if err == nil {
+		seed, err = t.cfg.Shoots.SeedOf(ctx, project, shoot)
+	}
+	if err != nil {
+		t.metrics.failures.WithLabelValues(kindShootAPI, "unknown-name").Inc()
+		log.Info("tunnel refused", "err", err)
+		return
+	}
+	client, _, _ := net.SplitHostPort(c.RemoteAddr().String())
+	release, err := t.limits.acquire(seed, client)
+	if err != nil {
+		t.metrics.failures.WithLabelValues(kindShootAPI, "limit").Inc()
+		log.Warn("tunnel refused", "err", err)
+		return
+	}
+	up, err := t.cfg.Dialer.DialTunnel(ctx, seed, &agentv1.TunnelTarget{
+		Kind: agentv1.TunnelTarget_KIND_SHOOT_API_SERVER, ShootNamespace: ShootNamespace(project, shoot)})
+	if err != nil {
+		release()
+		t.metrics.failures.WithLabelValues(kindShootAPI, failureReason(err)).Inc()
+		log.Warn("tunnel failed", "seed", seed, "err", err)
+		return
+	}
+	up = t.metrics.counted(kindShootAPI, up, release)
+	defer up.Close()
+	if _, err := up.Write(hello); err != nil {
+		return
+	}
+	t.pipe(ctx, c, up)
+}
+
+func failureReason(err error) string {
+	if errors.Is(err, agentlink.ErrNotConnected) {
+		return "not-connected"
+	}
+	return "target"
+}
+
+// pipe copies both ways until both directions ended, either failed, or nothing moved for the idle timeout.
+func (t *Tunnels) pipe(ctx context.Context, client, up net.Conn) {
+	var last atomic.Int64
+	last.Store(time.Now().UnixNano())
+	closeAll := func() { _ = client.Close(); _ = up.Close() }
+	var wg sync.WaitGroup
+	done := make(chan struct{})
+	// The client's side is read with a small buffer (requests are small); the tunnel's is written straight from its
+	// frames (countedConn.WriteTo), so an idle tunnel holds 4 KiB of copy buffer here.
+	copyOne := func(dst, src net.Conn, fromTunnel bool) {
+		defer wg.Done()
+		var err error
+		if wt, ok := src.(io.WriterTo); ok && fromTunnel {
+			_, err = wt.WriteTo(activity{dst, &last})
+		} else {
+			_, err = io.CopyBuffer(activity{dst, &last}, struct{ io.Reader }{src}, make([]byte, 4<<10))
+		}
+		if cw, ok := dst.(interface{ CloseWrite() error }); ok && err == nil {
+			_ = cw.CloseWrite() // the source ended its side
+			return
+		}
+		closeAll()
+	}
+	wg.Add(2)
+	go copyOne(up, client, false)
+	go copyOne(client, up, true)
+	go func() { wg.Wait(); close(done) }()
+	tick := time.NewTicker(min(t.cfg.IdleTimeout/4, time.Minute))
+	defer tick.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-ctx.Done():
+			closeAll()
+			<-done
+			return
+		case <-tick.C:
+			if time.Since(time.Unix(0, last.Load())) > t.cfg.IdleTimeout {
+				t.cfg.Log.Info("tunnel idle; closing", "idle", t.cfg.IdleTimeout)
+				closeAll()
+				<-done
+				return
+			}
+		}
+	}
+}
+
+// activity writes to w and records when. It is a plain writer (no ReadFrom), so copies go through Write.
+type activity struct {
+	w    io.Writer
+	last *atomic.Int64
+}
+
+func (a activity) Write(b []byte) (int, error) {
+	a.last.Store(time.Now().UnixNano())
+	return a.w.Write(b)
+}

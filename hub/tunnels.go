@@ -1,0 +1,71 @@
+package hub
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/trellis-dev/trellis/hub/agentlink"
+	"github.com/trellis-dev/trellis/hub/api"
+	"github.com/trellis-dev/trellis/hub/auth"
+	"github.com/trellis-dev/trellis/hub/authz"
+	"github.com/trellis-dev/trellis/hub/tunnel"
+	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
+)
+
+// newTunnels builds the tunnel endpoints (package tunnel) over the agent link.
+func (h *Hub) newTunnels(reg *api.Registry, link *agentlink.Server, promReg prometheus.Registerer) (*tunnel.Tunnels, error) {
+	return tunnel.New(tunnel.Config{
+		Dialer: link, Shoots: shootSeeds{reg}, Domain: h.cfg.TunnelDomain,
+		MaxPerSeed: h.cfg.TunnelMaxPerSeed, MaxPerClient: h.cfg.TunnelMaxPerClient, IdleTimeout: h.cfg.TunnelIdleTimeout,
+		Registerer: promReg, Log: h.log.With("component", "tunnel"),
+	})
+}
+
+// seedAPIAuthorizer lets cluster admins, and nobody else, use a seed's API through the hub.
+func seedAPIAuthorizer(authn *auth.Authenticator) tunnel.Authorize {
+	return func(r *http.Request) (auth.User, error) {
+		ctx, err := authenticateHTTP(authn, r)
+		if err != nil {
+			return auth.User{}, err
+		}
+		u, _ := auth.UserFrom(ctx)
+		if err := authz.AuthorizePath(u, strings.ToLower(r.Method), r.URL.Path, false); err != nil {
+			return auth.User{}, err
+		}
+		return u, nil
+	}
+}
+
+// shootSeeds finds shoots' seeds in the registry: the project's namespace, the shoot there, its seed.
+type shootSeeds struct{ reg *api.Registry }
+
+func (s shootSeeds) SeedOf(ctx context.Context, project, name string) (string, error) {
+	projects, _ := s.reg.Collection(schema.GroupResource{Group: "core.gardener.cloud", Resource: "projects"})
+	shoots, _ := s.reg.Collection(schema.GroupResource{Group: "core.gardener.cloud", Resource: "shoots"})
+	p, err := projects.Get(ctx, "", project)
+	if err != nil {
+		return "", fmt.Errorf("project %q: %w", project, err)
+	}
+	ns := p.(*corev1beta1.Project).GetSpec().GetNamespace()
+	if ns == "" {
+		return "", fmt.Errorf("project %q has no namespace", project)
+	}
+	o, err := shoots.Get(ctx, ns, name)
+	if err != nil {
+		return "", fmt.Errorf("shoot %s/%s: %w", ns, name, err)
+	}
+	sh := o.(*corev1beta1.Shoot)
+	seed := sh.GetStatus().GetSeedName()
+	if seed == "" {
+		seed = sh.GetSpec().GetSeedName()
+	}
+	if seed == "" {
+		return "", fmt.Errorf("shoot %s/%s is not scheduled on a seed", ns, name)
+	}
+	return seed, nil
+}

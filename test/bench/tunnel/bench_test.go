@@ -1,0 +1,272 @@
+package tunnel_test
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	kcorev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+
+	"github.com/trellis-dev/trellis/agent"
+	"github.com/trellis-dev/trellis/hub"
+	"github.com/trellis-dev/trellis/hub/tunnel"
+	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
+	pmetav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
+	"github.com/trellis-dev/trellis/test/agenttest"
+	"github.com/trellis-dev/trellis/test/seedtest"
+)
+
+func TestMain(m *testing.M) { agenttest.Main(m) }
+
+const (
+	requests    = 2000
+	streamBytes = 100 << 20
+	idle        = 1000
+)
+
+func ptr[T any](v T) *T { return &v }
+
+// target is the stand-in shoot kube-apiserver: after the handshake it answers each byte with one byte ("ping"), or,
+// when the first byte is 's', streams streamBytes and closes.
+func target(t *testing.T) (addr string, cfg *tls.Config) {
+	srv := httptest.NewUnstartedServer(nil)
+	srv.StartTLS() // for its certificate
+	srv.Close()
+	lis, err := tls.Listen("tcp", "127.0.0.1:0", srv.TLS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	t.Cleanup(func() { lis.Close(); wg.Wait() })
+	wg.Go(func() {
+		for {
+			c, err := lis.Accept()
+			if err != nil {
+				return
+			}
+			wg.Go(func() {
+				defer c.Close()
+				b := make([]byte, 1)
+				if _, err := c.Read(b); err != nil {
+					return
+				}
+				if b[0] == 's' {
+					buf := make([]byte, 64<<10)
+					for sent := 0; sent < streamBytes; sent += len(buf) {
+						if _, err := c.Write(buf); err != nil {
+							return
+						}
+					}
+					return
+				}
+				for {
+					if _, err := c.Write(b); err != nil {
+						return
+					}
+					if _, err := c.Read(b); err != nil {
+						return
+					}
+				}
+			})
+		}
+	})
+	pool := srv.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs
+	return lis.Addr().String(), &tls.Config{RootCAs: pool, ServerName: "example.com"}
+}
+
+type stats struct{ P50, P99 time.Duration }
+
+func percentiles(d []time.Duration) stats {
+	slices.Sort(d)
+	return stats{P50: d[len(d)/2], P99: d[len(d)*99/100]}
+}
+
+func TestTunnelBench(t *testing.T) {
+	if os.Getenv("TRELLIS_BENCH") == "" {
+		t.Skip("a benchmark: make bench-tunnel")
+	}
+	ctx := context.Background()
+	h := agenttest.StartHub(t, func(c *hub.Config) {
+		c.TunnelListen, c.TunnelMaxPerSeed, c.TunnelMaxPerClient = "127.0.0.1:0", 10*idle, 10*idle
+	})
+	targetAddr, targetTLS := target(t)
+	var svcAddr string
+	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if addr != svcAddr {
+			return nil, fmt.Errorf("no route to %s", addr)
+		}
+		return (&net.Dialer{}).DialContext(ctx, network, targetAddr)
+	}
+	seed := h.StartSeed(t, "local", agenttest.SeedSpec, seedtest.Start(t), func(c *agent.Config) { c.DialService = dial })
+	h.Store(t, &corev1beta1.Project{ApiVersion: "core.gardener.cloud/v1beta1", Kind: "Project", Metadata: &pmetav1.ObjectMeta{Name: "dev"},
+		Spec: &corev1beta1.ProjectSpec{Namespace: ptr("garden-dev")}})
+	h.Store(t, &corev1beta1.Shoot{ApiVersion: "core.gardener.cloud/v1beta1", Kind: "Shoot",
+		Metadata: &pmetav1.ObjectMeta{Namespace: "garden-dev", Name: "bench"}, Spec: &corev1beta1.ShootSpec{SeedName: ptr("local")}})
+	ns := tunnel.ShootNamespace("dev", "bench")
+	if _, err := seed.Cluster.Client.CoreV1().Namespaces().Create(ctx, &kcorev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	svc, err := seed.Cluster.Client.CoreV1().Services(ns).Create(ctx, &kcorev1.Service{ObjectMeta: metav1.ObjectMeta{Name: agent.ShootAPIServerService},
+		Spec: kcorev1.ServiceSpec{Ports: []kcorev1.ServicePort{{Port: 443}}}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svcAddr = net.JoinHostPort(svc.Spec.ClusterIP, "443")
+	sni := tunnel.ShootServerName("bench", "dev", tunnel.DefaultDomain)
+	report := map[string]any{"cpus": runtime.NumCPU()}
+	if la, err := os.ReadFile("/proc/loadavg"); err == nil {
+		report["loadavgBefore"] = strings.TrimSpace(string(la))
+	}
+
+	// 1. Seed API request latency: GET a namespace through the hub (authn, two reverse proxies, the tunnel) and
+	// directly with the agent's own credentials.
+	direct, err := rest.HTTPClientFor(seed.Cluster.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	get := func(c *http.Client, url string, hdr ...string) time.Duration {
+		req, _ := http.NewRequest("GET", url, nil)
+		for i := 0; i+1 < len(hdr); i += 2 {
+			req.Header.Set(hdr[i], hdr[i+1])
+		}
+		start := time.Now()
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("%s: %d", url, resp.StatusCode)
+		}
+		return time.Since(start)
+	}
+	path := "/api/v1/namespaces/default"
+	var viaHub, viaDirect []time.Duration
+	for i := range requests + 100 {
+		a := get(h.HTTP, h.URL+tunnel.SeedAPIPath("local")+path, "Authorization", "Bearer "+h.Token)
+		b := get(direct, strings.TrimSuffix(seed.Cluster.Config.Host, "/")+path)
+		if i >= 100 { // warm-up
+			viaHub, viaDirect = append(viaHub, a), append(viaDirect, b)
+		}
+	}
+	hs, ds := percentiles(viaHub), percentiles(viaDirect)
+	report["seedAPI"] = map[string]any{"requests": requests, "hubP50": hs.P50.String(), "hubP99": hs.P99.String(),
+		"directP50": ds.P50.String(), "directP99": ds.P99.String(),
+		"overheadP50": (hs.P50 - ds.P50).String(), "overheadP99": (hs.P99 - ds.P99).String()}
+
+	// 2. Passthrough round trips: one byte each way on an established TLS connection, through the SNI listener and
+	// directly to the target.
+	dialTarget := func(through bool) *tls.Conn {
+		addr, cfg := targetAddr, targetTLS.Clone()
+		if through {
+			addr = h.TunnelAddr()
+			cfg.ServerName = sni
+			cfg.InsecureSkipVerify = true //nolint:gosec // verified against example.com below
+			cfg.VerifyConnection = func(cs tls.ConnectionState) error {
+				return cs.PeerCertificates[0].VerifyHostname("example.com")
+			}
+		}
+		c, err := tls.Dial("tcp", addr, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	roundTrips := func(c *tls.Conn) stats {
+		defer c.Close()
+		b := []byte{'p'}
+		var d []time.Duration
+		for i := range requests + 100 {
+			start := time.Now()
+			if _, err := c.Write(b); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := io.ReadFull(c, b); err != nil {
+				t.Fatal(err)
+			}
+			if i >= 100 {
+				d = append(d, time.Since(start))
+			}
+		}
+		return percentiles(d)
+	}
+	ps, pd := roundTrips(dialTarget(true)), roundTrips(dialTarget(false))
+	report["passthroughRoundTrip"] = map[string]any{"roundTrips": requests, "tunnelP50": ps.P50.String(), "tunnelP99": ps.P99.String(),
+		"directP50": pd.P50.String(), "directP99": pd.P99.String(),
+		"overheadP50": (ps.P50 - pd.P50).String(), "overheadP99": (ps.P99 - pd.P99).String()}
+
+	// 3. Throughput of a 100 MB stream.
+	stream := func(through bool) float64 {
+		c := dialTarget(through)
+		defer c.Close()
+		start := time.Now()
+		if _, err := c.Write([]byte{'s'}); err != nil {
+			t.Fatal(err)
+		}
+		n, _ := io.Copy(io.Discard, c)
+		if n < streamBytes {
+			t.Fatalf("streamed %d bytes", n)
+		}
+		return float64(n) / (1 << 20) / time.Since(start).Seconds()
+	}
+	tm, dm := stream(true), stream(false)
+	report["throughput100MB"] = map[string]any{"tunnelMiBps": int(tm), "directMiBps": int(dm), "ratio": fmt.Sprintf("%.0f%%", 100*tm/dm)}
+
+	// 4. Idle tunnels: the process' heap and RSS before and after opening `idle` passthrough tunnels. The hub and
+	// the agent share this process, so this is an upper bound for the hub's part.
+	mem := func() (heap uint64, rss uint64) {
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		status, _ := os.ReadFile("/proc/self/status")
+		for _, l := range strings.Split(string(status), "\n") {
+			if f := strings.Fields(l); len(f) >= 2 && f[0] == "VmRSS:" {
+				_, _ = fmt.Sscan(f[1], &rss)
+				rss <<= 10
+			}
+		}
+		return ms.HeapInuse + ms.StackInuse, rss
+	}
+	h0, r0 := mem()
+	conns := make([]*tls.Conn, 0, idle)
+	for range idle {
+		c := dialTarget(true)
+		b := []byte{'p'} // one round trip: the tunnel is open end to end
+		if _, err := c.Write(b); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.ReadFull(c, b); err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+	}
+	h1, r1 := mem()
+	for _, c := range conns {
+		c.Close()
+	}
+	report["idleTunnels"] = map[string]any{"tunnels": idle,
+		"heapPerTunnelKiB (hub+agent+clients+target)": (int64(h1) - int64(h0)) / idle / 1024,
+		"rssPerTunnelKiB (hub+agent+clients+target)":  (int64(r1) - int64(r0)) / idle / 1024}
+	if la, err := os.ReadFile("/proc/loadavg"); err == nil {
+		report["loadavgAfter"] = strings.TrimSpace(string(la))
+	}
+	out, _ := json.MarshalIndent(report, "", "  ")
+	t.Logf("tunnel benchmark:\n%s", out)
+	_ = os.MkdirAll("../../../bin/bench", 0o755)
+	_ = os.WriteFile("../../../bin/bench/tunnel.json", out, 0o644)
+}
