@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -82,6 +83,10 @@ type Agent struct {
 	crdsInstalled  atomic.Bool
 	controllers    atomic.Bool
 
+	registry      *prometheus.Registry // the agent's own metrics (endpoints.go)
+	assignmentLag prometheus.Histogram
+	endpoints     endpoints
+
 	mu          sync.Mutex
 	sessionID   string
 	lastErr     error
@@ -146,7 +151,11 @@ func New(cfg Config) (*Agent, error) {
 		seedREST: restCfg,
 		gardener: gardenerIdentity(cfg.Version),
 		hubReady: make(chan struct{}),
+
+		assignmentLag: newAssignmentLag(),
+		endpoints:     endpoints{ready: make(chan struct{})},
 	}
+	a.registry = a.newRegistry()
 	return a, nil
 }
 
@@ -180,11 +189,25 @@ func seedRESTConfig(kubeconfig string) (*rest.Config, error) {
 // bootstrapping, and after a rotation.
 var errReconnect = errors.New("reconnect")
 
-// Run connects to the hub and keeps the agent link up until ctx ends; then it returns nil. Failed attempts are
-// retried with backoff, so Run returns an error only when it is called twice.
+// Run serves the health probes and metrics, connects to the hub and keeps the agent link up until ctx ends; then
+// it returns nil. Failed attempts are retried with backoff, so Run returns an error only when it is called twice or
+// cannot bind the endpoints' addresses.
 func (a *Agent) Run(ctx context.Context) error {
 	if !a.running.CompareAndSwap(false, true) {
 		return errors.New("agent: Run called twice")
+	}
+	servers, listeners, err := a.listenEndpoints()
+	if err != nil {
+		return err
+	}
+	{
+		var wg sync.WaitGroup
+		ctx, cancel := context.WithCancel(ctx)
+		defer func() {
+			cancel()
+			wg.Wait()
+		}()
+		wg.Go(func() { a.runEndpoints(ctx, servers, listeners) })
 	}
 	a.log.Info("agent starting", "hub", a.cfg.HubClientConnection.Address, "version", a.version,
 		"kubeconfigSecret", a.cfg.HubClientConnection.KubeconfigSecret.String())

@@ -31,6 +31,8 @@ func run(args []string, stderr io.Writer) int {
 	configPath := fs.String("config", "", "path of the AgentConfiguration file (required)")
 	logLevel := fs.String("log-level", "", "debug, info, warn or error (overrides logLevel of the configuration)")
 	logFormat := fs.String("log-format", "", "json or text (overrides logFormat of the configuration)")
+	healthAddr := fs.String("health-probes-address", "", "host:port of /healthz and /readyz (overrides server.healthProbes; default 127.0.0.1:2728)")
+	metricsAddr := fs.String("metrics-address", "", "host:port of /metrics (overrides server.metrics; default 127.0.0.1:2729)")
 	printVersion := fs.Bool("version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -54,6 +56,12 @@ func run(args []string, stderr io.Writer) int {
 	}
 	if *logFormat != "" {
 		cfg.LogFormat = *logFormat
+	}
+	if *healthAddr != "" {
+		cfg.Server.HealthProbes = *healthAddr
+	}
+	if *metricsAddr != "" {
+		cfg.Server.Metrics = *metricsAddr
 	}
 	logger, err := newLogger(stderr, cfg.LogLevel, cfg.LogFormat)
 	if err != nil {

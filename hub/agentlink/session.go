@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/trellis-dev/trellis/hub/seedgraph"
 	"github.com/trellis-dev/trellis/hub/store"
@@ -452,7 +453,8 @@ const maxBatchBytes = 1 << 20
 // batches builds the assignments of refs, split so that each message holds at most maxBatchBytes of objects.
 func (ss *session) batches(refs []seedgraph.Ref) []*agentv1.AssignmentBatch {
 	ss.seq++
-	b := &agentv1.AssignmentBatch{Sequence: ss.seq, Assignments: make([]*agentv1.Assignment, 0, len(refs))}
+	now := timestamppb.Now()
+	b := &agentv1.AssignmentBatch{Sequence: ss.seq, Assignments: make([]*agentv1.Assignment, 0, len(refs)), SentTime: now}
 	out := []*agentv1.AssignmentBatch{b}
 	size := 0
 	for _, ref := range refs {
@@ -474,7 +476,7 @@ func (ss *session) batches(refs []seedgraph.Ref) []*agentv1.AssignmentBatch {
 		}
 		if n := len(a.GetObject().GetValue()); size > 0 && size+n > maxBatchBytes {
 			ss.seq++
-			b = &agentv1.AssignmentBatch{Sequence: ss.seq}
+			b = &agentv1.AssignmentBatch{Sequence: ss.seq, SentTime: now}
 			out = append(out, b)
 			size = 0
 		}
