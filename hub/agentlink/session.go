@@ -462,6 +462,7 @@ func (ss *session) batches(refs []seedgraph.Ref) []*agentv1.AssignmentBatch {
 		m, ok := ss.srv.cfg.Graph.Get(ss.seed, ref)
 		if ok {
 			a.ResourceVersion, _ = strconv.ParseInt(m.Object.GetMetadata().GetResourceVersion(), 10, 64)
+			a.Traceparent = ss.srv.cfg.Traces.Lookup(a.ResourceVersion)
 			any, err := ss.srv.encoder.encode(ref, m.Object)
 			if err != nil {
 				ss.srv.cfg.Log.Error("cannot encode assignment", "resource", ref.Resource, "key", ref.Key(), "err", err)

@@ -31,7 +31,9 @@ const (
 
 // Create stores a new object. The server owns uid, creationTimestamp, generation (1) and deletion fields; a name is
 // generated from metadata.generateName when metadata.name is empty. The returned object belongs to the caller.
-func (c *Collection) Create(ctx context.Context, obj Object) (Object, error) {
+func (c *Collection) Create(ctx context.Context, obj Object) (_ Object, err error) {
+	ctx, span := tracer.Start(ctx, "store.Create "+c.gr.String())
+	defer func() { endSpan(span, err) }()
 	if obj == nil {
 		return nil, apierrors.NewBadRequest("no object")
 	}
@@ -85,6 +87,7 @@ func (c *Collection) Create(ctx context.Context, obj Object) (Object, error) {
 			return nil, apierrors.NewAlreadyExists(c.gr, m.Name)
 		}
 		c.wrote(resp.Header.Revision)
+		c.store.cfg.Traces.Record(ctx, resp.Header.Revision)
 		m.ResourceVersion = strconv.FormatInt(resp.Header.Revision, 10)
 		return obj, nil
 	}
@@ -278,7 +281,9 @@ type plan struct {
 // guaranteed runs a read-decide-write cycle on one object until its compare-and-swap succeeds. The first decision
 // is made on the cached object; when the cache may be behind (a failed precondition or a no-op decision on cached
 // data) or the swap fails, it decides again on the state read from etcd.
-func (c *Collection) guaranteed(ctx context.Context, namespace, name string, decide func(cur Object) (plan, error)) (Object, bool, error) {
+func (c *Collection) guaranteed(ctx context.Context, namespace, name string, decide func(cur Object) (plan, error)) (_ Object, _ bool, err error) {
+	ctx, span := tracer.Start(ctx, "store.Update "+c.gr.String())
+	defer func() { endSpan(span, err) }()
 	objKey := objectKey(namespace, name)
 	key := c.prefix + objKey
 	// No wait for the cache to catch up: the cached object is only a first guess, the compare-and-swap on its
@@ -368,6 +373,7 @@ func (c *Collection) guaranteed(ctx context.Context, namespace, name string, dec
 		}
 		rev := resp.Header.Revision
 		c.wrote(rev)
+		c.store.cfg.Traces.Record(ctx, rev)
 		out := p.next
 		if out == nil {
 			out = clone(cur)
