@@ -12,6 +12,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	// Its package initialization installs controller-runtime's client-go workqueue metrics provider (workqueue_*
+	// in controller-runtime's registry), which the agent's queues (agent/keyqueue, client-go work queues) report to.
+	_ "sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
