@@ -108,7 +108,17 @@ func main() {
 	flag.DurationVar(&cfg.phaseLimit, "phase-limit", 5*time.Minute, "time limit of each phase")
 	flag.DurationVar(&cfg.timeout, "timeout", 30*time.Minute, "time limit of the whole run")
 	flag.BoolVar(&cfg.keep, "keep", false, "keep the hub's data dir and log")
+	tracing := flag.Bool("tracing", false, "run the hub with tracing at 100 % sampling, exporting to a span sink in the benchmark")
 	flag.Parse()
+	if *tracing {
+		s, addr, stop, err := startSink()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		defer func() { stop(); fmt.Fprintf(os.Stderr, "tracing: %d spans exported\n", s.spans.Load()) }()
+		hubArgs = append(hubArgs, "--tracing", "--tracing-insecure", "--tracing-endpoint", addr, "--tracing-sampling-ratio", "1")
+	}
 	if err := cfg.validate(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
@@ -234,6 +244,9 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
+// hubArgs are extra arguments of the hub (-tracing's).
+var hubArgs []string
+
 func startHubOn(ctx context.Context, bin, dir string, port int) (*hubProc, error) {
 	_ = os.RemoveAll(filepath.Join(dir, "data"))
 	h := &hubProc{dir: filepath.Join(dir, "data"), url: fmt.Sprintf("https://127.0.0.1:%d", port), logPath: filepath.Join(dir, "hub.log"), exited: make(chan struct{})}
@@ -241,7 +254,7 @@ func startHubOn(ctx context.Context, bin, dir string, port int) (*hubProc, error
 	if err != nil {
 		return nil, err
 	}
-	h.cmd = exec.Command(bin, "--data-dir", h.dir, "--listen", fmt.Sprintf("127.0.0.1:%d", port), "--grpc-listen", "")
+	h.cmd = exec.Command(bin, append([]string{"--data-dir", h.dir, "--listen", fmt.Sprintf("127.0.0.1:%d", port), "--grpc-listen", ""}, hubArgs...)...)
 	h.cmd.Stdout, h.cmd.Stderr = logf, logf
 	// The hub dies with the benchmark, even when the benchmark is killed.
 	h.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
