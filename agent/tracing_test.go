@@ -96,6 +96,7 @@ func TestShootCreateIsOneTrace(t *testing.T) {
 	e.hub.Store(t, agentsim.Secret(flowNamespace, "traced"), agentsim.SecretBinding(flowNamespace, "traced"))
 	ta := agenttest.StartAgent(t, e.shootConfig(t))
 	agenttest.Eventually(t, "the agent installed the CRDs", func() bool { return ta.Status().CRDsInstalled })
+	agenttest.Eventually(t, "the seed is registered", func() bool { return ta.Status().SeedRegistered })
 	startStubExtension(t, e)
 	e.createShoot(t, shoot)
 	agenttest.Eventually(t, "the shoot is created", func() bool {
