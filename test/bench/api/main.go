@@ -116,7 +116,8 @@ func main() {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
-		defer func() { stop(); fmt.Fprintf(os.Stderr, "tracing: %d spans exported\n", s.spans.Load()) }()
+		// Reported when the run ends, also when it failed (os.Exit skips deferred calls).
+		stopSink = func() { stop(); fmt.Fprintf(os.Stderr, "tracing: %d spans exported to the sink\n", s.spans.Load()) }
 		hubArgs = append(hubArgs, "--tracing", "--tracing-insecure", "--tracing-endpoint", addr, "--tracing-sampling-ratio", "1")
 	}
 	if err := cfg.validate(); err != nil {
@@ -131,6 +132,7 @@ func main() {
 	defer cancel()
 
 	failed, err := run(ctx, cfg)
+	stopSink()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench-api:", err)
 		os.Exit(1)
@@ -244,8 +246,11 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-// hubArgs are extra arguments of the hub (-tracing's).
-var hubArgs []string
+// hubArgs are extra arguments of the hub (-tracing's); stopSink ends -tracing's span sink.
+var (
+	hubArgs  []string
+	stopSink = func() {}
+)
 
 func startHubOn(ctx context.Context, bin, dir string, port int) (*hubProc, error) {
 	_ = os.RemoveAll(filepath.Join(dir, "data"))
