@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc"
 	"k8s.io/client-go/kubernetes"
@@ -94,6 +95,10 @@ type Agent struct {
 	crdsInstalled  atomic.Bool
 	controllers    atomic.Bool
 
+	registry      *prometheus.Registry // the agent's own metrics (endpoints.go)
+	assignmentLag prometheus.Histogram
+	endpoints     endpoints
+
 	mu          sync.Mutex
 	sessionID   string
 	lastErr     error
@@ -159,12 +164,15 @@ func New(cfg Config) (*Agent, error) {
 		gardener: gardenerIdentity(cfg.Version),
 		hubReady: make(chan struct{}),
 
-		seedClient:  seedClient,
-		dialService: cfg.DialService,
+		seedClient:    seedClient,
+		dialService:   cfg.DialService,
+		assignmentLag: newAssignmentLag(),
+		endpoints:     endpoints{ready: make(chan struct{})},
 	}
 	if a.dialService == nil {
 		a.dialService = (&net.Dialer{}).DialContext
 	}
+	a.registry = a.newRegistry()
 	return a, nil
 }
 
@@ -198,13 +206,27 @@ func seedRESTConfig(kubeconfig string) (*rest.Config, error) {
 // bootstrapping, and after a rotation.
 var errReconnect = errors.New("reconnect")
 
-// Run runs the agent until ctx ends; then it returns nil, once every goroutine it started has returned. It builds
-// the seed-side controllers first (unless they are disabled) and returns an error at once if one cannot be built;
-// it then keeps the agent link up (failed attempts are retried with backoff) and runs the controllers beside it. If
-// the seed side fails (its cache cannot start), Run stops the link and returns that error. Run may be called once.
+// Run runs the agent until ctx ends; then it returns nil, once every goroutine it started has returned. It serves
+// the health probes and metrics, builds the seed-side controllers (unless they are disabled) and returns an error at
+// once if one cannot be built or the endpoints' addresses cannot be bound; it then keeps the agent link up (failed
+// attempts are retried with backoff) and runs the controllers beside it. If the seed side fails (its cache cannot
+// start), Run stops the link and returns that error. Run may be called once.
 func (a *Agent) Run(ctx context.Context) error {
 	if !a.running.CompareAndSwap(false, true) {
 		return errors.New("agent: Run called twice")
+	}
+	servers, listeners, err := a.listenEndpoints()
+	if err != nil {
+		return err
+	}
+	{
+		var wg sync.WaitGroup
+		ctx, cancel := context.WithCancel(ctx)
+		defer func() {
+			cancel()
+			wg.Wait()
+		}()
+		wg.Go(func() { a.runEndpoints(ctx, servers, listeners) })
 	}
 	a.log.Info("agent starting", "hub", a.cfg.HubClientConnection.Address, "version", a.version,
 		"kubeconfigSecret", a.cfg.HubClientConnection.KubeconfigSecret.String())

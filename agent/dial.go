@@ -3,6 +3,7 @@ package agent
 import (
 	"crypto/tls"
 	"fmt"
+	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
 	"time"
 
 	"google.golang.org/grpc"
@@ -44,6 +45,8 @@ func (a *Agent) dial(creds *identity.Credentials, mTLS bool) (*grpc.ClientConn, 
 	}
 	conn, err := grpc.NewClient(a.cfg.HubClientConnection.Address,
 		grpc.WithTransportCredentials(credentials.NewTLS(tlsCfg)),
+		// The agent's calls carry the trace of the work they belong to (a shoot's flow) to the hub.
+		grpc.WithStatsHandler(otelgrpc.NewClientHandler()),
 		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: keepaliveTime, Timeout: keepaliveTimeout, PermitWithoutStream: true}),
 		grpc.WithUserAgent("trellis-agent/"+a.version),
 		// Assignment batches are at most 1 MiB, but one object may be larger; the hub accepts 16 MiB messages.

@@ -184,6 +184,9 @@ func (s *session) apply(b *agentv1.AssignmentBatch) error {
 	if err := s.a.cache.Apply(b); err != nil {
 		s.log.Error("assignment batch applied partly", "sequence", b.GetSequence(), "err", err)
 	}
+	if b.GetSentTime() != nil && len(b.GetAssignments()) > 0 {
+		s.a.assignmentLag.Observe(max(0, time.Since(b.GetSentTime().AsTime()).Seconds()))
+	}
 	s.log.Debug("assignment batch applied", "sequence", b.GetSequence(), "objects", len(b.GetAssignments()))
 	err := s.send(&agentv1.AgentMessage{Message: &agentv1.AgentMessage_Ack{Ack: &agentv1.Ack{
 		Sequence: b.GetSequence(), SyncedVersions: s.a.cache.SyncedVersions(),

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/trellis-dev/trellis/tracing"
 	"log/slog"
 	"net"
 	"os"
@@ -234,7 +235,14 @@ type Hub struct {
 	tunnelAddr string
 	// running holds the parts of a running replica, for the package's own tests (export_test.go).
 	running *replica
+	// traces maps recent revisions to the traceparent of the requests that wrote them, from the store's writes to
+	// the agent link's assignments (in memory: a failover loses the link of writes before it).
+	traces *tracing.Index
 }
+
+// traceIndexSize bounds the revisions whose traceparent the hub keeps for the agent link: far more writes than
+// reach an agent's queue before it sends them.
+const traceIndexSize = 8192
 
 // New returns a hub for cfg.
 func New(cfg Config) (*Hub, error) {
@@ -258,7 +266,7 @@ func New(cfg Config) (*Hub, error) {
 		// Without --seed-monitor-period, the configuration's seed.monitorPeriod and shootMonitorPeriod apply.
 		cfg.MonitorPeriod, cfg.shootMonitorPeriod = seed.MonitorPeriod.Duration, seed.ShootMonitorPeriod.Duration
 	}
-	return &Hub{cfg: cfg, log: cfg.Logger, ready: make(chan struct{})}, nil
+	return &Hub{cfg: cfg, log: cfg.Logger, ready: make(chan struct{}), traces: tracing.NewIndex(traceIndexSize)}, nil
 }
 
 // Ready is closed once the hub serves.

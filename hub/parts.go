@@ -48,7 +48,7 @@ func (h *Hub) openStore(ctx context.Context) (*store.Store, error) {
 	}
 	st, err := store.Open(ctx, store.Config{
 		DataDir: h.cfg.DataDir, Endpoints: h.cfg.EtcdEndpoints, TLS: etcdTLS, EncryptionKeys: keys,
-		WatchWindow: h.cfg.WatchWindow, Logger: h.log.With("component", "store"),
+		WatchWindow: h.cfg.WatchWindow, Logger: h.log.With("component", "store"), Traces: h.traces,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
@@ -127,6 +127,7 @@ func (h *Hub) newAgentLink(ctx context.Context, st *store.Store, reg *api.Regist
 		HubVersion:        Version,
 		HeartbeatInterval: h.cfg.HeartbeatInterval,
 		Registerer:        promReg,
+		Traces:            h.traces,
 		Log:               h.log.With("component", "agentlink"),
 	})
 	if err != nil {

@@ -6,6 +6,8 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"log/slog"
 	"net"
 	"net/http"
@@ -67,6 +69,8 @@ type servers struct {
 func (h *Hub) newServers(ctx context.Context, serving tls.Certificate, ca *pki.CA, authn *auth.Authenticator, services serviceSet, reg *api.Registry, st *store.Store, m *metrics, auditor *audit.Auditor, tunnels *tunnel.Tunnels) (*servers, error) {
 	ic := &interceptors{authn: authn, metrics: m, errors: api.Errors{Log: h.log.With("component", "api")}, auditor: auditor}
 	grpcOpts := []grpc.ServerOption{
+		// Tracing first, so that the calls' spans hold the interceptors' work (admission, store writes).
+		grpc.StatsHandler(otelgrpc.NewServerHandler()),
 		grpc.ChainUnaryInterceptor(ic.unary),
 		grpc.ChainStreamInterceptor(ic.stream),
 		grpc.MaxRecvMsgSize(16 << 20),
@@ -86,7 +90,7 @@ func (h *Hub) newServers(ctx context.Context, serving tls.Certificate, ca *pki.C
 		return nil, err
 	}
 	s.https = &http.Server{
-		Handler:           grpcOr(s.grpc, withRequestID(withAudit(auditor, rest))),
+		Handler:           grpcOr(s.grpc, otelhttp.NewHandler(withRequestID(withAudit(auditor, rest)), "rest")),
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(h.log.Handler(), slog.LevelDebug),
 		TLSConfig: &tls.Config{

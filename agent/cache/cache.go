@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
 	"maps"
 	"slices"
 	"sync"
@@ -12,6 +13,14 @@ import (
 
 	agentv1 "github.com/trellis-dev/trellis/proto/gen/trellis/agent/v1"
 )
+
+// Traceparent is the W3C trace context the hub sent with the version of an object that asked for work: its creation,
+// its latest spec change (generation) or its deletion; "" when that write was not traced.
+func (c *Cache) Traceparent(resource, namespace, name string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.objects[resource][Key(namespace, name)].traceparent
+}
 
 // Key is the cache key of an object: "namespace/name", or "name" for a cluster-scoped object.
 func Key(namespace, name string) string {
@@ -61,8 +70,9 @@ func (f HandlerFuncs) OnDelete(obj proto.Message) {
 }
 
 type entry struct {
-	obj proto.Message
-	rv  int64
+	obj         proto.Message
+	rv          int64
+	traceparent string // Assignment.traceparent of this version
 }
 
 type eventType uint8
@@ -279,7 +289,13 @@ func (c *Cache) Apply(batch *agentv1.AssignmentBatch) error {
 			objs = map[string]entry{}
 			c.objects[res] = objs
 		}
-		objs[key] = entry{obj: obj, rv: a.GetResourceVersion()}
+		tp := a.GetTraceparent()
+		if exists && !intentChanged(old.obj, obj) {
+			// Writes of status, labels and finalizers (hub loops, the agent itself) keep the trace of the write that
+			// asked for the work: the creation, a spec change (generation) or the deletion.
+			tp = old.traceparent
+		}
+		objs[key] = entry{obj: obj, rv: a.GetResourceVersion(), traceparent: tp}
 		switch {
 		case !exists:
 			events = append(events, event{typ: added, resource: res, obj: obj, initial: !c.isSynced})
@@ -353,4 +369,16 @@ func (c *Cache) dispatch(events []event) {
 			}
 		}
 	}
+}
+
+// intentChanged reports whether cur asks for other work than old: a new generation or a new deletion timestamp.
+func intentChanged(old, cur proto.Message) bool {
+	type meta interface{ GetMetadata() *metav1.ObjectMeta }
+	o, ok1 := old.(meta)
+	c, ok2 := cur.(meta)
+	if !ok1 || !ok2 {
+		return true
+	}
+	om, cm := o.GetMetadata(), c.GetMetadata()
+	return om.GetGeneration() != cm.GetGeneration() || (om.GetDeletionTimestamp() == nil) != (cm.GetDeletionTimestamp() == nil)
 }

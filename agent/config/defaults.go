@@ -19,6 +19,8 @@ const (
 	DefaultResetAfter                = time.Minute
 	DefaultSeedQPS                   = 100
 	DefaultSeedBurst                 = 130
+	DefaultHealthProbesAddress       = "127.0.0.1:2728"
+	DefaultMetricsAddress            = "127.0.0.1:2729"
 	DefaultLogLevel                  = "info"
 	DefaultLogFormat                 = "json"
 )
@@ -68,6 +70,15 @@ func (c *AgentConfiguration) Default() {
 		c.SeedClientConnection.Burst = ptr[int32](DefaultSeedBurst)
 	}
 	c.Controllers.defaults()
+	if c.Server.HealthProbes == "" {
+		c.Server.HealthProbes = DefaultHealthProbesAddress
+	}
+	if c.Server.Metrics == "" {
+		c.Server.Metrics = DefaultMetricsAddress
+	}
+	if c.Tracing.SamplingRatio == nil {
+		c.Tracing.SamplingRatio = ptr(1.0)
+	}
 	if c.LogLevel == "" {
 		c.LogLevel = DefaultLogLevel
 	}

@@ -37,6 +37,11 @@ type AgentConfiguration struct {
 	ReconnectBackoff ReconnectBackoff `json:"reconnectBackoff,omitzero"`
 	// Controllers configures the seed-side controllers: shoots, backups, bastions, seed care.
 	Controllers Controllers `json:"controllers,omitzero"`
+	// Server configures the agent's HTTP endpoints (gardenlet: server): /healthz and /readyz, and Prometheus
+	// /metrics.
+	Server Server `json:"server,omitzero"`
+	// Tracing configures OpenTelemetry tracing (off by default).
+	Tracing Tracing `json:"tracing,omitzero"`
 	// LogLevel is debug, info (default), warn or error.
 	LogLevel string `json:"logLevel,omitzero"`
 	// LogFormat is json (default) or text.
@@ -183,4 +188,28 @@ func (h *HubClientConnection) Token() (string, error) {
 		return "", fmt.Errorf("hubClientConnection.bootstrapTokenFile %s: %w", h.BootstrapTokenFile, err)
 	}
 	return tok, nil
+}
+
+// Server configures the agent's HTTP endpoints, as gardenlet's server.healthProbes and server.metrics do. Both are
+// plain HTTP without authentication, so they default to loopback; a port of 0 picks a free one (the agent logs it).
+type Server struct {
+	// HealthProbes is the host:port of /healthz and /readyz (default 127.0.0.1:2728, gardenlet's health port).
+	HealthProbes string `json:"healthProbes,omitzero"`
+	// Metrics is the host:port of /metrics (default 127.0.0.1:2729, gardenlet's metrics port). It may equal
+	// HealthProbes; then one listener serves all three paths.
+	Metrics string `json:"metrics,omitzero"`
+}
+
+// Tracing configures OpenTelemetry tracing. The OTEL_* environment variables of the OTLP exporter (endpoint,
+// headers, TLS) apply as well; fields set here win.
+type Tracing struct {
+	// Enabled turns tracing on; off by default.
+	Enabled bool `json:"enabled,omitzero"`
+	// Endpoint is the OTLP gRPC collector's host:port; empty uses OTEL_EXPORTER_OTLP_ENDPOINT (else localhost:4317).
+	Endpoint string `json:"endpoint,omitzero"`
+	// Insecure sends spans without TLS.
+	Insecure bool `json:"insecure,omitzero"`
+	// SamplingRatio is the share of new traces sampled, in [0, 1] (default 1); spans whose parent was sampled are
+	// always sampled (parent-based sampling), so one trace stays whole across the hub, the agent and extensions.
+	SamplingRatio *float64 `json:"samplingRatio,omitzero"`
 }

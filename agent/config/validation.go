@@ -40,6 +40,14 @@ func (c *AgentConfiguration) Validate() error {
 	if b := c.SeedClientConnection.Burst; b != nil && *b < 1 {
 		errs = append(errs, field.Invalid(field.NewPath("seedClientConnection", "burst"), *b, "must be at least 1"))
 	}
+	for _, e := range []struct{ name, addr string }{{"healthProbes", c.Server.HealthProbes}, {"metrics", c.Server.Metrics}} {
+		if _, _, err := net.SplitHostPort(e.addr); err != nil {
+			errs = append(errs, field.Invalid(field.NewPath("server", e.name), e.addr, "must be host:port"))
+		}
+	}
+	if r := c.Tracing.SamplingRatio; r != nil && (*r < 0 || *r > 1) {
+		errs = append(errs, field.Invalid(field.NewPath("tracing", "samplingRatio"), *r, "must be between 0 and 1"))
+	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":
 	default:

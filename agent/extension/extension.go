@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/trellis-dev/trellis/tracing"
 	"slices"
 	"strings"
 	"time"
@@ -148,6 +149,12 @@ func (e *Client) Deploy(ctx context.Context, obj extensionsv1alpha1.Object, op s
 		}
 		ann[extensionsv1alpha1.AnnotationOperation] = op
 		ann[extensionsv1alpha1.AnnotationTimestamp] = ts.Format(time.RFC3339Nano)
+		// The extension continues the request's trace (docs/extensions.md); no trace, no stale one either.
+		if tp := tracing.Traceparent(ctx); tp != "" {
+			ann[tracing.Annotation] = tp
+		} else {
+			delete(ann, tracing.Annotation)
+		}
 		obj.SetAnnotations(ann)
 		return nil
 	})

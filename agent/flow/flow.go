@@ -10,6 +10,10 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // TaskFn is the work of a task. It must be idempotent and must return when ctx ends.
@@ -144,7 +148,7 @@ func (g *Graph) Run(ctx context.Context, o Opts) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			err := runTask(ctx, log, t)
+			err := runTask(ctx, log, g.name, t)
 			results <- result{name: n, err: err}
 		}()
 	}
@@ -207,7 +211,7 @@ func (g *Graph) Run(ctx context.Context, o Opts) error {
 }
 
 // runTask runs t with retries until it succeeds, fails permanently, or its timeout or ctx ends.
-func runTask(ctx context.Context, log *slog.Logger, t *Task) error {
+func runTask(ctx context.Context, log *slog.Logger, flowName string, t *Task) (err error) {
 	timeout, interval := t.Timeout, t.RetryInterval
 	if timeout <= 0 {
 		timeout = DefaultTimeout
@@ -218,9 +222,20 @@ func runTask(ctx context.Context, log *slog.Logger, t *Task) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	begin := time.Now()
+	ctx, span := tracer.Start(ctx, t.Name, trace.WithAttributes(attribute.String("flow", flowName)))
+	defer func() {
+		outcome := "success"
+		if err != nil {
+			outcome = "error"
+			span.RecordError(err)
+			span.SetStatus(codes.Error, err.Error())
+		}
+		span.End()
+		taskDuration.WithLabelValues(flowName, t.Name, outcome).Observe(time.Since(begin).Seconds())
+	}()
 	log.Debug("task started", "task", t.Name)
 	for attempt := 1; ; attempt++ {
-		err := t.Fn(ctx)
+		err = t.Fn(ctx)
 		if err == nil {
 			log.Debug("task succeeded", "task", t.Name, "attempts", attempt, "took", time.Since(begin).Round(time.Millisecond))
 			return nil

@@ -3,6 +3,11 @@ package shoot
 import (
 	"context"
 	"fmt"
+	"github.com/trellis-dev/trellis/tracing"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 	"log/slog"
 	"sync"
 	"time"
@@ -180,8 +185,23 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	return 0, nil
 }
 
+// tracer makes the span of each shoot operation; the flow's tasks are its children.
+var tracer = otel.Tracer("github.com/trellis-dev/trellis/agent/shoot")
+
 // run runs the flow d for shoot s and reports its progress and outcome on the shoot.
-func (c *Controller) run(ctx context.Context, s *corev1beta1.Shoot, d Decision, log *slog.Logger) error {
+// The flow continues the trace of the request that wrote the shoot's cached version, when the hub sent one.
+func (c *Controller) run(ctx context.Context, s *corev1beta1.Shoot, d Decision, log *slog.Logger) (err error) {
+	md := s.GetMetadata()
+	ctx = tracing.WithTraceparent(ctx, c.cfg.Cache.Traceparent(resources.Shoots, md.GetNamespace(), md.GetName()))
+	ctx, span := tracer.Start(ctx, "shoot "+d.Flow.String(), trace.WithAttributes(
+		attribute.String("shoot", md.GetNamespace()+"/"+md.GetName()), attribute.String("operation", d.Type)))
+	defer func() {
+		if err != nil {
+			span.RecordError(err)
+			span.SetStatus(codes.Error, err.Error())
+		}
+		span.End()
+	}()
 	op, err := c.newOperation(ctx, s, d, log)
 	if err != nil {
 		c.reportError(ctx, s, d, err, 0)

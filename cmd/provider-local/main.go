@@ -9,6 +9,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/trellis-dev/trellis/tracing"
 	"io"
 	"log/slog"
 	"net/http"
@@ -60,6 +61,7 @@ func main() {
 type options struct {
 	kubeconfig, logLevel, logFormat, metricsAddr, probeAddr string
 	cfg                                                     local.Config
+	tracing                                                 tracing.Config
 }
 
 func parse(args []string, stderr io.Writer) (*options, error) {
@@ -95,6 +97,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 		}
 		return nil
 	})
+	o.tracing.AddFlags(fs)
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&o.logFormat, "log-format", "text", "json or text")
 	if err := fs.Parse(args); err != nil {
@@ -149,6 +152,12 @@ func serve(ctx context.Context, o *options, logger *slog.Logger) error {
 	if err := extensionsv1alpha1.AddToScheme(scheme); err != nil {
 		return err
 	}
+	o.tracing.ServiceName = "provider-local"
+	stopTracing, err := tracing.Setup(ctx, o.tracing)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = stopTracing(context.Background()) }()
 	mgr, err := manager.New(cfg, manager.Options{
 		Scheme:                 scheme,
 		Logger:                 log,

@@ -7,6 +7,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"github.com/trellis-dev/trellis/tracing"
 	"io"
 	"log/slog"
 	"os"
@@ -31,6 +32,10 @@ func run(args []string, stderr io.Writer) int {
 	configPath := fs.String("config", "", "path of the AgentConfiguration file (required)")
 	logLevel := fs.String("log-level", "", "debug, info, warn or error (overrides logLevel of the configuration)")
 	logFormat := fs.String("log-format", "", "json or text (overrides logFormat of the configuration)")
+	healthAddr := fs.String("health-probes-address", "", "host:port of /healthz and /readyz (overrides server.healthProbes; default 127.0.0.1:2728)")
+	metricsAddr := fs.String("metrics-address", "", "host:port of /metrics (overrides server.metrics; default 127.0.0.1:2729)")
+	var tc tracing.Config
+	tc.AddFlags(fs)
 	printVersion := fs.Bool("version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -55,6 +60,32 @@ func run(args []string, stderr io.Writer) int {
 	if *logFormat != "" {
 		cfg.LogFormat = *logFormat
 	}
+	// Tracing: the configuration's tracing section, the flags given on the command line win.
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	t := cfg.Tracing
+	if given["tracing"] {
+		t.Enabled = tc.Enabled
+	}
+	if given["tracing-endpoint"] {
+		t.Endpoint = tc.Endpoint
+	}
+	if given["tracing-insecure"] {
+		t.Insecure = tc.Insecure
+	}
+	if given["tracing-sampling-ratio"] {
+		t.SamplingRatio = &tc.SamplingRatio
+	}
+	tc = tracing.Config{ServiceName: "trellis-agent", Enabled: t.Enabled, Endpoint: t.Endpoint, Insecure: t.Insecure, SamplingRatio: 1}
+	if t.SamplingRatio != nil {
+		tc.SamplingRatio = *t.SamplingRatio
+	}
+	if *healthAddr != "" {
+		cfg.Server.HealthProbes = *healthAddr
+	}
+	if *metricsAddr != "" {
+		cfg.Server.Metrics = *metricsAddr
+	}
 	logger, err := newLogger(stderr, cfg.LogLevel, cfg.LogFormat)
 	if err != nil {
 		fmt.Fprintf(stderr, "trellis-agent: %v\n", err)
@@ -68,6 +99,12 @@ func run(args []string, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	stopTracing, err := tracing.Setup(ctx, tc)
+	if err != nil {
+		fmt.Fprintf(stderr, "trellis-agent: %v\n", err)
+		return 2
+	}
+	defer func() { _ = stopTracing(context.Background()) }()
 	if err := a.Run(ctx); err != nil {
 		logger.Error("trellis-agent stopped", "err", err)
 		return 1

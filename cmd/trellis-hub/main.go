@@ -7,6 +7,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"github.com/trellis-dev/trellis/tracing"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -22,6 +23,8 @@ func main() {
 	var cfg hub.Config
 	fs := flag.NewFlagSet("trellis-hub", flag.ExitOnError)
 	cfg.AddFlags(fs)
+	tc := tracing.Config{ServiceName: "trellis-hub"}
+	tc.AddFlags(fs)
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	logFormat := fs.String("log-format", "text", "text or json")
 	_ = fs.Parse(os.Args[1:])
@@ -38,6 +41,12 @@ func main() {
 	}
 	cfg.Logger = slog.New(handler)
 
+	stopTracing, err := tracing.Setup(context.Background(), tc)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "trellis-hub: %v\n", err)
+		os.Exit(2)
+	}
+	defer func() { _ = stopTracing(context.Background()) }()
 	h, err := hub.New(cfg)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "trellis-hub: %v\n", err)

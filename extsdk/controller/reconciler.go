@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/trellis-dev/trellis/tracing"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/codes"
 	"strings"
 	"sync"
 	"time"
@@ -34,6 +37,9 @@ type reconciler[T extensionsv1alpha1.Object] struct {
 	retrying sync.Map // types.NamespacedName → struct{}
 }
 
+// tracer makes a span per run that has work to do.
+var tracer = otel.Tracer("github.com/trellis-dev/trellis/extsdk/controller")
+
 // Reconcile runs one operation on the object named by req, if the object still asks for one, and notes a failure
 // for the retry.
 func (r *reconciler[T]) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
@@ -50,7 +56,7 @@ func (r *reconciler[T]) Reconcile(ctx context.Context, req reconcile.Request) (r
 // still on it, and that run must see the object as it is, not an older cached copy that would repeat the operation;
 // likewise it must see the Cluster the agent updated just before (force deletion). Every write is a patch whose
 // response updates the object in hand, so one run works on a consistent object.
-func (r *reconciler[T]) reconcileOnce(ctx context.Context, req reconcile.Request, retry bool) (reconcile.Result, error) {
+func (r *reconciler[T]) reconcileOnce(ctx context.Context, req reconcile.Request, retry bool) (_ reconcile.Result, err error) {
 	log := logf.FromContext(ctx)
 	obj := r.args.NewObject()
 	if err := r.reader.Get(ctx, req.NamespacedName, obj); err != nil {
@@ -60,6 +66,17 @@ func (r *reconciler[T]) reconcileOnce(ctx context.Context, req reconcile.Request
 		log.V(1).Info("Nothing to do")
 		return reconcile.Result{}, nil
 	}
+	// A run continues the trace the agent handed over in the trellis.dev/traceparent annotation (the shoot operation
+	// that asked for it); without one it starts a trace of its own, sampled as configured.
+	ctx, span := tracer.Start(tracing.WithTraceparent(ctx, obj.GetAnnotations()[tracing.Annotation]),
+		"reconcile "+r.noun+" "+req.String())
+	defer func() {
+		if err != nil {
+			span.RecordError(err)
+			span.SetStatus(codes.Error, err.Error())
+		}
+		span.End()
+	}()
 
 	// The operation annotation: wait-for-state means the agent is still writing the state to restore from;
 	// reconcile is acknowledged by removing it before the work starts, so that a new request that arrives during the

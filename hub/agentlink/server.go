@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/trellis-dev/trellis/tracing"
 	"log/slog"
 	"sync"
 	"time"
@@ -41,6 +42,8 @@ type Source interface {
 
 // Config configures the agent link of one hub replica.
 type Config struct {
+	// Traces, when set, gives each assignment the traceparent of the write of its version (Assignment.traceparent).
+	Traces *tracing.Index
 	Source Source
 	Graph  *seedgraph.Graph
 	// GraphReady is closed once the graph has loaded every resource; sessions wait for it.

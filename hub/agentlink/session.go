@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/trellis-dev/trellis/hub/seedgraph"
 	"github.com/trellis-dev/trellis/hub/store"
@@ -446,7 +447,8 @@ const maxBatchBytes = 1 << 20
 // batches builds the assignments of refs, split so that each message holds at most maxBatchBytes of objects.
 func (ss *session) batches(refs []seedgraph.Ref) []*agentv1.AssignmentBatch {
 	ss.seq++
-	b := &agentv1.AssignmentBatch{Sequence: ss.seq, Assignments: make([]*agentv1.Assignment, 0, len(refs))}
+	now := timestamppb.Now()
+	b := &agentv1.AssignmentBatch{Sequence: ss.seq, Assignments: make([]*agentv1.Assignment, 0, len(refs)), SentTime: now}
 	out := []*agentv1.AssignmentBatch{b}
 	size := 0
 	for _, ref := range refs {
@@ -454,6 +456,7 @@ func (ss *session) batches(refs []seedgraph.Ref) []*agentv1.AssignmentBatch {
 		m, ok := ss.srv.cfg.Graph.Get(ss.seed, ref)
 		if ok {
 			a.ResourceVersion, _ = strconv.ParseInt(m.Object.GetMetadata().GetResourceVersion(), 10, 64)
+			a.Traceparent = ss.srv.cfg.Traces.Lookup(a.ResourceVersion)
 			obj, err := ss.srv.encoder.encode(ref, m.Object)
 			if err != nil {
 				ss.srv.cfg.Log.Error("cannot encode assignment", "resource", ref.Resource, "key", ref.Key(), "err", err)
@@ -468,7 +471,7 @@ func (ss *session) batches(refs []seedgraph.Ref) []*agentv1.AssignmentBatch {
 		}
 		if n := len(a.GetObject().GetValue()); size > 0 && size+n > maxBatchBytes {
 			ss.seq++
-			b = &agentv1.AssignmentBatch{Sequence: ss.seq}
+			b = &agentv1.AssignmentBatch{Sequence: ss.seq, SentTime: now}
 			out = append(out, b)
 			size = 0
 		}

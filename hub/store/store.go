@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"github.com/trellis-dev/trellis/tracing"
 	"log/slog"
 	"net"
 	"net/url"
@@ -27,6 +28,8 @@ const (
 
 // Config says where the data lives and how it is protected. The zero value plus DataDir is a working embedded store.
 type Config struct {
+	// Traces, when set, records the trace context of each traced write by its revision (for the agent link).
+	Traces *tracing.Index
 	// DataDir holds the embedded etcd's data under DataDir/etcd. Required when Endpoints is empty.
 	DataDir string
 	// Endpoints of an external etcd cluster. Empty starts an embedded single-member etcd.

@@ -37,7 +37,9 @@ func (c *Collection) Create(ctx context.Context, obj Object) (Object, error) {
 
 // create is Create, or its dry run: the same checks and server-owned fields, the name's existence read from etcd,
 // and nothing written; the result then has no resourceVersion.
-func (c *Collection) create(ctx context.Context, obj Object, dryRun bool) (Object, error) {
+func (c *Collection) create(ctx context.Context, obj Object, dryRun bool) (_ Object, err error) {
+	ctx, span := tracer.Start(ctx, "store.Create "+c.gr.String())
+	defer func() { endSpan(span, err) }()
 	if obj == nil {
 		return nil, apierrors.NewBadRequest("no object")
 	}
@@ -104,6 +106,7 @@ func (c *Collection) create(ctx context.Context, obj Object, dryRun bool) (Objec
 			return nil, apierrors.NewAlreadyExists(c.gr, m.Name)
 		}
 		c.wrote(resp.Header.Revision)
+		c.store.cfg.Traces.Record(ctx, resp.Header.Revision)
 		m.ResourceVersion = strconv.FormatInt(resp.Header.Revision, 10)
 		return obj, nil
 	}
@@ -309,7 +312,9 @@ type plan struct {
 // A dry run decides once, on the state read from etcd, and writes nothing: it returns the state the write would
 // store (the current one for a delete) with the resourceVersion of the state it was decided on, as kube-apiserver's
 // dry runs answer.
-func (c *Collection) guaranteed(ctx context.Context, namespace, name string, dryRun bool, decide func(cur Object) (plan, error)) (Object, bool, error) {
+func (c *Collection) guaranteed(ctx context.Context, namespace, name string, dryRun bool, decide func(cur Object) (plan, error)) (_ Object, _ bool, err error) {
+	ctx, span := tracer.Start(ctx, "store.Update "+c.gr.String())
+	defer func() { endSpan(span, err) }()
 	objKey := objectKey(namespace, name)
 	key := c.prefix + objKey
 	if dryRun {
@@ -402,6 +407,7 @@ func (c *Collection) guaranteed(ctx context.Context, namespace, name string, dry
 		}
 		rev := resp.Header.Revision
 		c.wrote(rev)
+		c.store.cfg.Traces.Record(ctx, rev)
 		out := p.next
 		if out == nil {
 			out = clone(cur)

@@ -179,6 +179,8 @@ func Config(t testing.TB, name, spec string, cluster *seedtest.Seed) *config.Age
 	cfg.SeedClientConnection.Kubeconfig = cluster.KubeconfigPath
 	cfg.HeartbeatIntervalSeconds = 1
 	cfg.Controllers.Disabled = true
+	// Agents of a test share the machine: their endpoints listen on free ports.
+	cfg.Server = config.Server{HealthProbes: "127.0.0.1:0", Metrics: "127.0.0.1:0"}
 	return cfg
 }
 

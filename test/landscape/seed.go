@@ -140,6 +140,8 @@ func (l *Landscape) agentConfiguration(s *Seed) *config.AgentConfiguration {
 		SeedClientConnection:     config.SeedClientConnection{Kubeconfig: s.Kubeconfig},
 		SeedConfig:               config.SeedTemplate{Seed: seedTemplate(s.Name, s.Region, s.Networks)},
 		HeartbeatIntervalSeconds: 2,
+		// The landscape's agents share the machine: their endpoints listen on free ports.
+		Server: config.Server{HealthProbes: "127.0.0.1:0", Metrics: "127.0.0.1:0"},
 		Controllers: config.Controllers{Shoot: config.ShootControllerConfiguration{
 			RetryMinDelay:           d(time.Second),
 			RetryMaxDelay:           d(10 * time.Second),

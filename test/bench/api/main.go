@@ -113,7 +113,17 @@ func main() {
 	flag.DurationVar(&cfg.timeout, "timeout", 30*time.Minute, "time limit of the whole run")
 	flag.BoolVar(&cfg.keep, "keep", false, "keep the hub's data dir and log")
 	flag.StringVar(&cfg.auditLevel, "audit-level", "", "audit every request at this level to a file beside the hub's log (None, Metadata, Request, RequestResponse; empty: no audit log)")
+	tracing := flag.Bool("tracing", false, "run the hub with tracing at 100 % sampling, exporting to a span sink in the benchmark")
 	flag.Parse()
+	if *tracing {
+		s, addr, stop, err := startSink()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		stopSink = func() { stop(); fmt.Fprintf(os.Stderr, "tracing: %d spans exported to the sink\n", s.spans.Load()) }
+		tracingArgs = []string{"--tracing", "--tracing-insecure", "--tracing-endpoint", addr, "--tracing-sampling-ratio", "1"}
+	}
 	if err := cfg.validate(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
@@ -123,6 +133,7 @@ func main() {
 	// The run prints its report and writes the JSON itself: printing needs the benchmark's state.
 	benchcmd.Main("bench-api", cfg.timeout, "", func(ctx context.Context) (benchcmd.Report, bool, error) {
 		failed, err := run(ctx, cfg)
+		stopSink()
 		return nil, failed, err
 	})
 }
@@ -141,6 +152,7 @@ func run(ctx context.Context, cfg config) (failed bool, err error) {
 		return false, err
 	}
 	hubArgs, err := auditArgs(dir, cfg.auditLevel)
+	hubArgs = append(hubArgs, tracingArgs...)
 	if err != nil {
 		return false, err
 	}
@@ -200,6 +212,12 @@ func startHub(ctx context.Context, bin, dir string, args []string) (*hubProc, er
 	}
 	return &hubProc{h}, nil
 }
+
+// tracingArgs are the hub's flags of -tracing; stopSink ends -tracing's span sink.
+var (
+	tracingArgs []string
+	stopSink    = func() {}
+)
 
 // auditArgs are the hub's flags for an audit log at level (none for ""): a one-rule policy and a file in dir.
 func auditArgs(dir, level string) ([]string, error) {

@@ -1008,8 +1008,11 @@ type AssignmentBatch struct {
 	// SyncedVersions maps a resource to the version through which the agent has now received every change of it
 	// that concerns its seed. The agent keeps them and sends them back in Hello to resume.
 	SyncedVersions map[string]int64 `protobuf:"bytes,3,rep,name=synced_versions,json=syncedVersions,proto3" json:"synced_versions,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// SentTime is when the hub sent the batch; the agent's trellis_agent_assignment_lag_seconds is the time from it
+	// to the batch's arrival in the agent's cache (on the two machines' clocks).
+	SentTime      *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=sent_time,json=sentTime,proto3" json:"sent_time,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *AssignmentBatch) Reset() {
@@ -1063,6 +1066,13 @@ func (x *AssignmentBatch) GetSyncedVersions() map[string]int64 {
 	return nil
 }
 
+func (x *AssignmentBatch) GetSentTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.SentTime
+	}
+	return nil
+}
+
 // Assignment is one object of the seed.
 type Assignment struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1077,7 +1087,12 @@ type Assignment struct {
 	// Removed reports that the object was deleted or no longer belongs to the seed; the agent drops it.
 	Removed bool `protobuf:"varint,5,opt,name=removed,proto3" json:"removed,omitempty"`
 	// Object is the object, as its typed message (for example trellis.core.v1beta1.Shoot); unset when removed.
-	Object        *anypb.Any `protobuf:"bytes,6,opt,name=object,proto3" json:"object,omitempty"`
+	Object *anypb.Any `protobuf:"bytes,6,opt,name=object,proto3" json:"object,omitempty"`
+	// Traceparent is the W3C trace context (https://www.w3.org/TR/trace-context/#traceparent-header) of the request
+	// that wrote this version of the object at the hub, when that request was traced and this hub served it; else
+	// empty. The agent continues the trace in what it does for the object (the shoot flow, the extension objects it
+	// writes). It is a field of the link protocol, not of the object: users of the hub cannot set it.
+	Traceparent   string `protobuf:"bytes,7,opt,name=traceparent,proto3" json:"traceparent,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1152,6 +1167,13 @@ func (x *Assignment) GetObject() *anypb.Any {
 		return x.Object
 	}
 	return nil
+}
+
+func (x *Assignment) GetTraceparent() string {
+	if x != nil {
+		return x.Traceparent
+	}
+	return ""
 }
 
 // SyncComplete follows the initial state of a session. From here on only changes follow.
@@ -1381,14 +1403,15 @@ const file_trellis_agent_v1_agent_proto_rawDesc = "" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"*\n" +
 	"\x10RenewCertificate\x12\x16\n" +
-	"\x06reason\x18\x01 \x01(\tR\x06reason\"\x90\x02\n" +
+	"\x06reason\x18\x01 \x01(\tR\x06reason\"\xc9\x02\n" +
 	"\x0fAssignmentBatch\x12\x1a\n" +
 	"\bsequence\x18\x01 \x01(\x03R\bsequence\x12>\n" +
 	"\vassignments\x18\x02 \x03(\v2\x1c.trellis.agent.v1.AssignmentR\vassignments\x12^\n" +
-	"\x0fsynced_versions\x18\x03 \x03(\v25.trellis.agent.v1.AssignmentBatch.SyncedVersionsEntryR\x0esyncedVersions\x1aA\n" +
+	"\x0fsynced_versions\x18\x03 \x03(\v25.trellis.agent.v1.AssignmentBatch.SyncedVersionsEntryR\x0esyncedVersions\x127\n" +
+	"\tsent_time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\bsentTime\x1aA\n" +
 	"\x13SyncedVersionsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"\xcd\x01\n" +
+	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"\xef\x01\n" +
 	"\n" +
 	"Assignment\x12\x1a\n" +
 	"\bresource\x18\x01 \x01(\tR\bresource\x12\x1c\n" +
@@ -1396,7 +1419,8 @@ const file_trellis_agent_v1_agent_proto_rawDesc = "" +
 	"\x04name\x18\x03 \x01(\tR\x04name\x12)\n" +
 	"\x10resource_version\x18\x04 \x01(\x03R\x0fresourceVersion\x12\x18\n" +
 	"\aremoved\x18\x05 \x01(\bR\aremoved\x12,\n" +
-	"\x06object\x18\x06 \x01(\v2\x14.google.protobuf.AnyR\x06object\"L\n" +
+	"\x06object\x18\x06 \x01(\v2\x14.google.protobuf.AnyR\x06object\x12 \n" +
+	"\vtraceparent\x18\a \x01(\tR\vtraceparent\"L\n" +
 	"\fSyncComplete\x12<\n" +
 	"\tresources\x18\x01 \x03(\v2\x1e.trellis.agent.v1.ResourceKeysR\tresources\">\n" +
 	"\fResourceKeys\x12\x1a\n" +
@@ -1473,18 +1497,19 @@ var file_trellis_agent_v1_agent_proto_depIdxs = []int32{
 	19, // 16: trellis.agent.v1.HeartbeatAck.synced_versions:type_name -> trellis.agent.v1.HeartbeatAck.SyncedVersionsEntry
 	14, // 17: trellis.agent.v1.AssignmentBatch.assignments:type_name -> trellis.agent.v1.Assignment
 	20, // 18: trellis.agent.v1.AssignmentBatch.synced_versions:type_name -> trellis.agent.v1.AssignmentBatch.SyncedVersionsEntry
-	24, // 19: trellis.agent.v1.Assignment.object:type_name -> google.protobuf.Any
-	16, // 20: trellis.agent.v1.SyncComplete.resources:type_name -> trellis.agent.v1.ResourceKeys
-	21, // 21: trellis.agent.v1.Ack.synced_versions:type_name -> trellis.agent.v1.Ack.SyncedVersionsEntry
-	1,  // 22: trellis.agent.v1.AgentService.Connect:input_type -> trellis.agent.v1.AgentMessage
-	5,  // 23: trellis.agent.v1.AgentService.Tunnel:input_type -> trellis.agent.v1.TunnelFrame
-	2,  // 24: trellis.agent.v1.AgentService.Connect:output_type -> trellis.agent.v1.HubMessage
-	5,  // 25: trellis.agent.v1.AgentService.Tunnel:output_type -> trellis.agent.v1.TunnelFrame
-	24, // [24:26] is the sub-list for method output_type
-	22, // [22:24] is the sub-list for method input_type
-	22, // [22:22] is the sub-list for extension type_name
-	22, // [22:22] is the sub-list for extension extendee
-	0,  // [0:22] is the sub-list for field type_name
+	23, // 19: trellis.agent.v1.AssignmentBatch.sent_time:type_name -> google.protobuf.Timestamp
+	24, // 20: trellis.agent.v1.Assignment.object:type_name -> google.protobuf.Any
+	16, // 21: trellis.agent.v1.SyncComplete.resources:type_name -> trellis.agent.v1.ResourceKeys
+	21, // 22: trellis.agent.v1.Ack.synced_versions:type_name -> trellis.agent.v1.Ack.SyncedVersionsEntry
+	1,  // 23: trellis.agent.v1.AgentService.Connect:input_type -> trellis.agent.v1.AgentMessage
+	5,  // 24: trellis.agent.v1.AgentService.Tunnel:input_type -> trellis.agent.v1.TunnelFrame
+	2,  // 25: trellis.agent.v1.AgentService.Connect:output_type -> trellis.agent.v1.HubMessage
+	5,  // 26: trellis.agent.v1.AgentService.Tunnel:output_type -> trellis.agent.v1.TunnelFrame
+	25, // [25:27] is the sub-list for method output_type
+	23, // [23:25] is the sub-list for method input_type
+	23, // [23:23] is the sub-list for extension type_name
+	23, // [23:23] is the sub-list for extension extendee
+	0,  // [0:23] is the sub-list for field type_name
 }
 
 func init() { file_trellis_agent_v1_agent_proto_init() }

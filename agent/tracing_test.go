@@ -1,0 +1,146 @@
+package agent_test
+
+import (
+	"context"
+	"net"
+	"slices"
+	"sync"
+	"testing"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/trace/noop"
+	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	tracev1 "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/grpc"
+
+	"github.com/trellis-dev/trellis/test/agentsim"
+	"github.com/trellis-dev/trellis/test/agenttest"
+	"github.com/trellis-dev/trellis/tracing"
+)
+
+// receiver is an OTLP trace collector: it keeps every span exported to it, with its instrumentation scope.
+type receiver struct {
+	collectortrace.UnimplementedTraceServiceServer
+	mu    sync.Mutex
+	spans []receivedSpan
+}
+
+type receivedSpan struct {
+	scope string
+	span  *tracev1.Span
+}
+
+func (r *receiver) Export(_ context.Context, req *collectortrace.ExportTraceServiceRequest) (*collectortrace.ExportTraceServiceResponse, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, rs := range req.GetResourceSpans() {
+		for _, ss := range rs.GetScopeSpans() {
+			for _, s := range ss.GetSpans() {
+				r.spans = append(r.spans, receivedSpan{scope: ss.GetScope().GetName(), span: s})
+			}
+		}
+	}
+	return &collectortrace.ExportTraceServiceResponse{}, nil
+}
+
+func (r *receiver) received() []receivedSpan {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.spans)
+}
+
+// startReceiver serves an OTLP receiver on loopback until the test ends and returns it with its address.
+func startReceiver(t *testing.T) (*receiver, string) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &receiver{}
+	s := grpc.NewServer()
+	collectortrace.RegisterTraceServiceServer(s, r)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = s.Serve(l) }()
+	t.Cleanup(func() { s.Stop(); <-done })
+	return r, l.Addr().String()
+}
+
+// TestShootCreateIsOneTrace: with tracing on (100 % sampling, exported over OTLP gRPC to a receiver in the test), a
+// shoot created through the hub's REST API yields one trace that holds the hub's store write of the shoot, the
+// agent's shoot operation (continued from the assignment's traceparent), the flow's tasks, and the extensions'
+// reconciles (continued from the trellis.dev/traceparent annotation the agent set). Hub, agent and extensions run in
+// this process, so they share the exporter; the spans' instrumentation scopes tell them apart.
+//
+// Not parallel: the TracerProvider is process-wide.
+func TestShootCreateIsOneTrace(t *testing.T) {
+	rcv, addr := startReceiver(t)
+	stop, err := tracing.Setup(context.Background(), tracing.Config{Enabled: true, ServiceName: "test", Endpoint: addr, Insecure: true, SamplingRatio: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	flush := func() {
+		if !stopped {
+			stopped = true
+			if err := stop(context.Background()); err != nil {
+				t.Errorf("tracing shutdown: %v", err)
+			}
+			otel.SetTracerProvider(noop.NewTracerProvider())
+		}
+	}
+	t.Cleanup(flush)
+
+	e := newEnv(t)
+	shoot := flowShoot("traced")
+	e.hub.Store(t, flowFixtures()...)
+	e.hub.Store(t, agentsim.Secret(flowNamespace, "traced"), agentsim.SecretBinding(flowNamespace, "traced"))
+	ta := agenttest.StartAgent(t, e.shootConfig(t))
+	agenttest.Eventually(t, "the agent installed the CRDs", func() bool { return ta.Status().CRDsInstalled })
+	agenttest.Eventually(t, "the seed is registered", func() bool { return ta.Status().SeedRegistered })
+	startStubExtension(t, e)
+	e.createShoot(t, shoot)
+	agenttest.Eventually(t, "the shoot is created", func() bool {
+		lo := e.shoot(t, "traced").GetStatus().GetLastOperation()
+		return lo.GetType() == "Create" && lo.GetState() == "Succeeded"
+	})
+	flush()
+
+	spans := rcv.received()
+	var create *tracev1.Span
+	for _, s := range spans {
+		if s.scope == "github.com/trellis-dev/trellis/hub/store" && s.span.GetName() == "store.Create shoots.core.gardener.cloud" {
+			create = s.span
+		}
+	}
+	if create == nil {
+		t.Fatalf("no store.Create span of the shoot among %d spans", len(spans))
+	}
+	byScope := map[string][]string{}
+	for _, s := range spans {
+		if string(s.span.GetTraceId()) == string(create.GetTraceId()) {
+			byScope[s.scope] = append(byScope[s.scope], s.span.GetName())
+		}
+	}
+	t.Logf("the create's trace: %v", byScope)
+	for scope, want := range map[string]string{
+		"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp": "POST",
+		"github.com/trellis-dev/trellis/agent/shoot":                    "shoot reconcile",
+		"github.com/trellis-dev/trellis/agent/flow":                     "",
+		"github.com/trellis-dev/trellis/extsdk/controller":              "",
+	} {
+		names := byScope[scope]
+		if len(names) == 0 || want != "" && !slices.Contains(names, want) {
+			t.Errorf("the create's trace lacks spans of %s (want %q): %v", scope, want, names)
+		}
+	}
+	if len(byScope["github.com/trellis-dev/trellis/agent/flow"]) < 5 {
+		t.Errorf("the flow's spans in the trace: %v, want one per task", byScope["github.com/trellis-dev/trellis/agent/flow"])
+	}
+	if t.Failed() { // every span but the store's, to see where the trace broke
+		for _, s := range spans {
+			if s.scope != "github.com/trellis-dev/trellis/hub/store" {
+				t.Logf("span %s %q trace %x parent %x", s.scope, s.span.GetName(), s.span.GetTraceId(), s.span.GetParentSpanId())
+			}
+		}
+	}
+}
