@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"os"
 	"regexp"
 	"strconv"
 	"sync"
@@ -238,33 +239,93 @@ func pipe(ctx context.Context, c *agentTunnelConn, target net.Conn) {
 	}
 }
 
-// agentTunnelConn is the agent's end of a tunnel as a net.Conn.
+// agentTunnelConn is the agent's end of a tunnel as a net.Conn. Its read deadline is real: net/http's server sets
+// one in the past to stop its background read when a handler hijacks the connection (the upgrades of exec, attach
+// and port-forward), and waits for that read to return; a no-op deadline would hold the upgrade until the client's
+// next bytes. So frames are received by one goroutine (started with the first Read, ended with the call) and Read
+// waits for them or for the deadline.
 type agentTunnelConn struct {
 	stream grpc.BidiStreamingClient[agentv1.TunnelFrame, agentv1.TunnelFrame]
 	cancel context.CancelFunc
 	done   <-chan struct{}
 
+	recvOnce sync.Once
+	frames   chan recvResult // unbuffered: the receiver takes no frame before Read wants one (flow control holds)
+
 	rmu sync.Mutex
 	buf []byte
+	err error // sticky receive error
+
+	dmu     sync.Mutex
+	expired chan struct{} // closed when the read deadline passed; nil: no deadline
+	changed chan struct{} // closed when the deadline is set again, to wake a waiting Read
+	timer   *time.Timer
+
 	wmu sync.Mutex
+}
+
+type recvResult struct {
+	data []byte
+	err  error
+}
+
+// receive runs the conn's receiving goroutine: it hands each frame to Read until the stream fails or the call ends.
+func (c *agentTunnelConn) receive() {
+	for {
+		f, err := c.stream.Recv()
+		select {
+		case c.frames <- recvResult{f.GetData(), err}:
+		case <-c.done:
+			return
+		}
+		if err != nil {
+			return
+		}
+	}
 }
 
 func (c *agentTunnelConn) Read(b []byte) (int, error) {
 	c.rmu.Lock()
 	defer c.rmu.Unlock()
+	c.recvOnce.Do(func() {
+		c.frames = make(chan recvResult)
+		go c.receive()
+	})
 	for len(c.buf) == 0 {
-		f, err := c.stream.Recv()
-		if err != nil {
-			if errors.Is(err, io.EOF) {
-				return 0, io.EOF
-			}
-			return 0, fmt.Errorf("tunnel: %w", err)
+		if c.err != nil {
+			return 0, c.err
 		}
-		c.buf = f.GetData()
+		expired, changed := c.deadline()
+		select {
+		case r := <-c.frames:
+			switch {
+			case errors.Is(r.err, io.EOF):
+				c.err = io.EOF
+			case r.err != nil:
+				c.err = fmt.Errorf("tunnel: %w", r.err)
+			}
+			c.buf = r.data
+		case <-expired:
+			return 0, os.ErrDeadlineExceeded
+		case <-changed: // a new deadline: wait again with it
+		case <-c.done:
+			return 0, net.ErrClosed
+		}
 	}
 	n := copy(b, c.buf)
 	c.buf = c.buf[n:]
 	return n, nil
+}
+
+// deadline returns a channel closed once the read deadline has passed (nil without a deadline) and one closed when
+// the deadline is set again.
+func (c *agentTunnelConn) deadline() (expired, changed <-chan struct{}) {
+	c.dmu.Lock()
+	defer c.dmu.Unlock()
+	if c.changed == nil {
+		c.changed = make(chan struct{})
+	}
+	return c.expired, c.changed
 }
 
 func (c *agentTunnelConn) Write(b []byte) (int, error) {
@@ -295,10 +356,37 @@ func (c *agentTunnelConn) Close() error {
 	return nil
 }
 
-func (c *agentTunnelConn) LocalAddr() net.Addr                { return tunnelAddr("agent") }
-func (c *agentTunnelConn) RemoteAddr() net.Addr               { return tunnelAddr("hub") }
-func (c *agentTunnelConn) SetDeadline(t time.Time) error      { return nil }
-func (c *agentTunnelConn) SetReadDeadline(t time.Time) error  { return nil }
+func (c *agentTunnelConn) LocalAddr() net.Addr           { return tunnelAddr("agent") }
+func (c *agentTunnelConn) RemoteAddr() net.Addr          { return tunnelAddr("hub") }
+func (c *agentTunnelConn) SetDeadline(t time.Time) error { return c.SetReadDeadline(t) }
+
+// SetReadDeadline makes a pending and future Read return os.ErrDeadlineExceeded once t has passed; zero: none.
+func (c *agentTunnelConn) SetReadDeadline(t time.Time) error {
+	c.dmu.Lock()
+	defer c.dmu.Unlock()
+	if c.timer != nil {
+		c.timer.Stop()
+		c.timer = nil
+	}
+	c.expired = nil
+	if c.changed != nil {
+		close(c.changed)
+		c.changed = nil
+	}
+	if t.IsZero() {
+		return nil
+	}
+	expired := make(chan struct{})
+	c.expired = expired
+	if d := time.Until(t); d <= 0 {
+		close(expired)
+	} else {
+		c.timer = time.AfterFunc(d, func() { close(expired) })
+	}
+	return nil
+}
+
+// SetWriteDeadline is not enforced: a write waits for the hub's flow control, and the call's end ends it.
 func (c *agentTunnelConn) SetWriteDeadline(t time.Time) error { return nil }
 
 // tunnelAddr names a tunnel's end.
