@@ -719,7 +719,11 @@ func (s *Server[T, L, E, PE]) Delete(ctx context.Context, req *metav1.DeleteRequ
 			return zero, err
 		}
 	}
-	out, _, err := w.Delete(ctx, req.GetNamespace(), req.GetName(), req.GetPreconditions())
+	finalize, err := propagation(ctx)
+	if err != nil {
+		return zero, err
+	}
+	out, _, err := w.DeleteFinalizing(ctx, req.GetNamespace(), req.GetName(), req.GetPreconditions(), finalize)
 	if err != nil {
 		return zero, err
 	}
