@@ -102,7 +102,7 @@ func requestOptions(method, path string, q url.Values, contentType string, body 
 		o.dryRun = opts.DryRun
 		if p := opts.PropagationPolicy; p != nil {
 			o.propagation = string(*p)
-		} else if v := opts.OrphanDependents; v != nil {
+		} else if v := opts.OrphanDependents; v != nil { //nolint:staticcheck // the deprecated field is still served, as kube-apiserver serves it
 			o.propagation = string(kmetav1.DeletePropagationBackground)
 			if *v {
 				o.propagation = string(kmetav1.DeletePropagationOrphan)
