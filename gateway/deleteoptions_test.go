@@ -17,16 +17,18 @@ func TestDeleteOptions(t *testing.T) {
 		pre         map[string]string
 		err         string
 		dryRun      bool
+		orphan      bool
 	}{
 		{},
 		{body: `{"kind":"DeleteOptions","apiVersion":"v1","propagationPolicy":"Background"}`},
 		{query: "propagationPolicy=Foreground"},
 		{body: `{"preconditions":{"uid":"u1","resourceVersion":"7"}}`, pre: map[string]string{"preconditions.uid": "u1", "preconditions.resource_version": "7"}},
-		{query: "propagationPolicy=Orphan", err: "Orphan is not supported"},
-		{query: "orphanDependents=true", err: "Orphan is not supported"},
-		{body: `{"orphanDependents":true}`, err: "Orphan is not supported"},
+		{query: "propagationPolicy=Orphan", orphan: true},
+		{query: "orphanDependents=true", orphan: true},
+		{body: `{"orphanDependents":true}`, orphan: true},
 		// The body wins over the query, as it does in Kubernetes.
-		{query: "propagationPolicy=Background", body: `{"propagationPolicy":"Orphan"}`, err: "Orphan is not supported"},
+		{query: "propagationPolicy=Background", body: `{"propagationPolicy":"Orphan"}`, orphan: true},
+		{query: "propagationPolicy=Orphan", body: `{"propagationPolicy":"Background"}`},
 		{body: `{"propagationPolicy":"Sideways"}`, err: `DeleteOptions.meta.k8s.io "" is invalid: propagationPolicy: Unsupported value: "Sideways": supported values: "Foreground", "Background", "Orphan", "nil"`},
 		{body: `{"propagationPolicy":`, err: "invalid DeleteOptions"},
 		{body: `{"kind":"Pod"}`, err: "decoded object cannot be converted to DeleteOptions"},
@@ -52,6 +54,11 @@ func TestDeleteOptions(t *testing.T) {
 		}
 		if st != nil {
 			continue
+		}
+		orphan := opts.PropagationPolicy != nil && *opts.PropagationPolicy == kmetav1.DeletePropagationOrphan ||
+			opts.OrphanDependents != nil && *opts.OrphanDependents //nolint:staticcheck // the deprecated field is still served
+		if orphan != tc.orphan {
+			t.Errorf("%q %q: orphan %v, want %v", tc.query, tc.body, orphan, tc.orphan)
 		}
 		if got := len(opts.DryRun) > 0; got != tc.dryRun {
 			t.Errorf("%q %q: dry run %v, want %v", tc.query, tc.body, got, tc.dryRun)
@@ -102,9 +109,9 @@ func FuzzDeleteOptions(f *testing.F) {
 			return
 		}
 		var k kmetav1.DeleteOptions
-		if utiljson.Unmarshal([]byte(body), &k) == nil &&
-			(k.PropagationPolicy != nil && *k.PropagationPolicy == kmetav1.DeletePropagationOrphan || k.OrphanDependents != nil && *k.OrphanDependents) { //nolint:staticcheck // the deprecated field is what must be refused
-			t.Fatalf("orphaning accepted: %q %q", query, body)
+		if utiljson.Unmarshal([]byte(body), &k) == nil && k.PropagationPolicy != nil &&
+			(opts.PropagationPolicy == nil || *opts.PropagationPolicy != *k.PropagationPolicy) {
+			t.Fatalf("the body's propagationPolicy was lost: %q %q", query, body)
 		}
 		if (len(k.DryRun) > 0 || len(q["dryRun"]) > 0) && len(opts.DryRun) == 0 {
 			t.Fatalf("dry run lost: %q %q", query, body)

@@ -79,7 +79,7 @@ func incomingHeader(key string) (string, bool) {
 	switch k := strings.ToLower(key); k {
 	case "user-agent":
 		return "x-forwarded-user-agent", true
-	case MetadataDryRun, MetadataFieldValidation:
+	case MetadataDryRun, MetadataFieldValidation, MetadataPropagationPolicy:
 		return k, true
 	}
 	return "", false
@@ -144,6 +144,7 @@ func (h *handler) prepare(r *http.Request) *apierrors.StatusError {
 	// Options for the services come from the request's query and body only, never from a header of the client.
 	r.Header.Del(MetadataDryRun)
 	r.Header.Del(MetadataFieldValidation)
+	r.Header.Del(MetadataPropagationPolicy)
 	if _, _, ok := resourcePath(r.URL.Path); !ok {
 		return nil
 	}
@@ -186,6 +187,9 @@ func (h *handler) prepare(r *http.Request) *apierrors.StatusError {
 	}
 	for _, v := range opts.dryRun {
 		r.Header.Add(MetadataDryRun, v)
+	}
+	if opts.propagation != "" {
+		r.Header.Set(MetadataPropagationPolicy, opts.propagation)
 	}
 	// What the routes must not read from the query: the options are read above, and a route's request message
 	// could take a parameter of the same name for something else.

@@ -31,6 +31,11 @@ const (
 	// MetadataFieldValidation carries a Patch's fieldValidation ("Ignore" or "Warn" drop unknown fields of the
 	// patched object instead of refusing them; "Strict", the default, refuses them).
 	MetadataFieldValidation = "x-trellis-field-validation"
+	// MetadataPropagationPolicy carries a Delete's propagationPolicy: "Orphan" (the dependents lose their owner
+	// reference to the object, which waits for that behind the orphan finalizer), "Foreground" (the object waits,
+	// behind the foregroundDeletion finalizer, until its dependents that block owner deletion are gone) or
+	// "Background" (the default: the object goes at once, the garbage collector deletes its dependents after it).
+	MetadataPropagationPolicy = "x-trellis-propagation-policy"
 )
 
 // Media types the REST face reads and writes. Bodies in any other type are refused with 415, answers in any other
@@ -45,6 +50,8 @@ var (
 type options struct {
 	dryRun          []string
 	fieldValidation string
+	// propagation is a delete's propagationPolicy (orphanDependents true is Orphan), "" when it names none.
+	propagation string
 	// route holds parameters for the route's request message (a delete's preconditions from its body).
 	route map[string]string
 }
@@ -93,6 +100,14 @@ func requestOptions(method, path string, q url.Values, contentType string, body 
 			return o, err
 		}
 		o.dryRun = opts.DryRun
+		if p := opts.PropagationPolicy; p != nil {
+			o.propagation = string(*p)
+		} else if v := opts.OrphanDependents; v != nil { //nolint:staticcheck // the deprecated field is still served, as kube-apiserver serves it
+			o.propagation = string(kmetav1.DeletePropagationBackground)
+			if *v {
+				o.propagation = string(kmetav1.DeletePropagationOrphan)
+			}
+		}
 		if p := opts.Preconditions; p != nil {
 			o.route = map[string]string{}
 			if p.UID != nil {
@@ -152,11 +167,9 @@ func decodeParameters(q url.Values, into runtime.Object) *apierrors.StatusError 
 
 // DeleteOptions reads the DeleteOptions of a delete request as kube-apiserver does: from its body when it has one
 // (as kubectl sends them), from the query otherwise, then validated. A dryRun in the query is honoured even with a
-// body, so that no reading of a request that asks for a dry run deletes anything. The hub deletes the dependents
-// of a deleted object in the background: orphaning them (propagationPolicy Orphan, orphanDependents true) is
-// refused rather than ignored, and Foreground is served as Background (the same end state, without the owner
-// waiting for its dependents). No kind has graceful deletion, so gracePeriodSeconds changes nothing, as for such
-// kinds in Kubernetes.
+// body, so that no reading of a request that asks for a dry run deletes anything. propagationPolicy (and the
+// deprecated orphanDependents) are served as kube-apiserver serves them (see MetadataPropagationPolicy). No kind has
+// graceful deletion, so gracePeriodSeconds changes nothing, as for such kinds in Kubernetes.
 func DeleteOptions(q url.Values, body []byte) (*kmetav1.DeleteOptions, *apierrors.StatusError) {
 	opts := &kmetav1.DeleteOptions{}
 	if len(strings.TrimSpace(string(body))) > 0 {
@@ -178,9 +191,6 @@ func DeleteOptions(q url.Values, body []byte) (*kmetav1.DeleteOptions, *apierror
 	}
 	if errs := kvalidation.ValidateDeleteOptions(opts); len(errs) > 0 {
 		return nil, apierrors.NewInvalid(schema.GroupKind{Group: kmetav1.GroupName, Kind: "DeleteOptions"}, "", errs)
-	}
-	if p := opts.PropagationPolicy; opts.OrphanDependents != nil && *opts.OrphanDependents || p != nil && *p == kmetav1.DeletePropagationOrphan {
-		return nil, apierrors.NewBadRequest("propagationPolicy: Orphan is not supported: the hub's garbage collector deletes the dependents of a deleted object in the background")
 	}
 	if v := opts.IgnoreStoreReadErrorWithClusterBreakingPotential; v != nil && *v {
 		return nil, apierrors.NewBadRequest("ignoreStoreReadErrorWithClusterBreakingPotential: not supported: the hub does not delete objects it cannot read")

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 
+	openapidocs "github.com/trellis-dev/trellis/docs/openapi"
 	"github.com/trellis-dev/trellis/hub/admission"
 	"github.com/trellis-dev/trellis/hub/agentlink"
 	"github.com/trellis-dev/trellis/hub/api"
@@ -21,6 +22,7 @@ import (
 	"github.com/trellis-dev/trellis/hub/authz"
 	"github.com/trellis-dev/trellis/hub/csr"
 	"github.com/trellis-dev/trellis/hub/leader"
+	"github.com/trellis-dev/trellis/hub/openapi"
 	"github.com/trellis-dev/trellis/hub/pki"
 	"github.com/trellis-dev/trellis/hub/scheduler"
 	"github.com/trellis-dev/trellis/hub/seedgraph"
@@ -101,8 +103,16 @@ func (h *Hub) newAPI(ctx context.Context, st *store.Store, services grpc.Service
 	if err != nil {
 		return nil, err
 	}
+	docs, err := openapi.Read(openapidocs.FS)
+	if err != nil {
+		return nil, err
+	}
+	patchMeta, err := openapi.PatchMeta(docs)
+	if err != nil {
+		return nil, err
+	}
 	return api.NewRegistry(ctx, api.Config{
-		Store: st, Services: services,
+		Store: st, Services: services, PatchMeta: patchMeta,
 		Indexes:         append(authz.Indexes(), api.Index{Resource: auth.AccessTokens, Name: auth.TokenHashIndex, Values: auth.TokenHashes}),
 		Admission:       plugins,
 		AdmissionConfig: admission.Config{AccessTokenMaxLifetime: h.cfg.MaxTokenLifetime, Now: h.cfg.Now},

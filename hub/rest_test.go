@@ -425,7 +425,7 @@ func TestDiscoveryAndYAML(t *testing.T) {
 }
 
 // TestGarbageCollection: over REST, as kubectl and curl send deletes, with the controller manager's garbage
-// collector running. A delete that asks to orphan the dependents is refused with the reason and deletes nothing; the
+// collector running. A dry run of an orphaning delete marks the object with the orphan finalizer; the
 // preconditions of a DeleteOptions body hold; a plain delete takes the dependents along.
 func TestGarbageCollection(t *testing.T) {
 	h := hubtest.Start(t)
@@ -439,11 +439,9 @@ func TestGarbageCollection(t *testing.T) {
 	}
 	mustDo(t, h, 201, "POST", cms, fmt.Sprintf(`{"metadata":{"name":"dependent","ownerReferences":[{"apiVersion":"v1","kind":"ConfigMap","name":"owner","uid":%q}]}}`, owner.Metadata.UID))
 
-	for _, body := range []string{`{"propagationPolicy":"Orphan"}`, `{"orphanDependents":true}`} {
-		out := mustDo(t, h, 400, "DELETE", cms+"/owner", body)
-		if !strings.Contains(string(out), "Orphan is not supported") {
-			t.Errorf("delete with %s: want the reason, got %s", body, out)
-		}
+	// A dry run of an orphaning delete answers the object marked with the orphan finalizer and changes nothing.
+	if out := mustDo(t, h, 200, "DELETE", cms+"/owner?dryRun=All", `{"propagationPolicy":"Orphan"}`); !strings.Contains(string(out), `"finalizers":["orphan"]`) {
+		t.Errorf("dry run of an orphaning delete: %s", out)
 	}
 	// 422, as kube-apiserver answers invalid DeleteOptions.
 	if out := mustDo(t, h, 422, "DELETE", cms+"/owner?propagationPolicy=Sideways", nil); !strings.Contains(string(out), `Unsupported value: \"Sideways\"`) {

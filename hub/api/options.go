@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"slices"
 
 	"google.golang.org/grpc/metadata"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -27,7 +28,7 @@ const (
 type writer interface {
 	Create(ctx context.Context, obj store.Object) (store.Object, error)
 	GuaranteedUpdate(ctx context.Context, namespace, name string, status bool, mutate func(cur store.Object) (store.Object, error)) (store.Object, error)
-	Delete(ctx context.Context, namespace, name string, pre *metav1.Preconditions) (store.Object, bool, error)
+	DeleteFinalizing(ctx context.Context, namespace, name string, pre *metav1.Preconditions, finalize func([]string) []string) (store.Object, bool, error)
 }
 
 // writer returns the writes a request makes: dry runs when its metadata carries gateway.MetadataDryRun (the REST
@@ -65,4 +66,44 @@ func dropUnknown(ctx context.Context) bool {
 		}
 	}
 	return false
+}
+
+// Finalizers of deletion propagation, kube-apiserver's: the garbage collector removes them when it has orphaned
+// (FinalizerOrphan) or deleted (FinalizerForeground) the object's dependents.
+const (
+	FinalizerOrphan     = kmetav1.FinalizerOrphanDependents
+	FinalizerForeground = kmetav1.FinalizerDeleteDependents
+)
+
+// propagation returns how a delete sets the finalizers of deletion propagation, from its propagationPolicy
+// (gateway.MetadataPropagationPolicy) as kube-apiserver's registry sets them: Orphan adds the orphan finalizer and
+// drops foregroundDeletion, Foreground the reverse, Background drops both; no policy leaves the finalizers as they
+// are (the kinds' default policy is Background).
+func propagation(ctx context.Context) (func([]string) []string, error) {
+	md, _ := metadata.FromIncomingContext(ctx)
+	values := md.Get(gateway.MetadataPropagationPolicy)
+	if len(values) == 0 {
+		return nil, nil
+	}
+	p := kmetav1.DeletionPropagation(values[0])
+	var add, drop string
+	switch p {
+	case kmetav1.DeletePropagationOrphan:
+		add, drop = FinalizerOrphan, FinalizerForeground
+	case kmetav1.DeletePropagationForeground:
+		add, drop = FinalizerForeground, FinalizerOrphan
+	case kmetav1.DeletePropagationBackground:
+	default:
+		return nil, apierrors.NewInvalid(schema.GroupKind{Group: kmetav1.GroupName, Kind: optionsDelete}, "", field.ErrorList{
+			field.NotSupported(field.NewPath("propagationPolicy"), p, []string{string(kmetav1.DeletePropagationForeground), string(kmetav1.DeletePropagationBackground), string(kmetav1.DeletePropagationOrphan)})})
+	}
+	return func(fs []string) []string {
+		fs = slices.DeleteFunc(fs, func(f string) bool {
+			return f == drop || f == FinalizerOrphan && add == "" || f == FinalizerForeground && add == ""
+		})
+		if add != "" && !slices.Contains(fs, add) {
+			fs = append(fs, add)
+		}
+		return fs
+	}, nil
 }

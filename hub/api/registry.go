@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
 
 	"github.com/trellis-dev/trellis/hub/admission"
 	"github.com/trellis-dev/trellis/hub/store"
@@ -38,6 +39,8 @@ type Registry struct {
 	errors Errors
 	// indexes are the secondary indexes added to the kinds' built-in ones, by resource.
 	indexes map[schema.GroupResource]map[string]func(store.Object) []string
+	// patchMeta is Config.PatchMeta.
+	patchMeta func(protoreflect.FullName) (strategicpatch.LookupPatchMeta, bool)
 
 	mu          sync.Mutex
 	ctx         context.Context
@@ -54,6 +57,9 @@ type Config struct {
 	Services grpc.ServiceRegistrar
 	// Indexes are secondary indexes added to the kinds' built-in ones.
 	Indexes []Index
+	// PatchMeta is the strategic-merge patch meta of a kind's message (the hub's OpenAPI schema: lists merged by
+	// their merge keys); nil, or a kind it does not know, applies strategic merge patches as JSON merge patches.
+	PatchMeta func(protoreflect.FullName) (strategicpatch.LookupPatchMeta, bool)
 	// Admission is the table of admission plugins the kinds' writes run (required; the hub's is admission.Builtin()).
 	Admission admission.Plugins
 	// AdmissionConfig configures the plugins (token lifetimes, their clock); the zero value is admission's defaults.
@@ -89,7 +95,7 @@ func NewRegistry(ctx context.Context, cfg Config) (*Registry, error) {
 	}
 	r := &Registry{store: cfg.Store, grpc: cfg.Services, ctx: ctx, collections: map[schema.GroupResource]*store.Collection{}, byMessage: map[protoreflect.FullName]*store.Collection{},
 		indexes: map[schema.GroupResource]map[string]func(store.Object) []string{},
-		plugins: cfg.Admission, admission: cfg.AdmissionConfig, quota: cfg.CreateQuota, errors: Errors{Log: log}}
+		plugins: cfg.Admission, admission: cfg.AdmissionConfig, quota: cfg.CreateQuota, errors: Errors{Log: log}, patchMeta: cfg.PatchMeta}
 	for _, ix := range cfg.Indexes {
 		if r.indexes[ix.Resource] == nil {
 			r.indexes[ix.Resource] = map[string]func(store.Object) []string{}

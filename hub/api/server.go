@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/trellis-dev/trellis/gateway"
@@ -566,7 +567,7 @@ func (s *Server[T, L, E, PE]) update(ctx context.Context, obj T, sub string) (T,
 	return s.out(out)
 }
 
-// Patch applies a JSON merge patch or JSON patch to the current object and writes the result, retrying on
+// Patch applies a JSON merge patch, strategic merge patch or JSON patch to the current object and writes the result, retrying on
 // concurrent changes. A resourceVersion in the patch acts as a precondition.
 func (s *Server[T, L, E, PE]) Patch(ctx context.Context, req *metav1.PatchRequest) (T, error) {
 	var zero T
@@ -598,7 +599,7 @@ func (s *Server[T, L, E, PE]) Patch(ctx context.Context, req *metav1.PatchReques
 	if len(patch) == 0 {
 		return zero, apierrors.NewBadRequest("the patch document is empty")
 	}
-	apply, err := patchFunc(req.GetPatchType(), patch)
+	apply, err := s.patchFunc(req.GetPatchType(), patch)
 	lenient := dropUnknown(ctx)
 	if err != nil {
 		return zero, err
@@ -671,7 +672,16 @@ func (s *Server[T, L, E, PE]) Patch(ctx context.Context, req *metav1.PatchReques
 	return s.out(out)
 }
 
-func patchFunc(patchType string, patch []byte) (func([]byte) ([]byte, error), error) {
+// patchFunc returns what applies a patch of patchType. A strategic merge patch merges lists by the merge keys of
+// the kind's schema (Config.PatchMeta), with strategicpatch as kube-apiserver applies it.
+func (s *Server[T, L, E, PE]) patchFunc(patchType string, patch []byte) (func([]byte) ([]byte, error), error) {
+	if patchType == PatchTypeStrategic && s.reg.patchMeta != nil {
+		if meta, ok := s.reg.patchMeta(s.newT().ProtoReflect().Descriptor().FullName()); ok {
+			return func(doc []byte) ([]byte, error) {
+				return strategicpatch.StrategicMergePatchUsingLookupPatchMeta(doc, patch, meta)
+			}, nil
+		}
+	}
 	switch patchType {
 	case "", PatchTypeMerge, PatchTypeStrategic:
 		return func(doc []byte) ([]byte, error) { return jsonpatch.MergePatch(doc, patch) }, nil
@@ -719,7 +729,11 @@ func (s *Server[T, L, E, PE]) Delete(ctx context.Context, req *metav1.DeleteRequ
 			return zero, err
 		}
 	}
-	out, _, err := w.Delete(ctx, req.GetNamespace(), req.GetName(), req.GetPreconditions())
+	finalize, err := propagation(ctx)
+	if err != nil {
+		return zero, err
+	}
+	out, _, err := w.DeleteFinalizing(ctx, req.GetNamespace(), req.GetName(), req.GetPreconditions(), finalize)
 	if err != nil {
 		return zero, err
 	}

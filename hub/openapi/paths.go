@@ -83,7 +83,7 @@ var (
 	paramTimeoutSeconds = queryParam("timeoutSeconds", "integer", "How long a watch may last.")
 	paramFieldValid     = queryParam("fieldValidation", "string", "How unknown fields in the body are handled: Strict (the default: the request fails naming the field), Warn or Ignore (the fields are dropped).")
 	paramDryRun         = queryParam("dryRun", "string", "All: admission, defaulting and validation run and the answer is what the write would return, but nothing is stored or deleted. Any other value is refused (422).")
-	paramPropagation    = queryParam("propagationPolicy", "string", "Background (the default) or Foreground, both served as Background: the garbage collector deletes the dependents after the owner. Orphan is refused (400).")
+	paramPropagation    = queryParam("propagationPolicy", "string", "Background (the default: the garbage collector deletes the dependents after the owner), Foreground (the owner waits, behind the foregroundDeletion finalizer, until its dependents with blockOwnerDeletion are gone) or Orphan (the dependents stay, without their references to the owner, which waits behind the orphan finalizer).")
 	paramPrecondRV      = queryParam("preconditions.resourceVersion", "string", "Delete only if the object's resourceVersion is this one (409 Conflict otherwise).")
 	paramPrecondUID     = queryParam("preconditions.uid", "string", "Delete only if the object's uid is this one (409 Conflict otherwise).")
 	paramNamespace      = pathParam("namespace", "The object's namespace.")
@@ -93,7 +93,7 @@ var (
 func init() {
 	paramFieldValid.Enum = []any{"Strict", "Warn", "Ignore"}
 	paramDryRun.Enum = []any{"All"}
-	paramPropagation.Enum = []any{"Background", "Foreground"}
+	paramPropagation.Enum = []any{"Background", "Foreground", "Orphan"}
 }
 
 // patchTypes are the content types of the patch bodies the hub applies (a strategic merge patch is applied as a

@@ -75,6 +75,7 @@ func (s *schemas) field(fd protoreflect.FieldDescriptor) spec.Schema {
 	case fd.IsList():
 		v := s.value(fd, quantity)
 		out = spec.Schema{SchemaProps: spec.SchemaProps{Type: spec.StringOrArray{"array"}, Items: &spec.SchemaOrArray{Schema: &v}}}
+		setListType(&out, fd)
 	default:
 		out = s.value(fd, quantity)
 	}

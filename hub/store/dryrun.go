@@ -29,5 +29,10 @@ func (d DryRun) GuaranteedUpdate(ctx context.Context, namespace, name string, st
 // Delete is Collection.Delete's dry run: deleted reports whether the delete would remove the object rather than
 // mark it for deletion (finalizers); obj is the current object, or the marked one.
 func (d DryRun) Delete(ctx context.Context, namespace, name string, pre *metav1.Preconditions) (obj Object, deleted bool, err error) {
-	return d.c.delete(ctx, namespace, name, pre, true)
+	return d.c.delete(ctx, namespace, name, pre, nil, true)
+}
+
+// DeleteFinalizing is Collection.DeleteFinalizing's dry run.
+func (d DryRun) DeleteFinalizing(ctx context.Context, namespace, name string, pre *metav1.Preconditions, finalize func([]string) []string) (obj Object, deleted bool, err error) {
+	return d.c.delete(ctx, namespace, name, pre, finalize, true)
 }

@@ -265,10 +265,17 @@ func cloneTime(t *timestamppb.Timestamp) *timestamppb.Timestamp {
 // which. Preconditions that do not hold give Conflict. The returned object belongs to the caller; a deleted object
 // carries the deletion's resourceVersion.
 func (c *Collection) Delete(ctx context.Context, namespace, name string, pre *metav1.Preconditions) (obj Object, deleted bool, err error) {
-	return c.delete(ctx, namespace, name, pre, false)
+	return c.delete(ctx, namespace, name, pre, nil, false)
 }
 
-func (c *Collection) delete(ctx context.Context, namespace, name string, pre *metav1.Preconditions, dryRun bool) (obj Object, deleted bool, err error) {
+// DeleteFinalizing is Delete where finalize decides, from the object's finalizers, those it carries from the delete
+// on, in the same write: kube-apiserver's deletion propagation (the orphan and foregroundDeletion finalizers), which
+// it may add to an object already being deleted. With none left the object is deleted at once.
+func (c *Collection) DeleteFinalizing(ctx context.Context, namespace, name string, pre *metav1.Preconditions, finalize func([]string) []string) (obj Object, deleted bool, err error) {
+	return c.delete(ctx, namespace, name, pre, finalize, false)
+}
+
+func (c *Collection) delete(ctx context.Context, namespace, name string, pre *metav1.Preconditions, finalize func([]string) []string, dryRun bool) (obj Object, deleted bool, err error) {
 	if err := c.checkName(namespace, name); err != nil {
 		return nil, false, err
 	}
@@ -282,16 +289,23 @@ func (c *Collection) delete(ctx context.Context, namespace, name string, pre *me
 				return plan{}, apierrors.NewConflict(c.gr, name, fmt.Errorf("Precondition failed: ResourceVersion in precondition: %v, ResourceVersion in object meta: %v", *pre.ResourceVersion, cm.GetResourceVersion()))
 			}
 		}
-		if len(cm.GetFinalizers()) == 0 {
+		finalizers := cm.GetFinalizers()
+		if finalize != nil {
+			finalizers = finalize(slices.Clone(finalizers))
+		}
+		if len(finalizers) == 0 {
 			return plan{delete: true}, nil
 		}
-		if cm.GetDeletionTimestamp() != nil {
+		if cm.GetDeletionTimestamp() != nil && slices.Equal(finalizers, cm.GetFinalizers()) {
 			return plan{result: clone(cur)}, nil
 		}
 		next := clone(cur)
 		nm := c.shape.metaOf(next)
-		nm.DeletionTimestamp = timestamppb.New(time.Now().Truncate(time.Second))
-		nm.DeletionGracePeriodSeconds = proto.Int64(0)
+		if nm.DeletionTimestamp == nil {
+			nm.DeletionTimestamp = timestamppb.New(time.Now().Truncate(time.Second))
+			nm.DeletionGracePeriodSeconds = proto.Int64(0)
+		}
+		nm.Finalizers = finalizers
 		nm.ResourceVersion = ""
 		return plan{next: next}, nil
 	})

@@ -243,28 +243,7 @@ func TestCLIAndDocs(t *testing.T) {
 
 	// kubectl, the real one, knows the hub's kinds by Gardener's short names and categories from the hub's discovery.
 	t.Run("kubectl", func(t *testing.T) {
-		kubectl := kubectlBinary(t)
-		dir := t.TempDir()
-		kubeconfig := filepath.Join(dir, "kubeconfig")
-		if err := os.WriteFile(kubeconfig, fmt.Appendf(nil, `apiVersion: v1
-kind: Config
-clusters: [{name: hub, cluster: {server: %q, certificate-authority: %q}}]
-users: [{name: admin, user: {token: %q}}]
-contexts: [{name: hub, context: {cluster: hub, user: admin}}]
-current-context: hub
-`, l.HubURL, l.CAFile, l.Token), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		run := func(args ...string) string {
-			t.Helper()
-			cmd := exec.Command(kubectl, append([]string{"--kubeconfig", kubeconfig, "--cache-dir", filepath.Join(dir, "cache")}, args...)...)
-			cmd.Env = append(os.Environ(), "HOME="+dir)
-			out, err := cmd.CombinedOutput()
-			if err != nil {
-				t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
-			}
-			return string(out)
-		}
+		_, run := kubectlFor(t, l.HubURL, l.CAFile, l.Token)
 		if out := run("api-resources", "--api-group", "core.gardener.cloud"); !regexp.MustCompile(`(?m)^cloudprofiles +cprofile,cpfl +core\.gardener\.cloud/v1beta1 +false +CloudProfile$`).MatchString(out) {
 			t.Errorf("kubectl api-resources: no cloudprofiles with their short names in\n%s", out)
 		}

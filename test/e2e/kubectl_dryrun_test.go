@@ -5,9 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -17,37 +14,9 @@ import (
 // (CloudProfile), created, changed and deleted by dry run, read back as they were before, at the same
 // resourceVersions.
 func TestKubectlServerDryRun(t *testing.T) {
-	kubectl := kubectlBinary(t)
-	dir := t.TempDir()
 	// No controller loops (a list naming one "-name" and no "*" enables none): only kubectl writes, so that what the
 	// hub holds is compared before and after the dry runs without a loop's write (a CloudProfile's finalizer) between.
-	h := startHubAt(t, hubBinary(t), filepath.Join(dir, "data"), filepath.Join(dir, "hub.log"), freeLoopbackAddr(t),
-		"--controllers=-shoot-statuslabel", "--disable-scheduler")
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	if err := os.WriteFile(kubeconfig, fmt.Appendf(nil, `apiVersion: v1
-kind: Config
-clusters: [{name: hub, cluster: {server: %q, certificate-authority: %q}}]
-users: [{name: admin, user: {token: %q}}]
-contexts: [{name: hub, context: {cluster: hub, user: admin}}]
-current-context: hub
-`, h.URL, filepath.Join(dir, "data", "pki", "ca.crt"), h.Token), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	kc := func(args ...string) (string, error) {
-		t.Helper()
-		cmd := exec.Command(kubectl, append([]string{"--kubeconfig", kubeconfig, "--cache-dir", filepath.Join(dir, "cache")}, args...)...)
-		cmd.Env = append(os.Environ(), "HOME="+dir)
-		out, err := cmd.CombinedOutput()
-		return string(out), err
-	}
-	ok := func(args ...string) string {
-		t.Helper()
-		out, err := kc(args...)
-		if err != nil {
-			t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		return out
-	}
+	h, kc, ok := startKubectlHub(t, "--controllers=-shoot-statuslabel", "--disable-scheduler")
 	// state is what the hub holds of the objects the test writes: their lists, with resourceVersions.
 	state := func() string {
 		t.Helper()

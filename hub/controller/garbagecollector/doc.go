@@ -6,6 +6,11 @@
 //
 // Owners are looked up in the dependent's namespace, or cluster-wide for cluster-scoped kinds. A reference the hub
 // cannot resolve (a kind it does not serve, or a namespaced owner of a cluster-scoped object) keeps the object, as
-// Kubernetes does. Deletion propagation is background only: the hub has no foreground deletion or orphaning
-// (propagationPolicy), so blockOwnerDeletion has no effect.
+// Kubernetes does.
+//
+// Deletion propagation is Kubernetes': an object deleted with propagationPolicy Orphan carries the orphan finalizer
+// until the collector has removed the references of its dependents to it; one deleted with Foreground carries
+// foregroundDeletion, its dependents are deleted (in the foreground themselves when they have dependents, or lose
+// the reference when another owner remains), and the finalizer goes once no dependent with blockOwnerDeletion is
+// left. Background (the default) deletes the owner at once and its dependents after it.
 package garbagecollector

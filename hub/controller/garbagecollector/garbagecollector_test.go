@@ -1,6 +1,7 @@
 package garbagecollector_test
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -18,6 +19,19 @@ import (
 func owned(o store.Object, apiVersion, kind string) *metav1.OwnerReference {
 	md := o.GetMetadata()
 	return &metav1.OwnerReference{ApiVersion: apiVersion, Kind: kind, Name: md.GetName(), Uid: md.GetUid()}
+}
+
+// startCollector starts the collector over every kind of the registry; the returned func stops it.
+func startCollector(t *testing.T, reg *api.Registry) (stop func()) {
+	var kinds []garbagecollector.Kind
+	for _, k := range api.Kinds {
+		kinds = append(kinds, garbagecollector.Kind{GroupKind: k.GroupKind(), GroupResource: k.GroupResource(), Namespaced: k.Namespaced})
+	}
+	c, err := garbagecollector.New(garbagecollector.Config{Source: reg, Kinds: kinds, OwnerIndex: api.IndexOwnerUID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return controllertest.Start(t, c)
 }
 
 func meta(ns, name string, owners ...*metav1.OwnerReference) *metav1.ObjectMeta {
@@ -53,15 +67,7 @@ func TestCollects(t *testing.T) {
 	project := controllertest.Create(t, projects, &corev1beta1.Project{Metadata: meta("", "dev"), Spec: &corev1beta1.ProjectSpec{Namespace: proto.String(ns)}})
 	controllertest.Create(t, namespaces, &kcorev1.Namespace{Metadata: meta("", "garden-dev-extra", owned(project, shootAPI, "Project"))})
 
-	var kinds []garbagecollector.Kind
-	for _, k := range api.Kinds {
-		kinds = append(kinds, garbagecollector.Kind{GroupKind: k.GroupKind(), GroupResource: k.GroupResource(), Namespaced: k.Namespaced})
-	}
-	c, err := garbagecollector.New(garbagecollector.Config{Source: reg, Kinds: kinds, OwnerIndex: api.IndexOwnerUID})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer controllertest.Start(t, c)()
+	defer startCollector(t, reg)()
 	exists := func(col *store.Collection, ns, name string) bool {
 		return controllertest.Get[store.Object](t, col, ns, name) != nil
 	}
@@ -98,4 +104,71 @@ func TestCollects(t *testing.T) {
 	// The last owner goes: so does the object.
 	controllertest.Delete(t, configMaps, ns, "keeper")
 	controllertest.Eventually(t, "the object whose last owner went is deleted", func() bool { return !exists(configMaps, ns, "two-owners") })
+}
+
+// TestPropagation: an owner deleted in the foreground waits, behind foregroundDeletion, until its dependents that
+// block owner deletion are gone, and its dependents are deleted (a dependent with dependents of its own in the
+// foreground too); an owner deleted with Orphan goes once its dependents have lost their references to it, and they
+// stay.
+func TestPropagation(t *testing.T) {
+	reg := controllertest.NewRegistry(t)
+	cms := controllertest.Collection(t, reg, "", "configmaps")
+	const ns, v1, hold = "garden-dev", "v1", "example.com/hold"
+	blocking := func(o store.Object) *metav1.OwnerReference {
+		r := owned(o, v1, "ConfigMap")
+		r.BlockOwnerDeletion = proto.Bool(true)
+		return r
+	}
+	held := func(m *metav1.ObjectMeta) *metav1.ObjectMeta { m.Finalizers = []string{hold}; return m }
+	owner := controllertest.Create(t, cms, &kcorev1.ConfigMap{Metadata: meta(ns, "owner")})
+	controllertest.Create(t, cms, &kcorev1.ConfigMap{Metadata: held(meta(ns, "blocker", blocking(owner)))})
+	controllertest.Create(t, cms, &kcorev1.ConfigMap{Metadata: meta(ns, "loose", owned(owner, v1, "ConfigMap"))})
+	middle := controllertest.Create(t, cms, &kcorev1.ConfigMap{Metadata: meta(ns, "middle", blocking(owner))})
+	controllertest.Create(t, cms, &kcorev1.ConfigMap{Metadata: held(meta(ns, "leaf", blocking(middle)))})
+	keeper := controllertest.Create(t, cms, &kcorev1.ConfigMap{Metadata: meta(ns, "keeper")})
+	orphaner := controllertest.Create(t, cms, &kcorev1.ConfigMap{Metadata: meta(ns, "orphaner")})
+	controllertest.Create(t, cms, &kcorev1.ConfigMap{Metadata: meta(ns, "orphan", blocking(orphaner))})
+	controllertest.Create(t, cms, &kcorev1.ConfigMap{Metadata: meta(ns, "shared", owned(orphaner, v1, "ConfigMap"), owned(keeper, v1, "ConfigMap"))})
+
+	defer startCollector(t, reg)()
+	get := func(name string) *kcorev1.ConfigMap { return controllertest.Get[*kcorev1.ConfigMap](t, cms, ns, name) }
+	deleting := func(name string) bool {
+		o := get(name)
+		return o != nil && o.GetMetadata().GetDeletionTimestamp() != nil
+	}
+	with := func(add string) func([]string) []string {
+		return func(fs []string) []string { return append(fs, add) }
+	}
+	release := func(name string) {
+		controllertest.Update(t, cms, ns, name, false, func(o *kcorev1.ConfigMap) { o.Metadata.Finalizers = nil })
+	}
+
+	if _, _, err := cms.DeleteFinalizing(t.Context(), ns, "owner", nil, with(api.FinalizerForeground)); err != nil {
+		t.Fatal(err)
+	}
+	controllertest.Eventually(t, "the dependents are deleted, the one with dependents in the foreground", func() bool {
+		m := get("middle")
+		return get("loose") == nil && deleting("blocker") && deleting("leaf") &&
+			m != nil && slices.Contains(m.GetMetadata().GetFinalizers(), api.FinalizerForeground)
+	})
+	controllertest.Consistently(t, "the owner waits for its blocking dependents", 300*time.Millisecond, func() bool {
+		return deleting("owner") && deleting("middle")
+	})
+	release("leaf")
+	controllertest.Eventually(t, "the middle goes with its last dependent", func() bool { return get("middle") == nil })
+	if !deleting("owner") {
+		t.Fatal("the owner went while a blocking dependent was left")
+	}
+	release("blocker")
+	controllertest.Eventually(t, "the owner goes with its last blocking dependent", func() bool { return get("owner") == nil })
+
+	if _, _, err := cms.DeleteFinalizing(t.Context(), ns, "orphaner", nil, with(api.FinalizerOrphan)); err != nil {
+		t.Fatal(err)
+	}
+	controllertest.Eventually(t, "the orphaning owner goes", func() bool { return get("orphaner") == nil })
+	controllertest.Consistently(t, "its dependents stay, without the reference to it", 300*time.Millisecond, func() bool {
+		o, s := get("orphan"), get("shared")
+		return o != nil && len(o.GetMetadata().GetOwnerReferences()) == 0 && s != nil &&
+			len(s.GetMetadata().GetOwnerReferences()) == 1 && s.GetMetadata().GetOwnerReferences()[0].GetName() == "keeper"
+	})
 }

@@ -498,7 +498,7 @@ export interface operations {
                 "preconditions.resourceVersion"?: string;
                 /** @description Delete only if the object's uid is this one (409 Conflict otherwise). */
                 "preconditions.uid"?: string;
-                /** @description Background (the default) or Foreground, both served as Background: the garbage collector deletes the dependents after the owner. Orphan is refused (400). */
+                /** @description Background (the default: the garbage collector deletes the dependents after the owner), Foreground (the owner waits, behind the foregroundDeletion finalizer, until its dependents with blockOwnerDeletion are gone) or Orphan (the dependents stay, without their references to the owner, which waits behind the orphan finalizer). */
                 propagationPolicy?: string;
             };
             header?: never;

@@ -4618,7 +4618,7 @@ export interface operations {
                 "preconditions.resourceVersion"?: string;
                 /** @description Delete only if the object's uid is this one (409 Conflict otherwise). */
                 "preconditions.uid"?: string;
-                /** @description Background (the default) or Foreground, both served as Background: the garbage collector deletes the dependents after the owner. Orphan is refused (400). */
+                /** @description Background (the default: the garbage collector deletes the dependents after the owner), Foreground (the owner waits, behind the foregroundDeletion finalizer, until its dependents with blockOwnerDeletion are gone) or Orphan (the dependents stay, without their references to the owner, which waits behind the orphan finalizer). */
                 propagationPolicy?: string;
             };
             header?: never;
@@ -4956,7 +4956,7 @@ export interface operations {
                 "preconditions.resourceVersion"?: string;
                 /** @description Delete only if the object's uid is this one (409 Conflict otherwise). */
                 "preconditions.uid"?: string;
-                /** @description Background (the default) or Foreground, both served as Background: the garbage collector deletes the dependents after the owner. Orphan is refused (400). */
+                /** @description Background (the default: the garbage collector deletes the dependents after the owner), Foreground (the owner waits, behind the foregroundDeletion finalizer, until its dependents with blockOwnerDeletion are gone) or Orphan (the dependents stay, without their references to the owner, which waits behind the orphan finalizer). */
                 propagationPolicy?: string;
             };
             header?: never;
@@ -5252,7 +5252,7 @@ export interface operations {
                 "preconditions.resourceVersion"?: string;
                 /** @description Delete only if the object's uid is this one (409 Conflict otherwise). */
                 "preconditions.uid"?: string;
-                /** @description Background (the default) or Foreground, both served as Background: the garbage collector deletes the dependents after the owner. Orphan is refused (400). */
+                /** @description Background (the default: the garbage collector deletes the dependents after the owner), Foreground (the owner waits, behind the foregroundDeletion finalizer, until its dependents with blockOwnerDeletion are gone) or Orphan (the dependents stay, without their references to the owner, which waits behind the orphan finalizer). */
                 propagationPolicy?: string;
             };
             header?: never;
@@ -5472,7 +5472,7 @@ export interface operations {
                 "preconditions.resourceVersion"?: string;
                 /** @description Delete only if the object's uid is this one (409 Conflict otherwise). */
                 "preconditions.uid"?: string;
-                /** @description Background (the default) or Foreground, both served as Background: the garbage collector deletes the dependents after the owner. Orphan is refused (400). */
+                /** @description Background (the default: the garbage collector deletes the dependents after the owner), Foreground (the owner waits, behind the foregroundDeletion finalizer, until its dependents with blockOwnerDeletion are gone) or Orphan (the dependents stay, without their references to the owner, which waits behind the orphan finalizer). */
                 propagationPolicy?: string;
             };
             header?: never;
@@ -5768,7 +5768,7 @@ export interface operations {
                 "preconditions.resourceVersion"?: string;
                 /** @description Delete only if the object's uid is this one (409 Conflict otherwise). */
                 "preconditions.uid"?: string;
-                /** @description Background (the default) or Foreground, both served as Background: the garbage collector deletes the dependents after the owner. Orphan is refused (400). */
+                /** @description Background (the default: the garbage collector deletes the dependents after the owner), Foreground (the owner waits, behind the foregroundDeletion finalizer, until its dependents with blockOwnerDeletion are gone) or Orphan (the dependents stay, without their references to the owner, which waits behind the orphan finalizer). */
                 propagationPolicy?: string;
             };
             header?: never;
@@ -5988,7 +5988,7 @@ export interface operations {
                 "preconditions.resourceVersion"?: string;
                 /** @description Delete only if the object's uid is this one (409 Conflict otherwise). */
                 "preconditions.uid"?: string;
-                /** @description Background (the default) or Foreground, both served as Background: the garbage collector deletes the dependents after the owner. Orphan is refused (400). */
+                /** @description Background (the default: the garbage collector deletes the dependents after the owner), Foreground (the owner waits, behind the foregroundDeletion finalizer, until its dependents with blockOwnerDeletion are gone) or Orphan (the dependents stay, without their references to the owner, which waits behind the orphan finalizer). */
                 propagationPolicy?: string;
             };
             header?: never;
@@ -6302,7 +6302,7 @@ export interface operations {
                 "preconditions.resourceVersion"?: string;
                 /** @description Delete only if the object's uid is this one (409 Conflict otherwise). */
                 "preconditions.uid"?: string;
-                /** @description Background (the default) or Foreground, both served as Background: the garbage collector deletes the dependents after the owner. Orphan is refused (400). */
+                /** @description Background (the default: the garbage collector deletes the dependents after the owner), Foreground (the owner waits, behind the foregroundDeletion finalizer, until its dependents with blockOwnerDeletion are gone) or Orphan (the dependents stay, without their references to the owner, which waits behind the orphan finalizer). */
                 propagationPolicy?: string;
             };
             header?: never;
@@ -6616,7 +6616,7 @@ export interface operations {
                 "preconditions.resourceVersion"?: string;
                 /** @description Delete only if the object's uid is this one (409 Conflict otherwise). */
                 "preconditions.uid"?: string;
-                /** @description Background (the default) or Foreground, both served as Background: the garbage collector deletes the dependents after the owner. Orphan is refused (400). */
+                /** @description Background (the default: the garbage collector deletes the dependents after the owner), Foreground (the owner waits, behind the foregroundDeletion finalizer, until its dependents with blockOwnerDeletion are gone) or Orphan (the dependents stay, without their references to the owner, which waits behind the orphan finalizer). */
                 propagationPolicy?: string;
             };
             header?: never;
@@ -6850,7 +6850,7 @@ export interface operations {
                 "preconditions.resourceVersion"?: string;
                 /** @description Delete only if the object's uid is this one (409 Conflict otherwise). */
                 "preconditions.uid"?: string;
-                /** @description Background (the default) or Foreground, both served as Background: the garbage collector deletes the dependents after the owner. Orphan is refused (400). */
+                /** @description Background (the default: the garbage collector deletes the dependents after the owner), Foreground (the owner waits, behind the foregroundDeletion finalizer, until its dependents with blockOwnerDeletion are gone) or Orphan (the dependents stay, without their references to the owner, which waits behind the orphan finalizer). */
                 propagationPolicy?: string;
             };
             header?: never;
@@ -7164,7 +7164,7 @@ export interface operations {
                 "preconditions.resourceVersion"?: string;
                 /** @description Delete only if the object's uid is this one (409 Conflict otherwise). */
                 "preconditions.uid"?: string;
-                /** @description Background (the default) or Foreground, both served as Background: the garbage collector deletes the dependents after the owner. Orphan is refused (400). */
+                /** @description Background (the default: the garbage collector deletes the dependents after the owner), Foreground (the owner waits, behind the foregroundDeletion finalizer, until its dependents with blockOwnerDeletion are gone) or Orphan (the dependents stay, without their references to the owner, which waits behind the orphan finalizer). */
                 propagationPolicy?: string;
             };
             header?: never;
@@ -7398,7 +7398,7 @@ export interface operations {
                 "preconditions.resourceVersion"?: string;
                 /** @description Delete only if the object's uid is this one (409 Conflict otherwise). */
                 "preconditions.uid"?: string;
-                /** @description Background (the default) or Foreground, both served as Background: the garbage collector deletes the dependents after the owner. Orphan is refused (400). */
+                /** @description Background (the default: the garbage collector deletes the dependents after the owner), Foreground (the owner waits, behind the foregroundDeletion finalizer, until its dependents with blockOwnerDeletion are gone) or Orphan (the dependents stay, without their references to the owner, which waits behind the orphan finalizer). */
                 propagationPolicy?: string;
             };
             header?: never;
@@ -7632,7 +7632,7 @@ export interface operations {
                 "preconditions.resourceVersion"?: string;
                 /** @description Delete only if the object's uid is this one (409 Conflict otherwise). */
                 "preconditions.uid"?: string;
-                /** @description Background (the default) or Foreground, both served as Background: the garbage collector deletes the dependents after the owner. Orphan is refused (400). */
+                /** @description Background (the default: the garbage collector deletes the dependents after the owner), Foreground (the owner waits, behind the foregroundDeletion finalizer, until its dependents with blockOwnerDeletion are gone) or Orphan (the dependents stay, without their references to the owner, which waits behind the orphan finalizer). */
                 propagationPolicy?: string;
             };
             header?: never;
@@ -8026,7 +8026,7 @@ export interface operations {
                 "preconditions.resourceVersion"?: string;
                 /** @description Delete only if the object's uid is this one (409 Conflict otherwise). */
                 "preconditions.uid"?: string;
-                /** @description Background (the default) or Foreground, both served as Background: the garbage collector deletes the dependents after the owner. Orphan is refused (400). */
+                /** @description Background (the default: the garbage collector deletes the dependents after the owner), Foreground (the owner waits, behind the foregroundDeletion finalizer, until its dependents with blockOwnerDeletion are gone) or Orphan (the dependents stay, without their references to the owner, which waits behind the orphan finalizer). */
                 propagationPolicy?: string;
             };
             header?: never;
@@ -8250,7 +8250,7 @@ export interface operations {
                 "preconditions.resourceVersion"?: string;
                 /** @description Delete only if the object's uid is this one (409 Conflict otherwise). */
                 "preconditions.uid"?: string;
-                /** @description Background (the default) or Foreground, both served as Background: the garbage collector deletes the dependents after the owner. Orphan is refused (400). */
+                /** @description Background (the default: the garbage collector deletes the dependents after the owner), Foreground (the owner waits, behind the foregroundDeletion finalizer, until its dependents with blockOwnerDeletion are gone) or Orphan (the dependents stay, without their references to the owner, which waits behind the orphan finalizer). */
                 propagationPolicy?: string;
             };
             header?: never;
@@ -8630,7 +8630,7 @@ export interface operations {
                 "preconditions.resourceVersion"?: string;
                 /** @description Delete only if the object's uid is this one (409 Conflict otherwise). */
                 "preconditions.uid"?: string;
-                /** @description Background (the default) or Foreground, both served as Background: the garbage collector deletes the dependents after the owner. Orphan is refused (400). */
+                /** @description Background (the default: the garbage collector deletes the dependents after the owner), Foreground (the owner waits, behind the foregroundDeletion finalizer, until its dependents with blockOwnerDeletion are gone) or Orphan (the dependents stay, without their references to the owner, which waits behind the orphan finalizer). */
                 propagationPolicy?: string;
             };
             header?: never;

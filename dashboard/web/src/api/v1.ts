@@ -1138,7 +1138,7 @@ export interface operations {
                 "preconditions.resourceVersion"?: string;
                 /** @description Delete only if the object's uid is this one (409 Conflict otherwise). */
                 "preconditions.uid"?: string;
-                /** @description Background (the default) or Foreground, both served as Background: the garbage collector deletes the dependents after the owner. Orphan is refused (400). */
+                /** @description Background (the default: the garbage collector deletes the dependents after the owner), Foreground (the owner waits, behind the foregroundDeletion finalizer, until its dependents with blockOwnerDeletion are gone) or Orphan (the dependents stay, without their references to the owner, which waits behind the orphan finalizer). */
                 propagationPolicy?: string;
             };
             header?: never;
@@ -1444,7 +1444,7 @@ export interface operations {
                 "preconditions.resourceVersion"?: string;
                 /** @description Delete only if the object's uid is this one (409 Conflict otherwise). */
                 "preconditions.uid"?: string;
-                /** @description Background (the default) or Foreground, both served as Background: the garbage collector deletes the dependents after the owner. Orphan is refused (400). */
+                /** @description Background (the default: the garbage collector deletes the dependents after the owner), Foreground (the owner waits, behind the foregroundDeletion finalizer, until its dependents with blockOwnerDeletion are gone) or Orphan (the dependents stay, without their references to the owner, which waits behind the orphan finalizer). */
                 propagationPolicy?: string;
             };
             header?: never;
@@ -1678,7 +1678,7 @@ export interface operations {
                 "preconditions.resourceVersion"?: string;
                 /** @description Delete only if the object's uid is this one (409 Conflict otherwise). */
                 "preconditions.uid"?: string;
-                /** @description Background (the default) or Foreground, both served as Background: the garbage collector deletes the dependents after the owner. Orphan is refused (400). */
+                /** @description Background (the default: the garbage collector deletes the dependents after the owner), Foreground (the owner waits, behind the foregroundDeletion finalizer, until its dependents with blockOwnerDeletion are gone) or Orphan (the dependents stay, without their references to the owner, which waits behind the orphan finalizer). */
                 propagationPolicy?: string;
             };
             header?: never;
@@ -1912,7 +1912,7 @@ export interface operations {
                 "preconditions.resourceVersion"?: string;
                 /** @description Delete only if the object's uid is this one (409 Conflict otherwise). */
                 "preconditions.uid"?: string;
-                /** @description Background (the default) or Foreground, both served as Background: the garbage collector deletes the dependents after the owner. Orphan is refused (400). */
+                /** @description Background (the default: the garbage collector deletes the dependents after the owner), Foreground (the owner waits, behind the foregroundDeletion finalizer, until its dependents with blockOwnerDeletion are gone) or Orphan (the dependents stay, without their references to the owner, which waits behind the orphan finalizer). */
                 propagationPolicy?: string;
             };
             header?: never;
@@ -2146,7 +2146,7 @@ export interface operations {
                 "preconditions.resourceVersion"?: string;
                 /** @description Delete only if the object's uid is this one (409 Conflict otherwise). */
                 "preconditions.uid"?: string;
-                /** @description Background (the default) or Foreground, both served as Background: the garbage collector deletes the dependents after the owner. Orphan is refused (400). */
+                /** @description Background (the default: the garbage collector deletes the dependents after the owner), Foreground (the owner waits, behind the foregroundDeletion finalizer, until its dependents with blockOwnerDeletion are gone) or Orphan (the dependents stay, without their references to the owner, which waits behind the orphan finalizer). */
                 propagationPolicy?: string;
             };
             header?: never;
