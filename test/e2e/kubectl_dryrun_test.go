@@ -30,7 +30,7 @@ clusters: [{name: hub, cluster: {server: %q, certificate-authority: %q}}]
 users: [{name: admin, user: {token: %q}}]
 contexts: [{name: hub, context: {cluster: hub, user: admin}}]
 current-context: hub
-`, h.url, filepath.Join(dir, "data", "pki", "ca.crt"), h.token), 0o600); err != nil {
+`, h.URL, filepath.Join(dir, "data", "pki", "ca.crt"), h.Token), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	kc := func(args ...string) (string, error) {
@@ -53,9 +53,9 @@ current-context: hub
 		t.Helper()
 		var b strings.Builder
 		for _, p := range []string{"/api/v1/namespaces/dry/configmaps", "/apis/core.gardener.cloud/v1beta1/cloudprofiles"} {
-			req, _ := http.NewRequest("GET", h.url+p, nil)
-			req.Header.Set("Authorization", "Bearer "+h.token)
-			resp, err := h.client.Do(req)
+			req, _ := http.NewRequest("GET", h.URL+p, nil)
+			req.Header.Set("Authorization", "Bearer "+h.Token)
+			resp, err := h.HTTP.Do(req)
 			if err != nil {
 				t.Fatal(err)
 			}
