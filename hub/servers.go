@@ -22,8 +22,10 @@ import (
 	"github.com/trellis-dev/trellis/gateway"
 	"github.com/trellis-dev/trellis/hub/api"
 	"github.com/trellis-dev/trellis/hub/auth"
+	"github.com/trellis-dev/trellis/hub/authz"
 	"github.com/trellis-dev/trellis/hub/openapi"
 	"github.com/trellis-dev/trellis/hub/pki"
+	"github.com/trellis-dev/trellis/hub/review"
 	"github.com/trellis-dev/trellis/hub/store"
 )
 
@@ -132,7 +134,7 @@ func (h *Hub) handlers(ctx context.Context, authn *auth.Authenticator, reg *api.
 	mux.Handle("/debug/pprof/", requireToken(authn, http.HandlerFunc(pprof.Index)))
 	mux.Handle("/debug/pprof/profile", requireToken(authn, http.HandlerFunc(pprof.Profile)))
 	mux.Handle("/debug/pprof/trace", requireToken(authn, http.HandlerFunc(pprof.Trace)))
-	disc := api.DiscoveryHandler()
+	disc := api.DiscoveryHandler(review.Endpoints...)
 	mux.Handle("/api", requireToken(authn, disc))
 	mux.Handle("/apis", requireToken(authn, disc))
 	// The OpenAPI documents generated into docs/openapi, for every user but bootstrap tokens (as discovery).
@@ -142,6 +144,21 @@ func (h *Hub) handlers(ctx context.Context, authn *auth.Authenticator, reg *api.
 	}
 	mux.Handle("/openapi/", requireToken(authn, apiDocs))
 	mux.Handle("/", discoveryOr(authn, disc, m.http(rest)))
+	// The access reviews (kubectl auth can-i, whoami), answered by the kinds' authorizer; every user but bootstrap
+	// tokens may ask about itself.
+	reviews := review.Handler(review.Config{
+		Authorizer:   reg.Authorizer(),
+		Reader:       reg,
+		Authenticate: func(r *http.Request) (context.Context, error) { return authenticateHTTP(authn, r) },
+		WriteError:   gateway.WriteError,
+		PathAllowed: func(u auth.User, verb, path string) error {
+			return authz.AuthorizePath(u, verb, path, api.IsDiscoveryPath(path) || openapi.IsPath(path))
+		},
+		Log: h.log.With("component", "review"),
+	})
+	for _, p := range []string{review.AccessReviewPath, review.RulesReviewPath, review.WhoAmIPath} {
+		mux.Handle(p, m.http(reviews))
+	}
 	if err := mountDashboard(mux, authn, h.log); err != nil {
 		return nil, err
 	}
