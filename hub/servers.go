@@ -27,6 +27,7 @@ import (
 	"github.com/trellis-dev/trellis/hub/pki"
 	"github.com/trellis-dev/trellis/hub/review"
 	"github.com/trellis-dev/trellis/hub/store"
+	"github.com/trellis-dev/trellis/hub/table"
 )
 
 // serviceSet collects the gRPC services the parts register (the kinds', the agent link's) so that the servers, built
@@ -143,7 +144,12 @@ func (h *Hub) handlers(ctx context.Context, authn *auth.Authenticator, reg *api.
 		return nil, fmt.Errorf("openapi: %w", err)
 	}
 	mux.Handle("/openapi/", requireToken(authn, apiDocs))
-	mux.Handle("/", discoveryOr(authn, disc, m.http(rest)))
+	// Gets and lists asking for a Table (kubectl get) are answered with the kinds' printer columns.
+	now := h.cfg.Now
+	if now == nil {
+		now = time.Now
+	}
+	mux.Handle("/", discoveryOr(authn, disc, m.http(table.Handler(rest, now))))
 	// The access reviews (kubectl auth can-i, whoami), answered by the kinds' authorizer; every user but bootstrap
 	// tokens may ask about itself.
 	reviews := review.Handler(review.Config{

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -19,7 +20,6 @@ import (
 func TestKubectlAuth(t *testing.T) {
 	kubectl := kubectlBinary(t)
 	h := hubtest.Start(t, func(c *hub.Config) { c.Controllers, c.DisableScheduler = []string{"project"}, true })
-	dir := t.TempDir()
 	owner, viewer, outsider := h.UserToken(t, "olivia"), h.UserToken(t, "vic", "team-v"), h.UserToken(t, "otto")
 	mustDo := func(token, method, path, body string) []byte {
 		t.Helper()
@@ -39,33 +39,10 @@ func TestKubectlAuth(t *testing.T) {
 		t.Fatalf("robot token: %v %+v", err, tok)
 	}
 	robot := tok.Status.Token
-	if err := os.WriteFile(filepath.Join(dir, "ca.crt"), h.CA, 0o600); err != nil {
-		t.Fatal(err)
-	}
-
 	// kc runs kubectl as the user of token; the exit status is part of the answer (can-i exits 1 for "no").
 	kc := func(token string, args ...string) (string, int) {
 		t.Helper()
-		kubeconfig := filepath.Join(dir, "kubeconfig-"+token[len(token)-8:])
-		if err := os.WriteFile(kubeconfig, fmt.Appendf(nil, `apiVersion: v1
-kind: Config
-clusters: [{name: hub, cluster: {server: %q, certificate-authority: %q}}]
-users: [{name: u, user: {token: %q}}]
-contexts: [{name: hub, context: {cluster: hub, user: u, namespace: garden-dev}}]
-current-context: hub
-`, h.URL, filepath.Join(dir, "ca.crt"), token), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		cmd := exec.Command(kubectl, append([]string{"--kubeconfig", kubeconfig, "--cache-dir", filepath.Join(dir, "cache")}, args...)...)
-		cmd.Env = append(os.Environ(), "HOME="+dir)
-		out, err := cmd.CombinedOutput()
-		code := 0
-		if ee, ok := err.(*exec.ExitError); ok {
-			code = ee.ExitCode()
-		} else if err != nil {
-			t.Fatalf("kubectl %v: %v", args, err)
-		}
-		return strings.TrimSpace(string(out)), code
+		return kubectlAs(t, kubectl, h, token)(args...)
 	}
 
 	// can-i: each user's answer to each question, "yes" or "no" (with kubectl's exit status 0 or 1).
@@ -160,5 +137,39 @@ current-context: hub
 			!strings.Contains(strings.Join(rev.Status.UserInfo.Groups, ","), tc.group) {
 			t.Errorf("auth whoami: want %s in %s, got exit %d %s", tc.user, tc.group, code, out)
 		}
+	}
+}
+
+// kubectlAs returns a runner of kubectl against hub h as the user of token, in namespace garden-dev, with a
+// kubeconfig, cache and HOME of its own; it returns kubectl's output, trimmed, and exit status.
+func kubectlAs(t *testing.T, kubectl string, h *hubtest.Hub, token string) func(args ...string) (string, int) {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "ca.crt"), h.CA, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(kubeconfig, fmt.Appendf(nil, `apiVersion: v1
+kind: Config
+clusters: [{name: hub, cluster: {server: %q, certificate-authority: %q}}]
+users: [{name: u, user: {token: %q}}]
+contexts: [{name: hub, context: {cluster: hub, user: u, namespace: garden-dev}}]
+current-context: hub
+`, h.URL, filepath.Join(dir, "ca.crt"), token), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return func(args ...string) (string, int) {
+		t.Helper()
+		cmd := exec.Command(kubectl, append([]string{"--kubeconfig", kubeconfig, "--cache-dir", filepath.Join(dir, "cache")}, args...)...)
+		cmd.Env = append(os.Environ(), "HOME="+dir)
+		out, err := cmd.CombinedOutput()
+		code := 0
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatalf("kubectl %v: %v", args, err)
+		}
+		return strings.TrimSpace(string(out)), code
 	}
 }
