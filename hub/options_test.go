@@ -44,9 +44,11 @@ func TestRequestOptionsAndMediaTypes(t *testing.T) {
 		{"protobuf delete options", "DELETE", cms + "/cm", "\x0a\x02k8s", []string{"Content-Type", "application/vnd.kubernetes.protobuf"}, 415, "UnsupportedMediaType", bodyTypes},
 		{"YAML delete options", "DELETE", cms + "/cm", "dryRun: [All]\n", []string{"Content-Type", "application/yaml"}, 200, "", `"name":"cm"`},
 		{"protobuf answer", "GET", cms + "/cm", "", []string{"Accept", "application/vnd.kubernetes.protobuf"}, 406, "NotAcceptable", "406: Not Acceptable\n\nAvailable representations: application/json, application/yaml"},
-		{"table answer only", "GET", cms, "", []string{"Accept", "application/json;as=Table;v=v1;g=meta.k8s.io"}, 406, "NotAcceptable", "Available representations: application/json, application/yaml"},
+		{"table answer only", "GET", cms, "", []string{"Accept", "application/json;as=Table;v=v1;g=meta.k8s.io"}, 200, "", `"kind":"Table","apiVersion":"meta.k8s.io/v1"`},
+		{"metadata answer only", "GET", cms, "", []string{"Accept", "application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io"}, 406, "NotAcceptable", "Available representations: application/json, application/yaml"},
 		{"protobuf or anything", "GET", cms + "/cm", "", []string{"Accept", "application/vnd.kubernetes.protobuf, */*"}, 200, "", `"name":"cm"`},
-		{"kubectl get's table or JSON", "GET", cms, "", []string{"Accept", "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"}, 200, "", `"kind":"ConfigMapList"`},
+		{"kubectl get's table or JSON", "GET", cms, "", []string{"Accept", "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"}, 200, "", `"kind":"Table"`},
+		{"JSON before a table", "GET", cms, "", []string{"Accept", "application/json,application/json;as=Table;v=v1;g=meta.k8s.io"}, 200, "", `"kind":"ConfigMapList"`},
 		{"YAML answer", "GET", cms + "/cm", "", []string{"Accept", "application/yaml"}, 200, "", "name: cm"},
 
 		// Write options.
