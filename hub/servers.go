@@ -23,6 +23,7 @@ import (
 	"github.com/trellis-dev/trellis/hub/api"
 	"github.com/trellis-dev/trellis/hub/auth"
 	"github.com/trellis-dev/trellis/hub/authz"
+	"github.com/trellis-dev/trellis/hub/kubeproto"
 	"github.com/trellis-dev/trellis/hub/openapi"
 	"github.com/trellis-dev/trellis/hub/pki"
 	"github.com/trellis-dev/trellis/hub/review"
@@ -149,7 +150,8 @@ func (h *Hub) handlers(ctx context.Context, authn *auth.Authenticator, reg *api.
 	if now == nil {
 		now = time.Now
 	}
-	mux.Handle("/", discoveryOr(authn, disc, m.http(table.Handler(rest, now))))
+	// Protobuf bodies and answers of Kubernetes' kinds are translated to and from the JSON the gateway serves.
+	mux.Handle("/", discoveryOr(authn, disc, m.http(kubeproto.Handler(table.Handler(rest, now), gateway.WriteError))))
 	// The access reviews (kubectl auth can-i, whoami), answered by the kinds' authorizer; every user but bootstrap
 	// tokens may ask about itself.
 	reviews := review.Handler(review.Config{

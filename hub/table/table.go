@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"mime"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"time"
 
@@ -62,22 +63,22 @@ func Handler(next http.Handler, now func() time.Time) http.Handler {
 		r2 := r.Clone(r.Context())
 		r2.URL.RawQuery = q.Encode()
 		r2.Header.Set("Accept", "application/json")
-		rec := &recorder{header: http.Header{}, code: http.StatusOK}
+		rec := httptest.NewRecorder() // the answer to re-encode
 		next.ServeHTTP(rec, r2)
-		if rec.code != http.StatusOK {
-			copyHeader(w.Header(), rec.header)
-			w.WriteHeader(rec.code)
-			_, _ = w.Write(rec.body.Bytes())
+		if rec.Code != http.StatusOK {
+			copyHeader(w.Header(), rec.Header())
+			w.WriteHeader(rec.Code)
+			_, _ = w.Write(rec.Body.Bytes())
 			return
 		}
-		t, err := Of(rec.body.Bytes(), v, kmetav1.IncludeObjectPolicy(include), now())
+		t, err := Of(rec.Body.Bytes(), v, kmetav1.IncludeObjectPolicy(include), now())
 		if err != nil {
 			writeJSON(w, http.StatusInternalServerError, kmetav1.Status{TypeMeta: kmetav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: kmetav1.StatusFailure,
 				Reason: kmetav1.StatusReasonInternalError, Code: http.StatusInternalServerError, Message: "table: " + err.Error()})
 			return
 		}
 		for _, h := range []string{"Audit-Id", "Warning"} {
-			if vs := rec.header.Values(h); len(vs) > 0 {
+			if vs := rec.Header().Values(h); len(vs) > 0 {
 				w.Header()[h] = vs
 			}
 		}
@@ -203,14 +204,3 @@ func copyHeader(dst, src http.Header) {
 		dst[k] = vs
 	}
 }
-
-// recorder keeps the answer of a get or list to turn into a Table.
-type recorder struct {
-	header http.Header
-	code   int
-	body   bytes.Buffer
-}
-
-func (r *recorder) Header() http.Header         { return r.header }
-func (r *recorder) WriteHeader(code int)        { r.code = code }
-func (r *recorder) Write(b []byte) (int, error) { return r.body.Write(b) }
