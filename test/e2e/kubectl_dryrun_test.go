@@ -80,7 +80,7 @@ current-context: hub
  "machineTypes":[{"name":%q,"cpu":"2","gpu":"0","memory":"8Gi"}],"regions":[{"name":"local"}]}}]}`, name, data, name, machineType))
 	}
 
-	// kubectl's create namespace sends protobuf, which the hub does not read yet (415); apply sends JSON.
+	// The namespace the test writes in.
 	ok("apply", "-f", writeTemp(t, `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"dry"}}`))
 	empty := state()
 	// Create by dry run.
