@@ -10,10 +10,10 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/trellis-dev/trellis/ctl/hubconn"
-	"github.com/trellis-dev/trellis/ctl/jsonpath"
 	"github.com/trellis-dev/trellis/ctl/printer"
 	"github.com/trellis-dev/trellis/ctl/resource"
 	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
+	"github.com/trellis-dev/trellis/proto/jsonpath"
 	"github.com/trellis-dev/trellis/proto/kjson"
 )
 

@@ -8,9 +8,9 @@ import (
 	"github.com/spf13/cobra"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/trellis-dev/trellis/ctl/jsonpath"
 	"github.com/trellis-dev/trellis/ctl/printer"
 	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
+	"github.com/trellis-dev/trellis/proto/jsonpath"
 )
 
 // userTokenNamespace holds the AccessTokens of users; robot tokens live in their service account's namespace.

@@ -217,10 +217,11 @@ func checkContentType(method, contentType string) *apierrors.StatusError {
 			return nil
 		}
 	}
-	return unsupportedMediaType(accepted)
+	return UnsupportedMediaType(accepted)
 }
 
-func unsupportedMediaType(accepted []string) *apierrors.StatusError {
+// UnsupportedMediaType is the 415 that refuses a body in a type not among accepted, naming them as kube-apiserver does.
+func UnsupportedMediaType(accepted []string) *apierrors.StatusError {
 	return &apierrors.StatusError{ErrStatus: kmetav1.Status{
 		Status: kmetav1.StatusFailure, Code: http.StatusUnsupportedMediaType, Reason: kmetav1.StatusReasonUnsupportedMediaType,
 		Message: "the body of the request was in an unknown format - accepted media types include: " + strings.Join(accepted, ", "),

@@ -36,17 +36,21 @@ func TestRequestOptionsAndMediaTypes(t *testing.T) {
 		reason, message          string // message: a part of the Status' message
 	}{
 		// Media types.
-		{"protobuf create", "POST", cms, "\x0a\x02k8s", []string{"Content-Type", "application/vnd.kubernetes.protobuf"}, 415, "UnsupportedMediaType", bodyTypes},
+		{"protobuf create without the magic", "POST", cms, "\x0a\x02k8s", []string{"Content-Type", "application/vnd.kubernetes.protobuf"}, 400, "BadRequest", "does not appear to be a protobuf message"},
 		{"unknown type create", "POST", cms, `{}`, []string{"Content-Type", "text/x-unknown"}, 415, "UnsupportedMediaType", bodyTypes},
-		{"protobuf update", "PUT", cms + "/cm", "\x0a", []string{"Content-Type", "application/vnd.kubernetes.protobuf"}, 415, "UnsupportedMediaType", bodyTypes},
+		{"malformed protobuf update", "PUT", cms + "/cm", "\x0a", []string{"Content-Type", "application/vnd.kubernetes.protobuf"}, 400, "BadRequest", "decoding the protobuf body"},
 		{"apply patch", "PATCH", cms + "/cm", "data: {}", []string{"Content-Type", "application/apply-patch+yaml"}, 415, "UnsupportedMediaType", patchTypes},
 		{"JSON is not a patch type", "PATCH", cms + "/cm", `{}`, []string{"Content-Type", "application/json"}, 415, "UnsupportedMediaType", patchTypes},
 		{"protobuf delete options", "DELETE", cms + "/cm", "\x0a\x02k8s", []string{"Content-Type", "application/vnd.kubernetes.protobuf"}, 415, "UnsupportedMediaType", bodyTypes},
 		{"YAML delete options", "DELETE", cms + "/cm", "dryRun: [All]\n", []string{"Content-Type", "application/yaml"}, 200, "", `"name":"cm"`},
-		{"protobuf answer", "GET", cms + "/cm", "", []string{"Accept", "application/vnd.kubernetes.protobuf"}, 406, "NotAcceptable", "406: Not Acceptable\n\nAvailable representations: application/json, application/yaml"},
-		{"table answer only", "GET", cms, "", []string{"Accept", "application/json;as=Table;v=v1;g=meta.k8s.io"}, 406, "NotAcceptable", "Available representations: application/json, application/yaml"},
-		{"protobuf or anything", "GET", cms + "/cm", "", []string{"Accept", "application/vnd.kubernetes.protobuf, */*"}, 200, "", `"name":"cm"`},
-		{"kubectl get's table or JSON", "GET", cms, "", []string{"Accept", "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"}, 200, "", `"kind":"ConfigMapList"`},
+		{"protobuf answer", "GET", cms + "/cm", "", []string{"Accept", "application/vnd.kubernetes.protobuf"}, 200, "", "k8s\x00"},
+		{"CBOR answer", "GET", cms + "/cm", "", []string{"Accept", "application/cbor"}, 406, "NotAcceptable", "406: Not Acceptable\n\nAvailable representations: application/json, application/yaml"},
+		{"table answer only", "GET", cms, "", []string{"Accept", "application/json;as=Table;v=v1;g=meta.k8s.io"}, 200, "", `"kind":"Table","apiVersion":"meta.k8s.io/v1"`},
+		{"metadata answer only", "GET", cms, "", []string{"Accept", "application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io"}, 406, "NotAcceptable", "Available representations: application/json, application/yaml"},
+		{"protobuf or anything", "GET", cms + "/cm", "", []string{"Accept", "application/vnd.kubernetes.protobuf, */*"}, 200, "", "\x0a\x02cm"},
+		{"CBOR or anything", "GET", cms + "/cm", "", []string{"Accept", "application/cbor, */*"}, 200, "", `"name":"cm"`},
+		{"kubectl get's table or JSON", "GET", cms, "", []string{"Accept", "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"}, 200, "", `"kind":"Table"`},
+		{"JSON before a table", "GET", cms, "", []string{"Accept", "application/json,application/json;as=Table;v=v1;g=meta.k8s.io"}, 200, "", `"kind":"ConfigMapList"`},
 		{"YAML answer", "GET", cms + "/cm", "", []string{"Accept", "application/yaml"}, 200, "", "name: cm"},
 
 		// Write options.

@@ -25,9 +25,13 @@ import (
 	"github.com/trellis-dev/trellis/hub/api"
 	"github.com/trellis-dev/trellis/hub/audit"
 	"github.com/trellis-dev/trellis/hub/auth"
+	"github.com/trellis-dev/trellis/hub/authz"
+	"github.com/trellis-dev/trellis/hub/kubeproto"
 	"github.com/trellis-dev/trellis/hub/openapi"
 	"github.com/trellis-dev/trellis/hub/pki"
+	"github.com/trellis-dev/trellis/hub/review"
 	"github.com/trellis-dev/trellis/hub/store"
+	"github.com/trellis-dev/trellis/hub/table"
 	"github.com/trellis-dev/trellis/hub/tunnel"
 )
 
@@ -148,7 +152,7 @@ func (h *Hub) handlers(ctx context.Context, authn *auth.Authenticator, reg *api.
 	mux.Handle("/debug/pprof/", requireToken(authn, http.HandlerFunc(pprof.Index)))
 	mux.Handle("/debug/pprof/profile", requireToken(authn, http.HandlerFunc(pprof.Profile)))
 	mux.Handle("/debug/pprof/trace", requireToken(authn, http.HandlerFunc(pprof.Trace)))
-	disc := api.DiscoveryHandler()
+	disc := api.DiscoveryHandler(review.Endpoints...)
 	mux.Handle("/api", requireToken(authn, disc))
 	mux.Handle("/apis", requireToken(authn, disc))
 	// The OpenAPI documents generated into docs/openapi, for every user but bootstrap tokens (as discovery).
@@ -159,7 +163,28 @@ func (h *Hub) handlers(ctx context.Context, authn *auth.Authenticator, reg *api.
 	mux.Handle("/openapi/", requireToken(authn, apiDocs))
 	// Seeds' kube-apiservers through their agents, for cluster admins (docs/tunnels.md).
 	mux.Handle(tunnel.SeedAPIPrefix, tunnels.SeedAPI(seedAPIAuthorizer(authn), gateway.WriteError))
-	mux.Handle("/", discoveryOr(authn, disc, m.http(rest)))
+	// Gets and lists asking for a Table (kubectl get) are answered with the kinds' printer columns.
+	now := h.cfg.Now
+	if now == nil {
+		now = time.Now
+	}
+	// Protobuf bodies and answers of Kubernetes' kinds are translated to and from the JSON the gateway serves.
+	mux.Handle("/", discoveryOr(authn, disc, m.http(kubeproto.Handler(table.Handler(rest, now), gateway.WriteError))))
+	// The access reviews (kubectl auth can-i, whoami), answered by the kinds' authorizer; every user but bootstrap
+	// tokens may ask about itself.
+	reviews := review.Handler(review.Config{
+		Authorizer:   reg.Authorizer(),
+		Reader:       reg,
+		Authenticate: func(r *http.Request) (context.Context, error) { return authenticateHTTP(authn, r) },
+		WriteError:   gateway.WriteError,
+		PathAllowed: func(u auth.User, verb, path string) error {
+			return authz.AuthorizePath(u, verb, path, api.IsDiscoveryPath(path) || openapi.IsPath(path))
+		},
+		Log: h.log.With("component", "review"),
+	})
+	for _, p := range []string{review.AccessReviewPath, review.RulesReviewPath, review.WhoAmIPath} {
+		mux.Handle(p, m.http(reviews))
+	}
 	if err := mountDashboard(mux, authn, h.log); err != nil {
 		return nil, err
 	}

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/descriptorpb"
 
+	"github.com/trellis-dev/trellis/proto/columns"
 	cliv1 "github.com/trellis-dev/trellis/proto/gen/trellis/cli/v1"
 )
 
@@ -255,7 +256,7 @@ func kindOf(s *protogen.Service) (*kind, error) {
 	if r, ok := proto.GetExtension(k.msg.Desc.Options(), cliv1.E_Resource).(*cliv1.Resource); ok && r != nil {
 		k.shortNames = r.GetShortNames()
 	}
-	cols, err := columns(k.msg)
+	cols, err := columns.Of(k.msg.Desc)
 	if err != nil {
 		return nil, err
 	}
@@ -343,55 +344,6 @@ func (k *kind) parsePath(p string) error {
 	}
 	k.resource = segs[0]
 	return nil
-}
-
-// columns returns the kind message's own columns followed by those of its fields.
-func columns(m *protogen.Message) ([]*cliv1.Column, error) {
-	var out []*cliv1.Column
-	if cs, ok := proto.GetExtension(m.Desc.Options(), cliv1.E_Columns).([]*cliv1.Column); ok {
-		for _, c := range cs {
-			if c.GetJsonPath() == "" || c.GetName() == "" {
-				return nil, fmt.Errorf("%s: a message's columns need a name and a json_path", m.Desc.FullName())
-			}
-			out = append(out, c)
-		}
-	}
-	return fieldColumns(m, "", map[protoreflect.FullName]bool{}, out)
-}
-
-// fieldColumns appends the columns of m's fields, m found at JSON path prefix; on marks the messages on the current
-// path, so that recursive messages end.
-func fieldColumns(m *protogen.Message, prefix string, on map[protoreflect.FullName]bool, out []*cliv1.Column) ([]*cliv1.Column, error) {
-	if on[m.Desc.FullName()] {
-		return out, nil
-	}
-	on[m.Desc.FullName()] = true
-	defer delete(on, m.Desc.FullName())
-	for _, f := range m.Fields {
-		p := prefix + "." + f.Desc.JSONName()
-		if c, ok := proto.GetExtension(f.Desc.Options(), cliv1.E_Column).(*cliv1.Column); ok && c != nil {
-			if c.GetJsonPath() != "" {
-				return nil, fmt.Errorf("%s: a field's column takes the field's own path; leave json_path empty", f.Desc.FullName())
-			}
-			c = proto.Clone(c).(*cliv1.Column)
-			c.JsonPath = p
-			if c.Name == "" {
-				c.Name = strings.ToUpper(f.Desc.JSONName())
-			}
-			out = append(out, c)
-		}
-		if f.Message == nil || f.Desc.IsMap() || strings.HasPrefix(string(f.Message.Desc.FullName()), "google.protobuf.") {
-			continue
-		}
-		if f.Desc.IsList() {
-			p += "[*]"
-		}
-		var err error
-		if out, err = fieldColumns(f.Message, p, on, out); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
 }
 
 // kebab turns a Go name into a command name: UpdateStatus → update-status.

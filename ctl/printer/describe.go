@@ -12,8 +12,8 @@ import (
 	"google.golang.org/protobuf/proto"
 	"sigs.k8s.io/yaml"
 
-	"github.com/trellis-dev/trellis/ctl/jsonpath"
 	"github.com/trellis-dev/trellis/ctl/resource"
+	"github.com/trellis-dev/trellis/proto/jsonpath"
 )
 
 // Describe writes the human view of an object, as kubectl describe does: its metadata, then every other top-level
@@ -143,7 +143,10 @@ func describeEvents(w io.Writer, events []proto.Message, now time.Time) error {
 			return err
 		}
 		get := func(path string) string {
-			p, _ := parsed(path)
+			p, err := jsonpath.Parse(path)
+			if err != nil {
+				return ""
+			}
 			vals := p.Eval(v)
 			if len(vals) == 0 {
 				return ""

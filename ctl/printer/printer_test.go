@@ -11,12 +11,12 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	"github.com/trellis-dev/trellis/ctl/jsonpath"
 	"github.com/trellis-dev/trellis/ctl/kinds"
 	"github.com/trellis-dev/trellis/ctl/manifest"
 	"github.com/trellis-dev/trellis/ctl/resource"
 	kcorev1 "github.com/trellis-dev/trellis/proto/gen/trellis/kubernetes/core/v1"
 	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
+	"github.com/trellis-dev/trellis/proto/jsonpath"
 	"github.com/trellis-dev/trellis/proto/kjson"
 )
 

@@ -80,7 +80,7 @@ func (k *Kind) names() []string {
 type Column struct {
 	// Name is the header.
 	Name string
-	// Path selects the value (package ctl/jsonpath syntax, e.g. ".spec.region").
+	// Path selects the value (package proto/jsonpath syntax, e.g. ".spec.region").
 	Path string
 	// Priority 0 is shown in the table, higher only with -o wide.
 	Priority int

@@ -77,13 +77,14 @@ func Forbidden(a Attributes, reason string) error {
 	return apierrors.NewForbidden(a.Resource, a.Name, errors.New(msg))
 }
 
-// authorizer returns the registry's authorizer (Config.Authorizer), nil when everything is allowed.
-func (r *Registry) authorizer() Authorizer { return r.authz }
+// Authorizer returns the registry's authorizer (Config.Authorizer), nil when everything is allowed. Endpoints
+// outside the kinds' servers (access reviews) ask it what the kinds' servers would decide.
+func (r *Registry) Authorizer() Authorizer { return r.authz }
 
 // authz returns the function that authorizes this call's requests (it fills in the user and the resource), or nil
 // when there is no authorizer.
 func (s *Server[T, L, E, PE]) authz(ctx context.Context) func(a Attributes) error {
-	az := s.reg.authorizer()
+	az := s.reg.Authorizer()
 	if az == nil {
 		return nil
 	}
@@ -104,7 +105,7 @@ func (s *Server[T, L, E, PE]) authorize(ctx context.Context, a Attributes) error
 
 // authorizeCollection authorizes a list or watch and returns the filter of the objects it may see (nil: all).
 func (s *Server[T, L, E, PE]) authorizeCollection(ctx context.Context, verb, namespace string) (func(store.Object) bool, error) {
-	az := s.reg.authorizer()
+	az := s.reg.Authorizer()
 	if az == nil {
 		return nil, nil
 	}

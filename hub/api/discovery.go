@@ -3,6 +3,7 @@ package api
 import (
 	"encoding/json"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 
@@ -28,9 +29,16 @@ func IsDiscoveryPath(p string) bool {
 	return false
 }
 
-// DiscoveryHandler serves Kubernetes' discovery documents for the kinds the hub serves, so clients can map a kind
-// to its resource path.
-func DiscoveryHandler() http.Handler {
+// Endpoint is a resource served outside the kinds' servers (the access reviews, package review), listed in
+// discovery with the kinds.
+type Endpoint struct {
+	Group, Version, Resource, Kind string
+	Verbs                          []string
+}
+
+// DiscoveryHandler serves Kubernetes' discovery documents for the kinds the hub serves and the extra endpoints, so
+// clients can map a kind to its resource path.
+func DiscoveryHandler(extra ...Endpoint) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
 		var doc any
@@ -38,18 +46,18 @@ func DiscoveryHandler() http.Handler {
 		case len(parts) == 1 && parts[0] == "api":
 			doc = &kmetav1.APIVersions{TypeMeta: kmetav1.TypeMeta{Kind: "APIVersions"}, Versions: []string{"v1"}}
 		case len(parts) == 1 && parts[0] == "apis":
-			doc = groupList()
+			doc = groupList(extra)
 		case len(parts) == 2 && parts[0] == "api":
-			doc = resourceList("", parts[1])
+			doc = resourceList("", parts[1], extra)
 		case len(parts) == 2:
-			for _, g := range groupList().Groups {
+			for _, g := range groupList(extra).Groups {
 				if g.Name == parts[1] {
 					g.TypeMeta = kmetav1.TypeMeta{Kind: "APIGroup", APIVersion: "v1"}
 					doc = &g
 				}
 			}
 		case len(parts) == 3:
-			doc = resourceList(parts[1], parts[2])
+			doc = resourceList(parts[1], parts[2], extra)
 		}
 		if doc == nil || doc == (*kmetav1.APIResourceList)(nil) {
 			w.Header().Set("Content-Type", "application/json")
@@ -62,20 +70,25 @@ func DiscoveryHandler() http.Handler {
 	})
 }
 
-func groupList() *kmetav1.APIGroupList {
+func groupList(extra []Endpoint) *kmetav1.APIGroupList {
 	byGroup := map[string][]string{}
 	var names []string
+	add := func(group, version string) {
+		if group == "" {
+			return
+		}
+		if _, ok := byGroup[group]; !ok {
+			names = append(names, group)
+		}
+		if vs := byGroup[group]; !slices.Contains(vs, version) {
+			byGroup[group] = append(vs, version)
+		}
+	}
 	for _, k := range Kinds {
-		if k.Group == "" {
-			continue
-		}
-		if _, ok := byGroup[k.Group]; !ok {
-			names = append(names, k.Group)
-		}
-		vs := byGroup[k.Group]
-		if len(vs) == 0 || vs[len(vs)-1] != k.Version {
-			byGroup[k.Group] = append(vs, k.Version)
-		}
+		add(k.Group, k.Version)
+	}
+	for _, e := range extra {
+		add(e.Group, e.Version)
 	}
 	sort.Strings(names)
 	out := &kmetav1.APIGroupList{TypeMeta: kmetav1.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"}}
@@ -114,7 +127,7 @@ func (k Kind) cliResource() *cliv1.Resource {
 // resourceList is the APIResourceList of group/version, nil when the hub serves nothing there. A kind's entry has
 // Kubernetes' singular name (the kind in lower case, as trellisctl's), short names and categories; its subresources
 // have none of them, as in Kubernetes.
-func resourceList(group, version string) *kmetav1.APIResourceList {
+func resourceList(group, version string, extra []Endpoint) *kmetav1.APIResourceList {
 	gv := version
 	if group != "" {
 		gv = group + "/" + version
@@ -135,6 +148,11 @@ func resourceList(group, version string) *kmetav1.APIResourceList {
 		}
 		if k.Binding {
 			out.APIResources = append(out.APIResources, kmetav1.APIResource{Name: k.Resource + "/binding", Namespaced: k.Namespaced, Kind: k.Kind, Verbs: kmetav1.Verbs{"patch", "update"}})
+		}
+	}
+	for _, e := range extra {
+		if e.Group == group && e.Version == version {
+			out.APIResources = append(out.APIResources, kmetav1.APIResource{Name: e.Resource, SingularName: strings.ToLower(e.Kind), Kind: e.Kind, Verbs: e.Verbs})
 		}
 	}
 	if len(out.APIResources) == 0 {

@@ -1,5 +1,6 @@
-// Package jsonpath owns the JSONPath subset trellisctl evaluates on objects decoded from JSON: the paths of table
-// columns (trellis.cli.v1.Column.json_path) and of `wait --for=jsonpath=...`. It is kubectl's JSONPath without
+// Package jsonpath owns the JSONPath subset evaluated on objects decoded from JSON: the paths of table columns
+// (trellis.cli.v1.Column.json_path, in trellisctl's tables and the hub's Table responses) and of trellisctl's
+// `wait --for=jsonpath=...`. It is kubectl's JSONPath without
 // templates: a path is "." (the whole value) or a sequence of
 //
 //	.name               a field (letters, digits, '_', '-', '/')

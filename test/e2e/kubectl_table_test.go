@@ -1,0 +1,130 @@
+package e2e
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/trellis-dev/trellis/hub"
+	"github.com/trellis-dev/trellis/hub/api"
+	"github.com/trellis-dev/trellis/test/hubtest"
+)
+
+// TestKubectlGetTable: the hub answers kubectl get with Tables of the kinds' printer columns (server-side printing):
+// every kind's list has NAME first and AGE after the columns of priority 0; shoots have Gardener's columns; kubectl
+// get shows them, -o wide adds the wide ones; includeObject decides what each row carries.
+func TestKubectlGetTable(t *testing.T) {
+	kubectl := kubectlBinary(t)
+	h := hubtest.Start(t, func(c *hub.Config) { c.Controllers, c.DisableScheduler = []string{"project"}, true })
+	const accept = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
+
+	// Every kind: a Table with NAME first and AGE.
+	type table struct {
+		APIVersion, Kind  string
+		ColumnDefinitions []struct {
+			Name     string
+			Priority int32
+		}
+		Rows []struct {
+			Cells  []any
+			Object json.RawMessage
+		}
+	}
+	get := func(path string, hdr ...string) table {
+		t.Helper()
+		code, out := h.Do(t, "GET", path, nil, append([]string{"Accept", accept}, hdr...)...)
+		var tb table
+		if code != 200 || json.Unmarshal(out, &tb) != nil || tb.Kind != "Table" {
+			t.Fatalf("GET %s as Table: %d %s", path, code, out)
+		}
+		return tb
+	}
+	names := func(tb table, wide bool) string {
+		var n []string
+		for _, c := range tb.ColumnDefinitions {
+			if wide || c.Priority == 0 {
+				n = append(n, c.Name)
+			}
+		}
+		return strings.Join(n, ",")
+	}
+	for _, k := range api.Kinds {
+		p := "/apis/" + k.Group + "/" + k.Version + "/" + k.Resource
+		if k.Group == "" {
+			p = "/api/" + k.Version + "/" + k.Resource
+		}
+		tb := get(p)
+		if n := names(tb, false); !strings.HasPrefix(n, "Name") || !strings.HasSuffix(n, "Age") || tb.APIVersion != "meta.k8s.io/v1" {
+			t.Errorf("%s: Table %s with columns %s: want meta.k8s.io/v1, Name first and Age last", k.Resource, tb.APIVersion, n)
+		}
+	}
+	shoots := get("/apis/core.gardener.cloud/v1beta1/shoots")
+	if got, want := names(shoots, true), "Name,CLOUDPROFILE,PROVIDER,REGION,K8S VERSION,HIBERNATION,LAST OPERATION,STATUS,Age,SEED,PURPOSE,TECHNICAL ID"; got != want {
+		t.Errorf("shoot columns: want Gardener's %s, got %s", want, got)
+	}
+	if tb := get("/apis/core.gardener.cloud/v1beta1/shoots", "Accept", "application/json;as=Table;v=v1beta1;g=meta.k8s.io"); tb.APIVersion != "meta.k8s.io/v1beta1" {
+		t.Errorf("v1beta1 Table: got %s", tb.APIVersion)
+	}
+
+	// Objects: a CloudProfile, a project (whose namespace the project controller makes), a ConfigMap.
+	for _, w := range []struct{ path, body string }{
+		{"/apis/core.gardener.cloud/v1beta1/cloudprofiles", `{"metadata":{"name":"local"},"spec":{"type":"local","kubernetes":{"versions":[{"version":"1.35.4"}]},
+			"machineImages":[{"name":"gardenlinux","versions":[{"version":"1.0.0"}]}],"machineTypes":[{"name":"m5.large","cpu":"2","gpu":"0","memory":"8Gi"}],
+			"regions":[{"name":"eu-1"},{"name":"eu-2"}]}}`},
+		{"/apis/core.gardener.cloud/v1beta1/projects", `{"metadata":{"name":"dev"},"spec":{"namespace":"garden-dev"}}`},
+	} {
+		if code, out := h.Do(t, "POST", w.path, w.body); code != 201 {
+			t.Fatalf("POST %s: %d %s", w.path, code, out)
+		}
+	}
+	h.WaitNamespace(t, "garden-dev")
+	if code, out := h.Do(t, "POST", "/api/v1/namespaces/garden-dev/configmaps", `{"metadata":{"name":"c"},"data":{"a":"1","b":"2"}}`); code != 201 {
+		t.Fatalf("configmap: %d %s", code, out)
+	}
+
+	// includeObject: Metadata by default (PartialObjectMetadata), Object, None; anything else is a 400.
+	for inc, want := range map[string]string{"": `"kind":"PartialObjectMetadata"`, "?includeObject=Object": `"kind":"CloudProfile"`, "?includeObject=None": ""} {
+		tb := get("/apis/core.gardener.cloud/v1beta1/cloudprofiles/local" + inc)
+		if len(tb.Rows) != 1 || tb.Rows[0].Cells[0] != "local" || (want == "") != (len(tb.Rows[0].Object) == 0 || string(tb.Rows[0].Object) == "null") ||
+			!strings.Contains(string(tb.Rows[0].Object), want) {
+			t.Errorf("includeObject %q: got %+v", inc, tb.Rows)
+		}
+	}
+	if code, out := h.Do(t, "GET", "/apis/core.gardener.cloud/v1beta1/cloudprofiles?includeObject=All", nil, "Accept", accept); code != 400 || !strings.Contains(string(out), "includeObject") {
+		t.Errorf("includeObject=All: want 400 naming it, got %d %s", code, out)
+	}
+
+	// kubectl get prints the server's columns.
+	run := kubectlAs(t, kubectl, h, h.Token)
+	kc := func(args ...string) string {
+		t.Helper()
+		out, code := run(args...)
+		if code != 0 {
+			t.Fatalf("kubectl %v: exit %d\n%s", args, code, out)
+		}
+		return out
+	}
+	fields := func(out string) []string {
+		var rows []string
+		for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+			rows = append(rows, strings.Join(strings.Fields(l), " "))
+		}
+		return rows
+	}
+	out := fields(kc("get", "cloudprofiles"))
+	if len(out) != 2 || out[0] != "NAME TYPE AGE" || !strings.HasPrefix(out[1], "local local ") {
+		t.Errorf("kubectl get cloudprofiles: %q", out)
+	}
+	out = fields(kc("get", "cloudprofiles", "-o", "wide"))
+	if len(out) != 2 || out[0] != "NAME TYPE AGE REGIONS" || !strings.HasSuffix(out[1], " eu-1,eu-2") {
+		t.Errorf("kubectl get cloudprofiles -o wide: %q", out)
+	}
+	out = fields(kc("get", "configmaps"))
+	if len(out) != 2 || out[0] != "NAME DATA AGE" || !strings.HasPrefix(out[1], "c 2 ") {
+		t.Errorf("kubectl get configmaps: %q", out)
+	}
+	out = fields(kc("get", "projects"))
+	if len(out) != 2 || out[0] != "NAME NAMESPACE STATUS OWNER CREATOR AGE" || !strings.HasPrefix(out[1], "dev garden-dev ") {
+		t.Errorf("kubectl get projects: %q", out)
+	}
+}
