@@ -64,7 +64,7 @@ type servers struct {
 
 // newServers builds the servers and opens their listeners. Every gRPC call goes through the interceptors
 // (authentication, request ids, error mapping, metrics); every other request through the handlers.
-func (h *Hub) newServers(ctx context.Context, serving tls.Certificate, ca *pki.CA, authn *auth.Authenticator, services serviceSet, reg *api.Registry, st *store.Store, m *metrics, auditor *audit.Auditor, tunnels *tunnel.Tunnels) (*servers, error) {
+func (h *Hub) newServers(ctx context.Context, serving tls.Certificate, ca *pki.Authority, authn *auth.Authenticator, services serviceSet, reg *api.Registry, st *store.Store, m *metrics, auditor *audit.Auditor, tunnels *tunnel.Tunnels) (*servers, error) {
 	ic := &interceptors{authn: authn, metrics: m, errors: api.Errors{Log: h.log.With("component", "api")}, auditor: auditor}
 	grpcOpts := []grpc.ServerOption{
 		grpc.ChainUnaryInterceptor(ic.unary),
@@ -74,7 +74,7 @@ func (h *Hub) newServers(ctx context.Context, serving tls.Certificate, ca *pki.C
 	s := &servers{grpc: grpc.NewServer(grpcOpts...)}
 	services.registerOn(s.grpc)
 	if h.cfg.GRPCListen != "" || h.cfg.GRPCListener != nil {
-		ticketKey, err := ca.SessionTicketKey()
+		ticketKey, err := ca.Current().SessionTicketKey()
 		if err != nil {
 			return nil, err
 		}

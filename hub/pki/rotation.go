@@ -155,6 +155,11 @@ func (a *Authority) BundlePEM() []byte {
 	return out
 }
 
+// SignClientCert issues a client certificate with Signer (see CA.SignClientCert).
+func (a *Authority) SignClientCert(csr *x509.CertificateRequest, validity time.Duration) ([]byte, error) {
+	return a.Signer().SignClientCert(csr, validity)
+}
+
 // Status returns the rotation's state.
 func (a *Authority) Status() Status {
 	a.mu.RLock()
