@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trellis-dev/trellis/hub"
 	"github.com/trellis-dev/trellis/hub/pki"
 )
 
@@ -42,22 +43,27 @@ func TestCARotationAcrossRestarts(t *testing.T) {
 		}
 		return len(pemCerts(b))
 	}
-	h, stop, err := runHub(t, dir, "")
-	if err != nil {
-		t.Fatal(err)
+	stop := func() {}
+	defer func() { stop() }()
+	restart := func() *hub.Hub {
+		t.Helper()
+		stop()
+		stop = func() {}
+		h, s, err := runHub(t, dir, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		stop = s
+		return h
 	}
+	h := restart()
 	old := h.CA()
 	status, err := h.Authority().Start(context.Background(), time.Now())
 	if err != nil {
-		stop()
 		t.Fatal(err)
 	}
-	stop()
 
-	h, stop, err = runHub(t, dir, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	h = restart()
 	if got := h.Authority().Status(); got.Phase != pki.PhasePreparing || got.NextSerial != status.NextSerial {
 		t.Errorf("after a restart in Preparing: %+v, want the rotation started before", got)
 	}
@@ -72,20 +78,13 @@ func TestCARotationAcrossRestarts(t *testing.T) {
 		t.Error("the old CA still signs in Preparing")
 	}
 	if err := h.Authority().MarkPrepared(context.Background()); err != nil {
-		stop()
 		t.Fatal(err)
 	}
 	if err := h.Authority().Complete(context.Background(), time.Now()); err != nil {
-		stop()
 		t.Fatal(err)
 	}
-	stop()
 
-	h, stop, err = runHub(t, dir, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stop()
+	h = restart()
 	if n := bundleCerts(); n != 1 {
 		t.Errorf("published bundle holds %d certificates after Completed, want 1", n)
 	}

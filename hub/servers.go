@@ -81,7 +81,7 @@ func (h *Hub) newServers(ctx context.Context, serving tls.Certificate, ca *pki.A
 		s.native = grpc.NewServer(append(grpcOpts, nativeOptions(serving, ca.Pool(), ticketKey)...)...)
 		services.registerOn(s.native)
 	}
-	rest, err := h.handlers(ctx, authn, reg, st, m, ic.errors, tunnels)
+	rest, err := h.handlers(ctx, authn, reg, st, m, ic.errors, tunnels, ca)
 	if err != nil {
 		return nil, err
 	}
@@ -124,7 +124,7 @@ func (h *Hub) newServers(ctx context.Context, serving tls.Certificate, ca *pki.A
 
 // handlers are the main port's HTTP handlers besides gRPC: health, metrics, profiling, discovery, OpenAPI and the
 // REST gateway. This is the one place where HTTP handlers are mounted; mount new ones (the dashboard) here.
-func (h *Hub) handlers(ctx context.Context, authn *auth.Authenticator, reg *api.Registry, st *store.Store, m *metrics, errs api.Errors, tunnels *tunnel.Tunnels) (http.Handler, error) {
+func (h *Hub) handlers(ctx context.Context, authn *auth.Authenticator, reg *api.Registry, st *store.Store, m *metrics, errs api.Errors, tunnels *tunnel.Tunnels, ca *pki.Authority) (http.Handler, error) {
 	// The REST gateway calls the kinds' servers in-process; it authenticates requests itself.
 	gwCfg := gateway.Config{Logger: h.log, ObjectJSON: reg.ObjectJSON, PublicError: errs.Public,
 		Authenticate: func(r *http.Request) (context.Context, error) { return authenticateHTTP(authn, r) }}
@@ -154,6 +154,13 @@ func (h *Hub) handlers(ctx context.Context, authn *auth.Authenticator, reg *api.
 	}
 	mux.Handle("/openapi/", requireToken(authn, apiDocs))
 	// Seeds' kube-apiservers through their agents, for cluster admins (docs/tunnels.md).
+	// The CA rotation, for cluster admins (docs/operations.md).
+	now := h.cfg.Now
+	if now == nil {
+		now = time.Now
+	}
+	mux.Handle(CARotationPath, requireToken(authn, caRotationHandler(ca, now)))
+	mux.Handle(CARotationPath+"/", requireToken(authn, caRotationHandler(ca, now)))
 	mux.Handle(tunnel.SeedAPIPrefix, tunnels.SeedAPI(seedAPIAuthorizer(authn), gateway.WriteError))
 	mux.Handle("/", discoveryOr(authn, disc, m.http(rest)))
 	if err := mountDashboard(mux, authn, h.log); err != nil {
