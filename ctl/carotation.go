@@ -33,7 +33,9 @@ func (a *app) caRotationCmd() *cobra.Command {
 the trust bundle (data-dir/pki/ca.crt and the bundle every certificate answer on the agent link carries) and signs
 every certificate from then on (phase Preparing). Once every agent runs with a certificate of the new CA (annotate
 the seeds gardener.cloud/operation=renew-kubeconfig), prepared records it (Prepared); complete drops the old CA
-(Completing, then Completed), after which certificates of the old CA are refused. status prints the phase.`,
+(Completing, then Completed), after which certificates of the old CA are refused. The admin token rotates in the
+same phases: start writes a new one to the hub's data-dir/admin-token.next, valid beside the old one; complete
+moves it to data-dir/admin-token and refuses the old one. status prints the phase.`,
 		Example:   "  trellisctl ca-rotation start\n  trellisctl ca-rotation status",
 		Args:      cobra.ExactArgs(1),
 		ValidArgs: []string{"status", "start", "prepared", "complete"},

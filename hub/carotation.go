@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/trellis-dev/trellis/gateway"
+	"github.com/trellis-dev/trellis/hub/auth"
 	"github.com/trellis-dev/trellis/hub/pki"
 )
 
@@ -21,7 +22,9 @@ const CARotationPath = "/hub/ca-rotation"
 
 // caRotationHandler serves CARotationPath over authority. It reloads the state first, as another replica may have
 // moved it.
-func caRotationHandler(authority *pki.Authority, now func() time.Time) http.Handler {
+// The admin token rotates in the same phases: start makes the new token (data-dir/admin-token.next), complete makes
+// it the only one (data-dir/admin-token); the token steps are idempotent, so a retried start or complete is safe.
+func caRotationHandler(authority *pki.Authority, authn *auth.Authenticator, now func() time.Time) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx := r.Context()
 		action := strings.TrimPrefix(strings.TrimPrefix(r.URL.Path, CARotationPath), "/")
@@ -30,11 +33,15 @@ func caRotationHandler(authority *pki.Authority, now func() time.Time) http.Hand
 		case r.Method == http.MethodGet && action == "":
 			err = authority.Reload(ctx)
 		case r.Method == http.MethodPost && action == "start":
-			_, err = authority.Start(ctx, now())
+			if _, err = authority.Start(ctx, now()); err == nil {
+				err = authn.StartAdminTokenRotation(ctx)
+			}
 		case r.Method == http.MethodPost && action == "prepared":
 			err = authority.MarkPrepared(ctx)
 		case r.Method == http.MethodPost && action == "complete":
-			err = authority.Complete(ctx, now())
+			if err = authority.Complete(ctx, now()); err == nil {
+				err = authn.CompleteAdminTokenRotation(ctx)
+			}
 		default:
 			gateway.WriteError(w, apierrors.NewMethodNotSupported(caRotationResource, r.Method+" "+r.URL.Path))
 			return

@@ -159,8 +159,8 @@ func (h *Hub) handlers(ctx context.Context, authn *auth.Authenticator, reg *api.
 	if now == nil {
 		now = time.Now
 	}
-	mux.Handle(CARotationPath, requireToken(authn, caRotationHandler(ca, now)))
-	mux.Handle(CARotationPath+"/", requireToken(authn, caRotationHandler(ca, now)))
+	mux.Handle(CARotationPath, requireToken(authn, caRotationHandler(ca, authn, now)))
+	mux.Handle(CARotationPath+"/", requireToken(authn, caRotationHandler(ca, authn, now)))
 	mux.Handle(tunnel.SeedAPIPrefix, tunnels.SeedAPI(seedAPIAuthorizer(authn), gateway.WriteError))
 	mux.Handle("/", discoveryOr(authn, disc, m.http(rest)))
 	if err := mountDashboard(mux, authn, h.log); err != nil {
