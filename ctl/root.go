@@ -131,7 +131,7 @@ TRELLIS_HUB, TRELLIS_CA and TRELLIS_TOKEN, overridden by --hub, --ca and --token
 		c.GroupID = "basic"
 		root.AddCommand(c)
 	}
-	for _, c := range []*cobra.Command{a.shootCmd(), a.seedCmd(), a.tokenCmd()} {
+	for _, c := range []*cobra.Command{a.shootCmd(), a.seedCmd(), a.tokenCmd(), a.caRotationCmd()} {
 		c.GroupID = "gardener"
 		root.AddCommand(c)
 	}

@@ -2,23 +2,15 @@ package hub_test
 
 import (
 	"context"
-	"crypto/x509"
-	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"reflect"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/test/bufconn"
-
 	"github.com/trellis-dev/trellis/hub"
 	"github.com/trellis-dev/trellis/test/agentsim"
-	"github.com/trellis-dev/trellis/test/hubtest"
 )
 
 // TestRestoreAgentsResync: a fleet of simulated agents, connected while the garden is snapshotted and then changed,
@@ -26,29 +18,12 @@ import (
 // synced versions are newer than the snapshot, which must not resume from them.
 func TestRestoreAgentsResync(t *testing.T) {
 	dataDir, backupDir, copyDir := t.TempDir(), t.TempDir(), t.TempDir()
-	var cur atomic.Pointer[bufconn.Listener] // the running hub's gRPC-only listener
 	ctx, cancel := context.WithCancel(context.Background())
 	var agentsDone sync.WaitGroup
 	t.Cleanup(func() { cancel(); agentsDone.Wait() })
-	linkEnvOn := func(t *testing.T, mutate func(*hub.Config)) *linkEnv {
-		lis := bufconn.Listen(1 << 20)
-		cur.Store(lis)
-		h := hubtest.Start(t, func(c *hub.Config) {
-			c.DataDir, c.GRPCListener, c.HeartbeatInterval = dataDir, lis, 200*time.Millisecond
-			mutate(c)
-		})
-		pool := x509.NewCertPool()
-		pool.AppendCertsFromPEM(h.CA)
-		return &linkEnv{t: t, h: h, registry: h.Registry(), dialer: agentsim.Dialer{
-			Target: "passthrough:///bufnet", CA: pool,
-			Options: []grpc.DialOption{grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return cur.Load().DialContext(ctx) })},
-		}}
-	}
+	linkEnvOn := restartableLink(dataDir)
 	const fleet = 24
-	var seeds []string
-	for i := range fleet {
-		seeds = append(seeds, fmt.Sprintf("s%02d", i))
-	}
+	seeds := fleetSeeds(fleet)
 	agents := map[string]*agentsim.Agent{}
 	var snapshot string
 	t.Run("before", func(t *testing.T) {

@@ -32,3 +32,6 @@ func (h *Hub) IsLeader() bool {
 	p := h.parts()
 	return p != nil && p.elector.IsLeader()
 }
+
+// Authority returns the replica's CA with its rotation.
+func (h *Hub) Authority() *pki.Authority { return h.parts().Authority }

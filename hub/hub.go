@@ -216,8 +216,10 @@ type Parts struct {
 	// Store is the replica's store; Registry serves every kind from its collections (reads are read-your-writes).
 	Store    *store.Store
 	Registry *api.Registry
-	// CA is the hub's certificate authority (it issues seed client certificates).
+	// CA is the hub's current certificate authority as the replica started.
 	CA *pki.CA
+	// Authority is the CA with its rotation (Start, MarkPrepared, Complete, Status); it signs seed client certificates.
+	Authority *pki.Authority
 	// AgentLink serves the agents' sessions in this replica.
 	AgentLink *agentlink.Server
 }
@@ -379,7 +381,7 @@ func (h *Hub) Run(ctx context.Context) error {
 
 	h.mu.Lock()
 	h.addr, h.grpcAddr, h.tunnelAddr = srv.addr(), srv.grpcAddr(), srv.tunnelAddr()
-	h.running = &replica{Parts: Parts{Store: st, Registry: registry, CA: ca, AgentLink: link}, elector: leader.elector}
+	h.running = &replica{Parts: Parts{Store: st, Registry: registry, CA: ca.Current(), Authority: ca, AgentLink: link}, elector: leader.elector}
 	h.mu.Unlock()
 	close(h.ready)
 	h.log.Info("hub ready", "address", srv.addr(), "grpcAddress", srv.grpcAddr(), "dataDir", h.cfg.DataDir, "startup", time.Since(start).Round(time.Millisecond))

@@ -58,14 +58,16 @@ func (h *Hub) openStore(ctx context.Context) (*store.Store, error) {
 	return st, nil
 }
 
-// openPKI loads the hub's CA from the store (creating it on first start), publishes its certificate in
-// DataDir/pki/ca.crt and issues the serving certificate for the hub's names.
-func (h *Hub) openPKI(ctx context.Context, st *store.Store) (*pki.CA, tls.Certificate, error) {
-	ca, err := pki.LoadOrCreate(ctx, st.Client(), st.Prefix()+"/pki/ca", st)
+// openPKI loads the hub's CA and its rotation from the store (creating the CA on first start), publishes the trust
+// bundle in DataDir/pki/ca.crt and issues the serving certificate for the hub's names. The serving certificate comes
+// from the current CA: while a rotation runs, agents that have not yet picked up the new bundle still trust it.
+func (h *Hub) openPKI(ctx context.Context, st *store.Store) (*pki.Authority, tls.Certificate, error) {
+	authority, err := pki.OpenAuthority(ctx, st.Client(), st.Prefix()+"/pki/ca", st)
 	if err != nil {
 		return nil, tls.Certificate{}, err
 	}
-	if err := writeFileAtomic(filepath.Join(h.cfg.DataDir, "pki", "ca.crt"), ca.CertPEM, 0o644); err != nil {
+	ca := authority.Current()
+	if err := writeFileAtomic(filepath.Join(h.cfg.DataDir, "pki", "ca.crt"), authority.BundlePEM(), 0o644); err != nil {
 		return nil, tls.Certificate{}, err
 	}
 	hosts := append([]string{"127.0.0.1", "::1", "localhost"}, h.cfg.Hosts...)
@@ -79,7 +81,7 @@ func (h *Hub) openPKI(ctx context.Context, st *store.Store) (*pki.CA, tls.Certif
 	if err != nil {
 		return nil, tls.Certificate{}, err
 	}
-	return ca, serving, nil
+	return authority, serving, nil
 }
 
 // seedGraph is the index of what belongs to each seed (package seedgraph), fed from the store by run; ready is closed
@@ -125,7 +127,7 @@ func (h *Hub) newAPI(ctx context.Context, st *store.Store, services grpc.Service
 }
 
 // newAgentLink builds the agent link (AgentService, registered in services): sessions of every replica's agents.
-func (h *Hub) newAgentLink(ctx context.Context, st *store.Store, reg *api.Registry, ca *pki.CA, graph seedGraph, services grpc.ServiceRegistrar, promReg prometheus.Registerer) (*agentlink.Server, error) {
+func (h *Hub) newAgentLink(ctx context.Context, st *store.Store, reg *api.Registry, ca *pki.Authority, graph seedGraph, services grpc.ServiceRegistrar, promReg prometheus.Registerer) (*agentlink.Server, error) {
 	floor, err := restoreFloor(ctx, st)
 	if err != nil {
 		return nil, err
@@ -154,7 +156,7 @@ type leaderLoops struct {
 	loops   []func(context.Context) error
 }
 
-func (h *Hub) newLeaderLoops(st *store.Store, reg *api.Registry, plugins admission.Plugins, ca *pki.CA) (*leaderLoops, error) {
+func (h *Hub) newLeaderLoops(st *store.Store, reg *api.Registry, plugins admission.Plugins, ca *pki.Authority) (*leaderLoops, error) {
 	lifecycle := agentlink.NewLifecycle(agentlink.LifecycleConfig{
 		Source: reg, Etcd: st.Client(), Prefix: st.Prefix(), MonitorPeriod: h.cfg.MonitorPeriod, ShootMonitorPeriod: h.cfg.shootMonitorPeriod,
 		Log: h.log.With("component", "seed-lifecycle"),

@@ -70,7 +70,7 @@ type servers struct {
 
 // newServers builds the servers and opens their listeners. Every gRPC call goes through the interceptors
 // (authentication, request ids, error mapping, metrics); every other request through the handlers.
-func (h *Hub) newServers(ctx context.Context, serving tls.Certificate, ca *pki.CA, authn *auth.Authenticator, services serviceSet, reg *api.Registry, st *store.Store, m *metrics, auditor *audit.Auditor, tunnels *tunnel.Tunnels) (*servers, error) {
+func (h *Hub) newServers(ctx context.Context, serving tls.Certificate, ca *pki.Authority, authn *auth.Authenticator, services serviceSet, reg *api.Registry, st *store.Store, m *metrics, auditor *audit.Auditor, tunnels *tunnel.Tunnels) (*servers, error) {
 	ic := &interceptors{authn: authn, metrics: m, errors: api.Errors{Log: h.log.With("component", "api")}, auditor: auditor}
 	grpcOpts := []grpc.ServerOption{
 		// Tracing first, so that the calls' spans hold the interceptors' work (admission, store writes).
@@ -82,14 +82,14 @@ func (h *Hub) newServers(ctx context.Context, serving tls.Certificate, ca *pki.C
 	s := &servers{grpc: grpc.NewServer(grpcOpts...)}
 	services.registerOn(s.grpc)
 	if h.cfg.GRPCListen != "" || h.cfg.GRPCListener != nil {
-		ticketKey, err := ca.SessionTicketKey()
+		ticketKey, err := ca.Current().SessionTicketKey()
 		if err != nil {
 			return nil, err
 		}
 		s.native = grpc.NewServer(append(grpcOpts, nativeOptions(serving, ca.Pool(), ticketKey)...)...)
 		services.registerOn(s.native)
 	}
-	rest, err := h.handlers(ctx, authn, reg, st, m, ic.errors, tunnels)
+	rest, err := h.handlers(ctx, authn, reg, st, m, ic.errors, tunnels, ca)
 	if err != nil {
 		return nil, err
 	}
@@ -132,7 +132,7 @@ func (h *Hub) newServers(ctx context.Context, serving tls.Certificate, ca *pki.C
 
 // handlers are the main port's HTTP handlers besides gRPC: health, metrics, profiling, discovery, OpenAPI and the
 // REST gateway. This is the one place where HTTP handlers are mounted; mount new ones (the dashboard) here.
-func (h *Hub) handlers(ctx context.Context, authn *auth.Authenticator, reg *api.Registry, st *store.Store, m *metrics, errs api.Errors, tunnels *tunnel.Tunnels) (http.Handler, error) {
+func (h *Hub) handlers(ctx context.Context, authn *auth.Authenticator, reg *api.Registry, st *store.Store, m *metrics, errs api.Errors, tunnels *tunnel.Tunnels, ca *pki.Authority) (http.Handler, error) {
 	// The REST gateway calls the kinds' servers in-process; it authenticates requests itself.
 	gwCfg := gateway.Config{Logger: h.log, ObjectJSON: reg.ObjectJSON, PublicError: errs.Public,
 		Authenticate: func(r *http.Request) (context.Context, error) { return authenticateHTTP(authn, r) }}
@@ -162,6 +162,13 @@ func (h *Hub) handlers(ctx context.Context, authn *auth.Authenticator, reg *api.
 	}
 	mux.Handle("/openapi/", requireToken(authn, apiDocs))
 	// Seeds' kube-apiservers through their agents, for cluster admins (docs/tunnels.md).
+	// The CA rotation, for cluster admins (docs/operations.md).
+	now := h.cfg.Now
+	if now == nil {
+		now = time.Now
+	}
+	mux.Handle(CARotationPath, requireToken(authn, caRotationHandler(ca, authn, now)))
+	mux.Handle(CARotationPath+"/", requireToken(authn, caRotationHandler(ca, authn, now)))
 	mux.Handle(tunnel.SeedAPIPrefix, tunnels.SeedAPI(seedAPIAuthorizer(authn), gateway.WriteError))
 	// Gets and lists asking for a Table (kubectl get) are answered with the kinds' printer columns.
 	now := h.cfg.Now

@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 
 	"google.golang.org/grpc"
@@ -23,13 +24,9 @@ func Dial(t config.Target, userAgent string) (*grpc.ClientConn, error) {
 	if err != nil || u.Host == "" {
 		return nil, fmt.Errorf("hub %q: not a URL", t.Hub)
 	}
-	tc := &tls.Config{MinVersion: tls.VersionTLS12}
-	if t.CA != nil {
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(t.CA) {
-			return nil, errors.New("the hub's CA holds no PEM certificate")
-		}
-		tc.RootCAs = pool
+	tc, err := tlsConfig(t)
+	if err != nil {
+		return nil, err
 	}
 	opts := []grpc.DialOption{
 		grpc.WithTransportCredentials(credentials.NewTLS(tc)),
@@ -41,6 +38,29 @@ func Dial(t config.Target, userAgent string) (*grpc.ClientConn, error) {
 		opts = append(opts, grpc.WithPerRPCCredentials(bearer(t.Token)))
 	}
 	return grpc.NewClient("passthrough:///"+u.Host, opts...)
+}
+
+// tlsConfig verifies the hub with the target's CA, or the system's roots.
+func tlsConfig(t config.Target) (*tls.Config, error) {
+	tc := &tls.Config{MinVersion: tls.VersionTLS12}
+	if t.CA != nil {
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(t.CA) {
+			return nil, errors.New("the hub's CA holds no PEM certificate")
+		}
+		tc.RootCAs = pool
+	}
+	return tc, nil
+}
+
+// HTTP returns an HTTP client for the hub's non-gRPC endpoints (the CA rotation), verifying the hub as Dial does;
+// requests carry the target's token when they are made with Request.
+func HTTP(t config.Target) (*http.Client, error) {
+	tc, err := tlsConfig(t)
+	if err != nil {
+		return nil, err
+	}
+	return &http.Client{Transport: &http.Transport{TLSClientConfig: tc, ForceAttemptHTTP2: true}}, nil
 }
 
 // unaryErrors and streamErrors turn every error of a call into Error's, so that commands see *StatusError.

@@ -91,7 +91,7 @@ func (s *Server) issue(ctx context.Context, user string, req *agentv1.Certificat
 	if err != nil {
 		return nil, err
 	}
-	return &agentv1.Certificate{CsrName: name, CertificatePem: certPEM, CaPem: s.cfg.CA.CertPEM}, nil
+	return &agentv1.Certificate{CsrName: name, CertificatePem: certPEM, CaPem: s.cfg.CA.BundlePEM()}, nil
 }
 
 func groupsOf(user string) []string {

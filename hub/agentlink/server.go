@@ -17,7 +17,6 @@ import (
 	"google.golang.org/grpc/status"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/trellis-dev/trellis/hub/pki"
 	"github.com/trellis-dev/trellis/hub/seedgraph"
 	"github.com/trellis-dev/trellis/hub/store"
 	agentv1 "github.com/trellis-dev/trellis/proto/gen/trellis/agent/v1"
@@ -40,6 +39,11 @@ type Source interface {
 	Collection(gr schema.GroupResource) (*store.Collection, bool)
 }
 
+// TrustBundle gives the hub's CA bundle in PEM (pki.Authority).
+type TrustBundle interface {
+	BundlePEM() []byte
+}
+
 // Config configures the agent link of one hub replica.
 type Config struct {
 	// Traces, when set, gives each assignment the traceparent of the write of its version (Assignment.traceparent).
@@ -48,7 +52,9 @@ type Config struct {
 	Graph  *seedgraph.Graph
 	// GraphReady is closed once the graph has loaded every resource; sessions wait for it.
 	GraphReady <-chan struct{}
-	CA         *pki.CA
+	// CA is the trust bundle answered with every signed certificate (both CAs while a CA rotation runs), so
+	// agents trust the hub's serving certificate whichever CA issued it.
+	CA TrustBundle
 	// Etcd and Prefix locate the presence keys.
 	Etcd   *clientv3.Client
 	Prefix string

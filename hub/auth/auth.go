@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -61,9 +62,10 @@ type Request struct {
 // Authenticator identifies the user of a request: seed agents by their client certificates, bootstrap tokens by
 // their Secrets in kube-system, users and robot accounts by their AccessTokens, the admin by the admin token's hash
 // stored in etcd.
-// It is fixed once Open returns.
 type Authenticator struct {
+	mu     sync.RWMutex // guards hashes, which the admin token's rotation changes
 	hashes map[[32]byte]User
+	admin  *adminTokens // nil in tests that build the authenticator from hashes
 	reader ObjectReader // bootstrap token Secrets, AccessTokens, ServiceAccounts; nil rejects those tokens
 	now    func() time.Time
 }
@@ -100,11 +102,26 @@ func Open(ctx context.Context, cfg Config) (*Authenticator, error) {
 			return nil, fmt.Errorf("read admin token hash: %w", err)
 		}
 		if len(resp.Kvs) == 1 {
-			var h [32]byte
-			if n, err := hex.Decode(h[:], resp.Kvs[0].Value); err != nil || n != 32 {
-				return nil, fmt.Errorf("admin token hash at %s is corrupt", key)
+			h, err := decodeHash(key, resp.Kvs[0].Value)
+			if err != nil {
+				return nil, err
 			}
-			return newAuthenticator(map[[32]byte]User{h: {Name: AdminUser, Groups: []string{GroupAdmins, GroupAuthned}}}, cfg.Reader, cfg.Now), nil
+			hashes := map[[32]byte]User{h: adminUser()}
+			admin := &adminTokens{cli: cli, key: key, tokenFile: tokenFile}
+			next, err := cli.Get(ctx, admin.nextKey())
+			if err != nil {
+				return nil, fmt.Errorf("read the next admin token hash: %w", err)
+			}
+			if len(next.Kvs) == 1 { // a rotation runs: the new token is valid too
+				nh, err := decodeHash(admin.nextKey(), next.Kvs[0].Value)
+				if err != nil {
+					return nil, err
+				}
+				hashes[nh] = adminUser()
+			}
+			a := newAuthenticator(hashes, cfg.Reader, cfg.Now)
+			a.admin = admin
+			return a, nil
 		}
 		token, err := NewToken()
 		if err != nil {
@@ -171,6 +188,8 @@ func (a *Authenticator) authenticateToken(ctx context.Context, token string) (Us
 		return a.authenticateAccessToken(ctx, token)
 	}
 	h := sha256.Sum256([]byte(token))
+	a.mu.RLock()
+	defer a.mu.RUnlock()
 	for k, u := range a.hashes {
 		if subtle.ConstantTimeCompare(k[:], h[:]) == 1 {
 			return u, nil

@@ -2,6 +2,7 @@ package csr
 
 import (
 	"context"
+	"crypto/x509"
 	"log/slog"
 	"strings"
 	"time"
@@ -28,10 +29,15 @@ type Source interface {
 	Collection(gr schema.GroupResource) (*store.Collection, bool)
 }
 
+// Signer signs client certificates: the hub's pki.Authority, which signs with the new CA once a rotation started.
+type Signer interface {
+	SignClientCert(csr *x509.CertificateRequest, validity time.Duration) ([]byte, error)
+}
+
 // Controller approves and signs seed client CSRs. Run it in the leader only.
 type Controller struct {
 	CSRs, Secrets *store.Collection
-	CA            *pki.CA
+	CA            Signer
 	// MaxValidity caps the validity of issued certificates (default one year, Kubernetes' signing duration).
 	MaxValidity time.Duration
 	Log         *slog.Logger
@@ -40,7 +46,7 @@ type Controller struct {
 }
 
 // NewController returns a controller over src's collections.
-func NewController(src Source, ca *pki.CA, log *slog.Logger) *Controller {
+func NewController(src Source, ca Signer, log *slog.Logger) *Controller {
 	csrs, _ := src.Collection(Resource)
 	secrets, _ := src.Collection(secretsResource)
 	return &Controller{CSRs: csrs, Secrets: secrets, CA: ca, MaxValidity: 365 * 24 * time.Hour, Log: log, Now: time.Now}

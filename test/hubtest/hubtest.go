@@ -51,6 +51,9 @@ func (h *Hub) AgentLink() *agentlink.Server { return h.parts.AgentLink }
 // bootstrap exchange).
 func (h *Hub) PKI() *pki.CA { return h.parts.CA }
 
+// Authority is the replica's CA with its rotation.
+func (h *Hub) Authority() *pki.Authority { return h.parts.Authority }
+
 // WithoutControllers disables controller-manager loops by name, for tests of the API that a loop writing the same
 // objects (the shoot-statuslabel controller labels every new shoot) would race with.
 func WithoutControllers(names ...string) func(*hub.Config) {
