@@ -154,7 +154,7 @@ func TestDashboard(t *testing.T) {
 
 	t.Run("reconcile, maintain and retry", func(t *testing.T) {
 		p.t = t
-		clear := func(name string) {
+		clearOp := func(name string) {
 			mustDo(t, h, "PATCH", shootsDev+"/"+name, `{"metadata":{"annotations":{"gardener.cloud/operation":null}}}`, 200, "Content-Type", mergePtch)
 		}
 		for _, op := range []string{"reconcile", "maintain"} {
@@ -165,14 +165,14 @@ func TestDashboard(t *testing.T) {
 			p.click("[data-action=" + op + "]")
 			eventually(t, op, func() bool { return annotation(getShoot(t, h, "web"), "gardener.cloud/operation") == op })
 			p.waitJS("the operation waiting", `!!document.querySelector("[data-testid=pending-operation]") && document.querySelector("[data-action=reconcile]").disabled`)
-			clear("web")
+			clearOp("web")
 			p.waitJS("the operation taken up", `!document.querySelector("[data-testid=pending-operation]")`)
 		}
 		p.goTo("/projects/dev/shoots/db") // its last operation ended in Error
 		p.waitJS("retry enabled", `!!document.querySelector("[data-action=retry]") && !document.querySelector("[data-action=retry]").disabled`)
 		p.click("[data-action=retry]")
 		eventually(t, "retry", func() bool { return annotation(getShoot(t, h, "db"), "gardener.cloud/operation") == "retry" })
-		clear("db")
+		clearOp("db")
 		p.goTo("/projects/dev/shoots/web")
 		p.do(waitVisible("[data-action=rotate-start]"))
 	})

@@ -161,20 +161,16 @@ func (h *Hub) handlers(ctx context.Context, authn *auth.Authenticator, reg *api.
 		return nil, fmt.Errorf("openapi: %w", err)
 	}
 	mux.Handle("/openapi/", requireToken(authn, apiDocs))
-	// Seeds' kube-apiservers through their agents, for cluster admins (docs/tunnels.md).
-	// The CA rotation, for cluster admins (docs/operations.md).
 	now := h.cfg.Now
 	if now == nil {
 		now = time.Now
 	}
+	// The CA rotation, for cluster admins (docs/operations.md).
 	mux.Handle(CARotationPath, requireToken(authn, caRotationHandler(ca, authn, now)))
 	mux.Handle(CARotationPath+"/", requireToken(authn, caRotationHandler(ca, authn, now)))
+	// Seeds' kube-apiservers through their agents, for cluster admins (docs/tunnels.md).
 	mux.Handle(tunnel.SeedAPIPrefix, tunnels.SeedAPI(seedAPIAuthorizer(authn), gateway.WriteError))
 	// Gets and lists asking for a Table (kubectl get) are answered with the kinds' printer columns.
-	now := h.cfg.Now
-	if now == nil {
-		now = time.Now
-	}
 	// Protobuf bodies and answers of Kubernetes' kinds are translated to and from the JSON the gateway serves.
 	mux.Handle("/", discoveryOr(authn, disc, m.http(kubeproto.Handler(table.Handler(rest, now), gateway.WriteError))))
 	// The access reviews (kubectl auth can-i, whoami), answered by the kinds' authorizer; every user but bootstrap

@@ -24,7 +24,7 @@ const (
 	DefaultSyncPeriod   = 30 * time.Second
 	DefaultHealthPoll   = 5 * time.Second
 	DefaultDeletionPoll = 2 * time.Second
-	DefaultRetryMin     = time.Second
+	DefaultRetryMin     = time.Second //nolint:revive // time-naming: Min is minimum (beside RetryMax), not minutes
 	DefaultRetryMax     = 2 * time.Minute
 	DefaultHubTimeout   = controller.DefaultHubTimeout
 )

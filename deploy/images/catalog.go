@@ -62,11 +62,11 @@ func Catalog(src Sources) ([]Spec, error) {
 
 // cachedVersion returns the version in the name of the cache directory bin links into (<name>-<version>/), or "dev".
 func cachedVersion(bin, name string) string {
-	real, err := filepath.EvalSymlinks(bin)
+	target, err := filepath.EvalSymlinks(bin)
 	if err != nil {
 		return "dev"
 	}
-	if v, ok := strings.CutPrefix(filepath.Base(filepath.Dir(real)), name+"-"); ok && v != "" {
+	if v, ok := strings.CutPrefix(filepath.Base(filepath.Dir(target)), name+"-"); ok && v != "" {
 		return v
 	}
 	return "dev"

@@ -74,7 +74,12 @@ func exported(t *testing.T) map[string]bool {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- a.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	})
 	q := keyqueue.New(keyqueue.Config{Name: "check"}) // a controller's queue, for the workqueue metrics
 	defer q.ShutDown()
 	g := flow.New("check")

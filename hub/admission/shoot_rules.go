@@ -34,8 +34,8 @@ const (
 	// defaultVPNRange is the VPN network of every shoot, which its networks must not overlap.
 	defaultVPNRange = "192.168.123.0/24"
 	// Maintenance time windows last between 30 minutes and 6 hours.
-	maintenanceWindowMin = 30 * time.Minute
-	maintenanceWindowMax = 6 * time.Hour
+	maintenanceWindowShortest = 30 * time.Minute
+	maintenanceWindowLongest  = 6 * time.Hour
 	// maintenanceTimeLayout is Gardener's HHMMSS+ZONE format of maintenance window bounds, e.g. 220000+0100.
 	maintenanceTimeLayout = "150405-0700"
 )
@@ -270,10 +270,10 @@ func validateMaintenanceTimeWindow(p *field.Path, w *corev1beta1.MaintenanceTime
 	switch {
 	case err != nil:
 		return field.ErrorList{field.Invalid(p.Child("begin/end"), w.GetBegin()+"-"+w.GetEnd(), err.Error())}
-	case d > maintenanceWindowMax:
-		return field.ErrorList{field.Invalid(p, d.String(), fmt.Sprintf("time window must not be greater than %s", maintenanceWindowMax))}
-	case d < maintenanceWindowMin:
-		return field.ErrorList{field.Invalid(p, d.String(), fmt.Sprintf("time window must not be smaller than %s", maintenanceWindowMin))}
+	case d > maintenanceWindowLongest:
+		return field.ErrorList{field.Invalid(p, d.String(), fmt.Sprintf("time window must not be greater than %s", maintenanceWindowLongest))}
+	case d < maintenanceWindowShortest:
+		return field.ErrorList{field.Invalid(p, d.String(), fmt.Sprintf("time window must not be smaller than %s", maintenanceWindowShortest))}
 	}
 	return nil
 }

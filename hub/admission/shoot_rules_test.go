@@ -76,14 +76,11 @@ func replaced(r exampleReader, gr schema.GroupResource, obj store.Object) exampl
 // exampleOf returns a copy of the first example of gr in r.
 func exampleOf[T store.Object](t *testing.T, r exampleReader, gr schema.GroupResource) T {
 	t.Helper()
-	for _, e := range r {
-		if e.gr == gr {
-			return clone(e.obj.(T))
-		}
+	i := slices.IndexFunc(r, func(e example) bool { return e.gr == gr })
+	if i < 0 {
+		t.Fatalf("no example of %s", gr)
 	}
-	t.Fatalf("no example of %s", gr)
-	var zero T
-	return zero
+	return clone(r[i].obj.(T))
 }
 
 func TestShootDNSDomain(t *testing.T) {

@@ -112,7 +112,7 @@ func TestRequestIDOf(t *testing.T) {
 			t.Errorf("RequestIDOf(%q) = %q, want a new UUID", sent, got)
 		}
 	}
-	if RequestIDOf("") == RequestIDOf("") {
+	if a, b := RequestIDOf(""), RequestIDOf(""); a == b {
 		t.Error("two new ids are equal")
 	}
 }

@@ -126,7 +126,7 @@ func (s *Server[T, L, E, PE]) serveWatch(w http.ResponseWriter, r *http.Request,
 					}
 				}
 			}
-			if _, err := w.Write(line); err != nil {
+			if _, err := w.Write(line); err != nil { //nolint:gosec // G705: JSON watch events served as application/json, not HTML
 				return
 			}
 			// Flush when the client has everything queued so far: bursts go out in few frames.

@@ -104,7 +104,7 @@ func Finish(ctx context.Context, code int, err error, response proto.Message, pa
 	}
 	rec.finished = true
 	rec.receivedLocked()
-	st := &metav1.Status{Code: int32(code)}
+	st := &metav1.Status{Code: int32(code)} //nolint:gosec // G115: an HTTP status code
 	if code >= http.StatusBadRequest {
 		st.Status = metav1.StatusFailure
 		var se apierrors.APIStatus

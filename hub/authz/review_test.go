@@ -48,9 +48,9 @@ func TestSeedAccessReviews(t *testing.T) {
 		if code != 201 || json.Unmarshal(out, &rev) != nil {
 			t.Fatalf("review of %s %s: %d %s", tc.verb, tc.resource, code, out)
 		}
-		real, out := do(tc.method, tc.path, `{"metadata":{"name":"x"}}`)
-		if rev.Status.Allowed != (real != http.StatusForbidden) {
-			t.Errorf("%s %s in %q: review allowed=%v, the request answered %d %s", tc.verb, tc.resource, tc.ns, rev.Status.Allowed, real, out)
+		answered, out := do(tc.method, tc.path, `{"metadata":{"name":"x"}}`)
+		if rev.Status.Allowed != (answered != http.StatusForbidden) {
+			t.Errorf("%s %s in %q: review allowed=%v, the request answered %d %s", tc.verb, tc.resource, tc.ns, rev.Status.Allowed, answered, out)
 		}
 	}
 	code, out := do("POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews", `{}`)

@@ -229,15 +229,15 @@ func (p *Process) LogSinceStart() (string, error) {
 	return string(b), err
 }
 
-// Tail returns up to max bytes of the end of the log.
-func (p *Process) Tail(max int64) string {
+// Tail returns up to maxBytes bytes of the end of the log.
+func (p *Process) Tail(maxBytes int64) string {
 	f, err := os.Open(p.cfg.LogPath)
 	if err != nil {
 		return ""
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err == nil && fi.Size() > max {
-		if _, err := f.Seek(-max, io.SeekEnd); err != nil {
+	if fi, err := f.Stat(); err == nil && fi.Size() > maxBytes {
+		if _, err := f.Seek(-maxBytes, io.SeekEnd); err != nil {
 			return ""
 		}
 	}

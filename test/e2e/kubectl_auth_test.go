@@ -112,6 +112,9 @@ func TestKubectlAuth(t *testing.T) {
 
 	// Discovery lists the reviews, as kube-apiserver does.
 	out, code := kc(viewer, "api-resources", "--api-group=authorization.k8s.io", "-o", "name")
+	if code != 0 {
+		t.Errorf("api-resources of authorization.k8s.io: exit %d: %s", code, out)
+	}
 	contains(t, "api-resources of authorization.k8s.io", out, "selfsubjectaccessreviews.authorization.k8s.io", "selfsubjectrulesreviews.authorization.k8s.io")
 	if out, code = kc(viewer, "api-resources", "--api-group=authentication.k8s.io", "-o", "name"); code != 0 || !strings.Contains(out, "selfsubjectreviews.authentication.k8s.io") {
 		t.Errorf("api-resources of authentication.k8s.io: exit %d %s", code, out)

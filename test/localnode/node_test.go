@@ -43,8 +43,6 @@ func (w tWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-const page = "hello from the node\n"
-
 // TestNode runs a seed with a node and checks what a seed needs of one (localnode.Probe: pods run; a pod resolves a
 // Service by its DNS name and reaches it through its ClusterIP; logs and exec work through the seed's kube-apiserver
 // with kubectl); the host reaches the ClusterIP too; a StatefulSet gets a volume from the default StorageClass. After the stop nothing of

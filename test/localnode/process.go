@@ -123,15 +123,15 @@ func waitFile(ctx context.Context, p *process, path string) error {
 
 // logTails returns the end of each process's log, for errors.
 func (n *Node) logTails() string {
-	const max = 3 << 10
+	const tailBytes = 3 << 10
 	var b strings.Builder
 	for _, p := range n.procs {
 		f, err := os.Open(p.log)
 		if err != nil {
 			continue
 		}
-		if fi, err := f.Stat(); err == nil && fi.Size() > max {
-			_, _ = f.Seek(-max, io.SeekEnd)
+		if fi, err := f.Stat(); err == nil && fi.Size() > tailBytes {
+			_, _ = f.Seek(-tailBytes, io.SeekEnd)
 		}
 		tail, err := io.ReadAll(f)
 		_ = f.Close()

@@ -293,7 +293,9 @@ func TestShootAPIPassthrough(t *testing.T) {
 	name := tunnel.ShootServerName("api1", "dev", domain)
 	srv, pool := standIn(t)
 	ns := tunnel.ShootNamespace("dev", "api1")
-	e.seed.Cluster.Client.CoreV1().Namespaces().Create(ctx, &kcorev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+	if _, err := e.seed.Cluster.Client.CoreV1().Namespaces().Create(ctx, &kcorev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	svc, err := e.seed.Cluster.Client.CoreV1().Services(ns).Create(ctx, &kcorev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: agent.ShootAPIServerService},
 		Spec:       kcorev1.ServiceSpec{Ports: []kcorev1.ServicePort{{Name: "kube-apiserver", Port: 443}}},
