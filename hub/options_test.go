@@ -59,7 +59,7 @@ func TestRequestOptionsAndMediaTypes(t *testing.T) {
 		{"force on a merge patch", "PATCH", cms + "/cm?force=true", `{}`, []string{"Content-Type", merge}, 422, "Invalid", "force: Forbidden: may not be specified for non-apply patch"},
 		{"strict patch", "PATCH", cms + "/cm", `{"data":{"a":"2"},"spam":1}`, []string{"Content-Type", merge}, 422, "Invalid", `unknown field "spam"`},
 		{"patch ignoring unknown fields", "PATCH", cms + "/cm?fieldValidation=Ignore", `{"data":{"a":"2"},"spam":1}`, []string{"Content-Type", merge}, 200, "", `"a":"2"`},
-		{"orphaning", "DELETE", cms + "/cm?propagationPolicy=Orphan", "", nil, 400, "BadRequest", "propagationPolicy: Orphan is not supported"},
+		{"orphaning", "DELETE", cms + "/cm?propagationPolicy=Orphan", "", nil, 200, "", `"finalizers":["orphan"]`},
 		{"orphan and policy", "DELETE", cms + "/cm?orphanDependents=false&propagationPolicy=Background", "", nil, 422, "Invalid", "orphanDependents and deletionPropagation cannot be both set"},
 		{"unsafe delete", "DELETE", cms + "/cm", `{"ignoreStoreReadErrorWithClusterBreakingPotential":true}`, nil, 400, "BadRequest", "ignoreStoreReadErrorWithClusterBreakingPotential: not supported"},
 		{"grace period not a number", "DELETE", cms + "/cm?gracePeriodSeconds=soon", "", nil, 400, "BadRequest", `gracePeriodSeconds: strconv.ParseInt: parsing "soon"`},

@@ -79,7 +79,7 @@ func garden(t *testing.T, h *hubtest.Hub) {
 		"kubernetes":{"versions":[{"version":"1.35.4"},{"version":"1.34.7"}]},
 		"machineImages":[{"name":"gardenlinux","versions":[{"version":"1.0.0"}]}],
 		"machineTypes":[{"name":"m5.large","cpu":"2","gpu":"0","memory":"8Gi"}],
-		"regions":[{"name":"local"}]}}`)
+		"regions":[{"name":"local","zones":[{"name":"a"},{"name":"b"},{"name":"c"}]}]}}`)
 	mustDo(t, h, 201, "POST", "/apis/security.gardener.cloud/v1alpha1/namespaces/garden-dev/credentialsbindings",
 		`{"metadata":{"name":"local"},"provider":{"type":"local"},"credentialsRef":{"apiVersion":"v1","kind":"Secret","name":"local","namespace":"garden-dev"}}`)
 }

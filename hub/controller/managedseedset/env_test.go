@@ -52,8 +52,9 @@ func newEnv(t *testing.T) *env {
 		Spec: &corev1beta1.ProjectSpec{Namespace: proto.String(garden)}})
 	controllertest.Create(t, col("core.gardener.cloud", "cloudprofiles"), &corev1beta1.CloudProfile{Metadata: &metav1.ObjectMeta{Name: "local"},
 		Spec: &corev1beta1.CloudProfileSpec{Type: "local", Regions: []*corev1beta1.Region{{Name: "local"}},
-			MachineTypes: []*corev1beta1.MachineType{{Name: "m1"}},
-			Kubernetes:   &corev1beta1.KubernetesSettings{Versions: []*corev1beta1.ExpirableVersion{{Version: "1.33.2"}, {Version: "1.33.5"}}}}})
+			MachineTypes:  []*corev1beta1.MachineType{{Name: "m1"}},
+			MachineImages: []*corev1beta1.MachineImage{{Name: "gardenlinux", Versions: []*corev1beta1.MachineImageVersion{{Version: "1.0.0", Architectures: []string{"amd64"}}}}},
+			Kubernetes:    &corev1beta1.KubernetesSettings{Versions: []*corev1beta1.ExpirableVersion{{Version: "1.33.2"}, {Version: "1.33.5"}}}}})
 	return e
 }
 
