@@ -23,7 +23,8 @@ type HubConfig struct {
 	DataDir string
 	// Addr is its --listen address; empty picks a free loopback port (and another if that one was taken meanwhile).
 	Addr string
-	// Args are more flags, such as --grpc-listen "".
+	// Args are more flags, such as --grpc-listen "". Unless they name --tunnel-listen, the hub runs without its
+	// TLS-passthrough listener, whose fixed default port (127.0.0.1:8445) several hubs on one machine would share.
 	Args []string
 	// Env is added to the parent's environment (GOMEMLIMIT=...).
 	Env []string
@@ -73,7 +74,7 @@ func StartHub(ctx context.Context, cfg HubConfig) (*Hub, error) {
 			cfg.Addr = addr
 		}
 		h := &Hub{cfg: cfg, URL: "https://" + cfg.Addr}
-		h.Process = New(Config{Name: "trellis-hub", Path: cfg.Bin, Args: append([]string{"--data-dir", cfg.DataDir, "--listen", cfg.Addr}, cfg.Args...),
+		h.Process = New(Config{Name: "trellis-hub", Path: cfg.Bin, Args: append(append([]string{"--data-dir", cfg.DataDir, "--listen", cfg.Addr}, noTunnelListener(cfg.Args)...), cfg.Args...),
 			Env: cfg.Env, LogPath: cfg.LogPath, Exited: cfg.Exited})
 		if lastErr = h.Restart(ctx); lastErr == nil {
 			return h, nil
@@ -252,4 +253,14 @@ func FreeAddr() (string, error) {
 	}
 	defer l.Close()
 	return l.Addr().String(), nil
+}
+
+// noTunnelListener returns the flag that turns the hub's TLS-passthrough listener off, unless args set it.
+func noTunnelListener(args []string) []string {
+	for _, a := range args {
+		if a == "--tunnel-listen" || strings.HasPrefix(a, "--tunnel-listen=") {
+			return nil
+		}
+	}
+	return []string{"--tunnel-listen", ""}
 }

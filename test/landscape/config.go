@@ -49,6 +49,9 @@ type Config struct {
 	HubListen string
 	// HubGRPCListen is the hub's gRPC-only address, where agents connect; "" or port 0 takes a free port.
 	HubGRPCListen string
+	// TunnelListen is the hub's TLS-passthrough address of shoot API servers (docs/tunnels.md); "" leaves it off,
+	// so that several landscapes (tests) run side by side. `make up` serves it on 127.0.0.1:8445.
+	TunnelListen string
 	// Seeds are the seeds to run, each with its agent and provider-local (default: one seed DefaultSeedName).
 	Seeds []SeedConfig
 	// Examples applies the example resources (namespace garden-local, project local, cloud profile local, a

@@ -93,7 +93,7 @@ func Start(ctx context.Context, cfg Config) (_ *Landscape, err error) {
 		return nil, fmt.Errorf("hub gRPC listen address: %w", err)
 	}
 	l.HubAddr, l.GRPCAddr, l.HubURL = dial, grpcDial, "https://"+dial
-	args := []string{"--data-dir", hubDir, "--listen", listen, "--grpc-listen", grpcListen, "--log-format", "text"}
+	args := []string{"--data-dir", hubDir, "--listen", listen, "--grpc-listen", grpcListen, "--log-format", "text", "--tunnel-listen", cfg.TunnelListen}
 	l.hub = l.newProcess("hub", "trellis-hub", nil, append(args, cfg.HubArgs...)...)
 	// With nodes, provider-local runs as its chart's pod from an image of this build (providerpod.go).
 	providerValues := DefaultProviderLocalValues()

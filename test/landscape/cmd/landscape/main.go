@@ -35,13 +35,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 	examples := fs.Bool("examples", true, "apply the example resources (project local, cloud profile local, shoot local)")
 	listen := fs.String("listen", "127.0.0.1:8443", "the hub's REST and gRPC address (port 0: a free port)")
 	grpcListen := fs.String("grpc-listen", "127.0.0.1:8444", "the hub's gRPC address for agents (port 0: a free port)")
+	tunnelListen := fs.String("tunnel-listen", "127.0.0.1:8445", "the hub's TLS-passthrough address of shoot API servers (empty: none)")
 	node := fs.Bool("node", true, "run a real node in every seed (containerd, kubelet, kube-proxy, kube-scheduler, CoreDNS; needs root)")
 	threshold := fs.Duration("extension-error-threshold", landscape.DefaultExtensionErrorThreshold, "how long the agents let an extension report an error before a shoot's flow fails")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	cfg := landscape.Config{
-		Dir: *dir, BinDir: *binDir, Examples: *examples, HubListen: *listen, HubGRPCListen: *grpcListen,
+		Dir: *dir, BinDir: *binDir, Examples: *examples, HubListen: *listen, HubGRPCListen: *grpcListen, TunnelListen: *tunnelListen,
 		ExtensionErrorThreshold: *threshold, Log: stdout, Node: *node,
 	}
 	for _, name := range strings.Split(*seeds, ",") {
