@@ -1135,6 +1135,8 @@ func prerequisites() []prerequisite {
 					obj{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "john.doe@example.com", "role": "admin"},
 					obj{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "alice.doe@example.com", "role": "viewer"},
 				},
+				// The shoots' toleration must be whitelisted, as Gardener's ShootTolerationRestriction asks.
+				"tolerations": obj{"whitelist": list{obj{"key": "seed.gardener.cloud/protected"}}},
 			}}},
 		{"/apis/core.gardener.cloud/v1beta1/cloudprofiles", obj{"apiVersion": "core.gardener.cloud/v1beta1", "kind": "CloudProfile",
 			"metadata": obj{"name": "aws"},
