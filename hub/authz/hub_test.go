@@ -3,14 +3,9 @@ package authz_test
 import (
 	"bufio"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
 	"fmt"
 	"io"
 	"net/http"
@@ -34,32 +29,7 @@ const shootsPath = "/apis/core.gardener.cloud/v1beta1/namespaces/garden-dev/shoo
 
 // clientCert issues a client certificate with the hub's CA, as the bootstrap exchange would.
 func clientCert(t *testing.T, h *hubtest.Hub, o []string, cn string) tls.Certificate {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{Subject: pkix.Name{Organization: o, CommonName: cn}}, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req, err := x509.ParseCertificateRequest(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	certPEM, err := h.PKI().SignClientCert(req, time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := tls.X509KeyPair(certPEM, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cert
+	return h.ClientCert(t, cn, o...)
 }
 
 func tlsConfig(h *hubtest.Hub, cert *tls.Certificate) *tls.Config {

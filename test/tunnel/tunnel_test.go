@@ -3,13 +3,8 @@ package tunnel_test
 import (
 	"bufio"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
@@ -420,33 +415,7 @@ func hubPool(h *agenttest.Hub) *x509.CertPool {
 
 // seedCert issues a seed client certificate with the hub's CA, as the bootstrap exchange would.
 func seedCert(t *testing.T, h *agenttest.Hub, seed string) tls.Certificate {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{Subject: pkix.Name{
-		Organization: []string{"gardener.cloud:system:seeds"}, CommonName: "gardener.cloud:system:seed:" + seed}}, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req, err := x509.ParseCertificateRequest(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	certPEM, err := h.PKI().SignClientCert(req, time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := tls.X509KeyPair(certPEM, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cert
+	return h.ClientCert(t, "gardener.cloud:system:seed:"+seed, "gardener.cloud:system:seeds")
 }
 
 func ptr[T any](v T) *T { return &v }
