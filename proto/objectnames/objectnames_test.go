@@ -13,6 +13,7 @@ func TestShootOfProjectResource(t *testing.T) {
 		{ShootProjectResourceName("s", ShootProjectSuffixCACluster), "s", true},
 		{ShootProjectResourceName("s", ShootProjectSuffixSSHKeypair), "s", true},
 		{ShootProjectResourceName("s", ShootProjectSuffixSSHKeypairOld), "s", true},
+		{ShootProjectResourceName("s", ShootProjectSuffixCAClient), "s", true},
 		// The old keypair's name also ends in ".old", not in ".ssh-keypair": it must not read as shoot "s.ssh-keypair".
 		{"s.ssh-keypair.old", "s", true},
 		{".ca-cluster", "", false},

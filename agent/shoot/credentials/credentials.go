@@ -22,12 +22,16 @@ import (
 // Names of the credentials, as gardenlet's secrets manager names them.
 const (
 	NameCA                = "ca"
+	NameCAClient          = "ca-client"
+	NameCAETCD            = "ca-etcd"
 	NameServiceAccountKey = "service-account-key"
 	NameETCDEncryptionKey = "kube-apiserver-etcd-encryption-key"
 	NameSSHKeypair        = "ssh-keypair"
 
 	// Secrets derived from the credentials in use, rewritten by every Ensure.
 	NameCABundle                = "ca-bundle"
+	NameCAClientBundle          = "ca-client-bundle"
+	NameCAETCDBundle            = "ca-etcd-bundle"
 	NameServiceAccountKeyBundle = "service-account-key-bundle"
 	NameETCDEncryptionConfig    = "kube-apiserver-etcd-encryption-configuration"
 )
@@ -82,6 +86,15 @@ type Set struct {
 	CA, CAOld *corev1.Secret
 	// CABundle is the PEM of the CA certificates in use, the current first.
 	CABundle []byte
+	// CAClient signs client certificates of the shoot's kube-apiserver (rotated with CA); CAClientOld is the one a
+	// rotation keeps trusted; CAClientBundle is the PEM of both, the current first.
+	CAClient, CAClientOld *corev1.Secret
+	CAClientBundle        []byte
+	// CAETCD signs etcd's serving and client certificates (rotated with CA); CAETCDBundle is the PEM of those in use.
+	CAETCD       *corev1.Secret
+	CAETCDBundle []byte
+	// ServiceAccountKey is the current service account signing key (id_rsa).
+	ServiceAccountKey *corev1.Secret
 	// ServiceAccountKeyBundle is the PEM of the public keys service account tokens are verified with, the current
 	// first.
 	ServiceAccountKeyBundle []byte
@@ -117,7 +130,9 @@ type credential struct {
 func (m *Manager) credentials(w Want) []credential {
 	twoPhase := func(r Rotation) bool { return r.Phase == rotationPhasePreparing || r.Phase == rotationPhasePrepared }
 	cs := []credential{
-		{name: NameCA, rotation: w.CA, keepOld: twoPhase(w.CA), generate: m.generateCA},
+		{name: NameCA, rotation: w.CA, keepOld: twoPhase(w.CA), generate: m.generateCA(NameCA)},
+		{name: NameCAClient, rotation: w.CA, keepOld: twoPhase(w.CA), generate: m.generateCA(NameCAClient)},
+		{name: NameCAETCD, rotation: w.CA, keepOld: twoPhase(w.CA), generate: m.generateCA(NameCAETCD)},
 		{name: NameServiceAccountKey, rotation: w.ServiceAccountKey, keepOld: twoPhase(w.ServiceAccountKey), generate: m.generateRSAKey},
 		{name: NameETCDEncryptionKey, rotation: w.ETCDEncryptionKey, keepOld: twoPhase(w.ETCDEncryptionKey), generate: m.generateETCDKey},
 	}
@@ -163,7 +178,18 @@ func (m *Manager) Ensure(ctx context.Context, w Want) (*Set, error) {
 			for _, s := range inUse {
 				set.CABundle = append(set.CABundle, s.Data[DataKeyCertificateCA]...)
 			}
+		case NameCAClient:
+			set.CAClient, set.CAClientOld = cur, old
+			for _, s := range inUse {
+				set.CAClientBundle = append(set.CAClientBundle, s.Data[DataKeyCertificateCA]...)
+			}
+		case NameCAETCD:
+			set.CAETCD = cur
+			for _, s := range inUse {
+				set.CAETCDBundle = append(set.CAETCDBundle, s.Data[DataKeyCertificateCA]...)
+			}
 		case NameServiceAccountKey:
+			set.ServiceAccountKey = cur
 			for _, s := range inUse {
 				pub, err := publicKeyPEM(s.Data[DataKeyRSAPrivateKey])
 				if err != nil {
@@ -186,6 +212,12 @@ func (m *Manager) Ensure(ctx context.Context, w Want) (*Set, error) {
 		}
 	}
 	if err := m.writeDerived(ctx, NameCABundle, NameCA, map[string][]byte{DataKeyCertificateBundle: set.CABundle}); err != nil {
+		return nil, err
+	}
+	if err := m.writeDerived(ctx, NameCAClientBundle, NameCAClient, map[string][]byte{DataKeyCertificateBundle: set.CAClientBundle}); err != nil {
+		return nil, err
+	}
+	if err := m.writeDerived(ctx, NameCAETCDBundle, NameCAETCD, map[string][]byte{DataKeyCertificateBundle: set.CAETCDBundle}); err != nil {
 		return nil, err
 	}
 	if err := m.writeDerived(ctx, NameServiceAccountKeyBundle, NameServiceAccountKey, map[string][]byte{DataKeyPublicKeyBundle: set.ServiceAccountKeyBundle}); err != nil {
@@ -306,7 +338,7 @@ func (m *Manager) Cleanup(ctx context.Context, w Want) error {
 			}
 		}
 	}
-	for _, name := range []string{NameCA, NameServiceAccountKey, NameETCDEncryptionKey, NameSSHKeypair} {
+	for _, name := range []string{NameCA, NameCAClient, NameCAETCD, NameServiceAccountKey, NameETCDEncryptionKey, NameSSHKeypair} {
 		existing, err := m.list(ctx, name)
 		if err != nil {
 			return err

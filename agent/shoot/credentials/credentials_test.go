@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"crypto/x509"
 	"encoding/pem"
+	"net"
 	"slices"
 	"strings"
 	"testing"
@@ -90,6 +91,11 @@ func TestTwoPhaseRotation(t *testing.T) {
 		if set.CA.Name != credentials.SecretName(credentials.NameCA, t1) || set.CAOld.Name != first.CA.Name {
 			t.Fatalf("%s: current %s, old %s", phase, set.CA.Name, set.CAOld.Name)
 		}
+		// The client CA rotates with the CA: kube-apiserver trusts client certificates of both meanwhile.
+		if got := certs(t, set.CAClientBundle); len(got) != 2 || got[1] != certs(t, first.CAClientBundle)[0] ||
+			set.CAClientOld.Name != first.CAClient.Name || !strings.HasPrefix(got[0], "ca-client-") {
+			t.Fatalf("%s: client CA bundle %v, want the new client CA and the old one", phase, got)
+		}
 		if err := m.Cleanup(context.Background(), credentials.Want{CA: credentials.Rotation{Phase: phase, Initiated: t1}}); err != nil {
 			t.Fatal(err)
 		}
@@ -101,6 +107,9 @@ func TestTwoPhaseRotation(t *testing.T) {
 	set := ensure(t, m, completing)
 	if got := certs(t, set.CABundle); len(got) != 1 || got[0] == certs(t, first.CABundle)[0] || set.CAOld != nil {
 		t.Fatalf("Completing: CA bundle %v, want only the new CA", got)
+	}
+	if got := certs(t, set.CAClientBundle); len(got) != 1 || got[0] == certs(t, first.CAClientBundle)[0] || set.CAClientOld != nil {
+		t.Fatalf("Completing: client CA bundle %v, want only the new client CA", got)
 	}
 	if err := m.Cleanup(context.Background(), completing); err != nil {
 		t.Fatal(err)
@@ -184,5 +193,52 @@ func TestExportImport(t *testing.T) {
 	if string(after.CABundle) != string(before.CABundle) || string(after.ServiceAccountKeyBundle) != string(before.ServiceAccountKeyBundle) ||
 		string(after.SSHKeypair["id_rsa"]) != string(before.SSHKeypair["id_rsa"]) || !slices.Equal(after.ETCDEncryptionKeys, before.ETCDEncryptionKeys) {
 		t.Fatal("the imported credentials differ from the exported ones")
+	}
+}
+
+// TestCertificate: a certificate is issued once per configuration and CA, verifies against its CA with its names
+// and usages, and a new configuration replaces the earlier one's secret.
+func TestCertificate(t *testing.T) {
+	c := fake.NewClientBuilder().Build()
+	m := newManager(c)
+	set := ensure(t, m, credentials.Want{})
+	cfg := credentials.CertConfig{Name: "kube-apiserver", CA: set.CA, CommonName: "kube-apiserver",
+		DNSNames: []string{"kube-apiserver", "api.a.dev.example.com"}, IPs: []net.IP{net.ParseIP("10.0.0.1")}, Server: true}
+	first, err := m.Certificate(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := m.Certificate(context.Background(), cfg)
+	if err != nil || again.Name != first.Name || string(again.Data["tls.crt"]) != string(first.Data["tls.crt"]) {
+		t.Fatalf("a second call issued another certificate (%v)", err)
+	}
+	b, _ := pem.Decode(first.Data["tls.crt"])
+	leaf, err := x509.ParseCertificate(b.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(set.CABundle)
+	for _, name := range []string{"api.a.dev.example.com", "10.0.0.1"} {
+		if _, err := leaf.Verify(x509.VerifyOptions{DNSName: name, Roots: pool, CurrentTime: t0}); err != nil {
+			t.Errorf("verify for %s: %v", name, err)
+		}
+	}
+	if _, err := leaf.Verify(x509.VerifyOptions{DNSName: "other.example.com", Roots: pool, CurrentTime: t0}); err == nil {
+		t.Error("the certificate verifies for a name it was not issued for")
+	}
+	if _, err := leaf.Verify(x509.VerifyOptions{Roots: pool, CurrentTime: t0, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err == nil {
+		t.Error("a serving certificate verifies as a client certificate")
+	}
+	cfg.DNSNames = append(cfg.DNSNames, "kube-apiserver.shoot--dev--a")
+	next, err := m.Certificate(context.Background(), cfg)
+	if err != nil || next.Name == first.Name {
+		t.Fatalf("a new configuration kept secret %s (%v)", next.GetName(), err)
+	}
+	if got := secretsOf(t, c, "kube-apiserver"); !slices.Equal(got, []string{next.Name}) {
+		t.Fatalf("certificate secrets %v, want only %s", got, next.Name)
+	}
+	if _, err := m.Certificate(context.Background(), credentials.CertConfig{Name: "x", CA: set.CA}); err == nil {
+		t.Error("a certificate without server or client usage was issued")
 	}
 }

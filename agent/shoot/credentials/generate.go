@@ -52,9 +52,13 @@ func publicKeyPEM(private []byte) ([]byte, error) {
 	return pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}), nil
 }
 
-// generateCA makes a self-signed CA. Its common name is unique per generation, as the secrets manager makes it, so
-// that clients tell the old and the new CA apart during a rotation.
-func (m *Manager) generateCA([]corev1.Secret) (map[string][]byte, error) {
+// generateCA returns the generator of a self-signed CA named name. Its common name is unique per generation, as the
+// secrets manager makes it, so that clients tell the old and the new CA apart during a rotation.
+func (m *Manager) generateCA(name string) func([]corev1.Secret) (map[string][]byte, error) {
+	return func([]corev1.Secret) (map[string][]byte, error) { return m.newCA(name) }
+}
+
+func (m *Manager) newCA(name string) (map[string][]byte, error) {
 	key, err := m.rsaKey()
 	if err != nil {
 		return nil, err
@@ -66,7 +70,7 @@ func (m *Manager) generateCA([]corev1.Secret) (map[string][]byte, error) {
 	now := m.now()
 	tmpl := &x509.Certificate{
 		SerialNumber:          serial,
-		Subject:               pkix.Name{CommonName: fmt.Sprintf("%s-%s", NameCA, serial.Text(16)[:8])},
+		Subject:               pkix.Name{CommonName: fmt.Sprintf("%s-%s", name, serial.Text(16)[:8])},
 		NotBefore:             now.Add(-time.Minute),
 		NotAfter:              now.Add(caValidity),
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature,
