@@ -88,6 +88,7 @@ type Agent struct {
 	hubConn  *grpc.ClientConn // the controllers' mTLS connection to the hub
 
 	connected      atomic.Bool
+	tunnelDomain   atomic.Pointer[string] // the hub's shoot API domain, from the last Welcome
 	sessions       atomic.Int64
 	csrsSent       atomic.Int64
 	ackLatency     atomic.Int64 // nanoseconds, of the last HeartbeatAck

@@ -26,6 +26,7 @@ import (
 	"github.com/trellis-dev/trellis/agent/identity"
 	"github.com/trellis-dev/trellis/agent/seedcare"
 	"github.com/trellis-dev/trellis/agent/shoot"
+	"github.com/trellis-dev/trellis/agent/shoot/imagevector"
 	"github.com/trellis-dev/trellis/deploy/crds"
 	extensionsv1alpha1 "github.com/trellis-dev/trellis/extsdk/apis/extensions/v1alpha1"
 )
@@ -118,7 +119,8 @@ func (a *Agent) newSeedSide() (*seedSide, error) {
 		o.Scheme = Scheme()
 		// Waits poll extension objects, so those are read from informers; the rest is read directly.
 		o.Client.Cache = &client.CacheOptions{DisableFor: []client.Object{
-			&corev1.Secret{}, &corev1.ConfigMap{}, &corev1.Namespace{}, &corev1.Service{},
+			&corev1.Secret{}, &corev1.ConfigMap{}, &corev1.Namespace{}, &corev1.Service{}, &corev1.Node{}, &corev1.Pod{},
+			&corev1.PersistentVolumeClaim{},
 		}}
 	})
 	if err != nil {
@@ -130,10 +132,18 @@ func (a *Agent) newSeedSide() (*seedSide, error) {
 	shootBase := base
 	shootBase.Workers, shootBase.SyncPeriod = int(*c.ConcurrentSyncs), c.SyncPeriod.Duration
 	shootBase.RetryMin, shootBase.RetryMax = c.RetryMinDelay.Duration, c.RetryMaxDelay.Duration
+	images, err := imagevector.Load(c.ControlPlane.ImageVector)
+	if err != nil {
+		return nil, fmt.Errorf("controllers.shoot.controlPlane.imageVector: %w", err)
+	}
 	shoots, err := shoot.New(shoot.Config{Base: shootBase,
 		ExtensionErrorThreshold: c.ExtensionErrorThreshold.Duration,
 		TaskTimeout:             c.TaskTimeout.Duration,
 		CareInterval:            a.cfg.Controllers.ShootCare.SyncPeriod.Duration,
+		ControlPlaneMode:        c.ControlPlane.Mode,
+		Images:                  images,
+		DialService:             a.dialService,
+		TunnelDomain:            a.TunnelDomain,
 	})
 	if err != nil {
 		return nil, err

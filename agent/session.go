@@ -97,6 +97,9 @@ func (a *Agent) session(ctx context.Context, creds *identity.Credentials) error 
 		s.interval = hub // the hub ends sessions that miss its interval
 	}
 	s.log = a.log.With("session", w.GetSessionId())
+	if d := w.GetTunnelDomain(); d != "" {
+		a.tunnelDomain.Store(&d)
+	}
 	s.lastAck.Store(time.Now().UnixNano())
 	a.mu.Lock()
 	a.sessionID = w.GetSessionId()

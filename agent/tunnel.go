@@ -394,3 +394,14 @@ type tunnelAddr string
 
 func (a tunnelAddr) Network() string { return "trellis-tunnel" }
 func (a tunnelAddr) String() string  { return string(a) }
+
+// defaultTunnelDomain is the hub's default shoot API domain (docs/tunnels.md), used until a hub names its own.
+const defaultTunnelDomain = "tunnel.trellis.local"
+
+// TunnelDomain is the domain of the hub's shoot API names (api.<shoot>.<project>.<domain>), as the last Welcome said.
+func (a *Agent) TunnelDomain() string {
+	if d := a.tunnelDomain.Load(); d != nil {
+		return *d
+	}
+	return defaultTunnelDomain
+}

@@ -137,6 +137,7 @@ func (h *Hub) newAgentLink(ctx context.Context, st *store.Store, reg *api.Regist
 		Source:      reg, Graph: graph.Graph, GraphReady: graph.ready, CA: ca, Etcd: st.Client(), Prefix: st.Prefix(),
 		Identify:          identify,
 		HubVersion:        Version,
+		TunnelDomain:      h.tunnelDomain(),
 		HeartbeatInterval: h.cfg.HeartbeatInterval,
 		Registerer:        promReg,
 		Traces:            h.traces,

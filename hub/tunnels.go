@@ -69,3 +69,11 @@ func (s shootSeeds) SeedOf(ctx context.Context, project, name string) (string, e
 	}
 	return seed, nil
 }
+
+// tunnelDomain is the domain of shoot API names on the passthrough listener, as agents learn it in Welcome.
+func (h *Hub) tunnelDomain() string {
+	if h.cfg.TunnelDomain == "" {
+		return tunnel.DefaultDomain
+	}
+	return h.cfg.TunnelDomain
+}

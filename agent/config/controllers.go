@@ -41,6 +41,28 @@ type ShootControllerConfiguration struct {
 	ExtensionErrorThreshold *metav1.Duration `json:"extensionErrorThreshold,omitzero"`
 	// TaskTimeout bounds each step of a shoot flow, waits included (default 10m).
 	TaskTimeout *metav1.Duration `json:"taskTimeout,omitzero"`
+	// ControlPlane configures the shoots' control planes (etcd, kube-apiserver, kube-controller-manager,
+	// kube-scheduler) that the agent runs in the seed (docs/shoots.md).
+	ControlPlane ShootControlPlaneConfiguration `json:"controlPlane,omitzero"`
+}
+
+// Modes of ShootControlPlaneConfiguration.
+const (
+	// ControlPlaneAuto deploys the shoots' control planes when the seed has Nodes to run them, else a stand-in.
+	ControlPlaneAuto = "Auto"
+	// ControlPlaneDeploy always deploys them.
+	ControlPlaneDeploy = "Deploy"
+	// ControlPlaneStandIn deploys only the kube-apiserver Service, with nothing behind it (seeds that run no pods).
+	ControlPlaneStandIn = "StandIn"
+)
+
+// ShootControlPlaneConfiguration configures the shoots' control planes.
+type ShootControlPlaneConfiguration struct {
+	// Mode is Auto (default), Deploy or StandIn.
+	Mode string `json:"mode,omitzero"`
+	// ImageVector is a file of images (the form of agent/shoot/imagevector's images.yaml) whose entries win over the
+	// embedded upstream defaults; empty: the defaults alone.
+	ImageVector string `json:"imageVector,omitzero"`
 }
 
 // SeedCareControllerConfiguration configures the seed care controller (gardenlet: controllers.seedCare).
@@ -71,6 +93,9 @@ func (c *Controllers) defaults() {
 	setDuration(&s.RetryMaxDelay, DefaultShootRetryMaxDelay)
 	setDuration(&s.ExtensionErrorThreshold, DefaultShootExtensionErrorThreshold)
 	setDuration(&s.TaskTimeout, DefaultShootTaskTimeout)
+	if s.ControlPlane.Mode == "" {
+		s.ControlPlane.Mode = ControlPlaneAuto
+	}
 	setDuration(&c.SeedCare.SyncPeriod, DefaultSeedCareSyncPeriod)
 	setDuration(&c.ShootCare.SyncPeriod, DefaultShootCareSyncPeriod)
 }
@@ -95,6 +120,9 @@ func (c *Controllers) validate(p *field.Path) field.ErrorList {
 	}
 	if duration(s.RetryMaxDelay) < duration(s.RetryMinDelay) {
 		errs = append(errs, field.Invalid(sp.Child("retryMaxDelay"), duration(s.RetryMaxDelay).String(), "must not be less than retryMinDelay"))
+	}
+	if m := s.ControlPlane.Mode; m != "" && m != ControlPlaneAuto && m != ControlPlaneDeploy && m != ControlPlaneStandIn {
+		errs = append(errs, field.NotSupported(sp.Child("controlPlane", "mode"), m, []string{ControlPlaneAuto, ControlPlaneDeploy, ControlPlaneStandIn}))
 	}
 	if d := c.ShootCare.SyncPeriod; d != nil && d.Duration <= 0 {
 		errs = append(errs, field.Invalid(p.Child("shootCare", "syncPeriod"), d.Duration.String(), "must be positive"))

@@ -9,13 +9,16 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 	"log/slog"
+	"net"
 	"sync"
 	"time"
 
 	"github.com/trellis-dev/trellis/agent/cache"
+	"github.com/trellis-dev/trellis/agent/config"
 	"github.com/trellis-dev/trellis/agent/controller"
 	"github.com/trellis-dev/trellis/agent/extension"
 	"github.com/trellis-dev/trellis/agent/hubobject"
+	"github.com/trellis-dev/trellis/agent/shoot/imagevector"
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
 	kcorev1 "github.com/trellis-dev/trellis/proto/gen/trellis/kubernetes/core/v1"
 	"github.com/trellis-dev/trellis/proto/resources"
@@ -38,6 +41,16 @@ type Config struct {
 	// CareInterval is how often the conditions of up-to-date shoots are refreshed from their extensions' health
 	// reports; default 1 min, as gardenlet's shoot care.
 	CareInterval time.Duration
+	// ControlPlaneMode says whether the agent runs the shoots' control planes (agent/config: Auto, Deploy, StandIn);
+	// default Auto.
+	ControlPlaneMode string
+	// Images is the image vector of the control plane; nil: the embedded upstream defaults.
+	Images *imagevector.Vector
+	// DialService connects to a Service's cluster IP in the seed (the shoots' kube-apiservers, for health probes and
+	// the shoot's system resources); nil dials directly.
+	DialService func(ctx context.Context, network, address string) (net.Conn, error)
+	// TunnelDomain returns the domain of the hub's shoot API names; nil: tunnel.trellis.local.
+	TunnelDomain func() string
 }
 
 // Controller runs the shoot flows of one seed. Create it with New and run it with Run.
@@ -51,7 +64,9 @@ type Controller struct {
 	// secrets and configMaps publish the shoots' CA bundles and SSH keypairs in their project namespaces.
 	secrets    kcorev1.SecretServiceClient
 	configMaps kcorev1.ConfigMapServiceClient
-	ext        *extension.Client
+	// internalSecrets publish the shoots' client CAs.
+	internalSecrets corev1beta1.InternalSecretServiceClient
+	ext             *extension.Client
 
 	mu       sync.Mutex
 	failures map[string]int       // consecutive failed operations, per key
@@ -77,14 +92,18 @@ func New(cfg Config) (*Controller, error) {
 	if cfg.CareInterval <= 0 {
 		cfg.CareInterval = time.Minute
 	}
+	if cfg.ControlPlaneMode == "" {
+		cfg.ControlPlaneMode = config.ControlPlaneAuto
+	}
 	c := &Controller{
-		cfg:        cfg,
-		log:        cfg.Log,
-		shoots:     hubobject.NewClient[*corev1beta1.Shoot](corev1beta1.NewShootServiceClient(cfg.Hub), cfg.HubTimeout, cfg.Now),
-		states:     corev1beta1.NewShootStateServiceClient(cfg.Hub),
-		entries:    corev1beta1.NewBackupEntryServiceClient(cfg.Hub),
-		secrets:    kcorev1.NewSecretServiceClient(cfg.Hub),
-		configMaps: kcorev1.NewConfigMapServiceClient(cfg.Hub),
+		cfg:             cfg,
+		log:             cfg.Log,
+		shoots:          hubobject.NewClient[*corev1beta1.Shoot](corev1beta1.NewShootServiceClient(cfg.Hub), cfg.HubTimeout, cfg.Now),
+		states:          corev1beta1.NewShootStateServiceClient(cfg.Hub),
+		entries:         corev1beta1.NewBackupEntryServiceClient(cfg.Hub),
+		secrets:         kcorev1.NewSecretServiceClient(cfg.Hub),
+		configMaps:      kcorev1.NewConfigMapServiceClient(cfg.Hub),
+		internalSecrets: corev1beta1.NewInternalSecretServiceClient(cfg.Hub),
 		ext: &extension.Client{C: cfg.Seed, Now: cfg.Now, Interval: cfg.WaitInterval,
 			ErrorThreshold: cfg.ExtensionErrorThreshold},
 		failures: map[string]int{},

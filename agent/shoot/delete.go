@@ -47,17 +47,21 @@ func (op *operation) deleteGraph() *flow.Graph {
 	cr := g.Add(flow.Task{Name: taskDestroyCR, Fn: op.destroyAll(&extensionsv1alpha1.ContainerRuntimeList{}), Dependencies: []string{worker}, Timeout: t})
 	before := g.Add(flow.Task{Name: taskDestroyExtBefore, Fn: op.destroyExtensions(extensionsv1alpha1.BeforeKubeAPIServer), Dependencies: []string{worker}, Timeout: t})
 	cp := g.Add(flow.Task{Name: taskDestroyControlPlane, Fn: one(&extensionsv1alpha1.ControlPlane{ObjectMeta: op.objectMeta(name)}), Dependencies: []string{osc, cr, before}, Timeout: t})
-	after := g.Add(flow.Task{Name: taskDestroyExtAfter, Fn: op.destroyAll(&extensionsv1alpha1.ExtensionList{}), Dependencies: []string{cp}, Timeout: t})
+	// The API server and its controllers go after the ControlPlane extension, etcd and its volumes near the end.
+	apiServer := g.Add(flow.Task{Name: taskDestroyKAPI, Fn: op.destroyKubeAPIServer, Dependencies: []string{cp}, Timeout: t})
+	after := g.Add(flow.Task{Name: taskDestroyExtAfter, Fn: op.destroyAll(&extensionsv1alpha1.ExtensionList{}), Dependencies: []string{cp, apiServer}, Timeout: t})
 	infra := g.Add(flow.Task{Name: taskDestroyInfra, Fn: one(&extensionsv1alpha1.Infrastructure{ObjectMeta: op.objectMeta(name)}), Dependencies: []string{cp}, Timeout: t})
 	external := g.Add(flow.Task{Name: taskDestroyExternalDNS, Fn: one(&extensionsv1alpha1.DNSRecord{ObjectMeta: op.objectMeta(name + "-external")}), Dependencies: []string{infra}, Timeout: t})
 	internal := g.Add(flow.Task{Name: taskDestroyInternalDNS, Fn: op.destroyAll(&extensionsv1alpha1.DNSRecordList{}), Dependencies: []string{external, after}, Timeout: t})
 	backup := g.Add(flow.Task{Name: taskDestroyBackupEntry, Fn: op.destroyBackupEntry, Skip: op.seed.GetSpec().GetBackup() == nil,
 		Dependencies: []string{internal}, Timeout: t})
 	cluster := g.Add(flow.Task{Name: taskDestroyCluster, Fn: op.deleteCluster, Dependencies: []string{internal, after}, Timeout: t})
-	ns := g.Add(flow.Task{Name: taskDestroyNamespace, Fn: op.deleteNamespace, Dependencies: []string{cluster, backup}, Timeout: t, RetryInterval: namespaceRetry})
+	etcd := g.Add(flow.Task{Name: taskDestroyETCD, Fn: op.destroyETCD, Dependencies: []string{apiServer, internal}, Timeout: t})
+	ns := g.Add(flow.Task{Name: taskDestroyNamespace, Fn: op.deleteNamespace, Dependencies: []string{cluster, backup, etcd}, Timeout: t, RetryInterval: namespaceRetry})
 	g.Add(flow.Task{Name: taskDestroyShootState, Fn: func(ctx context.Context) error { return op.c.deleteShootState(ctx, op.shoot) }, Dependencies: []string{ns}, Timeout: t})
 	// What the agent published for the shoot in its project namespace goes with it.
 	g.Add(flow.Task{Name: taskDestroyPublished, Fn: op.deletePublished, Dependencies: []string{ns}, Timeout: t})
+	g.Add(flow.Task{Name: taskDestroyCAClient, Fn: op.unpublishCAClient, Dependencies: []string{ns}, Timeout: t})
 	return g
 }
 

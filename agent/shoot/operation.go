@@ -40,6 +40,8 @@ type operation struct {
 	// state is the ShootState to restore from (restore only).
 	state *corev1beta1.ShootState
 	ext   *extension.Client
+	// controlPlane reports whether the agent runs the shoot's control plane in the seed (else a stand-in Service).
+	controlPlane bool
 }
 
 // newOperation gathers what a flow for s needs. Missing references are errors the shoot shows until they appear.
@@ -63,6 +65,11 @@ func (c *Controller) newOperation(ctx context.Context, s *corev1beta1.Shoot, d D
 		op.ns = id // a shoot keeps its technical ID, also across migrations
 	}
 	op.registrations = cache.List[*corev1beta1.ControllerRegistration](c.cfg.Cache, resources.ControllerRegistrations)
+	cp, err := c.deploysControlPlane(ctx)
+	if err != nil {
+		return nil, err
+	}
+	op.controlPlane = cp
 	if d.Flow == FlowDelete {
 		return op, nil // deletion needs nothing but what is in the seed
 	}

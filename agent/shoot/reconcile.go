@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -83,15 +84,25 @@ func (op *operation) reconcileGraph() *flow.Graph {
 	externalDNS := g.Add(flow.Task{Name: taskExternalDNS, Fn: op.deployExternalDNS, Skip: hib || op.externalDomain() == "", Dependencies: []string{kapi, cluster, internalDNS}, Timeout: t})
 	backup := g.Add(flow.Task{Name: taskBackupEntry, Fn: op.deployBackupEntry, Skip: op.seed.GetSpec().GetBackup() == nil, Dependencies: []string{ns}, Timeout: t, RetryInterval: hubPollInterval})
 	before := g.Add(flow.Task{Name: taskExtBeforeKAPI, Fn: op.extensionsFn(extensionsv1alpha1.BeforeKubeAPIServer), Dependencies: []string{infra, cluster, refs}, Timeout: t})
+	// The control plane, where Gardener puts it: etcd (beside the ControlPlane extension), the API server after both,
+	// then its controllers; a seed that runs no pods gets none (op.controlPlane).
+	runs := op.controlPlane
+	etcd := g.Add(flow.Task{Name: taskETCD, Fn: op.deployETCD, Skip: !runs, Dependencies: []string{secrets, backup}, Timeout: t})
 	cp := g.Add(flow.Task{Name: taskControlPlane, Fn: op.deployControlPlane, Dependencies: []string{secrets, infra, before, kapi, internalDNS, externalDNS, backup}, Timeout: t})
-	after := g.Add(flow.Task{Name: taskExtAfterKAPI, Fn: op.extensionsFn(extensionsv1alpha1.AfterKubeAPIServer), Dependencies: []string{cp}, Timeout: t})
+	apiServer := g.Add(flow.Task{Name: taskKubeAPIServer, Fn: op.deployKubeAPIServer, Skip: !runs, Dependencies: []string{secrets, kapi, etcd, cp}, Timeout: t})
+	system := g.Add(flow.Task{Name: taskShootSystem, Fn: op.deployShootSystem, Skip: !runs || hib, Dependencies: []string{apiServer}, Timeout: t})
+	kcm := g.Add(flow.Task{Name: taskKCM, Fn: op.deployKubeControllerManager, Skip: !runs, Dependencies: []string{apiServer}, Timeout: t})
+	scheduler := g.Add(flow.Task{Name: taskScheduler, Fn: op.deployKubeScheduler, Skip: !runs || workerless, Dependencies: []string{apiServer}, Timeout: t})
+	after := g.Add(flow.Task{Name: taskExtAfterKAPI, Fn: op.extensionsFn(extensionsv1alpha1.AfterKubeAPIServer), Dependencies: []string{cp, apiServer}, Timeout: t})
 	osc := g.Add(flow.Task{Name: taskOSC, Fn: op.deployOperatingSystemConfigs, Skip: workerless, Dependencies: []string{infra, cp, after}, Timeout: t})
 	network := g.Add(flow.Task{Name: taskNetwork, Fn: op.deployNetwork, Skip: workerless || op.shoot.GetSpec().GetNetworking().GetType() == "", Dependencies: []string{infra, cp}, Timeout: t})
 	worker := g.Add(flow.Task{Name: taskWorker, Fn: op.deployWorker, Skip: workerless, Dependencies: []string{osc, network}, Timeout: t})
 	afterWorker := g.Add(flow.Task{Name: taskExtAfterWorker, Fn: op.extensionsFn(extensionsv1alpha1.AfterWorker), Dependencies: []string{worker}, Timeout: t})
 	cr := g.Add(flow.Task{Name: taskContainerRuntime, Fn: op.deployContainerRuntimes, Skip: workerless, Dependencies: []string{worker}, Timeout: t})
 	dns := g.Add(flow.Task{Name: taskDestroyDNS, Fn: op.destroyDNSRecords, Skip: !hib, Dependencies: []string{worker, afterWorker}, Timeout: t})
-	stale := g.Add(flow.Task{Name: taskStaleExtensions, Fn: op.deleteStaleExtensions, Dependencies: []string{after, afterWorker, cr, dns}, Timeout: t})
+	hibernate := g.Add(flow.Task{Name: taskHibernateCP, Fn: op.hibernateControlPlane, Skip: !runs || !hib,
+		Dependencies: []string{worker, afterWorker, dns, system, kcm, scheduler}, Timeout: t})
+	stale := g.Add(flow.Task{Name: taskStaleExtensions, Fn: op.deleteStaleExtensions, Dependencies: []string{after, afterWorker, cr, dns, hibernate}, Timeout: t})
 	g.Add(flow.Task{Name: taskCleanupSecrets, Fn: op.cleanupCredentials, Dependencies: []string{secrets, stale}, Timeout: t})
 	return g
 }
@@ -276,8 +287,9 @@ func (op *operation) infrastructureStatus(ctx context.Context) (*runtime.RawExte
 	return infra.Status.ProviderStatus, nil
 }
 
-// deployKubeAPIServerService creates the Service the shoot's API server is reached through. Trellis seeds run no
-// shoot API servers; the Service stands for one, so that DNS records have an address to point at.
+// deployKubeAPIServerService creates the Service the shoot's API server is reached through: by DNS records, the
+// hub's tunnels and the agent's health probes. On a seed that runs no pods (no control plane) it stands for one
+// without a selector, so that DNS records have an address to point at.
 func (op *operation) deployKubeAPIServerService(ctx context.Context) error {
 	svc := &corev1.Service{ObjectMeta: op.objectMeta(serviceKubeAPIServer)}
 	_, err := controllerutil.CreateOrUpdate(ctx, op.c.cfg.Seed, svc, func() error {
@@ -288,7 +300,11 @@ func (op *operation) deployKubeAPIServerService(ctx context.Context) error {
 		svc.Labels["role"] = "apiserver"
 		svc.Spec.Type = corev1.ServiceTypeClusterIP
 		if len(svc.Spec.Ports) == 0 {
-			svc.Spec.Ports = []corev1.ServicePort{{Name: "kube-apiserver", Port: 443, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromInt32(443)}}
+			svc.Spec.Ports = []corev1.ServicePort{{Name: "kube-apiserver", Port: 443, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromInt32(portKubeAPIServer)}}
+		}
+		if op.controlPlane {
+			svc.Spec.Selector = maps.Clone(labelsKubeAPIServer)
+			svc.Spec.Ports[0].TargetPort = intstr.FromInt32(portKubeAPIServer)
 		}
 		return nil
 	})

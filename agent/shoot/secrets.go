@@ -32,6 +32,9 @@ func (op *operation) deployCredentials(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := op.publishCAClient(ctx, set); err != nil {
+		return err
+	}
 	return op.publishCredentials(ctx, set)
 }
 

@@ -64,6 +64,9 @@ type Config struct {
 	ReplicaID string
 	// HubVersion is reported to agents.
 	HubVersion string
+	// TunnelDomain is the domain of the hub's shoot API names, reported to agents in Welcome ("" without a
+	// passthrough listener).
+	TunnelDomain string
 	// HeartbeatInterval is the interval agents heartbeat at (default 2 s); a session that misses three ends.
 	HeartbeatInterval time.Duration
 	// LeaseWritesPerSecond bounds the heartbeat-driven writes of seed Leases (default 40).

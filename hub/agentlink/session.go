@@ -218,7 +218,7 @@ func (s *Server) serveSession(ctx context.Context, id Identity, stream agentv1.A
 	defer unsubscribe()
 	ss.control = append(ss.control, &agentv1.HubMessage{Message: &agentv1.HubMessage_Welcome{Welcome: &agentv1.Welcome{
 		SessionId: ss.id, HeartbeatInterval: durationpb.New(s.cfg.HeartbeatInterval), Resumed: resumed,
-		HubVersion: s.cfg.HubVersion,
+		HubVersion: s.cfg.HubVersion, TunnelDomain: s.cfg.TunnelDomain,
 	}}})
 	s.cfg.Log.Info("agent session started", "seed", ss.seed, "session", ss.id, "resumed", resumed, "queued", ss.queueLen())
 	s.metrics.sessionsStarted.Inc()

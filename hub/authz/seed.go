@@ -69,6 +69,7 @@ var (
 	shootStatesResource             = gr("core.gardener.cloud", "shootstates")
 	leasesResource                  = gr("coordination.k8s.io", "leases")
 	secretsResource                 = gr("", "secrets")
+	internalSecretsResource         = gr("core.gardener.cloud", "internalsecrets")
 )
 
 func gr(group, resource string) schema.GroupResource {
@@ -78,8 +79,8 @@ func gr(group, resource string) schema.GroupResource {
 // readOnly is the policy of what an agent may read when it belongs to its seed.
 var readOnly = policy{read: belongs}
 
-// policies holds the seed rules. A resource that is not here (Quotas, Gardenlets, ManagedSeedSets, InternalSecrets)
-// is denied to agents altogether. (Set in init: some rules look up other resources' policies.)
+// policies holds the seed rules. A resource that is not here (Quotas, Gardenlets, ManagedSeedSets) is denied to
+// agents altogether; of InternalSecrets, an agent may use only the client CAs of its shoots (<shoot>.ca-client). (Set in init: some rules look up other resources' policies.)
 var policies map[schema.GroupResource]policy
 
 func init() { policies = seedPolicies() }
@@ -165,6 +166,11 @@ func seedPolicies() map[schema.GroupResource]policy {
 			direct:     ownedByShoot,
 			create:     createSecret,
 			deleteAlso: ownBootstrapToken,
+		},
+		internalSecretsResource: {
+			read: stated, update: stated, patch: stated, delete: stated,
+			direct: shootClientCA,
+			create: createInternalSecret,
 		},
 		leasesResource: {
 			read: belongs, update: own, patch: own,
@@ -288,7 +294,8 @@ func (a *Authorizer) authorizeSeed(ctx context.Context, at api.Attributes) error
 		if p.deleteAlso != nil && at.Current != nil && p.deleteAlso(c, at.Current) {
 			return nil
 		}
-		if (at.Resource == secretsResource || at.Resource == configMapsResource) && at.Current == nil && a.reader != nil &&
+		if (at.Resource == secretsResource || at.Resource == configMapsResource || at.Resource == internalSecretsResource) &&
+			at.Current == nil && a.reader != nil &&
 			c.publishedName(at.Namespace, at.Name) {
 			// Gardener's graph knows a shoot's published objects by name, existing or not: deleting one that is
 			// already gone is NotFound, not Forbidden.
@@ -443,6 +450,23 @@ func ownedByShoot(c *seedRequest, obj store.Object) bool {
 	md := obj.GetMetadata()
 	shoot := seedgraph.OwnerShoot(md)
 	return shoot != "" && c.belongsTo(shootsResource, md.GetNamespace(), shoot)
+}
+
+// shootClientCA reports whether an InternalSecret is the client CA of a Shoot of the seed: named
+// <shoot>.ca-client and owned by that shoot, which the agent publishes for the hub to issue kubeconfigs from.
+func shootClientCA(c *seedRequest, obj store.Object) bool {
+	md := obj.GetMetadata()
+	shoot := seedgraph.OwnerShoot(md)
+	return shoot != "" && md.GetName() == objectnames.ShootProjectResourceName(shoot, objectnames.ShootProjectSuffixCAClient) &&
+		c.belongsTo(shootsResource, md.GetNamespace(), shoot)
+}
+
+// createInternalSecret admits only the client CA of a Shoot of the seed.
+func createInternalSecret(c *seedRequest, obj store.Object) string {
+	if shootClientCA(c, obj) {
+		return ""
+	}
+	return fmt.Sprintf("seed agents may create only the InternalSecrets <shoot>.%s owned by a Shoot of seed %q", objectnames.ShootProjectSuffixCAClient, c.seed)
 }
 
 // publishedName reports whether namespace/name is the name of an object a Shoot of the seed publishes.

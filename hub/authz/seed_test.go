@@ -315,6 +315,7 @@ var (
 	shootStates   = schema.GroupResource{Group: "core.gardener.cloud", Resource: "shootstates"}
 	csrs          = schema.GroupResource{Group: "certificates.k8s.io", Resource: "certificatesigningrequests"}
 	configMaps    = schema.GroupResource{Resource: "configmaps"}
+	internalSecs  = schema.GroupResource{Group: "core.gardener.cloud", Resource: "internalsecrets"}
 )
 
 func shoot(name, specSeed, statusSeed string) *corev1beta1.Shoot {
@@ -437,6 +438,31 @@ func TestSeedAuthorizerRules(t *testing.T) {
 			nil, ownedBy(meta(&kcorev1.ConfigMap{}, "garden-dev", "graph-shoot.ca-cluster"), "graph-shoot")), true},
 		{"update config map owned by other seed's shoot", withObj(attrs(api.VerbUpdate, configMaps, "garden-dev", "their-shoot.ca-cluster"),
 			ownedBy(meta(&kcorev1.ConfigMap{}, "garden-dev", "their-shoot.ca-cluster"), "their-shoot"), ownedBy(meta(&kcorev1.ConfigMap{}, "garden-dev", "their-shoot.ca-cluster"), "their-shoot")), false},
+		// The client CA of a shoot (<shoot>.ca-client, an InternalSecret owned by the shoot) is the agent's to write and
+		// read back; no other InternalSecret, and not another seed's shoot's, nor a list of them.
+		{"create client CA of own shoot", withObj(attrs(api.VerbCreate, internalSecs, "garden-dev", "graph-shoot.ca-client"),
+			ownedBy(meta(&corev1beta1.InternalSecret{}, "garden-dev", "graph-shoot.ca-client"), "graph-shoot"), nil), true},
+		{"create client CA of other seed's shoot", withObj(attrs(api.VerbCreate, internalSecs, "garden-dev", "their-shoot.ca-client"),
+			ownedBy(meta(&corev1beta1.InternalSecret{}, "garden-dev", "their-shoot.ca-client"), "their-shoot"), nil), false},
+		{"create other internal secret owned by own shoot", withObj(attrs(api.VerbCreate, internalSecs, "garden-dev", "graph-shoot.ca-cluster"),
+			ownedBy(meta(&corev1beta1.InternalSecret{}, "garden-dev", "graph-shoot.ca-cluster"), "graph-shoot"), nil), false},
+		{"create client CA named for another shoot", withObj(attrs(api.VerbCreate, internalSecs, "garden-dev", "their-shoot.ca-client"),
+			ownedBy(meta(&corev1beta1.InternalSecret{}, "garden-dev", "their-shoot.ca-client"), "graph-shoot"), nil), false},
+		{"get client CA of own shoot", withObj(attrs(api.VerbGet, internalSecs, "garden-dev", "graph-shoot.ca-client"),
+			nil, ownedBy(meta(&corev1beta1.InternalSecret{}, "garden-dev", "graph-shoot.ca-client"), "graph-shoot")), true},
+		{"update client CA of own shoot", withObj(attrs(api.VerbUpdate, internalSecs, "garden-dev", "graph-shoot.ca-client"),
+			ownedBy(meta(&corev1beta1.InternalSecret{}, "garden-dev", "graph-shoot.ca-client"), "graph-shoot"),
+			ownedBy(meta(&corev1beta1.InternalSecret{}, "garden-dev", "graph-shoot.ca-client"), "graph-shoot")), true},
+		{"update client CA of own shoot to another owner", withObj(attrs(api.VerbUpdate, internalSecs, "garden-dev", "graph-shoot.ca-client"),
+			ownedBy(meta(&corev1beta1.InternalSecret{}, "garden-dev", "graph-shoot.ca-client"), "their-shoot"),
+			ownedBy(meta(&corev1beta1.InternalSecret{}, "garden-dev", "graph-shoot.ca-client"), "graph-shoot")), false},
+		{"delete client CA of own shoot", withObj(attrs(api.VerbDelete, internalSecs, "garden-dev", "graph-shoot.ca-client"),
+			nil, ownedBy(meta(&corev1beta1.InternalSecret{}, "garden-dev", "graph-shoot.ca-client"), "graph-shoot")), true},
+		{"delete client CA of other seed's shoot", withObj(attrs(api.VerbDelete, internalSecs, "garden-dev", "their-shoot.ca-client"),
+			nil, ownedBy(meta(&corev1beta1.InternalSecret{}, "garden-dev", "their-shoot.ca-client"), "their-shoot")), false},
+		{"delete missing client CA of own shoot", attrs(api.VerbDelete, internalSecs, "garden-dev", "graph-shoot.ca-client"), true},
+		{"get other internal secret", withObj(attrs(api.VerbGet, internalSecs, "garden-dev", "x"), nil, meta(&corev1beta1.InternalSecret{}, "garden-dev", "x")), false},
+		{"list internal secrets", attrs(api.VerbList, internalSecs, "garden-dev", ""), false},
 		{"create bootstrap token", withObj(attrs(api.VerbCreate, secrets, "kube-system", "bootstrap-token-abcdef"), bootstrapToken(t, "a"), nil), false},
 		{"delete own bootstrap token", withObj(attrs(api.VerbDelete, secrets, "kube-system", "x"), nil, bootstrapToken(t, "a")), true},
 		{"delete other seed's bootstrap token", withObj(attrs(api.VerbDelete, secrets, "kube-system", "x"), nil, bootstrapToken(t, "b")), false},

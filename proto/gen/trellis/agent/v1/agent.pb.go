@@ -630,7 +630,11 @@ type Welcome struct {
 	// Resumed reports whether the hub resumes from the agent's versions (true) or sends a full resync (false).
 	Resumed bool `protobuf:"varint,3,opt,name=resumed,proto3" json:"resumed,omitempty"`
 	// HubVersion is the hub's build version.
-	HubVersion    string `protobuf:"bytes,4,opt,name=hub_version,json=hubVersion,proto3" json:"hub_version,omitempty"`
+	HubVersion string `protobuf:"bytes,4,opt,name=hub_version,json=hubVersion,proto3" json:"hub_version,omitempty"`
+	// TunnelDomain is the domain of the hub's shoot API names (api.<shoot>.<project>.<tunnel domain>, docs/tunnels.md):
+	// the agent puts the name into the serving certificates of the shoots' kube-apiservers, so that clients reaching a
+	// shoot through the hub's TLS-passthrough listener verify it. Empty: the hub serves no such listener.
+	TunnelDomain  string `protobuf:"bytes,6,opt,name=tunnel_domain,json=tunnelDomain,proto3" json:"tunnel_domain,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -689,6 +693,13 @@ func (x *Welcome) GetResumed() bool {
 func (x *Welcome) GetHubVersion() string {
 	if x != nil {
 		return x.HubVersion
+	}
+	return ""
+}
+
+func (x *Welcome) GetTunnelDomain() string {
+	if x != nil {
+		return x.TunnelDomain
 	}
 	return ""
 }
@@ -1375,14 +1386,15 @@ const file_trellis_agent_v1_agent_proto_rawDesc = "" +
 	"\x0fresume_versions\x18\x03 \x03(\v2+.trellis.agent.v1.Hello.ResumeVersionsEntryR\x0eresumeVersions\x1aA\n" +
 	"\x13ResumeVersionsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"\xcf\x01\n" +
+	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"\xf4\x01\n" +
 	"\aWelcome\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12H\n" +
 	"\x12heartbeat_interval\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\x11heartbeatInterval\x12\x18\n" +
 	"\aresumed\x18\x03 \x01(\bR\aresumed\x12\x1f\n" +
 	"\vhub_version\x18\x04 \x01(\tR\n" +
-	"hubVersionJ\x04\b\x02\x10\x03R\x1aheartbeat_interval_seconds\"m\n" +
+	"hubVersion\x12#\n" +
+	"\rtunnel_domain\x18\x06 \x01(\tR\ftunnelDomainJ\x04\b\x02\x10\x03R\x1aheartbeat_interval_seconds\"m\n" +
 	"\x12CertificateRequest\x12\x10\n" +
 	"\x03csr\x18\x01 \x01(\fR\x03csr\x12\x16\n" +
 	"\x06usages\x18\x02 \x03(\tR\x06usages\x12-\n" +
