@@ -157,10 +157,11 @@ testbin: testbin-etcd testbin-kube testbin-node
 ## testbin-node: the parts of a local seed's node (test/localnode) into bin/testbin/node: kubelet, kube-proxy,
 ## kube-scheduler, kubectl, containerd v2, CoreDNS, local-path-provisioner (Go modules, cached in $(TESTBIN_CACHE)),
 ## and, from Debian with apt-get when missing, runc, the CNI plugins, iptables, conntrack and busybox-static.
-## The node's images (deploy/images.NodeImages) go to bin/testbin/images.
+## The node's images (deploy/images.NodeImages) and the shoot control plane's (deploy/images.ControlPlaneImages, which
+## the agent runs on local seeds) go to bin/testbin/images.
 testbin-node:
 	@./test/testbin/build-node.sh $(KUBE_VERSION) $(TESTBIN_CACHE) bin/testbin
-	@$(GO) run ./deploy/images/cmd/build-images -only pause,busybox,coredns,local-path-provisioner -out bin/testbin/images
+	@$(GO) run ./deploy/images/cmd/build-images -only pause,busybox,coredns,local-path-provisioner,etcd,kube-apiserver,kube-controller-manager,kube-scheduler -out bin/testbin/images
 
 ## images: the image archives of deploy/images (the project's binaries and the cached components), one
 ## bin/images/<name>.tar per image, named local.trellis.dev/<name>:<version>; reproducible, rewritten only on change.

@@ -29,7 +29,9 @@ var shootConditionTypes = []string{
 
 // conditions computes the shoot's conditions from the health its extensions report, as gardenlet's shoot care does:
 // every extension condition of a shoot condition type is merged into it (the worst status wins; the codes are
-// collected), APIServerAvailable is the agent's own (the ControlPlane is ready). Workerless shoots have no
+// collected), and from the agent's own checks of a control plane that runs in the seed (ownChecks: the API server's
+// /livez and /readyz, the control plane's workloads, the shoot's nodes and system pods). Without a control plane in
+// the seed, APIServerAvailable means the ControlPlane extension object is ready. Workerless shoots have no
 // EveryNodeReady. It returns nil when the seed could not be read.
 func (op *operation) conditions(ctx context.Context) json.RawMessage {
 	conds, err := op.c.shootConditions(ctx, op.shoot, op.ns)
@@ -104,6 +106,7 @@ func (c *Controller) shootConditions(ctx context.Context, s *corev1beta1.Shoot, 
 		previous[pc.GetType()] = pc
 	}
 	workerless := len(s.GetSpec().GetProvider().GetWorkers()) == 0
+	own := c.ownChecks(ctx, s, ns)
 	var out []json.RawMessage
 	for _, t := range shootConditionTypes {
 		if t == extensionsv1alpha1.ShootEveryNodeReady && workerless {
@@ -127,6 +130,16 @@ func (c *Controller) shootConditions(ctx context.Context, s *corev1beta1.Shoot, 
 			cond.Message = strings.Join(m.problems, "; ")
 			slices.Sort(m.codes)
 			cond.Codes = slices.Compact(m.codes)
+		}
+		if oc, ok := own[t]; ok {
+			// The agent's own check of what runs in the seed and the shoot, merged with the extensions' reports: the
+			// worse wins; with both healthy, the agent's says what was checked.
+			if m := agg[t]; m == nil || severity(oc.status) >= severity(m.status) {
+				cond.Status, cond.Reason, cond.Message, cond.Codes = string(oc.status), oc.reason, oc.message, nil
+				if m != nil && m.status != extensionsv1alpha1.ConditionTrue {
+					cond.Message += " " + strings.Join(m.problems, "; ")
+				}
+			}
 		}
 		cond.LastTransitionTime = now
 		if p := previous[t]; p != nil && p.GetStatus() == cond.Status && p.GetLastTransitionTime() != nil {

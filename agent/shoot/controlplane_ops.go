@@ -213,26 +213,44 @@ func (op *operation) deleteAll(ctx context.Context, objs []client.Object) error 
 	return nil
 }
 
-// shootClient is a client of the shoot's kube-apiserver as "gardener" (system:masters), reached at its Service's
-// cluster IP through the agent's service dialer; it verifies the server with the cluster CA.
+// shootClient is a client of the shoot's kube-apiserver as "gardener" (system:masters), issuing its certificate
+// first if needed.
 func (op *operation) shootClient(ctx context.Context) (kubernetes.Interface, error) {
 	set, err := op.credentialSet(ctx)
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := op.c.shootREST(ctx, op.credentialsManager(), set, op.ns)
+	if _, err := op.credentialsManager().Certificate(ctx, gardenerCert(set)); err != nil {
+		return nil, err
+	}
+	cfg, err := op.c.shootREST(ctx, op.ns)
 	if err != nil {
 		return nil, err
 	}
 	return kubernetes.NewForConfig(cfg)
 }
 
-// shootREST is the REST configuration of the shoot's kube-apiserver in namespace ns as "gardener".
-func (c *Controller) shootREST(ctx context.Context, m *credentials.Manager, set *credentials.Set, ns string) (*rest.Config, error) {
-	cert, err := m.Certificate(ctx, credentials.CertConfig{Name: certGardener, CA: set.CAClient, CommonName: userGardener,
-		Organization: []string{groupMasters}, Client: true})
-	if err != nil {
-		return nil, err
+// gardenerCert is the agent's own client certificate for the shoot's kube-apiserver: "gardener" in system:masters.
+func gardenerCert(set *credentials.Set) credentials.CertConfig {
+	return credentials.CertConfig{Name: certGardener, CA: set.CAClient, CommonName: userGardener, Organization: []string{groupMasters}, Client: true}
+}
+
+// shootREST is the REST configuration of the shoot's kube-apiserver in namespace ns as "gardener", from what the
+// flow wrote into the namespace (it generates nothing): reached at its Service's cluster IP through the agent's
+// service dialer (a host process on a local seed's machine and an agent in a pod both reach cluster IPs), verified
+// with the cluster CA bundle.
+func (c *Controller) shootREST(ctx context.Context, ns string) (*rest.Config, error) {
+	certs := &corev1.SecretList{}
+	if err := c.cfg.Seed.List(ctx, certs, client.InNamespace(ns), client.MatchingLabels{credentials.LabelName: certGardener}); err != nil {
+		return nil, fmt.Errorf("read the agent's client certificate: %w", err)
+	}
+	if len(certs.Items) == 0 {
+		return nil, fmt.Errorf("the agent has no client certificate for the shoot's API server yet")
+	}
+	cert := certs.Items[0]
+	bundle := &corev1.Secret{}
+	if err := c.cfg.Seed.Get(ctx, client.ObjectKey{Namespace: ns, Name: credentials.NameCABundle}, bundle); err != nil {
+		return nil, fmt.Errorf("read the cluster CA bundle: %w", err)
 	}
 	svc := &corev1.Service{}
 	if err := c.cfg.Seed.Get(ctx, client.ObjectKey{Namespace: ns, Name: serviceKubeAPIServer}, svc); err != nil {
@@ -243,7 +261,7 @@ func (c *Controller) shootREST(ctx context.Context, m *credentials.Manager, set 
 	}
 	cfg := &rest.Config{
 		Host: "https://" + net.JoinHostPort(svc.Spec.ClusterIP, strconv.Itoa(portKubeAPIServer)),
-		TLSClientConfig: rest.TLSClientConfig{CAData: set.CABundle, ServerName: serviceKubeAPIServer,
+		TLSClientConfig: rest.TLSClientConfig{CAData: bundle.Data[credentials.DataKeyCertificateBundle], ServerName: serviceKubeAPIServer,
 			CertData: cert.Data[credentials.DataKeyCertificate], KeyData: cert.Data[credentials.DataKeyPrivateKey]},
 		Timeout: 10 * time.Second,
 		QPS:     50, Burst: 100,

@@ -26,13 +26,18 @@ type Sources struct {
 // provisioner.
 var NodeImages = []string{"pause", "busybox", "coredns", "local-path-provisioner"}
 
+// ControlPlaneImages are the images of a shoot's control plane that the agent runs on a local seed's node (its image
+// vector names them): `make testbin` writes them beside the node's.
+var ControlPlaneImages = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"}
+
 // Catalog returns the specs of every image Trellis builds, from src. Versions of cached binaries come from their
 // cache directories; an image whose binary is missing fails only when it is built.
 func Catalog(src Sources) ([]Spec, error) {
 	node := filepath.Join(src.Testbin, "node")
 	component := func(name, bin string) Spec {
 		return Spec{Name: name, Version: cachedVersion(bin, name), User: "65532",
-			Files: []File{{Source: bin, Path: "/usr/local/bin/" + name}}, Entrypoint: []string{"/usr/local/bin/" + name}}
+			Files:      append([]File{{Source: bin, Path: "/usr/local/bin/" + name}}, sharedLibraries(bin)...),
+			Entrypoint: []string{"/usr/local/bin/" + name}}
 	}
 	project := func(name string) Spec {
 		bin := filepath.Join(src.Bin, name)
@@ -95,4 +100,29 @@ func busyboxSpec(bin string) (Spec, error) {
 		}
 	}
 	return s, nil
+}
+
+// sharedLibraries are the files a dynamically linked binary loads (its interpreter and libraries, as ldd lists
+// them), at the same paths in the image: the cached Kubernetes binaries are built with cgo. A static binary, or one
+// ldd cannot read, needs none.
+func sharedLibraries(bin string) []File {
+	out, err := exec.Command("ldd", bin).Output()
+	if err != nil {
+		return nil // "not a dynamic executable" exits 1
+	}
+	var files []File
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Fields(line)
+		var p string
+		switch {
+		case len(f) >= 3 && f[1] == "=>" && strings.HasPrefix(f[2], "/"):
+			p = f[2]
+		case len(f) >= 1 && strings.HasPrefix(f[0], "/"):
+			p = f[0]
+		default:
+			continue
+		}
+		files = append(files, File{Source: p, Path: p})
+	}
+	return files
 }

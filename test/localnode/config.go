@@ -8,6 +8,8 @@ import (
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/trellis-dev/trellis/deploy/images"
 )
 
 // nodeImageNames are the images every node imports from testbin/images (deploy/images.NodeImages).
@@ -175,4 +177,30 @@ func ImageRef(testbin, name string) (string, error) {
 		return "", fmt.Errorf("image archive %s: tags %v, want one local.trellis.dev/%s:<version>", name, refs, name)
 	}
 	return refs[0], nil
+}
+
+// ControlPlaneArchives are the archives of the shoot control plane's images in testbin (deploy/images'
+// ControlPlaneImages), for a node whose seed's agent runs shoot control planes (Config.Images).
+func ControlPlaneArchives(testbin string) []string {
+	var out []string
+	for _, name := range images.ControlPlaneImages {
+		out = append(out, filepath.Join(testbin, "images", name+".tar"))
+	}
+	return out
+}
+
+// ControlPlaneImageVector is an image vector for the agent (agent/shoot/imagevector's form) that runs every shoot's
+// control plane from the images of ControlPlaneArchives, whatever the shoot's Kubernetes version.
+func ControlPlaneImageVector(testbin string) ([]byte, error) {
+	var b strings.Builder
+	b.WriteString("images:\n")
+	for _, name := range images.ControlPlaneImages {
+		ref, err := ImageRef(testbin, name)
+		if err != nil {
+			return nil, err
+		}
+		repo, tag, _ := strings.Cut(strings.TrimPrefix(ref, images.Registry+"/"), ":")
+		fmt.Fprintf(&b, "- name: %s\n  repository: %s/%s\n  tag: %q\n", name, images.Registry, repo, tag)
+	}
+	return []byte(b.String()), nil
 }

@@ -1,0 +1,200 @@
+package shoot
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	kmetav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	extensionsv1alpha1 "github.com/trellis-dev/trellis/extsdk/apis/extensions/v1alpha1"
+	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
+)
+
+// probeTimeout bounds each health probe of a shoot's kube-apiserver.
+const probeTimeout = 5 * time.Second
+
+// check is the agent's own verdict on one shoot condition.
+type check struct {
+	status          extensionsv1alpha1.ConditionStatus
+	reason, message string
+}
+
+// ownChecks are the agent's checks of a shoot whose control plane runs in the seed, by condition type:
+// APIServerAvailable from the kube-apiserver's /livez and /readyz (probed at its Service, as the hub's tunnels reach
+// it), ControlPlaneHealthy from the ready replicas of etcd, kube-apiserver, kube-controller-manager and
+// kube-scheduler, EveryNodeReady from the shoot's Nodes and SystemComponentsHealthy from the pods in the shoot's
+// kube-system. It returns nil for a shoot without a control plane in the seed (a stand-in Service).
+func (c *Controller) ownChecks(ctx context.Context, s *corev1beta1.Shoot, ns string) map[string]check {
+	apiServer := &appsv1.Deployment{}
+	if err := c.cfg.Seed.Get(ctx, client.ObjectKey{Namespace: ns, Name: deployKubeAPIServer}, apiServer); err != nil {
+		return nil
+	}
+	hibernated := s.GetSpec().GetHibernation().GetEnabled()
+	workers := len(s.GetSpec().GetProvider().GetWorkers()) > 0
+	out := map[string]check{}
+
+	var cs kubernetes.Interface
+	api := check{status: extensionsv1alpha1.ConditionTrue, reason: "HealthzRequestSucceeded", message: "API server /livez and /readyz answer."}
+	cfg, err := c.shootREST(ctx, ns)
+	if err == nil {
+		err = probe(ctx, cfg)
+	}
+	if err == nil {
+		cs, err = kubernetes.NewForConfig(cfg)
+	}
+	if err != nil {
+		api = check{status: extensionsv1alpha1.ConditionFalse, reason: "HealthzRequestFailed", message: "API server not available: " + err.Error()}
+		if hibernated {
+			api.reason, api.message = "ShootHibernated", "The shoot is hibernated: its API server is scaled to zero."
+		}
+		cs = nil
+	}
+	out[extensionsv1alpha1.ShootAPIServerAvailable] = api
+
+	cp := check{status: extensionsv1alpha1.ConditionTrue, reason: "ControlPlaneRunning", message: "etcd, kube-apiserver and its controllers are ready."}
+	if hibernated {
+		cp.reason, cp.message = "ControlPlaneHibernated", "The shoot is hibernated: its control plane is scaled to zero."
+	} else {
+		var problems []string
+		objs := []client.Object{&appsv1.StatefulSet{}, &appsv1.Deployment{}, &appsv1.Deployment{}}
+		names := []string{etcdMain, deployKubeAPIServer, deployKCM}
+		if workers {
+			objs, names = append(objs, &appsv1.Deployment{}), append(names, deployScheduler)
+		}
+		for i, o := range objs {
+			if err := c.cfg.Seed.Get(ctx, client.ObjectKey{Namespace: ns, Name: names[i]}, o); err != nil {
+				problems = append(problems, fmt.Sprintf("%s: %v", names[i], err))
+				continue
+			}
+			if ok, why := ready(o); !ok {
+				problems = append(problems, names[i]+": "+why)
+			}
+		}
+		if len(problems) > 0 {
+			cp = check{status: extensionsv1alpha1.ConditionFalse, reason: "DeploymentUnhealthy", message: strings.Join(problems, "; ")}
+		}
+	}
+	out[extensionsv1alpha1.ShootControlPlaneHealthy] = cp
+
+	unknown := func(what string) check {
+		return check{status: extensionsv1alpha1.ConditionUnknown, reason: "APIServerDown", message: "Cannot check " + what + ": the shoot's API server is not available."}
+	}
+	switch {
+	case hibernated:
+		out[extensionsv1alpha1.ShootSystemComponentsHealthy] = check{status: extensionsv1alpha1.ConditionTrue, reason: "ShootHibernated", message: "The shoot is hibernated."}
+		if workers {
+			out[extensionsv1alpha1.ShootEveryNodeReady] = check{status: extensionsv1alpha1.ConditionTrue, reason: "ShootHibernated", message: "The shoot is hibernated: it has no nodes."}
+		}
+	case cs == nil:
+		out[extensionsv1alpha1.ShootSystemComponentsHealthy] = unknown("the system components")
+		if workers {
+			out[extensionsv1alpha1.ShootEveryNodeReady] = unknown("the nodes")
+		}
+	default:
+		out[extensionsv1alpha1.ShootSystemComponentsHealthy] = systemComponents(ctx, cs)
+		if workers {
+			out[extensionsv1alpha1.ShootEveryNodeReady] = nodesReady(ctx, cs, s)
+		}
+	}
+	return out
+}
+
+// probe asks the kube-apiserver for /livez and /readyz.
+func probe(ctx context.Context, cfg *rest.Config) error {
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return err
+	}
+	defer hc.CloseIdleConnections()
+	for _, path := range []string{"/livez", "/readyz"} {
+		pctx, cancel := context.WithTimeout(ctx, probeTimeout)
+		req, err := http.NewRequestWithContext(pctx, http.MethodGet, cfg.Host+path, nil)
+		if err != nil {
+			cancel()
+			return err
+		}
+		resp, err := hc.Do(req)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("%s: HTTP %d", path, resp.StatusCode)
+		}
+	}
+	return nil
+}
+
+// systemComponents checks the pods of the shoot's kube-system: all running and ready.
+func systemComponents(ctx context.Context, cs kubernetes.Interface) check {
+	pods, err := cs.CoreV1().Pods("kube-system").List(ctx, kmetav1.ListOptions{})
+	if err != nil {
+		return check{status: extensionsv1alpha1.ConditionUnknown, reason: "SystemComponentsUnknown", message: err.Error()}
+	}
+	var bad []string
+	for _, p := range pods.Items {
+		if p.Status.Phase == corev1.PodSucceeded {
+			continue
+		}
+		if p.Status.Phase != corev1.PodRunning || !podReady(&p) {
+			bad = append(bad, fmt.Sprintf("%s (%s)", p.Name, p.Status.Phase))
+		}
+	}
+	if len(bad) > 0 {
+		slices.Sort(bad)
+		return check{status: extensionsv1alpha1.ConditionFalse, reason: "SystemComponentsUnhealthy", message: "Not ready in kube-system: " + strings.Join(bad, ", ")}
+	}
+	return check{status: extensionsv1alpha1.ConditionTrue, reason: "SystemComponentsRunning",
+		message: fmt.Sprintf("All %d pods in the shoot's kube-system are ready.", len(pods.Items))}
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// nodesReady checks the shoot's Nodes: every one Ready, and at least the worker pools' minimum of them.
+func nodesReady(ctx context.Context, cs kubernetes.Interface, s *corev1beta1.Shoot) check {
+	nodes, err := cs.CoreV1().Nodes().List(ctx, kmetav1.ListOptions{})
+	if err != nil {
+		return check{status: extensionsv1alpha1.ConditionUnknown, reason: "NodesUnknown", message: err.Error()}
+	}
+	var want int32
+	for _, w := range s.GetSpec().GetProvider().GetWorkers() {
+		want += w.GetMinimum()
+	}
+	var notReady []string
+	for _, n := range nodes.Items {
+		ready := false
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NodeReady {
+				ready = c.Status == corev1.ConditionTrue
+			}
+		}
+		if !ready {
+			notReady = append(notReady, n.Name)
+		}
+	}
+	switch {
+	case len(notReady) > 0:
+		return check{status: extensionsv1alpha1.ConditionFalse, reason: "NodeUnhealthy", message: "Nodes not ready: " + strings.Join(notReady, ", ")}
+	case int32(len(nodes.Items)) < want:
+		return check{status: extensionsv1alpha1.ConditionFalse, reason: "MissingNodes",
+			message: fmt.Sprintf("%d nodes registered, the worker pools' minimum is %d.", len(nodes.Items), want)}
+	}
+	return check{status: extensionsv1alpha1.ConditionTrue, reason: "EveryNodeReady", message: fmt.Sprintf("All %d nodes are ready.", len(nodes.Items))}
+}

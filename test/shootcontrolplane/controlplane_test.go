@@ -1,0 +1,494 @@
+package shootcontrolplane_test
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"google.golang.org/protobuf/proto"
+	corev1 "k8s.io/api/core/v1"
+	kmetav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/trellis-dev/trellis/extsdk"
+	extensionsv1alpha1 "github.com/trellis-dev/trellis/extsdk/apis/extensions/v1alpha1"
+	"github.com/trellis-dev/trellis/extsdk/controller"
+	"github.com/trellis-dev/trellis/hub"
+	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
+	kcorev1 "github.com/trellis-dev/trellis/proto/gen/trellis/kubernetes/core/v1"
+	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
+	"github.com/trellis-dev/trellis/proto/kjson"
+	"github.com/trellis-dev/trellis/test/agentsim"
+	"github.com/trellis-dev/trellis/test/agenttest"
+	"github.com/trellis-dev/trellis/test/localnode"
+	"github.com/trellis-dev/trellis/test/seedtest"
+)
+
+func TestMain(m *testing.M) { agenttest.Main(m) }
+
+const (
+	project   = "dev"
+	namespace = "garden-dev"
+	shootName = "cp"
+)
+
+// stub is the provider extension of this test: it reports every object of type local ready at once (the
+// Infrastructure with a provider status). The control plane is the agent's own.
+type stub[T extensionsv1alpha1.Object] struct{ set func(T) }
+
+func (s stub[T]) Reconcile(_ context.Context, _ logr.Logger, obj T, _ *extsdk.Cluster) error {
+	if s.set != nil {
+		s.set(obj)
+	}
+	return nil
+}
+
+func (stub[T]) Delete(context.Context, logr.Logger, T, *extsdk.Cluster) error { return nil }
+
+func stubOf[T extensionsv1alpha1.Object](newObj func() T, set func(T)) func(manager.Manager) error {
+	return agenttest.Extension(controller.AddArgs[T]{Actuator: stub[T]{set: set}, Type: "local", NewObject: newObj})
+}
+
+func testbin(t *testing.T) string {
+	t.Helper()
+	if dir := os.Getenv(seedtest.EnvAssets); dir != "" {
+		return dir
+	}
+	wd, _ := os.Getwd()
+	return filepath.Join(wd, "..", "..", "bin", "testbin")
+}
+
+// env is a hub with its passthrough listener, a seed with a node, and the seed's agent running shoot control planes.
+type env struct {
+	hub     *agenttest.Hub
+	seed    *agenttest.Seed
+	dir     string
+	kubectl string
+}
+
+func start(t *testing.T) *env {
+	t.Helper()
+	bin := testbin(t)
+	e := &env{dir: t.TempDir(), kubectl: filepath.Join(bin, "node", "kubectl")}
+	vector, err := localnode.ControlPlaneImageVector(bin)
+	if err != nil {
+		t.Skipf("no control plane images: %v", err)
+	}
+	vectorFile := filepath.Join(e.dir, "images.yaml")
+	if err := os.WriteFile(vectorFile, vector, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e.hub = agenttest.StartHub(t, func(c *hub.Config) { c.TunnelListen = "127.0.0.1:0" })
+	cluster := seedtest.Start(t, seedtest.WithNode(nil), seedtest.WithNodeImages(localnode.ControlPlaneArchives(bin)...))
+	e.seed = e.hub.StartSeed(t, "local", agenttest.SeedSpec, cluster)
+	e.seed.Agent.Stop()
+	cfg := e.seed.AgentConfig
+	cfg.Controllers.Disabled = false
+	d := func(v time.Duration) *kmetav1.Duration { return &kmetav1.Duration{Duration: v} }
+	cfg.Controllers.Shoot.RetryMinDelay = d(200 * time.Millisecond)
+	cfg.Controllers.Shoot.RetryMaxDelay = d(2 * time.Second)
+	cfg.Controllers.Shoot.TaskTimeout = d(2 * time.Minute)
+	cfg.Controllers.Shoot.ControlPlane.ImageVector = vectorFile
+	cfg.Controllers.ShootCare.SyncPeriod = d(2 * time.Second)
+	agenttest.StartAgent(t, cfg)
+	agenttest.StartExtensions(t, cluster.Config,
+		stubOf(func() *extensionsv1alpha1.Infrastructure { return &extensionsv1alpha1.Infrastructure{} }, func(o *extensionsv1alpha1.Infrastructure) {
+			o.Status.ProviderStatus = &runtime.RawExtension{Raw: []byte(`{"apiVersion":"local.provider.extensions.gardener.cloud/v1alpha1","kind":"InfrastructureStatus"}`)}
+		}),
+		stubOf(func() *extensionsv1alpha1.ControlPlane { return &extensionsv1alpha1.ControlPlane{} }, nil),
+	)
+	cp := agentsim.CloudProfile("local")
+	cp.Spec.Kubernetes = &corev1beta1.KubernetesSettings{Versions: []*corev1beta1.ExpirableVersion{{Version: "1.31.1"}}}
+	cp.Spec.Regions = []*corev1beta1.Region{{Name: "local"}}
+	e.hub.Store(t,
+		&kcorev1.Namespace{ApiVersion: "v1", Kind: "Namespace", Metadata: &metav1.ObjectMeta{Name: namespace}},
+		&corev1beta1.Project{ApiVersion: "core.gardener.cloud/v1beta1", Kind: "Project", Metadata: &metav1.ObjectMeta{Name: project},
+			Spec: &corev1beta1.ProjectSpec{Namespace: proto.String(namespace)}},
+		cp)
+	return e
+}
+
+func (e *env) shoot(t *testing.T) *corev1beta1.Shoot {
+	t.Helper()
+	o, err := e.hub.Collection(t, "core.gardener.cloud", "shoots").Get(context.Background(), namespace, shootName)
+	if err != nil {
+		return nil
+	}
+	return o.(*corev1beta1.Shoot)
+}
+
+// patch merge-patches the shoot through the hub's API.
+func (e *env) patch(t *testing.T, patch string) {
+	t.Helper()
+	code, out := e.hub.Do(t, "PATCH", "/apis/core.gardener.cloud/v1beta1/namespaces/"+namespace+"/shoots/"+shootName, patch,
+		"Content-Type", "application/merge-patch+json")
+	if code != http.StatusOK {
+		t.Fatalf("patch shoot %s: %d %s", patch, code, out)
+	}
+}
+
+// waitShoot waits until cond holds for the shoot, failing with its last operation after timeout.
+func (e *env) waitShoot(t *testing.T, what string, timeout time.Duration, cond func(*corev1beta1.Shoot) bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		s := e.shoot(t)
+		if cond(s) {
+			return
+		}
+		if time.Now().After(deadline) {
+			lo := s.GetStatus().GetLastOperation()
+			t.Fatalf("%s: not after %v; last operation %s %s %d%% (%s), errors %v", what, timeout, lo.GetType(), lo.GetState(),
+				lo.GetProgress(), lo.GetDescription(), s.GetStatus().GetLastErrors())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func succeeded(s *corev1beta1.Shoot) bool {
+	return s.GetStatus().GetLastOperation().GetState() == "Succeeded" &&
+		s.GetStatus().GetObservedGeneration() == s.GetMetadata().GetGeneration()
+}
+
+// clientCA reads the shoot's published client CA (InternalSecret <shoot>.ca-client) and cluster CA bundle
+// (ConfigMap <shoot>.ca-cluster); ok is false while either is missing.
+func (e *env) clientCA(t *testing.T) (caCert, caKey, clusterCA []byte, ok bool) {
+	t.Helper()
+	ctx := context.Background()
+	is, err := e.hub.Collection(t, "core.gardener.cloud", "internalsecrets").Get(ctx, namespace, shootName+".ca-client")
+	if err != nil {
+		return nil, nil, nil, false
+	}
+	cm, err := e.hub.Collection(t, "", "configmaps").Get(ctx, namespace, shootName+".ca-cluster")
+	if err != nil {
+		return nil, nil, nil, false
+	}
+	data := is.(*corev1beta1.InternalSecret).GetData()
+	return data["ca.crt"], data["ca.key"], []byte(cm.(*kcorev1.ConfigMap).GetData()["ca.crt"]), true
+}
+
+// clientCert issues a client certificate for user in groups, signed by the client CA.
+func clientCert(t *testing.T, caCert, caKey []byte, user string, groups ...string) (certPEM, keyPEM []byte) {
+	t.Helper()
+	cb, _ := pem.Decode(caCert)
+	kb, _ := pem.Decode(caKey)
+	if cb == nil || kb == nil {
+		t.Fatal("the client CA is not PEM")
+	}
+	ca, err := x509.ParseCertificate(cb.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer, err := x509.ParsePKCS1PrivateKey(kb.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: user, Organization: groups},
+		NotBefore: time.Now().Add(-time.Minute), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, signer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kd, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kd})
+}
+
+// serverName is the shoot's name on the hub's passthrough listener.
+func serverName() string { return fmt.Sprintf("api.%s.%s.tunnel.trellis.local", shootName, project) }
+
+// apiAnswers reports whether the shoot's kube-apiserver answers /readyz through the hub's listener for user.
+func (e *env) apiAnswers(t *testing.T, cert, key, clusterCA []byte) bool {
+	t.Helper()
+	pair, err := tls.X509KeyPair(cert, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(clusterCA)
+	c := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{
+		RootCAs: roots, ServerName: serverName(), Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}}}
+	defer c.CloseIdleConnections()
+	resp, err := c.Get("https://" + e.hub.TunnelAddr() + "/readyz")
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
+// kubeconfig writes a kubeconfig for the shoot through the hub's listener with a client certificate.
+func (e *env) kubeconfig(t *testing.T, name string, cert, key, clusterCA []byte) string {
+	t.Helper()
+	files := map[string][]byte{name + ".crt": cert, name + ".key": key, "ca.crt": clusterCA}
+	for f, b := range files {
+		if err := os.WriteFile(filepath.Join(e.dir, f), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters:
+- name: shoot
+  cluster:
+    server: https://%s
+    tls-server-name: %s
+    certificate-authority: %s
+users:
+- name: %s
+  user:
+    client-certificate: %s
+    client-key: %s
+contexts:
+- name: shoot
+  context: {cluster: shoot, user: %s}
+current-context: shoot
+`, e.hub.TunnelAddr(), serverName(), filepath.Join(e.dir, "ca.crt"), name, filepath.Join(e.dir, name+".crt"),
+		filepath.Join(e.dir, name+".key"), name)
+	p := filepath.Join(e.dir, name+".kubeconfig")
+	if err := os.WriteFile(p, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func (e *env) run(kubeconfig string, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, e.kubectl, append([]string{"--kubeconfig", kubeconfig}, args...)...).CombinedOutput()
+	return strings.TrimSpace(string(out)), err
+}
+
+func (e *env) ok(t *testing.T, kubeconfig string, args ...string) string {
+	t.Helper()
+	out, err := e.run(kubeconfig, args...)
+	if err != nil {
+		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+// condition returns the status and message of a shoot condition.
+func condition(s *corev1beta1.Shoot, typ string) (string, string) {
+	for _, c := range s.GetStatus().GetConditions() {
+		if c.GetType() == typ {
+			return c.GetStatus(), c.GetMessage()
+		}
+	}
+	return "", ""
+}
+
+// controlPlaneMemory sums the resident memory (cgroup v1 memory.stat total_rss) of the pods of the shoot's namespace.
+func (e *env) controlPlaneMemory(t *testing.T, ns string) (total int64, per map[string]int64) {
+	t.Helper()
+	pods := &corev1.PodList{}
+	if err := e.seed.Client.List(context.Background(), pods, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	per = map[string]int64{}
+	for _, p := range pods.Items {
+		dir := podCgroup(string(p.UID))
+		if dir == "" {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, "memory.stat"))
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "total_rss "); ok {
+				n, _ := strconv.ParseInt(v, 10, 64)
+				per[p.Labels["role"]+"/"+p.Name] = n
+				total += n
+			}
+		}
+	}
+	return total, per
+}
+
+// podCgroup finds the memory cgroup of a pod (kubelet's cgroupfs driver: .../kubepods/<class>/pod<uid>).
+func podCgroup(uid string) string {
+	var found string
+	_ = filepath.WalkDir("/sys/fs/cgroup/memory", func(p string, d os.DirEntry, err error) error {
+		if err != nil || !d.IsDir() || found != "" {
+			return filepath.SkipDir
+		}
+		if d.Name() == "pod"+uid {
+			found = p
+			return filepath.SkipAll
+		}
+		if strings.Count(p, "/") > 9 {
+			return filepath.SkipDir
+		}
+		return nil
+	})
+	return found
+}
+
+// TestWorkerlessShootControlPlane: a workerless shoot on a seed with a node gets a real control plane; kubectl, with
+// a client certificate of the published client CA, reaches it through the hub's TLS-passthrough listener and
+// writes and reads objects; a viewer reads but cannot write. Hibernation takes the API away (APIServerAvailable
+// False) and keeps etcd's volume; waking up brings the objects back; deletion removes the control plane and its
+// volume. It logs the durations and the control plane's memory that docs/shoots.md reports.
+func TestWorkerlessShootControlPlane(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a seed with a real node and a shoot control plane")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("a local node needs root")
+	}
+	e := start(t)
+	s := agentsim.Shoot(namespace, shootName, "local", "", "local")
+	s.Spec.SecretBindingName = nil
+	s.Spec.Kubernetes = &corev1beta1.Kubernetes{Version: "1.31.1"}
+	body, err := kjson.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	begin := time.Now()
+	if code, out := e.hub.Do(t, "POST", "/apis/core.gardener.cloud/v1beta1/namespaces/"+namespace+"/shoots", body); code != http.StatusCreated {
+		t.Fatalf("create shoot: %d %s", code, out)
+	}
+	var caCert, caKey, clusterCA, adminCert, adminKey []byte
+	var answered time.Duration
+	deadline := time.Now().Add(3 * time.Minute)
+	for answered == 0 {
+		if adminCert == nil {
+			if c, k, ca, ok := e.clientCA(t); ok {
+				caCert, caKey, clusterCA = c, k, ca
+				adminCert, adminKey = clientCert(t, caCert, caKey, "alice", "system:masters")
+			}
+		}
+		if adminCert != nil && e.apiAnswers(t, adminCert, adminKey, clusterCA) {
+			answered = time.Since(begin)
+			break
+		}
+		if time.Now().After(deadline) {
+			lo := e.shoot(t).GetStatus().GetLastOperation()
+			t.Fatalf("the shoot's API does not answer after 3m; last operation %s %d%% (%s)", lo.GetState(), lo.GetProgress(), lo.GetDescription())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	e.waitShoot(t, "create Succeeded", 3*time.Minute, succeeded)
+	t.Logf("create → API answering through the hub: %v; create → Succeeded: %v", answered.Round(100*time.Millisecond),
+		time.Since(begin).Round(100*time.Millisecond))
+	ns := e.shoot(t).GetStatus().GetTechnicalId()
+
+	admin := e.kubeconfig(t, "admin", adminCert, adminKey, clusterCA)
+	e.ok(t, admin, "create", "namespace", "demo")
+	e.ok(t, admin, "-n", "demo", "create", "configmap", "kept", "--from-literal=answer=42")
+	if got := e.ok(t, admin, "-n", "demo", "get", "configmap", "kept", "-o", "jsonpath={.data.answer}"); got != "42" {
+		t.Fatalf("config map read back %q, want 42", got)
+	}
+	if who := e.ok(t, admin, "auth", "whoami", "-o", "jsonpath={.status.userInfo.username}"); who != "alice" {
+		t.Fatalf("the shoot sees %q, want alice", who)
+	}
+	viewerCert, viewerKey := clientCert(t, caCert, caKey, "bob", "gardener.cloud:system:viewers")
+	viewer := e.kubeconfig(t, "viewer", viewerCert, viewerKey, clusterCA)
+	agenttest.Eventually(t, "the viewer reads config maps", func() bool {
+		out, err := e.run(viewer, "-n", "demo", "get", "configmap", "kept", "-o", "jsonpath={.data.answer}")
+		return err == nil && out == "42"
+	})
+	if out, err := e.run(viewer, "-n", "demo", "create", "configmap", "no", "--from-literal=a=b"); err == nil || !strings.Contains(out, "forbidden") {
+		t.Fatalf("the viewer created a config map: %v %s", err, out)
+	}
+	if out, err := e.run(viewer, "-n", "demo", "get", "secrets"); err == nil || !strings.Contains(out, "forbidden") {
+		t.Fatalf("the viewer listed secrets: %v %s", err, out)
+	}
+	// A certificate of another CA is refused.
+	otherCA, otherCAKey := selfSignedCA(t)
+	otherCert, otherKey := clientCert(t, otherCA, otherCAKey, "mallory", "system:masters")
+	if e.apiAnswers(t, otherCert, otherKey, clusterCA) {
+		t.Fatal("the shoot's API accepted a client certificate of another CA")
+	}
+	agenttest.Eventually(t, "APIServerAvailable and ControlPlaneHealthy True", func() bool {
+		st, _ := condition(e.shoot(t), "APIServerAvailable")
+		hp, _ := condition(e.shoot(t), "ControlPlaneHealthy")
+		return st == "True" && hp == "True"
+	})
+	total, per := e.controlPlaneMemory(t, ns)
+	t.Logf("control plane memory (cgroup total_rss): %d MiB %v", total>>20, per)
+
+	// Hibernate: the API goes away, etcd's volume stays.
+	e.patch(t, `{"spec":{"hibernation":{"enabled":true}}}`)
+	e.waitShoot(t, "hibernated", 3*time.Minute, func(s *corev1beta1.Shoot) bool { return succeeded(s) && s.GetStatus().GetHibernated() })
+	if e.apiAnswers(t, adminCert, adminKey, clusterCA) {
+		t.Fatal("the hibernated shoot's API answers")
+	}
+	agenttest.Eventually(t, "APIServerAvailable False while hibernated", func() bool {
+		st, _ := condition(e.shoot(t), "APIServerAvailable")
+		return st == "False"
+	})
+	pvcs := &corev1.PersistentVolumeClaimList{}
+	if err := e.seed.Client.List(context.Background(), pvcs, client.InNamespace(ns)); err != nil || len(pvcs.Items) != 1 {
+		t.Fatalf("etcd's volumes while hibernated: %v %v", len(pvcs.Items), err)
+	}
+
+	// Wake up: the objects are back.
+	woke := time.Now()
+	e.patch(t, `{"spec":{"hibernation":{"enabled":false}}}`)
+	agenttest.Eventually(t, "the woken shoot's API answers", func() bool { return e.apiAnswers(t, adminCert, adminKey, clusterCA) })
+	t.Logf("wake-up → API answering: %v", time.Since(woke).Round(100*time.Millisecond))
+	if got := e.ok(t, admin, "-n", "demo", "get", "configmap", "kept", "-o", "jsonpath={.data.answer}"); got != "42" {
+		t.Fatalf("config map after wake-up %q, want 42", got)
+	}
+	e.waitShoot(t, "woken up", 3*time.Minute, func(s *corev1beta1.Shoot) bool { return succeeded(s) && !s.GetStatus().GetHibernated() })
+
+	// Delete: the control plane and its volume go.
+	e.patch(t, `{"metadata":{"annotations":{"confirmation.gardener.cloud/deletion":"true"}}}`)
+	if code, out := e.hub.Do(t, "DELETE", "/apis/core.gardener.cloud/v1beta1/namespaces/"+namespace+"/shoots/"+shootName, nil); code != http.StatusOK && code != http.StatusAccepted {
+		t.Fatalf("delete shoot: %d %s", code, out)
+	}
+	e.waitShoot(t, "deleted", 3*time.Minute, func(s *corev1beta1.Shoot) bool { return s == nil })
+	if err := e.seed.Client.List(context.Background(), pvcs, client.InNamespace(ns)); err != nil || len(pvcs.Items) != 0 {
+		t.Fatalf("etcd's volumes after the deletion: %d %v", len(pvcs.Items), err)
+	}
+	pods := &corev1.PodList{}
+	if err := e.seed.Client.List(context.Background(), pods, client.InNamespace(ns)); err != nil || len(pods.Items) != 0 {
+		t.Fatalf("control plane pods after the deletion: %d %v", len(pods.Items), err)
+	}
+	agenttest.Eventually(t, "the client CA unpublished", func() bool { _, _, _, ok := e.clientCA(t); return !ok })
+}
+
+// selfSignedCA is a CA the shoot does not trust.
+func selfSignedCA(t *testing.T) (certPEM, keyPEM []byte) {
+	t.Helper()
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "other"}, IsCA: true, BasicConstraintsValid: true,
+		NotBefore: time.Now().Add(-time.Minute), NotAfter: time.Now().Add(time.Hour), KeyUsage: x509.KeyUsageCertSign}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)})
+}
