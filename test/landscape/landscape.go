@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/trellis-dev/trellis/test/binproc"
+	"github.com/trellis-dev/trellis/test/localnode"
 )
 
 // Landscape is a running local landscape. Its methods may be called from several goroutines.
@@ -32,8 +33,11 @@ type Landscape struct {
 	// ProviderLocal reports whether provider-local runs beside each seed (BinDir holds it).
 	ProviderLocal bool
 
-	cfg      Config
-	hub      *binproc.Process
+	cfg Config
+	// imageVector is the agents' image vector of the shoot control plane (the local images of the node), when the
+	// seeds have nodes.
+	imageVector string
+	hub         *binproc.Process
 	hubc     *hubClient
 	seeds    []*Seed
 	lock     *os.File
@@ -106,6 +110,21 @@ func Start(ctx context.Context, cfg Config) (_ *Landscape, err error) {
 		l.cfg.NodeImages = append(l.cfg.NodeImages, archive)
 		providerValues = providerLocalPodValues(repo, tag)
 		l.logf("provider-local: image %s:%s (%s) runs as its chart's pod in every seed", repo, tag, archive)
+	}
+	if cfg.Node {
+		// The agents run the shoots' control planes on the nodes, from the images `make testbin` built.
+		vector, err := localnode.ControlPlaneImageVector(l.cfg.TestBinDir)
+		if err != nil {
+			return nil, fmt.Errorf("shoot control plane images: %w", err)
+		}
+		l.imageVector = filepath.Join(l.Dir, "images", "control-plane-image-vector.yaml")
+		if err := os.MkdirAll(filepath.Dir(l.imageVector), 0o700); err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(l.imageVector, vector, 0o600); err != nil {
+			return nil, err
+		}
+		l.cfg.NodeImages = append(l.cfg.NodeImages, localnode.ControlPlaneArchives(l.cfg.TestBinDir)...)
 	}
 	for _, sc := range cfg.Seeds {
 		l.seeds = append(l.seeds, l.newSeed(sc, l.ProviderLocal && !podMode))

@@ -146,6 +146,7 @@ func (l *Landscape) agentConfiguration(s *Seed) *config.AgentConfiguration {
 			RetryMinDelay:           d(time.Second),
 			RetryMaxDelay:           d(10 * time.Second),
 			ExtensionErrorThreshold: d(l.cfg.ExtensionErrorThreshold),
+			ControlPlane:            config.ShootControlPlaneConfiguration{ImageVector: l.imageVector},
 		}},
 		LogFormat: "text",
 	}
