@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	"google.golang.org/protobuf/proto"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -17,9 +16,7 @@ import (
 
 	"github.com/trellis-dev/trellis/agent"
 	"github.com/trellis-dev/trellis/agent/config"
-	"github.com/trellis-dev/trellis/extsdk"
 	extensionsv1alpha1 "github.com/trellis-dev/trellis/extsdk/apis/extensions/v1alpha1"
-	"github.com/trellis-dev/trellis/extsdk/controller"
 	"github.com/trellis-dev/trellis/hub/store"
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
 	kcorev1 "github.com/trellis-dev/trellis/proto/gen/trellis/kubernetes/core/v1"
@@ -29,23 +26,11 @@ import (
 	"github.com/trellis-dev/trellis/test/agenttest"
 )
 
-// stub is the extension of these tests: for every kind of type "local" it reports success at once and sets the
-// outputs the agent forwards (the Infrastructure's providerStatus, the provision OSC's cloud config secret). The
-// end-to-end tests run the real provider-local; this keeps the agent's package tests about the agent.
-type stub[T extensionsv1alpha1.Object] struct{ set func(T) }
-
-func (s stub[T]) Reconcile(_ context.Context, _ logr.Logger, obj T, _ *extsdk.Cluster) error {
-	if s.set != nil {
-		s.set(obj)
-	}
-	return nil
-}
-
-func (stub[T]) Delete(context.Context, logr.Logger, T, *extsdk.Cluster) error { return nil }
-
-// stubOf is the stub extension for the kind newObj makes, type "local"; set, if not nil, sets its outputs.
+// stubOf is the stub extension (agenttest.Stub) of these tests: for every kind of type "local" it reports success at
+// once and sets the outputs the agent forwards (the Infrastructure's providerStatus, the provision OSC's cloud config
+// secret). The end-to-end tests run the real provider-local; this keeps the agent's package tests about the agent.
 func stubOf[T extensionsv1alpha1.Object](newObj func() T, set func(T)) func(manager.Manager) error {
-	return agenttest.Extension(controller.AddArgs[T]{Actuator: stub[T]{set: set}, Type: "local", NewObject: newObj})
+	return agenttest.Stub(newObj, set)
 }
 
 const infraStatus = `{"apiVersion":"local.provider.extensions.gardener.cloud/v1alpha1","kind":"InfrastructureStatus","network":"net-1"}`

@@ -61,6 +61,7 @@ var (
 // Task names of the control plane, as Gardener's.
 const (
 	taskETCD            = "Deploying main and events etcd"
+	taskWaitETCD        = "Waiting until main and event etcd report readiness"
 	taskKubeAPIServer   = "Deploying Kubernetes API server"
 	taskShootSystem     = "Deploying shoot system resources"
 	taskKCM             = "Deploying Kubernetes controller manager"
@@ -137,7 +138,7 @@ func podSecurity() *corev1.PodSecurityContext {
 }
 
 // deployETCD deploys etcd-main: its client Service and a StatefulSet of one member with its data on a volume of the
-// seed's default StorageClass, serving clients with TLS from the etcd CA, and waits until it is ready.
+// seed's default StorageClass, serving clients with TLS from the etcd CA (waitETCD waits for it).
 func (op *operation) deployETCD(ctx context.Context) error {
 	set, err := op.credentialSet(ctx)
 	if err != nil {
@@ -206,7 +207,7 @@ func (op *operation) deployETCD(ctx context.Context) error {
 					},
 					Ports: []corev1.ContainerPort{{Name: "client", ContainerPort: portETCDClient}, {Name: "metrics", ContainerPort: portETCDMetrics}},
 					ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/health", Port: intstr.FromInt32(portETCDMetrics)}},
-						PeriodSeconds: 2, FailureThreshold: 3},
+						PeriodSeconds: 1, FailureThreshold: 3},
 					LivenessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/health", Port: intstr.FromInt32(portETCDMetrics)}},
 						InitialDelaySeconds: 15, PeriodSeconds: 10, FailureThreshold: 6},
 					Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("50m"), corev1.ResourceMemory: resource.MustParse("64Mi")}},
@@ -224,10 +225,16 @@ func (op *operation) deployETCD(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("statefulset %s/%s: %w", op.ns, etcdMain, err)
 	}
+	return nil
+}
+
+// waitETCD waits until etcd-main is ready. The kube-apiserver starts meanwhile: it waits for etcd itself, so that
+// the volume's provisioning and etcd's start overlap with the API server's.
+func (op *operation) waitETCD(ctx context.Context) error {
 	if op.hibernated() {
 		return nil
 	}
-	return op.waitReady(ctx, sts)
+	return op.waitReady(ctx, &appsv1.StatefulSet{ObjectMeta: op.objectMeta(etcdMain)})
 }
 
 // serviceNames are the names a Service is reached at in the seed: name, name.ns, name.ns.svc,

@@ -89,8 +89,9 @@ func (op *operation) reconcileGraph() *flow.Graph {
 	runs := op.controlPlane
 	etcd := g.Add(flow.Task{Name: taskETCD, Fn: op.deployETCD, Skip: !runs, Dependencies: []string{secrets, backup}, Timeout: t})
 	cp := g.Add(flow.Task{Name: taskControlPlane, Fn: op.deployControlPlane, Dependencies: []string{secrets, infra, before, kapi, internalDNS, externalDNS, backup}, Timeout: t})
+	etcdReady := g.Add(flow.Task{Name: taskWaitETCD, Fn: op.waitETCD, Skip: !runs, Dependencies: []string{etcd}, Timeout: t})
 	apiServer := g.Add(flow.Task{Name: taskKubeAPIServer, Fn: op.deployKubeAPIServer, Skip: !runs, Dependencies: []string{secrets, kapi, etcd, cp}, Timeout: t})
-	system := g.Add(flow.Task{Name: taskShootSystem, Fn: op.deployShootSystem, Skip: !runs || hib, Dependencies: []string{apiServer}, Timeout: t})
+	system := g.Add(flow.Task{Name: taskShootSystem, Fn: op.deployShootSystem, Skip: !runs || hib, Dependencies: []string{apiServer, etcdReady}, Timeout: t})
 	kcm := g.Add(flow.Task{Name: taskKCM, Fn: op.deployKubeControllerManager, Skip: !runs, Dependencies: []string{apiServer}, Timeout: t})
 	scheduler := g.Add(flow.Task{Name: taskScheduler, Fn: op.deployKubeScheduler, Skip: !runs || workerless, Dependencies: []string{apiServer}, Timeout: t})
 	after := g.Add(flow.Task{Name: taskExtAfterKAPI, Fn: op.extensionsFn(extensionsv1alpha1.AfterKubeAPIServer), Dependencies: []string{cp, apiServer}, Timeout: t})
@@ -101,7 +102,7 @@ func (op *operation) reconcileGraph() *flow.Graph {
 	cr := g.Add(flow.Task{Name: taskContainerRuntime, Fn: op.deployContainerRuntimes, Skip: workerless, Dependencies: []string{worker}, Timeout: t})
 	dns := g.Add(flow.Task{Name: taskDestroyDNS, Fn: op.destroyDNSRecords, Skip: !hib, Dependencies: []string{worker, afterWorker}, Timeout: t})
 	hibernate := g.Add(flow.Task{Name: taskHibernateCP, Fn: op.hibernateControlPlane, Skip: !runs || !hib,
-		Dependencies: []string{worker, afterWorker, dns, system, kcm, scheduler}, Timeout: t})
+		Dependencies: []string{worker, afterWorker, dns, system, kcm, scheduler, etcdReady}, Timeout: t})
 	stale := g.Add(flow.Task{Name: taskStaleExtensions, Fn: op.deleteStaleExtensions, Dependencies: []string{after, afterWorker, cr, dns, hibernate}, Timeout: t})
 	g.Add(flow.Task{Name: taskCleanupSecrets, Fn: op.cleanupCredentials, Dependencies: []string{secrets, stale}, Timeout: t})
 	return g

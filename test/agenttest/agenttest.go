@@ -18,6 +18,7 @@ import (
 
 	"github.com/trellis-dev/trellis/agent"
 	extensionsv1alpha1 "github.com/trellis-dev/trellis/extsdk/apis/extensions/v1alpha1"
+	"github.com/trellis-dev/trellis/extsdk"
 	"github.com/trellis-dev/trellis/extsdk/controller"
 	"github.com/trellis-dev/trellis/test/seedtest"
 )
@@ -125,6 +126,25 @@ func goRun(t testing.TB, what string, run func(context.Context) error) (stop fun
 // Extension is an extension controller for StartExtensions: extsdk's controller for args.
 func Extension[T extensionsv1alpha1.Object](args controller.AddArgs[T]) func(manager.Manager) error {
 	return func(mgr manager.Manager) error { return controller.Add(mgr, args) }
+}
+
+// stub is the actuator of Stub.
+type stub[T extensionsv1alpha1.Object] struct{ set func(T) }
+
+func (s stub[T]) Reconcile(_ context.Context, _ logr.Logger, obj T, _ *extsdk.Cluster) error {
+	if s.set != nil {
+		s.set(obj)
+	}
+	return nil
+}
+
+func (stub[T]) Delete(context.Context, logr.Logger, T, *extsdk.Cluster) error { return nil }
+
+// Stub is an extension for StartExtensions that reports every object of type "local" of the kind newObj makes
+// ready at once, after set (if not nil) set its outputs, and deletes nothing: tests about the agent use it where
+// the real provider-local does not matter.
+func Stub[T extensionsv1alpha1.Object](newObj func() T, set func(T)) func(manager.Manager) error {
+	return Extension(controller.AddArgs[T]{Actuator: stub[T]{set: set}, Type: "local", NewObject: newObj})
 }
 
 // StartExtensions runs extension controllers in the test's process until the test ends: a controller-runtime manager

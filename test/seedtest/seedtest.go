@@ -342,27 +342,33 @@ type binaryPaths struct {
 	dir, etcd, apiserver, controllerManager string
 }
 
-// binaries returns the paths of the seed's binaries: in $KUBEBUILDER_ASSETS when it is set, else in bin/testbin of
-// the module root, the first directory holding go.mod at or above the working directory.
+// TestbinDir is where seeds take their binaries from: $KUBEBUILDER_ASSETS when it is set, else bin/testbin of the
+// module root, the first directory holding go.mod at or above the working directory.
+func TestbinDir() (string, error) {
+	if dir := os.Getenv(EnvAssets); dir != "" {
+		return dir, nil
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for root := wd; ; {
+		if _, err := os.Stat(filepath.Join(root, "go.mod")); err == nil {
+			return filepath.Join(root, "bin", "testbin"), nil
+		}
+		parent := filepath.Dir(root)
+		if parent == root {
+			return "", fmt.Errorf("no go.mod at or above %s to find bin/testbin: run `make testbin` and set $%s", wd, EnvAssets)
+		}
+		root = parent
+	}
+}
+
+// binaries returns the paths of the seed's binaries in TestbinDir.
 func binaries() (binaryPaths, error) {
-	dir := os.Getenv(EnvAssets)
-	if dir == "" {
-		wd, err := os.Getwd()
-		if err != nil {
-			return binaryPaths{}, err
-		}
-		for root := wd; ; {
-			if _, err := os.Stat(filepath.Join(root, "go.mod")); err == nil {
-				dir = filepath.Join(root, "bin", "testbin")
-				break
-			}
-			parent := filepath.Dir(root)
-			if parent == root {
-				return binaryPaths{}, fmt.Errorf("no go.mod at or above %s to find bin/testbin: run `make testbin` and "+
-					"set $%s", wd, EnvAssets)
-			}
-			root = parent
-		}
+	dir, err := TestbinDir()
+	if err != nil {
+		return binaryPaths{}, err
 	}
 	var missing []string
 	find := func(name string) string {

@@ -21,17 +21,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	"google.golang.org/protobuf/proto"
 	corev1 "k8s.io/api/core/v1"
 	kmetav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 
-	"github.com/trellis-dev/trellis/extsdk"
 	extensionsv1alpha1 "github.com/trellis-dev/trellis/extsdk/apis/extensions/v1alpha1"
-	"github.com/trellis-dev/trellis/extsdk/controller"
 	"github.com/trellis-dev/trellis/hub"
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
 	kcorev1 "github.com/trellis-dev/trellis/proto/gen/trellis/kubernetes/core/v1"
@@ -51,30 +47,13 @@ const (
 	shootName = "cp"
 )
 
-// stub is the provider extension of this test: it reports every object of type local ready at once (the
-// Infrastructure with a provider status). The control plane is the agent's own.
-type stub[T extensionsv1alpha1.Object] struct{ set func(T) }
-
-func (s stub[T]) Reconcile(_ context.Context, _ logr.Logger, obj T, _ *extsdk.Cluster) error {
-	if s.set != nil {
-		s.set(obj)
-	}
-	return nil
-}
-
-func (stub[T]) Delete(context.Context, logr.Logger, T, *extsdk.Cluster) error { return nil }
-
-func stubOf[T extensionsv1alpha1.Object](newObj func() T, set func(T)) func(manager.Manager) error {
-	return agenttest.Extension(controller.AddArgs[T]{Actuator: stub[T]{set: set}, Type: "local", NewObject: newObj})
-}
-
 func testbin(t *testing.T) string {
 	t.Helper()
-	if dir := os.Getenv(seedtest.EnvAssets); dir != "" {
-		return dir
+	dir, err := seedtest.TestbinDir()
+	if err != nil {
+		t.Skip(err)
 	}
-	wd, _ := os.Getwd()
-	return filepath.Join(wd, "..", "..", "bin", "testbin")
+	return dir
 }
 
 // env is a hub with its passthrough listener, a seed with a node, and the seed's agent running shoot control planes.
@@ -111,10 +90,10 @@ func start(t *testing.T) *env {
 	cfg.Controllers.ShootCare.SyncPeriod = d(2 * time.Second)
 	agenttest.StartAgent(t, cfg)
 	agenttest.StartExtensions(t, cluster.Config,
-		stubOf(func() *extensionsv1alpha1.Infrastructure { return &extensionsv1alpha1.Infrastructure{} }, func(o *extensionsv1alpha1.Infrastructure) {
+		agenttest.Stub(func() *extensionsv1alpha1.Infrastructure { return &extensionsv1alpha1.Infrastructure{} }, func(o *extensionsv1alpha1.Infrastructure) {
 			o.Status.ProviderStatus = &runtime.RawExtension{Raw: []byte(`{"apiVersion":"local.provider.extensions.gardener.cloud/v1alpha1","kind":"InfrastructureStatus"}`)}
 		}),
-		stubOf(func() *extensionsv1alpha1.ControlPlane { return &extensionsv1alpha1.ControlPlane{} }, nil),
+		agenttest.Stub(func() *extensionsv1alpha1.ControlPlane { return &extensionsv1alpha1.ControlPlane{} }, nil),
 	)
 	cp := agentsim.CloudProfile("local")
 	cp.Spec.Kubernetes = &corev1beta1.KubernetesSettings{Versions: []*corev1beta1.ExpirableVersion{{Version: "1.31.1"}}}
