@@ -119,6 +119,22 @@ func TestLocalSeedNodes(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	t.Logf("example shoot Succeeded %v after the start", time.Since(begin).Round(100*time.Millisecond))
+	// Its control plane runs on the node of the seed it was scheduled to (docs/shoots.md).
+	var cpSeed *landscape.Seed
+	for _, s := range l.Seeds() {
+		if _, err := s.Client.CoreV1().Pods("shoot--local--local").Get(ctx, "etcd-main-0", kmetav1.GetOptions{}); err == nil {
+			cpSeed = s
+		}
+	}
+	if cpSeed == nil {
+		t.Fatal("the example shoot's etcd runs on no seed")
+	}
+	for _, name := range []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler"} {
+		d, err := cpSeed.Client.AppsV1().Deployments("shoot--local--local").Get(ctx, name, kmetav1.GetOptions{})
+		if err != nil || d.Status.AvailableReplicas != 1 {
+			t.Errorf("seed %s: the example shoot's %s is not available: %v", cpSeed.Name, name, err)
+		}
+	}
 
 	local, other := l.Seed("local"), l.Seed("other")
 	ns := &corev1.Namespace{ObjectMeta: kmetav1.ObjectMeta{GenerateName: "probe-"}}
