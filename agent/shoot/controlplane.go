@@ -2,6 +2,8 @@ package shoot
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/base64"
 	"fmt"
 	"maps"
@@ -183,7 +185,8 @@ func (op *operation) deployETCD(ctx context.Context) error {
 			WhenDeleted: appsv1.DeletePersistentVolumeClaimRetentionPolicyType, WhenScaled: appsv1.RetainPersistentVolumeClaimRetentionPolicyType}
 		peer := "http://127.0.0.1:2380"
 		sts.Spec.Template = corev1.PodTemplateSpec{
-			ObjectMeta: kmetav1.ObjectMeta{Labels: maps.Clone(labelsETCD)},
+			ObjectMeta: kmetav1.ObjectMeta{Labels: maps.Clone(labelsETCD), Annotations: map[string]string{
+				"checksum/ca-etcd-bundle": checksum(set.CAETCDBundle)}},
 			Spec: corev1.PodSpec{
 				SecurityContext:               podSecurity(),
 				TerminationGracePeriodSeconds: ptr(int64(30)),
@@ -343,6 +346,16 @@ func (op *operation) serviceAccountIssuer() string {
 		}
 	}
 	return "https://" + op.tunnelName()
+}
+
+// checksum is a short SHA-256 of parts, for annotations that roll pods when what they read changes.
+func checksum(parts ...[]byte) string {
+	h := sha256.New()
+	for _, p := range parts {
+		h.Write(p)
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16]
 }
 
 // boolMap renders a map of names to booleans as "a=true,b=false", sorted.
@@ -510,7 +523,12 @@ func (op *operation) deployKubeAPIServer(ctx context.Context) error {
 		// Port 443 without root: the pod's own network namespace lets unprivileged processes bind it.
 		sec.Sysctls = []corev1.Sysctl{{Name: "net.ipv4.ip_unprivileged_port_start", Value: "0"}}
 		dep.Spec.Template = corev1.PodTemplateSpec{
-			ObjectMeta: kmetav1.ObjectMeta{Labels: maps.Clone(labelsKubeAPIServer)},
+			// The bundles and the encryption configuration keep their secrets' names: their checksum rolls the pods
+			// when a rotation changes them (kube-apiserver reads the service account keys and the encryption
+			// configuration at its start only).
+			ObjectMeta: kmetav1.ObjectMeta{Labels: maps.Clone(labelsKubeAPIServer), Annotations: map[string]string{
+				"checksum/credentials": checksum(set.ServiceAccountKeyBundle, set.CAClientBundle, []byte(strings.Join(set.ETCDEncryptionKeys, ","))),
+			}},
 			Spec: corev1.PodSpec{
 				SecurityContext:              sec,
 				AutomountServiceAccountToken: ptr(false),
