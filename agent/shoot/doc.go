@@ -13,15 +13,17 @@
 //     agent then restores (reconcile with type Restore) from the ShootState the migration saved.
 //
 // Flows are DAGs (package agent/flow) of Gardener's steps, in Gardener's order: namespace shoot--<project>--<name>,
-// cloud provider secret, Cluster, Infrastructure, DNSRecords, BackupEntry, Extensions BeforeKubeAPIServer,
-// ControlPlane, Extensions AfterKubeAPIServer, OperatingSystemConfigs, Network, Worker, Extensions AfterWorker,
+// cloud provider secret, Cluster, Infrastructure, DNSRecords, BackupEntry, Extensions BeforeKubeAPIServer, etcd
+// and ControlPlane, kube-apiserver, kube-controller-manager and kube-scheduler (controlplane.go, on seeds that run
+// pods; images from package agent/shoot/imagevector), Extensions AfterKubeAPIServer, OperatingSystemConfigs, Network, Worker, Extensions AfterWorker,
 // ContainerRuntimes (reconcile.go); the reverse for delete (delete.go); migrate and restore in migrate.go. The
 // shoot's credentials are kept by package agent/shoot/credentials (secrets.go) and published in the project
 // namespace as gardenlet does (garden.go); the rotation phases go into the status when a flow starts and when it
 // succeeds (rotation.go). Each
 // extension object is written with gardener.cloud/operation=reconcile (or migrate / wait-for-state / restore) and
 // gardener.cloud/timestamp and is ready only under Gardener's rule (package agent/extension). Progress, errors with
-// their codes, observedGeneration and the shoot's conditions (care.go) go to the hub as status patches (status.go).
+// their codes, observedGeneration and the shoot's conditions (care.go, with the agent's own probes of the control
+// plane in health.go) go to the hub as status patches (status.go).
 //
 // Every step is idempotent and keyed by name, so a flow interrupted by a crash is simply run again: the Shoot's
 // lastOperation is still Processing, and the restarted agent resumes the same operation.

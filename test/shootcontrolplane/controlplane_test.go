@@ -76,7 +76,8 @@ func start(t *testing.T) *env {
 	if err := os.WriteFile(vectorFile, vector, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	e.hub = agenttest.StartHub(t, func(c *hub.Config) { c.TunnelListen = "127.0.0.1:0" })
+	// A domain of its own: the agent learns it from the hub's Welcome and puts it into the serving certificate.
+	e.hub = agenttest.StartHub(t, func(c *hub.Config) { c.TunnelListen, c.TunnelDomain = "127.0.0.1:0", tunnelDomain })
 	cluster := seedtest.Start(t, seedtest.WithNode(nil), seedtest.WithNodeImages(localnode.ControlPlaneArchives(bin)...))
 	e.seed = e.hub.StartSeed(t, "local", agenttest.SeedSpec, cluster)
 	e.seed.Agent.Stop()
@@ -199,8 +200,11 @@ func clientCert(t *testing.T, caCert, caKey []byte, user string, groups ...strin
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kd})
 }
 
+// tunnelDomain is the hub's domain of shoot API names.
+const tunnelDomain = "shoots.test.example"
+
 // serverName is the shoot's name on the hub's passthrough listener.
-func serverName() string { return fmt.Sprintf("api.%s.%s.tunnel.trellis.local", shootName, project) }
+func serverName() string { return fmt.Sprintf("api.%s.%s.%s", shootName, project, tunnelDomain) }
 
 // apiAnswers reports whether the shoot's kube-apiserver answers /readyz through the hub's listener for user.
 func (e *env) apiAnswers(t *testing.T, cert, key, clusterCA []byte) bool {
