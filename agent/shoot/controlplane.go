@@ -148,7 +148,7 @@ func (op *operation) deployETCD(ctx context.Context) error {
 	}
 	m := op.credentialsManager()
 	svcName := serviceETCDClient
-	server, err := m.Certificate(ctx, credentials.CertConfig{Name: certETCDServer, CA: set.CAETCD, CommonName: "etcd-server",
+	server, err := m.Certificate(ctx, credentials.CertConfig{Name: certETCDServer, CA: credentials.ServerCA(set.CAETCD, set.CAETCDOld), CommonName: "etcd-server",
 		DNSNames: append(serviceNames(svcName, op.ns), "localhost"), IPs: []net.IP{net.IPv4(127, 0, 0, 1)}, Server: true, Client: true})
 	if err != nil {
 		return err
@@ -459,7 +459,7 @@ func (op *operation) deployKubeAPIServer(ctx context.Context) error {
 		return err
 	}
 	m := op.credentialsManager()
-	serving, err := m.Certificate(ctx, credentials.CertConfig{Name: certKubeAPIServer, CA: set.CA, CommonName: "kube-apiserver",
+	serving, err := m.Certificate(ctx, credentials.CertConfig{Name: certKubeAPIServer, CA: credentials.ServerCA(set.CA, set.CAOld), CommonName: "kube-apiserver",
 		DNSNames: op.kubeAPIServerNames(), IPs: []net.IP{ip, net.IPv4(127, 0, 0, 1)}, Server: true})
 	if err != nil {
 		return err

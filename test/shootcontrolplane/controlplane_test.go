@@ -339,7 +339,8 @@ func podCgroup(uid string) string {
 
 // TestWorkerlessShootControlPlane: a workerless shoot on a seed with a node gets a real control plane; kubectl, with
 // a client certificate of the published client CA, reaches it through the hub's TLS-passthrough listener and
-// writes and reads objects; a viewer reads but cannot write. Hibernation takes the API away (APIServerAvailable
+// writes and reads objects; a viewer reads but cannot write. A CA rotation keeps old and new kubeconfigs working
+// while prepared and refuses the old one once completed. Hibernation takes the API away (APIServerAvailable
 // False) and keeps etcd's volume; waking up brings the objects back; deletion removes the control plane and its
 // volume. It logs the durations and the control plane's memory that docs/shoots.md reports.
 func TestWorkerlessShootControlPlane(t *testing.T) {
@@ -421,6 +422,36 @@ func TestWorkerlessShootControlPlane(t *testing.T) {
 	})
 	total, per := e.controlPlaneMemory(t, ns)
 	t.Logf("control plane memory (cgroup total_rss): %d MiB %v", total>>20, per)
+
+	// Rotate the CAs: while Prepared, kubeconfigs of the old and the new CAs work; after completing, only the new.
+	e.patch(t, `{"metadata":{"annotations":{"gardener.cloud/operation":"rotate-ca-start"}}}`)
+	e.waitShoot(t, "CA rotation prepared", 3*time.Minute, func(s *corev1beta1.Shoot) bool {
+		return succeeded(s) && s.GetStatus().GetCredentials().GetRotation().GetCertificateAuthorities().GetPhase() == "Prepared"
+	})
+	newCA, newCAKey, bothCAs, ok := e.clientCA(t)
+	if !ok || string(newCA) == string(caCert) || !strings.Contains(string(bothCAs), strings.TrimSpace(string(clusterCA))) {
+		t.Fatal("the published client CA did not change, or the cluster CA bundle lacks the old CA")
+	}
+	newCert, newKey := clientCert(t, newCA, newCAKey, "carol", "system:masters")
+	rotated := e.kubeconfig(t, "rotated", newCert, newKey, bothCAs)
+	for name, kc := range map[string]string{"old": admin, "new": rotated} {
+		if got, err := e.run(kc, "-n", "demo", "get", "configmap", "kept", "-o", "jsonpath={.data.answer}"); err != nil || got != "42" {
+			t.Fatalf("while the CA rotation is prepared, the %s kubeconfig: %v %s", name, err, got)
+		}
+	}
+	e.patch(t, `{"metadata":{"annotations":{"gardener.cloud/operation":"rotate-ca-complete"}}}`)
+	e.waitShoot(t, "CA rotation completed", 3*time.Minute, func(s *corev1beta1.Shoot) bool {
+		return succeeded(s) && s.GetStatus().GetCredentials().GetRotation().GetCertificateAuthorities().GetPhase() == "Completed"
+	})
+	if out, err := e.run(admin, "-n", "demo", "get", "configmap", "kept"); err == nil {
+		t.Fatalf("the old kubeconfig still works after the CA rotation: %s", out)
+	}
+	_, _, newClusterCA, _ := e.clientCA(t)
+	rotated = e.kubeconfig(t, "rotated", newCert, newKey, newClusterCA)
+	if got := e.ok(t, rotated, "-n", "demo", "get", "configmap", "kept", "-o", "jsonpath={.data.answer}"); got != "42" {
+		t.Fatalf("after the CA rotation: %q", got)
+	}
+	adminCert, adminKey, clusterCA, admin = newCert, newKey, newClusterCA, rotated
 
 	// Hibernate: the API goes away, etcd's volume stays.
 	e.patch(t, `{"spec":{"hibernation":{"enabled":true}}}`)

@@ -90,9 +90,10 @@ type Set struct {
 	// rotation keeps trusted; CAClientBundle is the PEM of both, the current first.
 	CAClient, CAClientOld *corev1.Secret
 	CAClientBundle        []byte
-	// CAETCD signs etcd's serving and client certificates (rotated with CA); CAETCDBundle is the PEM of those in use.
-	CAETCD       *corev1.Secret
-	CAETCDBundle []byte
+	// CAETCD signs etcd's serving and client certificates (rotated with CA), CAETCDOld is the one a rotation keeps;
+	// CAETCDBundle is the PEM of those in use.
+	CAETCD, CAETCDOld *corev1.Secret
+	CAETCDBundle      []byte
 	// ServiceAccountKey is the current service account signing key (id_rsa).
 	ServiceAccountKey *corev1.Secret
 	// ServiceAccountKeyBundle is the PEM of the public keys service account tokens are verified with, the current
@@ -160,6 +161,16 @@ func initiationOf(s *corev1.Secret) int64 {
 	return v
 }
 
+// ServerCA returns the CA that signs serving certificates: the old one while a rotation keeps it, so that clients
+// that trust only the old CA still verify the servers until the rotation completes (client certificates are signed
+// by the current one, which the servers trust alongside the old), as Gardener's secrets manager signs them.
+func ServerCA(cur, old *corev1.Secret) *corev1.Secret {
+	if old != nil {
+		return old
+	}
+	return cur
+}
+
 // Ensure generates the credentials of w that do not exist yet and writes the bundles of those in use.
 func (m *Manager) Ensure(ctx context.Context, w Want) (*Set, error) {
 	set := &Set{}
@@ -184,7 +195,7 @@ func (m *Manager) Ensure(ctx context.Context, w Want) (*Set, error) {
 				set.CAClientBundle = append(set.CAClientBundle, s.Data[DataKeyCertificateCA]...)
 			}
 		case NameCAETCD:
-			set.CAETCD = cur
+			set.CAETCD, set.CAETCDOld = cur, old
 			for _, s := range inUse {
 				set.CAETCDBundle = append(set.CAETCDBundle, s.Data[DataKeyCertificateCA]...)
 			}
