@@ -124,20 +124,13 @@ func (m *Manager) issue(cfg CertConfig) (map[string][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	serial, err := randSerial(m)
+	tmpl, err := m.template(certValidity)
 	if err != nil {
 		return nil, err
 	}
-	now := m.now()
-	tmpl := &x509.Certificate{
-		SerialNumber: serial,
-		Subject:      pkix.Name{CommonName: cfg.CommonName, Organization: slices.Clone(cfg.Organization)},
-		NotBefore:    now.Add(-time.Minute),
-		NotAfter:     now.Add(certValidity),
-		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
-		DNSNames:     slices.Clone(cfg.DNSNames),
-		IPAddresses:  slices.Clone(cfg.IPs),
-	}
+	tmpl.Subject = pkix.Name{CommonName: cfg.CommonName, Organization: slices.Clone(cfg.Organization)}
+	tmpl.KeyUsage = x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment
+	tmpl.DNSNames, tmpl.IPAddresses = slices.Clone(cfg.DNSNames), slices.Clone(cfg.IPs)
 	if cfg.Server {
 		tmpl.ExtKeyUsage = append(tmpl.ExtKeyUsage, x509.ExtKeyUsageServerAuth)
 	}

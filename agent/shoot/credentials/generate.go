@@ -63,20 +63,13 @@ func (m *Manager) newCA(name string) (map[string][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	serial, err := randSerial(m)
+	tmpl, err := m.template(caValidity)
 	if err != nil {
 		return nil, err
 	}
-	now := m.now()
-	tmpl := &x509.Certificate{
-		SerialNumber:          serial,
-		Subject:               pkix.Name{CommonName: fmt.Sprintf("%s-%s", name, serial.Text(16)[:8])},
-		NotBefore:             now.Add(-time.Minute),
-		NotAfter:              now.Add(caValidity),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
+	tmpl.Subject = pkix.Name{CommonName: fmt.Sprintf("%s-%s", name, tmpl.SerialNumber.Text(16)[:8])}
+	tmpl.KeyUsage = x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature
+	tmpl.BasicConstraintsValid, tmpl.IsCA = true, true
 	der, err := x509.CreateCertificate(m.rand, tmpl, tmpl, &key.PublicKey, key)
 	if err != nil {
 		return nil, err
@@ -85,6 +78,16 @@ func (m *Manager) newCA(name string) (map[string][]byte, error) {
 		DataKeyCertificateCA: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
 		DataKeyPrivateKeyCA:  privateKeyPEM(key),
 	}, nil
+}
+
+// template is a certificate template with a random serial, valid from a minute ago for validity.
+func (m *Manager) template(validity time.Duration) (*x509.Certificate, error) {
+	serial, err := randSerial(m)
+	if err != nil {
+		return nil, err
+	}
+	now := m.now()
+	return &x509.Certificate{SerialNumber: serial, NotBefore: now.Add(-time.Minute), NotAfter: now.Add(validity)}, nil
 }
 
 func randSerial(m *Manager) (*big.Int, error) {
