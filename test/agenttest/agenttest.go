@@ -17,8 +17,8 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/trellis-dev/trellis/agent"
-	extensionsv1alpha1 "github.com/trellis-dev/trellis/extsdk/apis/extensions/v1alpha1"
 	"github.com/trellis-dev/trellis/extsdk"
+	extensionsv1alpha1 "github.com/trellis-dev/trellis/extsdk/apis/extensions/v1alpha1"
 	"github.com/trellis-dev/trellis/extsdk/controller"
 	"github.com/trellis-dev/trellis/test/seedtest"
 )

@@ -38,10 +38,10 @@ type Landscape struct {
 	// seeds have nodes.
 	imageVector string
 	hub         *binproc.Process
-	hubc     *hubClient
-	seeds    []*Seed
-	lock     *os.File
-	failures chan error
+	hubc        *hubClient
+	seeds       []*Seed
+	lock        *os.File
+	failures    chan error
 
 	stopOnce sync.Once
 	stopErr  error
