@@ -7,12 +7,14 @@ import (
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/trellis-dev/trellis/hub/agentlink"
 	"github.com/trellis-dev/trellis/hub/api"
 	"github.com/trellis-dev/trellis/hub/auth"
 	"github.com/trellis-dev/trellis/hub/authz"
+	"github.com/trellis-dev/trellis/hub/kubeconfig"
 	"github.com/trellis-dev/trellis/hub/tunnel"
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
 )
@@ -68,4 +70,27 @@ func (s shootSeeds) SeedOf(ctx context.Context, project, name string) (string, e
 		return "", fmt.Errorf("shoot %s/%s is not scheduled on a seed", ns, name)
 	}
 	return seed, nil
+}
+
+// newKubeconfigs builds the shoots' kubeconfig subresources (package kubeconfig) and registers their service in
+// services; their REST routes are the returned server's Routes. The kubeconfigs point at the tunnel listener.
+func (h *Hub) newKubeconfigs(reg *api.Registry, services grpc.ServiceRegistrar) (*kubeconfig.Server, error) {
+	s, err := kubeconfig.New(kubeconfig.Config{
+		Reader: reg, Authorizer: reg.Authorizer(), Address: h.tunnelAdvertiseAddress, Domain: h.cfg.TunnelDomain,
+		MaxExpiration: h.cfg.ShootKubeconfigMaxExpiration, Now: h.cfg.Now, Log: h.log.With("component", "kubeconfig"),
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.Register(services)
+	return s, nil
+}
+
+// tunnelAdvertiseAddress is where clients reach the tunnel listener: Config.TunnelAdvertiseAddress, else the
+// listener's address ("" without a listener, or before it listens).
+func (h *Hub) tunnelAdvertiseAddress() string {
+	if h.cfg.TunnelAdvertiseAddress != "" {
+		return h.cfg.TunnelAdvertiseAddress
+	}
+	return h.TunnelAddr()
 }

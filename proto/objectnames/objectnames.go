@@ -6,6 +6,7 @@ import "strings"
 // (Gardener's ComputeShootProjectResourceName).
 const (
 	ShootProjectSuffixCACluster     = "ca-cluster"
+	ShootProjectSuffixCAClient      = "ca-client"
 	ShootProjectSuffixSSHKeypair    = "ssh-keypair"
 	ShootProjectSuffixSSHKeypairOld = "ssh-keypair.old"
 )
