@@ -3,6 +3,7 @@ package hub
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"strings"
 
@@ -93,4 +94,29 @@ func (h *Hub) tunnelAdvertiseAddress() string {
 		return h.cfg.TunnelAdvertiseAddress
 	}
 	return h.TunnelAddr()
+}
+
+// shootExternalURL returns the URL of shoots' kube-apiservers through the tunnel listener, for their
+// status.advertisedAddresses: https://api.<shoot>.<project>.<tunnel domain>, with the advertised address's port
+// unless it is 443 (the name resolves where a wildcard DNS record points the tunnel domain at the listener). Nil
+// when the hub serves no tunnel listener and advertises none.
+func (h *Hub) shootExternalURL() func(project, shoot string) string {
+	if h.cfg.TunnelListen == "" && h.cfg.TunnelListener == nil && h.cfg.TunnelAdvertiseAddress == "" {
+		return nil
+	}
+	domain := h.cfg.TunnelDomain
+	if domain == "" {
+		domain = tunnel.DefaultDomain
+	}
+	return func(project, shoot string) string {
+		addr := h.tunnelAdvertiseAddress()
+		if addr == "" {
+			return ""
+		}
+		host := tunnel.ShootServerName(shoot, project, domain)
+		if _, port, err := net.SplitHostPort(addr); err == nil && port != "443" {
+			host = net.JoinHostPort(host, port)
+		}
+		return "https://" + host
+	}
 }

@@ -62,7 +62,7 @@ func start(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	e.h = hubtest.Start(t, func(c *hub.Config) {
-		c.Controllers, c.DisableScheduler = []string{"project"}, true
+		c.Controllers, c.DisableScheduler = []string{"project", "shoot-addresses"}, true
 		c.TunnelAdvertiseAddress = lis.Addr().String()
 		c.ShootKubeconfigMaxExpiration = 2 * time.Hour
 	})
@@ -308,6 +308,54 @@ func TestKubeconfigs(t *testing.T) {
 		must(t, e.h, e.adam, 422, "POST", adminPath, `{"spec":{"expirationSeconds":599}}`, "spec.expirationSeconds", "less than 10 minutes")
 		must(t, e.h, e.adam, 422, "POST", adminPath, `{"spec":{"expirationSeconds":4294967296}}`, "spec.expirationSeconds")
 		must(t, e.h, e.adam, 400, "POST", adminPath, `{"kind":"ViewerKubeconfigRequest"}`, "is not authentication.gardener.cloud/v1alpha1/AdminKubeconfigRequest")
+	})
+
+	t.Run("advertised", func(t *testing.T) {
+		// The hub advertises the tunnel as the external address of scheduled shoots, next to what else they have.
+		want := "https://api.local.dev." + tunnel.DefaultDomain + ":" + strings.Split(e.apiserver.Listener.Addr().String(), ":")[1]
+		waitAddresses := func(want ...string) {
+			t.Helper()
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				_, out := e.h.Do(t, "GET", shootsPath+"local", nil)
+				var s struct {
+					Status struct{ AdvertisedAddresses []struct{ Name, URL string } }
+				}
+				if err := json.Unmarshal(out, &s); err != nil {
+					t.Fatal(err)
+				}
+				var got []string
+				for _, a := range s.Status.AdvertisedAddresses {
+					got = append(got, a.Name+"="+a.URL)
+				}
+				if strings.Join(got, " ") == strings.Join(want, " ") {
+					return
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("advertised addresses: want %q, got %s", want, out)
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+		}
+		waitAddresses("external=" + want)
+		// An agent's status write without it (and with an address of its own) gets it back, first.
+		for i := 0; ; i++ {
+			o, err := e.shoots.Get(context.Background(), "garden-dev", "local")
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := proto.Clone(o).(*corev1beta1.Shoot)
+			s.Status.AdvertisedAddresses = []*corev1beta1.ShootAdvertisedAddress{{Name: "internal", Url: "https://10.0.0.1"}}
+			if _, err = e.shoots.UpdateStatus(context.Background(), s); err == nil {
+				break
+			} else if i == 10 {
+				t.Fatal(err)
+			}
+		}
+		waitAddresses("external="+want, "internal=https://10.0.0.1")
+		if _, out := e.h.Do(t, "GET", shootsPath+"unscheduled", nil); strings.Contains(string(out), "advertisedAddresses") {
+			t.Errorf("an unscheduled shoot has advertised addresses: %s", out)
+		}
 	})
 
 	t.Run("grpc", func(t *testing.T) {
