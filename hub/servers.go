@@ -26,6 +26,7 @@ import (
 	"github.com/trellis-dev/trellis/hub/audit"
 	"github.com/trellis-dev/trellis/hub/auth"
 	"github.com/trellis-dev/trellis/hub/authz"
+	"github.com/trellis-dev/trellis/hub/kubeconfig"
 	"github.com/trellis-dev/trellis/hub/kubeproto"
 	"github.com/trellis-dev/trellis/hub/openapi"
 	"github.com/trellis-dev/trellis/hub/pki"
@@ -152,7 +153,7 @@ func (h *Hub) handlers(ctx context.Context, authn *auth.Authenticator, reg *api.
 	mux.Handle("/debug/pprof/", requireToken(authn, http.HandlerFunc(pprof.Index)))
 	mux.Handle("/debug/pprof/profile", requireToken(authn, http.HandlerFunc(pprof.Profile)))
 	mux.Handle("/debug/pprof/trace", requireToken(authn, http.HandlerFunc(pprof.Trace)))
-	disc := api.DiscoveryHandler(review.Endpoints...)
+	disc := api.DiscoveryHandler(append(append([]api.Endpoint{}, review.Endpoints...), kubeconfig.Endpoints...)...)
 	mux.Handle("/api", requireToken(authn, disc))
 	mux.Handle("/apis", requireToken(authn, disc))
 	// The OpenAPI documents generated into docs/openapi, for every user but bootstrap tokens (as discovery).

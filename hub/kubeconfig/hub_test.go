@@ -301,6 +301,18 @@ func TestKubeconfigs(t *testing.T) {
 		}
 	})
 
+	t.Run("discovery", func(t *testing.T) {
+		out := must(t, e.h, e.nora, 200, "GET", "/apis/core.gardener.cloud/v1beta1", "")
+		for _, want := range []string{
+			`{"name":"shoots/adminkubeconfig","singularName":"","namespaced":true,"group":"authentication.gardener.cloud","version":"v1alpha1","kind":"AdminKubeconfigRequest","verbs":["create"]}`,
+			`{"name":"shoots/viewerkubeconfig","singularName":"","namespaced":true,"group":"authentication.gardener.cloud","version":"v1alpha1","kind":"ViewerKubeconfigRequest","verbs":["create"]}`,
+		} {
+			if !strings.Contains(string(out), want) {
+				t.Errorf("discovery lacks %s:\n%s", want, out)
+			}
+		}
+	})
+
 	t.Run("refused", func(t *testing.T) {
 		must(t, e.h, e.adam, 404, "POST", shootsPath+"nope/adminkubeconfig", `{}`, `shoots.core.gardener.cloud \"nope\" not found`)
 		must(t, e.h, e.adam, 409, "POST", shootsPath+"unscheduled/adminkubeconfig", `{}`, "not scheduled to a seed yet")

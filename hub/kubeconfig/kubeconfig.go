@@ -84,6 +84,14 @@ var (
 	secretsResource         = schema.GroupResource{Resource: "secrets"}
 )
 
+// Endpoints are the subresources' discovery entries, as Gardener lists them.
+var Endpoints = []api.Endpoint{
+	{Group: "core.gardener.cloud", Version: "v1beta1", Resource: "shoots/" + SubresourceAdmin, Kind: "AdminKubeconfigRequest",
+		Verbs: []string{"create"}, Namespaced: true, KindGroup: "authentication.gardener.cloud", KindVersion: "v1alpha1"},
+	{Group: "core.gardener.cloud", Version: "v1beta1", Resource: "shoots/" + SubresourceViewer, Kind: "ViewerKubeconfigRequest",
+		Verbs: []string{"create"}, Namespaced: true, KindGroup: "authentication.gardener.cloud", KindVersion: "v1alpha1"},
+}
+
 // Reader reads the objects a request needs from the hub's caches (api.Registry is one).
 type Reader interface {
 	Get(ctx context.Context, gr schema.GroupResource, namespace, name string) (store.Object, error)
