@@ -5,10 +5,12 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -47,6 +49,33 @@ func TestShootKubeconfigThroughTunnel(t *testing.T) {
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
 	e.shootAPIServer(t, "dev", "api1", srv.Listener.Addr().String())
+
+	// Gardener's documented way, kubectl create --raw against the hub, gives the same kubeconfig.
+	hubKubeconfig := filepath.Join(e.dir, "hub.kubeconfig")
+	if err := os.WriteFile(hubKubeconfig, []byte(fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters: [{name: hub, cluster: {server: %s, certificate-authority: %s}}]
+users: [{name: admin, user: {token: %s}}]
+contexts: [{name: hub, context: {cluster: hub, user: admin}}]
+current-context: hub
+`, e.hub.URL, filepath.Join(e.hub.DataDir, "pki", "ca.crt"), e.hub.Token)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	body := filepath.Join(e.dir, "request.json")
+	if err := os.WriteFile(body, []byte(`{"apiVersion":"authentication.gardener.cloud/v1alpha1","kind":"AdminKubeconfigRequest","spec":{"expirationSeconds":600}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var answer struct{ Status struct{ Kubeconfig []byte } }
+	if err := json.Unmarshal([]byte(e.ok(t, hubKubeconfig, "create", "--raw", "/apis/core.gardener.cloud/v1beta1/namespaces/garden-dev/shoots/api1/adminkubeconfig", "-f", body)), &answer); err != nil {
+		t.Fatal(err)
+	}
+	raw := filepath.Join(e.dir, "raw.kubeconfig")
+	if err := os.WriteFile(raw, answer.Status.Kubeconfig, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out := e.ok(t, raw, "get", "--raw", "/whoami"); !strings.Contains(out, `"system:masters"`) {
+		t.Errorf("with the kubeconfig of kubectl create --raw: %s", out)
+	}
 
 	for _, c := range []struct {
 		flags []string
