@@ -1,6 +1,7 @@
 package kubeconfig_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/tls"
@@ -9,10 +10,14 @@ import (
 	"encoding/pem"
 	"io"
 	"log"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -52,6 +57,26 @@ type env struct {
 	apiserver                  *httptest.Server
 	skew                       time.Duration
 	shoots                     *store.Collection
+	dir                        string
+	log                        syncBuffer
+}
+
+// syncBuffer is a buffer the hub's log goroutines write to while the test reads it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 func start(t *testing.T) *env {
@@ -61,10 +86,17 @@ func start(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	e.dir = t.TempDir()
+	if err := os.WriteFile(filepath.Join(e.dir, "policy.yaml"), []byte("apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: RequestResponse\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	e.h = hubtest.Start(t, func(c *hub.Config) {
 		c.Controllers, c.DisableScheduler = []string{"project", "shoot-addresses"}, true
 		c.TunnelAdvertiseAddress = lis.Addr().String()
 		c.ShootKubeconfigMaxExpiration = 2 * time.Hour
+		// Everything audited with its bodies, and the hub's log kept: neither may show a private key.
+		c.Audit.PolicyFile, c.Audit.LogPath = filepath.Join(e.dir, "policy.yaml"), filepath.Join(e.dir, "audit.log")
+		c.Logger = slog.New(slog.NewTextHandler(&e.log, nil))
 	})
 	clients := x509.NewCertPool()
 	clients.AddCert(e.clientCA.Cert)
@@ -367,6 +399,41 @@ func TestKubeconfigs(t *testing.T) {
 		waitAddresses("external="+want, "internal=https://10.0.0.1")
 		if _, out := e.h.Do(t, "GET", shootsPath+"unscheduled", nil); strings.Contains(string(out), "advertisedAddresses") {
 			t.Errorf("an unscheduled shoot has advertised addresses: %s", out)
+		}
+	})
+
+	t.Run("no keys in logs", func(t *testing.T) {
+		must(t, e.h, e.adam, 201, "POST", adminPath, `{}`)
+		audit, err := os.ReadFile(filepath.Join(e.dir, "audit.log"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var seen bool
+		for _, line := range strings.Split(strings.TrimSpace(string(audit)), "\n") {
+			var ev struct {
+				Level     string
+				ObjectRef struct{ Resource, Subresource, Name string }
+			}
+			if err := json.Unmarshal([]byte(line), &ev); err != nil {
+				t.Fatal(err)
+			}
+			if ev.ObjectRef.Subresource == kubeconfig.SubresourceAdmin && ev.ObjectRef.Name == "local" {
+				seen = true
+				if ev.Level != "Metadata" {
+					t.Errorf("an adminkubeconfig request audited at %s", ev.Level)
+				}
+			}
+		}
+		if !seen {
+			t.Error("no audit event of the adminkubeconfig request")
+		}
+		for what, text := range map[string]string{"audit log": string(audit), "hub log": e.log.String()} {
+			if strings.Contains(text, "PRIVATE KEY") || strings.Contains(text, "client-key-data") {
+				t.Errorf("the %s shows a private key", what)
+			}
+		}
+		if !strings.Contains(e.log.String(), `msg="issued a shoot kubeconfig" component=kubeconfig user=adam shoot=garden-dev/local kind=AdminKubeconfigRequest group=system:masters seed=seed-1`) {
+			t.Errorf("the hub's log lacks the issued kubeconfig:\n%s", e.log.String())
 		}
 	})
 
