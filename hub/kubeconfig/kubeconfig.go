@@ -33,11 +33,11 @@ import (
 	"github.com/trellis-dev/trellis/hub/auth"
 	"github.com/trellis-dev/trellis/hub/store"
 	"github.com/trellis-dev/trellis/hub/tunnel"
-	"github.com/trellis-dev/trellis/proto/objectnames"
 	authenticationv1alpha1 "github.com/trellis-dev/trellis/proto/gen/trellis/authentication/v1alpha1"
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
 	kcorev1 "github.com/trellis-dev/trellis/proto/gen/trellis/kubernetes/core/v1"
 	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
+	"github.com/trellis-dev/trellis/proto/objectnames"
 )
 
 // The subresources, as they appear in paths and in authorization attributes.

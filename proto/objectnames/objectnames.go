@@ -6,14 +6,18 @@ import "strings"
 // (Gardener's ComputeShootProjectResourceName).
 const (
 	ShootProjectSuffixCACluster     = "ca-cluster"
-	ShootProjectSuffixCAClient      = "ca-client"
 	ShootProjectSuffixSSHKeypair    = "ssh-keypair"
 	ShootProjectSuffixSSHKeypairOld = "ssh-keypair.old"
+	// ShootProjectSuffixCAClient names the InternalSecret holding the shoot's client CA (ca.crt, ca.key: the CA
+	// that signs new client certificates; bundle.crt: every client CA the shoot's kube-apiserver trusts). The agent
+	// writes it; the hub issues kubeconfigs from it. Project members never read it.
+	ShootProjectSuffixCAClient = "ca-client"
 )
 
 // shootProjectSuffixes are the suffixes above, the longer of two that end alike first, so that the first suffix a
 // name ends with is the one it was made with.
-var shootProjectSuffixes = []string{ShootProjectSuffixSSHKeypairOld, ShootProjectSuffixSSHKeypair, ShootProjectSuffixCACluster}
+var shootProjectSuffixes = []string{ShootProjectSuffixSSHKeypairOld, ShootProjectSuffixSSHKeypair, ShootProjectSuffixCACluster,
+	ShootProjectSuffixCAClient}
 
 // ShootProjectResourceName is "<shoot>.<suffix>".
 func ShootProjectResourceName(shoot, suffix string) string { return shoot + "." + suffix }
