@@ -286,7 +286,7 @@ func TestKubeconfigs(t *testing.T) {
 		if !near(v.exp, before.Add(time.Hour)) {
 			t.Errorf("default expiration %s, want about %s", v.exp, before.Add(time.Hour))
 		}
-		long := parse(t, e, must(t, e.h, e.olivia, 201, "POST", adminPath, `{"spec":{"expirationSeconds":86400}}`))
+		long := parse(t, e, must(t, e.h, e.olivia, 201, "POST", adminPath, `{"spec":{"expirationSeconds":86400}}`, `"spec":{"expirationSeconds":7200}`))
 		if !near(long.exp, before.Add(2*time.Hour)) {
 			t.Errorf("capped expiration %s, want about %s", long.exp, before.Add(2*time.Hour))
 		}

@@ -160,11 +160,11 @@ func (s *Server) CreateAdminKubeconfig(ctx context.Context, req *authenticationv
 	if err := checkType(req.GetApiVersion(), req.GetKind(), "AdminKubeconfigRequest"); err != nil {
 		return nil, err
 	}
-	md, status, err := s.issue(ctx, "AdminKubeconfigRequest", SubresourceAdmin, GroupAdmins, req.GetMetadata(), req.GetSpec())
+	md, spec, status, err := s.issue(ctx, "AdminKubeconfigRequest", SubresourceAdmin, GroupAdmins, req.GetMetadata(), req.GetSpec())
 	if err != nil {
 		return nil, err
 	}
-	return &authenticationv1alpha1.AdminKubeconfigRequest{ApiVersion: APIVersion, Kind: "AdminKubeconfigRequest", Metadata: md, Spec: req.GetSpec(), Status: status}, nil
+	return &authenticationv1alpha1.AdminKubeconfigRequest{ApiVersion: APIVersion, Kind: "AdminKubeconfigRequest", Metadata: md, Spec: spec, Status: status}, nil
 }
 
 // CreateViewerKubeconfig issues a viewer kubeconfig.
@@ -172,11 +172,11 @@ func (s *Server) CreateViewerKubeconfig(ctx context.Context, req *authentication
 	if err := checkType(req.GetApiVersion(), req.GetKind(), "ViewerKubeconfigRequest"); err != nil {
 		return nil, err
 	}
-	md, status, err := s.issue(ctx, "ViewerKubeconfigRequest", SubresourceViewer, GroupViewers, req.GetMetadata(), req.GetSpec())
+	md, spec, status, err := s.issue(ctx, "ViewerKubeconfigRequest", SubresourceViewer, GroupViewers, req.GetMetadata(), req.GetSpec())
 	if err != nil {
 		return nil, err
 	}
-	return &authenticationv1alpha1.ViewerKubeconfigRequest{ApiVersion: APIVersion, Kind: "ViewerKubeconfigRequest", Metadata: md, Spec: req.GetSpec(), Status: status}, nil
+	return &authenticationv1alpha1.ViewerKubeconfigRequest{ApiVersion: APIVersion, Kind: "ViewerKubeconfigRequest", Metadata: md, Spec: spec, Status: status}, nil
 }
 
 // checkType refuses a request that names another apiVersion or kind (both may be left out, as kubectl create --raw
@@ -188,63 +188,64 @@ func checkType(apiVersion, kind, want string) error {
 	return nil
 }
 
-// issue checks a request for the shoot md names and issues the kubeconfig; spec is defaulted in place.
-func (s *Server) issue(ctx context.Context, kind, sub, group string, md *metav1.ObjectMeta, spec *authenticationv1alpha1.KubeconfigRequestSpec) (*metav1.ObjectMeta, *authenticationv1alpha1.KubeconfigRequestStatus, error) {
+// issue checks a request for the shoot md names and issues the kubeconfig. It returns the answer's metadata, spec
+// (with the expiration issued: defaulted, or shortened to the maximum, as Gardener answers) and status.
+func (s *Server) issue(ctx context.Context, kind, sub, group string, md *metav1.ObjectMeta, spec *authenticationv1alpha1.KubeconfigRequestSpec) (*metav1.ObjectMeta, *authenticationv1alpha1.KubeconfigRequestSpec, *authenticationv1alpha1.KubeconfigRequestStatus, error) {
 	u, ok := auth.UserFrom(ctx)
 	if !ok || u.Name == "" {
-		return nil, nil, apierrors.NewUnauthorized("no user")
+		return nil, nil, nil, apierrors.NewUnauthorized("no user")
 	}
 	ns, name := md.GetNamespace(), md.GetName()
 	if ns == "" || name == "" {
-		return nil, nil, apierrors.NewBadRequest("the shoot's namespace and name are required (metadata.namespace, metadata.name)")
+		return nil, nil, nil, apierrors.NewBadRequest("the shoot's namespace and name are required (metadata.namespace, metadata.name)")
 	}
 	at := api.Attributes{User: u, Verb: api.VerbCreate, Resource: shootsResource, Subresource: sub, Namespace: ns, Name: name}
 	if s.cfg.Authorizer != nil {
 		if err := s.cfg.Authorizer.Authorize(ctx, at); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 	}
 	gk := schema.GroupKind{Group: "authentication.gardener.cloud", Kind: kind}
 	seconds, ferr := Expiration(spec)
 	if ferr != nil {
-		return nil, nil, apierrors.NewInvalid(gk, name, field.ErrorList{ferr})
+		return nil, nil, nil, apierrors.NewInvalid(gk, name, field.ErrorList{ferr})
 	}
 	if lim := int64(s.cfg.MaxExpiration / time.Second); seconds > lim {
 		seconds = lim
 	}
 	shoot, project, err := s.shoot(ctx, ns, name)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	addr := s.cfg.Address()
 	if addr == "" {
-		return nil, nil, apierrors.NewServiceUnavailable("the hub advertises no address of its tunnel listener (--tunnel-listen, --tunnel-advertise-address): shoots cannot be reached through it")
+		return nil, nil, nil, apierrors.NewServiceUnavailable("the hub advertises no address of its tunnel listener (--tunnel-listen, --tunnel-advertise-address): shoots cannot be reached through it")
 	}
 	signer, err := s.clientCA(ctx, ns, name)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	bundle, err := s.clusterCA(ctx, ns, name)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	now := s.cfg.Now()
 	certPEM, keyPEM, notAfter, err := issueClientCert(signer, u.Name, group, now, now.Add(time.Duration(seconds)*time.Second))
 	if err != nil {
-		return nil, nil, apierrors.NewInternalError(fmt.Errorf("issuing the client certificate of shoot %s/%s: %w", ns, name, err))
+		return nil, nil, nil, apierrors.NewInternalError(fmt.Errorf("issuing the client certificate of shoot %s/%s: %w", ns, name, err))
 	}
 	kc, err := Build(Kubeconfig{
 		Namespace: ns, Shoot: name, Server: "https://" + addr,
 		ServerName: tunnel.ShootServerName(name, project, s.cfg.Domain), CA: bundle, CertPEM: certPEM, KeyPEM: keyPEM,
 	})
 	if err != nil {
-		return nil, nil, apierrors.NewInternalError(err)
+		return nil, nil, nil, apierrors.NewInternalError(err)
 	}
 	s.cfg.Log.Info("issued a shoot kubeconfig", "user", u.Name, "shoot", ns+"/"+name, "kind", kind, "group", group,
 		"seed", seedOf(shoot), "notAfter", notAfter.UTC().Format(time.RFC3339))
 	gateway.SetHTTPCode(ctx, http.StatusCreated)
 	out := &metav1.ObjectMeta{Name: name, Namespace: ns, CreationTimestamp: timestamppb.New(now.Truncate(time.Second))}
-	return out, &authenticationv1alpha1.KubeconfigRequestStatus{Kubeconfig: kc, ExpirationTimestamp: timestamppb.New(notAfter)}, nil
+	return out, &authenticationv1alpha1.KubeconfigRequestSpec{ExpirationSeconds: &seconds}, &authenticationv1alpha1.KubeconfigRequestStatus{Kubeconfig: kc, ExpirationTimestamp: timestamppb.New(notAfter)}, nil
 }
 
 // Expiration returns spec.expirationSeconds, defaulted (DefaultExpirationSeconds), or the field error of a value
