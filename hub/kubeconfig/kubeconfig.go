@@ -230,7 +230,7 @@ func (s *Server) issue(ctx context.Context, kind, sub, group string, md *metav1.
 		return nil, nil, nil, err
 	}
 	now := s.cfg.Now()
-	certPEM, keyPEM, notAfter, err := issueClientCert(signer, u.Name, group, now, now.Add(time.Duration(seconds)*time.Second))
+	certPEM, keyPEM, notAfter, err := IssueClientCert(signer, u.Name, group, now, now.Add(time.Duration(seconds)*time.Second))
 	if err != nil {
 		return nil, nil, nil, apierrors.NewInternalError(fmt.Errorf("issuing the client certificate of shoot %s/%s: %w", ns, name, err))
 	}
@@ -365,10 +365,10 @@ func ParseCA(certPEM, keyPEM []byte) (*tls.Certificate, error) {
 	return &c, nil
 }
 
-// issueClientCert issues a client certificate for user in group, signed by ca, valid from a minute before now (for
+// IssueClientCert issues a client certificate for user in group, signed by ca, valid from a minute before now (for
 // clocks behind the hub's) until notAfter, but not beyond the CA. It returns the certificate, its key (PEM) and the
 // NotAfter it has.
-func issueClientCert(ca *tls.Certificate, user, group string, now, notAfter time.Time) (certPEM, keyPEM []byte, _ time.Time, _ error) {
+func IssueClientCert(ca *tls.Certificate, user, group string, now, notAfter time.Time) (certPEM, keyPEM []byte, _ time.Time, _ error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, nil, time.Time{}, err
