@@ -93,7 +93,7 @@ follows it until the operation ends: exit status 0 when it succeeded, 1 when it 
 		},
 	}
 	progressCmd.Flags().DurationVar(&timeout, "timeout", 0, "give up after this long (0: no limit)")
-	cmd.AddCommand(progressCmd)
+	cmd.AddCommand(progressCmd, a.shootKubeconfigCmd())
 	return cmd
 }
 

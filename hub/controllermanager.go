@@ -28,7 +28,10 @@ import (
 // controllerManager builds the controller-manager's loops (Gardener's gardener-controller-manager) from the
 // component configuration, keeping those enabled selects (see Config.Controllers); the leader runs them. Loops that
 // create or change objects as the API would run the API's admission plugins.
-func controllerManager(reg *api.Registry, plugins admission.Plugins, cfg componentconfig.ControllerManagerConfiguration, enabled []string, log *slog.Logger) (controller.Group, error) {
+//
+// shootExternal is the URL of a shoot's kube-apiserver through the hub's tunnel listener (nil without one): the
+// shoot-addresses controller advertises it in the shoots' status.
+func controllerManager(reg *api.Registry, plugins admission.Plugins, cfg componentconfig.ControllerManagerConfiguration, enabled []string, shootExternal func(project, shoot string) string, log *slog.Logger) (controller.Group, error) {
 	ctrl := cfg.Controllers
 	log = log.With("component", "controller-manager")
 	registrations, err := controllerregistration.New(controllerregistration.Config{Source: reg,
@@ -73,6 +76,7 @@ func controllerManager(reg *api.Registry, plugins admission.Plugins, cfg compone
 			JitterPeriod: ctrl.ShootRetry.RetryJitterPeriod.Duration},
 		StatusLabel: shoot.WorkersConfig{Workers: *ctrl.ShootStatusLabel.ConcurrentSyncs},
 		Conditions:  shoot.WorkersConfig{Workers: *ctrl.ShootConditions.ConcurrentSyncs},
+		Addresses:   shoot.AddressesConfig{External: shootExternal},
 	})
 	if err != nil {
 		return nil, err
@@ -109,7 +113,8 @@ func controllerManager(reg *api.Registry, plugins admission.Plugins, cfg compone
 		}
 		all = append(all, events)
 	}
-	known := map[string]bool{"event": true} // the event controller may be off by configuration, but is known
+	// The event controller may be off by configuration, shoot-addresses without a tunnel listener, but both are known.
+	known := map[string]bool{"event": true, "shoot-addresses": true}
 	for _, c := range all {
 		known[c.Name()] = true
 	}

@@ -45,7 +45,7 @@ func names(t *testing.T, enabled []string) ([]string, error) {
 	}
 	var cfg componentconfig.ControllerManagerConfiguration
 	cfg.Default()
-	g, err := controllerManager(reg, admission.Builtin(), cfg, enabled, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	g, err := controllerManager(reg, admission.Builtin(), cfg, enabled, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	var out []string
 	for _, c := range g {
 		out = append(out, c.Name())

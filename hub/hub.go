@@ -47,6 +47,11 @@ type Config struct {
 	TunnelListener net.Listener
 	// TunnelDomain is the domain of shoot API names on TunnelListen (default tunnel.trellis.local).
 	TunnelDomain string
+	// TunnelAdvertiseAddress is host:port of TunnelListen as clients reach it: the server of the shoot kubeconfigs the
+	// hub issues and of the shoots' external advertised address. Default: TunnelListen's address.
+	TunnelAdvertiseAddress string
+	// ShootKubeconfigMaxExpiration shortens the shoot kubeconfigs asked for longer (default 24 h; package kubeconfig).
+	ShootKubeconfigMaxExpiration time.Duration
 	// TunnelMaxPerSeed and TunnelMaxPerClient bound the open tunnels per seed and per client (defaults 1000 and 100);
 	// TunnelIdleTimeout ends passthrough tunnels without traffic (default 30 min). See docs/tunnels.md.
 	TunnelMaxPerSeed, TunnelMaxPerClient int
@@ -148,6 +153,14 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("tunnel-listen: %w", err))
 		}
 	}
+	if c.TunnelAdvertiseAddress != "" {
+		if _, _, err := net.SplitHostPort(c.TunnelAdvertiseAddress); err != nil {
+			errs = append(errs, fmt.Errorf("tunnel-advertise-address: %w", err))
+		}
+	}
+	if c.ShootKubeconfigMaxExpiration < 0 {
+		errs = append(errs, errors.New("shoot-kubeconfig-max-expiration: must not be negative"))
+	}
 	if c.TunnelMaxPerSeed < 0 || c.TunnelMaxPerClient < 0 || c.TunnelIdleTimeout < 0 {
 		errs = append(errs, errors.New("tunnel-max-per-seed, tunnel-max-per-client and tunnel-idle-timeout: must not be negative"))
 	}
@@ -177,6 +190,8 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.GRPCListen, "grpc-listen", "127.0.0.1:8444", "TLS address serving gRPC alone, for agents (empty: none)")
 	fs.StringVar(&c.TunnelListen, "tunnel-listen", "127.0.0.1:8445", "TLS-passthrough address of shoot API servers, routed by SNI api.<shoot>.<project>.<tunnel-domain> through the seeds' agents (empty: none)")
 	fs.StringVar(&c.TunnelDomain, "tunnel-domain", tunnel.DefaultDomain, "domain of shoot API names on --tunnel-listen")
+	fs.StringVar(&c.TunnelAdvertiseAddress, "tunnel-advertise-address", "", "host:port of --tunnel-listen as clients reach it: the server of the shoot kubeconfigs the hub issues (default: the --tunnel-listen address)")
+	fs.DurationVar(&c.ShootKubeconfigMaxExpiration, "shoot-kubeconfig-max-expiration", 0, "longest lifetime of the shoot kubeconfigs the hub issues (shoots/adminkubeconfig, shoots/viewerkubeconfig); longer requests are shortened (default 24h)")
 	fs.IntVar(&c.TunnelMaxPerSeed, "tunnel-max-per-seed", 0, "most open tunnels (shoot API) and requests in flight (seed API) per seed (default 1000)")
 	fs.IntVar(&c.TunnelMaxPerClient, "tunnel-max-per-client", 0, "most open tunnels per client: source IP (shoot API), hub user (seed API) (default 100)")
 	fs.DurationVar(&c.TunnelIdleTimeout, "tunnel-idle-timeout", 0, "close a passthrough tunnel without traffic for this long (default 30m)")
@@ -344,7 +359,11 @@ func (h *Hub) Run(ctx context.Context) error {
 	if err := h.addBackups(leader, st, metrics.registry); err != nil {
 		return err
 	}
-	srv, err := h.newServers(ctx, serving, ca, authn, *services, registry, st, metrics, auditor, tunnels)
+	kubeconfigs, err := h.newKubeconfigs(registry, services)
+	if err != nil {
+		return err
+	}
+	srv, err := h.newServers(ctx, serving, ca, authn, *services, registry, st, metrics, auditor, tunnels, kubeconfigs.Routes)
 	if err != nil {
 		return err
 	}

@@ -163,7 +163,7 @@ func (h *Hub) newLeaderLoops(st *store.Store, reg *api.Registry, plugins admissi
 		Log: h.log.With("component", "seed-lifecycle"),
 	})
 	csrs := csr.NewController(reg, ca, h.log.With("component", "csr"))
-	cm, err := controllerManager(reg, plugins, h.cfg.Components.ControllerManager, h.cfg.Controllers, h.log)
+	cm, err := controllerManager(reg, plugins, h.cfg.Components.ControllerManager, h.cfg.Controllers, h.shootExternalURL(), h.log)
 	if err != nil {
 		return nil, err
 	}

@@ -26,6 +26,7 @@ import (
 	"github.com/trellis-dev/trellis/hub/audit"
 	"github.com/trellis-dev/trellis/hub/auth"
 	"github.com/trellis-dev/trellis/hub/authz"
+	"github.com/trellis-dev/trellis/hub/kubeconfig"
 	"github.com/trellis-dev/trellis/hub/kubeproto"
 	"github.com/trellis-dev/trellis/hub/openapi"
 	"github.com/trellis-dev/trellis/hub/pki"
@@ -70,7 +71,7 @@ type servers struct {
 
 // newServers builds the servers and opens their listeners. Every gRPC call goes through the interceptors
 // (authentication, request ids, error mapping, metrics); every other request through the handlers.
-func (h *Hub) newServers(ctx context.Context, serving tls.Certificate, ca *pki.Authority, authn *auth.Authenticator, services serviceSet, reg *api.Registry, st *store.Store, m *metrics, auditor *audit.Auditor, tunnels *tunnel.Tunnels) (*servers, error) {
+func (h *Hub) newServers(ctx context.Context, serving tls.Certificate, ca *pki.Authority, authn *auth.Authenticator, services serviceSet, reg *api.Registry, st *store.Store, m *metrics, auditor *audit.Auditor, tunnels *tunnel.Tunnels, routes ...api.Routes) (*servers, error) {
 	ic := &interceptors{authn: authn, metrics: m, errors: api.Errors{Log: h.log.With("component", "api")}, auditor: auditor}
 	grpcOpts := []grpc.ServerOption{
 		// Tracing first, so that the calls' spans hold the interceptors' work (admission, store writes).
@@ -89,7 +90,7 @@ func (h *Hub) newServers(ctx context.Context, serving tls.Certificate, ca *pki.A
 		s.native = grpc.NewServer(append(grpcOpts, nativeOptions(serving, ca.Pool(), ticketKey)...)...)
 		services.registerOn(s.native)
 	}
-	rest, err := h.handlers(ctx, authn, reg, st, m, ic.errors, tunnels, ca)
+	rest, err := h.handlers(ctx, authn, reg, st, m, ic.errors, tunnels, ca, routes)
 	if err != nil {
 		return nil, err
 	}
@@ -132,11 +133,11 @@ func (h *Hub) newServers(ctx context.Context, serving tls.Certificate, ca *pki.A
 
 // handlers are the main port's HTTP handlers besides gRPC: health, metrics, profiling, discovery, OpenAPI and the
 // REST gateway. This is the one place where HTTP handlers are mounted; mount new ones (the dashboard) here.
-func (h *Hub) handlers(ctx context.Context, authn *auth.Authenticator, reg *api.Registry, st *store.Store, m *metrics, errs api.Errors, tunnels *tunnel.Tunnels, ca *pki.Authority) (http.Handler, error) {
+func (h *Hub) handlers(ctx context.Context, authn *auth.Authenticator, reg *api.Registry, st *store.Store, m *metrics, errs api.Errors, tunnels *tunnel.Tunnels, ca *pki.Authority, routes []api.Routes) (http.Handler, error) {
 	// The REST gateway calls the kinds' servers in-process; it authenticates requests itself.
 	gwCfg := gateway.Config{Logger: h.log, ObjectJSON: reg.ObjectJSON, PublicError: errs.Public,
 		Authenticate: func(r *http.Request) (context.Context, error) { return authenticateHTTP(authn, r) }}
-	for _, rt := range reg.Routes() {
+	for _, rt := range append(reg.Routes(), routes...) {
 		gwCfg.Routes = append(gwCfg.Routes, rt)
 	}
 	rest, err := gateway.New(ctx, gwCfg)
@@ -152,7 +153,7 @@ func (h *Hub) handlers(ctx context.Context, authn *auth.Authenticator, reg *api.
 	mux.Handle("/debug/pprof/", requireToken(authn, http.HandlerFunc(pprof.Index)))
 	mux.Handle("/debug/pprof/profile", requireToken(authn, http.HandlerFunc(pprof.Profile)))
 	mux.Handle("/debug/pprof/trace", requireToken(authn, http.HandlerFunc(pprof.Trace)))
-	disc := api.DiscoveryHandler(review.Endpoints...)
+	disc := api.DiscoveryHandler(append(append([]api.Endpoint{}, review.Endpoints...), kubeconfig.Endpoints...)...)
 	mux.Handle("/api", requireToken(authn, disc))
 	mux.Handle("/apis", requireToken(authn, disc))
 	// The OpenAPI documents generated into docs/openapi, for every user but bootstrap tokens (as discovery).

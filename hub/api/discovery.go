@@ -29,11 +29,17 @@ func IsDiscoveryPath(p string) bool {
 	return false
 }
 
-// Endpoint is a resource served outside the kinds' servers (the access reviews, package review), listed in
-// discovery with the kinds.
+// Endpoint is a resource served outside the kinds' servers (the access reviews, package review; the shoots'
+// kubeconfig subresources, package kubeconfig), listed in discovery with the kinds.
 type Endpoint struct {
 	Group, Version, Resource, Kind string
 	Verbs                          []string
+	// Namespaced says whether the resource lives in namespaces.
+	Namespaced bool
+	// KindGroup and KindVersion are the group and version of Kind when they differ from the endpoint's, as for a
+	// subresource whose request is of another group (shoots/adminkubeconfig takes an
+	// authentication.gardener.cloud/v1alpha1 AdminKubeconfigRequest).
+	KindGroup, KindVersion string
 }
 
 // DiscoveryHandler serves Kubernetes' discovery documents for the kinds the hub serves and the extra endpoints, so
@@ -152,7 +158,11 @@ func resourceList(group, version string, extra []Endpoint) *kmetav1.APIResourceL
 	}
 	for _, e := range extra {
 		if e.Group == group && e.Version == version {
-			out.APIResources = append(out.APIResources, kmetav1.APIResource{Name: e.Resource, SingularName: strings.ToLower(e.Kind), Kind: e.Kind, Verbs: e.Verbs})
+			res := kmetav1.APIResource{Name: e.Resource, Namespaced: e.Namespaced, Kind: e.Kind, Group: e.KindGroup, Version: e.KindVersion, Verbs: e.Verbs}
+			if !strings.Contains(e.Resource, "/") {
+				res.SingularName = strings.ToLower(e.Kind) // subresources have none, as in Kubernetes
+			}
+			out.APIResources = append(out.APIResources, res)
 		}
 	}
 	if len(out.APIResources) == 0 {

@@ -35,6 +35,10 @@ import (
 // them: their status carries the token.
 var secretResources = map[string]bool{"secrets": true, "internalsecrets": true, "shootstates": true, "accesstokens": true}
 
+// secretSubresources are the subresources whose answers hold secret data the same way: the shoots' kubeconfigs carry
+// a client certificate's private key.
+var secretSubresources = map[string]bool{"shoots/adminkubeconfig": true, "shoots/viewerkubeconfig": true}
+
 // Auditor turns requests into audit events and hands them to the backends. A nil *Auditor audits nothing; its
 // methods are no-ops, so the edges call them unconditionally.
 type Auditor struct {

@@ -8,5 +8,6 @@
 // object reference, the object written — and the edge finishes it with the response code and object.
 //
 // Secrets' data is never logged: requests about secrets, internalsecrets and shootstates are logged at Metadata
-// at most, whatever the policy says; so are accesstokens, whose status carries the token.
+// at most, whatever the policy says; so are accesstokens, whose status carries the token, and the shoots'
+// adminkubeconfig and viewerkubeconfig subresources, whose answers carry a private key.
 package audit

@@ -54,7 +54,7 @@ func (rec *record) authorized(at api.Attributes) {
 func (rec *record) evaluate() {
 	cfg := rec.a.eval.EvaluatePolicyRule(&rec.attrs)
 	rec.level, rec.omit = cfg.Level, cfg.OmitStages
-	if secretResources[rec.attrs.Resource] && rec.level.GreaterOrEqual(auditinternal.LevelRequest) {
+	if (secretResources[rec.attrs.Resource] || secretSubresources[rec.attrs.Resource+"/"+rec.attrs.Subresource]) && rec.level.GreaterOrEqual(auditinternal.LevelRequest) {
 		rec.level = auditinternal.LevelMetadata
 	}
 	rec.ev.Level = rec.level

@@ -212,9 +212,12 @@ var (
 // resources the hub serves. AccessTokens are the hub's serviceaccounts/token: service account managers manage them,
 // and so do admins — a project admin issues and revokes robot tokens for its project (for the ServiceAccounts that
 // exist there; as in Gardener, admins only read ServiceAccounts, and managing those is the serviceaccountmanager's).
-// Subresources (status, binding) are in none of them.
+// Subresources (status, binding) are in none of them, but for the shoots' kubeconfigs: admins create
+// shoots/adminkubeconfig and shoots/viewerkubeconfig, viewers shoots/viewerkubeconfig, as Gardener's project-member and
+// project-viewer ClusterRoles allow.
 var namespaceRules = map[roleSet][]rule{
 	admin: {
+		{groups: []string{"core.gardener.cloud"}, resources: []string{"shoots/adminkubeconfig", "shoots/viewerkubeconfig"}, verbs: []string{"create"}},
 		{groups: []string{""}, resources: []string{"secrets", "configmaps"}, verbs: allVerbs},
 		{groups: []string{""}, resources: []string{"events", "serviceaccounts"}, verbs: readVerbs},
 		{groups: []string{"core.gardener.cloud"}, resources: []string{"shoots", "secretbindings", "quotas", "namespacedcloudprofiles"}, verbs: allVerbs},
@@ -223,6 +226,7 @@ var namespaceRules = map[roleSet][]rule{
 		{groups: []string{"auth.trellis.dev"}, resources: []string{"accesstokens"}, verbs: allVerbs},
 	},
 	viewer: {
+		{groups: []string{"core.gardener.cloud"}, resources: []string{"shoots/viewerkubeconfig"}, verbs: []string{"create"}},
 		{groups: []string{""}, resources: []string{"events", "configmaps", "serviceaccounts"}, verbs: readVerbs},
 		{groups: []string{"core.gardener.cloud"}, resources: []string{"shoots", "secretbindings", "quotas", "namespacedcloudprofiles"}, verbs: readVerbs},
 		{groups: []string{"security.gardener.cloud"}, resources: []string{"credentialsbindings"}, verbs: readVerbs},

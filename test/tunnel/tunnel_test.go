@@ -287,19 +287,7 @@ func TestShootAPIPassthrough(t *testing.T) {
 
 	name := tunnel.ShootServerName("api1", "dev", domain)
 	srv, pool := standIn(t)
-	ns := tunnel.ShootNamespace("dev", "api1")
-	if _, err := e.seed.Cluster.Client.CoreV1().Namespaces().Create(ctx, &kcorev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	svc, err := e.seed.Cluster.Client.CoreV1().Services(ns).Create(ctx, &kcorev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: agent.ShootAPIServerService},
-		Spec:       kcorev1.ServiceSpec{Ports: []kcorev1.ServicePort{{Name: "kube-apiserver", Port: 443}}},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	svcAddr := net.JoinHostPort(svc.Spec.ClusterIP, "443")
-	e.proxy.route(svcAddr, srv.Listener.Addr().String())
+	svcAddr := e.shootAPIServer(t, "dev", "api1", srv.Listener.Addr().String())
 
 	// The client verifies the stand-in's certificate (httptest's names example.com): only the target can answer.
 	protos := []string{"http/1.1"}
@@ -405,6 +393,27 @@ func TestShootAPIPassthrough(t *testing.T) {
 			t.Errorf("%s: %v, want %s", what, err, call.code)
 		}
 	}
+}
+
+// shootAPIServer creates the Service kube-apiserver in the shoot's namespace of the seed, as the shoot's control plane
+// has it, routes its cluster IP to backend (a stand-in kube-apiserver) and returns the Service's address.
+func (e *env) shootAPIServer(t *testing.T, project, shoot, backend string) string {
+	t.Helper()
+	ctx := context.Background()
+	ns := tunnel.ShootNamespace(project, shoot)
+	if _, err := e.seed.Cluster.Client.CoreV1().Namespaces().Create(ctx, &kcorev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	svc, err := e.seed.Cluster.Client.CoreV1().Services(ns).Create(ctx, &kcorev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: agent.ShootAPIServerService},
+		Spec:       kcorev1.ServiceSpec{Ports: []kcorev1.ServicePort{{Name: "kube-apiserver", Port: 443}}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := net.JoinHostPort(svc.Spec.ClusterIP, "443")
+	e.proxy.route(addr, backend)
+	return addr
 }
 
 func hubPool(h *agenttest.Hub) *x509.CertPool {

@@ -130,6 +130,7 @@ type Config struct {
 	Retry       RetryConfig
 	StatusLabel WorkersConfig
 	Conditions  WorkersConfig
+	Addresses   AddressesConfig
 	// Clock is the controllers' clock (default real).
 	Clock clock.WithTicker
 	// Rand returns a uniformly random number in [0, n) for n > 0; it picks maintenance times within the window and
@@ -140,7 +141,7 @@ type Config struct {
 
 func (c *Config) defaults() {
 	for _, w := range []*int{&c.Hibernation.Workers, &c.Maintenance.Workers, &c.Quota.Workers, &c.Retry.Workers,
-		&c.StatusLabel.Workers, &c.Conditions.Workers} {
+		&c.StatusLabel.Workers, &c.Conditions.Workers, &c.Addresses.Workers} {
 		if *w <= 0 {
 			*w = defaultWorkers
 		}
@@ -171,7 +172,7 @@ func (c *Config) defaults() {
 // collections are the store collections the controllers read and write. events may be nil (no Events recorded).
 type collections struct {
 	shoots, seeds, cloudProfiles, namespacedCloudProfiles, secretBindings, credentialsBindings, quotas,
-	managedSeeds, events *store.Collection
+	managedSeeds, projects, events *store.Collection
 	source controller.Collections
 }
 
@@ -185,6 +186,7 @@ var (
 	grCredentialsBindings     = schema.GroupResource{Group: "security.gardener.cloud", Resource: "credentialsbindings"}
 	grManagedSeeds            = schema.GroupResource{Group: "seedmanagement.gardener.cloud", Resource: "managedseeds"}
 	grEvents                  = schema.GroupResource{Group: "", Resource: "events"}
+	grProjects                = schema.GroupResource{Group: "core.gardener.cloud", Resource: "projects"}
 )
 
 func openCollections(src controller.Collections) (*collections, error) {
@@ -193,6 +195,7 @@ func openCollections(src controller.Collections) (*collections, error) {
 		grShoots: &c.shoots, grSeeds: &c.seeds, grCloudProfiles: &c.cloudProfiles,
 		grNamespacedCloudProfiles: &c.namespacedCloudProfiles, grSecretBindings: &c.secretBindings,
 		grCredentialsBindings: &c.credentialsBindings, grQuotas: &c.quotas, grManagedSeeds: &c.managedSeeds,
+		grProjects: &c.projects,
 	}); err != nil {
 		return nil, err
 	}
@@ -219,7 +222,7 @@ func New(cfg Config) (controller.Group, error) {
 			Clock: cfg.Clock, Log: cfg.Log})
 	}
 	var cs controller.Group
-	for _, mk := range []func() (*controller.Controller, error){
+	mks := []func() (*controller.Controller, error){
 		func() (*controller.Controller, error) {
 			return newController("shoot-hibernation", cfg.Hibernation.Workers,
 				&hibernationReconciler{shoots: c.shoots, deadline: cfg.Hibernation.TriggerDeadline, clock: cfg.Clock,
@@ -254,7 +257,15 @@ func New(cfg Config) (controller.Group, error) {
 				controller.Source{Collection: c.managedSeeds, Map: shootOfManagedSeed, Digest: managedSeedDigest},
 				controller.Source{Collection: c.seeds, Map: r.shootsOfSeed, Digest: seedConditionsDigest})
 		},
-	} {
+	}
+	if cfg.Addresses.External != nil {
+		mks = append(mks, func() (*controller.Controller, error) {
+			return newController("shoot-addresses", cfg.Addresses.Workers,
+				&addressesReconciler{c: c, external: cfg.Addresses.External, log: cfg.Log.With("controller", "shoot-addresses")},
+				controller.Source{Collection: c.shoots, Digest: addressesDigest})
+		})
+	}
+	for _, mk := range mks {
 		ctrl, err := mk()
 		if err != nil {
 			return nil, err

@@ -17,6 +17,9 @@
 //     unhealthy) in line with the shoot's conditions, last operation and last errors.
 //   - conditions (conditions.go): copies the conditions of the Seed a shoot is registered as (through a
 //     ManagedSeed) into the shoot's status, next to the shoot's own conditions.
+//   - addresses (addresses.go, Trellis's own; runs when the hub serves a tunnel listener): advertises the shoot's
+//     kube-apiserver through the hub's tunnel listener as status.advertisedAddresses[name=external] of every
+//     scheduled shoot, first in the list, and puts it back when a status write drops it; other addresses stay.
 //
 // Writes. Spec, labels and annotations go through Collection.Update or GuaranteedUpdate, status through UpdateStatus
 // or GuaranteedUpdate with status=true. A spec change moves metadata.generation and the seed's agent reconciles the

@@ -182,6 +182,8 @@ The local landscape runs (hub https://%s, logs in %s). In another shell:
 		fmt.Fprint(w, `  watch -n1 bin/trellisctl get shoot local -n garden-local -o yaml    # spec.seedName, status.lastOperation
   curl -sN --cacert "$TRELLIS_CA" -H "Authorization: Bearer $TRELLIS_TOKEN" \
     "https://$TRELLIS_HUB/apis/core.gardener.cloud/v1beta1/namespaces/garden-local/shoots?watch=true&fieldSelector=metadata.name=local"
+  bin/trellisctl shoot kubeconfig local -n garden-local -o /tmp/shoot.kubeconfig    # the shoot's admin kubeconfig (1h)
+  kubectl --kubeconfig /tmp/shoot.kubeconfig get namespaces    # the shoot, through the hub's tunnel (127.0.0.1:8445)
 `)
 	}
 	fmt.Fprint(w, `  KUBECONFIG=$SEED_KUBECONFIG kubectl get namespaces    # the seed, if you have kubectl
