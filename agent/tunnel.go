@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	agentv1 "github.com/trellis-dev/trellis/proto/gen/trellis/agent/v1"
+	"github.com/trellis-dev/trellis/proto/tunnelwire"
 )
 
 // Tunnels (docs/tunnels.md): the hub asks on the session (OpenTunnel) for a byte stream to a target in the seed; the
@@ -34,7 +35,6 @@ const (
 	ShootAPIServerService = "kube-apiserver"
 	// tunnelTargetTimeout bounds the connection to a target.
 	tunnelTargetTimeout = 5 * time.Second
-	tunnelChunk         = 32 << 10
 )
 
 // shootNamespace is Gardener's technical id of a shoot: shoot--<project>--<name>.
@@ -49,7 +49,8 @@ func (s *session) openTunnel(ctx context.Context, conn grpc.ClientConnInterface,
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	log := s.log.With("tunnel", m.GetTunnelId(), "target", m.GetTarget().GetKind().String())
-	stream, err := agentv1.NewAgentServiceClient(conn).Tunnel(ctx)
+	// The frames' codec spares a copy and a zeroed buffer per frame (docs/tunnels.md).
+	stream, err := agentv1.NewAgentServiceClient(conn).Tunnel(ctx, grpc.ForceCodecV2(tunnelwire.Codec))
 	if err != nil {
 		log.Warn("tunnel call failed", "err", err)
 		return
@@ -212,31 +213,28 @@ func (l *oneConnListener) Close() error {
 func (l *oneConnListener) Addr() net.Addr { return tunnelAddr("agent") }
 
 // pipe copies between the tunnel and the target until the hub ends the tunnel or either side fails; when the target
-// closes its side the agent half-closes toward the hub.
+// closes its side the agent half-closes toward the hub. It copies toward the hub itself and toward the target in one
+// goroutine, and holds no buffer while the tunnel is idle: the target is read into a pooled buffer only once it has
+// bytes (tunnelwire.Copy), the hub's frames are written to the target as they arrive (agentTunnelConn.WriteTo).
 func pipe(ctx context.Context, c *agentTunnelConn, target net.Conn) {
 	defer target.Close()
 	defer c.Close()
 	stop := context.AfterFunc(ctx, func() { _ = target.Close() })
 	defer stop()
-	errc := make(chan error, 2)
-	go func() {
+	var wg sync.WaitGroup
+	wg.Go(func() {
 		// The hub never half-closes: the end of its side (EOF when it ended the call) ends the tunnel.
-		_, err := io.Copy(target, c)
+		_, _ = c.WriteTo(target)
 		_ = target.Close()
 		c.Close()
-		errc <- err
-	}()
-	go func() {
-		_, err := io.Copy(c, target)
+	})
+	if _, err := tunnelwire.Copy(c, target); err != nil {
+		_ = target.Close()
+		c.Close()
+	} else {
 		_ = c.CloseWrite()
-		errc <- err
-	}()
-	for range 2 {
-		if err := <-errc; err != nil {
-			_ = target.Close()
-			c.Close()
-		}
 	}
+	wg.Wait()
 }
 
 // agentTunnelConn is the agent's end of a tunnel as a net.Conn. Its read deadline is real: net/http's server sets
@@ -317,6 +315,35 @@ func (c *agentTunnelConn) Read(b []byte) (int, error) {
 	return n, nil
 }
 
+// WriteTo writes the hub's frames to w as they arrive until the hub ends the call (nil) or either side fails: a copy
+// without a buffer of its own. It is for a connection that is not also Read (pipe's).
+func (c *agentTunnelConn) WriteTo(w io.Writer) (int64, error) {
+	c.rmu.Lock()
+	defer c.rmu.Unlock()
+	n := int64(0)
+	if len(c.buf) > 0 {
+		m, err := w.Write(c.buf)
+		n, c.buf = int64(m), c.buf[m:]
+		if err != nil {
+			return n, err
+		}
+	}
+	for {
+		f, err := c.stream.Recv()
+		if errors.Is(err, io.EOF) {
+			return n, nil
+		}
+		if err != nil {
+			return n, fmt.Errorf("tunnel: %w", err)
+		}
+		m, err := w.Write(f.GetData())
+		n += int64(m)
+		if err != nil {
+			return n, err
+		}
+	}
+}
+
 // deadline returns a channel closed once the read deadline has passed (nil without a deadline) and one closed when
 // the deadline is set again.
 func (c *agentTunnelConn) deadline() (expired, changed <-chan struct{}) {
@@ -333,7 +360,7 @@ func (c *agentTunnelConn) Write(b []byte) (int, error) {
 	defer c.wmu.Unlock()
 	n := 0
 	for len(b) > 0 {
-		chunk := b[:min(len(b), tunnelChunk)]
+		chunk := b[:min(len(b), tunnelwire.FrameSize)]
 		if err := c.stream.Send(&agentv1.TunnelFrame{Data: chunk}); err != nil {
 			return n, fmt.Errorf("tunnel: %w", err)
 		}
