@@ -17,17 +17,12 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/protobuf/proto"
 	kcorev1 "k8s.io/api/core/v1"
-	apiextensionsclientset "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/trellis-dev/trellis/agent"
 	"github.com/trellis-dev/trellis/agent/config"
-	"github.com/trellis-dev/trellis/deploy/crds"
-	"github.com/trellis-dev/trellis/hub/auth"
 	"github.com/trellis-dev/trellis/hub/tunnel"
-	"github.com/trellis-dev/trellis/proto/kjson"
 	"github.com/trellis-dev/trellis/test/agenttest"
 	"github.com/trellis-dev/trellis/test/binproc"
 	"github.com/trellis-dev/trellis/test/landscape"
@@ -50,53 +45,20 @@ const (
 func TestHubRestart(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	if err := binproc.Build(ctx, dir, "github.com/trellis-dev/trellis/cmd/trellis-hub"); err != nil {
-		t.Fatal(err)
-	}
-	grpcAddr, err := binproc.FreeAddr()
-	if err != nil {
-		t.Fatal(err)
-	}
 	tunnelAddr, err := binproc.FreeAddr()
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := binproc.StartHub(ctx, binproc.HubConfig{Bin: filepath.Join(dir, "trellis-hub"), DataDir: filepath.Join(dir, "data"),
-		Args: []string{"--grpc-listen", grpcAddr, "--tunnel-listen", tunnelAddr, "--heartbeat-interval", "500ms"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("hub log:\n%s", h.Tail(8<<10))
-		}
-		_ = h.Stop(10 * time.Second)
-	})
-	ca, err := os.ReadFile(h.CAFile())
-	if err != nil {
-		t.Fatal(err)
-	}
+	h, grpcAddr := agenttest.StartHubProcess(t, dir, "--tunnel-listen", tunnelAddr, "--heartbeat-interval", "500ms")
 
-	// The seed and its agent, in this process; the agent bootstraps with a token made through the hub's API.
+	// The seed and its agent, in this process.
 	cluster := seedtest.Start(t)
-	cs, err := apiextensionsclientset.NewForConfig(cluster.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := crds.Install(ctx, cs); err != nil {
-		t.Fatal(err)
-	}
-	tok, err := auth.NewSeedBootstrapToken("local", time.Now().Add(time.Hour))
-	if err != nil {
-		t.Fatal(err)
-	}
-	create(t, h, "/api/v1/namespaces/"+auth.BootstrapTokenNamespace+"/secrets", tok.SecretObject())
-	cfg := agenttest.Config(t, "local", agenttest.SeedSpec, cluster)
-	cfg.HubClientConnection = config.HubClientConnection{Address: grpcAddr, CABundle: string(ca), BootstrapToken: tok.Token(),
-		KubeconfigSecret: config.SecretReference{Namespace: cluster.Namespace(t), Name: "gardenlet-kubeconfig"}}
-	cfg.ReconnectBackoff.MaxDelay = &metav1.Duration{Duration: reconnectMax}
 	proxy := &serviceProxy{routes: map[string]string{}}
-	agenttest.StartAgent(t, cfg, func(c *agent.Config) { c.DialService = proxy.dial })
+	agenttest.StartAgentOn(t, h, grpcAddr, "local", agenttest.SeedSpec, cluster,
+		func(c *config.AgentConfiguration) {
+			c.ReconnectBackoff.MaxDelay = &metav1.Duration{Duration: reconnectMax}
+		},
+		func(c *agent.Config) { c.DialService = proxy.dial })
 
 	// The example shoot, placed on the seed, and a stand-in for its kube-apiserver behind its Service.
 	exs, err := landscape.Examples()
@@ -305,19 +267,6 @@ func openFDs(t *testing.T) int {
 		t.Skip("no /proc/self/fd:", err)
 	}
 	return len(ents)
-}
-
-// create POSTs obj to the hub's collection at path as the admin.
-func create(t *testing.T, h *binproc.Hub, path string, obj proto.Message) {
-	t.Helper()
-	body, err := kjson.Marshal(obj)
-	if err != nil {
-		t.Fatal(err)
-	}
-	code, out, err := h.Do(context.Background(), "POST", path, body)
-	if err != nil || code != http.StatusCreated {
-		t.Fatalf("POST %s: %d %v %s", path, code, err, out)
-	}
 }
 
 // writeKubeconfig writes a kubeconfig for server, verified with caFile, with token.
