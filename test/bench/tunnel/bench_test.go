@@ -250,8 +250,9 @@ func TestTunnelBench(t *testing.T) {
 		return mib / time.Since(start).Seconds(), float64((cpuTime() - cpu0).Microseconds()) / mib
 	}
 	if run("throughput") {
-		var ratios, tunnelRates, directRates, cpuRatios []string
+		var ratios, tunnelRates, directRates, cpuRatios, cpuTunnel, cpuDirect []string
 		var acks, pings []time.Duration
+		var streamRate float64 // bytes per second through the tunnel, the last stream's
 		for range streams {
 			probe := dialTarget(true)
 			stop := make(chan struct{})
@@ -259,6 +260,7 @@ func TestTunnelBench(t *testing.T) {
 			wg.Go(func() { acks = append(acks, heartbeatAcks(seed.Agent.Agent, stop)...) })
 			wg.Go(func() { pings = append(pings, pingUntil(t, probe, stop)...) })
 			tm, tc := stream(true)
+			streamRate = tm * (1 << 20)
 			close(stop)
 			wg.Wait()
 			probe.Close()
@@ -266,9 +268,21 @@ func TestTunnelBench(t *testing.T) {
 			ratios = append(ratios, fmt.Sprintf("%.0f%%", 100*tm/dm))
 			tunnelRates, directRates = append(tunnelRates, fmt.Sprint(int(tm))), append(directRates, fmt.Sprint(int(dm)))
 			cpuRatios = append(cpuRatios, fmt.Sprintf("%.1f", tc/dc))
+			cpuTunnel, cpuDirect = append(cpuTunnel, fmt.Sprintf("%.2f", tc/1000)), append(cpuDirect, fmt.Sprintf("%.2f", dc/1000))
 		}
+		// The same without a stream, for comparison: as long as the streams took.
+		probe := dialTarget(true)
+		stop := make(chan struct{})
+		var quietAcks, quietPings []time.Duration
+		var wg sync.WaitGroup
+		wg.Go(func() { quietAcks = heartbeatAcks(seed.Agent.Agent, stop) })
+		wg.Go(func() { quietPings = pingUntil(t, probe, stop) })
+		time.Sleep(time.Duration(streams) * time.Duration(float64(streamBytes)/streamRate))
+		close(stop)
+		wg.Wait()
+		probe.Close()
 		r := map[string]any{"tunnelMiBps": tunnelRates, "directMiBps": directRates, "ratio": ratios,
-			"cpuPerByteTunnelOverDirect": cpuRatios}
+			"cpuPerByteTunnelOverDirect": cpuRatios, "cpuMsPerMiBTunnel": cpuTunnel, "cpuMsPerMiBDirect": cpuDirect}
 		if len(acks) > 0 {
 			a := percentiles(acks)
 			r["heartbeatAckDuringStream"] = map[string]any{"n": len(acks), "p50": a.P50.String(), "p99": a.P99.String()}
@@ -276,6 +290,14 @@ func TestTunnelBench(t *testing.T) {
 		if len(pings) > 0 {
 			p := percentiles(pings)
 			r["otherTunnelRoundTripDuringStream"] = map[string]any{"n": len(pings), "p50": p.P50.String(), "p99": p.P99.String()}
+		}
+		if len(quietAcks) > 0 {
+			a := percentiles(quietAcks)
+			r["heartbeatAckWithoutStream"] = map[string]any{"n": len(quietAcks), "p50": a.P50.String(), "p99": a.P99.String()}
+		}
+		if len(quietPings) > 0 {
+			p := percentiles(quietPings)
+			r["otherTunnelRoundTripWithoutStream"] = map[string]any{"n": len(quietPings), "p50": p.P50.String(), "p99": p.P99.String()}
 		}
 		report["throughput100MB"] = r
 	}
