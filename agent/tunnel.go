@@ -126,7 +126,8 @@ func (a *Agent) shootAPIServerAddress(ctx context.Context, namespace string) (st
 }
 
 // seedAPIProxy is the reverse proxy to the seed's kube-apiserver for seed API tunnels, built once. It forwards with
-// the agent's own seed credentials over HTTP/1.1 (so that upgrades for exec, attach and port-forward pass through),
+// the agent's own seed credentials, over HTTP/2 but upgrades for exec, attach and port-forward over HTTP/1.1 (where
+// they pass through),
 // requires the hub's Impersonate-User and drops any Authorization the request carries.
 func (a *Agent) seedAPIProxy() (http.Handler, error) {
 	a.proxyOnce.Do(func() {
@@ -135,14 +136,27 @@ func (a *Agent) seedAPIProxy() (http.Handler, error) {
 			return
 		}
 		cfg := rest.CopyConfig(a.seedREST)
-		cfg.NextProtos = []string{"http/1.1"}
 		// No client-side limits: the user's requests are the seed's to limit.
 		cfg.QPS, cfg.Burst, cfg.RateLimiter = -1, 0, nil
-		rt, err := rest.TransportFor(cfg)
+		// Requests go over HTTP/2, all on one connection (a thousand open watches are a thousand streams, not a
+		// thousand TLS connections); upgrades over HTTP/1.1, where they pass through untouched.
+		rt2, err := rest.TransportFor(cfg)
 		if err != nil {
 			a.proxyErr = fmt.Errorf("seed transport: %w", err)
 			return
 		}
+		cfg.NextProtos = []string{"http/1.1"}
+		rt1, err := rest.TransportFor(cfg)
+		if err != nil {
+			a.proxyErr = fmt.Errorf("seed transport: %w", err)
+			return
+		}
+		rt := roundTripper(func(r *http.Request) (*http.Response, error) {
+			if r.Header.Get("Upgrade") != "" {
+				return rt1.RoundTrip(r)
+			}
+			return rt2.RoundTrip(r)
+		})
 		host, _, err := rest.DefaultServerUrlFor(cfg)
 		if err != nil {
 			a.proxyErr = fmt.Errorf("seed server: %w", err)
@@ -168,6 +182,11 @@ func (a *Agent) seedAPIProxy() (http.Handler, error) {
 	})
 	return a.proxy, a.proxyErr
 }
+
+// roundTripper is a function as an http.RoundTripper.
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 // serveHTTP serves HTTP/1.1 requests arriving on the tunnel with h until the tunnel ends.
 func serveHTTP(ctx context.Context, c *agentTunnelConn, h http.Handler) {
@@ -289,6 +308,12 @@ func (c *agentTunnelConn) Read(b []byte) (int, error) {
 		c.frames = make(chan recvResult)
 		go c.receive()
 	})
+	if c.frames == nil { // WriteTo receives the frames
+		if c.err == nil {
+			return 0, errors.New("tunnel: read while WriteTo receives")
+		}
+		return 0, c.err
+	}
 	for len(c.buf) == 0 {
 		if c.err != nil {
 			return 0, c.err
@@ -315,30 +340,33 @@ func (c *agentTunnelConn) Read(b []byte) (int, error) {
 	return n, nil
 }
 
-// WriteTo writes the hub's frames to w as they arrive until the hub ends the call (nil) or either side fails: a copy
-// without a buffer of its own. It is for a connection that is not also Read (pipe's).
+// WriteTo writes the hub's frames to w as they arrive until the hub ends the call (nil) or either side fails: on a
+// connection not read before (pipe's), a copy without a buffer of its own that receives the frames itself. Once the
+// receiving goroutine runs (an HTTP server read the connection, which then was hijacked for an upgrade), it copies
+// what Read returns.
 func (c *agentTunnelConn) WriteTo(w io.Writer) (int64, error) {
+	receiving := true
+	c.recvOnce.Do(func() { receiving = false })
+	if receiving {
+		return io.CopyBuffer(w, struct{ io.Reader }{c}, make([]byte, tunnelwire.FrameSize))
+	}
 	c.rmu.Lock()
 	defer c.rmu.Unlock()
 	n := int64(0)
-	if len(c.buf) > 0 {
-		m, err := w.Write(c.buf)
-		n, c.buf = int64(m), c.buf[m:]
-		if err != nil {
-			return n, err
-		}
-	}
 	for {
 		f, err := c.stream.Recv()
-		if errors.Is(err, io.EOF) {
-			return n, nil
-		}
 		if err != nil {
-			return n, fmt.Errorf("tunnel: %w", err)
+			c.err = io.EOF
+			if !errors.Is(err, io.EOF) {
+				c.err = fmt.Errorf("tunnel: %w", err)
+				return n, c.err
+			}
+			return n, nil
 		}
 		m, err := w.Write(f.GetData())
 		n += int64(m)
 		if err != nil {
+			c.err = err
 			return n, err
 		}
 	}
