@@ -277,7 +277,7 @@ func TestTunnelBench(t *testing.T) {
 		var wg sync.WaitGroup
 		wg.Go(func() { quietAcks = heartbeatAcks(seed.Agent.Agent, stop) })
 		wg.Go(func() { quietPings = pingUntil(t, probe, stop) })
-		time.Sleep(time.Duration(streams) * time.Duration(float64(streamBytes)/streamRate))
+		time.Sleep(time.Duration(float64(streams*streamBytes) / streamRate * float64(time.Second)))
 		close(stop)
 		wg.Wait()
 		probe.Close()
