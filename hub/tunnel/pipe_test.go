@@ -7,24 +7,6 @@ import (
 	"time"
 )
 
-// tcpPair is a connected pair of loopback TCP connections.
-func tcpPair(t *testing.T) (a, b net.Conn) {
-	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lis.Close()
-	if a, err = net.Dial("tcp", lis.Addr().String()); err != nil {
-		t.Fatal(err)
-	}
-	if b, err = lis.Accept(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { a.Close(); b.Close() })
-	return a, b
-}
-
 // pipe closes a tunnel in which nothing moved for the idle timeout, and only then: traffic in either direction keeps
 // it open.
 func TestPipeIdleTimeout(t *testing.T) {
@@ -33,8 +15,10 @@ func TestPipeIdleTimeout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	client, hubSide := tcpPair(t)
-	up, target := tcpPair(t)
+	client, hubSide := net.Pipe()
+	up, target := net.Pipe()
+	defer client.Close()
+	defer target.Close()
 	done := make(chan struct{})
 	go func() { tu.pipe(context.Background(), hubSide, up); close(done) }()
 

@@ -2,20 +2,27 @@ package agenttest
 
 import (
 	"context"
+	"encoding/json"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	kcorev1 "k8s.io/api/core/v1"
 	apiextensionsclientset "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/trellis-dev/trellis/agent"
 	"github.com/trellis-dev/trellis/agent/config"
 	"github.com/trellis-dev/trellis/deploy/crds"
 	"github.com/trellis-dev/trellis/hub/auth"
+	"github.com/trellis-dev/trellis/hub/tunnel"
 	"github.com/trellis-dev/trellis/proto/kjson"
 	"github.com/trellis-dev/trellis/test/binproc"
+	"github.com/trellis-dev/trellis/test/landscape"
 	"github.com/trellis-dev/trellis/test/seedtest"
 )
 
@@ -82,4 +89,44 @@ func StartAgentOn(t testing.TB, h *binproc.Hub, grpcAddr, name, spec string, clu
 		configure(cfg)
 	}
 	return StartAgent(t, cfg, mutate...), cfg
+}
+
+// ShootOn creates the landscape's example resources (test/landscape) on the hub process h, the example shoot placed
+// on seed, and in cluster the shoot's namespace and its Service kube-apiserver (port 443), as a shoot control plane
+// would have them. It returns the shoot's project and name, and the Service's cluster IP and port (which the
+// agent's DialService must route to a stand-in).
+func ShootOn(t testing.TB, h *binproc.Hub, cluster *seedtest.Seed, seed string) (project, shoot, serviceAddr string) {
+	t.Helper()
+	ctx := context.Background()
+	exs, err := landscape.Examples()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ex := range exs {
+		body := ex.JSON
+		if ex.Kind.Resource == "shoots" {
+			var m map[string]any
+			if err := json.Unmarshal(body, &m); err != nil {
+				t.Fatal(err)
+			}
+			m["spec"].(map[string]any)["seedName"] = seed
+			body, _ = json.Marshal(m)
+			project, shoot = strings.TrimPrefix(ex.Namespace, "garden-"), ex.Name
+		}
+		// The shoot waits for the agent to register its seed.
+		Eventually(t, "example "+ex.File+" created", func() bool {
+			code, _, err := h.Do(ctx, http.MethodPost, ex.Path(), body)
+			return err == nil && (code == http.StatusCreated || code == http.StatusConflict)
+		})
+	}
+	ns := tunnel.ShootNamespace(project, shoot)
+	if _, err := cluster.Client.CoreV1().Namespaces().Create(ctx, &kcorev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	svc, err := cluster.Client.CoreV1().Services(ns).Create(ctx, &kcorev1.Service{ObjectMeta: metav1.ObjectMeta{Name: agent.ShootAPIServerService},
+		Spec: kcorev1.ServiceSpec{Ports: []kcorev1.ServicePort{{Name: "kube-apiserver", Port: 443}}}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return project, shoot, net.JoinHostPort(svc.Spec.ClusterIP, "443")
 }

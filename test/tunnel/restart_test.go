@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/json"
 	"io"
 	"net"
 	"net/http"
@@ -17,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	kcorev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/trellis-dev/trellis/agent"
@@ -25,7 +23,6 @@ import (
 	"github.com/trellis-dev/trellis/hub/tunnel"
 	"github.com/trellis-dev/trellis/test/agenttest"
 	"github.com/trellis-dev/trellis/test/binproc"
-	"github.com/trellis-dev/trellis/test/landscape"
 	"github.com/trellis-dev/trellis/test/seedtest"
 )
 
@@ -61,42 +58,9 @@ func TestHubRestart(t *testing.T) {
 		func(c *agent.Config) { c.DialService = proxy.dial })
 
 	// The example shoot, placed on the seed, and a stand-in for its kube-apiserver behind its Service.
-	exs, err := landscape.Examples()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var project, shoot string
-	for _, ex := range exs {
-		body := ex.JSON
-		if ex.Kind.Resource == "shoots" {
-			var m map[string]any
-			if err := json.Unmarshal(body, &m); err != nil {
-				t.Fatal(err)
-			}
-			m["spec"].(map[string]any)["seedName"] = "local"
-			body, _ = json.Marshal(m)
-			project, shoot = strings.TrimPrefix(ex.Namespace, "garden-"), ex.Name
-		}
-		agenttest.Eventually(t, "example "+ex.File+" created", func() bool {
-			code, out, err := h.Do(ctx, "POST", ex.Path(), body)
-			if err != nil || (code != http.StatusCreated && code != http.StatusConflict) {
-				t.Logf("POST %s: %d %v %s", ex.Path(), code, err, out)
-				return false
-			}
-			return true
-		})
-	}
+	project, shoot, svcAddr := agenttest.ShootOn(t, h, cluster, "local")
 	srv, pool := standIn(t)
-	ns := tunnel.ShootNamespace(project, shoot)
-	if _, err := cluster.Client.CoreV1().Namespaces().Create(ctx, &kcorev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	svc, err := cluster.Client.CoreV1().Services(ns).Create(ctx, &kcorev1.Service{ObjectMeta: metav1.ObjectMeta{Name: agent.ShootAPIServerService},
-		Spec: kcorev1.ServiceSpec{Ports: []kcorev1.ServicePort{{Name: "kube-apiserver", Port: 443}}}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy.route(net.JoinHostPort(svc.Spec.ClusterIP, "443"), srv.Listener.Addr().String())
+	proxy.route(svcAddr, srv.Listener.Addr().String())
 	sni := tunnel.ShootServerName(shoot, project, tunnel.DefaultDomain)
 	dialShoot := func() (*tls.Conn, error) {
 		return tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", tunnelAddr, &tls.Config{ServerName: sni,

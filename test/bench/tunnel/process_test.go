@@ -26,7 +26,6 @@ import (
 	"github.com/trellis-dev/trellis/hub/tunnel"
 	"github.com/trellis-dev/trellis/test/agenttest"
 	"github.com/trellis-dev/trellis/test/binproc"
-	"github.com/trellis-dev/trellis/test/landscape"
 	"github.com/trellis-dev/trellis/test/seedtest"
 )
 
@@ -69,38 +68,9 @@ func TestTunnelProcessBench(t *testing.T) {
 	agenttest.StartAgentOn(t, h, grpcAddr, "local", agenttest.SeedSpec, cluster, nil, func(c *agent.Config) { c.DialService = dial })
 
 	// The example shoot on the seed, its Service routed to the stand-in target.
-	exs, err := landscape.Examples()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var project, shoot string
-	for _, ex := range exs {
-		body := ex.JSON
-		if ex.Kind.Resource == "shoots" {
-			var m map[string]any
-			if err := json.Unmarshal(body, &m); err != nil {
-				t.Fatal(err)
-			}
-			m["spec"].(map[string]any)["seedName"] = "local"
-			body, _ = json.Marshal(m)
-			project, shoot = strings.TrimPrefix(ex.Namespace, "garden-"), ex.Name
-		}
-		agenttest.Eventually(t, "example "+ex.File+" created", func() bool {
-			code, _, err := h.Do(ctx, "POST", ex.Path(), body)
-			return err == nil && (code == http.StatusCreated || code == http.StatusConflict)
-		})
-	}
-	ns := tunnel.ShootNamespace(project, shoot)
-	if _, err := cluster.Client.CoreV1().Namespaces().Create(ctx, &kcorev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	svc, err := cluster.Client.CoreV1().Services(ns).Create(ctx, &kcorev1.Service{ObjectMeta: metav1.ObjectMeta{Name: agent.ShootAPIServerService},
-		Spec: kcorev1.ServiceSpec{Ports: []kcorev1.ServicePort{{Port: 443}}}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	project, shoot, addr := agenttest.ShootOn(t, h, cluster, "local")
 	svcMu.Lock()
-	svcAddr = net.JoinHostPort(svc.Spec.ClusterIP, "443")
+	svcAddr = addr
 	svcMu.Unlock()
 	sni := tunnel.ShootServerName(shoot, project, tunnel.DefaultDomain)
 	report := map[string]any{"cpus": runtime.NumCPU()}
