@@ -9,9 +9,11 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/experimental"
 	"google.golang.org/grpc/keepalive"
 
 	"github.com/trellis-dev/trellis/agent/identity"
+	"github.com/trellis-dev/trellis/proto/tunnelwire"
 )
 
 // Keepalive parameters of the hub connection: a ping after 30 s without traffic, the connection is dead when the ping
@@ -53,6 +55,8 @@ func (a *Agent) dial(creds *identity.Credentials, mTLS bool) (*grpc.ClientConn, 
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxMessage), grpc.MaxCallSendMsgSize(maxMessage)),
 		// A blackholed hub must not hold a reconnect for gRPC's default 20 s connect timeout.
 		grpc.WithConnectParams(grpc.ConnectParams{MinConnectTimeout: 5 * time.Second, Backoff: backoff.DefaultConfig}),
+		// Tunnels move bulk bytes: buffers that are not zeroed on every use (docs/tunnels.md).
+		experimental.WithBufferPool(tunnelwire.BufferPool),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("hub client: %w", err)

@@ -49,8 +49,12 @@ type session struct {
 
 	healthErr atomic.Pointer[error] // the seed's last health result; nil pointer value = healthy
 
-	conn    *grpc.ClientConn // the session's connection; tunnels are calls on it
+	conn    *grpc.ClientConn // the session's connection
 	tunnels sync.WaitGroup   // the tunnels' goroutines; they end with the session
+
+	// tunnelConn is the session's second connection to the hub, for tunnels (tunnelConnection).
+	tunnelOnce sync.Once
+	tunnelConn *grpc.ClientConn
 
 	renew chan string               // RenewCertificate reasons, for the rotation loop
 	certs chan *agentv1.Certificate // Certificates answering the rotation loop's requests
@@ -123,6 +127,9 @@ func (a *Agent) session(ctx context.Context, creds *identity.Credentials) error 
 	cancel(err)
 	wg.Wait()
 	s.tunnels.Wait()
+	if s.tunnelConn != nil {
+		_ = s.tunnelConn.Close()
+	}
 
 	cause := context.Cause(ctx)
 	if errors.Is(cause, errRotated) {
@@ -173,7 +180,7 @@ func (s *session) receive(ctx context.Context) error {
 				s.log.Warn("dropping a certificate nobody waits for", "csr", m.Certificate.GetCsrName())
 			}
 		case *agentv1.HubMessage_OpenTunnel:
-			s.tunnels.Go(func() { s.openTunnel(ctx, s.conn, m.OpenTunnel) })
+			s.tunnels.Go(func() { s.openTunnel(ctx, s.tunnelConnection(), m.OpenTunnel) })
 		case *agentv1.HubMessage_Welcome:
 			s.log.Warn("ignoring a second Welcome")
 		default:
@@ -295,4 +302,23 @@ func (s *session) checkHealth(ctx context.Context) {
 	case err == nil && !wasHealthy:
 		s.log.Info("seed healthy again")
 	}
+}
+
+// tunnelConnection is the connection the session's tunnels are calls on: a second connection to the hub with the
+// session's certificate, made with the first tunnel, so that a bulk tunnel's bytes queue in a TCP connection and
+// socket buffers of their own and not ahead of the session's heartbeats and assignments. Without it (it could not be
+// made) tunnels use the session's connection. It is closed when the session ends, after its tunnels.
+func (s *session) tunnelConnection() grpc.ClientConnInterface {
+	s.tunnelOnce.Do(func() {
+		c, err := s.a.dial(s.creds, true)
+		if err != nil {
+			s.log.Warn("no second connection for tunnels; they share the session's", "err", err)
+			return
+		}
+		s.tunnelConn = c
+	})
+	if s.tunnelConn == nil {
+		return s.conn
+	}
+	return s.tunnelConn
 }

@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	agentv1 "github.com/trellis-dev/trellis/proto/gen/trellis/agent/v1"
+	"github.com/trellis-dev/trellis/proto/tunnelwire"
 )
 
 // Tunnels (docs/tunnels.md): the hub asks on the session (OpenTunnel) for a byte stream to a target in the seed; the
@@ -34,7 +35,6 @@ const (
 	ShootAPIServerService = "kube-apiserver"
 	// tunnelTargetTimeout bounds the connection to a target.
 	tunnelTargetTimeout = 5 * time.Second
-	tunnelChunk         = 32 << 10
 )
 
 // shootNamespace is Gardener's technical id of a shoot: shoot--<project>--<name>.
@@ -49,7 +49,8 @@ func (s *session) openTunnel(ctx context.Context, conn grpc.ClientConnInterface,
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	log := s.log.With("tunnel", m.GetTunnelId(), "target", m.GetTarget().GetKind().String())
-	stream, err := agentv1.NewAgentServiceClient(conn).Tunnel(ctx)
+	// The frames' codec spares a copy and a zeroed buffer per frame (docs/tunnels.md).
+	stream, err := agentv1.NewAgentServiceClient(conn).Tunnel(ctx, grpc.ForceCodecV2(tunnelwire.Codec))
 	if err != nil {
 		log.Warn("tunnel call failed", "err", err)
 		return
@@ -125,7 +126,8 @@ func (a *Agent) shootAPIServerAddress(ctx context.Context, namespace string) (st
 }
 
 // seedAPIProxy is the reverse proxy to the seed's kube-apiserver for seed API tunnels, built once. It forwards with
-// the agent's own seed credentials over HTTP/1.1 (so that upgrades for exec, attach and port-forward pass through),
+// the agent's own seed credentials, over HTTP/2 but upgrades for exec, attach and port-forward over HTTP/1.1 (where
+// they pass through),
 // requires the hub's Impersonate-User and drops any Authorization the request carries.
 func (a *Agent) seedAPIProxy() (http.Handler, error) {
 	a.proxyOnce.Do(func() {
@@ -134,14 +136,27 @@ func (a *Agent) seedAPIProxy() (http.Handler, error) {
 			return
 		}
 		cfg := rest.CopyConfig(a.seedREST)
-		cfg.NextProtos = []string{"http/1.1"}
 		// No client-side limits: the user's requests are the seed's to limit.
 		cfg.QPS, cfg.Burst, cfg.RateLimiter = -1, 0, nil
-		rt, err := rest.TransportFor(cfg)
+		// Requests go over HTTP/2, all on one connection (a thousand open watches are a thousand streams, not a
+		// thousand TLS connections); upgrades over HTTP/1.1, where they pass through untouched.
+		rt2, err := rest.TransportFor(cfg)
 		if err != nil {
 			a.proxyErr = fmt.Errorf("seed transport: %w", err)
 			return
 		}
+		cfg.NextProtos = []string{"http/1.1"}
+		rt1, err := rest.TransportFor(cfg)
+		if err != nil {
+			a.proxyErr = fmt.Errorf("seed transport: %w", err)
+			return
+		}
+		rt := roundTripper(func(r *http.Request) (*http.Response, error) {
+			if r.Header.Get("Upgrade") != "" {
+				return rt1.RoundTrip(r)
+			}
+			return rt2.RoundTrip(r)
+		})
 		host, _, err := rest.DefaultServerUrlFor(cfg)
 		if err != nil {
 			a.proxyErr = fmt.Errorf("seed server: %w", err)
@@ -167,6 +182,11 @@ func (a *Agent) seedAPIProxy() (http.Handler, error) {
 	})
 	return a.proxy, a.proxyErr
 }
+
+// roundTripper is a function as an http.RoundTripper.
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 // serveHTTP serves HTTP/1.1 requests arriving on the tunnel with h until the tunnel ends.
 func serveHTTP(ctx context.Context, c *agentTunnelConn, h http.Handler) {
@@ -212,31 +232,28 @@ func (l *oneConnListener) Close() error {
 func (l *oneConnListener) Addr() net.Addr { return tunnelAddr("agent") }
 
 // pipe copies between the tunnel and the target until the hub ends the tunnel or either side fails; when the target
-// closes its side the agent half-closes toward the hub.
+// closes its side the agent half-closes toward the hub. It copies toward the hub itself and toward the target in one
+// goroutine, and holds no buffer while the tunnel is idle: the target is read into a pooled buffer only once it has
+// bytes (tunnelwire.Copy), the hub's frames are written to the target as they arrive (agentTunnelConn.WriteTo).
 func pipe(ctx context.Context, c *agentTunnelConn, target net.Conn) {
 	defer target.Close()
 	defer c.Close()
 	stop := context.AfterFunc(ctx, func() { _ = target.Close() })
 	defer stop()
-	errc := make(chan error, 2)
-	go func() {
+	var wg sync.WaitGroup
+	wg.Go(func() {
 		// The hub never half-closes: the end of its side (EOF when it ended the call) ends the tunnel.
-		_, err := io.Copy(target, c)
+		_, _ = c.WriteTo(target)
 		_ = target.Close()
 		c.Close()
-		errc <- err
-	}()
-	go func() {
-		_, err := io.Copy(c, target)
+	})
+	if _, err := tunnelwire.Copy(c, target); err != nil {
+		_ = target.Close()
+		c.Close()
+	} else {
 		_ = c.CloseWrite()
-		errc <- err
-	}()
-	for range 2 {
-		if err := <-errc; err != nil {
-			_ = target.Close()
-			c.Close()
-		}
 	}
+	wg.Wait()
 }
 
 // agentTunnelConn is the agent's end of a tunnel as a net.Conn. Its read deadline is real: net/http's server sets
@@ -291,6 +308,12 @@ func (c *agentTunnelConn) Read(b []byte) (int, error) {
 		c.frames = make(chan recvResult)
 		go c.receive()
 	})
+	if c.frames == nil { // WriteTo receives the frames
+		if c.err == nil {
+			return 0, errors.New("tunnel: read while WriteTo receives")
+		}
+		return 0, c.err
+	}
 	for len(c.buf) == 0 {
 		if c.err != nil {
 			return 0, c.err
@@ -317,6 +340,38 @@ func (c *agentTunnelConn) Read(b []byte) (int, error) {
 	return n, nil
 }
 
+// WriteTo writes the hub's frames to w as they arrive until the hub ends the call (nil) or either side fails: on a
+// connection not read before (pipe's), a copy without a buffer of its own that receives the frames itself. Once the
+// receiving goroutine runs (an HTTP server read the connection, which then was hijacked for an upgrade), it copies
+// what Read returns.
+func (c *agentTunnelConn) WriteTo(w io.Writer) (int64, error) {
+	receiving := true
+	c.recvOnce.Do(func() { receiving = false })
+	if receiving {
+		return io.CopyBuffer(w, struct{ io.Reader }{c}, make([]byte, tunnelwire.FrameSize))
+	}
+	c.rmu.Lock()
+	defer c.rmu.Unlock()
+	n := int64(0)
+	for {
+		f, err := c.stream.Recv()
+		if err != nil {
+			c.err = io.EOF
+			if !errors.Is(err, io.EOF) {
+				c.err = fmt.Errorf("tunnel: %w", err)
+				return n, c.err
+			}
+			return n, nil
+		}
+		m, err := w.Write(f.GetData())
+		n += int64(m)
+		if err != nil {
+			c.err = err
+			return n, err
+		}
+	}
+}
+
 // deadline returns a channel closed once the read deadline has passed (nil without a deadline) and one closed when
 // the deadline is set again.
 func (c *agentTunnelConn) deadline() (expired, changed <-chan struct{}) {
@@ -333,7 +388,7 @@ func (c *agentTunnelConn) Write(b []byte) (int, error) {
 	defer c.wmu.Unlock()
 	n := 0
 	for len(b) > 0 {
-		chunk := b[:min(len(b), tunnelChunk)]
+		chunk := b[:min(len(b), tunnelwire.FrameSize)]
 		if err := c.stream.Send(&agentv1.TunnelFrame{Data: chunk}); err != nil {
 			return n, fmt.Errorf("tunnel: %w", err)
 		}

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	agentv1 "github.com/trellis-dev/trellis/proto/gen/trellis/agent/v1"
+	"github.com/trellis-dev/trellis/proto/tunnelwire"
 )
 
 // Tunnels: the hub asks an agent, on its session, to open a byte stream to a fixed target in its seed (OpenTunnel);
@@ -26,9 +27,6 @@ var ErrNotConnected = errors.New("the seed's agent is not connected")
 // tunnelDialTimeout bounds how long DialTunnel waits for the agent's Tunnel call (the agent's own dial of the target
 // is bounded by less).
 const tunnelDialTimeout = 10 * time.Second
-
-// tunnelChunk is the most bytes one frame carries.
-const tunnelChunk = 32 << 10
 
 // pendingTunnel is a DialTunnel waiting for the agent's call.
 type pendingTunnel struct {
@@ -221,7 +219,7 @@ func (c *tunnelConn) Write(b []byte) (int, error) {
 			return n, net.ErrClosed
 		default:
 		}
-		chunk := b[:min(len(b), tunnelChunk)]
+		chunk := b[:min(len(b), tunnelwire.FrameSize)]
 		if err := c.stream.Send(&agentv1.TunnelFrame{Data: chunk}); err != nil {
 			return n, fmt.Errorf("tunnel to seed %q broke: %w", c.seed, err)
 		}

@@ -9,6 +9,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"strings"
+	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -83,6 +84,10 @@ func (t *Tunnels) SeedAPI(authorize Authorize, writeError func(http.ResponseWrit
 			writeError(w, apierrors.NewServiceUnavailable(fmt.Sprintf("seed %q: %v", seed, err)))
 		},
 	}
+	// Watches and logs -f stay open for long and carry little: their copy holds a small buffer while it waits, not
+	// the proxy's 32 KiB (a thousand open watches would hold 32 MB of buffers).
+	streaming := *proxy
+	streaming.BufferPool = smallBuffers{}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		seed, _, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, SeedAPIPrefix), "/")
 		if errs := validation.IsDNS1123Subdomain(seed); len(errs) > 0 {
@@ -102,6 +107,23 @@ func (t *Tunnels) SeedAPI(authorize Authorize, writeError func(http.ResponseWrit
 		}
 		defer release()
 		ctx := context.WithValue(auth.WithUser(r.Context(), u), seedKey{}, seed)
+		if long := r.URL.Query(); long.Get("watch") == "true" || long.Get("watch") == "1" || long.Get("follow") == "true" {
+			streaming.ServeHTTP(w, r.WithContext(ctx))
+			return
+		}
 		proxy.ServeHTTP(w, r.WithContext(ctx))
 	})
+}
+
+// smallBuffers hands the seed API's proxy 4 KiB copy buffers for long-running requests (httputil.BufferPool).
+type smallBuffers struct{}
+
+var smallBufferPool = sync.Pool{New: func() any { b := make([]byte, 4<<10); return &b }}
+
+func (smallBuffers) Get() []byte { return *smallBufferPool.Get().(*[]byte) }
+
+func (smallBuffers) Put(b []byte) {
+	if cap(b) == 4<<10 {
+		smallBufferPool.Put(&b)
+	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/trellis-dev/trellis/hub/agentlink"
 	agentv1 "github.com/trellis-dev/trellis/proto/gen/trellis/agent/v1"
+	"github.com/trellis-dev/trellis/proto/tunnelwire"
 )
 
 // Serve accepts connections on lis until ctx ends, maps each to a shoot by the server name of its ClientHello and
@@ -90,22 +91,38 @@ func failureReason(err error) string {
 	return "target"
 }
 
-// pipe copies both ways until both directions ended, either failed, or nothing moved for the idle timeout.
+// pipe copies both ways until both directions ended, either failed, ctx ended, or nothing moved for the idle
+// timeout. It runs one direction itself and the other in one goroutine; the idle timeout is a timer, not a
+// goroutine. Neither direction holds a buffer while the tunnel is idle: the client is read into a pooled buffer only
+// once it has bytes (tunnelwire.Copy), and the tunnel's frames are written straight to the client
+// (countedConn.WriteTo).
 func (t *Tunnels) pipe(ctx context.Context, client, up net.Conn) {
 	var last atomic.Int64
 	last.Store(time.Now().UnixNano())
 	closeAll := func() { _ = client.Close(); _ = up.Close() }
-	var wg sync.WaitGroup
-	done := make(chan struct{})
-	// The client's side is read with a small buffer (requests are small); the tunnel's is written straight from its
-	// frames (countedConn.WriteTo), so an idle tunnel holds 4 KiB of copy buffer here.
+	stop := context.AfterFunc(ctx, closeAll)
+	defer stop()
+	var idle *time.Timer
+	var idleMu sync.Mutex // orders the timer's re-arming after its creation
+	idleMu.Lock()
+	idle = time.AfterFunc(t.cfg.IdleTimeout, func() {
+		idleMu.Lock()
+		defer idleMu.Unlock()
+		if since := time.Since(time.Unix(0, last.Load())); since < t.cfg.IdleTimeout {
+			idle.Reset(t.cfg.IdleTimeout - since)
+			return
+		}
+		t.cfg.Log.Info("tunnel idle; closing", "idle", t.cfg.IdleTimeout)
+		closeAll()
+	})
+	idleMu.Unlock()
+	defer idle.Stop()
 	copyOne := func(dst, src net.Conn, fromTunnel bool) {
-		defer wg.Done()
 		var err error
 		if wt, ok := src.(io.WriterTo); ok && fromTunnel {
 			_, err = wt.WriteTo(activity{dst, &last})
 		} else {
-			_, err = io.CopyBuffer(activity{dst, &last}, struct{ io.Reader }{src}, make([]byte, 4<<10))
+			_, err = tunnelwire.Copy(activity{dst, &last}, src)
 		}
 		if cw, ok := dst.(interface{ CloseWrite() error }); ok && err == nil {
 			_ = cw.CloseWrite() // the source ended its side
@@ -113,29 +130,10 @@ func (t *Tunnels) pipe(ctx context.Context, client, up net.Conn) {
 		}
 		closeAll()
 	}
-	wg.Add(2)
-	go copyOne(up, client, false)
-	go copyOne(client, up, true)
-	go func() { wg.Wait(); close(done) }()
-	tick := time.NewTicker(min(t.cfg.IdleTimeout/4, time.Minute))
-	defer tick.Stop()
-	for {
-		select {
-		case <-done:
-			return
-		case <-ctx.Done():
-			closeAll()
-			<-done
-			return
-		case <-tick.C:
-			if time.Since(time.Unix(0, last.Load())) > t.cfg.IdleTimeout {
-				t.cfg.Log.Info("tunnel idle; closing", "idle", t.cfg.IdleTimeout)
-				closeAll()
-				<-done
-				return
-			}
-		}
-	}
+	var wg sync.WaitGroup
+	wg.Go(func() { copyOne(client, up, true) })
+	copyOne(up, client, false)
+	wg.Wait()
 }
 
 // activity writes to w and records when. It is a plain writer (no ReadFrom), so copies go through Write.

@@ -10,10 +10,13 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -35,7 +38,11 @@ func TestMain(m *testing.M) { agenttest.Main(m) }
 const (
 	requests    = 2000
 	streamBytes = 100 << 20
+	streams     = 3 // each of the tunnel's and the direct stream, alternating
 	idle        = 1000
+	// heartbeat is the hub's heartbeat interval: several heartbeats during each stream (a session ends after three
+	// intervals without an ack, so not much shorter on a busy machine).
+	heartbeat = 200 * time.Millisecond
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -100,8 +107,14 @@ func TestTunnelBench(t *testing.T) {
 		t.Skip("a benchmark: make bench-tunnel")
 	}
 	ctx := context.Background()
+	// TRELLIS_BENCH_PARTS (comma-separated: seedapi, roundtrip, throughput, idle) runs some parts only.
+	run := func(part string) bool {
+		parts := os.Getenv("TRELLIS_BENCH_PARTS")
+		return parts == "" || slices.Contains(strings.Split(parts, ","), part)
+	}
 	h := agenttest.StartHub(t, func(c *hub.Config) {
 		c.TunnelListen, c.TunnelMaxPerSeed, c.TunnelMaxPerClient = "127.0.0.1:0", 10*idle, 10*idle
+		c.HeartbeatInterval = heartbeat
 	})
 	targetAddr, targetTLS := target(t)
 	var svcAddr string
@@ -158,16 +171,21 @@ func TestTunnelBench(t *testing.T) {
 	path := "/api/v1/namespaces/default"
 	var viaHub, viaDirect []time.Duration
 	for i := range requests + 100 {
+		if !run("seedapi") {
+			break
+		}
 		a := get(h.HTTP, h.URL+tunnel.SeedAPIPath("local")+path, "Authorization", "Bearer "+h.Token)
 		b := get(direct, strings.TrimSuffix(seed.Cluster.Config.Host, "/")+path)
 		if i >= 100 { // warm-up
 			viaHub, viaDirect = append(viaHub, a), append(viaDirect, b)
 		}
 	}
-	hs, ds := percentiles(viaHub), percentiles(viaDirect)
-	report["seedAPI"] = map[string]any{"requests": requests, "hubP50": hs.P50.String(), "hubP99": hs.P99.String(),
-		"directP50": ds.P50.String(), "directP99": ds.P99.String(),
-		"overheadP50": (hs.P50 - ds.P50).String(), "overheadP99": (hs.P99 - ds.P99).String()}
+	if run("seedapi") {
+		hs, ds := percentiles(viaHub), percentiles(viaDirect)
+		report["seedAPI"] = map[string]any{"requests": requests, "hubP50": hs.P50.String(), "hubP99": hs.P99.String(),
+			"directP50": ds.P50.String(), "directP99": ds.P99.String(),
+			"overheadP50": (hs.P50 - ds.P50).String(), "overheadP99": (hs.P99 - ds.P99).String()}
+	}
 
 	// 2. Passthrough round trips: one byte each way on an established TLS connection, through the SNI listener and
 	// directly to the target.
@@ -205,15 +223,21 @@ func TestTunnelBench(t *testing.T) {
 		}
 		return percentiles(d)
 	}
-	ps, pd := roundTrips(dialTarget(true)), roundTrips(dialTarget(false))
-	report["passthroughRoundTrip"] = map[string]any{"roundTrips": requests, "tunnelP50": ps.P50.String(), "tunnelP99": ps.P99.String(),
-		"directP50": pd.P50.String(), "directP99": pd.P99.String(),
-		"overheadP50": (ps.P50 - pd.P50).String(), "overheadP99": (ps.P99 - pd.P99).String()}
+	if run("roundtrip") {
+		ps, pd := roundTrips(dialTarget(true)), roundTrips(dialTarget(false))
+		report["passthroughRoundTrip"] = map[string]any{"roundTrips": requests, "tunnelP50": ps.P50.String(), "tunnelP99": ps.P99.String(),
+			"directP50": pd.P50.String(), "directP99": pd.P99.String(),
+			"overheadP50": (ps.P50 - pd.P50).String(), "overheadP99": (ps.P99 - pd.P99).String()}
+	}
 
-	// 3. Throughput of a 100 MB stream.
-	stream := func(through bool) float64 {
+	// 3. Throughput of a 100 MB stream, `streams` times through the tunnel and directly, alternating; and the CPU time
+	// the process (client, hub, agent and target) spent per MiB. While the tunnel streams, the agent's heartbeat acks
+	// and one-byte round trips on a second tunnel of the same agent connection are timed: a bulk tunnel must not
+	// hold them up.
+	stream := func(through bool) (mibps, cpuPerMiB float64) {
 		c := dialTarget(through)
 		defer c.Close()
+		cpu0 := cpuTime()
 		start := time.Now()
 		if _, err := c.Write([]byte{'s'}); err != nil {
 			t.Fatal(err)
@@ -222,10 +246,61 @@ func TestTunnelBench(t *testing.T) {
 		if n < streamBytes {
 			t.Fatalf("streamed %d bytes", n)
 		}
-		return float64(n) / (1 << 20) / time.Since(start).Seconds()
+		mib := float64(n) / (1 << 20)
+		return mib / time.Since(start).Seconds(), float64((cpuTime() - cpu0).Microseconds()) / mib
 	}
-	tm, dm := stream(true), stream(false)
-	report["throughput100MB"] = map[string]any{"tunnelMiBps": int(tm), "directMiBps": int(dm), "ratio": fmt.Sprintf("%.0f%%", 100*tm/dm)}
+	if run("throughput") {
+		var ratios, tunnelRates, directRates, cpuRatios, cpuTunnel, cpuDirect []string
+		var acks, pings []time.Duration
+		var streamRate float64 // bytes per second through the tunnel, the last stream's
+		for range streams {
+			probe := dialTarget(true)
+			stop := make(chan struct{})
+			var wg sync.WaitGroup
+			wg.Go(func() { acks = append(acks, heartbeatAcks(seed.Agent.Agent, stop)...) })
+			wg.Go(func() { pings = append(pings, pingUntil(t, probe, stop)...) })
+			tm, tc := stream(true)
+			streamRate = tm * (1 << 20)
+			close(stop)
+			wg.Wait()
+			probe.Close()
+			dm, dc := stream(false)
+			ratios = append(ratios, fmt.Sprintf("%.0f%%", 100*tm/dm))
+			tunnelRates, directRates = append(tunnelRates, fmt.Sprint(int(tm))), append(directRates, fmt.Sprint(int(dm)))
+			cpuRatios = append(cpuRatios, fmt.Sprintf("%.1f", tc/dc))
+			cpuTunnel, cpuDirect = append(cpuTunnel, fmt.Sprintf("%.2f", tc/1000)), append(cpuDirect, fmt.Sprintf("%.2f", dc/1000))
+		}
+		// The same without a stream, for comparison: as long as the streams took.
+		probe := dialTarget(true)
+		stop := make(chan struct{})
+		var quietAcks, quietPings []time.Duration
+		var wg sync.WaitGroup
+		wg.Go(func() { quietAcks = heartbeatAcks(seed.Agent.Agent, stop) })
+		wg.Go(func() { quietPings = pingUntil(t, probe, stop) })
+		time.Sleep(time.Duration(float64(streams*streamBytes) / streamRate * float64(time.Second)))
+		close(stop)
+		wg.Wait()
+		probe.Close()
+		r := map[string]any{"tunnelMiBps": tunnelRates, "directMiBps": directRates, "ratio": ratios,
+			"cpuPerByteTunnelOverDirect": cpuRatios, "cpuMsPerMiBTunnel": cpuTunnel, "cpuMsPerMiBDirect": cpuDirect}
+		if len(acks) > 0 {
+			a := percentiles(acks)
+			r["heartbeatAckDuringStream"] = map[string]any{"n": len(acks), "p50": a.P50.String(), "p99": a.P99.String()}
+		}
+		if len(pings) > 0 {
+			p := percentiles(pings)
+			r["otherTunnelRoundTripDuringStream"] = map[string]any{"n": len(pings), "p50": p.P50.String(), "p99": p.P99.String()}
+		}
+		if len(quietAcks) > 0 {
+			a := percentiles(quietAcks)
+			r["heartbeatAckWithoutStream"] = map[string]any{"n": len(quietAcks), "p50": a.P50.String(), "p99": a.P99.String()}
+		}
+		if len(quietPings) > 0 {
+			p := percentiles(quietPings)
+			r["otherTunnelRoundTripWithoutStream"] = map[string]any{"n": len(quietPings), "p50": p.P50.String(), "p99": p.P99.String()}
+		}
+		report["throughput100MB"] = r
+	}
 
 	// 4. Idle tunnels: the process' heap and RSS before and after opening `idle` passthrough tunnels. The hub and
 	// the agent share this process, so this is an upper bound for the hub's part.
@@ -245,6 +320,9 @@ func TestTunnelBench(t *testing.T) {
 	h0, r0 := mem()
 	conns := make([]*tls.Conn, 0, idle)
 	for range idle {
+		if !run("idle") {
+			break
+		}
 		c := dialTarget(true)
 		b := []byte{'p'} // one round trip: the tunnel is open end to end
 		if _, err := c.Write(b); err != nil {
@@ -255,13 +333,16 @@ func TestTunnelBench(t *testing.T) {
 		}
 		conns = append(conns, c)
 	}
-	h1, r1 := mem()
-	for _, c := range conns {
-		c.Close()
+	if run("idle") {
+		h1, r1 := mem()
+		profile(t, "idle")
+		for _, c := range conns {
+			c.Close()
+		}
+		report["idleTunnels"] = map[string]any{"tunnels": idle,
+			"heapPerTunnelKiB (hub+agent+clients+target)": (int64(h1) - int64(h0)) / idle / 1024,
+			"rssPerTunnelKiB (hub+agent+clients+target)":  (int64(r1) - int64(r0)) / idle / 1024}
 	}
-	report["idleTunnels"] = map[string]any{"tunnels": idle,
-		"heapPerTunnelKiB (hub+agent+clients+target)": (int64(h1) - int64(h0)) / idle / 1024,
-		"rssPerTunnelKiB (hub+agent+clients+target)":  (int64(r1) - int64(r0)) / idle / 1024}
 	if la, err := os.ReadFile("/proc/loadavg"); err == nil {
 		report["loadavgAfter"] = strings.TrimSpace(string(la))
 	}
@@ -269,4 +350,70 @@ func TestTunnelBench(t *testing.T) {
 	t.Logf("tunnel benchmark:\n%s", out)
 	_ = os.MkdirAll("../../../bin/bench", 0o755)
 	_ = os.WriteFile("../../../bin/bench/tunnel.json", out, 0o644)
+}
+
+// cpuTime is the CPU time the process has used, user and system.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// heartbeatAcks samples the agent's heartbeat ack latency (one value per heartbeat) until stop is closed.
+func heartbeatAcks(a *agent.Agent, stop <-chan struct{}) []time.Duration {
+	var d []time.Duration
+	last := a.Status().HeartbeatAckLatency
+	tick := time.NewTicker(heartbeat / 5)
+	defer tick.Stop()
+	for {
+		select {
+		case <-stop:
+			return d
+		case <-tick.C:
+			if l := a.Status().HeartbeatAckLatency; l != last {
+				d, last = append(d, l), l
+			}
+		}
+	}
+}
+
+// pingUntil times one-byte round trips on c, one per millisecond, until stop is closed.
+func pingUntil(t *testing.T, c *tls.Conn, stop <-chan struct{}) []time.Duration {
+	var d []time.Duration
+	b := []byte{'p'}
+	for {
+		select {
+		case <-stop:
+			return d
+		case <-time.After(time.Millisecond):
+		}
+		start := time.Now()
+		if _, err := c.Write(b); err != nil {
+			t.Error(err)
+			return d
+		}
+		if _, err := io.ReadFull(c, b); err != nil {
+			t.Error(err)
+			return d
+		}
+		d = append(d, time.Since(start))
+	}
+}
+
+// profile writes heap and goroutine profiles named for what is measured to TRELLIS_BENCH_PROFILE, if set.
+func profile(t *testing.T, name string) {
+	dir := os.Getenv("TRELLIS_BENCH_PROFILE")
+	if dir == "" {
+		return
+	}
+	for _, p := range []string{"heap", "goroutine"} {
+		f, err := os.Create(filepath.Join(dir, name+"-"+p+".pprof"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := pprof.Lookup(p).WriteTo(f, 0); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+	}
 }
