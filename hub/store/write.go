@@ -421,7 +421,11 @@ func (c *Collection) guaranteed(ctx context.Context, namespace, name string, dry
 		}
 		rev := resp.Header.Revision
 		c.wrote(rev)
-		c.store.cfg.Traces.Record(ctx, rev)
+		if p.delete || p.next == nil || intentChanged(c.shape.metaOf(cur), c.shape.metaOf(p.next)) {
+			c.store.cfg.Traces.Record(ctx, rev)
+		} else {
+			c.store.cfg.Traces.Carry(rev, curRev)
+		}
 		out := p.next
 		if out == nil {
 			out = clone(cur)
@@ -430,6 +434,13 @@ func (c *Collection) guaranteed(ctx context.Context, namespace, name string, dry
 		return out, p.delete, nil
 	}
 	return nil, false, apierrors.NewConflict(c.gr, name, fmt.Errorf("gave up after %d conflicting attempts", maxUpdateAttempts))
+}
+
+// intentChanged reports whether a write from cur to next asks for work: a new generation (the desired state or an
+// operation annotation) or the start of the deletion. The agent link sends the version such a write made with the
+// write's trace, and later versions that only move status, labels or finalizers with that same trace (tracing.Index).
+func intentChanged(cur, next *metav1.ObjectMeta) bool {
+	return cur.GetGeneration() != next.GetGeneration() || (cur.GetDeletionTimestamp() == nil) != (next.GetDeletionTimestamp() == nil)
 }
 
 // dryRun is guaranteed's dry run.
