@@ -2,70 +2,19 @@ package agent_test
 
 import (
 	"context"
-	"net"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/trace/noop"
-	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
-	tracev1 "go.opentelemetry.io/proto/otlp/trace/v1"
-	"google.golang.org/grpc"
 	metav1k "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/trellis-dev/trellis/test/agentsim"
 	"github.com/trellis-dev/trellis/test/agenttest"
 	"github.com/trellis-dev/trellis/tracing"
+	"github.com/trellis-dev/trellis/tracing/tracingtest"
 )
-
-// receiver is an OTLP trace collector: it keeps every span exported to it, with its instrumentation scope.
-type receiver struct {
-	collectortrace.UnimplementedTraceServiceServer
-	mu    sync.Mutex
-	spans []receivedSpan
-}
-
-type receivedSpan struct {
-	scope string
-	span  *tracev1.Span
-}
-
-func (r *receiver) Export(_ context.Context, req *collectortrace.ExportTraceServiceRequest) (*collectortrace.ExportTraceServiceResponse, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, rs := range req.GetResourceSpans() {
-		for _, ss := range rs.GetScopeSpans() {
-			for _, s := range ss.GetSpans() {
-				r.spans = append(r.spans, receivedSpan{scope: ss.GetScope().GetName(), span: s})
-			}
-		}
-	}
-	return &collectortrace.ExportTraceServiceResponse{}, nil
-}
-
-func (r *receiver) received() []receivedSpan {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return slices.Clone(r.spans)
-}
-
-// startReceiver serves an OTLP receiver on loopback until the test ends and returns it with its address.
-func startReceiver(t *testing.T) (*receiver, string) {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &receiver{}
-	s := grpc.NewServer()
-	collectortrace.RegisterTraceServiceServer(s, r)
-	done := make(chan struct{})
-	go func() { defer close(done); _ = s.Serve(l) }()
-	t.Cleanup(func() { s.Stop(); <-done })
-	return r, l.Addr().String()
-}
 
 // TestShootCreateIsOneTrace: with tracing on (100 % sampling, exported over OTLP gRPC to a receiver in the test), a
 // shoot created through the hub's REST API yields one trace that holds the hub's store write of the shoot, the
@@ -77,8 +26,8 @@ func startReceiver(t *testing.T) (*receiver, string) {
 // Not parallel: the TracerProvider is process-wide (and the package's tracers follow only the first one set, so
 // -count above 1 does not work for this test).
 func TestShootCreateIsOneTrace(t *testing.T) {
-	rcv, addr := startReceiver(t)
-	stop, err := tracing.Setup(context.Background(), tracing.Config{Enabled: true, ServiceName: "test", Endpoint: addr, Insecure: true, SamplingRatio: 1})
+	rcv := tracingtest.Start(t)
+	stop, err := tracing.Setup(context.Background(), tracing.Config{Enabled: true, ServiceName: "test", Endpoint: rcv.Addr, Insecure: true, SamplingRatio: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,21 +67,14 @@ func TestShootCreateIsOneTrace(t *testing.T) {
 	ta.Stop()
 	flush()
 
-	spans := rcv.received()
-	var create *tracev1.Span
-	for _, s := range spans {
-		if s.scope == "github.com/trellis-dev/trellis/hub/store" && s.span.GetName() == "store.Create shoots.core.gardener.cloud" {
-			create = s.span
-		}
-	}
-	if create == nil {
+	spans := rcv.Spans()
+	create, ok := rcv.Find("github.com/trellis-dev/trellis/hub/store", "store.Create shoots.core.gardener.cloud")
+	if !ok {
 		t.Fatalf("no store.Create span of the shoot among %d spans", len(spans))
 	}
 	byScope := map[string][]string{}
-	for _, s := range spans {
-		if string(s.span.GetTraceId()) == string(create.GetTraceId()) {
-			byScope[s.scope] = append(byScope[s.scope], s.span.GetName())
-		}
+	for _, s := range rcv.Trace(create) {
+		byScope[s.Scope] = append(byScope[s.Scope], s.GetName())
 	}
 	t.Logf("the create's trace: %v", byScope)
 	for scope, want := range map[string]string{
@@ -148,7 +90,7 @@ func TestShootCreateIsOneTrace(t *testing.T) {
 	}
 	var ownTrace int
 	for _, s := range spans {
-		if s.scope == "github.com/trellis-dev/trellis/agent/shoot" && string(s.span.GetTraceId()) != string(create.GetTraceId()) {
+		if s.Scope == "github.com/trellis-dev/trellis/agent/shoot" && string(s.GetTraceId()) != string(create.GetTraceId()) {
 			ownTrace++
 		}
 	}
@@ -160,8 +102,8 @@ func TestShootCreateIsOneTrace(t *testing.T) {
 	}
 	if t.Failed() { // every span but the store's, to see where the trace broke
 		for _, s := range spans {
-			if s.scope != "github.com/trellis-dev/trellis/hub/store" {
-				t.Logf("span %s %q trace %x parent %x", s.scope, s.span.GetName(), s.span.GetTraceId(), s.span.GetParentSpanId())
+			if s.Scope != "github.com/trellis-dev/trellis/hub/store" {
+				t.Logf("span %s %q trace %x parent %x", s.Scope, s.GetName(), s.GetTraceId(), s.GetParentSpanId())
 			}
 		}
 	}

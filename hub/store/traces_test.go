@@ -68,7 +68,17 @@ func TestTracesFollowIntent(t *testing.T) {
 		t.Fatalf("after a status write the trace is %q, want the create's %q", got, createTrace)
 	}
 
-	// A spec change asks for work: its version has the change's trace.
+	// A hub loop's spec change (the scheduler binding the shoot), outside any traced request: still the create's.
+	bound := proto.Clone(obj).(*corev1beta1.Shoot)
+	bound.Spec.SeedName = proto.String("other")
+	if obj, err = shoots.Update(t.Context(), bound); err != nil {
+		t.Fatal(err)
+	}
+	if got := traces.Lookup(rev(obj)); got != createTrace || obj.GetMetadata().GetGeneration() != 2 {
+		t.Fatalf("after a hub loop's spec change (generation %d) the trace is %q, want the create's %q", obj.GetMetadata().GetGeneration(), got, createTrace)
+	}
+
+	// A traced request's spec change asks for work: its version has the change's trace.
 	changeCtx, changeTrace := traced("change")
 	changed := proto.Clone(obj).(*corev1beta1.Shoot)
 	changed.Spec.Region = "eu-west-2"
