@@ -19,8 +19,9 @@ import (
 	"github.com/trellis-dev/trellis/test/hubtest"
 )
 
-// TestCARotationAgents rotates the CA under a fleet of simulated agents: after start they rotate their client
-// certificates over their live sessions (no reconnect) and get certificates of the new CA; after complete and a
+// TestCARotationAgents rotates the CA under a fleet of simulated agents: after start the hub asks each of them to
+// renew, and they rotate their client certificates over their live sessions (no reconnect) and get certificates of
+// the new CA; after complete and a
 // restart of the hub, every agent reconnects with its new certificate, trusting the new CA, and resyncs, while an
 // agent still holding a certificate of the old CA is refused.
 func TestCARotationAgents(t *testing.T) {
@@ -52,6 +53,14 @@ func TestCARotationAgents(t *testing.T) {
 			t.Fatal(err)
 		}
 		newCA = authority.Signer().Cert
+		// The hub asks every agent whose certificate the old CA issued to renew, over its session.
+		for _, s := range seeds {
+			select {
+			case <-agents[s].RenewRequested():
+			case <-time.After(10 * time.Second):
+				t.Fatalf("%s was not asked to renew its certificate after the rotation started", s)
+			}
+		}
 		for _, s := range seeds {
 			rctx, rcancel := context.WithTimeout(ctx, 20*time.Second)
 			cert, err := agents[s].Rotate(rctx)
