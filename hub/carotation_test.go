@@ -115,24 +115,6 @@ func TestCARotationWithoutRestart(t *testing.T) {
 	}
 	defer stop()
 	bundleCerts := func() int { return bundleCertsIn(t, dir) }
-	// clientAccepted reports whether the hub's TLS handshake accepts a client certificate issued by ca.
-	clientAccepted := func(ca *pki.CA, servingPool *x509.CertPool) bool {
-		t.Helper()
-		cert := clientCertOf(t, ca)
-		conn, err := tls.Dial("tcp", h.Addr(), &tls.Config{RootCAs: servingPool, ServerName: "127.0.0.1", MinVersion: tls.VersionTLS13,
-			Certificates: []tls.Certificate{cert}})
-		if err != nil {
-			return false
-		}
-		defer conn.Close()
-		// With TLS 1.3 the server checks the client's certificate after the client's handshake ended: a refusal
-		// arrives as an alert on the first read.
-		_ = conn.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
-		_, err = conn.Read(make([]byte, 1))
-		var ne net.Error
-		return err == nil || errors.As(err, &ne) && ne.Timeout()
-	}
-
 	old := h.CA()
 	// Another replica's start: a second Authority on the same etcd moves the phase; this replica follows.
 	other, err := pki.OpenAuthority(context.Background(), h.Store().Client(), h.Store().Prefix()+"/pki/ca", h.Store())
@@ -148,10 +130,10 @@ func TestCARotationWithoutRestart(t *testing.T) {
 	if err := servingVerifies(t, h.Addr(), poolOf(old)); err != nil {
 		t.Errorf("in Preparing a client trusting only the old CA cannot connect: %v", err)
 	}
-	if !clientAccepted(next, poolOf(old)) {
+	if !clientCertAccepted(t, h.Addr(), next, poolOf(old)) {
 		t.Error("in Preparing a client certificate of the new CA is refused")
 	}
-	if !clientAccepted(old, poolOf(old)) {
+	if !clientCertAccepted(t, h.Addr(), old, poolOf(old)) {
 		t.Error("in Preparing a client certificate of the old CA is refused")
 	}
 
@@ -166,12 +148,30 @@ func TestCARotationWithoutRestart(t *testing.T) {
 	if err := servingVerifies(t, h.Addr(), poolOf(old)); err == nil {
 		t.Error("after Completed the old CA still verifies the hub")
 	}
-	if !clientAccepted(next, poolOf(next)) {
+	if !clientCertAccepted(t, h.Addr(), next, poolOf(next)) {
 		t.Error("after Completed a client certificate of the new CA is refused")
 	}
-	if clientAccepted(old, poolOf(next)) {
+	if clientCertAccepted(t, h.Addr(), old, poolOf(next)) {
 		t.Error("after Completed a client certificate of the old CA is accepted")
 	}
+}
+
+// clientCertAccepted reports whether the TLS handshake of the hub at addr, verified with servingPool, accepts a
+// client certificate issued by ca.
+func clientCertAccepted(t *testing.T, addr string, ca *pki.CA, servingPool *x509.CertPool) bool {
+	t.Helper()
+	conn, err := tls.Dial("tcp", addr, &tls.Config{RootCAs: servingPool, ServerName: "127.0.0.1", MinVersion: tls.VersionTLS13,
+		Certificates: []tls.Certificate{clientCertOf(t, ca)}})
+	if err != nil {
+		return false
+	}
+	defer conn.Close()
+	// With TLS 1.3 the server checks the client's certificate after the client's handshake ended: a refusal arrives
+	// as an alert on the first read.
+	_ = conn.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
+	_, err = conn.Read(make([]byte, 1))
+	var ne net.Error
+	return err == nil || errors.As(err, &ne) && ne.Timeout()
 }
 
 // bundleCertsIn counts the certificates of the trust bundle the hub on dir published.
