@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -15,6 +16,8 @@ import (
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 
 	"github.com/trellis-dev/trellis/agent/config"
+	"github.com/trellis-dev/trellis/test/binproc"
+	"github.com/trellis-dev/trellis/test/faultproxy"
 	"github.com/trellis-dev/trellis/test/landscape"
 	"github.com/trellis-dev/trellis/tracing/tracingtest"
 )
@@ -28,13 +31,14 @@ rules:
 - level: RequestResponse
 `
 
-// TestShootCreateIsOneTraceAndAudited: on a landscape of real binaries whose hub, agent and provider-local export
-// traces (100 % sampling) to an OTLP receiver in the test, a shoot created through the REST API yields one trace
-// with spans of all three processes — the hub's store write, the agent's shoot operation and its flow's tasks,
-// provider-local's reconciles of the extension objects —, and the hub's audit log (kube-apiserver's flags, a policy
-// asking for request and response bodies) has the create with its user and the 201, and a read of a secret without
-// its data.
-func TestShootCreateIsOneTraceAndAudited(t *testing.T) {
+// TestOperated: on a landscape of real binaries whose hub, agent and provider-local export traces (100 % sampling)
+// to an OTLP receiver in the test, a shoot created through the REST API yields one trace with spans of all three
+// processes — the hub's store write, the agent's shoot operation and its flow's tasks, provider-local's reconciles
+// of the extension objects —; the hub's audit log (kube-apiserver's flags, a policy asking for request and response
+// bodies) has the create with its user and the 201, and a read of a secret without its data; and the agent, whose
+// link to the hub goes through a proxy, turns unready on its /readyz while the proxy cuts the link and ready again
+// after.
+func TestOperated(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a landscape of real binaries")
 	}
@@ -47,12 +51,19 @@ func TestShootCreateIsOneTraceAndAudited(t *testing.T) {
 		t.Fatal(err)
 	}
 	tracingFlags := []string{"--tracing", "--tracing-endpoint", rcv.Addr, "--tracing-insecure"}
+	link, err := faultproxy.Listen("127.0.0.1:1") // the agent's link to the hub, pointed at the hub below
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = link.Close() })
 	l := startLandscape(ctx, t, landscape.Config{
 		RequireProviderLocal: true,
 		HubArgs:              append([]string{"--audit-policy-file", policyFile, "--audit-log-path", auditLog}, tracingFlags...),
 		ProviderLocalArgs:    tracingFlags,
 		AgentMutate: func(_ string, c *config.AgentConfiguration) {
 			c.Tracing = config.Tracing{Enabled: true, Endpoint: rcv.Addr, Insecure: true}
+			link.SetTarget(c.HubClientConnection.Address)
+			c.HubClientConnection.Address = link.Addr()
 		},
 	})
 	r := newREST(t, l)
@@ -91,6 +102,38 @@ func TestShootCreateIsOneTraceAndAudited(t *testing.T) {
 		if strings.Contains(string(raw), "bG9jYWw=") { // the example secret's data
 			t.Error("the audit log holds the secret's data")
 		}
+	})
+
+	t.Run("readyz", func(t *testing.T) {
+		m := regexp.MustCompile(`healthProbes=(\S+)`).FindStringSubmatch(binproc.TailLines(filepath.Join(l.LogDir, "agent-local.log"), 100000))
+		if m == nil {
+			t.Fatal("the agent's log names no health probes address")
+		}
+		readyz := func() int {
+			res, err := http.Get("http://" + m[1] + "/readyz")
+			if err != nil {
+				return 0
+			}
+			_ = res.Body.Close()
+			return res.StatusCode
+		}
+		wait := func(what string, want int) {
+			t.Helper()
+			deadline := time.Now().Add(time.Minute)
+			for readyz() != want {
+				if time.Now().After(deadline) {
+					t.Fatalf("/readyz not %d within a minute: %s", want, what)
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+		}
+		wait("connected", http.StatusOK)
+		target := link.Target()
+		link.SetTarget("127.0.0.1:1") // nothing listens there
+		link.CutAll()
+		wait("while the link is cut", http.StatusServiceUnavailable)
+		link.SetTarget(target)
+		wait("after the link healed", http.StatusOK)
 	})
 
 	// Stopping the processes flushes their exporters.
