@@ -90,5 +90,6 @@ func identify(ctx context.Context) (agentlink.Identity, error) {
 	if !ok {
 		return agentlink.Identity{}, apierrors.NewUnauthorized("not authenticated")
 	}
-	return agentlink.Identity{User: u.Name, Seed: u.Seed, CertNotAfter: u.CertNotAfter, BootstrapTokenID: u.BootstrapTokenID}, nil
+	return agentlink.Identity{User: u.Name, Seed: u.Seed, CertNotAfter: u.CertNotAfter,
+		CertAuthorityKeyID: u.CertAuthorityKeyID, BootstrapTokenID: u.BootstrapTokenID}, nil
 }

@@ -320,7 +320,7 @@ func (h *Hub) Run(ctx context.Context) error {
 		return err
 	}
 	defer st.Close()
-	ca, serving, err := h.openPKI(ctx, st)
+	ca, trust, err := h.openPKI(ctx, st)
 	if err != nil {
 		return err
 	}
@@ -363,7 +363,8 @@ func (h *Hub) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	srv, err := h.newServers(ctx, serving, ca, authn, *services, registry, st, metrics, auditor, tunnels, kubeconfigs.Routes)
+	trust.OnChange(link.TrustChanged)
+	srv, err := h.newServers(ctx, trust, ca, authn, *services, registry, st, metrics, auditor, tunnels, kubeconfigs.Routes)
 	if err != nil {
 		return err
 	}
@@ -389,6 +390,7 @@ func (h *Hub) Run(ctx context.Context) error {
 	}
 	run("seed graph", graph.run(registry, h.log.With("component", "seedgraph")))
 	run("agent link", link.Run)
+	run("CA watch", func(ctx context.Context) error { return trust.watch(ctx, st.Client(), st.Prefix()+"/pki/ca") })
 	run("leader election", leader.Run)
 	if sched := h.newScheduler(st, registry); sched != nil {
 		run("scheduler election", sched)

@@ -2,13 +2,11 @@ package hub
 
 import (
 	"context"
-	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
@@ -58,17 +56,13 @@ func (h *Hub) openStore(ctx context.Context) (*store.Store, error) {
 	return st, nil
 }
 
-// openPKI loads the hub's CA and its rotation from the store (creating the CA on first start), publishes the trust
-// bundle in DataDir/pki/ca.crt and issues the serving certificate for the hub's names. The serving certificate comes
-// from the current CA: while a rotation runs, agents that have not yet picked up the new bundle still trust it.
-func (h *Hub) openPKI(ctx context.Context, st *store.Store) (*pki.Authority, tls.Certificate, error) {
+// openPKI loads the hub's CA and its rotation from the store (creating the CA on first start) and sets up the
+// replica's TLS material from it (trust): the serving certificate for the hub's names, the client CAs, and the trust
+// bundle in DataDir/pki/ca.crt.
+func (h *Hub) openPKI(ctx context.Context, st *store.Store) (*pki.Authority, *trust, error) {
 	authority, err := pki.OpenAuthority(ctx, st.Client(), st.Prefix()+"/pki/ca", st)
 	if err != nil {
-		return nil, tls.Certificate{}, err
-	}
-	ca := authority.Current()
-	if err := writeFileAtomic(filepath.Join(h.cfg.DataDir, "pki", "ca.crt"), authority.BundlePEM(), 0o644); err != nil {
-		return nil, tls.Certificate{}, err
+		return nil, nil, err
 	}
 	hosts := append([]string{"127.0.0.1", "::1", "localhost"}, h.cfg.Hosts...)
 	if hn, err := os.Hostname(); err == nil {
@@ -77,11 +71,11 @@ func (h *Hub) openPKI(ctx context.Context, st *store.Store) (*pki.Authority, tls
 	if host, _, _ := net.SplitHostPort(h.cfg.Listen); host != "" && host != "0.0.0.0" && host != "::" {
 		hosts = append(hosts, host)
 	}
-	serving, err := ca.ServingCert(hosts, 365*24*time.Hour)
+	t, err := newTrust(authority, hosts, filepath.Join(h.cfg.DataDir, "pki", "ca.crt"), h.log.With("component", "pki"))
 	if err != nil {
-		return nil, tls.Certificate{}, err
+		return nil, nil, err
 	}
-	return authority, serving, nil
+	return authority, t, nil
 }
 
 // seedGraph is the index of what belongs to each seed (package seedgraph), fed from the store by run; ready is closed

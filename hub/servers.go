@@ -3,7 +3,6 @@ package hub
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
@@ -73,7 +72,7 @@ type servers struct {
 
 // newServers builds the servers and opens their listeners. Every gRPC call goes through the interceptors
 // (authentication, request ids, error mapping, metrics); every other request through the handlers.
-func (h *Hub) newServers(ctx context.Context, serving tls.Certificate, ca *pki.Authority, authn *auth.Authenticator, services serviceSet, reg *api.Registry, st *store.Store, m *metrics, auditor *audit.Auditor, tunnels *tunnel.Tunnels, routes ...api.Routes) (*servers, error) {
+func (h *Hub) newServers(ctx context.Context, trust *trust, ca *pki.Authority, authn *auth.Authenticator, services serviceSet, reg *api.Registry, st *store.Store, m *metrics, auditor *audit.Auditor, tunnels *tunnel.Tunnels, routes ...api.Routes) (*servers, error) {
 	ic := &interceptors{authn: authn, metrics: m, errors: api.Errors{Log: h.log.With("component", "api")}, auditor: auditor}
 	grpcOpts := []grpc.ServerOption{
 		// Tracing first, so that the calls' spans hold the interceptors' work (admission, store writes).
@@ -87,14 +86,26 @@ func (h *Hub) newServers(ctx context.Context, serving tls.Certificate, ca *pki.A
 	s := &servers{grpc: grpc.NewServer(grpcOpts...)}
 	services.registerOn(s.grpc)
 	if h.cfg.GRPCListen != "" || h.cfg.GRPCListener != nil {
-		ticketKey, err := ca.Current().SessionTicketKey()
+		tc, err := trust.serverConfig([]string{"h2"}, nativeTLS)
 		if err != nil {
 			return nil, err
 		}
-		s.native = grpc.NewServer(append(grpcOpts, nativeOptions(serving, ca.Pool(), ticketKey)...)...)
+		s.native = grpc.NewServer(append(grpcOpts, nativeOptions(tc)...)...)
 		services.registerOn(s.native)
 	}
 	rest, err := h.handlers(ctx, authn, reg, st, m, ic.errors, tunnels, ca, routes)
+	if err != nil {
+		return nil, err
+	}
+	httpsTLS, err := trust.serverConfig([]string{"h2", "http/1.1"}, func(m tlsMaterial) *tls.Config {
+		return &tls.Config{
+			Certificates: []tls.Certificate{m.Serving},
+			NextProtos:   []string{"h2", "http/1.1"},
+			MinVersion:   tls.VersionTLS12,
+			ClientAuth:   tls.VerifyClientCertIfGiven,
+			ClientCAs:    m.ClientCAs,
+		}
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -102,13 +113,7 @@ func (h *Hub) newServers(ctx context.Context, serving tls.Certificate, ca *pki.A
 		Handler:           grpcOr(s.grpc, otelhttp.NewHandler(withRequestID(withAudit(auditor, rest)), "rest")),
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(h.log.Handler(), slog.LevelDebug),
-		TLSConfig: &tls.Config{
-			Certificates: []tls.Certificate{serving},
-			NextProtos:   []string{"h2", "http/1.1"},
-			MinVersion:   tls.VersionTLS12,
-			ClientAuth:   tls.VerifyClientCertIfGiven,
-			ClientCAs:    ca.Pool(),
-		},
+		TLSConfig:         httpsTLS,
 	}
 	if s.lis = h.cfg.Listener; s.lis == nil {
 		if s.lis, err = net.Listen("tcp", h.cfg.Listen); err != nil {
@@ -262,6 +267,21 @@ func isClosedErr(err error) bool {
 		strings.Contains(err.Error(), "use of closed network connection")
 }
 
+// nativeTLS is the TLS configuration of the gRPC-only listener from the replica's current material (see
+// nativeOptions).
+func nativeTLS(m tlsMaterial) *tls.Config {
+	tc := &tls.Config{
+		Certificates:     []tls.Certificate{m.Serving},
+		NextProtos:       []string{"h2"},
+		MinVersion:       tls.VersionTLS12,
+		ClientAuth:       tls.VerifyClientCertIfGiven,
+		ClientCAs:        m.ClientCAs,
+		CurvePreferences: []tls.CurveID{tls.X25519, tls.CurveP256},
+	}
+	tc.SetSessionTicketKeys([][32]byte{m.TicketKey})
+	return tc
+}
+
 // nativeOptions configure the gRPC-only listener for many long-lived agent connections: TLS with optional client
 // certificates (agents present theirs), keepalive pings as often as every 20 s allowed (agents ping every 30 s, also
 // without streams), and small per-connection buffers with a shared write buffer — with 10,000 agents the default 32 KiB
@@ -271,15 +291,7 @@ func isClosedErr(err error) bool {
 // are encrypted with a key every replica derives from the CA (ticketKey), so agents resume their sessions across
 // restarts without certificate verification or signatures, and the key exchange is X25519 (the default hybrid
 // post-quantum exchange takes about half the CPU of a full handshake).
-func nativeOptions(serving tls.Certificate, clientCAs *x509.CertPool, ticketKey [32]byte) []grpc.ServerOption {
-	tc := &tls.Config{
-		Certificates:     []tls.Certificate{serving},
-		MinVersion:       tls.VersionTLS12,
-		ClientAuth:       tls.VerifyClientCertIfGiven,
-		ClientCAs:        clientCAs,
-		CurvePreferences: []tls.CurveID{tls.X25519, tls.CurveP256},
-	}
-	tc.SetSessionTicketKeys([][32]byte{ticketKey})
+func nativeOptions(tc *tls.Config) []grpc.ServerOption {
 	return []grpc.ServerOption{
 		grpc.Creds(credentials.NewTLS(tc)),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 20 * time.Second, PermitWithoutStream: true}),

@@ -119,8 +119,24 @@ func NewIndex(size int) *Index {
 
 // Record notes the traceparent of ctx for rev; nothing when ctx holds no sampled span.
 func (x *Index) Record(ctx context.Context, rev int64) {
-	tp := Traceparent(ctx)
-	if tp == "" || x == nil {
+	if x == nil {
+		return
+	}
+	x.put(rev, Traceparent(ctx))
+}
+
+// Carry gives rev the traceparent recorded for prev, the version it replaced: a write that does not ask for work
+// (status, labels, finalizers) keeps the trace of the write that did, instead of lending its own to the work. Nothing
+// when prev has none.
+func (x *Index) Carry(rev, prev int64) {
+	if x == nil {
+		return
+	}
+	x.put(rev, x.Lookup(prev))
+}
+
+func (x *Index) put(rev int64, tp string) {
+	if tp == "" {
 		return
 	}
 	x.mu.Lock()

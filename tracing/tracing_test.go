@@ -39,6 +39,11 @@ func TestTraceparentRoundTrip(t *testing.T) {
 	if x.Lookup(4) != "" || x.Lookup(2) != h {
 		t.Fatal("an untraced write changed the index")
 	}
+	x.Carry(5, 3) // a write that asked for no work keeps the trace of the version it replaced
+	x.Carry(6, 4) // ... and has none when that version had none
+	if x.Lookup(5) != h || x.Lookup(6) != "" {
+		t.Fatalf("carried: 5=%q 6=%q", x.Lookup(5), x.Lookup(6))
+	}
 }
 
 // FuzzWithTraceparent: a traceparent from outside (the annotation on a seed object, the link's field) never panics,

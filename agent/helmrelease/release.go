@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"time"
 
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart"
@@ -62,6 +63,8 @@ func (m *Manager) Render(archive []byte, name, namespace string, values map[stri
 // On error, rel is nil and changed false; a failed revision Helm recorded stays in the seed for the next Apply.
 // The work is bounded by ctx and Config.OperationTimeout.
 func (m *Manager) Apply(ctx context.Context, archive []byte, name, namespace string, values map[string]any) (rel *release.Release, changed bool, err error) {
+	operation := opNone
+	defer func(begin time.Time) { observe(operation, begin, err) }(time.Now())
 	ch, digest, err := loadChart(archive)
 	if err != nil {
 		return nil, false, err
@@ -85,6 +88,7 @@ func (m *Manager) Apply(ctx context.Context, archive []byte, name, namespace str
 	last, err := op.cfg.Releases.Last(name)
 	switch {
 	case errors.Is(err, driver.ErrReleaseNotFound):
+		operation = opInstall
 		return op.install(ch, digest, vals, m.cfg)
 	case err != nil:
 		return nil, false, fmt.Errorf("reading release %s/%s: %w", namespace, name, err)
@@ -110,11 +114,13 @@ func (m *Manager) Apply(ctx context.Context, archive []byte, name, namespace str
 		}
 	case status == release.StatusUninstalling || status == release.StatusUninstalled:
 		op.log.Warn("finishing the uninstallation of release before installing it again", "revision", last.Version, "status", status)
+		operation = opInstall
 		if err := op.uninstall(m.cfg); err != nil {
 			return nil, false, err
 		}
 		return op.install(ch, digest, vals, m.cfg)
 	}
+	operation = opUpgrade
 	return op.upgrade(ch, digest, vals, m.cfg)
 }
 
@@ -171,7 +177,8 @@ func (m *Manager) Get(ctx context.Context, name, namespace string) (*release.Rel
 // helm.sh/resource-policy: keep) and all its revisions. A release that does not exist is not an error. The work is
 // bounded by ctx and Config.OperationTimeout; objects are deleted in the background (their dependents go with the
 // garbage collector), not awaited.
-func (m *Manager) Uninstall(ctx context.Context, name, namespace string) error {
+func (m *Manager) Uninstall(ctx context.Context, name, namespace string) (err error) {
+	defer func(begin time.Time) { observe(opUninstall, begin, err) }(time.Now())
 	ctx, cancel := context.WithTimeout(ctx, m.cfg.OperationTimeout)
 	defer cancel()
 	unlock, err := m.locks.lock(ctx, namespace, name)

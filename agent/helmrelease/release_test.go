@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage"
 	"helm.sh/helm/v3/pkg/storage/driver"
@@ -84,7 +86,26 @@ func greetingOf(t *testing.T, client kubernetes.Interface, namespace, name strin
 	return cm.Data["greeting"]
 }
 
+// operations is the count of operationDuration's series of operation and outcome.
+func operations(t *testing.T, operation, outcome string) uint64 {
+	t.Helper()
+	var m dto.Metric
+	if err := operationDuration.WithLabelValues(operation, outcome).(prometheus.Metric).Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetHistogram().GetSampleCount()
+}
+
+// TestApplyLifecycle runs a release through install, no-op applies, upgrades, uninstall and a reinstall, and checks
+// what each step left in the seed and counted in the Helm operation metrics.
 func TestApplyLifecycle(t *testing.T) {
+	type series struct{ operation, outcome string }
+	before := map[series]uint64{}
+	for _, op := range []string{opInstall, opUpgrade, opUninstall, opNone} {
+		for _, outcome := range []string{"success", "error"} {
+			before[series{op, outcome}] = operations(t, op, outcome)
+		}
+	}
 	m, s := newSeedManager(t, Config{MaxHistory: 3})
 	ctx := testContext(t)
 	ns := s.Namespace(t)
@@ -186,6 +207,16 @@ func TestApplyLifecycle(t *testing.T) {
 	// And it can be installed again.
 	if rel, changed, err := m.Apply(ctx, v1, "ext", ns, nil); err != nil || !changed || rel.Version != 1 || !strings.Contains(rel.Manifest, `greeting: "default"`) {
 		t.Fatalf("reinstall: %v, changed %v, %v", err, changed, rel)
+	}
+
+	// Each Apply and Uninstall counted once, by what it did.
+	for sr, want := range map[series]uint64{
+		{opInstall, "success"}: 2, {opUpgrade, "success"}: 4, {opNone, "success"}: 2, {opUninstall, "success"}: 3,
+		{opInstall, "error"}: 0, {opUpgrade, "error"}: 0, {opNone, "error"}: 0, {opUninstall, "error"}: 0,
+	} {
+		if got := operations(t, sr.operation, sr.outcome) - before[sr]; got != want {
+			t.Errorf("trellis_agent_helm_operation_duration_seconds{operation=%q,outcome=%q} counted %d, want %d", sr.operation, sr.outcome, got, want)
+		}
 	}
 }
 

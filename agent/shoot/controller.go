@@ -72,6 +72,10 @@ type Controller struct {
 	failures map[string]int       // consecutive failed operations, per key
 	retryAt  map[string]time.Time // earliest automatic retry after an Error, per key
 	running  map[string]Flow      // flows running now, per key
+	// finished is the trace of the last operation that succeeded, per key: the cache keeps a shoot's traceparent
+	// until a new write asks for work, and the reconciles after the operation (the sync period's, the retries of
+	// care) are not part of the request that asked for it, so they start traces of their own.
+	finished map[string]string
 }
 
 // New returns a controller for cfg.
@@ -109,6 +113,7 @@ func New(cfg Config) (*Controller, error) {
 		failures: map[string]int{},
 		retryAt:  map[string]time.Time{},
 		running:  map[string]Flow{},
+		finished: map[string]string{},
 	}
 	c.Controller = controller.New(controller.Config{Base: cfg.Base, Name: "shoot", Sync: c.sync,
 		Watches: []controller.Watch{{Resource: resources.Shoots, Keys: controller.Own[*corev1beta1.Shoot](nil), Forget: c.forget}},
@@ -125,6 +130,7 @@ func (c *Controller) forget(key string) {
 	c.mu.Lock()
 	delete(c.failures, key)
 	delete(c.retryAt, key)
+	delete(c.finished, key)
 	c.mu.Unlock()
 }
 
@@ -178,7 +184,8 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 		c.mu.Unlock()
 	}()
 	begin := time.Now()
-	err := c.run(ctx, s, d, log)
+	traceparent := c.traceparent(key)
+	err := c.run(tracing.WithTraceparent(ctx, traceparent), s, d, log)
 	if ctx.Err() != nil {
 		return 0, nil // stopping; the next start resumes the operation, which is still Processing
 	}
@@ -196,6 +203,9 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	}
 	delete(c.failures, key)
 	delete(c.retryAt, key)
+	if traceparent != "" {
+		c.finished[key] = traceparent
+	}
 	c.mu.Unlock()
 	log.Info("flow succeeded", "flow", d.Flow.String(), "type", d.Type, "took", time.Since(begin).Round(time.Millisecond))
 	if d.Flow == FlowReconcile {
@@ -207,11 +217,24 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 // tracer makes the span of each shoot operation; the flow's tasks are its children.
 var tracer = otel.Tracer("github.com/trellis-dev/trellis/agent/shoot")
 
-// run runs the flow d for shoot s and reports its progress and outcome on the shoot.
-// The flow continues the trace of the request that wrote the shoot's cached version, when the hub sent one.
+// traceparent is the trace the next operation on the shoot key continues: that of the write that asked for the work
+// of the shoot's cached version (the hub sends it with the version), until an operation continuing it succeeded;
+// "" then, or when the hub sent none, and the operation starts a trace of its own.
+func (c *Controller) traceparent(key string) string {
+	ns, name := hubobject.SplitKey(key)
+	tp := c.cfg.Cache.Traceparent(resources.Shoots, ns, name)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if tp == c.finished[key] {
+		return ""
+	}
+	return tp
+}
+
+// run runs the flow d for shoot s and reports its progress and outcome on the shoot, in a span that continues the
+// trace in ctx.
 func (c *Controller) run(ctx context.Context, s *corev1beta1.Shoot, d Decision, log *slog.Logger) (err error) {
 	md := s.GetMetadata()
-	ctx = tracing.WithTraceparent(ctx, c.cfg.Cache.Traceparent(resources.Shoots, md.GetNamespace(), md.GetName()))
 	ctx, span := tracer.Start(ctx, "shoot "+d.Flow.String(), trace.WithAttributes(
 		attribute.String("shoot", md.GetNamespace()+"/"+md.GetName()), attribute.String("operation", d.Type)))
 	defer func() {

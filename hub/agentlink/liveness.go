@@ -422,6 +422,7 @@ func (ss *session) rotate(req *agentv1.CertificateRequest) {
 	if block, _ := pem.Decode(cert.GetCertificatePem()); block != nil {
 		if x, err := x509.ParseCertificate(block.Bytes); err == nil {
 			ss.notAfter.Store(x.NotAfter.Unix())
+			ss.issuer.Store(string(x.AuthorityKeyId))
 		}
 	}
 	ss.sendControl(&agentv1.HubMessage{Message: &agentv1.HubMessage_Certificate{Certificate: cert}})

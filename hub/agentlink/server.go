@@ -30,6 +30,8 @@ type Identity struct {
 	Seed string
 	// CertNotAfter is the expiry of the seed client certificate.
 	CertNotAfter time.Time
+	// CertAuthorityKeyID is the authority key id of the seed client certificate (which CA issued it).
+	CertAuthorityKeyID []byte
 	// BootstrapTokenID is the id of the bootstrap token the stream authenticated with ("" otherwise).
 	BootstrapTokenID string
 }
@@ -39,9 +41,11 @@ type Source interface {
 	Collection(gr schema.GroupResource) (*store.Collection, bool)
 }
 
-// TrustBundle gives the hub's CA bundle in PEM (pki.Authority).
+// TrustBundle gives the hub's CA bundle in PEM and which CA signs new certificates (pki.Authority).
 type TrustBundle interface {
 	BundlePEM() []byte
+	// SignerKeyID is the subject key id of the CA that signs new certificates: during a CA rotation the new one.
+	SignerKeyID() []byte
 }
 
 // Config configures the agent link of one hub replica.

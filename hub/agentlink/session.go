@@ -75,6 +75,8 @@ type session struct {
 	ackedSeq      atomic.Int64
 	rotating      atomic.Bool
 	notAfter      atomic.Int64 // unix seconds of the client certificate's expiry
+	issuer        atomic.Value // string: the authority key id of the client certificate
+	caRenewSent   atomic.Bool  // the agent was asked to renew because another CA signs now
 
 	// Sender-owned.
 	seq        int64
@@ -194,6 +196,7 @@ func (s *Server) serveSession(ctx context.Context, id Identity, stream agentv1.A
 	ss.lastHeartbeat.Store(time.Now().UnixNano())
 	ss.healthy.Store(true)
 	ss.notAfter.Store(id.CertNotAfter.Unix())
+	ss.issuer.Store(string(id.CertAuthorityKeyID))
 	s.register(ss)
 	defer s.deregister(ss)
 
@@ -221,6 +224,7 @@ func (s *Server) serveSession(ctx context.Context, id Identity, stream agentv1.A
 		HubVersion: s.cfg.HubVersion, TunnelDomain: s.cfg.TunnelDomain,
 	}}})
 	s.cfg.Log.Info("agent session started", "seed", ss.seed, "session", ss.id, "resumed", resumed, "queued", ss.queueLen())
+	ss.checkIssuer()
 	s.metrics.sessionsStarted.Inc()
 
 	s.presence.set(ss.seed, ss.id, true)
@@ -495,6 +499,38 @@ func (ss *session) manifest() *agentv1.SyncComplete {
 		sc.Resources = append(sc.Resources, &agentv1.ResourceKeys{Resource: r, Keys: keys})
 	}
 	return sc
+}
+
+// TrustChanged re-checks the certificates of every session of this replica against the CA that signs now; call it
+// when the CA or its rotation changed. Agents whose certificates another CA issued are asked to renew: after a CA
+// rotation started, they get a certificate of the new CA with the trust bundle of both CAs over the link, so they
+// trust the hub whichever CA serves it, and the old CA can be dropped.
+func (s *Server) TrustChanged() {
+	s.mu.Lock()
+	sessions := make([]*session, 0, len(s.sessions))
+	for _, ss := range s.sessions {
+		sessions = append(sessions, ss)
+	}
+	s.mu.Unlock()
+	for _, ss := range sessions {
+		ss.checkIssuer()
+	}
+}
+
+// checkIssuer asks the agent, once per session, to renew its certificate when the CA that signs now did not issue
+// it.
+func (ss *session) checkIssuer() {
+	issuer, _ := ss.issuer.Load().(string)
+	if issuer == "" || ss.srv.cfg.CA == nil {
+		return
+	}
+	if signer := ss.srv.cfg.CA.SignerKeyID(); len(signer) == 0 || string(signer) == issuer || ss.caRenewSent.Swap(true) {
+		return
+	}
+	ss.srv.cfg.Log.Info("asking the agent to renew its certificate: the hub's CA rotates", "seed", ss.seed, "session", ss.id)
+	ss.sendControl(&agentv1.HubMessage{Message: &agentv1.HubMessage_RenewCertificate{RenewCertificate: &agentv1.RenewCertificate{
+		Reason: "the hub's CA rotates: the certificate was issued by another CA than the one that signs now",
+	}}})
 }
 
 // seedChanged reacts to a new state of the session's Seed: a renew-kubeconfig request, and the status the session

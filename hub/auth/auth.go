@@ -28,6 +28,9 @@ type User struct {
 	Seed string
 	// CertNotAfter is when the agent's client certificate expires (zero for token users).
 	CertNotAfter time.Time
+	// CertAuthorityKeyID is the authority key id of the agent's client certificate: which of the hub's CAs issued
+	// it (nil for token users).
+	CertAuthorityKeyID []byte
 	// BootstrapTokenID is the id of the bootstrap token a user authenticated with; "" for every other user.
 	BootstrapTokenID string
 	// BootstrapTokenDescription is the description of that bootstrap token's Secret (see SeedOfDescription).

@@ -42,10 +42,11 @@ func seedUser(chains [][]*x509.Certificate, now time.Time) (User, error) {
 		return User{}, fmt.Errorf("client certificate %s is not a seed client certificate (O=[%s], CN=%s<seed>)", subject, SeedsGroup, SeedUserPrefix)
 	}
 	return User{
-		Name:         leaf.Subject.CommonName,
-		Groups:       []string{SeedsGroup, GroupAuthned},
-		Seed:         seed,
-		CertNotAfter: leaf.NotAfter,
+		Name:               leaf.Subject.CommonName,
+		Groups:             []string{SeedsGroup, GroupAuthned},
+		Seed:               seed,
+		CertNotAfter:       leaf.NotAfter,
+		CertAuthorityKeyID: leaf.AuthorityKeyId,
 	}, nil
 }
 

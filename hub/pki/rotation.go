@@ -127,6 +127,9 @@ func (a *Authority) Signer() *CA {
 	return a.current
 }
 
+// SignerKeyID returns the subject key id of Signer: the authority key id of the certificates it issues.
+func (a *Authority) SignerKeyID() []byte { return a.Signer().Cert.SubjectKeyId }
+
 // trusted returns the CAs certificates are accepted from: the current one and, during a rotation, the next one.
 func (a *Authority) trusted() []*CA {
 	a.mu.RLock()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -327,6 +328,7 @@ type plan struct {
 // store (the current one for a delete) with the resourceVersion of the state it was decided on, as kube-apiserver's
 // dry runs answer.
 func (c *Collection) guaranteed(ctx context.Context, namespace, name string, dryRun bool, decide func(cur Object) (plan, error)) (_ Object, _ bool, err error) {
+	requested := trace.SpanContextFromContext(ctx).IsSampled() // a traced request's write, not a hub loop's
 	ctx, span := tracer.Start(ctx, "store.Update "+c.gr.String())
 	defer func() { endSpan(span, err) }()
 	objKey := objectKey(namespace, name)
@@ -421,7 +423,11 @@ func (c *Collection) guaranteed(ctx context.Context, namespace, name string, dry
 		}
 		rev := resp.Header.Revision
 		c.wrote(rev)
-		c.store.cfg.Traces.Record(ctx, rev)
+		if requested && (p.delete || p.next == nil || intentChanged(c.shape.metaOf(cur), c.shape.metaOf(p.next))) {
+			c.store.cfg.Traces.Record(ctx, rev)
+		} else {
+			c.store.cfg.Traces.Carry(rev, curRev)
+		}
 		out := p.next
 		if out == nil {
 			out = clone(cur)
@@ -430,6 +436,14 @@ func (c *Collection) guaranteed(ctx context.Context, namespace, name string, dry
 		return out, p.delete, nil
 	}
 	return nil, false, apierrors.NewConflict(c.gr, name, fmt.Errorf("gave up after %d conflicting attempts", maxUpdateAttempts))
+}
+
+// intentChanged reports whether a write from cur to next asks for work: a new generation (the desired state or an
+// operation annotation) or the start of the deletion. The agent link sends the version such a write of a traced
+// request made with the request's trace, and later versions that only move status, labels or finalizers, or that the
+// hub's own loops wrote (the scheduler's binding), with that same trace (tracing.Index).
+func intentChanged(cur, next *metav1.ObjectMeta) bool {
+	return cur.GetGeneration() != next.GetGeneration() || (cur.GetDeletionTimestamp() == nil) != (next.GetDeletionTimestamp() == nil)
 }
 
 // dryRun is guaranteed's dry run.

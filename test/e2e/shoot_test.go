@@ -258,6 +258,36 @@ func rssKiB(pid int) int64 {
 	return 0
 }
 
+// examples creates the example resources but the example shoot, and returns that shoot renamed to e2e (at
+// e2eShootPath), without a seed (the hub's scheduler places it), for the test to create.
+func (r *rest) examples() map[string]any {
+	r.t.Helper()
+	examples, err := landscape.Examples()
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	var shootJSON []byte
+	for _, e := range examples {
+		if e.Kind.Kind == "Shoot" {
+			shootJSON = e.JSON
+			continue
+		}
+		if code, body := r.do(http.MethodPost, e.Path(), e.JSON); code != http.StatusCreated && code != http.StatusConflict {
+			r.t.Fatalf("create %s: %d %s", e.File, code, body)
+		}
+	}
+	var shoot map[string]any
+	if err := json.Unmarshal(shootJSON, &shoot); err != nil {
+		r.t.Fatal(err)
+	}
+	md := shoot["metadata"].(map[string]any)
+	md["name"] = "e2e"
+	spec := shoot["spec"].(map[string]any)
+	delete(spec, "seedName")
+	spec["dns"] = map[string]any{"domain": "e2e.local.local.trellis.dev"}
+	return shoot
+}
+
 // TestShootLifecycle runs a shoot through its life on a landscape of real binaries over real TCP: two seeds (real
 // kube-apiservers with kube-controller-manager), each with trellis-agent and provider-local, and the hub.
 func TestShootLifecycle(t *testing.T) {
@@ -277,31 +307,7 @@ func TestShootLifecycle(t *testing.T) {
 		},
 	})
 	r := newREST(t, l)
-
-	// The example resources without the example shoot; the test's shoot is created below.
-	examples, err := landscape.Examples()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var shootJSON []byte
-	for _, e := range examples {
-		if e.Kind.Kind == "Shoot" {
-			shootJSON = e.JSON
-			continue
-		}
-		if code, body := r.do(http.MethodPost, e.Path(), e.JSON); code != http.StatusCreated && code != http.StatusConflict {
-			t.Fatalf("create %s: %d %s", e.File, code, body)
-		}
-	}
-	var shoot map[string]any
-	if err := json.Unmarshal(shootJSON, &shoot); err != nil {
-		t.Fatal(err)
-	}
-	md := shoot["metadata"].(map[string]any)
-	md["name"] = "e2e"
-	spec := shoot["spec"].(map[string]any)
-	delete(spec, "seedName") // the hub's scheduler places it
-	spec["dns"] = map[string]any{"domain": "e2e.local.local.trellis.dev"}
+	shoot := r.examples()
 
 	// Create → Succeeded.
 	r.must(http.StatusCreated, http.MethodPost, "/apis/core.gardener.cloud/v1beta1/namespaces/garden-local/shoots", shoot)
