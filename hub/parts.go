@@ -113,8 +113,12 @@ func (h *Hub) newAPI(ctx context.Context, st *store.Store, services grpc.Service
 	if err != nil {
 		return nil, err
 	}
+	types, err := openapi.TypeConverter(docs)
+	if err != nil {
+		return nil, err
+	}
 	return api.NewRegistry(ctx, api.Config{
-		Store: st, Services: services, PatchMeta: patchMeta,
+		Store: st, Services: services, PatchMeta: patchMeta, TypeConverter: types,
 		Indexes:         append(authz.Indexes(), api.Index{Resource: auth.AccessTokens, Name: auth.TokenHashIndex, Values: auth.TokenHashes}),
 		Admission:       plugins,
 		AdmissionConfig: admission.Config{AccessTokenMaxLifetime: h.cfg.MaxTokenLifetime, Now: h.cfg.Now},
