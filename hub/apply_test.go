@@ -1,10 +1,20 @@
 package hub_test
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	"github.com/trellis-dev/trellis/gateway"
+	"github.com/trellis-dev/trellis/hub/api"
+	kcorev1 "github.com/trellis-dev/trellis/proto/gen/trellis/kubernetes/core/v1"
+	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
 	"github.com/trellis-dev/trellis/test/hubtest"
 )
 
@@ -141,5 +151,42 @@ func TestServerSideApply(t *testing.T) {
 	}
 	if o := owners(managedFieldsOf(t, out), "f:spec", "f:provider", "f:workers", `k:{"name":"w2"}`); len(o) != 1 || o[0] != "autoscaler/Apply" {
 		t.Errorf("worker w2 owned by %v, want autoscaler", o)
+	}
+}
+
+// TestServerSideApplyGRPC: over gRPC, server-side apply is a Patch of type application/apply-patch+yaml with the
+// field manager and force as metadata (gateway.MetadataFieldManager, gateway.MetadataForce); a conflict is Aborted
+// (409), and a single empty managedFields entry in an update resets them.
+func TestServerSideApplyGRPC(t *testing.T) {
+	h := hubtest.Start(t)
+	garden(t, h)
+	cms := kcorev1.NewConfigMapServiceClient(h.GRPC(t))
+	as := func(manager string, force bool) context.Context {
+		ctx := metadata.AppendToOutgoingContext(context.Background(), gateway.MetadataFieldManager, manager)
+		if force {
+			ctx = metadata.AppendToOutgoingContext(ctx, gateway.MetadataForce, "true")
+		}
+		return ctx
+	}
+	apply := func(ctx context.Context, value string) (*kcorev1.ConfigMap, error) {
+		return cms.Patch(ctx, &metav1.PatchRequest{Namespace: "garden-dev", Name: "g", PatchType: api.PatchTypeApply,
+			Patch: &metav1.RawExtension{Raw: []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"g"},"data":{"a":"` + value + `"}}`)}}, grpc.WaitForReady(true))
+	}
+	out, err := apply(as("one", false), "1")
+	if err != nil || len(out.GetMetadata().GetManagedFields()) != 1 || out.GetMetadata().GetManagedFields()[0].GetManager() != "one" {
+		t.Fatalf("apply over gRPC: %v %v", out.GetMetadata(), err)
+	}
+	if _, err = apply(as("two", false), "2"); status.Code(err) != codes.Aborted || !strings.Contains(err.Error(), `conflict with "one"`) {
+		t.Errorf("conflicting apply over gRPC: want Aborted naming the manager, got %v", err)
+	}
+	if out, err = apply(as("two", true), "2"); err != nil || out.GetData()["a"] != "2" {
+		t.Errorf("forced apply over gRPC: %v %v", out, err)
+	}
+	if _, err = apply(context.Background(), "3"); status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "fieldManager") {
+		t.Errorf("apply without a field manager over gRPC: want InvalidArgument, got %v", err)
+	}
+	out.Metadata.ManagedFields = []*metav1.ManagedFieldsEntry{{}}
+	if out, err = cms.Update(context.Background(), out); err != nil || len(out.GetMetadata().GetManagedFields()) != 0 {
+		t.Errorf("update with one empty managedFields entry: want them reset, got %v %v", out.GetMetadata().GetManagedFields(), err)
 	}
 }

@@ -13,8 +13,8 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	kmetav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	kvalidation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	kvalidation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -41,7 +41,7 @@ func newFieldManagers(tc managedfields.TypeConverter, k Kind) (fieldManagers, er
 	if tc == nil {
 		return nil, nil
 	}
-	gvk := schema.GroupVersionKind{Group: k.Group, Version: k.Version, Kind: k.Kind}
+	gvk := k.GroupVersionKind()
 	out := fieldManagers{}
 	subs := []string{""}
 	if k.Status {
@@ -123,16 +123,16 @@ func (s *Server[T, L, E, PE]) toUnstructured(obj T) (*unstructured.Unstructured,
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
 	}
-	return s.jsonToUnstructured(b)
+	return jsonToUnstructured(b, s.gvk())
 }
 
-func (s *Server[T, L, E, PE]) jsonToUnstructured(doc []byte) (*unstructured.Unstructured, error) {
+// jsonToUnstructured reads the JSON of an object of kind gvk.
+func jsonToUnstructured(doc []byte, gvk schema.GroupVersionKind) (*unstructured.Unstructured, error) {
 	u := &unstructured.Unstructured{Object: map[string]any{}}
 	if err := utiljson.Unmarshal(doc, &u.Object); err != nil {
 		return nil, apierrors.NewBadRequest(err.Error())
 	}
-	u.SetAPIVersion(s.kind.APIVersion())
-	u.SetKind(s.kind.Kind)
+	u.SetGroupVersionKind(gvk)
 	return u, nil
 }
 
@@ -171,9 +171,7 @@ func (s *Server[T, L, E, PE]) recordUpdate(ctx context.Context, sub string, live
 	return nil
 }
 
-func (s *Server[T, L, E, PE]) gvk() schema.GroupVersionKind {
-	return schema.GroupVersionKind{Group: s.kind.Group, Version: s.kind.Version, Kind: s.kind.Kind}
-}
+func (s *Server[T, L, E, PE]) gvk() schema.GroupVersionKind { return s.kind.GroupVersionKind() }
 
 // applyFunc returns what applies a server-side apply patch to the JSON of the current object (an empty object of
 // the kind when the apply creates it): the merged object's JSON with its managedFields, or 409 Conflict naming the
@@ -190,6 +188,16 @@ func (s *Server[T, L, E, PE]) applyFunc(ctx context.Context, sub string, patch [
 		return nil, apierrors.NewInvalid(schema.GroupKind{Group: kmetav1.GroupName, Kind: optionsPatch}, "", errs)
 	}
 	manager, force := opts.FieldManager, *opts.Force
+	applied, err := parseApplyPatch(patch)
+	if err != nil {
+		return nil, err
+	}
+	gvk := s.gvk()
+	return func(doc []byte) ([]byte, error) { return applyPatch(fm, gvk, doc, applied, manager, force) }, nil
+}
+
+// parseApplyPatch reads a server-side apply patch (YAML or JSON), as kube-apiserver reads it.
+func parseApplyPatch(patch []byte) (*unstructured.Unstructured, error) {
 	applied := &unstructured.Unstructured{Object: map[string]any{}}
 	if err := yaml.Unmarshal(patch, &applied.Object); err != nil {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("error decoding YAML: %v", err))
@@ -197,21 +205,26 @@ func (s *Server[T, L, E, PE]) applyFunc(ctx context.Context, sub string, patch [
 	if applied.Object == nil {
 		return nil, apierrors.NewBadRequest("error decoding YAML: the apply patch is empty")
 	}
-	return func(doc []byte) ([]byte, error) {
-		live, err := s.jsonToUnstructured(doc)
-		if err != nil {
+	return applied, nil
+}
+
+// applyPatch merges applied into doc, the JSON of the live object of kind gvk (an empty one to create it), with fm
+// for manager: the merged object's JSON with its managedFields. Conflicts are 409 with kube-apiserver's message and
+// causes; an applied object that does not fit the kind's schema is 400.
+func applyPatch(fm *managedfields.FieldManager, gvk schema.GroupVersionKind, doc []byte, applied *unstructured.Unstructured, manager string, force bool) ([]byte, error) {
+	live, err := jsonToUnstructured(doc, gvk)
+	if err != nil {
+		return nil, err
+	}
+	out, err := fm.Apply(live, applied.DeepCopy(), manager, force)
+	if err != nil {
+		var st apierrors.APIStatus
+		if errors.As(err, &st) {
 			return nil, err
 		}
-		out, err := fm.Apply(live, applied.DeepCopy(), manager, force)
-		if err != nil {
-			var st apierrors.APIStatus
-			if errors.As(err, &st) {
-				return nil, err
-			}
-			return nil, apierrors.NewBadRequest(err.Error())
-		}
-		return runtime.Encode(unstructured.UnstructuredJSONScheme, out)
-	}, nil
+		return nil, apierrors.NewBadRequest(err.Error())
+	}
+	return runtime.Encode(unstructured.UnstructuredJSONScheme, out)
 }
 
 // fromKubeManagedFields converts managed fields to the proto's.
