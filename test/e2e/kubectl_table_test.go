@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/trellis-dev/trellis/hub"
 	"github.com/trellis-dev/trellis/hub/api"
@@ -126,5 +127,50 @@ func TestKubectlGetTable(t *testing.T) {
 	out = fields(kc("get", "projects"))
 	if len(out) != 2 || out[0] != "NAME NAMESPACE STATUS OWNER CREATOR AGE" || !strings.HasPrefix(out[1], "dev garden-dev ") {
 		t.Errorf("kubectl get projects: %q", out)
+	}
+}
+
+// TestKubectlGetWatchTable: `kubectl get shoots -w` asks for a watch of Tables: the hub answers events whose
+// objects are Tables of one row, the first with the column definitions, so kubectl prints Gardener's columns for
+// the shoot as it is, then a row for its change.
+func TestKubectlGetWatchTable(t *testing.T) {
+	kubectl := kubectlBinary(t)
+	h := hubtest.Start(t, func(c *hub.Config) { c.Controllers, c.DisableScheduler = []string{"project"}, true })
+	for _, w := range []struct{ path, body string }{
+		{"/apis/core.gardener.cloud/v1beta1/cloudprofiles", `{"metadata":{"name":"local"},"spec":{"type":"local","kubernetes":{"versions":[{"version":"1.35.4"}]},
+			"machineImages":[{"name":"gardenlinux","versions":[{"version":"1.0.0"}]}],"machineTypes":[{"name":"m5.large","cpu":"2","gpu":"0","memory":"8Gi"}],
+			"regions":[{"name":"local"}]}}`},
+		{"/apis/core.gardener.cloud/v1beta1/projects", `{"metadata":{"name":"dev"},"spec":{"namespace":"garden-dev"}}`},
+	} {
+		if code, out := h.Do(t, "POST", w.path, w.body); code != 201 {
+			t.Fatalf("POST %s: %d %s", w.path, code, out)
+		}
+	}
+	h.WaitNamespace(t, "garden-dev")
+	for _, w := range []struct{ path, body string }{
+		{"/apis/security.gardener.cloud/v1alpha1/namespaces/garden-dev/credentialsbindings", `{"metadata":{"name":"local"},"provider":{"type":"local"},
+			"credentialsRef":{"apiVersion":"v1","kind":"Secret","name":"local","namespace":"garden-dev"}}`},
+		{"/apis/core.gardener.cloud/v1beta1/namespaces/garden-dev/shoots", `{"metadata":{"name":"watched"},"spec":{"cloudProfile":{"name":"local"},
+			"credentialsBindingName":"local","region":"local","kubernetes":{"version":"1.35.4"},
+			"provider":{"type":"local","workers":[{"name":"w1","minimum":1,"maximum":2,"machine":{"type":"m5.large"}}]},"networking":{"type":"calico","nodes":"10.0.0.0/16"}}}`},
+	} {
+		if code, out := h.Do(t, "POST", w.path, w.body); code != 201 {
+			t.Fatalf("POST %s: %d %s", w.path, code, out)
+		}
+	}
+	kc := kubectlAs(t, kubectl, h, h.Token)
+	go func() {
+		time.Sleep(2 * time.Second)
+		h.Do(t, "PATCH", "/apis/core.gardener.cloud/v1beta1/namespaces/garden-dev/shoots/watched", `{"spec":{"hibernation":{"enabled":true}}}`,
+			"Content-Type", "application/merge-patch+json")
+	}()
+	out, _ := kc("get", "shoots", "-w", "--request-timeout=5s")
+	var rows []string
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		rows = append(rows, strings.Join(strings.Fields(l), " "))
+	}
+	if len(rows) < 3 || rows[0] != "NAME CLOUDPROFILE PROVIDER REGION K8S VERSION HIBERNATION LAST OPERATION STATUS AGE" ||
+		!strings.HasPrefix(rows[1], "watched local local local 1.35.4 Awake ") || !strings.HasPrefix(rows[2], "watched local local local 1.35.4 Hibernating ") {
+		t.Errorf("kubectl get shoots -w: want Gardener's columns, the shoot, then its change; got\n%s", out)
 	}
 }
