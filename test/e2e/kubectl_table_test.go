@@ -60,7 +60,7 @@ func TestKubectlGetTable(t *testing.T) {
 		}
 	}
 	shoots := get("/apis/core.gardener.cloud/v1beta1/shoots")
-	if got, want := names(shoots, true), "Name,CLOUDPROFILE,PROVIDER,REGION,K8S VERSION,HIBERNATION,LAST OPERATION,STATUS,Age,SEED,PURPOSE,TECHNICAL ID"; got != want {
+	if got, want := names(shoots, true), "Name,CLOUDPROFILE,PROVIDER,REGION,K8S VERSION,HIBERNATION,LAST OPERATION,STATUS,Age,SEED,PURPOSE,GARDENER VERSION,APISERVER,CONTROL,OBSERVABILITY,NODES,SYSTEM,TECHNICAL ID"; got != want {
 		t.Errorf("shoot columns: want Gardener's %s, got %s", want, got)
 	}
 	if tb := get("/apis/core.gardener.cloud/v1beta1/shoots", "Accept", "application/json;as=Table;v=v1beta1;g=meta.k8s.io"); tb.APIVersion != "meta.k8s.io/v1beta1" {
@@ -113,11 +113,11 @@ func TestKubectlGetTable(t *testing.T) {
 		return rows
 	}
 	out := fields(kc("get", "cloudprofiles"))
-	if len(out) != 2 || out[0] != "NAME TYPE AGE" || !strings.HasPrefix(out[1], "local local ") {
+	if len(out) != 2 || out[0] != "NAME PROVIDER AGE" || !strings.HasPrefix(out[1], "local local ") {
 		t.Errorf("kubectl get cloudprofiles: %q", out)
 	}
 	out = fields(kc("get", "cloudprofiles", "-o", "wide"))
-	if len(out) != 2 || out[0] != "NAME TYPE AGE REGIONS" || !strings.HasSuffix(out[1], " eu-1,eu-2") {
+	if len(out) != 2 || out[0] != "NAME PROVIDER AGE REGIONS" || !strings.HasSuffix(out[1], " eu-1,eu-2") {
 		t.Errorf("kubectl get cloudprofiles -o wide: %q", out)
 	}
 	out = fields(kc("get", "configmaps"))
