@@ -242,14 +242,14 @@ func fromKubeManagedFields(in []kmetav1.ManagedFieldsEntry) []*metav1.ManagedFie
 			pe.Time = timestamppb.New(e.Time.Time)
 		}
 		if e.FieldsV1 != nil {
-			pe.FieldsV1 = &metav1.RawExtension{Raw: e.FieldsV1.Raw}
+			pe.FieldsV1 = &metav1.RawExtension{Raw: e.FieldsV1.GetRawBytes()}
 		}
 		out = append(out, pe)
 	}
 	return out
 }
 
-// toKubeManagedFields converts the proto's managed fields to apimachinery's (for validation).
+// toKubeManagedFields converts the proto's managed fields to apimachinery's (validated with the metadata).
 func toKubeManagedFields(in []*metav1.ManagedFieldsEntry) []kmetav1.ManagedFieldsEntry {
 	if len(in) == 0 {
 		return nil
@@ -265,7 +265,7 @@ func toKubeManagedFields(in []*metav1.ManagedFieldsEntry) []kmetav1.ManagedField
 			ke.Time = &kt
 		}
 		if f := e.GetFieldsV1(); f != nil {
-			ke.FieldsV1 = &kmetav1.FieldsV1{Raw: f.GetRaw()}
+			ke.FieldsV1 = kmetav1.NewFieldsV1(string(f.GetRaw()))
 		}
 		out = append(out, ke)
 	}
