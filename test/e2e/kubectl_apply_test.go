@@ -20,14 +20,10 @@ import (
 	"github.com/trellis-dev/trellis/test/hubtest"
 )
 
-// TestKubectlServerSideApply: the real kubectl's `apply --server-side` against the hub creates and updates a
-// config map and a Gardener kind, a second field manager's apply of a field the first owns fails with kubectl's
-// conflict report and succeeds with --force-conflicts, which moves the field to it; client-go's typed apply
-// configurations (ConfigMap), its dynamic client (a Shoot, created and changed by apply) and a controller-runtime
-// client apply as well.
-func TestKubectlServerSideApply(t *testing.T) {
-	kubectl := kubectlBinary(t)
-	h := hubtest.Start(t, func(c *hub.Config) { c.Controllers, c.DisableScheduler = []string{"project"}, true })
+// shootGarden makes what a shoot in garden-dev needs on hub h (a hub running the project controller): the
+// CloudProfile "local", the project "dev" with its namespace, the CredentialsBinding "local".
+func shootGarden(t *testing.T, h *hubtest.Hub) {
+	t.Helper()
 	for _, w := range []struct{ path, body string }{
 		{"/apis/core.gardener.cloud/v1beta1/cloudprofiles", `{"metadata":{"name":"local"},"spec":{"type":"local","kubernetes":{"versions":[{"version":"1.35.4"}]},
 			"machineImages":[{"name":"gardenlinux","versions":[{"version":"1.0.0"}]}],"machineTypes":[{"name":"m5.large","cpu":"2","gpu":"0","memory":"8Gi"}],
@@ -43,6 +39,17 @@ func TestKubectlServerSideApply(t *testing.T) {
 		`{"metadata":{"name":"local"},"provider":{"type":"local"},"credentialsRef":{"apiVersion":"v1","kind":"Secret","name":"local","namespace":"garden-dev"}}`); code != 201 {
 		t.Fatalf("credentials binding: %d %s", code, out)
 	}
+}
+
+// TestKubectlServerSideApply: the real kubectl's `apply --server-side` against the hub creates and updates a
+// config map and a Gardener kind, a second field manager's apply of a field the first owns fails with kubectl's
+// conflict report and succeeds with --force-conflicts, which moves the field to it; client-go's typed apply
+// configurations (ConfigMap), its dynamic client (a Shoot, created and changed by apply) and a controller-runtime
+// client apply as well.
+func TestKubectlServerSideApply(t *testing.T) {
+	kubectl := kubectlBinary(t)
+	h := hubtest.Start(t, func(c *hub.Config) { c.Controllers, c.DisableScheduler = []string{"project"}, true })
+	shootGarden(t, h)
 	kc := kubectlAs(t, kubectl, h, h.Token)
 	ok := func(args ...string) string {
 		t.Helper()

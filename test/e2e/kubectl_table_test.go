@@ -136,27 +136,11 @@ func TestKubectlGetTable(t *testing.T) {
 func TestKubectlGetWatchTable(t *testing.T) {
 	kubectl := kubectlBinary(t)
 	h := hubtest.Start(t, func(c *hub.Config) { c.Controllers, c.DisableScheduler = []string{"project"}, true })
-	for _, w := range []struct{ path, body string }{
-		{"/apis/core.gardener.cloud/v1beta1/cloudprofiles", `{"metadata":{"name":"local"},"spec":{"type":"local","kubernetes":{"versions":[{"version":"1.35.4"}]},
-			"machineImages":[{"name":"gardenlinux","versions":[{"version":"1.0.0"}]}],"machineTypes":[{"name":"m5.large","cpu":"2","gpu":"0","memory":"8Gi"}],
-			"regions":[{"name":"local"}]}}`},
-		{"/apis/core.gardener.cloud/v1beta1/projects", `{"metadata":{"name":"dev"},"spec":{"namespace":"garden-dev"}}`},
-	} {
-		if code, out := h.Do(t, "POST", w.path, w.body); code != 201 {
-			t.Fatalf("POST %s: %d %s", w.path, code, out)
-		}
-	}
-	h.WaitNamespace(t, "garden-dev")
-	for _, w := range []struct{ path, body string }{
-		{"/apis/security.gardener.cloud/v1alpha1/namespaces/garden-dev/credentialsbindings", `{"metadata":{"name":"local"},"provider":{"type":"local"},
-			"credentialsRef":{"apiVersion":"v1","kind":"Secret","name":"local","namespace":"garden-dev"}}`},
-		{"/apis/core.gardener.cloud/v1beta1/namespaces/garden-dev/shoots", `{"metadata":{"name":"watched"},"spec":{"cloudProfile":{"name":"local"},
-			"credentialsBindingName":"local","region":"local","kubernetes":{"version":"1.35.4"},
-			"provider":{"type":"local","workers":[{"name":"w1","minimum":1,"maximum":2,"machine":{"type":"m5.large"}}]},"networking":{"type":"calico","nodes":"10.0.0.0/16"}}}`},
-	} {
-		if code, out := h.Do(t, "POST", w.path, w.body); code != 201 {
-			t.Fatalf("POST %s: %d %s", w.path, code, out)
-		}
+	shootGarden(t, h)
+	if code, out := h.Do(t, "POST", "/apis/core.gardener.cloud/v1beta1/namespaces/garden-dev/shoots", `{"metadata":{"name":"watched"},"spec":{"cloudProfile":{"name":"local"},
+		"credentialsBindingName":"local","region":"local","kubernetes":{"version":"1.35.4"},
+		"provider":{"type":"local","workers":[{"name":"w1","minimum":1,"maximum":2,"machine":{"type":"m5.large"}}]},"networking":{"type":"calico","nodes":"10.0.0.0/16"}}}`); code != 201 {
+		t.Fatalf("shoot: %d %s", code, out)
 	}
 	kc := kubectlAs(t, kubectl, h, h.Token)
 	go func() {
