@@ -201,7 +201,7 @@ fuzz:
 			echo "fuzz $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg; \
 		done; done
 
-## bench-api: REST benchmark of 10,000 realistic shoots against a real hub (create, get, list, watch).
+## bench-api: REST benchmark of 10,000 realistic shoots against a real hub (create, get, update, list, watch, apply, delete).
 bench-api: build
 	$(GO) run ./test/bench/api $(BENCH_ARGS)
 

@@ -3,6 +3,7 @@ package gateway
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -61,6 +62,8 @@ func newMux(objectJSON func(proto.Message) ([]byte, bool), public func(context.C
 		runtime.WithMarshalerOption("application/merge-patch+json", strict),
 		runtime.WithMarshalerOption("application/json-patch+json", strict),
 		runtime.WithMarshalerOption("application/strategic-merge-patch+json", strict),
+		// Server-side apply's YAML (or JSON) body, read into JSON; answers are JSON.
+		runtime.WithMarshalerOption(PatchTypeApply, &Marshaler{ReadYAML: true, ObjectJSON: objectJSON}),
 		runtime.WithMarshalerOption(mimeJSONLenient, lenient),
 		runtime.WithMarshalerOption(MIMEYAML, &Marshaler{YAML: true, ObjectJSON: objectJSON}),
 		runtime.WithErrorHandler(func(_ context.Context, _ *runtime.ServeMux, _ runtime.Marshaler, w http.ResponseWriter, r *http.Request, err error) {
@@ -79,7 +82,7 @@ func incomingHeader(key string) (string, bool) {
 	switch k := strings.ToLower(key); k {
 	case "user-agent":
 		return "x-forwarded-user-agent", true
-	case MetadataDryRun, MetadataFieldValidation, MetadataPropagationPolicy:
+	case MetadataDryRun, MetadataFieldValidation, MetadataPropagationPolicy, MetadataFieldManager, MetadataForce, MetadataResetManagedFields:
 		return k, true
 	}
 	return "", false
@@ -145,6 +148,9 @@ func (h *handler) prepare(r *http.Request) *apierrors.StatusError {
 	r.Header.Del(MetadataDryRun)
 	r.Header.Del(MetadataFieldValidation)
 	r.Header.Del(MetadataPropagationPolicy)
+	r.Header.Del(MetadataFieldManager)
+	r.Header.Del(MetadataForce)
+	r.Header.Del(MetadataResetManagedFields)
 	if _, _, ok := resourcePath(r.URL.Path); !ok {
 		return nil
 	}
@@ -191,6 +197,21 @@ func (h *handler) prepare(r *http.Request) *apierrors.StatusError {
 	if opts.propagation != "" {
 		r.Header.Set(MetadataPropagationPolicy, opts.propagation)
 	}
+	if opts.fieldManager != "" {
+		r.Header.Set(MetadataFieldManager, opts.fieldManager)
+	}
+	if opts.force {
+		r.Header.Set(MetadataForce, "true")
+	}
+	if r.Method == http.MethodPut {
+		reset, st := resetsManagedFields(r, ct)
+		if st != nil {
+			return st
+		}
+		if reset {
+			r.Header.Set(MetadataResetManagedFields, "true")
+		}
+	}
 	// What the routes must not read from the query: the options are read above, and a route's request message
 	// could take a parameter of the same name for something else.
 	for _, p := range []string{"dryRun", "fieldValidation", "fieldManager", "force", "pretty", "propagationPolicy", "gracePeriodSeconds",
@@ -222,6 +243,38 @@ func (h *handler) prepare(r *http.Request) *apierrors.StatusError {
 	}
 	r.URL.RawQuery = q.Encode()
 	return nil
+}
+
+// resetsManagedFields reports whether an update's body sets metadata.managedFields to an empty list, which resets
+// them in Kubernetes (the kinds' services cannot tell it from no list: the gateway tells them). The body stays
+// readable for the route.
+func resetsManagedFields(r *http.Request, contentType string) (bool, *apierrors.StatusError) {
+	if r.Body == nil {
+		return false, nil
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
+	if err != nil {
+		return false, apierrors.NewBadRequest(err.Error())
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	if !bytes.Contains(body, []byte("managedFields")) {
+		return false, nil
+	}
+	if contentType == MIMEYAML {
+		if body, err = yaml.YAMLToJSON(body); err != nil {
+			return false, nil // the route reports the body's error
+		}
+	}
+	var doc struct {
+		Metadata struct {
+			ManagedFields *[]json.RawMessage `json:"managedFields"`
+		} `json:"metadata"`
+	}
+	if json.Unmarshal(body, &doc) != nil {
+		return false, nil
+	}
+	mf := doc.Metadata.ManagedFields
+	return mf != nil && len(*mf) == 0, nil
 }
 
 func isTrue(v string) bool { return v == "true" || v == "1" }

@@ -32,6 +32,8 @@ type Marshaler struct {
 	Lenient bool
 	// YAML writes YAML instead of JSON.
 	YAML bool
+	// ReadYAML reads YAML (or JSON) and writes JSON: server-side apply's patches.
+	ReadYAML bool
 	// ObjectJSON, when set, returns the memoized JSON of an object served from the hub's cache (false for other
 	// messages); lists and gets are then assembled from it instead of being encoded anew.
 	ObjectJSON func(m proto.Message) ([]byte, bool)
@@ -86,7 +88,7 @@ func (m *Marshaler) Unmarshal(data []byte, v any) error {
 		}
 		return json.Unmarshal(data, v)
 	}
-	if m.YAML {
+	if m.YAML || m.ReadYAML {
 		j, err := yaml.YAMLToJSON(data)
 		if err != nil {
 			return fmt.Errorf("invalid YAML: %w", err)

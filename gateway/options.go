@@ -36,13 +36,27 @@ const (
 	// behind the foregroundDeletion finalizer, until its dependents that block owner deletion are gone) or
 	// "Background" (the default: the object goes at once, the garbage collector deletes its dependents after it).
 	MetadataPropagationPolicy = "x-trellis-propagation-policy"
+	// MetadataFieldManager carries the fieldManager of a write (Create, Update, UpdateStatus, UpdateBinding, Patch):
+	// the name its changes are recorded under in metadata.managedFields. Server-side apply (a Patch of type
+	// application/apply-patch+yaml) requires it; other writes default to the client's user agent, as in Kubernetes.
+	MetadataFieldManager = "x-trellis-field-manager"
+	// MetadataForce carries a server-side apply's force option: "true" takes the fields it conflicts on from their
+	// other managers instead of failing with 409 Conflict.
+	MetadataForce = "x-trellis-force"
+	// MetadataResetManagedFields is set by the REST gateway when an update's body has an empty
+	// metadata.managedFields list, which resets them (protobuf, and so gRPC, cannot tell an empty list from none; a
+	// gRPC client sends a single empty entry instead).
+	MetadataResetManagedFields = "x-trellis-reset-managed-fields"
 )
+
+// PatchTypeApply is server-side apply's patch type.
+const PatchTypeApply = string(types.ApplyYAMLPatchType)
 
 // Media types the REST face reads and writes. Bodies in any other type are refused with 415, answers in any other
 // type with 406, both naming these, as kube-apiserver names its own.
 var (
 	bodyTypes  = []string{MIMEJSON, MIMEYAML}
-	patchTypes = []string{string(types.JSONPatchType), string(types.MergePatchType), string(types.StrategicMergePatchType)}
+	patchTypes = []string{string(types.JSONPatchType), string(types.MergePatchType), string(types.StrategicMergePatchType), PatchTypeApply}
 )
 
 // options is what the gateway read from a request's options: the metadata for the kinds' services and the
@@ -50,6 +64,9 @@ var (
 type options struct {
 	dryRun          []string
 	fieldValidation string
+	// fieldManager and force are a write's fieldManager and a patch's force.
+	fieldManager string
+	force        bool
 	// propagation is a delete's propagationPolicy (orphanDependents true is Orphan), "" when it names none.
 	propagation string
 	// route holds parameters for the route's request message (a delete's preconditions from its body).
@@ -75,7 +92,7 @@ func requestOptions(method, path string, q url.Values, contentType string, body 
 		if errs := kvalidation.ValidateCreateOptions(&opts); len(errs) > 0 {
 			return o, invalid("CreateOptions", errs)
 		}
-		o.dryRun, o.fieldValidation = opts.DryRun, opts.FieldValidation
+		o.dryRun, o.fieldValidation, o.fieldManager = opts.DryRun, opts.FieldValidation, opts.FieldManager
 	case http.MethodPut:
 		var opts kmetav1.UpdateOptions
 		if err := decodeParameters(q, &opts); err != nil {
@@ -84,7 +101,7 @@ func requestOptions(method, path string, q url.Values, contentType string, body 
 		if errs := kvalidation.ValidateUpdateOptions(&opts); len(errs) > 0 {
 			return o, invalid("UpdateOptions", errs)
 		}
-		o.dryRun, o.fieldValidation = opts.DryRun, opts.FieldValidation
+		o.dryRun, o.fieldValidation, o.fieldManager = opts.DryRun, opts.FieldValidation, opts.FieldManager
 	case http.MethodPatch:
 		var opts kmetav1.PatchOptions
 		if err := decodeParameters(q, &opts); err != nil {
@@ -93,7 +110,8 @@ func requestOptions(method, path string, q url.Values, contentType string, body 
 		if errs := kvalidation.ValidatePatchOptions(&opts, types.PatchType(contentType)); len(errs) > 0 {
 			return o, invalid("PatchOptions", errs)
 		}
-		o.dryRun, o.fieldValidation = opts.DryRun, opts.FieldValidation
+		o.dryRun, o.fieldValidation, o.fieldManager = opts.DryRun, opts.FieldValidation, opts.FieldManager
+		o.force = opts.Force != nil && *opts.Force
 	case http.MethodDelete:
 		opts, err := DeleteOptions(q, body)
 		if err != nil {

@@ -107,11 +107,15 @@ func (h *Hub) newAPI(ctx context.Context, st *store.Store, services grpc.Service
 	if err != nil {
 		return nil, err
 	}
+	types, err := openapi.TypeConverter(docs)
+	if err != nil {
+		return nil, err
+	}
 	return api.NewRegistry(ctx, api.Config{
-		Store: st, Services: services, PatchMeta: patchMeta,
+		Store: st, Services: services, PatchMeta: patchMeta, TypeConverter: types,
 		Indexes:         append(authz.Indexes(), api.Index{Resource: auth.AccessTokens, Name: auth.TokenHashIndex, Values: auth.TokenHashes}),
 		Admission:       plugins,
-		AdmissionConfig: admission.Config{AccessTokenMaxLifetime: h.cfg.MaxTokenLifetime, Now: h.cfg.Now},
+		AdmissionConfig: admission.Config{AccessTokenMaxLifetime: h.cfg.MaxTokenLifetime, Now: h.cfg.Now, RequireRegisteredExtensions: h.cfg.RequireRegisteredExtensions},
 		CreateQuota:     quotas,
 		Authorizer: func(r *api.Registry) api.Authorizer {
 			return auditor.Authorizer(authz.New(authz.Config{Graph: graph.Graph, GraphReady: graph.ready, Reader: r, Index: r}))

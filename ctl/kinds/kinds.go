@@ -62,9 +62,9 @@ var All = []*resource.Kind{
 		ShortNames: []string{"bbc"},
 		Columns: []resource.Column{
 			{Name: "PROVIDER", Path: ".spec.provider.type"},
-			{Name: "REGION", Path: ".spec.provider.region"},
 			{Name: "SEED", Path: ".spec.seedName"},
-			{Name: "LAST OPERATION", Path: ".status.lastOperation", Format: resource.FormatLastOperation},
+			{Name: "OPERATION", Path: ".status.lastOperation.state"},
+			{Name: "PROGRESS", Path: ".status.lastOperation.progress"},
 		},
 		PatchSubresources: []string{"status"},
 		Subresources: []resource.Subresource{
@@ -90,7 +90,8 @@ var All = []*resource.Kind{
 		Columns: []resource.Column{
 			{Name: "BUCKET", Path: ".spec.bucketName"},
 			{Name: "SEED", Path: ".spec.seedName"},
-			{Name: "LAST OPERATION", Path: ".status.lastOperation", Format: resource.FormatLastOperation},
+			{Name: "OPERATION", Path: ".status.lastOperation.state"},
+			{Name: "PROGRESS", Path: ".status.lastOperation.progress"},
 		},
 		PatchSubresources: []string{"status"},
 		Subresources: []resource.Subresource{
@@ -113,7 +114,7 @@ var All = []*resource.Kind{
 		Group: "core.gardener.cloud", Version: "v1beta1", Kind: "CloudProfile", Resource: "cloudprofiles", Singular: "cloudprofile",
 		ShortNames: []string{"cprofile", "cpfl"},
 		Columns: []resource.Column{
-			{Name: "TYPE", Path: ".spec.type"},
+			{Name: "PROVIDER", Path: ".spec.type"},
 			{Name: "REGIONS", Path: ".spec.regions[*].name", Priority: 1},
 		},
 		PatchSubresources: []string{"status"},
@@ -153,7 +154,7 @@ var All = []*resource.Kind{
 			{Name: "VALID", Path: ".status.conditions[?(@.type==\"Valid\")].status"},
 			{Name: "INSTALLED", Path: ".status.conditions[?(@.type==\"Installed\")].status"},
 			{Name: "HEALTHY", Path: ".status.conditions[?(@.type==\"Healthy\")].status"},
-			{Name: "PROGRESSING", Path: ".status.conditions[?(@.type==\"Progressing\")].status", Priority: 1},
+			{Name: "PROGRESSING", Path: ".status.conditions[?(@.type==\"Progressing\")].status"},
 		},
 		PatchSubresources: []string{"status"},
 		Subresources: []resource.Subresource{
@@ -212,7 +213,8 @@ var All = []*resource.Kind{
 		Namespaced: true,
 		ShortNames: []string{"nscpfl"},
 		Columns: []resource.Column{
-			{Name: "PARENT", Path: ".spec.parent.name"},
+			{Name: "PARENT NAME", Path: ".spec.parent.name"},
+			{Name: "PARENT KIND", Path: ".spec.parent.kind"},
 		},
 		PatchSubresources: []string{"status"},
 		Subresources: []resource.Subresource{
@@ -262,7 +264,7 @@ var All = []*resource.Kind{
 		ShortNames: []string{"squota"},
 		Columns: []resource.Column{
 			{Name: "SCOPE", Path: ".spec.scope.kind"},
-			{Name: "LIFETIME DAYS", Path: ".spec.clusterLifetimeDays"},
+			{Name: "CLUSTER LIFETIME", Path: ".spec.clusterLifetimeDays"},
 		},
 		New: func() proto.Message { return new(corev1beta1.Quota) },
 		Client: func(conn grpc.ClientConnInterface) resource.Client {
@@ -286,11 +288,11 @@ var All = []*resource.Kind{
 		Group: "core.gardener.cloud", Version: "v1beta1", Kind: "Seed", Resource: "seeds", Singular: "seed",
 		Columns: []resource.Column{
 			{Name: "STATUS", Path: ".status.conditions[?(@.type==\"GardenletReady\")].status", Format: resource.FormatReady},
+			{Name: "LAST OPERATION", Path: ".status.lastOperation", Format: resource.FormatLastOperation},
 			{Name: "PROVIDER", Path: ".spec.provider.type"},
 			{Name: "REGION", Path: ".spec.provider.region"},
 			{Name: "VERSION", Path: ".status.gardener.version"},
 			{Name: "K8S VERSION", Path: ".status.kubernetesVersion"},
-			{Name: "LAST OPERATION", Path: ".status.lastOperation", Priority: 1, Format: resource.FormatLastOperation},
 		},
 		PatchSubresources: []string{"status"},
 		Subresources: []resource.Subresource{
@@ -322,6 +324,12 @@ var All = []*resource.Kind{
 			{Name: "STATUS", Path: ".metadata.labels['shoot.gardener.cloud/status']"},
 			{Name: "SEED", Path: ".spec.seedName", Priority: 1},
 			{Name: "PURPOSE", Path: ".spec.purpose", Priority: 1},
+			{Name: "GARDENER VERSION", Path: ".status.gardener.version", Priority: 1},
+			{Name: "APISERVER", Path: ".status.conditions[?(@.type==\"APIServerAvailable\")].status", Priority: 1},
+			{Name: "CONTROL", Path: ".status.conditions[?(@.type==\"ControlPlaneHealthy\")].status", Priority: 1},
+			{Name: "OBSERVABILITY", Path: ".status.conditions[?(@.type==\"ObservabilityComponentsHealthy\")].status", Priority: 1},
+			{Name: "NODES", Path: ".status.conditions[?(@.type==\"EveryNodeReady\")].status", Priority: 1},
+			{Name: "SYSTEM", Path: ".status.conditions[?(@.type==\"SystemComponentsHealthy\")].status", Priority: 1},
 			{Name: "TECHNICAL ID", Path: ".status.technicalID", Priority: 1},
 		},
 		PatchSubresources: []string{"status", "binding"},
@@ -479,7 +487,10 @@ var All = []*resource.Kind{
 		Columns: []resource.Column{
 			{Name: "SHOOT", Path: ".spec.shootRef.name"},
 			{Name: "SEED", Path: ".spec.seedName"},
-			{Name: "READY", Path: ".status.conditions[?(@.type==\"BastionReady\")].status"},
+			{Name: "IP", Path: ".status.ingress.ip"},
+			{Name: "HEARTBEAT", Path: ".status.lastHeartbeatTimestamp", Format: resource.FormatAge},
+			{Name: "EXPIRES", Path: ".status.expirationTimestamp"},
+			{Name: "READY", Path: ".status.conditions[?(@.type==\"BastionReady\")].status", Priority: 1},
 		},
 		PatchSubresources: []string{"status"},
 		Subresources: []resource.Subresource{
@@ -503,8 +514,9 @@ var All = []*resource.Kind{
 		Namespaced: true,
 		Columns: []resource.Column{
 			{Name: "PROVIDER", Path: ".provider.type"},
+			{Name: "APIVERSION", Path: ".credentialsRef.apiVersion"},
+			{Name: "KIND", Path: ".credentialsRef.kind"},
 			{Name: "CREDENTIALS", Path: ".credentialsRef.name"},
-			{Name: "CREDENTIALS KIND", Path: ".credentialsRef.kind", Priority: 1},
 		},
 		New: func() proto.Message { return new(securityv1alpha1.CredentialsBinding) },
 		Client: func(conn grpc.ClientConnInterface) resource.Client {
@@ -555,8 +567,8 @@ var All = []*resource.Kind{
 		Group: "seedmanagement.gardener.cloud", Version: "v1alpha1", Kind: "ManagedSeed", Resource: "managedseeds", Singular: "managedseed",
 		Namespaced: true,
 		Columns: []resource.Column{
+			{Name: "STATUS", Path: ".status.conditions[?(@.type==\"SeedRegistered\")].status"},
 			{Name: "SHOOT", Path: ".spec.shoot.name"},
-			{Name: "REGISTERED", Path: ".status.conditions[?(@.type==\"SeedRegistered\")].status"},
 		},
 		PatchSubresources: []string{"status"},
 		Subresources: []resource.Subresource{

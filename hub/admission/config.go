@@ -19,6 +19,10 @@ type Config struct {
 	AccessTokenDefaultLifetime time.Duration
 	// AccessTokenMaxLifetime, when set, refuses AccessTokens that would live longer.
 	AccessTokenMaxLifetime time.Duration
+	// RequireRegisteredExtensions refuses shoots naming extension types (provider, networking, DNS, extensions,
+	// container runtimes, operating systems) no ControllerRegistration registers, as Gardener's ExtensionValidator
+	// does. Off by default: a hub without extensions registered (tests, a first landscape) accepts any type.
+	RequireRegisteredExtensions bool
 	// Now is the clock of token expirations (tests set it); default time.Now.
 	Now func() time.Time
 }

@@ -1,7 +1,9 @@
 package api
 
 import (
+	"bytes"
 	"encoding/json"
+	"mime"
 	"net/http"
 	"slices"
 	"sort"
@@ -11,6 +13,11 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/reflect/protoregistry"
 	kmetav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+
+	"sigs.k8s.io/yaml"
 
 	cliv1 "github.com/trellis-dev/trellis/proto/gen/trellis/cli/v1"
 )
@@ -71,9 +78,69 @@ func DiscoveryHandler(extra ...Endpoint) http.Handler {
 			_, _ = w.Write([]byte(`{"kind":"Status","apiVersion":"v1","status":"Failure","message":"the server could not find the requested resource","reason":"NotFound","code":404}` + "\n"))
 			return
 		}
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(doc)
+		switch discoveryType(r.Header.Get("Accept")) {
+		case runtime.ContentTypeProtobuf:
+			if v, ok := doc.(*kmetav1.APIVersions); ok {
+				// Its JSON has no apiVersion (as kube-apiserver's); protobuf's envelope needs one.
+				c := *v
+				c.APIVersion = "v1"
+				doc = &c
+			}
+			var buf bytes.Buffer
+			if err := discoveryPB.Encode(doc.(runtime.Object), &buf); err != nil {
+				http.Error(w, err.Error(), http.StatusInternalServerError)
+				return
+			}
+			w.Header().Set("Content-Type", runtime.ContentTypeProtobuf)
+			_, _ = w.Write(buf.Bytes())
+		case runtime.ContentTypeJSON:
+			w.Header().Set("Content-Type", "application/json")
+			_ = json.NewEncoder(w).Encode(doc)
+		case runtime.ContentTypeYAML:
+			y, err := yaml.Marshal(doc)
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusInternalServerError)
+				return
+			}
+			w.Header().Set("Content-Type", runtime.ContentTypeYAML)
+			_, _ = w.Write(y) //nolint:gosec // G705: a discovery document served as application/yaml, not HTML
+		default:
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusNotAcceptable)
+			_, _ = w.Write([]byte(`{"kind":"Status","apiVersion":"v1","status":"Failure","message":"406: Not Acceptable\n\nAvailable representations: application/json, application/yaml, application/vnd.kubernetes.protobuf","reason":"NotAcceptable","code":406}` + "\n"))
+		}
 	})
+}
+
+// discoveryPB encodes discovery documents in Kubernetes' protobuf, as kube-apiserver serves them to clients asking
+// for it first.
+var discoveryPB = func() *protobuf.Serializer {
+	sc := runtime.NewScheme()
+	kmetav1.AddToGroupVersion(sc, schema.GroupVersion{Version: "v1"})
+	return protobuf.NewSerializer(sc, sc)
+}()
+
+// discoveryType is the media type a discovery document is answered in: the first entry of the Accept header the hub
+// serves, JSON (also for no header or a wildcard), YAML or protobuf; "" when it names none. Aggregated discovery
+// (as=APIGroupDiscoveryList, what client-go asks for first) is not served: client-go takes the plain JSON its
+// header also names, as from a kube-apiserver without it.
+func discoveryType(accept string) string {
+	if strings.TrimSpace(accept) == "" {
+		return runtime.ContentTypeJSON
+	}
+	for _, entry := range strings.Split(accept, ",") {
+		t, params, err := mime.ParseMediaType(strings.TrimSpace(entry))
+		if err != nil || params["as"] != "" {
+			continue
+		}
+		switch t {
+		case "*/*", "application/*", runtime.ContentTypeJSON:
+			return runtime.ContentTypeJSON
+		case runtime.ContentTypeProtobuf, runtime.ContentTypeYAML:
+			return t
+		}
+	}
+	return ""
 }
 
 func groupList(extra []Endpoint) *kmetav1.APIGroupList {

@@ -9,6 +9,10 @@ import (
 
 	"google.golang.org/protobuf/reflect/protoregistry"
 	kmetav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+	"k8s.io/client-go/discovery"
 
 	"github.com/trellis-dev/trellis/ctl/kinds"
 	"github.com/trellis-dev/trellis/hub/api"
@@ -90,5 +94,35 @@ func TestDiscoveryMatchesCLI(t *testing.T) {
 			t.Errorf("%s %s: discovery has singularName %q, shortNames %q; trellisctl %q, %q", gv, k.Resource, r.SingularName,
 				r.ShortNames, k.Singular, k.ShortNames)
 		}
+	}
+}
+
+// TestDiscoveryContentTypes: discovery answers in the first type of the Accept header it serves: protobuf for
+// clients asking for it first (decoded with apimachinery's serializer), JSON after client-go's aggregated-discovery
+// entries, 406 naming the served types when the header names only aggregated discovery.
+func TestDiscoveryContentTypes(t *testing.T) {
+	get := func(path, accept string) *httptest.ResponseRecorder {
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest(http.MethodGet, path, nil)
+		req.Header.Set("Accept", accept)
+		api.DiscoveryHandler().ServeHTTP(rec, req)
+		return rec
+	}
+	sc := runtime.NewScheme()
+	kmetav1.AddToGroupVersion(sc, schema.GroupVersion{Version: "v1"})
+	for _, p := range []string{"/api", "/api/v1", "/apis", "/apis/core.gardener.cloud", "/apis/core.gardener.cloud/v1beta1"} {
+		rec := get(p, runtime.ContentTypeProtobuf+", application/json")
+		obj, _, err := protobuf.NewSerializer(sc, sc).Decode(rec.Body.Bytes(), nil, nil)
+		if rec.Code != 200 || rec.Header().Get("Content-Type") != runtime.ContentTypeProtobuf || err != nil {
+			t.Errorf("GET %s in protobuf: %d %s %v", p, rec.Code, rec.Header().Get("Content-Type"), err)
+		} else if l, ok := obj.(*kmetav1.APIResourceList); ok && len(l.APIResources) == 0 {
+			t.Errorf("GET %s in protobuf: no resources", p)
+		}
+	}
+	if rec := get("/apis", discovery.AcceptV2+","+discovery.AcceptV2Beta1+","+discovery.AcceptV1); rec.Code != 200 || rec.Header().Get("Content-Type") != "application/json" {
+		t.Errorf("client-go's discovery Accept: want JSON, got %d %s", rec.Code, rec.Header().Get("Content-Type"))
+	}
+	if rec := get("/apis", discovery.AcceptV2); rec.Code != http.StatusNotAcceptable {
+		t.Errorf("aggregated discovery alone: want 406, got %d %s", rec.Code, rec.Body)
 	}
 }

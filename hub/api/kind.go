@@ -36,6 +36,11 @@ func (k Kind) GroupResource() schema.GroupResource {
 // GroupKind is the kind's group and kind, as used in errors.
 func (k Kind) GroupKind() schema.GroupKind { return schema.GroupKind{Group: k.Group, Kind: k.Kind} }
 
+// GroupVersionKind is the kind's group, version and kind.
+func (k Kind) GroupVersionKind() schema.GroupVersionKind {
+	return schema.GroupVersionKind{Group: k.Group, Version: k.Version, Kind: k.Kind}
+}
+
 func (k Kind) id() string { return k.Group + "/" + k.Version + "/" + k.Kind }
 
 // KindFor returns the kind served under apiVersion and kind, if any.

@@ -23,6 +23,7 @@ func toKubeMeta(m *metav1.ObjectMeta) *kmetav1.ObjectMeta {
 		Name: m.GetName(), GenerateName: m.GetGenerateName(), Namespace: m.GetNamespace(), UID: types.UID(m.GetUid()),
 		ResourceVersion: m.GetResourceVersion(), Generation: m.GetGeneration(), Labels: m.GetLabels(),
 		Annotations: m.GetAnnotations(), Finalizers: m.GetFinalizers(), DeletionGracePeriodSeconds: m.DeletionGracePeriodSeconds,
+		ManagedFields: toKubeManagedFields(m.GetManagedFields()),
 	}
 	if t := m.GetCreationTimestamp(); t != nil {
 		out.CreationTimestamp = kmetav1.NewTime(t.AsTime())

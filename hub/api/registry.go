@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 
 	"github.com/trellis-dev/trellis/hub/admission"
@@ -41,6 +42,8 @@ type Registry struct {
 	indexes map[schema.GroupResource]map[string]func(store.Object) []string
 	// patchMeta is Config.PatchMeta.
 	patchMeta func(protoreflect.FullName) (strategicpatch.LookupPatchMeta, bool)
+	// typeConverter is Config.TypeConverter.
+	typeConverter managedfields.TypeConverter
 
 	mu          sync.Mutex
 	ctx         context.Context
@@ -60,6 +63,10 @@ type Config struct {
 	// PatchMeta is the strategic-merge patch meta of a kind's message (the hub's OpenAPI schema: lists merged by
 	// their merge keys); nil, or a kind it does not know, applies strategic merge patches as JSON merge patches.
 	PatchMeta func(protoreflect.FullName) (strategicpatch.LookupPatchMeta, bool)
+	// TypeConverter is server-side apply's type converter over the kinds' schemas (the hub's OpenAPI documents,
+	// openapi.TypeConverter): with it every write records metadata.managedFields and server-side apply
+	// (PatchTypeApply) is served; nil refuses apply with 415 and keeps no managedFields.
+	TypeConverter managedfields.TypeConverter
 	// Admission is the table of admission plugins the kinds' writes run (required; the hub's is admission.Builtin()).
 	Admission admission.Plugins
 	// AdmissionConfig configures the plugins (token lifetimes, their clock); the zero value is admission's defaults.
@@ -95,7 +102,8 @@ func NewRegistry(ctx context.Context, cfg Config) (*Registry, error) {
 	}
 	r := &Registry{store: cfg.Store, grpc: cfg.Services, ctx: ctx, collections: map[schema.GroupResource]*store.Collection{}, byMessage: map[protoreflect.FullName]*store.Collection{},
 		indexes: map[schema.GroupResource]map[string]func(store.Object) []string{},
-		plugins: cfg.Admission, admission: cfg.AdmissionConfig, quota: cfg.CreateQuota, errors: Errors{Log: log}, patchMeta: cfg.PatchMeta}
+		plugins: cfg.Admission, admission: cfg.AdmissionConfig, quota: cfg.CreateQuota, errors: Errors{Log: log}, patchMeta: cfg.PatchMeta,
+		typeConverter: cfg.TypeConverter}
 	for _, ix := range cfg.Indexes {
 		if r.indexes[ix.Resource] == nil {
 			r.indexes[ix.Resource] = map[string]func(store.Object) []string{}

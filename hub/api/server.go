@@ -55,6 +55,8 @@ type Server[T store.Object, L proto.Message, E any, PE interface {
 	reader admission.Reader
 	plugin admission.Plugin
 	conv   *converter // nil when the served shape is the stored one
+	// fields record metadata.managedFields and merge server-side applies; nil without a type converter.
+	fields fieldManagers
 
 	apiVersionField, kindField, metadataField, statusField protoreflect.FieldDescriptor
 	listItems, listMeta, listAPIVersion, listKind          protoreflect.FieldDescriptor
@@ -95,12 +97,16 @@ func newServer[T store.Object, L proto.Message, E any, PE interface {
 			return nil, fmt.Errorf("kind %s has the binding subresource but no string spec.seedName", k.id())
 		}
 	}
+	var err error
 	if k.StoredAs != "" {
 		c, ok := converters[k.id()]
 		if !ok {
 			return nil, fmt.Errorf("kind %s is stored as %s but has no converter", k.id(), k.StoredAs)
 		}
 		s.conv = &c
+	}
+	if s.fields, err = newFieldManagers(r.typeConverter, k); err != nil {
+		return nil, err
 	}
 	coll, err := r.collection(k, s.storedNew())
 	if err != nil {
@@ -378,7 +384,12 @@ func (s *Server[T, L, E, PE]) Create(ctx context.Context, obj T) (T, error) {
 	if err != nil {
 		return zero, err
 	}
-	ctx = s.reg.admissionContext(ctx)
+	return s.create(s.reg.admissionContext(ctx), w, obj, false)
+}
+
+// create writes a new object with w; applied is a server-side apply's object, whose managedFields the apply set.
+func (s *Server[T, L, E, PE]) create(ctx context.Context, w writer, obj T, applied bool) (T, error) {
+	var zero T
 	if err := s.checkTypeMeta(obj); err != nil {
 		return zero, err
 	}
@@ -393,6 +404,12 @@ func (s *Server[T, L, E, PE]) Create(ctx context.Context, obj T) (T, error) {
 	}
 	if s.plugin.Default != nil {
 		s.plugin.Default(obj)
+	}
+	if !applied {
+		var noLive T
+		if err := s.recordUpdate(ctx, "", noLive, obj, false); err != nil {
+			return zero, err
+		}
 	}
 	if err := s.authorize(ctx, Attributes{Verb: VerbCreate, Namespace: md.GetNamespace(), Name: md.GetName(), Object: obj}); err != nil {
 		return zero, err
@@ -529,7 +546,12 @@ func (s *Server[T, L, E, PE]) update(ctx context.Context, obj T, sub string) (T,
 		}
 	}
 	// Validation runs against the state the write applies to (again when a concurrent write intervened).
+	reset := metadataTrue(ctx, gateway.MetadataResetManagedFields)
 	out, err := w.GuaranteedUpdate(ctx, md.GetNamespace(), md.GetName(), status, func(cur store.Object) (store.Object, error) {
+		old, err := s.out(cur)
+		if err != nil {
+			return nil, err
+		}
 		if status {
 			if check != nil {
 				attrs.Current = cur
@@ -537,11 +559,10 @@ func (s *Server[T, L, E, PE]) update(ctx context.Context, obj T, sub string) (T,
 					return nil, err
 				}
 			}
+			if err := s.recordSubresource(ctx, sub, old, obj); err != nil {
+				return nil, err
+			}
 			return s.in(obj)
-		}
-		old, err := s.out(cur)
-		if err != nil {
-			return nil, err
 		}
 		next, vctx := obj, ctx
 		if sub == SubresourceBinding {
@@ -549,6 +570,14 @@ func (s *Server[T, L, E, PE]) update(ctx context.Context, obj T, sub string) (T,
 		}
 		if sub == "" && s.plugin.PrepareUpdate != nil {
 			s.plugin.PrepareUpdate(next, old)
+		}
+		if sub == "" {
+			err = s.recordUpdate(ctx, sub, old, next, reset)
+		} else {
+			err = s.recordSubresource(ctx, sub, old, next)
+		}
+		if err != nil {
+			return nil, err
 		}
 		if check != nil {
 			attrs.Object, attrs.Current = next, cur
@@ -599,7 +628,13 @@ func (s *Server[T, L, E, PE]) Patch(ctx context.Context, req *metav1.PatchReques
 	if len(patch) == 0 {
 		return zero, apierrors.NewBadRequest("the patch document is empty")
 	}
-	apply, err := s.patchFunc(req.GetPatchType(), patch)
+	applying := req.GetPatchType() == PatchTypeApply && s.fields != nil
+	var apply func([]byte) ([]byte, error)
+	if applying {
+		apply, err = s.applyFunc(ctx, req.GetSubresource(), patch)
+	} else {
+		apply, err = s.patchFunc(req.GetPatchType(), patch)
+	}
 	lenient := dropUnknown(ctx)
 	if err != nil {
 		return zero, err
@@ -624,6 +659,9 @@ func (s *Server[T, L, E, PE]) Patch(ctx context.Context, req *metav1.PatchReques
 		}
 		patched, err := apply(doc)
 		if err != nil {
+			if applying {
+				return nil, err
+			}
 			return nil, apierrors.NewBadRequest(fmt.Sprintf("the patch could not be applied: %v", err))
 		}
 		obj := s.newT()
@@ -656,20 +694,67 @@ func (s *Server[T, L, E, PE]) Patch(ctx context.Context, req *metav1.PatchReques
 				return nil, err
 			}
 		}
+		if !status && s.plugin.Default != nil && !binding {
+			s.plugin.Default(obj)
+		}
+		switch {
+		case applying:
+		case req.GetSubresource() == "":
+			err = s.recordUpdate(ctx, "", curT, obj, resetsManagedFields(patched))
+		default:
+			err = s.recordSubresource(ctx, req.GetSubresource(), curT, obj)
+		}
+		if err != nil {
+			return nil, err
+		}
 		if !status {
-			if s.plugin.Default != nil && !binding {
-				s.plugin.Default(obj)
-			}
 			if err := s.validate(vctx, obj, curT); err != nil {
 				return nil, err
 			}
 		}
 		return s.in(obj)
 	})
+	if applying && apierrors.IsNotFound(err) && req.GetSubresource() == "" {
+		// Server-side apply creates what does not exist, as in Kubernetes.
+		return s.applyCreate(ctx, w, req, apply, lenient)
+	}
 	if err != nil {
 		return zero, err
 	}
 	return s.out(out)
+}
+
+// applyCreate creates the object a server-side apply names when it does not exist: the apply merged into an empty
+// object, then written as a create (admission, defaulting, validation and quota of a create).
+func (s *Server[T, L, E, PE]) applyCreate(ctx context.Context, w writer, req *metav1.PatchRequest, apply func([]byte) ([]byte, error), lenient bool) (T, error) {
+	var zero T
+	empty := s.newT()
+	if err := s.checkTypeMeta(empty); err != nil {
+		return zero, err
+	}
+	doc, err := kjson.Marshal(empty)
+	if err != nil {
+		return zero, apierrors.NewInternalError(err)
+	}
+	merged, err := apply(doc)
+	if err != nil {
+		return zero, err
+	}
+	obj := s.newT()
+	if err := (kjson.UnmarshalOptions{DiscardUnknown: lenient}).Unmarshal(merged, obj); err != nil {
+		return zero, decodeError(s.kind, req.GetName(), err)
+	}
+	md := s.meta(obj)
+	if md.GetNamespace() == "" {
+		md.Namespace = req.GetNamespace()
+	}
+	if md.GetName() != req.GetName() {
+		return zero, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", md.GetName(), req.GetName()))
+	}
+	if md.GetNamespace() != req.GetNamespace() {
+		return zero, apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
+	}
+	return s.create(ctx, w, obj, true)
 }
 
 // patchFunc returns what applies a patch of patchType. A strategic merge patch merges lists by the merge keys of

@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+	"k8s.io/apimachinery/pkg/runtime/serializer/streaming"
+	"k8s.io/apimachinery/pkg/util/framer"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/trellis-dev/trellis/hub/api"
@@ -113,7 +115,19 @@ func Handler(next http.Handler, writeError func(http.ResponseWriter, error)) htt
 			r.Header.Set("Content-Type", "application/json")
 			r.Header.Set("Content-Length", strconv.Itoa(len(j)))
 		}
-		if !prefersProtobuf(r.Header.Get("Accept")) || isWatch(r) {
+		if isWatch(r) {
+			if !prefersProtobuf(r.Header.Get("Accept"), true) || !servedPath(r.URL.Path) {
+				next.ServeHTTP(w, r)
+				return
+			}
+			r = r.Clone(r.Context())
+			r.Header.Set("Accept", "application/json")
+			sw := &watchWriter{w: w}
+			next.ServeHTTP(sw, r)
+			sw.Flush()
+			return
+		}
+		if !prefersProtobuf(r.Header.Get("Accept"), false) {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -136,12 +150,128 @@ func Handler(next http.Handler, writeError func(http.ResponseWriter, error)) htt
 	})
 }
 
-// prefersProtobuf reports whether the first entry of an Accept header is Kubernetes' protobuf (not its watch stream
-// form), as client-go's protobuf clients send "application/vnd.kubernetes.protobuf,application/json".
-func prefersProtobuf(accept string) bool {
+// prefersProtobuf reports whether the first entry of an Accept header is Kubernetes' protobuf, as client-go's
+// protobuf clients send "application/vnd.kubernetes.protobuf,application/json"; for a watch also its stream form
+// (";stream=watch"), which kube-apiserver serves for either.
+func prefersProtobuf(accept string, watch bool) bool {
 	first, _, _ := strings.Cut(accept, ",")
 	t, params, err := mime.ParseMediaType(strings.TrimSpace(first))
-	return err == nil && t == MediaType && params["stream"] == "" && params["as"] == ""
+	stream := params["stream"] == "" || watch && params["stream"] == "watch"
+	return err == nil && t == MediaType && stream && params["as"] == ""
+}
+
+// servedPath reports whether a resource path (/api/v1/..., /apis/<group>/<version>/..., with or without the legacy
+// watch segment and a namespace) is that of a Kubernetes kind served in protobuf.
+func servedPath(path string) bool {
+	parts := strings.Split(strings.Trim(path, "/"), "/")
+	var apiVersion string
+	switch {
+	case len(parts) >= 3 && parts[0] == "api":
+		apiVersion, parts = parts[1], parts[2:]
+	case len(parts) >= 4 && parts[0] == "apis":
+		apiVersion, parts = parts[1]+"/"+parts[2], parts[3:]
+	default:
+		return false
+	}
+	if len(parts) > 0 && parts[0] == "watch" {
+		parts = parts[1:]
+	}
+	if len(parts) >= 3 && parts[0] == "namespaces" {
+		parts = parts[2:]
+	}
+	if len(parts) == 0 {
+		return false
+	}
+	for _, k := range api.Kinds {
+		if k.APIVersion() == apiVersion && k.Resource == parts[0] {
+			return Served(apiVersion, k.Kind)
+		}
+	}
+	return false
+}
+
+// MediaTypeWatch is the content type of a protobuf watch stream: length-prefixed frames of metav1.WatchEvent.
+const MediaTypeWatch = MediaType + ";stream=watch"
+
+// rawPB encodes watch events without the envelope (magic number and runtime.Unknown) of objects, as
+// kube-apiserver's stream serializer does; the objects inside carry it.
+var rawPB = protobuf.NewRawSerializer(clientgoscheme.Scheme, clientgoscheme.Scheme)
+
+// watchWriter turns a watch's JSON event lines into Kubernetes' protobuf watch stream, with apimachinery's streaming
+// encoder and length-delimited framer: each event a metav1.WatchEvent whose object is the protobuf of the k8s.io/api
+// type (an ERROR event's a Status). An answer that is not a watch stream (an error before it) passes unchanged.
+type watchWriter struct {
+	w    http.ResponseWriter
+	enc  streaming.Encoder
+	code int
+	buf  []byte // an incomplete line
+	err  error
+}
+
+func (t *watchWriter) Header() http.Header { return t.w.Header() }
+
+func (t *watchWriter) WriteHeader(code int) {
+	t.code = code
+	if code == http.StatusOK {
+		t.w.Header().Set("Content-Type", MediaTypeWatch)
+		t.enc = streaming.NewEncoder(framer.NewLengthDelimitedFrameWriter(t.w), rawPB)
+	}
+	t.w.WriteHeader(code)
+}
+
+func (t *watchWriter) Write(b []byte) (int, error) {
+	if t.code == 0 {
+		t.WriteHeader(http.StatusOK)
+	}
+	if t.enc == nil {
+		return t.w.Write(b)
+	}
+	if t.err != nil {
+		return 0, t.err
+	}
+	t.buf = append(t.buf, b...)
+	for {
+		i := bytes.IndexByte(t.buf, '\n')
+		if i < 0 {
+			return len(b), nil
+		}
+		if t.err = t.event(t.buf[:i]); t.err != nil {
+			return 0, t.err
+		}
+		t.buf = t.buf[i+1:]
+	}
+}
+
+// Flush flushes what was written to the client.
+func (t *watchWriter) Flush() {
+	if f, ok := t.w.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// event encodes one JSON watch event line as a protobuf frame.
+func (t *watchWriter) event(line []byte) error {
+	var ev struct {
+		Type   string          `json:"type"`
+		Object json.RawMessage `json:"object"`
+	}
+	if err := json.Unmarshal(line, &ev); err != nil {
+		return fmt.Errorf("watch event: %w", err)
+	}
+	obj, ok := Encode(ev.Object)
+	if !ok {
+		var st kmetav1.Status
+		if err := json.Unmarshal(ev.Object, &st); err != nil || st.Kind != "Status" {
+			return fmt.Errorf("watch event %s: its object is neither a served kind nor a Status", ev.Type)
+		}
+		st.APIVersion = "v1"
+		var buf bytes.Buffer
+		if err := pb.Encode(&st, &buf); err != nil {
+			return err
+		}
+		obj = buf.Bytes()
+	}
+	return t.enc.Encode(&kmetav1.WatchEvent{Type: ev.Type, Object: runtime.RawExtension{Raw: obj}})
 }
 
 func isWatch(r *http.Request) bool {

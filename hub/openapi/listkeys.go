@@ -21,8 +21,21 @@ var listMapKeys = map[protoreflect.FullName][]string{
 	"trellis.meta.v1.OwnerReference":              {"uid"},
 }
 
-// setListType marks the schema of a list field whose elements have map keys.
+// setLists are the lists of scalars that are sets, by field: Kubernetes' ObjectMeta.finalizers
+// (+listType=set), so that server-side apply lets managers own single finalizers.
+var setLists = map[protoreflect.FullName]bool{
+	"trellis.meta.v1.ObjectMeta.finalizers": true,
+}
+
+// setListType marks the schema of a list field whose elements have map keys, or that is a set.
 func setListType(out *spec.Schema, fd protoreflect.FieldDescriptor) {
+	if setLists[fd.FullName()] {
+		if out.Extensions == nil {
+			out.Extensions = spec.Extensions{}
+		}
+		out.Extensions["x-kubernetes-list-type"] = "set"
+		return
+	}
 	if fd.Kind() != protoreflect.MessageKind {
 		return
 	}

@@ -216,6 +216,10 @@ func (c *Collection) planUpdate(cur, req Object, status bool) (plan, error) {
 	if status {
 		next = clone(cur)
 		c.shape.copyStatus(next, req)
+		if mf := req.GetMetadata().GetManagedFields(); len(mf) > 0 {
+			// A status write records itself in metadata.managedFields (server-side apply's field manager).
+			c.shape.metaOf(next).ManagedFields = clone(req).GetMetadata().GetManagedFields()
+		}
 	} else {
 		next = clone(req)
 		c.shape.copyStatus(next, cur)

@@ -44,7 +44,7 @@ func Handler(next http.Handler, now func() time.Time) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		v := Wanted(r.Header.Get("Accept"))
 		q := r.URL.Query()
-		if v == "" || r.Method != http.MethodGet || q.Get("watch") == "true" || q.Get("watch") == "1" || strings.Contains(r.URL.Path, "/watch/") {
+		if v == "" || r.Method != http.MethodGet {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -63,6 +63,12 @@ func Handler(next http.Handler, now func() time.Time) http.Handler {
 		r2 := r.Clone(r.Context())
 		r2.URL.RawQuery = q.Encode()
 		r2.Header.Set("Accept", "application/json")
+		if q.Get("watch") == "true" || q.Get("watch") == "1" || strings.Contains(r.URL.Path, "/watch/") {
+			tw := &watchWriter{w: w, v: v, include: kmetav1.IncludeObjectPolicy(include), now: now}
+			next.ServeHTTP(tw, r2)
+			tw.Flush()
+			return
+		}
 		rec := httptest.NewRecorder() // the answer to re-encode
 		next.ServeHTTP(rec, r2)
 		if rec.Code != http.StatusOK {
@@ -84,6 +90,94 @@ func Handler(next http.Handler, now func() time.Time) http.Handler {
 		}
 		writeJSON(w, http.StatusOK, t)
 	})
+}
+
+// watchWriter turns a watch's JSON event lines into events whose objects are Tables of one row, as kube-apiserver
+// answers a watch asking for a Table (kubectl get -w): the first carries the column definitions, later ones only
+// their row; a bookmark is a Table without rows whose resourceVersion is the bookmark's; an ERROR event (a Status)
+// and an answer that is not a watch stream (an error) pass unchanged.
+type watchWriter struct {
+	w       http.ResponseWriter
+	v       string
+	include kmetav1.IncludeObjectPolicy
+	now     func() time.Time
+	code    int
+	buf     []byte // an incomplete line
+	headers bool   // the column definitions were sent
+}
+
+func (t *watchWriter) Header() http.Header { return t.w.Header() }
+
+func (t *watchWriter) WriteHeader(code int) {
+	t.code = code
+	t.w.WriteHeader(code)
+}
+
+func (t *watchWriter) Write(b []byte) (int, error) {
+	if t.code == 0 {
+		t.WriteHeader(http.StatusOK)
+	}
+	if t.code != http.StatusOK {
+		return t.w.Write(b)
+	}
+	t.buf = append(t.buf, b...)
+	for {
+		i := bytes.IndexByte(t.buf, '\n')
+		if i < 0 {
+			return len(b), nil
+		}
+		line := t.event(t.buf[:i])
+		if _, err := t.w.Write(append(line, '\n')); err != nil {
+			return 0, err
+		}
+		t.buf = t.buf[i+1:]
+	}
+}
+
+// Flush writes what is complete and flushes it to the client.
+func (t *watchWriter) Flush() {
+	if f, ok := t.w.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// event re-encodes one watch event line with a Table for its object.
+func (t *watchWriter) event(line []byte) []byte {
+	var ev struct {
+		Type   string          `json:"type"`
+		Object json.RawMessage `json:"object"`
+	}
+	if json.Unmarshal(line, &ev) != nil || ev.Type == "ERROR" {
+		return line
+	}
+	var tb *kmetav1.Table
+	if ev.Type == "BOOKMARK" {
+		var meta struct {
+			Metadata kmetav1.ObjectMeta `json:"metadata"`
+		}
+		if json.Unmarshal(ev.Object, &meta) != nil {
+			return line
+		}
+		tb = &kmetav1.Table{TypeMeta: kmetav1.TypeMeta{APIVersion: "meta.k8s.io/" + t.v, Kind: "Table"}, Rows: []kmetav1.TableRow{},
+			ListMeta: kmetav1.ListMeta{ResourceVersion: meta.Metadata.ResourceVersion}}
+	} else {
+		var err error
+		if tb, err = Of(ev.Object, t.v, t.include, t.now()); err != nil {
+			return line
+		}
+		if t.headers {
+			tb.ColumnDefinitions = nil
+		}
+		t.headers = true
+	}
+	out, err := json.Marshal(struct {
+		Type   string         `json:"type"`
+		Object *kmetav1.Table `json:"object"`
+	}{ev.Type, tb})
+	if err != nil {
+		return line
+	}
+	return out
 }
 
 // Of turns a get's object or a list's JSON into a Table of version v with the kind's columns: NAME, the columns of

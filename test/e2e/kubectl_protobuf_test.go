@@ -1,7 +1,10 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -9,8 +12,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	kmetav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+	"k8s.io/apimachinery/pkg/runtime/serializer/streaming"
+	"k8s.io/apimachinery/pkg/util/framer"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
 	clientrest "k8s.io/client-go/rest"
 
 	"github.com/trellis-dev/trellis/hub"
@@ -104,12 +111,42 @@ func TestKubectlProtobuf(t *testing.T) {
 		t.Errorf("cloud profiles asked in protobuf first: want JSON, got %d %q", code, out)
 	}
 
+	// A watch asked in protobuf is Kubernetes' protobuf watch stream: length-prefixed metav1.WatchEvent frames whose
+	// objects are the kind's protobuf; for Gardener's kinds JSON lines.
+	code, out := h.Do(t, "GET", "/api/v1/namespaces/garden-dev/configmaps?watch=true&timeoutSeconds=1", nil, "Accept", runtime.ContentTypeProtobuf+";stream=watch")
+	if code != 200 {
+		t.Fatalf("protobuf watch: %d %q", code, out)
+	}
+	dec := streaming.NewDecoder(framer.NewLengthDelimitedFrameReader(io.NopCloser(bytes.NewReader(out))), protobuf.NewRawSerializer(scheme.Scheme, scheme.Scheme))
+	var names []string
+	for {
+		var ev kmetav1.WatchEvent
+		if _, _, err := dec.Decode(nil, &ev); err != nil {
+			if !errors.Is(err, io.EOF) {
+				t.Fatalf("protobuf watch frame: %v (%q)", err, out)
+			}
+			break
+		}
+		obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(ev.Object.Raw, nil, nil)
+		cm, ok := obj.(*corev1.ConfigMap)
+		if err != nil || !ok || ev.Type != "ADDED" {
+			t.Fatalf("protobuf watch event %s: %v %T", ev.Type, err, obj)
+		}
+		names = append(names, cm.Name)
+	}
+	if strings.Join(names, ",") != "c,pb" {
+		t.Errorf("protobuf watch: want ADDED c and pb, got %v", names)
+	}
+	if code, out := h.Do(t, "GET", "/apis/core.gardener.cloud/v1beta1/cloudprofiles?watch=true&timeoutSeconds=1", nil, "Accept", runtime.ContentTypeProtobuf+";stream=watch, application/json"); code != 200 || len(out) > 0 && out[0] != '{' {
+		t.Errorf("Gardener kind's watch asked in protobuf: want JSON lines, got %d %q", code, out)
+	}
+
 	// A Gardener kind in protobuf is refused with 415 (its type is not in k8s.io/api).
 	envelope, err := (&runtime.Unknown{TypeMeta: runtime.TypeMeta{APIVersion: "core.gardener.cloud/v1beta1", Kind: "Shoot"}, Raw: []byte{0x0a, 0x00}}).Marshal()
 	if err != nil {
 		t.Fatal(err)
 	}
-	code, out := h.Do(t, "POST", "/apis/core.gardener.cloud/v1beta1/namespaces/garden-dev/shoots", append([]byte("k8s\x00"), envelope...),
+	code, out = h.Do(t, "POST", "/apis/core.gardener.cloud/v1beta1/namespaces/garden-dev/shoots", append([]byte("k8s\x00"), envelope...),
 		"Content-Type", runtime.ContentTypeProtobuf)
 	if code != 415 || !strings.Contains(string(out), "Shoot") {
 		t.Errorf("shoot in protobuf: want 415, got %d %s", code, out)

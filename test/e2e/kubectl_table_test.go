@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/trellis-dev/trellis/hub"
 	"github.com/trellis-dev/trellis/hub/api"
@@ -59,7 +60,7 @@ func TestKubectlGetTable(t *testing.T) {
 		}
 	}
 	shoots := get("/apis/core.gardener.cloud/v1beta1/shoots")
-	if got, want := names(shoots, true), "Name,CLOUDPROFILE,PROVIDER,REGION,K8S VERSION,HIBERNATION,LAST OPERATION,STATUS,Age,SEED,PURPOSE,TECHNICAL ID"; got != want {
+	if got, want := names(shoots, true), "Name,CLOUDPROFILE,PROVIDER,REGION,K8S VERSION,HIBERNATION,LAST OPERATION,STATUS,Age,SEED,PURPOSE,GARDENER VERSION,APISERVER,CONTROL,OBSERVABILITY,NODES,SYSTEM,TECHNICAL ID"; got != want {
 		t.Errorf("shoot columns: want Gardener's %s, got %s", want, got)
 	}
 	if tb := get("/apis/core.gardener.cloud/v1beta1/shoots", "Accept", "application/json;as=Table;v=v1beta1;g=meta.k8s.io"); tb.APIVersion != "meta.k8s.io/v1beta1" {
@@ -112,11 +113,11 @@ func TestKubectlGetTable(t *testing.T) {
 		return rows
 	}
 	out := fields(kc("get", "cloudprofiles"))
-	if len(out) != 2 || out[0] != "NAME TYPE AGE" || !strings.HasPrefix(out[1], "local local ") {
+	if len(out) != 2 || out[0] != "NAME PROVIDER AGE" || !strings.HasPrefix(out[1], "local local ") {
 		t.Errorf("kubectl get cloudprofiles: %q", out)
 	}
 	out = fields(kc("get", "cloudprofiles", "-o", "wide"))
-	if len(out) != 2 || out[0] != "NAME TYPE AGE REGIONS" || !strings.HasSuffix(out[1], " eu-1,eu-2") {
+	if len(out) != 2 || out[0] != "NAME PROVIDER AGE REGIONS" || !strings.HasSuffix(out[1], " eu-1,eu-2") {
 		t.Errorf("kubectl get cloudprofiles -o wide: %q", out)
 	}
 	out = fields(kc("get", "configmaps"))
@@ -126,5 +127,34 @@ func TestKubectlGetTable(t *testing.T) {
 	out = fields(kc("get", "projects"))
 	if len(out) != 2 || out[0] != "NAME NAMESPACE STATUS OWNER CREATOR AGE" || !strings.HasPrefix(out[1], "dev garden-dev ") {
 		t.Errorf("kubectl get projects: %q", out)
+	}
+}
+
+// TestKubectlGetWatchTable: `kubectl get shoots -w` asks for a watch of Tables: the hub answers events whose
+// objects are Tables of one row, the first with the column definitions, so kubectl prints Gardener's columns for
+// the shoot as it is, then a row for its change.
+func TestKubectlGetWatchTable(t *testing.T) {
+	kubectl := kubectlBinary(t)
+	h := hubtest.Start(t, func(c *hub.Config) { c.Controllers, c.DisableScheduler = []string{"project"}, true })
+	shootGarden(t, h)
+	if code, out := h.Do(t, "POST", "/apis/core.gardener.cloud/v1beta1/namespaces/garden-dev/shoots", `{"metadata":{"name":"watched"},"spec":{"cloudProfile":{"name":"local"},
+		"credentialsBindingName":"local","region":"local","kubernetes":{"version":"1.35.4"},
+		"provider":{"type":"local","workers":[{"name":"w1","minimum":1,"maximum":2,"machine":{"type":"m5.large"}}]},"networking":{"type":"calico","nodes":"10.0.0.0/16"}}}`); code != 201 {
+		t.Fatalf("shoot: %d %s", code, out)
+	}
+	kc := kubectlAs(t, kubectl, h, h.Token)
+	go func() {
+		time.Sleep(2 * time.Second)
+		h.Do(t, "PATCH", "/apis/core.gardener.cloud/v1beta1/namespaces/garden-dev/shoots/watched", `{"spec":{"hibernation":{"enabled":true}}}`,
+			"Content-Type", "application/merge-patch+json")
+	}()
+	out, _ := kc("get", "shoots", "-w", "--request-timeout=5s")
+	var rows []string
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		rows = append(rows, strings.Join(strings.Fields(l), " "))
+	}
+	if len(rows) < 3 || rows[0] != "NAME CLOUDPROFILE PROVIDER REGION K8S VERSION HIBERNATION LAST OPERATION STATUS AGE" ||
+		!strings.HasPrefix(rows[1], "watched local local local 1.35.4 Awake ") || !strings.HasPrefix(rows[2], "watched local local local 1.35.4 Hibernating ") {
+		t.Errorf("kubectl get shoots -w: want Gardener's columns, the shoot, then its change; got\n%s", out)
 	}
 }

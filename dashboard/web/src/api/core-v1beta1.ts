@@ -4316,6 +4316,26 @@ export interface components {
             /** @description ResourceVersion is the revision the list was read at. */
             resourceVersion?: string;
         };
+        /** @description ManagedFieldsEntry is Kubernetes' metav1.ManagedFieldsEntry: the fields one manager owns through one operation. */
+        "trellis.meta.v1.ManagedFieldsEntry": {
+            /** @description APIVersion is the version of the object the fields are described in. */
+            apiVersion?: string;
+            /** @description FieldsType is the format of fields_v1: always "FieldsV1". */
+            fieldsType?: string;
+            /** @description FieldsV1 is the set of owned fields in Kubernetes' FieldsV1 JSON form ({"f:spec":{"f:region":{}}}). */
+            fieldsV1?: unknown;
+            /** @description Manager identifies the workflow managing these fields (the request's fieldManager, or its user agent). */
+            manager?: string;
+            /** @description Operation is the operation that made this entry: "Apply" or "Update". */
+            operation?: string;
+            /** @description Subresource is the subresource the fields were written through ("status"); empty for the object itself. */
+            subresource?: string;
+            /**
+             * Format: date-time
+             * @description Time is when the entry's fields last changed (whole seconds, RFC 3339).
+             */
+            time?: string;
+        };
         /** @description ObjectMeta is Kubernetes' metav1.ObjectMeta: the metadata every persisted object carries. */
         "trellis.meta.v1.ObjectMeta": {
             /** @description Annotations hold non-identifying metadata, e.g. gardener.cloud/operation. */
@@ -4350,6 +4370,12 @@ export interface components {
             labels?: {
                 [key: string]: string;
             };
+            /**
+             * @description ManagedFields records which field manager owns which fields (server-side apply), one entry per manager,
+             *     operation and subresource; the server maintains them on every write. Sending a single empty entry (or, in JSON,
+             *     an empty list) resets them.
+             */
+            managedFields?: components["schemas"]["trellis.meta.v1.ManagedFieldsEntry"][];
             /** @description Name is unique within a namespace (or cluster-wide for cluster-scoped kinds). Immutable. */
             name?: string;
             /** @description Namespace of a namespaced object; empty for cluster-scoped kinds. */

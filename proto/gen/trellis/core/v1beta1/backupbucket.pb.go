@@ -329,18 +329,18 @@ var File_trellis_core_v1beta1_backupbucket_proto protoreflect.FileDescriptor
 
 const file_trellis_core_v1beta1_backupbucket_proto_rawDesc = "" +
 	"\n" +
-	"'trellis/core/v1beta1/backupbucket.proto\x12\x14trellis.core.v1beta1\x1a\x1ctrellis/cli/v1/options.proto\x1a\x1atrellis/meta/v1/meta.proto\"\x93\x03\n" +
+	"'trellis/core/v1beta1/backupbucket.proto\x12\x14trellis.core.v1beta1\x1a\x1ctrellis/cli/v1/options.proto\x1a\x1atrellis/meta/v1/meta.proto\"\x9d\x03\n" +
 	"\fBackupBucket\x12\x1f\n" +
 	"\vapi_version\x18\x01 \x01(\tR\n" +
 	"apiVersion\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x127\n" +
 	"\bmetadata\x18\x03 \x01(\v2\x1b.trellis.meta.v1.ObjectMetaR\bmetadata\x12:\n" +
 	"\x04spec\x18\x04 \x01(\v2&.trellis.core.v1beta1.BackupBucketSpecR\x04spec\x12@\n" +
-	"\x06status\x18\x05 \x01(\v2(.trellis.core.v1beta1.BackupBucketStatusR\x06status:\x96\x01\xf2\xf9\x18\x1f\n" +
-	"\bPROVIDER\x12\x13.spec.provider.type\xf2\xf9\x18\x1f\n" +
-	"\x06REGION\x12\x15.spec.provider.region\xf2\xf9\x18\x16\n" +
-	"\x04SEED\x12\x0e.spec.seedName\xf2\xf9\x18)\n" +
-	"\x0eLAST OPERATION\x12\x15.status.lastOperation \x02\xfa\xf9\x18\x05\n" +
+	"\x06status\x18\x05 \x01(\v2(.trellis.core.v1beta1.BackupBucketStatusR\x06status:\xa0\x01\xf2\xf9\x18\x1f\n" +
+	"\bPROVIDER\x12\x13.spec.provider.type\xf2\xf9\x18\x16\n" +
+	"\x04SEED\x12\x0e.spec.seedName\xf2\xf9\x18(\n" +
+	"\tOPERATION\x12\x1b.status.lastOperation.state\xf2\xf9\x18*\n" +
+	"\bPROGRESS\x12\x1e.status.lastOperation.progress\xfa\xf9\x18\x05\n" +
 	"\x03bbc\"\xdc\x02\n" +
 	"\x10BackupBucketSpec\x12F\n" +
 	"\bprovider\x18\x01 \x01(\v2*.trellis.core.v1beta1.BackupBucketProviderR\bprovider\x12F\n" +

@@ -257,17 +257,18 @@ var File_trellis_core_v1beta1_backupentry_proto protoreflect.FileDescriptor
 
 const file_trellis_core_v1beta1_backupentry_proto_rawDesc = "" +
 	"\n" +
-	"&trellis/core/v1beta1/backupentry.proto\x12\x14trellis.core.v1beta1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1ctrellis/cli/v1/options.proto\x1a\x1atrellis/meta/v1/meta.proto\"\xe7\x02\n" +
+	"&trellis/core/v1beta1/backupentry.proto\x12\x14trellis.core.v1beta1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1ctrellis/cli/v1/options.proto\x1a\x1atrellis/meta/v1/meta.proto\"\x95\x03\n" +
 	"\vBackupEntry\x12\x1f\n" +
 	"\vapi_version\x18\x01 \x01(\tR\n" +
 	"apiVersion\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x127\n" +
 	"\bmetadata\x18\x03 \x01(\v2\x1b.trellis.meta.v1.ObjectMetaR\bmetadata\x129\n" +
 	"\x04spec\x18\x04 \x01(\v2%.trellis.core.v1beta1.BackupEntrySpecR\x04spec\x12?\n" +
-	"\x06status\x18\x05 \x01(\v2'.trellis.core.v1beta1.BackupEntryStatusR\x06status:n\xf2\xf9\x18\x1a\n" +
+	"\x06status\x18\x05 \x01(\v2'.trellis.core.v1beta1.BackupEntryStatusR\x06status:\x9b\x01\xf2\xf9\x18\x1a\n" +
 	"\x06BUCKET\x12\x10.spec.bucketName\xf2\xf9\x18\x16\n" +
-	"\x04SEED\x12\x0e.spec.seedName\xf2\xf9\x18)\n" +
-	"\x0eLAST OPERATION\x12\x15.status.lastOperation \x02\xfa\xf9\x18\x05\n" +
+	"\x04SEED\x12\x0e.spec.seedName\xf2\xf9\x18(\n" +
+	"\tOPERATION\x12\x1b.status.lastOperation.state\xf2\xf9\x18*\n" +
+	"\bPROGRESS\x12\x1e.status.lastOperation.progress\xfa\xf9\x18\x05\n" +
 	"\x03bec\"\xa1\x01\n" +
 	"\x0fBackupEntrySpec\x12\x1f\n" +
 	"\vbucket_name\x18\x01 \x01(\tR\n" +

@@ -1641,15 +1641,15 @@ var File_trellis_core_v1beta1_cloudprofile_proto protoreflect.FileDescriptor
 
 const file_trellis_core_v1beta1_cloudprofile_proto_rawDesc = "" +
 	"\n" +
-	"'trellis/core/v1beta1/cloudprofile.proto\x12\x14trellis.core.v1beta1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1ctrellis/cli/v1/options.proto\x1a!trellis/core/v1beta1/common.proto\x1a\x1atrellis/meta/v1/meta.proto\x1a\x1dtrellis/meta/v1/options.proto\"\xcc\x02\n" +
+	"'trellis/core/v1beta1/cloudprofile.proto\x12\x14trellis.core.v1beta1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1ctrellis/cli/v1/options.proto\x1a!trellis/core/v1beta1/common.proto\x1a\x1atrellis/meta/v1/meta.proto\x1a\x1dtrellis/meta/v1/options.proto\"\xd0\x02\n" +
 	"\fCloudProfile\x12\x1f\n" +
 	"\vapi_version\x18\x01 \x01(\tR\n" +
 	"apiVersion\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x127\n" +
 	"\bmetadata\x18\x03 \x01(\v2\x1b.trellis.meta.v1.ObjectMetaR\bmetadata\x12:\n" +
 	"\x04spec\x18\x04 \x01(\v2&.trellis.core.v1beta1.CloudProfileSpecR\x04spec\x12@\n" +
-	"\x06status\x18\x05 \x01(\v2(.trellis.core.v1beta1.CloudProfileStatusR\x06status:P\xf2\xf9\x18\x12\n" +
-	"\x04TYPE\x12\n" +
+	"\x06status\x18\x05 \x01(\v2(.trellis.core.v1beta1.CloudProfileStatusR\x06status:T\xf2\xf9\x18\x16\n" +
+	"\bPROVIDER\x12\n" +
 	".spec.type\xf2\xf9\x18\"\n" +
 	"\aREGIONS\x12\x15.spec.regions[*].name\x18\x01\xfa\xf9\x18\x10\n" +
 	"\bcprofile\n" +

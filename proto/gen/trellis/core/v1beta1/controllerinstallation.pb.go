@@ -247,20 +247,20 @@ var File_trellis_core_v1beta1_controllerinstallation_proto protoreflect.FileDesc
 
 const file_trellis_core_v1beta1_controllerinstallation_proto_rawDesc = "" +
 	"\n" +
-	"1trellis/core/v1beta1/controllerinstallation.proto\x12\x14trellis.core.v1beta1\x1a\x1ctrellis/cli/v1/options.proto\x1a\x1atrellis/meta/v1/meta.proto\"\xf7\x04\n" +
+	"1trellis/core/v1beta1/controllerinstallation.proto\x12\x14trellis.core.v1beta1\x1a\x1ctrellis/cli/v1/options.proto\x1a\x1atrellis/meta/v1/meta.proto\"\xf5\x04\n" +
 	"\x16ControllerInstallation\x12\x1f\n" +
 	"\vapi_version\x18\x01 \x01(\tR\n" +
 	"apiVersion\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x127\n" +
 	"\bmetadata\x18\x03 \x01(\v2\x1b.trellis.meta.v1.ObjectMetaR\bmetadata\x12D\n" +
 	"\x04spec\x18\x04 \x01(\v20.trellis.core.v1beta1.ControllerInstallationSpecR\x04spec\x12J\n" +
-	"\x06status\x18\x05 \x01(\v22.trellis.core.v1beta1.ControllerInstallationStatusR\x06status:\xdc\x02\xf2\xf9\x18*\n" +
+	"\x06status\x18\x05 \x01(\v22.trellis.core.v1beta1.ControllerInstallationStatusR\x06status:\xda\x02\xf2\xf9\x18*\n" +
 	"\fREGISTRATION\x12\x1a.spec.registrationRef.name\xf2\xf9\x18\x1a\n" +
 	"\x04SEED\x12\x12.spec.seedRef.name\xf2\xf9\x186\n" +
 	"\x05VALID\x12-.status.conditions[?(@.type==\"Valid\")].status\xf2\xf9\x18>\n" +
 	"\tINSTALLED\x121.status.conditions[?(@.type==\"Installed\")].status\xf2\xf9\x18:\n" +
-	"\aHEALTHY\x12/.status.conditions[?(@.type==\"Healthy\")].status\xf2\xf9\x18D\n" +
-	"\vPROGRESSING\x123.status.conditions[?(@.type==\"Progressing\")].status\x18\x01\xfa\xf9\x18\n" +
+	"\aHEALTHY\x12/.status.conditions[?(@.type==\"Healthy\")].status\xf2\xf9\x18B\n" +
+	"\vPROGRESSING\x123.status.conditions[?(@.type==\"Progressing\")].status\xfa\xf9\x18\n" +
 	"\n" +
 	"\bctrlinst\"\xf5\x02\n" +
 	"\x1aControllerInstallationSpec\x12K\n" +

@@ -273,15 +273,16 @@ var File_trellis_core_v1beta1_namespacedcloudprofile_proto protoreflect.FileDesc
 
 const file_trellis_core_v1beta1_namespacedcloudprofile_proto_rawDesc = "" +
 	"\n" +
-	"1trellis/core/v1beta1/namespacedcloudprofile.proto\x12\x14trellis.core.v1beta1\x1a\x1ctrellis/cli/v1/options.proto\x1a'trellis/core/v1beta1/cloudprofile.proto\x1a!trellis/core/v1beta1/common.proto\x1a\x1atrellis/meta/v1/meta.proto\"\xc5\x02\n" +
+	"1trellis/core/v1beta1/namespacedcloudprofile.proto\x12\x14trellis.core.v1beta1\x1a\x1ctrellis/cli/v1/options.proto\x1a'trellis/core/v1beta1/cloudprofile.proto\x1a!trellis/core/v1beta1/common.proto\x1a\x1atrellis/meta/v1/meta.proto\"\xee\x02\n" +
 	"\x16NamespacedCloudProfile\x12\x1f\n" +
 	"\vapi_version\x18\x01 \x01(\tR\n" +
 	"apiVersion\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x127\n" +
 	"\bmetadata\x18\x03 \x01(\v2\x1b.trellis.meta.v1.ObjectMetaR\bmetadata\x12D\n" +
 	"\x04spec\x18\x04 \x01(\v20.trellis.core.v1beta1.NamespacedCloudProfileSpecR\x04spec\x12J\n" +
-	"\x06status\x18\x05 \x01(\v22.trellis.core.v1beta1.NamespacedCloudProfileStatusR\x06status:+\xf2\xf9\x18\x1b\n" +
-	"\x06PARENT\x12\x11.spec.parent.name\xfa\xf9\x18\b\n" +
+	"\x06status\x18\x05 \x01(\v22.trellis.core.v1beta1.NamespacedCloudProfileStatusR\x06status:T\xf2\xf9\x18 \n" +
+	"\vPARENT NAME\x12\x11.spec.parent.name\xf2\xf9\x18 \n" +
+	"\vPARENT KIND\x12\x11.spec.parent.kind\xfa\xf9\x18\b\n" +
 	"\x06nscpfl\"\xb1\x04\n" +
 	"\x1aNamespacedCloudProfileSpec\x12 \n" +
 	"\tca_bundle\x18\x01 \x01(\tH\x00R\bcaBundle\x88\x01\x01\x12H\n" +

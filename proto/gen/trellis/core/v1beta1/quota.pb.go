@@ -164,15 +164,15 @@ var File_trellis_core_v1beta1_quota_proto protoreflect.FileDescriptor
 
 const file_trellis_core_v1beta1_quota_proto_rawDesc = "" +
 	"\n" +
-	" trellis/core/v1beta1/quota.proto\x12\x14trellis.core.v1beta1\x1a\x1ctrellis/cli/v1/options.proto\x1a\x1atrellis/meta/v1/meta.proto\x1a\x1dtrellis/meta/v1/options.proto\"\x83\x02\n" +
+	" trellis/core/v1beta1/quota.proto\x12\x14trellis.core.v1beta1\x1a\x1ctrellis/cli/v1/options.proto\x1a\x1atrellis/meta/v1/meta.proto\x1a\x1dtrellis/meta/v1/options.proto\"\x86\x02\n" +
 	"\x05Quota\x12\x1f\n" +
 	"\vapi_version\x18\x01 \x01(\tR\n" +
 	"apiVersion\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x127\n" +
 	"\bmetadata\x18\x03 \x01(\v2\x1b.trellis.meta.v1.ObjectMetaR\bmetadata\x123\n" +
-	"\x04spec\x18\x04 \x01(\v2\x1f.trellis.core.v1beta1.QuotaSpecR\x04spec:W\xf2\xf9\x18\x19\n" +
-	"\x05SCOPE\x12\x10.spec.scope.kind\xf2\xf9\x18*\n" +
-	"\rLIFETIME DAYS\x12\x19.spec.clusterLifetimeDays\xfa\xf9\x18\b\n" +
+	"\x04spec\x18\x04 \x01(\v2\x1f.trellis.core.v1beta1.QuotaSpecR\x04spec:Z\xf2\xf9\x18\x19\n" +
+	"\x05SCOPE\x12\x10.spec.scope.kind\xf2\xf9\x18-\n" +
+	"\x10CLUSTER LIFETIME\x12\x19.spec.clusterLifetimeDays\xfa\xf9\x18\b\n" +
 	"\x06squota\"\xa0\x02\n" +
 	"\tQuotaSpec\x127\n" +
 	"\x15cluster_lifetime_days\x18\x01 \x01(\x05H\x00R\x13clusterLifetimeDays\x88\x01\x01\x12L\n" +

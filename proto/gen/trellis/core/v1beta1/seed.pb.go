@@ -2150,20 +2150,20 @@ var File_trellis_core_v1beta1_seed_proto protoreflect.FileDescriptor
 
 const file_trellis_core_v1beta1_seed_proto_rawDesc = "" +
 	"\n" +
-	"\x1ftrellis/core/v1beta1/seed.proto\x12\x14trellis.core.v1beta1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1ctrellis/cli/v1/options.proto\x1a!trellis/core/v1beta1/common.proto\x1a\x1atrellis/meta/v1/meta.proto\x1a\x1dtrellis/meta/v1/options.proto\"\xf3\x03\n" +
+	"\x1ftrellis/core/v1beta1/seed.proto\x12\x14trellis.core.v1beta1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1ctrellis/cli/v1/options.proto\x1a!trellis/core/v1beta1/common.proto\x1a\x1atrellis/meta/v1/meta.proto\x1a\x1dtrellis/meta/v1/options.proto\"\xf1\x03\n" +
 	"\x04Seed\x12\x1f\n" +
 	"\vapi_version\x18\x01 \x01(\tR\n" +
 	"apiVersion\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x127\n" +
 	"\bmetadata\x18\x03 \x01(\v2\x1b.trellis.meta.v1.ObjectMetaR\bmetadata\x122\n" +
 	"\x04spec\x18\x04 \x01(\v2\x1e.trellis.core.v1beta1.SeedSpecR\x04spec\x128\n" +
-	"\x06status\x18\x05 \x01(\v2 .trellis.core.v1beta1.SeedStatusR\x06status:\x8e\x02\xf2\xf9\x18B\n" +
-	"\x06STATUS\x126.status.conditions[?(@.type==\"GardenletReady\")].status \x04\xf2\xf9\x18\x1f\n" +
+	"\x06status\x18\x05 \x01(\v2 .trellis.core.v1beta1.SeedStatusR\x06status:\x8c\x02\xf2\xf9\x18B\n" +
+	"\x06STATUS\x126.status.conditions[?(@.type==\"GardenletReady\")].status \x04\xf2\xf9\x18)\n" +
+	"\x0eLAST OPERATION\x12\x15.status.lastOperation \x02\xf2\xf9\x18\x1f\n" +
 	"\bPROVIDER\x12\x13.spec.provider.type\xf2\xf9\x18\x1f\n" +
 	"\x06REGION\x12\x15.spec.provider.region\xf2\xf9\x18#\n" +
 	"\aVERSION\x12\x18.status.gardener.version\xf2\xf9\x18(\n" +
-	"\vK8S VERSION\x12\x19.status.kubernetesVersion\xf2\xf9\x18+\n" +
-	"\x0eLAST OPERATION\x12\x15.status.lastOperation\x18\x01 \x02\"{\n" +
+	"\vK8S VERSION\x12\x19.status.kubernetesVersion\"{\n" +
 	"\fSeedTemplate\x127\n" +
 	"\bmetadata\x18\x01 \x01(\v2\x1b.trellis.meta.v1.ObjectMetaR\bmetadata\x122\n" +
 	"\x04spec\x18\x02 \x01(\v2\x1e.trellis.core.v1beta1.SeedSpecR\x04spec\"\xc4\x05\n" +

@@ -7232,14 +7232,14 @@ var File_trellis_core_v1beta1_shoot_proto protoreflect.FileDescriptor
 
 const file_trellis_core_v1beta1_shoot_proto_rawDesc = "" +
 	"\n" +
-	" trellis/core/v1beta1/shoot.proto\x12\x14trellis.core.v1beta1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1ctrellis/cli/v1/options.proto\x1a!trellis/core/v1beta1/common.proto\x1a\x1ftrellis/core/v1beta1/seed.proto\x1a\x1atrellis/meta/v1/meta.proto\x1a\x1dtrellis/meta/v1/options.proto\"\xe7\x04\n" +
+	" trellis/core/v1beta1/shoot.proto\x12\x14trellis.core.v1beta1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1ctrellis/cli/v1/options.proto\x1a!trellis/core/v1beta1/common.proto\x1a\x1ftrellis/core/v1beta1/seed.proto\x1a\x1atrellis/meta/v1/meta.proto\x1a\x1dtrellis/meta/v1/options.proto\"\xa3\b\n" +
 	"\x05Shoot\x12\x1f\n" +
 	"\vapi_version\x18\x01 \x01(\tR\n" +
 	"apiVersion\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x127\n" +
 	"\bmetadata\x18\x03 \x01(\v2\x1b.trellis.meta.v1.ObjectMetaR\bmetadata\x123\n" +
 	"\x04spec\x18\x04 \x01(\v2\x1f.trellis.core.v1beta1.ShootSpecR\x04spec\x129\n" +
-	"\x06status\x18\x05 \x01(\v2!.trellis.core.v1beta1.ShootStatusR\x06status:\xff\x02\xf2\xf9\x18'\n" +
+	"\x06status\x18\x05 \x01(\v2!.trellis.core.v1beta1.ShootStatusR\x06status:\xbb\x06\xf2\xf9\x18'\n" +
 	"\fCLOUDPROFILE\x12\x17.spec.cloudProfile.name\xf2\xf9\x18\x1f\n" +
 	"\bPROVIDER\x12\x13.spec.provider.type\xf2\xf9\x18\x16\n" +
 	"\x06REGION\x12\f.spec.region\xf2\xf9\x18'\n" +
@@ -7248,7 +7248,13 @@ const file_trellis_core_v1beta1_shoot_proto_rawDesc = "" +
 	"\x0eLAST OPERATION\x12\x15.status.lastOperation \x02\xf2\xf9\x189\n" +
 	"\x06STATUS\x12/.metadata.labels['shoot.gardener.cloud/status']\xf2\xf9\x18\x18\n" +
 	"\x04SEED\x12\x0e.spec.seedName\x18\x01\xf2\xf9\x18\x1a\n" +
-	"\aPURPOSE\x12\r.spec.purpose\x18\x01\xf2\xf9\x18%\n" +
+	"\aPURPOSE\x12\r.spec.purpose\x18\x01\xf2\xf9\x18.\n" +
+	"\x10GARDENER VERSION\x12\x18.status.gardener.version\x18\x01\xf2\xf9\x18I\n" +
+	"\tAPISERVER\x12:.status.conditions[?(@.type==\"APIServerAvailable\")].status\x18\x01\xf2\xf9\x18H\n" +
+	"\aCONTROL\x12;.status.conditions[?(@.type==\"ControlPlaneHealthy\")].status\x18\x01\xf2\xf9\x18Y\n" +
+	"\rOBSERVABILITY\x12F.status.conditions[?(@.type==\"ObservabilityComponentsHealthy\")].status\x18\x01\xf2\xf9\x18A\n" +
+	"\x05NODES\x126.status.conditions[?(@.type==\"EveryNodeReady\")].status\x18\x01\xf2\xf9\x18K\n" +
+	"\x06SYSTEM\x12?.status.conditions[?(@.type==\"SystemComponentsHealthy\")].status\x18\x01\xf2\xf9\x18%\n" +
 	"\fTECHNICAL ID\x12\x13.status.technicalID\x18\x01\xfa\xf9\x18\x05\x12\x03all\"}\n" +
 	"\rShootTemplate\x127\n" +
 	"\bmetadata\x18\x01 \x01(\v2\x1b.trellis.meta.v1.ObjectMetaR\bmetadata\x123\n" +

@@ -57,7 +57,11 @@ type ObjectMeta struct {
 	// OwnerReferences name the objects this object depends on.
 	OwnerReferences []*OwnerReference `protobuf:"bytes,12,rep,name=owner_references,json=ownerReferences,proto3" json:"owner_references,omitempty"`
 	// Finalizers must all be removed before a deleted object disappears.
-	Finalizers    []string `protobuf:"bytes,13,rep,name=finalizers,proto3" json:"finalizers,omitempty"`
+	Finalizers []string `protobuf:"bytes,13,rep,name=finalizers,proto3" json:"finalizers,omitempty"`
+	// ManagedFields records which field manager owns which fields (server-side apply), one entry per manager,
+	// operation and subresource; the server maintains them on every write. Sending a single empty entry (or, in JSON,
+	// an empty list) resets them.
+	ManagedFields []*ManagedFieldsEntry `protobuf:"bytes,14,rep,name=managed_fields,json=managedFields,proto3" json:"managed_fields,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -183,6 +187,113 @@ func (x *ObjectMeta) GetFinalizers() []string {
 	return nil
 }
 
+func (x *ObjectMeta) GetManagedFields() []*ManagedFieldsEntry {
+	if x != nil {
+		return x.ManagedFields
+	}
+	return nil
+}
+
+// ManagedFieldsEntry is Kubernetes' metav1.ManagedFieldsEntry: the fields one manager owns through one operation.
+type ManagedFieldsEntry struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Manager identifies the workflow managing these fields (the request's fieldManager, or its user agent).
+	Manager string `protobuf:"bytes,1,opt,name=manager,proto3" json:"manager,omitempty"`
+	// Operation is the operation that made this entry: "Apply" or "Update".
+	Operation string `protobuf:"bytes,2,opt,name=operation,proto3" json:"operation,omitempty"`
+	// APIVersion is the version of the object the fields are described in.
+	ApiVersion string `protobuf:"bytes,3,opt,name=api_version,json=apiVersion,proto3" json:"api_version,omitempty"`
+	// Time is when the entry's fields last changed (whole seconds, RFC 3339).
+	Time *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=time,proto3" json:"time,omitempty"`
+	// FieldsType is the format of fields_v1: always "FieldsV1".
+	FieldsType string `protobuf:"bytes,5,opt,name=fields_type,json=fieldsType,proto3" json:"fields_type,omitempty"`
+	// FieldsV1 is the set of owned fields in Kubernetes' FieldsV1 JSON form ({"f:spec":{"f:region":{}}}).
+	FieldsV1 *RawExtension `protobuf:"bytes,6,opt,name=fields_v1,json=fieldsV1,proto3" json:"fields_v1,omitempty"`
+	// Subresource is the subresource the fields were written through ("status"); empty for the object itself.
+	Subresource   string `protobuf:"bytes,7,opt,name=subresource,proto3" json:"subresource,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ManagedFieldsEntry) Reset() {
+	*x = ManagedFieldsEntry{}
+	mi := &file_trellis_meta_v1_meta_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ManagedFieldsEntry) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ManagedFieldsEntry) ProtoMessage() {}
+
+func (x *ManagedFieldsEntry) ProtoReflect() protoreflect.Message {
+	mi := &file_trellis_meta_v1_meta_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ManagedFieldsEntry.ProtoReflect.Descriptor instead.
+func (*ManagedFieldsEntry) Descriptor() ([]byte, []int) {
+	return file_trellis_meta_v1_meta_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *ManagedFieldsEntry) GetManager() string {
+	if x != nil {
+		return x.Manager
+	}
+	return ""
+}
+
+func (x *ManagedFieldsEntry) GetOperation() string {
+	if x != nil {
+		return x.Operation
+	}
+	return ""
+}
+
+func (x *ManagedFieldsEntry) GetApiVersion() string {
+	if x != nil {
+		return x.ApiVersion
+	}
+	return ""
+}
+
+func (x *ManagedFieldsEntry) GetTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Time
+	}
+	return nil
+}
+
+func (x *ManagedFieldsEntry) GetFieldsType() string {
+	if x != nil {
+		return x.FieldsType
+	}
+	return ""
+}
+
+func (x *ManagedFieldsEntry) GetFieldsV1() *RawExtension {
+	if x != nil {
+		return x.FieldsV1
+	}
+	return nil
+}
+
+func (x *ManagedFieldsEntry) GetSubresource() string {
+	if x != nil {
+		return x.Subresource
+	}
+	return ""
+}
+
 // OwnerReference is Kubernetes' metav1.OwnerReference.
 type OwnerReference struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -204,7 +315,7 @@ type OwnerReference struct {
 
 func (x *OwnerReference) Reset() {
 	*x = OwnerReference{}
-	mi := &file_trellis_meta_v1_meta_proto_msgTypes[1]
+	mi := &file_trellis_meta_v1_meta_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -216,7 +327,7 @@ func (x *OwnerReference) String() string {
 func (*OwnerReference) ProtoMessage() {}
 
 func (x *OwnerReference) ProtoReflect() protoreflect.Message {
-	mi := &file_trellis_meta_v1_meta_proto_msgTypes[1]
+	mi := &file_trellis_meta_v1_meta_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -229,7 +340,7 @@ func (x *OwnerReference) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OwnerReference.ProtoReflect.Descriptor instead.
 func (*OwnerReference) Descriptor() ([]byte, []int) {
-	return file_trellis_meta_v1_meta_proto_rawDescGZIP(), []int{1}
+	return file_trellis_meta_v1_meta_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *OwnerReference) GetApiVersion() string {
@@ -289,7 +400,7 @@ type ListMeta struct {
 
 func (x *ListMeta) Reset() {
 	*x = ListMeta{}
-	mi := &file_trellis_meta_v1_meta_proto_msgTypes[2]
+	mi := &file_trellis_meta_v1_meta_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -301,7 +412,7 @@ func (x *ListMeta) String() string {
 func (*ListMeta) ProtoMessage() {}
 
 func (x *ListMeta) ProtoReflect() protoreflect.Message {
-	mi := &file_trellis_meta_v1_meta_proto_msgTypes[2]
+	mi := &file_trellis_meta_v1_meta_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -314,7 +425,7 @@ func (x *ListMeta) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMeta.ProtoReflect.Descriptor instead.
 func (*ListMeta) Descriptor() ([]byte, []int) {
-	return file_trellis_meta_v1_meta_proto_rawDescGZIP(), []int{2}
+	return file_trellis_meta_v1_meta_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *ListMeta) GetResourceVersion() string {
@@ -350,7 +461,7 @@ type RawExtension struct {
 
 func (x *RawExtension) Reset() {
 	*x = RawExtension{}
-	mi := &file_trellis_meta_v1_meta_proto_msgTypes[3]
+	mi := &file_trellis_meta_v1_meta_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -362,7 +473,7 @@ func (x *RawExtension) String() string {
 func (*RawExtension) ProtoMessage() {}
 
 func (x *RawExtension) ProtoReflect() protoreflect.Message {
-	mi := &file_trellis_meta_v1_meta_proto_msgTypes[3]
+	mi := &file_trellis_meta_v1_meta_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -375,7 +486,7 @@ func (x *RawExtension) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RawExtension.ProtoReflect.Descriptor instead.
 func (*RawExtension) Descriptor() ([]byte, []int) {
-	return file_trellis_meta_v1_meta_proto_rawDescGZIP(), []int{3}
+	return file_trellis_meta_v1_meta_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *RawExtension) GetRaw() []byte {
@@ -401,7 +512,7 @@ type IntOrString struct {
 
 func (x *IntOrString) Reset() {
 	*x = IntOrString{}
-	mi := &file_trellis_meta_v1_meta_proto_msgTypes[4]
+	mi := &file_trellis_meta_v1_meta_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -413,7 +524,7 @@ func (x *IntOrString) String() string {
 func (*IntOrString) ProtoMessage() {}
 
 func (x *IntOrString) ProtoReflect() protoreflect.Message {
-	mi := &file_trellis_meta_v1_meta_proto_msgTypes[4]
+	mi := &file_trellis_meta_v1_meta_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -426,7 +537,7 @@ func (x *IntOrString) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IntOrString.ProtoReflect.Descriptor instead.
 func (*IntOrString) Descriptor() ([]byte, []int) {
-	return file_trellis_meta_v1_meta_proto_rawDescGZIP(), []int{4}
+	return file_trellis_meta_v1_meta_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *IntOrString) GetValue() isIntOrString_Value {
@@ -495,7 +606,7 @@ type Condition struct {
 
 func (x *Condition) Reset() {
 	*x = Condition{}
-	mi := &file_trellis_meta_v1_meta_proto_msgTypes[5]
+	mi := &file_trellis_meta_v1_meta_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -507,7 +618,7 @@ func (x *Condition) String() string {
 func (*Condition) ProtoMessage() {}
 
 func (x *Condition) ProtoReflect() protoreflect.Message {
-	mi := &file_trellis_meta_v1_meta_proto_msgTypes[5]
+	mi := &file_trellis_meta_v1_meta_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -520,7 +631,7 @@ func (x *Condition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Condition.ProtoReflect.Descriptor instead.
 func (*Condition) Descriptor() ([]byte, []int) {
-	return file_trellis_meta_v1_meta_proto_rawDescGZIP(), []int{5}
+	return file_trellis_meta_v1_meta_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Condition) GetType() string {
@@ -591,7 +702,7 @@ type LastOperation struct {
 
 func (x *LastOperation) Reset() {
 	*x = LastOperation{}
-	mi := &file_trellis_meta_v1_meta_proto_msgTypes[6]
+	mi := &file_trellis_meta_v1_meta_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -603,7 +714,7 @@ func (x *LastOperation) String() string {
 func (*LastOperation) ProtoMessage() {}
 
 func (x *LastOperation) ProtoReflect() protoreflect.Message {
-	mi := &file_trellis_meta_v1_meta_proto_msgTypes[6]
+	mi := &file_trellis_meta_v1_meta_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -616,7 +727,7 @@ func (x *LastOperation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LastOperation.ProtoReflect.Descriptor instead.
 func (*LastOperation) Descriptor() ([]byte, []int) {
-	return file_trellis_meta_v1_meta_proto_rawDescGZIP(), []int{6}
+	return file_trellis_meta_v1_meta_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *LastOperation) GetDescription() string {
@@ -671,7 +782,7 @@ type LastError struct {
 
 func (x *LastError) Reset() {
 	*x = LastError{}
-	mi := &file_trellis_meta_v1_meta_proto_msgTypes[7]
+	mi := &file_trellis_meta_v1_meta_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -683,7 +794,7 @@ func (x *LastError) String() string {
 func (*LastError) ProtoMessage() {}
 
 func (x *LastError) ProtoReflect() protoreflect.Message {
-	mi := &file_trellis_meta_v1_meta_proto_msgTypes[7]
+	mi := &file_trellis_meta_v1_meta_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -696,7 +807,7 @@ func (x *LastError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LastError.ProtoReflect.Descriptor instead.
 func (*LastError) Descriptor() ([]byte, []int) {
-	return file_trellis_meta_v1_meta_proto_rawDescGZIP(), []int{7}
+	return file_trellis_meta_v1_meta_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *LastError) GetDescription() string {
@@ -740,7 +851,7 @@ type LabelSelector struct {
 
 func (x *LabelSelector) Reset() {
 	*x = LabelSelector{}
-	mi := &file_trellis_meta_v1_meta_proto_msgTypes[8]
+	mi := &file_trellis_meta_v1_meta_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -752,7 +863,7 @@ func (x *LabelSelector) String() string {
 func (*LabelSelector) ProtoMessage() {}
 
 func (x *LabelSelector) ProtoReflect() protoreflect.Message {
-	mi := &file_trellis_meta_v1_meta_proto_msgTypes[8]
+	mi := &file_trellis_meta_v1_meta_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -765,7 +876,7 @@ func (x *LabelSelector) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LabelSelector.ProtoReflect.Descriptor instead.
 func (*LabelSelector) Descriptor() ([]byte, []int) {
-	return file_trellis_meta_v1_meta_proto_rawDescGZIP(), []int{8}
+	return file_trellis_meta_v1_meta_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *LabelSelector) GetMatchLabels() map[string]string {
@@ -797,7 +908,7 @@ type LabelSelectorRequirement struct {
 
 func (x *LabelSelectorRequirement) Reset() {
 	*x = LabelSelectorRequirement{}
-	mi := &file_trellis_meta_v1_meta_proto_msgTypes[9]
+	mi := &file_trellis_meta_v1_meta_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -809,7 +920,7 @@ func (x *LabelSelectorRequirement) String() string {
 func (*LabelSelectorRequirement) ProtoMessage() {}
 
 func (x *LabelSelectorRequirement) ProtoReflect() protoreflect.Message {
-	mi := &file_trellis_meta_v1_meta_proto_msgTypes[9]
+	mi := &file_trellis_meta_v1_meta_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -822,7 +933,7 @@ func (x *LabelSelectorRequirement) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LabelSelectorRequirement.ProtoReflect.Descriptor instead.
 func (*LabelSelectorRequirement) Descriptor() ([]byte, []int) {
-	return file_trellis_meta_v1_meta_proto_rawDescGZIP(), []int{9}
+	return file_trellis_meta_v1_meta_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *LabelSelectorRequirement) GetKey() string {
@@ -869,7 +980,7 @@ type ObjectReference struct {
 
 func (x *ObjectReference) Reset() {
 	*x = ObjectReference{}
-	mi := &file_trellis_meta_v1_meta_proto_msgTypes[10]
+	mi := &file_trellis_meta_v1_meta_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -881,7 +992,7 @@ func (x *ObjectReference) String() string {
 func (*ObjectReference) ProtoMessage() {}
 
 func (x *ObjectReference) ProtoReflect() protoreflect.Message {
-	mi := &file_trellis_meta_v1_meta_proto_msgTypes[10]
+	mi := &file_trellis_meta_v1_meta_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -894,7 +1005,7 @@ func (x *ObjectReference) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObjectReference.ProtoReflect.Descriptor instead.
 func (*ObjectReference) Descriptor() ([]byte, []int) {
-	return file_trellis_meta_v1_meta_proto_rawDescGZIP(), []int{10}
+	return file_trellis_meta_v1_meta_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ObjectReference) GetKind() string {
@@ -957,7 +1068,7 @@ type LocalObjectReference struct {
 
 func (x *LocalObjectReference) Reset() {
 	*x = LocalObjectReference{}
-	mi := &file_trellis_meta_v1_meta_proto_msgTypes[11]
+	mi := &file_trellis_meta_v1_meta_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -969,7 +1080,7 @@ func (x *LocalObjectReference) String() string {
 func (*LocalObjectReference) ProtoMessage() {}
 
 func (x *LocalObjectReference) ProtoReflect() protoreflect.Message {
-	mi := &file_trellis_meta_v1_meta_proto_msgTypes[11]
+	mi := &file_trellis_meta_v1_meta_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -982,7 +1093,7 @@ func (x *LocalObjectReference) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LocalObjectReference.ProtoReflect.Descriptor instead.
 func (*LocalObjectReference) Descriptor() ([]byte, []int) {
-	return file_trellis_meta_v1_meta_proto_rawDescGZIP(), []int{11}
+	return file_trellis_meta_v1_meta_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *LocalObjectReference) GetName() string {
@@ -1005,7 +1116,7 @@ type SecretReference struct {
 
 func (x *SecretReference) Reset() {
 	*x = SecretReference{}
-	mi := &file_trellis_meta_v1_meta_proto_msgTypes[12]
+	mi := &file_trellis_meta_v1_meta_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1017,7 +1128,7 @@ func (x *SecretReference) String() string {
 func (*SecretReference) ProtoMessage() {}
 
 func (x *SecretReference) ProtoReflect() protoreflect.Message {
-	mi := &file_trellis_meta_v1_meta_proto_msgTypes[12]
+	mi := &file_trellis_meta_v1_meta_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1030,7 +1141,7 @@ func (x *SecretReference) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SecretReference.ProtoReflect.Descriptor instead.
 func (*SecretReference) Descriptor() ([]byte, []int) {
-	return file_trellis_meta_v1_meta_proto_rawDescGZIP(), []int{12}
+	return file_trellis_meta_v1_meta_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *SecretReference) GetName() string {
@@ -1062,7 +1173,7 @@ type CrossVersionObjectReference struct {
 
 func (x *CrossVersionObjectReference) Reset() {
 	*x = CrossVersionObjectReference{}
-	mi := &file_trellis_meta_v1_meta_proto_msgTypes[13]
+	mi := &file_trellis_meta_v1_meta_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1074,7 +1185,7 @@ func (x *CrossVersionObjectReference) String() string {
 func (*CrossVersionObjectReference) ProtoMessage() {}
 
 func (x *CrossVersionObjectReference) ProtoReflect() protoreflect.Message {
-	mi := &file_trellis_meta_v1_meta_proto_msgTypes[13]
+	mi := &file_trellis_meta_v1_meta_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1087,7 +1198,7 @@ func (x *CrossVersionObjectReference) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CrossVersionObjectReference.ProtoReflect.Descriptor instead.
 func (*CrossVersionObjectReference) Descriptor() ([]byte, []int) {
-	return file_trellis_meta_v1_meta_proto_rawDescGZIP(), []int{13}
+	return file_trellis_meta_v1_meta_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *CrossVersionObjectReference) GetKind() string {
@@ -1124,7 +1235,7 @@ type Toleration struct {
 
 func (x *Toleration) Reset() {
 	*x = Toleration{}
-	mi := &file_trellis_meta_v1_meta_proto_msgTypes[14]
+	mi := &file_trellis_meta_v1_meta_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1136,7 +1247,7 @@ func (x *Toleration) String() string {
 func (*Toleration) ProtoMessage() {}
 
 func (x *Toleration) ProtoReflect() protoreflect.Message {
-	mi := &file_trellis_meta_v1_meta_proto_msgTypes[14]
+	mi := &file_trellis_meta_v1_meta_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1149,7 +1260,7 @@ func (x *Toleration) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Toleration.ProtoReflect.Descriptor instead.
 func (*Toleration) Descriptor() ([]byte, []int) {
-	return file_trellis_meta_v1_meta_proto_rawDescGZIP(), []int{14}
+	return file_trellis_meta_v1_meta_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Toleration) GetKey() string {
@@ -1179,7 +1290,7 @@ type Preconditions struct {
 
 func (x *Preconditions) Reset() {
 	*x = Preconditions{}
-	mi := &file_trellis_meta_v1_meta_proto_msgTypes[15]
+	mi := &file_trellis_meta_v1_meta_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1191,7 +1302,7 @@ func (x *Preconditions) String() string {
 func (*Preconditions) ProtoMessage() {}
 
 func (x *Preconditions) ProtoReflect() protoreflect.Message {
-	mi := &file_trellis_meta_v1_meta_proto_msgTypes[15]
+	mi := &file_trellis_meta_v1_meta_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1204,7 +1315,7 @@ func (x *Preconditions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Preconditions.ProtoReflect.Descriptor instead.
 func (*Preconditions) Descriptor() ([]byte, []int) {
-	return file_trellis_meta_v1_meta_proto_rawDescGZIP(), []int{15}
+	return file_trellis_meta_v1_meta_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Preconditions) GetUid() string {
@@ -1236,7 +1347,7 @@ type GetRequest struct {
 
 func (x *GetRequest) Reset() {
 	*x = GetRequest{}
-	mi := &file_trellis_meta_v1_meta_proto_msgTypes[16]
+	mi := &file_trellis_meta_v1_meta_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1248,7 +1359,7 @@ func (x *GetRequest) String() string {
 func (*GetRequest) ProtoMessage() {}
 
 func (x *GetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_trellis_meta_v1_meta_proto_msgTypes[16]
+	mi := &file_trellis_meta_v1_meta_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1261,7 +1372,7 @@ func (x *GetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRequest.ProtoReflect.Descriptor instead.
 func (*GetRequest) Descriptor() ([]byte, []int) {
-	return file_trellis_meta_v1_meta_proto_rawDescGZIP(), []int{16}
+	return file_trellis_meta_v1_meta_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *GetRequest) GetNamespace() string {
@@ -1306,7 +1417,7 @@ type ListRequest struct {
 
 func (x *ListRequest) Reset() {
 	*x = ListRequest{}
-	mi := &file_trellis_meta_v1_meta_proto_msgTypes[17]
+	mi := &file_trellis_meta_v1_meta_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1318,7 +1429,7 @@ func (x *ListRequest) String() string {
 func (*ListRequest) ProtoMessage() {}
 
 func (x *ListRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_trellis_meta_v1_meta_proto_msgTypes[17]
+	mi := &file_trellis_meta_v1_meta_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1331,7 +1442,7 @@ func (x *ListRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRequest.ProtoReflect.Descriptor instead.
 func (*ListRequest) Descriptor() ([]byte, []int) {
-	return file_trellis_meta_v1_meta_proto_rawDescGZIP(), []int{17}
+	return file_trellis_meta_v1_meta_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ListRequest) GetNamespace() string {
@@ -1401,7 +1512,7 @@ type WatchRequest struct {
 
 func (x *WatchRequest) Reset() {
 	*x = WatchRequest{}
-	mi := &file_trellis_meta_v1_meta_proto_msgTypes[18]
+	mi := &file_trellis_meta_v1_meta_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1413,7 +1524,7 @@ func (x *WatchRequest) String() string {
 func (*WatchRequest) ProtoMessage() {}
 
 func (x *WatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_trellis_meta_v1_meta_proto_msgTypes[18]
+	mi := &file_trellis_meta_v1_meta_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1426,7 +1537,7 @@ func (x *WatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchRequest.ProtoReflect.Descriptor instead.
 func (*WatchRequest) Descriptor() ([]byte, []int) {
-	return file_trellis_meta_v1_meta_proto_rawDescGZIP(), []int{18}
+	return file_trellis_meta_v1_meta_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *WatchRequest) GetNamespace() string {
@@ -1497,7 +1608,7 @@ type PatchRequest struct {
 
 func (x *PatchRequest) Reset() {
 	*x = PatchRequest{}
-	mi := &file_trellis_meta_v1_meta_proto_msgTypes[19]
+	mi := &file_trellis_meta_v1_meta_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1509,7 +1620,7 @@ func (x *PatchRequest) String() string {
 func (*PatchRequest) ProtoMessage() {}
 
 func (x *PatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_trellis_meta_v1_meta_proto_msgTypes[19]
+	mi := &file_trellis_meta_v1_meta_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1522,7 +1633,7 @@ func (x *PatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PatchRequest.ProtoReflect.Descriptor instead.
 func (*PatchRequest) Descriptor() ([]byte, []int) {
-	return file_trellis_meta_v1_meta_proto_rawDescGZIP(), []int{19}
+	return file_trellis_meta_v1_meta_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *PatchRequest) GetNamespace() string {
@@ -1575,7 +1686,7 @@ type DeleteRequest struct {
 
 func (x *DeleteRequest) Reset() {
 	*x = DeleteRequest{}
-	mi := &file_trellis_meta_v1_meta_proto_msgTypes[20]
+	mi := &file_trellis_meta_v1_meta_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1587,7 +1698,7 @@ func (x *DeleteRequest) String() string {
 func (*DeleteRequest) ProtoMessage() {}
 
 func (x *DeleteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_trellis_meta_v1_meta_proto_msgTypes[20]
+	mi := &file_trellis_meta_v1_meta_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1600,7 +1711,7 @@ func (x *DeleteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteRequest.ProtoReflect.Descriptor instead.
 func (*DeleteRequest) Descriptor() ([]byte, []int) {
-	return file_trellis_meta_v1_meta_proto_rawDescGZIP(), []int{20}
+	return file_trellis_meta_v1_meta_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *DeleteRequest) GetNamespace() string {
@@ -1649,7 +1760,7 @@ type Status struct {
 
 func (x *Status) Reset() {
 	*x = Status{}
-	mi := &file_trellis_meta_v1_meta_proto_msgTypes[21]
+	mi := &file_trellis_meta_v1_meta_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1661,7 +1772,7 @@ func (x *Status) String() string {
 func (*Status) ProtoMessage() {}
 
 func (x *Status) ProtoReflect() protoreflect.Message {
-	mi := &file_trellis_meta_v1_meta_proto_msgTypes[21]
+	mi := &file_trellis_meta_v1_meta_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1674,7 +1785,7 @@ func (x *Status) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Status.ProtoReflect.Descriptor instead.
 func (*Status) Descriptor() ([]byte, []int) {
-	return file_trellis_meta_v1_meta_proto_rawDescGZIP(), []int{21}
+	return file_trellis_meta_v1_meta_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Status) GetApiVersion() string {
@@ -1754,7 +1865,7 @@ type StatusDetails struct {
 
 func (x *StatusDetails) Reset() {
 	*x = StatusDetails{}
-	mi := &file_trellis_meta_v1_meta_proto_msgTypes[22]
+	mi := &file_trellis_meta_v1_meta_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1766,7 +1877,7 @@ func (x *StatusDetails) String() string {
 func (*StatusDetails) ProtoMessage() {}
 
 func (x *StatusDetails) ProtoReflect() protoreflect.Message {
-	mi := &file_trellis_meta_v1_meta_proto_msgTypes[22]
+	mi := &file_trellis_meta_v1_meta_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1779,7 +1890,7 @@ func (x *StatusDetails) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusDetails.ProtoReflect.Descriptor instead.
 func (*StatusDetails) Descriptor() ([]byte, []int) {
-	return file_trellis_meta_v1_meta_proto_rawDescGZIP(), []int{22}
+	return file_trellis_meta_v1_meta_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *StatusDetails) GetName() string {
@@ -1839,7 +1950,7 @@ type StatusCause struct {
 
 func (x *StatusCause) Reset() {
 	*x = StatusCause{}
-	mi := &file_trellis_meta_v1_meta_proto_msgTypes[23]
+	mi := &file_trellis_meta_v1_meta_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1851,7 +1962,7 @@ func (x *StatusCause) String() string {
 func (*StatusCause) ProtoMessage() {}
 
 func (x *StatusCause) ProtoReflect() protoreflect.Message {
-	mi := &file_trellis_meta_v1_meta_proto_msgTypes[23]
+	mi := &file_trellis_meta_v1_meta_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1864,7 +1975,7 @@ func (x *StatusCause) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusCause.ProtoReflect.Descriptor instead.
 func (*StatusCause) Descriptor() ([]byte, []int) {
-	return file_trellis_meta_v1_meta_proto_rawDescGZIP(), []int{23}
+	return file_trellis_meta_v1_meta_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *StatusCause) GetReason() string {
@@ -1892,7 +2003,7 @@ var File_trellis_meta_v1_meta_proto protoreflect.FileDescriptor
 
 const file_trellis_meta_v1_meta_proto_rawDesc = "" +
 	"\n" +
-	"\x1atrellis/meta/v1/meta.proto\x12\x0ftrellis.meta.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xb8\x06\n" +
+	"\x1atrellis/meta/v1/meta.proto\x12\x0ftrellis.meta.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\x84\a\n" +
 	"\n" +
 	"ObjectMeta\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12#\n" +
@@ -1912,14 +2023,25 @@ const file_trellis_meta_v1_meta_proto_rawDesc = "" +
 	"\x10owner_references\x18\f \x03(\v2\x1f.trellis.meta.v1.OwnerReferenceR\x0fownerReferences\x12\x1e\n" +
 	"\n" +
 	"finalizers\x18\r \x03(\tR\n" +
-	"finalizers\x1a9\n" +
+	"finalizers\x12J\n" +
+	"\x0emanaged_fields\x18\x0e \x03(\v2#.trellis.meta.v1.ManagedFieldsEntryR\rmanagedFields\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a>\n" +
 	"\x10AnnotationsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B \n" +
-	"\x1e_deletion_grace_period_seconds\"\xef\x01\n" +
+	"\x1e_deletion_grace_period_seconds\"\x9c\x02\n" +
+	"\x12ManagedFieldsEntry\x12\x18\n" +
+	"\amanager\x18\x01 \x01(\tR\amanager\x12\x1c\n" +
+	"\toperation\x18\x02 \x01(\tR\toperation\x12\x1f\n" +
+	"\vapi_version\x18\x03 \x01(\tR\n" +
+	"apiVersion\x12.\n" +
+	"\x04time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12\x1f\n" +
+	"\vfields_type\x18\x05 \x01(\tR\n" +
+	"fieldsType\x12:\n" +
+	"\tfields_v1\x18\x06 \x01(\v2\x1d.trellis.meta.v1.RawExtensionR\bfieldsV1\x12 \n" +
+	"\vsubresource\x18\a \x01(\tR\vsubresource\"\xef\x01\n" +
 	"\x0eOwnerReference\x12\x1f\n" +
 	"\vapi_version\x18\x01 \x01(\tR\n" +
 	"apiVersion\x12\x12\n" +
@@ -2070,59 +2192,63 @@ func file_trellis_meta_v1_meta_proto_rawDescGZIP() []byte {
 	return file_trellis_meta_v1_meta_proto_rawDescData
 }
 
-var file_trellis_meta_v1_meta_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
+var file_trellis_meta_v1_meta_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
 var file_trellis_meta_v1_meta_proto_goTypes = []any{
 	(*ObjectMeta)(nil),                  // 0: trellis.meta.v1.ObjectMeta
-	(*OwnerReference)(nil),              // 1: trellis.meta.v1.OwnerReference
-	(*ListMeta)(nil),                    // 2: trellis.meta.v1.ListMeta
-	(*RawExtension)(nil),                // 3: trellis.meta.v1.RawExtension
-	(*IntOrString)(nil),                 // 4: trellis.meta.v1.IntOrString
-	(*Condition)(nil),                   // 5: trellis.meta.v1.Condition
-	(*LastOperation)(nil),               // 6: trellis.meta.v1.LastOperation
-	(*LastError)(nil),                   // 7: trellis.meta.v1.LastError
-	(*LabelSelector)(nil),               // 8: trellis.meta.v1.LabelSelector
-	(*LabelSelectorRequirement)(nil),    // 9: trellis.meta.v1.LabelSelectorRequirement
-	(*ObjectReference)(nil),             // 10: trellis.meta.v1.ObjectReference
-	(*LocalObjectReference)(nil),        // 11: trellis.meta.v1.LocalObjectReference
-	(*SecretReference)(nil),             // 12: trellis.meta.v1.SecretReference
-	(*CrossVersionObjectReference)(nil), // 13: trellis.meta.v1.CrossVersionObjectReference
-	(*Toleration)(nil),                  // 14: trellis.meta.v1.Toleration
-	(*Preconditions)(nil),               // 15: trellis.meta.v1.Preconditions
-	(*GetRequest)(nil),                  // 16: trellis.meta.v1.GetRequest
-	(*ListRequest)(nil),                 // 17: trellis.meta.v1.ListRequest
-	(*WatchRequest)(nil),                // 18: trellis.meta.v1.WatchRequest
-	(*PatchRequest)(nil),                // 19: trellis.meta.v1.PatchRequest
-	(*DeleteRequest)(nil),               // 20: trellis.meta.v1.DeleteRequest
-	(*Status)(nil),                      // 21: trellis.meta.v1.Status
-	(*StatusDetails)(nil),               // 22: trellis.meta.v1.StatusDetails
-	(*StatusCause)(nil),                 // 23: trellis.meta.v1.StatusCause
-	nil,                                 // 24: trellis.meta.v1.ObjectMeta.LabelsEntry
-	nil,                                 // 25: trellis.meta.v1.ObjectMeta.AnnotationsEntry
-	nil,                                 // 26: trellis.meta.v1.LabelSelector.MatchLabelsEntry
-	(*timestamppb.Timestamp)(nil),       // 27: google.protobuf.Timestamp
+	(*ManagedFieldsEntry)(nil),          // 1: trellis.meta.v1.ManagedFieldsEntry
+	(*OwnerReference)(nil),              // 2: trellis.meta.v1.OwnerReference
+	(*ListMeta)(nil),                    // 3: trellis.meta.v1.ListMeta
+	(*RawExtension)(nil),                // 4: trellis.meta.v1.RawExtension
+	(*IntOrString)(nil),                 // 5: trellis.meta.v1.IntOrString
+	(*Condition)(nil),                   // 6: trellis.meta.v1.Condition
+	(*LastOperation)(nil),               // 7: trellis.meta.v1.LastOperation
+	(*LastError)(nil),                   // 8: trellis.meta.v1.LastError
+	(*LabelSelector)(nil),               // 9: trellis.meta.v1.LabelSelector
+	(*LabelSelectorRequirement)(nil),    // 10: trellis.meta.v1.LabelSelectorRequirement
+	(*ObjectReference)(nil),             // 11: trellis.meta.v1.ObjectReference
+	(*LocalObjectReference)(nil),        // 12: trellis.meta.v1.LocalObjectReference
+	(*SecretReference)(nil),             // 13: trellis.meta.v1.SecretReference
+	(*CrossVersionObjectReference)(nil), // 14: trellis.meta.v1.CrossVersionObjectReference
+	(*Toleration)(nil),                  // 15: trellis.meta.v1.Toleration
+	(*Preconditions)(nil),               // 16: trellis.meta.v1.Preconditions
+	(*GetRequest)(nil),                  // 17: trellis.meta.v1.GetRequest
+	(*ListRequest)(nil),                 // 18: trellis.meta.v1.ListRequest
+	(*WatchRequest)(nil),                // 19: trellis.meta.v1.WatchRequest
+	(*PatchRequest)(nil),                // 20: trellis.meta.v1.PatchRequest
+	(*DeleteRequest)(nil),               // 21: trellis.meta.v1.DeleteRequest
+	(*Status)(nil),                      // 22: trellis.meta.v1.Status
+	(*StatusDetails)(nil),               // 23: trellis.meta.v1.StatusDetails
+	(*StatusCause)(nil),                 // 24: trellis.meta.v1.StatusCause
+	nil,                                 // 25: trellis.meta.v1.ObjectMeta.LabelsEntry
+	nil,                                 // 26: trellis.meta.v1.ObjectMeta.AnnotationsEntry
+	nil,                                 // 27: trellis.meta.v1.LabelSelector.MatchLabelsEntry
+	(*timestamppb.Timestamp)(nil),       // 28: google.protobuf.Timestamp
 }
 var file_trellis_meta_v1_meta_proto_depIdxs = []int32{
-	27, // 0: trellis.meta.v1.ObjectMeta.creation_timestamp:type_name -> google.protobuf.Timestamp
-	27, // 1: trellis.meta.v1.ObjectMeta.deletion_timestamp:type_name -> google.protobuf.Timestamp
-	24, // 2: trellis.meta.v1.ObjectMeta.labels:type_name -> trellis.meta.v1.ObjectMeta.LabelsEntry
-	25, // 3: trellis.meta.v1.ObjectMeta.annotations:type_name -> trellis.meta.v1.ObjectMeta.AnnotationsEntry
-	1,  // 4: trellis.meta.v1.ObjectMeta.owner_references:type_name -> trellis.meta.v1.OwnerReference
-	27, // 5: trellis.meta.v1.Condition.last_transition_time:type_name -> google.protobuf.Timestamp
-	27, // 6: trellis.meta.v1.Condition.last_update_time:type_name -> google.protobuf.Timestamp
-	27, // 7: trellis.meta.v1.LastOperation.last_update_time:type_name -> google.protobuf.Timestamp
-	27, // 8: trellis.meta.v1.LastError.last_update_time:type_name -> google.protobuf.Timestamp
-	26, // 9: trellis.meta.v1.LabelSelector.match_labels:type_name -> trellis.meta.v1.LabelSelector.MatchLabelsEntry
-	9,  // 10: trellis.meta.v1.LabelSelector.match_expressions:type_name -> trellis.meta.v1.LabelSelectorRequirement
-	3,  // 11: trellis.meta.v1.PatchRequest.patch:type_name -> trellis.meta.v1.RawExtension
-	15, // 12: trellis.meta.v1.DeleteRequest.preconditions:type_name -> trellis.meta.v1.Preconditions
-	2,  // 13: trellis.meta.v1.Status.metadata:type_name -> trellis.meta.v1.ListMeta
-	22, // 14: trellis.meta.v1.Status.details:type_name -> trellis.meta.v1.StatusDetails
-	23, // 15: trellis.meta.v1.StatusDetails.causes:type_name -> trellis.meta.v1.StatusCause
-	16, // [16:16] is the sub-list for method output_type
-	16, // [16:16] is the sub-list for method input_type
-	16, // [16:16] is the sub-list for extension type_name
-	16, // [16:16] is the sub-list for extension extendee
-	0,  // [0:16] is the sub-list for field type_name
+	28, // 0: trellis.meta.v1.ObjectMeta.creation_timestamp:type_name -> google.protobuf.Timestamp
+	28, // 1: trellis.meta.v1.ObjectMeta.deletion_timestamp:type_name -> google.protobuf.Timestamp
+	25, // 2: trellis.meta.v1.ObjectMeta.labels:type_name -> trellis.meta.v1.ObjectMeta.LabelsEntry
+	26, // 3: trellis.meta.v1.ObjectMeta.annotations:type_name -> trellis.meta.v1.ObjectMeta.AnnotationsEntry
+	2,  // 4: trellis.meta.v1.ObjectMeta.owner_references:type_name -> trellis.meta.v1.OwnerReference
+	1,  // 5: trellis.meta.v1.ObjectMeta.managed_fields:type_name -> trellis.meta.v1.ManagedFieldsEntry
+	28, // 6: trellis.meta.v1.ManagedFieldsEntry.time:type_name -> google.protobuf.Timestamp
+	4,  // 7: trellis.meta.v1.ManagedFieldsEntry.fields_v1:type_name -> trellis.meta.v1.RawExtension
+	28, // 8: trellis.meta.v1.Condition.last_transition_time:type_name -> google.protobuf.Timestamp
+	28, // 9: trellis.meta.v1.Condition.last_update_time:type_name -> google.protobuf.Timestamp
+	28, // 10: trellis.meta.v1.LastOperation.last_update_time:type_name -> google.protobuf.Timestamp
+	28, // 11: trellis.meta.v1.LastError.last_update_time:type_name -> google.protobuf.Timestamp
+	27, // 12: trellis.meta.v1.LabelSelector.match_labels:type_name -> trellis.meta.v1.LabelSelector.MatchLabelsEntry
+	10, // 13: trellis.meta.v1.LabelSelector.match_expressions:type_name -> trellis.meta.v1.LabelSelectorRequirement
+	4,  // 14: trellis.meta.v1.PatchRequest.patch:type_name -> trellis.meta.v1.RawExtension
+	16, // 15: trellis.meta.v1.DeleteRequest.preconditions:type_name -> trellis.meta.v1.Preconditions
+	3,  // 16: trellis.meta.v1.Status.metadata:type_name -> trellis.meta.v1.ListMeta
+	23, // 17: trellis.meta.v1.Status.details:type_name -> trellis.meta.v1.StatusDetails
+	24, // 18: trellis.meta.v1.StatusDetails.causes:type_name -> trellis.meta.v1.StatusCause
+	19, // [19:19] is the sub-list for method output_type
+	19, // [19:19] is the sub-list for method input_type
+	19, // [19:19] is the sub-list for extension type_name
+	19, // [19:19] is the sub-list for extension extendee
+	0,  // [0:19] is the sub-list for field type_name
 }
 
 func init() { file_trellis_meta_v1_meta_proto_init() }
@@ -2131,23 +2257,23 @@ func file_trellis_meta_v1_meta_proto_init() {
 		return
 	}
 	file_trellis_meta_v1_meta_proto_msgTypes[0].OneofWrappers = []any{}
-	file_trellis_meta_v1_meta_proto_msgTypes[1].OneofWrappers = []any{}
 	file_trellis_meta_v1_meta_proto_msgTypes[2].OneofWrappers = []any{}
-	file_trellis_meta_v1_meta_proto_msgTypes[4].OneofWrappers = []any{
+	file_trellis_meta_v1_meta_proto_msgTypes[3].OneofWrappers = []any{}
+	file_trellis_meta_v1_meta_proto_msgTypes[5].OneofWrappers = []any{
 		(*IntOrString_IntVal)(nil),
 		(*IntOrString_StrVal)(nil),
 	}
-	file_trellis_meta_v1_meta_proto_msgTypes[6].OneofWrappers = []any{}
 	file_trellis_meta_v1_meta_proto_msgTypes[7].OneofWrappers = []any{}
-	file_trellis_meta_v1_meta_proto_msgTypes[14].OneofWrappers = []any{}
+	file_trellis_meta_v1_meta_proto_msgTypes[8].OneofWrappers = []any{}
 	file_trellis_meta_v1_meta_proto_msgTypes[15].OneofWrappers = []any{}
+	file_trellis_meta_v1_meta_proto_msgTypes[16].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_trellis_meta_v1_meta_proto_rawDesc), len(file_trellis_meta_v1_meta_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   27,
+			NumMessages:   28,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -515,17 +515,20 @@ var File_trellis_operations_v1alpha1_bastion_proto protoreflect.FileDescriptor
 
 const file_trellis_operations_v1alpha1_bastion_proto_rawDesc = "" +
 	"\n" +
-	")trellis/operations/v1alpha1/bastion.proto\x12\x1btrellis.operations.v1alpha1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1ctrellis/cli/v1/options.proto\x1a\x1atrellis/meta/v1/meta.proto\"\xf6\x02\n" +
+	")trellis/operations/v1alpha1/bastion.proto\x12\x1btrellis.operations.v1alpha1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1ctrellis/cli/v1/options.proto\x1a\x1atrellis/meta/v1/meta.proto\"\xf0\x03\n" +
 	"\aBastion\x12\x1f\n" +
 	"\vapi_version\x18\x01 \x01(\tR\n" +
 	"apiVersion\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x127\n" +
 	"\bmetadata\x18\x03 \x01(\v2\x1b.trellis.meta.v1.ObjectMetaR\bmetadata\x12<\n" +
 	"\x04spec\x18\x04 \x01(\v2(.trellis.operations.v1alpha1.BastionSpecR\x04spec\x12B\n" +
-	"\x06status\x18\x05 \x01(\v2*.trellis.operations.v1alpha1.BastionStatusR\x06status:{\xf2\xf9\x18\x1c\n" +
+	"\x06status\x18\x05 \x01(\v2*.trellis.operations.v1alpha1.BastionStatusR\x06status:\xf4\x01\xf2\xf9\x18\x1c\n" +
 	"\x05SHOOT\x12\x13.spec.shootRef.name\xf2\xf9\x18\x16\n" +
-	"\x04SEED\x12\x0e.spec.seedName\xf2\xf9\x18=\n" +
-	"\x05READY\x124.status.conditions[?(@.type==\"BastionReady\")].status\"\xb0\x02\n" +
+	"\x04SEED\x12\x0e.spec.seedName\xf2\xf9\x18\x18\n" +
+	"\x02IP\x12\x12.status.ingress.ip\xf2\xf9\x18-\n" +
+	"\tHEARTBEAT\x12\x1e.status.lastHeartbeatTimestamp \x01\xf2\xf9\x18&\n" +
+	"\aEXPIRES\x12\x1b.status.expirationTimestamp\xf2\xf9\x18?\n" +
+	"\x05READY\x124.status.conditions[?(@.type==\"BastionReady\")].status\x18\x01\"\xb0\x02\n" +
 	"\vBastionSpec\x12B\n" +
 	"\tshoot_ref\x18\x01 \x01(\v2%.trellis.meta.v1.LocalObjectReferenceR\bshootRef\x12 \n" +
 	"\tseed_name\x18\x02 \x01(\tH\x00R\bseedName\x88\x01\x01\x12(\n" +

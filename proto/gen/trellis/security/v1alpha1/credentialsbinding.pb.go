@@ -169,7 +169,7 @@ var File_trellis_security_v1alpha1_credentialsbinding_proto protoreflect.FileDes
 
 const file_trellis_security_v1alpha1_credentialsbinding_proto_rawDesc = "" +
 	"\n" +
-	"2trellis/security/v1alpha1/credentialsbinding.proto\x12\x19trellis.security.v1alpha1\x1a\x1ctrellis/cli/v1/options.proto\x1a\x1atrellis/meta/v1/meta.proto\"\xcf\x03\n" +
+	"2trellis/security/v1alpha1/credentialsbinding.proto\x12\x19trellis.security.v1alpha1\x1a\x1ctrellis/cli/v1/options.proto\x1a\x1atrellis/meta/v1/meta.proto\"\xee\x03\n" +
 	"\x12CredentialsBinding\x12\x1f\n" +
 	"\vapi_version\x18\x01 \x01(\tR\n" +
 	"apiVersion\x12\x12\n" +
@@ -177,10 +177,12 @@ const file_trellis_security_v1alpha1_credentialsbinding_proto_rawDesc = "" +
 	"\bmetadata\x18\x03 \x01(\v2\x1b.trellis.meta.v1.ObjectMetaR\bmetadata\x12Q\n" +
 	"\bprovider\x18\x04 \x01(\v25.trellis.security.v1alpha1.CredentialsBindingProviderR\bprovider\x12I\n" +
 	"\x0fcredentials_ref\x18\x05 \x01(\v2 .trellis.meta.v1.ObjectReferenceR\x0ecredentialsRef\x128\n" +
-	"\x06quotas\x18\x06 \x03(\v2 .trellis.meta.v1.ObjectReferenceR\x06quotas:s\xf2\xf9\x18\x1a\n" +
-	"\bPROVIDER\x12\x0e.provider.type\xf2\xf9\x18#\n" +
-	"\vCREDENTIALS\x12\x14.credentialsRef.name\xf2\xf9\x18*\n" +
-	"\x10CREDENTIALS KIND\x12\x14.credentialsRef.kind\x18\x01\"0\n" +
+	"\x06quotas\x18\x06 \x03(\v2 .trellis.meta.v1.ObjectReferenceR\x06quotas:\x91\x01\xf2\xf9\x18\x1a\n" +
+	"\bPROVIDER\x12\x0e.provider.type\xf2\xf9\x18(\n" +
+	"\n" +
+	"APIVERSION\x12\x1a.credentialsRef.apiVersion\xf2\xf9\x18\x1c\n" +
+	"\x04KIND\x12\x14.credentialsRef.kind\xf2\xf9\x18#\n" +
+	"\vCREDENTIALS\x12\x14.credentialsRef.name\"0\n" +
 	"\x1aCredentialsBindingProvider\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04typeBUZSgithub.com/trellis-dev/trellis/proto/gen/trellis/security/v1alpha1;securityv1alpha1b\x06proto3"
 

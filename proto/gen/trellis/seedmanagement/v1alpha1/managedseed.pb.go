@@ -340,17 +340,16 @@ var File_trellis_seedmanagement_v1alpha1_managedseed_proto protoreflect.FileDesc
 
 const file_trellis_seedmanagement_v1alpha1_managedseed_proto_rawDesc = "" +
 	"\n" +
-	"1trellis/seedmanagement/v1alpha1/managedseed.proto\x12\x1ftrellis.seedmanagement.v1alpha1\x1a\x1ctrellis/cli/v1/options.proto\x1a\x1atrellis/meta/v1/meta.proto\x1a,trellis/seedmanagement/v1alpha1/common.proto\"\xf4\x02\n" +
+	"1trellis/seedmanagement/v1alpha1/managedseed.proto\x12\x1ftrellis.seedmanagement.v1alpha1\x1a\x1ctrellis/cli/v1/options.proto\x1a\x1atrellis/meta/v1/meta.proto\x1a,trellis/seedmanagement/v1alpha1/common.proto\"\xf0\x02\n" +
 	"\vManagedSeed\x12\x1f\n" +
 	"\vapi_version\x18\x01 \x01(\tR\n" +
 	"apiVersion\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x127\n" +
 	"\bmetadata\x18\x03 \x01(\v2\x1b.trellis.meta.v1.ObjectMetaR\bmetadata\x12D\n" +
 	"\x04spec\x18\x04 \x01(\v20.trellis.seedmanagement.v1alpha1.ManagedSeedSpecR\x04spec\x12J\n" +
-	"\x06status\x18\x05 \x01(\v22.trellis.seedmanagement.v1alpha1.ManagedSeedStatusR\x06status:e\xf2\xf9\x18\x19\n" +
-	"\x05SHOOT\x12\x10.spec.shoot.name\xf2\xf9\x18D\n" +
-	"\n" +
-	"REGISTERED\x126.status.conditions[?(@.type==\"SeedRegistered\")].status\"\x9f\x01\n" +
+	"\x06status\x18\x05 \x01(\v22.trellis.seedmanagement.v1alpha1.ManagedSeedStatusR\x06status:a\xf2\xf9\x18@\n" +
+	"\x06STATUS\x126.status.conditions[?(@.type==\"SeedRegistered\")].status\xf2\xf9\x18\x19\n" +
+	"\x05SHOOT\x12\x10.spec.shoot.name\"\x9f\x01\n" +
 	"\x0fManagedSeedSpec\x12<\n" +
 	"\x05shoot\x18\x01 \x01(\v2&.trellis.seedmanagement.v1alpha1.ShootR\x05shoot\x12N\n" +
 	"\tgardenlet\x18\x02 \x01(\v20.trellis.seedmanagement.v1alpha1.GardenletConfigR\tgardenlet\"\x1b\n" +
