@@ -344,7 +344,7 @@ func (h *Hub) Run(ctx context.Context) error {
 	if err := h.addBackups(leader, st, metrics.registry); err != nil {
 		return err
 	}
-	srv, err := h.newServers(ctx, serving, ca, authn, *services, registry, st, metrics, auditor, tunnels)
+	srv, err := h.newServers(ctx, serving, ca, authn, *services, registry, st, metrics, auditor, tunnels, link)
 	if err != nil {
 		return err
 	}

@@ -19,9 +19,11 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/tap"
 
 	openapidocs "github.com/trellis-dev/trellis/docs/openapi"
 	"github.com/trellis-dev/trellis/gateway"
+	"github.com/trellis-dev/trellis/hub/agentlink"
 	"github.com/trellis-dev/trellis/hub/api"
 	"github.com/trellis-dev/trellis/hub/audit"
 	"github.com/trellis-dev/trellis/hub/auth"
@@ -70,7 +72,7 @@ type servers struct {
 
 // newServers builds the servers and opens their listeners. Every gRPC call goes through the interceptors
 // (authentication, request ids, error mapping, metrics); every other request through the handlers.
-func (h *Hub) newServers(ctx context.Context, serving tls.Certificate, ca *pki.Authority, authn *auth.Authenticator, services serviceSet, reg *api.Registry, st *store.Store, m *metrics, auditor *audit.Auditor, tunnels *tunnel.Tunnels) (*servers, error) {
+func (h *Hub) newServers(ctx context.Context, serving tls.Certificate, ca *pki.Authority, authn *auth.Authenticator, services serviceSet, reg *api.Registry, st *store.Store, m *metrics, auditor *audit.Auditor, tunnels *tunnel.Tunnels, link *agentlink.Server) (*servers, error) {
 	ic := &interceptors{authn: authn, metrics: m, errors: api.Errors{Log: h.log.With("component", "api")}, auditor: auditor}
 	grpcOpts := []grpc.ServerOption{
 		// Tracing first, so that the calls' spans hold the interceptors' work (admission, store writes).
@@ -86,7 +88,7 @@ func (h *Hub) newServers(ctx context.Context, serving tls.Certificate, ca *pki.A
 		if err != nil {
 			return nil, err
 		}
-		s.native = grpc.NewServer(append(grpcOpts, nativeOptions(serving, ca.Pool(), ticketKey)...)...)
+		s.native = grpc.NewServer(append(grpcOpts, nativeOptions(serving, ca.Pool(), ticketKey, link.TapHandle)...)...)
 		services.registerOn(s.native)
 	}
 	rest, err := h.handlers(ctx, authn, reg, st, m, ic.errors, tunnels, ca)
@@ -266,7 +268,7 @@ func isClosedErr(err error) bool {
 // are encrypted with a key every replica derives from the CA (ticketKey), so agents resume their sessions across
 // restarts without certificate verification or signatures, and the key exchange is X25519 (the default hybrid
 // post-quantum exchange takes about half the CPU of a full handshake).
-func nativeOptions(serving tls.Certificate, clientCAs *x509.CertPool, ticketKey [32]byte) []grpc.ServerOption {
+func nativeOptions(serving tls.Certificate, clientCAs *x509.CertPool, ticketKey [32]byte, streams tap.ServerInHandle) []grpc.ServerOption {
 	tc := &tls.Config{
 		Certificates:     []tls.Certificate{serving},
 		MinVersion:       tls.VersionTLS12,
@@ -279,7 +281,15 @@ func nativeOptions(serving tls.Certificate, clientCAs *x509.CertPool, ticketKey 
 		grpc.Creds(credentials.NewTLS(tc)),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 20 * time.Second, PermitWithoutStream: true}),
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: time.Minute, Timeout: 20 * time.Second}),
-		grpc.ReadBufferSize(4 << 10),
+		// No read buffer: crypto/tls holds each record decrypted, so gRPC's framer reads frames from memory anyway.
+		grpc.ReadBufferSize(0),
 		grpc.WriteBufferSize(4 << 10), // grpc shares write buffers by default (SharedWriteBuffer is deprecated)
+		// Agents send small messages (heartbeats, acks): a fixed 64 KiB window turns off gRPC's bandwidth-delay
+		// estimation, which would answer the data of every heartbeat with a ping of its own.
+		grpc.InitialWindowSize(64 << 10),
+		grpc.InitialConnWindowSize(64 << 10),
+		// Session starts are admitted, and refused early when too many wait, before a stream exists
+		// (agentlink.Server.TapHandle).
+		grpc.InTapHandle(streams),
 	}
 }
