@@ -88,7 +88,7 @@ func (h *Hub) newServers(ctx context.Context, serving tls.Certificate, ca *pki.A
 		if err != nil {
 			return nil, err
 		}
-		s.native = grpc.NewServer(append(grpcOpts, nativeOptions(serving, ca.Pool(), ticketKey, link.TapHandle)...)...)
+		s.native = grpc.NewServer(append(grpcOpts, nativeOptions(serving, ca.Pool(), ticketKey, link.TapHandle, m.handshakesRefused.Inc)...)...)
 		services.registerOn(s.native)
 	}
 	rest, err := h.handlers(ctx, authn, reg, st, m, ic.errors, tunnels, ca)
@@ -267,8 +267,9 @@ func isClosedErr(err error) bool {
 // A restarted hub meets all its agents at once, and TLS handshakes are what that reconnect storm costs: session tickets
 // are encrypted with a key every replica derives from the CA (ticketKey), so agents resume their sessions across
 // restarts without certificate verification or signatures, and the key exchange is X25519 (the default hybrid
-// post-quantum exchange takes about half the CPU of a full handshake).
-func nativeOptions(serving tls.Certificate, clientCAs *x509.CertPool, ticketKey [32]byte, streams tap.ServerInHandle) []grpc.ServerOption {
+// post-quantum exchange takes about half the CPU of a full handshake). The handshakes are worked on a few at a time
+// (boundedHandshakes) and session starts are admitted (agentlink.Server.TapHandle), so a storm converges.
+func nativeOptions(serving tls.Certificate, clientCAs *x509.CertPool, ticketKey [32]byte, streams tap.ServerInHandle, handshakeRefused func()) []grpc.ServerOption {
 	tc := &tls.Config{
 		Certificates:     []tls.Certificate{serving},
 		MinVersion:       tls.VersionTLS12,
@@ -278,7 +279,8 @@ func nativeOptions(serving tls.Certificate, clientCAs *x509.CertPool, ticketKey 
 	}
 	tc.SetSessionTicketKeys([][32]byte{ticketKey})
 	return []grpc.ServerOption{
-		grpc.Creds(credentials.NewTLS(tc)),
+		// A few handshakes at a time, the rest queued (boundedHandshakes).
+		grpc.Creds(newBoundedHandshakes(credentials.NewTLS(tc), handshakeRefused)),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 20 * time.Second, PermitWithoutStream: true}),
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: time.Minute, Timeout: 20 * time.Second}),
 		// No read buffer: crypto/tls holds each record decrypted, so gRPC's framer reads frames from memory anyway.
