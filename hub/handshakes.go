@@ -11,9 +11,10 @@ import (
 
 // Bounds of the gRPC-only listener's TLS handshakes (boundedHandshakes).
 const (
-	// maxHandshakes is how many TLS handshakes the listener works on at once: they are CPU-bound, and more at once
-	// only make each slower (and a client's timeout more likely) without making more of them per second.
-	maxHandshakes = 32
+	// maxHandshakes is how many TLS handshakes the listener works on at once: their CPU work is bounded, and more at
+	// once only make each slower (and a client's timeout more likely) without making more of them per second; a
+	// handshake also waits a round trip for its client, so there are more slots than cores.
+	maxHandshakes = 128
 	// maxQueuedHandshakes is how many accepted connections may wait for a handshake slot; more are closed at once,
 	// before any handshake work, and their agents come back after their backoff.
 	maxQueuedHandshakes = 16384

@@ -394,6 +394,9 @@ func (h *Hub) Run(ctx context.Context) error {
 	case err = <-serveErr:
 		h.log.Error("serving failed", "err", err)
 	}
+	// Agents whose sessions end now reconnect at once: the agent listener is closed first, so they find no hub
+	// (a refused TCP connect costs nothing) instead of one that takes their handshake and then ends the session.
+	srv.stopAgentListener()
 	stopLoops()
 	srv.shutdown(5 * time.Second)
 	loops.Wait()

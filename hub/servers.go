@@ -232,6 +232,14 @@ func (s *servers) serve() <-chan error {
 	return errc
 }
 
+// stopAgentListener closes the gRPC-only listener (agents'), if there is one: no new connections, while those open
+// stay until shutdown.
+func (s *servers) stopAgentListener() {
+	if s.nativeLis != nil {
+		_ = s.nativeLis.Close()
+	}
+}
+
 // shutdown stops the servers, gracefully within timeout and forcibly after it, and waits for serve's goroutines.
 func (s *servers) shutdown(timeout time.Duration) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)

@@ -79,9 +79,9 @@ type Config struct {
 	// MaxBatch is the most assignments in one message (default 256).
 	MaxBatch int
 	// MaxStarts bounds the sessions that start at once, from Hello until their first sync has been sent (default
-	// 64); later ones wait for a slot.
+	// 256); later ones wait for a slot.
 	MaxStarts int
-	// MaxWaitingStarts bounds the streams waiting for a start slot (default 1024); TapHandle refuses streams beyond
+	// MaxWaitingStarts bounds the streams waiting for a start slot (default 4096); TapHandle refuses streams beyond
 	// it at once with a retry delay.
 	MaxWaitingStarts int
 	// StartTimeout bounds the wait for a start slot (default 20 s); a stream that waited this long is refused with a
@@ -118,10 +118,10 @@ func (c *Config) defaults() {
 		c.MaxBatch = 256
 	}
 	if c.MaxStarts == 0 {
-		c.MaxStarts = 64
+		c.MaxStarts = 256
 	}
 	if c.MaxWaitingStarts == 0 {
-		c.MaxWaitingStarts = 1024
+		c.MaxWaitingStarts = 4096
 	}
 	if c.StartTimeout == 0 {
 		c.StartTimeout = 20 * time.Second

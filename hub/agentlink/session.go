@@ -106,6 +106,14 @@ func (d *demand) ask(ws *workers, fn func()) {
 	}
 }
 
+// do runs fn on the calling goroutine unless a run is in progress, which then runs once more instead.
+func (d *demand) do(fn func()) {
+	d.wanted.Store(true)
+	if d.running.CompareAndSwap(false, true) {
+		d.loop(fn)
+	}
+}
+
 func (d *demand) loop(fn func()) {
 	for {
 		for d.wanted.Swap(false) {
@@ -392,7 +400,13 @@ func (ss *session) heartbeat(hb *agentv1.Heartbeat) {
 			ss.srv.leases.remove(ss.seed, "")
 		}
 	}
-	ss.sendControl(&agentv1.HubMessage{Message: &agentv1.HubMessage_HeartbeatAck{HeartbeatAck: &agentv1.HeartbeatAck{Sequence: hb.GetSequence()}}})
+	// The receiving goroutine sends the ack itself unless a sender runs: a goroutine per heartbeat would cost more
+	// than the ack. It cannot deadlock on flow control: it blocks only while the agent does not read, and a session
+	// whose agent does not read ends (its heartbeats stop) with its stream.
+	ss.mu.Lock()
+	ss.control = append(ss.control, &agentv1.HubMessage{Message: &agentv1.HubMessage_HeartbeatAck{HeartbeatAck: &agentv1.HeartbeatAck{Sequence: hb.GetSequence()}}})
+	ss.mu.Unlock()
+	ss.sender.do(ss.send)
 }
 
 // heartbeatMargin is added to three heartbeat intervals before a silent session is ended.
