@@ -44,6 +44,9 @@ func CSR(seed string, mutate func(*x509.CertificateRequest)) (*ecdsa.PrivateKey,
 	return key, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der}), nil
 }
 
+// welcomeTimeout bounds the wait for the hub's Welcome, as the real agent's (agent.welcomeTimeout).
+const welcomeTimeout = 30 * time.Second
+
 // Dialer opens connections to the hub.
 type Dialer struct {
 	Target string
@@ -232,8 +235,11 @@ func (a *Agent) Session(ctx context.Context) error {
 	}()
 	var sent sync.Map // heartbeat sequence → send time
 	var lastRecv atomic.Int64
-	lastRecv.Store(time.Now().UnixNano())
-	// The hub acks every heartbeat: silence for three intervals means a dead or blackholed connection.
+	var welcomed atomic.Bool
+	start := time.Now()
+	lastRecv.Store(start.UnixNano())
+	// As the real agent: the hub has welcomeTimeout to answer Hello (it may hold a session start back in a storm);
+	// then it acks every heartbeat, and silence for three intervals means a dead or blackholed connection.
 	go func() {
 		t := time.NewTicker(a.HeartbeatInterval)
 		defer t.Stop()
@@ -242,6 +248,13 @@ func (a *Agent) Session(ctx context.Context) error {
 			case <-ctx.Done():
 				return
 			case <-t.C:
+				if !welcomed.Load() {
+					if time.Since(start) > welcomeTimeout {
+						cancel(fmt.Errorf("the hub did not answer Hello within %s", welcomeTimeout))
+						return
+					}
+					continue
+				}
 				if time.Since(time.Unix(0, lastRecv.Load())) > 3*a.HeartbeatInterval+time.Second {
 					cancel(errors.New("no message from the hub for three heartbeat intervals"))
 					return
@@ -284,6 +297,7 @@ func (a *Agent) Session(ctx context.Context) error {
 		lastRecv.Store(now.UnixNano())
 		switch m := msg.GetMessage().(type) {
 		case *agentv1.HubMessage_Welcome:
+			welcomed.Store(true)
 			a.mu.Lock()
 			a.resumed = m.Welcome.GetResumed()
 			a.mu.Unlock()
