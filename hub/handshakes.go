@@ -20,7 +20,7 @@ const (
 	maxQueuedHandshakes = 16384
 	// handshakeQueueTimeout bounds a connection's wait for a slot; agents allow a minute for the handshake
 	// (agent/hubdial.HandshakeTimeout).
-	handshakeQueueTimeout = 30 * time.Second
+	handshakeQueueTimeout = 45 * time.Second
 )
 
 var errHandshakeRefused = errors.New("too many TLS handshakes waiting; closed before the handshake")

@@ -356,6 +356,14 @@ func (ss *session) writeSeedStatus() {
 	if ss.ctx.Err() != nil || !ss.healthy.Load() {
 		return
 	}
+	// A fleet's first connect writes every Seed's status at once: a few writes at a time keep etcd and the seed
+	// graph (which applies each) from a convoy that holds up the sessions' starts.
+	select {
+	case ss.srv.statusWrites <- struct{}{}:
+		defer func() { <-ss.srv.statusWrites }()
+	case <-ss.ctx.Done():
+		return
+	}
 	notAfter := ss.notAfter.Load()
 	_, err := ss.srv.colls.seeds.GuaranteedUpdate(ss.ctx, "", ss.seed, true, func(cur store.Object) (store.Object, error) {
 		seed := cur.(*corev1beta1.Seed)

@@ -159,6 +159,8 @@ type Server struct {
 	// starts holds a token per session starting (MaxStarts); waiting counts the streams waiting for one.
 	starts  chan struct{}
 	waiting atomic.Int64
+	// statusWrites holds a token per Seed status write in progress (maxStatusWrites).
+	statusWrites chan struct{}
 
 	tunnelMu sync.Mutex
 	pending  map[string]*pendingTunnel // tunnels being opened, by id
@@ -199,7 +201,7 @@ type collections struct {
 func New(cfg Config) (*Server, error) {
 	cfg.defaults()
 	s := &Server{cfg: cfg, sessions: map[string]*session{}, ready: make(chan struct{}), encoder: newEncoder(),
-		starts: make(chan struct{}, cfg.MaxStarts)}
+		starts: make(chan struct{}, cfg.MaxStarts), statusWrites: make(chan struct{}, maxStatusWrites)}
 	for gr, dst := range map[schema.GroupResource]**store.Collection{
 		{Group: "certificates.k8s.io", Resource: "certificatesigningrequests"}: &s.colls.csrs,
 		{Resource: "secrets"}:                              &s.colls.secrets,
@@ -333,6 +335,9 @@ func (s *Server) recvTimeout(ctx context.Context, stream agentv1.AgentService_Co
 		return nil, ctx.Err()
 	}
 }
+
+// maxStatusWrites bounds the sessions' Seed status writes in progress at once.
+const maxStatusWrites = 16
 
 var (
 	errSuperseded = errors.New("superseded by a newer session of the same seed")
