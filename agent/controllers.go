@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
@@ -117,9 +116,6 @@ type seedSide struct {
 func (a *Agent) newSeedSide() (*seedSide, error) {
 	seed, err := cluster.New(a.seedREST, func(o *cluster.Options) {
 		o.Scheme = Scheme()
-		// The informers keep the extension objects of every shoot of the seed; their managedFields (a few KiB per
-		// object written by several managers) are never read.
-		o.Cache.DefaultTransform = cache.TransformStripManagedFields()
 		// Waits poll extension objects, so those are read from informers; the rest is read directly.
 		o.Client.Cache = &client.CacheOptions{DisableFor: []client.Object{
 			&corev1.Secret{}, &corev1.ConfigMap{}, &corev1.Namespace{}, &corev1.Service{},
