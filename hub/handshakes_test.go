@@ -32,8 +32,7 @@ func TestBoundedHandshakesQueueThenRefuse(t *testing.T) {
 	inner := &blockingCreds{release: make(chan struct{})}
 	var refused atomic.Int32
 	b := newBoundedHandshakes(inner, func() { refused.Add(1) })
-	b.slots = make(chan struct{}, 1)
-	b.maxQueued = 1
+	b.slots = &slots{free: 1, maxQueued: 1, timeout: time.Minute}
 	done := make(chan error, 3)
 	handshake := func() net.Conn {
 		server, client := net.Pipe()
@@ -43,7 +42,7 @@ func TestBoundedHandshakesQueueThenRefuse(t *testing.T) {
 	handshake()
 	waitFor(t, "the first handshake", func() bool { return inner.running.Load() == 1 })
 	handshake()
-	waitFor(t, "the second connection queued", func() bool { return b.waiting.Load() == 1 })
+	waitFor(t, "the second connection queued", func() bool { return queued(b.slots) == 1 })
 	third := handshake()
 	if err := <-done; !errors.Is(err, errHandshakeRefused) {
 		t.Fatalf("third connection: %v, want it refused", err)
@@ -70,8 +69,7 @@ func TestBoundedHandshakesQueueTimeout(t *testing.T) {
 	inner := &blockingCreds{release: make(chan struct{})}
 	defer close(inner.release)
 	b := newBoundedHandshakes(inner, nil)
-	b.slots = make(chan struct{}, 1)
-	b.timeout = 50 * time.Millisecond
+	b.slots = &slots{free: 1, maxQueued: 10, timeout: 50 * time.Millisecond}
 	s1, _ := net.Pipe()
 	go func() { _, _, _ = b.ServerHandshake(s1) }()
 	waitFor(t, "the first handshake", func() bool { return inner.running.Load() == 1 })
@@ -79,6 +77,47 @@ func TestBoundedHandshakesQueueTimeout(t *testing.T) {
 	if _, _, err := b.ServerHandshake(s2); !errors.Is(err, errHandshakeRefused) {
 		t.Fatalf("queued past the timeout: %v, want refused", err)
 	}
+}
+
+// Waiting connections are served newest first; one that timed out is skipped.
+func TestHandshakeSlotsServeTheNewestFirst(t *testing.T) {
+	s := &slots{free: 1, maxQueued: 10, timeout: time.Minute}
+	if !s.acquire() {
+		t.Fatal("the free slot")
+	}
+	order := make(chan int, 3)
+	for i := range 3 {
+		go func() {
+			if s.acquire() {
+				order <- i
+			}
+		}()
+		waitFor(t, "the connection queued", func() bool { return queued(s) == i+1 })
+	}
+	for want := 2; want >= 0; want-- {
+		s.release()
+		if got := <-order; got != want {
+			t.Fatalf("served waiter %d, want %d (the newest)", got, want)
+		}
+	}
+	s.release()
+	s.timeout = 10 * time.Millisecond
+	if !s.acquire() {
+		t.Fatal("the freed slot")
+	}
+	if s.acquire() {
+		t.Fatal("a second slot while one is held")
+	}
+	s.release()
+	if !s.acquire() {
+		t.Fatal("the slot after the timed-out waiter, which must not take it")
+	}
+}
+
+func queued(s *slots) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.queued
 }
 
 func waitFor(t *testing.T, what string, cond func() bool) {
