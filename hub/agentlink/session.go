@@ -263,14 +263,13 @@ func (s *Server) serveSession(ctx context.Context, id Identity, stream agentv1.A
 		}
 		ss.pending[syncMarker] = struct{}{}
 		ss.order = append(ss.order, syncMarker)
+		// Queued here, under the graph's lock, before any Notify can start the sender: Welcome goes first.
+		ss.control = append(ss.control, &agentv1.HubMessage{Message: &agentv1.HubMessage_Welcome{Welcome: &agentv1.Welcome{
+			SessionId: ss.id, HeartbeatInterval: durationpb.New(s.cfg.HeartbeatInterval), Resumed: resumed,
+			HubVersion: s.cfg.HubVersion,
+		}}})
 	})
 	defer unsubscribe()
-	ss.mu.Lock()
-	ss.control = append(ss.control, &agentv1.HubMessage{Message: &agentv1.HubMessage_Welcome{Welcome: &agentv1.Welcome{
-		SessionId: ss.id, HeartbeatInterval: durationpb.New(s.cfg.HeartbeatInterval), Resumed: resumed,
-		HubVersion: s.cfg.HubVersion,
-	}}})
-	ss.mu.Unlock()
 	s.cfg.Log.Info("agent session started", "seed", ss.seed, "session", ss.id, "resumed", resumed, "queued", ss.queueLen())
 	s.metrics.sessionsStarted.Inc()
 
