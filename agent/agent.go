@@ -272,7 +272,8 @@ func (a *Agent) runLink(ctx context.Context) error {
 			continue
 		}
 		a.setLastErr(err)
-		d := b.Next(time.Now())
+		d := b.Delay(time.Now(), err) // a refusing hub's retry delay, when longer
+
 		a.log.Warn("hub connection failed; retrying", "err", err, "retryIn", d.Round(time.Millisecond))
 		t := time.NewTimer(d)
 		select {

@@ -4,24 +4,13 @@ import (
 	"crypto/tls"
 	"fmt"
 	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
-	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/backoff"
-	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/experimental"
-	"google.golang.org/grpc/keepalive"
 
+	"github.com/trellis-dev/trellis/agent/hubdial"
 	"github.com/trellis-dev/trellis/agent/identity"
 	"github.com/trellis-dev/trellis/proto/tunnelwire"
-)
-
-// Keepalive parameters of the hub connection: a ping after 30 s without traffic, the connection is dead when the ping
-// is not answered within 10 s. Application heartbeats are what load balancers see; keepalive finds dead peers.
-const (
-	keepaliveTime    = 30 * time.Second
-	keepaliveTimeout = 10 * time.Second
-	maxMessage       = 16 << 20
 )
 
 // dial returns a client connection to the hub. With mTLS it presents the Holder's current certificate at each
@@ -45,19 +34,14 @@ func (a *Agent) dial(creds *identity.Credentials, mTLS bool) (*grpc.ClientConn, 
 		tlsCfg.GetClientCertificate = a.creds.GetClientCertificate
 		tlsCfg.ClientSessionCache = a.sessionCache(a.creds.Get())
 	}
-	conn, err := grpc.NewClient(a.cfg.HubClientConnection.Address,
-		grpc.WithTransportCredentials(credentials.NewTLS(tlsCfg)),
+	// The TCP connect fails fast, the TLS handshake may take long in a hub's reconnect storm (package hubdial).
+	conn, err := grpc.NewClient(a.cfg.HubClientConnection.Address, append(hubdial.Options(tlsCfg),
 		// The agent's calls carry the trace of the work they belong to (a shoot's flow) to the hub.
 		grpc.WithStatsHandler(otelgrpc.NewClientHandler()),
-		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: keepaliveTime, Timeout: keepaliveTimeout, PermitWithoutStream: true}),
 		grpc.WithUserAgent("trellis-agent/"+a.version),
-		// Assignment batches are at most 1 MiB, but one object may be larger; the hub accepts 16 MiB messages.
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxMessage), grpc.MaxCallSendMsgSize(maxMessage)),
-		// A blackholed hub must not hold a reconnect for gRPC's default 20 s connect timeout.
-		grpc.WithConnectParams(grpc.ConnectParams{MinConnectTimeout: 5 * time.Second, Backoff: backoff.DefaultConfig}),
 		// Tunnels move bulk bytes: buffers that are not zeroed on every use (docs/tunnels.md).
 		experimental.WithBufferPool(tunnelwire.BufferPool),
-	)
+	)...)
 	if err != nil {
 		return nil, fmt.Errorf("hub client: %w", err)
 	}

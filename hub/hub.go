@@ -368,7 +368,7 @@ func (h *Hub) Run(ctx context.Context) error {
 		return err
 	}
 	trust.OnChange(link.TrustChanged)
-	srv, err := h.newServers(ctx, trust, ca, authn, *services, registry, st, metrics, auditor, tunnels, kubeconfigs.Routes)
+	srv, err := h.newServers(ctx, trust, ca, authn, *services, registry, st, metrics, auditor, tunnels, link, kubeconfigs.Routes)
 	if err != nil {
 		return err
 	}
@@ -419,6 +419,9 @@ func (h *Hub) Run(ctx context.Context) error {
 	case err = <-serveErr:
 		h.log.Error("serving failed", "err", err)
 	}
+	// Agents whose sessions end now reconnect at once: the agent listener is closed first, so they find no hub
+	// (a refused TCP connect costs nothing) instead of one that takes their handshake and then ends the session.
+	srv.stopAgentListener()
 	stopLoops()
 	srv.shutdown(5 * time.Second)
 	loops.Wait()

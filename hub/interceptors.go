@@ -145,6 +145,9 @@ type metrics struct {
 	grpcDuration *prometheus.HistogramVec
 	httpRequests *prometheus.CounterVec
 	httpDuration *prometheus.HistogramVec
+	// handshakesRefused counts connections of the gRPC-only listener closed before their TLS handshake
+	// (boundedHandshakes).
+	handshakesRefused prometheus.Counter
 }
 
 func newMetrics() *metrics {
@@ -157,7 +160,8 @@ func newMetrics() *metrics {
 		httpRequests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "trellis_http_requests_total", Help: "REST requests by method and code."}, []string{"method", "code"}),
 		httpDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "trellis_http_request_duration_seconds", Help: "REST request latency by method (watches: their lifetime).", Buckets: prometheus.ExponentialBuckets(0.0001, 2, 18)}, []string{"method"}),
 	}
-	reg.MustRegister(m.grpcRequests, m.grpcDuration, m.httpRequests, m.httpDuration)
+	m.handshakesRefused = prometheus.NewCounter(prometheus.CounterOpts{Name: "trellis_grpc_handshakes_refused_total", Help: "Connections of the gRPC-only listener closed before their TLS handshake because too many waited for one."})
+	reg.MustRegister(m.grpcRequests, m.grpcDuration, m.httpRequests, m.httpDuration, m.handshakesRefused)
 	return m
 }
 

@@ -19,9 +19,11 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/experimental"
 	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/tap"
 
 	openapidocs "github.com/trellis-dev/trellis/docs/openapi"
 	"github.com/trellis-dev/trellis/gateway"
+	"github.com/trellis-dev/trellis/hub/agentlink"
 	"github.com/trellis-dev/trellis/hub/api"
 	"github.com/trellis-dev/trellis/hub/audit"
 	"github.com/trellis-dev/trellis/hub/auth"
@@ -72,7 +74,7 @@ type servers struct {
 
 // newServers builds the servers and opens their listeners. Every gRPC call goes through the interceptors
 // (authentication, request ids, error mapping, metrics); every other request through the handlers.
-func (h *Hub) newServers(ctx context.Context, trust *trust, ca *pki.Authority, authn *auth.Authenticator, services serviceSet, reg *api.Registry, st *store.Store, m *metrics, auditor *audit.Auditor, tunnels *tunnel.Tunnels, routes ...api.Routes) (*servers, error) {
+func (h *Hub) newServers(ctx context.Context, trust *trust, ca *pki.Authority, authn *auth.Authenticator, services serviceSet, reg *api.Registry, st *store.Store, m *metrics, auditor *audit.Auditor, tunnels *tunnel.Tunnels, link *agentlink.Server, routes ...api.Routes) (*servers, error) {
 	ic := &interceptors{authn: authn, metrics: m, errors: api.Errors{Log: h.log.With("component", "api")}, auditor: auditor}
 	grpcOpts := []grpc.ServerOption{
 		// Tracing first, so that the calls' spans hold the interceptors' work (admission, store writes).
@@ -90,7 +92,7 @@ func (h *Hub) newServers(ctx context.Context, trust *trust, ca *pki.Authority, a
 		if err != nil {
 			return nil, err
 		}
-		s.native = grpc.NewServer(append(grpcOpts, nativeOptions(tc)...)...)
+		s.native = grpc.NewServer(append(grpcOpts, nativeOptions(tc, link.TapHandle, m.handshakesRefused.Inc)...)...)
 		services.registerOn(s.native)
 	}
 	rest, err := h.handlers(ctx, authn, reg, st, m, ic.errors, tunnels, ca, routes)
@@ -240,6 +242,14 @@ func (s *servers) serve() <-chan error {
 	return errc
 }
 
+// stopAgentListener closes the gRPC-only listener (agents'), if there is one: no new connections, while those open
+// stay until shutdown.
+func (s *servers) stopAgentListener() {
+	if s.nativeLis != nil {
+		_ = s.nativeLis.Close()
+	}
+}
+
 // shutdown stops the servers, gracefully within timeout and forcibly after it, and waits for serve's goroutines.
 func (s *servers) shutdown(timeout time.Duration) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
@@ -290,15 +300,25 @@ func nativeTLS(m tlsMaterial) *tls.Config {
 // A restarted hub meets all its agents at once, and TLS handshakes are what that reconnect storm costs: session tickets
 // are encrypted with a key every replica derives from the CA (ticketKey), so agents resume their sessions across
 // restarts without certificate verification or signatures, and the key exchange is X25519 (the default hybrid
-// post-quantum exchange takes about half the CPU of a full handshake).
-func nativeOptions(tc *tls.Config) []grpc.ServerOption {
+// post-quantum exchange takes about half the CPU of a full handshake). The handshakes are worked on a few at a time
+// (boundedHandshakes) and session starts are admitted (agentlink.Server.TapHandle), so a storm converges.
+func nativeOptions(tc *tls.Config, streams tap.ServerInHandle, handshakeRefused func()) []grpc.ServerOption {
 	return []grpc.ServerOption{
-		grpc.Creds(credentials.NewTLS(tc)),
+		// A few handshakes at a time, the rest queued (boundedHandshakes).
+		grpc.Creds(newBoundedHandshakes(credentials.NewTLS(tc), handshakeRefused)),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 20 * time.Second, PermitWithoutStream: true}),
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: time.Minute, Timeout: 20 * time.Second}),
-		grpc.ReadBufferSize(4 << 10),
+		// No read buffer: crypto/tls holds each record decrypted, so gRPC's framer reads frames from memory anyway.
+		grpc.ReadBufferSize(0),
 		grpc.WriteBufferSize(4 << 10), // grpc shares write buffers by default (SharedWriteBuffer is deprecated)
 		// Tunnels move bulk bytes: buffers that are not zeroed on every use (docs/tunnels.md).
 		experimental.BufferPool(tunnelwire.BufferPool),
+		// Agents send small messages (heartbeats, acks): a fixed 64 KiB window turns off gRPC's bandwidth-delay
+		// estimation, which would answer the data of every heartbeat with a ping of its own.
+		grpc.InitialWindowSize(64 << 10),
+		grpc.InitialConnWindowSize(64 << 10),
+		// Session starts are admitted, and refused early when too many wait, before a stream exists
+		// (agentlink.Server.TapHandle).
+		grpc.InTapHandle(streams),
 	}
 }

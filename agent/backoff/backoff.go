@@ -3,6 +3,10 @@ package backoff
 import (
 	"math/rand/v2"
 	"time"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // Backoff computes the delays before successive connection attempts. The zero value is not usable; set Initial, Max
@@ -54,4 +58,31 @@ func (b *Backoff) Ceiling() time.Duration {
 func (b *Backoff) Reset() {
 	b.attempt = 0
 	b.attemptStart = time.Time{}
+}
+
+// RetryAfter returns the delay a refusal of the hub asks for: the google.rpc.RetryInfo detail of err's gRPC status
+// (a hub that starts too many sessions at once refuses more with RESOURCE_EXHAUSTED and a jittered delay). false when
+// err carries none.
+func RetryAfter(err error) (time.Duration, bool) {
+	st, ok := status.FromError(err)
+	if !ok || st.Code() == codes.OK {
+		return 0, false
+	}
+	for _, d := range st.Details() {
+		if ri, ok := d.(*errdetails.RetryInfo); ok && ri.GetRetryDelay().IsValid() {
+			return max(0, ri.GetRetryDelay().AsDuration()), true
+		}
+	}
+	return 0, false
+}
+
+// Delay is the wait before the next attempt after err, which happened at now: the backoff's delay, or the hub's
+// retry delay (RetryAfter) when that is longer.
+func (b *Backoff) Delay(now time.Time, err error) time.Duration {
+	d := b.Next(now)
+	if after, ok := RetryAfter(err); ok && after > d {
+		b.attemptStart = now.Add(after)
+		return after
+	}
+	return d
 }

@@ -1,8 +1,15 @@
 package backoff
 
 import (
+	"errors"
+	"fmt"
 	"testing"
 	"time"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
 )
 
 func TestNextGrowsToMaxWithFullJitter(t *testing.T) {
@@ -76,5 +83,32 @@ func TestReset(t *testing.T) {
 	b.Reset()
 	if c := b.Ceiling(); c != time.Second {
 		t.Fatalf("ceiling after Reset %v, want 1s", c)
+	}
+}
+
+func TestDelayHonoursTheHubsRetryDelay(t *testing.T) {
+	zero := func() float64 { return 0 }
+	b := &Backoff{Initial: time.Second, Max: time.Minute, ResetAfter: time.Hour, Rand: zero}
+	st, err := status.New(codes.ResourceExhausted, "too many session starts").WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(1500 * time.Millisecond)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	refusal := fmt.Errorf("the hub ended the session: %w", st.Err())
+	if got, ok := RetryAfter(refusal); !ok || got != 1500*time.Millisecond {
+		t.Fatalf("RetryAfter of a wrapped refusal: %v %v, want 1.5s", got, ok)
+	}
+	if d := b.Delay(time.Unix(0, 0), refusal); d != 1500*time.Millisecond {
+		t.Fatalf("delay after a refusal: %v, want the hub's 1.5s over the backoff's 0", d)
+	}
+	b.Rand = func() float64 { return 0.999999 }
+	// The backoff's ceiling is now 2 s; a delay longer than the hub's wins.
+	if d := b.Delay(time.Unix(10, 0), refusal); d < 1900*time.Millisecond {
+		t.Fatalf("delay %v, want the backoff's longer one", d)
+	}
+	if _, ok := RetryAfter(status.Error(codes.Unavailable, "connection refused")); ok {
+		t.Fatal("RetryAfter of a status without RetryInfo: want false")
+	}
+	if _, ok := RetryAfter(errors.New("plain")); ok {
+		t.Fatal("RetryAfter of a plain error: want false")
 	}
 }

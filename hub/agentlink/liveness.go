@@ -347,29 +347,21 @@ func setCondition(conds []*metav1.Condition, typ, status, reason, message string
 }
 
 // ensureSeedStatus asks the status writer to write GardenletReady=True and the certificate expiry into the Seed's
-// status if they are not there yet. It never blocks; requests coalesce (see session.statusWanted).
+// status if they are not there yet. It never blocks; requests coalesce (session.statusWriter).
 func (ss *session) ensureSeedStatus() {
-	select {
-	case ss.statusWanted <- struct{}{}:
-	default: // a request is pending already: its write will see the latest state
-	}
-}
-
-// statusWriter is the one goroutine of a session that writes the Seed's status, one request at a time, until the
-// session ends.
-func (ss *session) statusWriter() {
-	for {
-		select {
-		case <-ss.ctx.Done():
-			return
-		case <-ss.statusWanted:
-			ss.writeSeedStatus()
-		}
-	}
+	ss.statusWriter.ask(&ss.workers, ss.writeSeedStatus)
 }
 
 func (ss *session) writeSeedStatus() {
 	if ss.ctx.Err() != nil || !ss.healthy.Load() {
+		return
+	}
+	// A fleet's first connect writes every Seed's status at once: a few writes at a time keep etcd and the seed
+	// graph (which applies each) from a convoy that holds up the sessions' starts.
+	select {
+	case ss.srv.statusWrites <- struct{}{}:
+		defer func() { <-ss.srv.statusWrites }()
+	case <-ss.ctx.Done():
 		return
 	}
 	notAfter := ss.notAfter.Load()
@@ -400,7 +392,7 @@ func (ss *session) rotate(req *agentv1.CertificateRequest) {
 	cert, err := ss.srv.issue(ss.ctx, ss.ident.User, req)
 	if err != nil {
 		ss.srv.cfg.Log.Warn("certificate rotation failed", "seed", ss.seed, "err", err)
-		ss.cancel(err)
+		ss.end(err)
 		return
 	}
 	// The renew request is done: clear it before the agent gets its certificate, or its next session (which follows

@@ -6,6 +6,7 @@ type metrics struct {
 	sessions        prometheus.Gauge
 	sessionsStarted prometheus.Counter
 	heartbeats      prometheus.Counter
+	refused         prometheus.Counter
 	assignments     prometheus.Counter
 	writes          *prometheus.CounterVec
 }
@@ -15,6 +16,7 @@ func newMetrics(reg prometheus.Registerer, s *Server) *metrics {
 		sessions:        prometheus.NewGauge(prometheus.GaugeOpts{Name: "trellis_agentlink_sessions", Help: "Agent sessions served by this replica."}),
 		sessionsStarted: prometheus.NewCounter(prometheus.CounterOpts{Name: "trellis_agentlink_sessions_started_total", Help: "Agent sessions started."}),
 		heartbeats:      prometheus.NewCounter(prometheus.CounterOpts{Name: "trellis_agentlink_heartbeats_total", Help: "Heartbeats received."}),
+		refused:         prometheus.NewCounter(prometheus.CounterOpts{Name: "trellis_agentlink_sessions_refused_total", Help: "Agent streams refused with a retry delay because too many sessions were starting."}),
 		assignments:     prometheus.NewCounter(prometheus.CounterOpts{Name: "trellis_agentlink_assignments_total", Help: "Assignments sent to agents."}),
 		writes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "trellis_agentlink_etcd_writes_total",
@@ -31,7 +33,7 @@ func newMetrics(reg prometheus.Registerer, s *Server) *metrics {
 			}
 			return float64(n)
 		})
-		reg.MustRegister(m.sessions, m.sessionsStarted, m.heartbeats, m.assignments, m.writes, queued)
+		reg.MustRegister(m.sessions, m.sessionsStarted, m.heartbeats, m.refused, m.assignments, m.writes, queued)
 	}
 	return m
 }

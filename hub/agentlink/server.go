@@ -9,6 +9,7 @@ import (
 	"github.com/trellis-dev/trellis/tracing"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -84,6 +85,18 @@ type Config struct {
 	ApprovalTimeout time.Duration
 	// MaxBatch is the most assignments in one message (default 256).
 	MaxBatch int
+	// MaxStarts bounds the sessions that start at once, from Hello until their first sync has been sent (default
+	// 256); later ones wait for a slot.
+	MaxStarts int
+	// MaxWaitingStarts bounds the streams waiting for a start slot (default 4096); TapHandle refuses streams beyond
+	// it at once with a retry delay.
+	MaxWaitingStarts int
+	// StartTimeout bounds the wait for a start slot (default 20 s); a stream that waited this long is refused with a
+	// retry delay.
+	StartTimeout time.Duration
+	// RetryAfter is the mean retry delay of a refused stream (default 2 s); each refusal draws its delay uniformly
+	// from [RetryAfter/2, 3·RetryAfter/2).
+	RetryAfter time.Duration
 	// ResumeFloor is the revision the store was restored at from a snapshot (0: never restored): an agent's versions
 	// at or below it may name states the restore undid, so its session starts with a full sync instead of resuming.
 	ResumeFloor int64
@@ -111,6 +124,18 @@ func (c *Config) defaults() {
 	if c.MaxBatch == 0 {
 		c.MaxBatch = 256
 	}
+	if c.MaxStarts == 0 {
+		c.MaxStarts = 256
+	}
+	if c.MaxWaitingStarts == 0 {
+		c.MaxWaitingStarts = 4096
+	}
+	if c.StartTimeout == 0 {
+		c.StartTimeout = 20 * time.Second
+	}
+	if c.RetryAfter == 0 {
+		c.RetryAfter = 2 * time.Second
+	}
 	if c.ReplicaID == "" {
 		b := make([]byte, 6)
 		_, _ = rand.Read(b)
@@ -134,9 +159,15 @@ type Server struct {
 	sessions map[string]*session // by seed: one agent per seed
 	ready    chan struct{}
 	runCtx   context.Context // set before ready closes; sessions end with it
-	// streams counts the goroutines that receive from agent streams. A receive ends only once its stream's handler
-	// has returned (gRPC cancels the stream then), so they outlive their handlers briefly; Run waits for them.
+	// streams counts the goroutines that receive from agent streams whose handlers cannot end them early. A receive
+	// ends only once its stream's handler has returned (gRPC cancels the stream then), so they outlive their handlers
+	// briefly; Run waits for them.
 	streams workers
+	// starts holds a token per session starting (MaxStarts); waiting counts the streams waiting for one.
+	starts  chan struct{}
+	waiting atomic.Int64
+	// statusWrites holds a token per Seed status write in progress (maxStatusWrites).
+	statusWrites chan struct{}
 
 	tunnelMu sync.Mutex
 	pending  map[string]*pendingTunnel // tunnels being opened, by id
@@ -176,7 +207,8 @@ type collections struct {
 // New returns the agent link. Run must be running for sessions to be served.
 func New(cfg Config) (*Server, error) {
 	cfg.defaults()
-	s := &Server{cfg: cfg, sessions: map[string]*session{}, ready: make(chan struct{}), encoder: newEncoder()}
+	s := &Server{cfg: cfg, sessions: map[string]*session{}, ready: make(chan struct{}), encoder: newEncoder(),
+		starts: make(chan struct{}, cfg.MaxStarts), statusWrites: make(chan struct{}, maxStatusWrites)}
 	for gr, dst := range map[schema.GroupResource]**store.Collection{
 		{Group: "certificates.k8s.io", Resource: "certificatesigningrequests"}: &s.colls.csrs,
 		{Resource: "secrets"}:                              &s.colls.secrets,
@@ -196,18 +228,19 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// Run keeps the replica's presence lease and writes the seeds' Leases until ctx ends; sessions end with ctx too.
+// Run keeps the replica's presence lease, writes the seeds' Leases and ends silent sessions until ctx ends; sessions end with ctx too.
 // It returns once the streams' receive loops have ended, which needs their handlers to have returned: stop the gRPC
 // servers before waiting for Run.
 func (s *Server) Run(ctx context.Context) error {
 	s.runCtx = ctx
 	defer s.streams.Close()
 	var wg sync.WaitGroup
-	errc := make(chan error, 3)
+	errc := make(chan error, 4)
 	granted := make(chan struct{})
-	wg.Add(3)
+	wg.Add(4)
 	go func() { defer wg.Done(); errc <- s.presence.run(ctx, granted) }()
 	go func() { defer wg.Done(); s.leases.run(ctx); errc <- nil }()
+	go func() { defer wg.Done(); s.checkHeartbeats(ctx); errc <- nil }()
 	go func() {
 		defer wg.Done()
 		for _, ch := range []<-chan struct{}{granted, s.cfg.GraphReady} {
@@ -258,6 +291,33 @@ func (s *Server) Connect(stream agentv1.AgentService_ConnectServer) error {
 	return status.Errorf(codes.PermissionDenied, "user %q is neither a seed agent (client certificate with O=%s) nor a bootstrap token", id.User, "gardener.cloud:system:seeds")
 }
 
+// checkHeartbeats ends the sessions whose heartbeats have stopped, looking every heartbeat interval: one goroutine
+// for all sessions instead of a timer per session.
+func (s *Server) checkHeartbeats(ctx context.Context) {
+	t := time.NewTicker(s.cfg.HeartbeatInterval)
+	defer t.Stop()
+	var all []*session
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			s.mu.Lock()
+			all = all[:0]
+			for _, ss := range s.sessions {
+				all = append(all, ss)
+			}
+			s.mu.Unlock()
+			for _, ss := range all {
+				if err := ss.silent(now); err != nil {
+					ss.end(err)
+				}
+			}
+			clear(all)
+		}
+	}
+}
+
 // recvTimeout receives one message, failing after d. The receive goroutine is counted in s.streams.
 func (s *Server) recvTimeout(ctx context.Context, stream agentv1.AgentService_ConnectServer, d time.Duration) (*agentv1.AgentMessage, error) {
 	type res struct {
@@ -282,6 +342,9 @@ func (s *Server) recvTimeout(ctx context.Context, stream agentv1.AgentService_Co
 		return nil, ctx.Err()
 	}
 }
+
+// maxStatusWrites bounds the sessions' Seed status writes in progress at once.
+const maxStatusWrites = 16
 
 var (
 	errSuperseded = errors.New("superseded by a newer session of the same seed")

@@ -47,6 +47,11 @@ const (
 // session is one agent's stream. Its queue holds at most one entry per object of the seed (later changes of a queued
 // object coalesce into the entry, and the object's state is read when it is sent), so a slow agent costs memory
 // bounded by its seed's size and never holds up the graph or other sessions.
+//
+// A session owns no goroutine while it is idle besides its handler, which receives: what it sends (heartbeat acks,
+// assignments) and writes (the Seed's status) runs on goroutines started on demand that end when nothing is left
+// (demand), and one goroutine of the server ends silent sessions (Server.checkHeartbeats). With 10,000 agents each
+// goroutine per session costs tens of MiB of stacks.
 type session struct {
 	srv    *Server
 	id     string
@@ -61,14 +66,17 @@ type session struct {
 	order   []seedgraph.Ref
 	head    int
 	control []*agentv1.HubMessage
-	wake    chan struct{}
 
-	// workers are the session's goroutines besides its handler and receive loop: the status writer and a
-	// certificate rotation in progress. The handler waits for them before it returns.
+	// workers are the session's goroutines besides its handler: the sender, the status writer and a certificate
+	// rotation in progress, each started on demand. The handler waits for them before it returns.
 	workers workers
-	// statusWanted asks the status writer for one more look at the Seed's status. Its one slot coalesces: requests
-	// while the writer is busy leave one pending request, answered by one write that sees the latest state.
-	statusWanted chan struct{}
+	// sender sends what is queued; statusWriter looks at the Seed's status. Requests while one runs coalesce into one
+	// more run that sees the latest state.
+	sender, statusWriter demand
+	// started releases the session's start slot (Server.admitStart) once the first sync has been sent.
+	started func()
+	// ender ends the stream early (nil if gRPC offers no way to).
+	ender statusWriter
 
 	lastHeartbeat atomic.Int64 // unix nanoseconds
 	healthy       atomic.Bool
@@ -78,11 +86,47 @@ type session struct {
 	issuer        atomic.Value // string: the authority key id of the client certificate
 	caRenewSent   atomic.Bool  // the agent was asked to renew because another CA signs now
 
-	// Sender-owned.
+	// Sender-owned (one sender runs at a time).
 	seq        int64
 	renewSent  bool
 	sentSynced int64
 	syncedAt   time.Time
+}
+
+// demand runs a function on a worker goroutine whenever it is asked to, one run at a time: an ask while it runs leads
+// to one more run after it, an ask while none runs starts a goroutine, and no goroutine exists while nothing is
+// asked.
+type demand struct {
+	wanted, running atomic.Bool
+}
+
+// ask requests a run of fn on a goroutine of ws (none once ws is closed).
+func (d *demand) ask(ws *workers, fn func()) {
+	d.wanted.Store(true)
+	if d.running.CompareAndSwap(false, true) && !ws.Go(func() { d.loop(fn) }) {
+		d.running.Store(false)
+	}
+}
+
+// do runs fn on the calling goroutine unless a run is in progress, which then runs once more instead.
+func (d *demand) do(fn func()) {
+	d.wanted.Store(true)
+	if d.running.CompareAndSwap(false, true) {
+		d.loop(fn)
+	}
+}
+
+func (d *demand) loop(fn func()) {
+	for {
+		for d.wanted.Swap(false) {
+			fn()
+		}
+		d.running.Store(false)
+		// An ask between the last Swap and the Store saw running and started nothing: take it over.
+		if !d.wanted.Load() || !d.running.CompareAndSwap(false, true) {
+			return
+		}
+	}
 }
 
 func newSessionID() string {
@@ -109,11 +153,9 @@ func (ss *session) enqueue(ref seedgraph.Ref) {
 	ss.poke()
 }
 
+// poke has the sender send what is queued.
 func (ss *session) poke() {
-	select {
-	case ss.wake <- struct{}{}:
-	default:
-	}
+	ss.sender.ask(&ss.workers, ss.send)
 }
 
 func (ss *session) sendControl(m *agentv1.HubMessage) {
@@ -186,13 +228,20 @@ func (s *Server) serveSession(ctx context.Context, id Identity, stream agentv1.A
 	case <-time.After(30 * time.Second):
 		return status.Error(codes.Unavailable, "the hub is still loading; retry")
 	}
+	release, err := s.admitStart(ctx)
+	if err != nil {
+		return err
+	}
+	var once sync.Once
+	started := func() { once.Do(release) }
+	defer started()
 	sctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	defer context.AfterFunc(s.runCtx, func() { cancel(errShutdown) })()
 	ss := &session{
 		srv: s, id: newSessionID(), seed: id.Seed, ident: id, stream: stream, ctx: sctx, cancel: cancel,
-		pending: map[seedgraph.Ref]struct{}{}, wake: make(chan struct{}, 1), statusWanted: make(chan struct{}, 1),
+		pending: map[seedgraph.Ref]struct{}{}, started: started, ender: statusWriterOf(ctx),
 	}
+	defer context.AfterFunc(s.runCtx, func() { ss.end(errShutdown) })()
 	ss.lastHeartbeat.Store(time.Now().UnixNano())
 	ss.healthy.Store(true)
 	ss.notAfter.Store(id.CertNotAfter.Unix())
@@ -217,12 +266,13 @@ func (s *Server) serveSession(ctx context.Context, id Identity, stream agentv1.A
 		}
 		ss.pending[syncMarker] = struct{}{}
 		ss.order = append(ss.order, syncMarker)
+		// Queued here, under the graph's lock, before any Notify can start the sender: Welcome goes first.
+		ss.control = append(ss.control, &agentv1.HubMessage{Message: &agentv1.HubMessage_Welcome{Welcome: &agentv1.Welcome{
+			SessionId: ss.id, HeartbeatInterval: durationpb.New(s.cfg.HeartbeatInterval), Resumed: resumed,
+			HubVersion: s.cfg.HubVersion, TunnelDomain: s.cfg.TunnelDomain,
+		}}})
 	})
 	defer unsubscribe()
-	ss.control = append(ss.control, &agentv1.HubMessage{Message: &agentv1.HubMessage_Welcome{Welcome: &agentv1.Welcome{
-		SessionId: ss.id, HeartbeatInterval: durationpb.New(s.cfg.HeartbeatInterval), Resumed: resumed,
-		HubVersion: s.cfg.HubVersion, TunnelDomain: s.cfg.TunnelDomain,
-	}}})
 	s.cfg.Log.Info("agent session started", "seed", ss.seed, "session", ss.id, "resumed", resumed, "queued", ss.queueLen())
 	ss.checkIssuer()
 	s.metrics.sessionsStarted.Inc()
@@ -235,47 +285,43 @@ func (s *Server) serveSession(ctx context.Context, id Identity, stream agentv1.A
 	}()
 	ss.poke()
 
-	// This goroutine sends (and watches the heartbeats). The receive loop can only end once the handler has
-	// returned (gRPC cancels the stream then), so the server owns it (s.streams); the session's workers end with the
-	// session, and the handler waits for them.
-	ss.workers.Go(ss.statusWriter)
-	recvErr := make(chan error, 1)
-	if !s.streams.Go(func() {
-		err := ss.recvLoop()
-		recvErr <- err
-		ss.cancel(err)
-	}) {
-		ss.cancel(errShutdown)
+	// The handler's goroutine receives, and the session ends early by ending its stream (session.end). Should gRPC
+	// offer no way to, a second goroutine receives; it can only end once the handler has returned (gRPC cancels the
+	// stream then), so the server owns it (s.streams).
+	if ss.ender != nil {
+		cancel(ss.recvLoop())
+	} else if s.streams.Go(func() { cancel(ss.recvLoop()) }) {
+		<-sctx.Done()
 	} else {
-		ss.cancel(ss.sendLoop())
+		cancel(errShutdown)
 	}
 	ss.workers.Close()
-	err = nil
-	select {
-	case err = <-recvErr:
-		if errors.Is(err, io.EOF) {
-			err = nil
-		}
-	default:
-	}
 	cause := context.Cause(sctx)
-	if errors.Is(cause, io.EOF) {
-		cause = nil
-	}
 	s.cfg.Log.Info("agent session ended", "seed", ss.seed, "session", ss.id, "cause", cause)
-	if errors.Is(cause, errSuperseded) {
+	return endStatus(cause)
+}
+
+// endStatus is the status a session's stream ends with, nil for the agent's own end.
+func endStatus(cause error) error {
+	switch {
+	case errors.Is(cause, io.EOF), errors.Is(cause, context.Canceled):
+		return nil
+	case errors.Is(cause, errSuperseded):
 		return status.Error(codes.Aborted, errSuperseded.Error())
-	}
-	if errors.Is(cause, errShutdown) {
+	case errors.Is(cause, errShutdown):
 		return status.Error(codes.Unavailable, errShutdown.Error())
 	}
-	if err != nil {
-		return err
+	return cause
+}
+
+// end ends the session for cause: the agent gets the status of cause at once, and the handler's receive returns.
+func (ss *session) end(cause error) {
+	ss.cancel(cause)
+	if ss.ender != nil {
+		if err := endStatus(context.Cause(ss.ctx)); err != nil {
+			_ = ss.ender.WriteStatus(status.Convert(err))
+		}
 	}
-	if cause != nil && !errors.Is(cause, context.Canceled) {
-		return cause
-	}
-	return nil
 }
 
 // canResume reports whether the agent's versions can be resumed from: every streamed resource has a version, none
@@ -302,7 +348,7 @@ func (s *Server) register(ss *session) {
 	s.mu.Unlock()
 	s.metrics.sessions.Set(float64(n))
 	if old != nil {
-		old.cancel(errSuperseded)
+		old.end(errSuperseded)
 	}
 }
 
@@ -357,82 +403,85 @@ func (ss *session) heartbeat(hb *agentv1.Heartbeat) {
 			ss.srv.leases.remove(ss.seed, "")
 		}
 	}
-	ss.sendControl(&agentv1.HubMessage{Message: &agentv1.HubMessage_HeartbeatAck{HeartbeatAck: &agentv1.HeartbeatAck{Sequence: hb.GetSequence()}}})
+	// The receiving goroutine sends the ack itself unless a sender runs: a goroutine per heartbeat would cost more
+	// than the ack. It cannot deadlock on flow control: it blocks only while the agent does not read, and a session
+	// whose agent does not read ends (its heartbeats stop) with its stream.
+	ss.mu.Lock()
+	ss.control = append(ss.control, &agentv1.HubMessage{Message: &agentv1.HubMessage_HeartbeatAck{HeartbeatAck: &agentv1.HeartbeatAck{Sequence: hb.GetSequence()}}})
+	ss.mu.Unlock()
+	ss.sender.do(ss.send)
 }
 
 // heartbeatMargin is added to three heartbeat intervals before a silent session is ended.
 const heartbeatMargin = 2 * time.Second
 
 // silent returns an error once heartbeats have stopped.
-func (ss *session) silent() error {
+func (ss *session) silent(now time.Time) error {
 	interval := ss.srv.cfg.HeartbeatInterval
 	// Three missed heartbeats plus a margin, so a hub or agent slowed by CPU load does not churn sessions.
-	if since := time.Since(time.Unix(0, ss.lastHeartbeat.Load())); since > 3*interval+heartbeatMargin {
+	if since := now.Sub(time.Unix(0, ss.lastHeartbeat.Load())); since > 3*interval+heartbeatMargin {
 		return status.Errorf(codes.DeadlineExceeded, "no heartbeat for %s (interval %s)", since.Round(time.Millisecond), interval)
 	}
 	return nil
 }
 
-// sendLoop is the only sender on the stream: control messages (Welcome, heartbeat acks, certificates) first, then
-// assignments in batches. It also ends the session when heartbeats stop.
-func (ss *session) sendLoop() error {
+// send is the only sender on the stream while it runs (demand runs one at a time): control messages (Welcome,
+// heartbeat acks, certificates) first, then assignments in batches, until nothing is queued. A failed send ends the
+// session.
+func (ss *session) send() {
+	if ss.ctx.Err() != nil {
+		return
+	}
+	if err := ss.sendQueued(); err != nil {
+		ss.end(err)
+	}
+}
+
+func (ss *session) sendQueued() error {
 	g := ss.srv.cfg.Graph
-	tick := time.NewTicker(ss.srv.cfg.HeartbeatInterval)
-	defer tick.Stop()
 	for {
-		select {
-		case <-ss.ctx.Done():
-			return nil
-		case <-tick.C:
-			if err := ss.silent(); err != nil {
+		synced := g.Synced() // read before popping: every change up to synced is queued already
+		for _, m := range ss.takeControl() {
+			if ack := m.GetHeartbeatAck(); ack != nil && synced > ss.sentSynced && time.Since(ss.syncedAt) > 10*ss.srv.cfg.HeartbeatInterval && ss.queueLen() == 0 {
+				ack.SyncedVersions = syncedVersions(synced)
+				ss.sentSynced, ss.syncedAt = synced, time.Now()
+			}
+			if err := ss.stream.Send(m); err != nil {
 				return err
 			}
-			continue
-		case <-ss.wake:
 		}
-		for {
-			synced := g.Synced() // read before popping: every change up to synced is queued already
-			for _, m := range ss.takeControl() {
-				if ack := m.GetHeartbeatAck(); ack != nil && synced > ss.sentSynced && time.Since(ss.syncedAt) > 10*ss.srv.cfg.HeartbeatInterval && ss.queueLen() == 0 {
-					ack.SyncedVersions = syncedVersions(synced)
-					ss.sentSynced, ss.syncedAt = synced, time.Now()
+		refs, marker, empty := ss.pop(ss.srv.cfg.MaxBatch)
+		if len(refs) > 0 {
+			batches := ss.batches(refs)
+			last := batches[len(batches)-1]
+			if empty && synced > ss.sentSynced {
+				last.SyncedVersions = syncedVersions(synced)
+				ss.sentSynced, ss.syncedAt = synced, time.Now()
+			}
+			for _, b := range batches {
+				if err := ss.stream.Send(&agentv1.HubMessage{Message: &agentv1.HubMessage_Assignments{Assignments: b}}); err != nil {
+					return err
 				}
-				if err := ss.stream.Send(m); err != nil {
+				ss.srv.metrics.assignments.Add(float64(len(b.Assignments)))
+			}
+		}
+		if marker {
+			if err := ss.stream.Send(&agentv1.HubMessage{Message: &agentv1.HubMessage_SyncComplete{SyncComplete: ss.manifest()}}); err != nil {
+				return err
+			}
+			ss.started() // the first sync is out: the next session may start
+			if empty && synced > ss.sentSynced {
+				ss.seq++
+				ss.sentSynced, ss.syncedAt = synced, time.Now()
+				if err := ss.stream.Send(&agentv1.HubMessage{Message: &agentv1.HubMessage_Assignments{Assignments: &agentv1.AssignmentBatch{
+					Sequence: ss.seq, SyncedVersions: syncedVersions(synced),
+				}}}); err != nil {
 					return err
 				}
 			}
-			refs, marker, empty := ss.pop(ss.srv.cfg.MaxBatch)
-			if len(refs) > 0 {
-				batches := ss.batches(refs)
-				last := batches[len(batches)-1]
-				if empty && synced > ss.sentSynced {
-					last.SyncedVersions = syncedVersions(synced)
-					ss.sentSynced, ss.syncedAt = synced, time.Now()
-				}
-				for _, b := range batches {
-					if err := ss.stream.Send(&agentv1.HubMessage{Message: &agentv1.HubMessage_Assignments{Assignments: b}}); err != nil {
-						return err
-					}
-					ss.srv.metrics.assignments.Add(float64(len(b.Assignments)))
-				}
-			}
-			if marker {
-				if err := ss.stream.Send(&agentv1.HubMessage{Message: &agentv1.HubMessage_SyncComplete{SyncComplete: ss.manifest()}}); err != nil {
-					return err
-				}
-				if empty && synced > ss.sentSynced {
-					ss.seq++
-					ss.sentSynced, ss.syncedAt = synced, time.Now()
-					if err := ss.stream.Send(&agentv1.HubMessage{Message: &agentv1.HubMessage_Assignments{Assignments: &agentv1.AssignmentBatch{
-						Sequence: ss.seq, SyncedVersions: syncedVersions(synced),
-					}}}); err != nil {
-						return err
-					}
-				}
-			}
-			if len(refs) == 0 && !marker {
-				break
-			}
+		}
+		if len(refs) == 0 && !marker {
+			return nil
 		}
 	}
 }

@@ -114,9 +114,7 @@ func (g *Graph) relist(ctx context.Context, resource string, c *store.Collection
 	for _, ref := range gone {
 		g.apply(ref, nil, rev)
 	}
-	if rev > g.processed[resource] {
-		g.processed[resource] = rev
-	}
+	g.setProcessed(resource, rev)
 	g.mu.Unlock()
 	return res.ResourceVersion, nil
 }

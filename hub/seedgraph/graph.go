@@ -3,6 +3,7 @@ package seedgraph
 import (
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"github.com/trellis-dev/trellis/hub/store"
 	"github.com/trellis-dev/trellis/proto/resources"
@@ -69,6 +70,9 @@ type Graph struct {
 	bySeed    map[string]map[*node]struct{}
 	subs      map[string]map[Subscriber]struct{}
 	processed map[string]int64
+	// syncedRev is synced() as of the last change of processed, so that Synced, which every agent session asks with
+	// every message it sends, takes no lock.
+	syncedRev atomic.Int64
 }
 
 // New returns an empty graph.
@@ -102,18 +106,22 @@ func (g *Graph) Remove(resource, namespace, name string, rev int64) {
 // Progress records that every change of resource up to rev has been applied.
 func (g *Graph) Progress(resource string, rev int64) {
 	g.mu.Lock()
+	g.setProcessed(resource, rev)
+	g.mu.Unlock()
+}
+
+// setProcessed records that resource is applied through rev; it runs under the write lock.
+func (g *Graph) setProcessed(resource string, rev int64) {
 	if rev > g.processed[resource] {
 		g.processed[resource] = rev
+		g.syncedRev.Store(g.synced())
 	}
-	g.mu.Unlock()
 }
 
 // Synced is the revision through which every change of every followed resource has been applied (and announced to
 // subscribers); 0 before the graph has loaded all of them.
 func (g *Graph) Synced() int64 {
-	g.mu.RLock()
-	defer g.mu.RUnlock()
-	return g.synced()
+	return g.syncedRev.Load()
 }
 
 func (g *Graph) synced() int64 {

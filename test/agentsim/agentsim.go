@@ -11,19 +11,18 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	mrand "math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/backoff"
-	"google.golang.org/grpc/credentials"
-	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/trellis-dev/trellis/agent/backoff"
+	"github.com/trellis-dev/trellis/agent/config"
+	"github.com/trellis-dev/trellis/agent/hubdial"
 	"github.com/trellis-dev/trellis/agent/identity"
 	agentv1 "github.com/trellis-dev/trellis/proto/gen/trellis/agent/v1"
 )
@@ -45,6 +44,9 @@ func CSR(seed string, mutate func(*x509.CertificateRequest)) (*ecdsa.PrivateKey,
 	return key, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der}), nil
 }
 
+// welcomeTimeout bounds the wait for the hub's Welcome, as the real agent's (agent.welcomeTimeout).
+const welcomeTimeout = 30 * time.Second
+
 // Dialer opens connections to the hub.
 type Dialer struct {
 	Target string
@@ -58,13 +60,8 @@ func (d Dialer) dial(cert *tls.Certificate, sessions tls.ClientSessionCache) (*g
 	if cert != nil {
 		tc.Certificates = []tls.Certificate{*cert}
 	}
-	opts := append([]grpc.DialOption{
-		grpc.WithTransportCredentials(credentials.NewTLS(tc)),
-		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 30 * time.Second, Timeout: 10 * time.Second, PermitWithoutStream: true}),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(16 << 20)),
-		// A blackholed hub must not hold a reconnect for gRPC's default 20 s connect timeout.
-		grpc.WithConnectParams(grpc.ConnectParams{MinConnectTimeout: 10 * time.Second, Backoff: backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 2 * time.Second}}),
-	}, d.Options...)
+	// The real agent's options (package hubdial): a fast TCP connect, a generous TLS handshake.
+	opts := append(hubdial.Options(tc), d.Options...)
 	return grpc.NewClient(d.Target, opts...)
 }
 
@@ -162,30 +159,35 @@ func (a *Agent) init() {
 	}
 }
 
-// Run keeps a session up until ctx ends, reconnecting with full-jitter exponential backoff.
+// Run keeps a session up until ctx ends, reconnecting as the real agent does: full-jitter exponential backoff with
+// the agent's default delays (agent/backoff), or the hub's retry delay when it refused the session and asked for a
+// longer one.
 func (a *Agent) Run(ctx context.Context) error {
 	a.mu.Lock()
 	a.init()
 	a.mu.Unlock()
-	backoff := 100 * time.Millisecond
+	b := &backoff.Backoff{Initial: config.DefaultInitialDelay, Max: config.DefaultMaxDelay, ResetAfter: config.DefaultResetAfter}
 	for ctx.Err() == nil {
-		start := time.Now()
 		err := a.Session(ctx)
 		if ctx.Err() != nil {
 			return nil
 		}
-		if time.Since(start) > 10*time.Second {
-			backoff = 100 * time.Millisecond
-		}
-		_ = err
-		d := time.Duration(mrand.Int64N(int64(backoff)) + 1)
+		t := time.NewTimer(b.Delay(time.Now(), err))
 		select {
 		case <-ctx.Done():
-		case <-time.After(d):
+			t.Stop()
+		case <-t.C:
 		}
-		backoff = min(2*backoff, 5*time.Second)
 	}
 	return nil
+}
+
+// ForgetTLSSessions drops the TLS sessions the agent could resume: its next connection needs a full handshake, as
+// after a CA rotation or a hub whose ticket keys changed.
+func (a *Agent) ForgetTLSSessions() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.tlsSessions = tls.NewLRUClientSessionCache(4)
 }
 
 // Session runs one session until it fails or ctx ends.
@@ -233,8 +235,11 @@ func (a *Agent) Session(ctx context.Context) error {
 	}()
 	var sent sync.Map // heartbeat sequence → send time
 	var lastRecv atomic.Int64
-	lastRecv.Store(time.Now().UnixNano())
-	// The hub acks every heartbeat: silence for three intervals means a dead or blackholed connection.
+	var welcomed atomic.Bool
+	start := time.Now()
+	lastRecv.Store(start.UnixNano())
+	// As the real agent: the hub has welcomeTimeout to answer Hello (it may hold a session start back in a storm);
+	// then it acks every heartbeat, and silence for three intervals means a dead or blackholed connection.
 	go func() {
 		t := time.NewTicker(a.HeartbeatInterval)
 		defer t.Stop()
@@ -243,6 +248,13 @@ func (a *Agent) Session(ctx context.Context) error {
 			case <-ctx.Done():
 				return
 			case <-t.C:
+				if !welcomed.Load() {
+					if time.Since(start) > welcomeTimeout {
+						cancel(fmt.Errorf("the hub did not answer Hello within %s", welcomeTimeout))
+						return
+					}
+					continue
+				}
 				if time.Since(time.Unix(0, lastRecv.Load())) > 3*a.HeartbeatInterval+time.Second {
 					cancel(errors.New("no message from the hub for three heartbeat intervals"))
 					return
@@ -285,6 +297,7 @@ func (a *Agent) Session(ctx context.Context) error {
 		lastRecv.Store(now.UnixNano())
 		switch m := msg.GetMessage().(type) {
 		case *agentv1.HubMessage_Welcome:
+			welcomed.Store(true)
 			a.mu.Lock()
 			a.resumed = m.Welcome.GetResumed()
 			a.mu.Unlock()

@@ -16,7 +16,8 @@
 //	assign     updates -updates shoots (a label each) through ShootService.Update at -update-rate and times, per
 //	           update, when Update returned (commit, with the new resourceVersion) → when the owning agent's
 //	           OnAssignment saw that resourceVersion; also update sent → received, which cannot be negative
-//	storm      stops the hub (SIGTERM, or SIGKILL with -kill9), starts it again on the same data dir and port, and
+//	storm      stops the hub (SIGTERM, or SIGKILL with -kill9; -forget-tickets makes every reconnect a full TLS
+//	           handshake), starts it again on the same data dir and port, and
 //	           times until every agent has completed a new SyncComplete; reports how many resumed from their
 //	           versions and checks that every agent holds the latest version of its Seed and Shoot
 //

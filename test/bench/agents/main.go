@@ -46,6 +46,7 @@ type config struct {
 	updates        int
 	updateRate     float64
 	kill9          bool
+	forgetTickets  bool
 	agentPort      bool
 	hubMemLimit    string
 	noStorm        bool
@@ -105,6 +106,7 @@ func main() {
 	flag.StringVar(&cfg.hubMemLimit, "hub-gomemlimit", "", "GOMEMLIMIT of the hub process, e.g. 800MiB (Go's soft memory limit; unset by default)")
 	flag.BoolVar(&cfg.agentPort, "grpc-port", true, "agents connect to the hub's gRPC-only listener (--grpc-listen); false: to the main port")
 	flag.BoolVar(&cfg.kill9, "kill9", false, "kill the hub with SIGKILL instead of SIGTERM in the reconnect storm")
+	flag.BoolVar(&cfg.forgetTickets, "forget-tickets", false, "the agents drop their TLS session tickets before the storm, so every reconnect is a full handshake (as after a CA rotation)")
 	flag.BoolVar(&cfg.noStorm, "no-storm", false, "skip the reconnect storm")
 	flag.DurationVar(&cfg.stormTimeout, "storm-timeout", 3*time.Minute, "time limit for every agent to resync after the restart")
 	flag.DurationVar(&cfg.quietMax, "quiet-max", 3*time.Minute, "before each measured phase, wait at most this long for other processes to go quiet (0: do not wait)")
@@ -838,9 +840,14 @@ func storm(ctx context.Context, cfg config, h *hub, admin *client, f *fleet, rep
 	if cfg.kill9 {
 		sig, name = syscall.SIGKILL, "SIGKILL"
 	}
-	s := &stormReport{Signal: name}
+	s := &stormReport{Signal: name, ForgotTLSSessions: cfg.forgetTickets}
 	rep.Storm = s
 	s.QuietWaitSec = secs(waitQuiet(ctx, cfg, h))
+	if cfg.forgetTickets {
+		for _, a := range f.agents {
+			a.ForgetTLSSessions()
+		}
+	}
 	base := f.syncs()
 	logf("reconnect storm: stopping the hub with %s", name)
 	tcp0 := readTCPCounters()

@@ -158,6 +158,7 @@ type assignReport struct {
 
 type stormReport struct {
 	Signal             string   `json:"signal"`
+	ForgotTLSSessions  bool     `json:"forgotTLSSessions"` // every agent's reconnect was a full TLS handshake
 	StopSec            float64  `json:"stopSeconds"`                 // signal → hub exited
 	RestartToReadySec  float64  `json:"restartToReadySeconds"`       // new process start → /readyz 200
 	RestartLoggedSec   float64  `json:"restartLoggedStartupSeconds"` // the startup the new hub logged (→ serving)
@@ -284,7 +285,7 @@ func (r *report) print() {
 			s.ObjectsSec, s.ObjectsPerSec, s.Tokens, s.TokensSec, s.Bootstrapped, s.BootstrapSec, s.BootstrapPerSec, s.BootstrapConc, s.BootstrapP50Ms, s.BootstrapP99Ms)
 	}
 	c := r.Connect
-	fmt.Printf("connect: %d TCP connections accepted on the machine for %d agents (%d listen queue overflows, %d drops)\n", c.TCPAccepted, r.N, c.ListenOverflows, c.ListenDrops)
+	fmt.Printf("connect: %d TCP connections accepted on the machine for %d agents, %.2f per agent (%d listen queue overflows, %d drops)\n", c.TCPAccepted, r.N, float64(c.TCPAccepted)/float64(r.N), c.ListenOverflows, c.ListenDrops)
 	fmt.Printf("connect: %d/%d synced in %.2f s (starts spread over %.1f s; per agent start → synced p50 %.0f ms, p99 %.0f ms, max %.0f ms); hub CPU %.1f s, bench CPU %.1f s, other CPU %.1f s; settled after %.1f s more\n",
 		c.Synced, r.N, c.AllSyncedSec, r.RampMs/1000, c.AgentSyncP50Ms, c.AgentSyncP99Ms, c.AgentSyncMaxMs, c.HubCPUSec, c.BenchCPUSec, c.OtherCPUSec, c.SettleSec)
 
@@ -348,14 +349,18 @@ func (r *report) printPhases() {
 		}
 	}
 	if s := r.Storm; s != nil {
-		fmt.Printf("\nreconnect storm (%s): hub exited %.2f s after the signal; restart → serving %.2f s (hub's log), → /readyz 200 %.2f s; restart → all resynced %.2f s (ready → all %.2f s, signal → all %.2f s)\n",
-			s.Signal, s.StopSec, s.RestartLoggedSec, s.RestartToReadySec, s.RestartToAllSec, s.ReadyToAllSec, s.SignalToAllSec)
+		tickets := ""
+		if s.ForgotTLSSessions {
+			tickets = ", TLS sessions forgotten"
+		}
+		fmt.Printf("\nreconnect storm (%s%s): hub exited %.2f s after the signal; restart → serving %.2f s (hub's log), → /readyz 200 %.2f s; restart → all resynced %.2f s (ready → all %.2f s, signal → all %.2f s)\n",
+			s.Signal, tickets, s.StopSec, s.RestartLoggedSec, s.RestartToReadySec, s.RestartToAllSec, s.ReadyToAllSec, s.SignalToAllSec)
 		if len(s.ReadyProbes) > 1 && s.RestartToReadySec > 1 {
 			fmt.Printf("  /readyz while restarting: %s\n", strings.Join(s.ReadyProbes, "; "))
 		}
 		fmt.Printf("  %d/%d resynced (per agent from restart p50 %.0f ms, p99 %.0f ms), %d resumed from their versions; hub CPU %.1f s, bench CPU %.1f s, other %.1f s (waited %.0f s for a quiet machine); hub RSS after %.1f MiB\n",
 			s.Resynced, r.N, s.AgentResyncP50Ms, s.AgentResyncP99Ms, s.Resumed, s.HubCPUSec, s.BenchCPUSec, s.OtherCPUSec, s.QuietWaitSec, mib(s.HubRSSBytesAfter))
-		fmt.Printf("  %d TCP connections accepted on the machine for %d agents (%d listen queue overflows, %d drops)\n", s.TCPAccepted, r.N, s.ListenOverflows, s.ListenDrops)
+		fmt.Printf("  %d TCP connections accepted on the machine for %d agents, %.2f per agent (%d listen queue overflows, %d drops)\n", s.TCPAccepted, r.N, float64(s.TCPAccepted)/float64(r.N), s.ListenOverflows, s.ListenDrops)
 		if s.VerifySec > 0 {
 			fmt.Printf("  nothing lost: %d/%d agents hold the latest version of their Seed and Shoot (%d mismatches)", s.VerifiedAgents, r.N, s.VerifyMismatches)
 			if s.VerifyFirstProblem != "" {
