@@ -13,7 +13,7 @@ import (
 // requiredExtension is an extension kind and type an object needs registered, and where the object names it.
 type requiredExtension struct {
 	kind, typ, what string
-	path        *field.Path
+	path            *field.Path
 }
 
 // shootExtensions are the extension kinds and types a shoot needs, as Gardener's ExtensionValidator lists them: its
