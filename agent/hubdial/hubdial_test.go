@@ -1,0 +1,125 @@
+package hubdial
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+)
+
+// connectProxy is a real HTTP CONNECT proxy on loopback: with status 200 it dials the target of each CONNECT and
+// pipes bytes both ways, else it answers 407 and records the requests it got.
+func connectProxy(t *testing.T, status int) (addr string, got chan *http.Request) {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = lis.Close() })
+	got = make(chan *http.Request, 4)
+	go func() {
+		for {
+			c, err := lis.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer func() { _ = c.Close() }()
+				req, err := http.ReadRequest(bufio.NewReader(c))
+				if err != nil {
+					return
+				}
+				got <- req
+				if status != http.StatusOK {
+					_, _ = io.WriteString(c, "HTTP/1.1 407 Proxy Authentication Required\r\nContent-Length: 0\r\n\r\n")
+					return
+				}
+				target, err := net.Dial("tcp", req.Host)
+				if err != nil {
+					_, _ = io.WriteString(c, "HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\n\r\n")
+					return
+				}
+				defer func() { _ = target.Close() }()
+				_, _ = io.WriteString(c, "HTTP/1.1 200 Connection established\r\n\r\n")
+				go func() { _, _ = io.Copy(target, c) }()
+				_, _ = io.Copy(c, target)
+			}()
+		}
+	}()
+	return lis.Addr().String(), got
+}
+
+// echoServer answers every line it reads with the same line.
+func echoServer(t *testing.T) string {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = lis.Close() })
+	go func() {
+		for {
+			c, err := lis.Accept()
+			if err != nil {
+				return
+			}
+			go func() { defer func() { _ = c.Close() }(); _, _ = io.Copy(c, c) }()
+		}
+	}()
+	return lis.Addr().String()
+}
+
+func TestDialThroughProxy(t *testing.T) {
+	hub := echoServer(t)
+	proxyAddr, got := connectProxy(t, http.StatusOK)
+	proxyURL := &url.URL{Scheme: "http", Host: proxyAddr, User: url.UserPassword("agent", "s3cret")}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := dialVia(ctx, hub, func(*url.URL) (*url.URL, error) { return proxyURL, nil })
+	if err != nil {
+		t.Fatalf("dial through the proxy: %v", err)
+	}
+	defer func() { _ = conn.Close() }()
+	req := <-got
+	if req.Method != http.MethodConnect || req.Host != hub {
+		t.Errorf("proxy got %s %s, want CONNECT %s", req.Method, req.Host, hub)
+	}
+	if auth := req.Header.Get("Proxy-Authorization"); auth != "Basic YWdlbnQ6czNjcmV0" {
+		t.Errorf("Proxy-Authorization = %q, want the proxy URL's credentials", auth)
+	}
+	if _, err := io.WriteString(conn, "hello\n"); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(conn).ReadString('\n')
+	if err != nil || line != "hello\n" {
+		t.Fatalf("echo through the tunnel: %q, %v", line, err)
+	}
+}
+
+func TestDialProxyRefuses(t *testing.T) {
+	proxyAddr, _ := connectProxy(t, http.StatusProxyAuthRequired)
+	_, err := dialVia(context.Background(), "hub.example:8444", func(*url.URL) (*url.URL, error) {
+		return &url.URL{Scheme: "http", Host: proxyAddr}, nil
+	})
+	if err == nil || !strings.Contains(err.Error(), "407") {
+		t.Fatalf("err = %v, want the proxy's 407", err)
+	}
+}
+
+func TestDialDirectWithoutProxy(t *testing.T) {
+	hub := echoServer(t)
+	var asked *url.URL
+	conn, err := dialVia(context.Background(), hub, func(u *url.URL) (*url.URL, error) { asked = u; return nil, nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.Close()
+	if asked == nil || asked.Scheme != "https" || asked.Host != hub {
+		t.Errorf("proxy asked for %v, want https://%s (HTTPS_PROXY applies)", asked, hub)
+	}
+}
