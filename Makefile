@@ -191,14 +191,19 @@ test: testbin build tools
 	$(GO) test -count=1 -timeout 30m ./...
 	$(MAKE) fuzz FUZZTIME=10000x
 
-## fuzz: run every fuzz target for FUZZTIME: a number of executions (10000x) or a duration (30s). make test uses
+## fuzz: run every fuzz target (found by its `func Fuzz…(` line) for FUZZTIME; one instrumented test binary per package,
+## built once, runs each of its targets in the package's directory with go test's corpus cache: a number of executions (10000x) or a duration (30s). make test uses
 ## a count: Go 1.26's fuzzing coordinator can fail a duration-bounded run with a spurious "context deadline exceeded"
 ## when its deadline meets a busy worker (go.dev/issue/75804, fixed in Go 1.27), which a count never hits.
 FUZZTIME ?= 30s
 fuzz:
-	@set -e; for pkg in $$($(GO) list ./...); do \
-		for f in $$($(GO) test -list '^Fuzz' $$pkg 2>/dev/null | grep '^Fuzz' || true); do \
-			echo "fuzz $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg; \
+	@set -e; mkdir -p bin/fuzz; cache=$$($(GO) env GOCACHE)/fuzz; mod=$$($(GO) list -m); \
+	for dir in $$(grep -rl --include='*_test.go' -E '^func Fuzz[A-Za-z0-9_]*\(' . | grep -v '^./bin/' | xargs -n1 dirname | sort -u); do \
+		pkg=$$mod/$${dir#./}; bin=$(CURDIR)/bin/fuzz/$$(echo $${dir#./} | tr / _).test; \
+		echo "fuzz: build $$pkg"; $(GO) test -c -fuzz=. -o $$bin $$dir; \
+		for f in $$(sed -n -E 's/^func (Fuzz[A-Za-z0-9_]*)\(.*/\1/p' $$dir/*_test.go | sort -u); do \
+			echo "fuzz $$pkg $$f"; \
+			(cd $$dir && $$bin -test.run '^$$' -test.fuzz "^$$f$$" -test.fuzztime $(FUZZTIME) -test.fuzzcachedir $$cache/$$pkg/$$f); \
 		done; done
 
 ## bench-api: REST benchmark of 10,000 realistic shoots against a real hub (create, get, update, list, watch, apply, delete).
