@@ -254,12 +254,17 @@ func (a *Agent) Run(ctx context.Context) error {
 	return g.Wait()
 }
 
+// refusedMaxDelay bounds the wait after a connect the hub's host refused (nothing listens: the hub is restarting), so
+// the agent is back within about a second of the hub's return (backoff.Backoff.RefusedMax).
+const refusedMaxDelay = time.Second
+
 // runLink keeps the agent link up until ctx ends, retrying failed attempts with backoff; it returns nil.
 func (a *Agent) runLink(ctx context.Context) error {
 	b := &backoff.Backoff{
 		Initial:    a.cfg.ReconnectBackoff.InitialDelay.Duration,
 		Max:        a.cfg.ReconnectBackoff.MaxDelay.Duration,
 		ResetAfter: a.cfg.ReconnectBackoff.ResetAfter.Duration,
+		RefusedMax: refusedMaxDelay,
 		Rand:       a.rand,
 	}
 	for {

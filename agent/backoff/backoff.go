@@ -1,7 +1,10 @@
 package backoff
 
 import (
+	"errors"
 	"math/rand/v2"
+	"strings"
+	"syscall"
 	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
@@ -19,6 +22,11 @@ type Backoff struct {
 	// ResetAfter is the quiet period: when the attempt that just failed started at least this long ago (it was
 	// connected and healthy for that long), the failures are not consecutive and the backoff starts over.
 	ResetAfter time.Duration
+	// RefusedMax, when set, bounds the delay after an attempt whose TCP connect was refused: nothing listens, the hub
+	// is down or restarting, and a refused connect costs it nothing, so the agent is back within RefusedMax of the
+	// hub's return instead of sleeping out a long backoff. A hub that is up and busy refuses with a retry delay
+	// instead (RetryAfter), which still applies.
+	RefusedMax time.Duration
 	// Rand returns a number in [0, 1); nil uses math/rand/v2. Tests set it.
 	Rand func() float64
 
@@ -36,13 +44,25 @@ func (b *Backoff) Next(now time.Time) time.Duration {
 	if b.attempt < 62 {
 		b.attempt++
 	}
-	r := b.Rand
-	if r == nil {
-		r = rand.Float64
-	}
-	d := time.Duration(r() * float64(ceiling))
+	d := time.Duration(b.rand() * float64(ceiling))
 	b.attemptStart = now.Add(d)
 	return d
+}
+
+func (b *Backoff) rand() float64 {
+	if b.Rand != nil {
+		return b.Rand()
+	}
+	return rand.Float64()
+}
+
+// Refused reports whether err is a refused TCP connect (ECONNREFUSED), also when gRPC carries it as the text of an
+// Unavailable status, which does not keep the error chain.
+func Refused(err error) bool {
+	if err == nil {
+		return false
+	}
+	return errors.Is(err, syscall.ECONNREFUSED) || strings.Contains(err.Error(), syscall.ECONNREFUSED.Error())
 }
 
 // Ceiling is the bound of the next delay, without the quiet-period reset that Next may apply.
@@ -76,10 +96,14 @@ func RetryAfter(err error) (time.Duration, bool) {
 	return 0, false
 }
 
-// Delay is the wait before the next attempt after err, which happened at now: the backoff's delay, or the hub's
-// retry delay (RetryAfter) when that is longer.
+// Delay is the wait before the next attempt after err, which happened at now: the backoff's delay (bounded by
+// RefusedMax when the hub's host refused the connect), or the hub's retry delay (RetryAfter) when that is longer.
 func (b *Backoff) Delay(now time.Time, err error) time.Duration {
 	d := b.Next(now)
+	if b.RefusedMax > 0 && d > b.RefusedMax && Refused(err) {
+		d = time.Duration(b.rand() * float64(b.RefusedMax))
+		b.attemptStart = now.Add(d)
+	}
 	if after, ok := RetryAfter(err); ok && after > d {
 		b.attemptStart = now.Add(after)
 		return after

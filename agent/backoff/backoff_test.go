@@ -3,6 +3,7 @@ package backoff
 import (
 	"errors"
 	"fmt"
+	"net"
 	"testing"
 	"time"
 
@@ -110,5 +111,39 @@ func TestDelayHonoursTheHubsRetryDelay(t *testing.T) {
 	}
 	if _, ok := RetryAfter(errors.New("plain")); ok {
 		t.Fatal("RetryAfter of a plain error: want false")
+	}
+}
+
+func TestDelayAfterARefusedConnectIsShort(t *testing.T) {
+	b := &Backoff{Initial: 200 * time.Millisecond, Max: 30 * time.Second, ResetAfter: time.Hour, RefusedMax: time.Second,
+		Rand: func() float64 { return 0.999999 }}
+	// A real refused connect, carried as gRPC carries it: the text of an Unavailable status.
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := lis.Addr().String()
+	_ = lis.Close()
+	_, dialErr := net.Dial("tcp", addr)
+	if dialErr == nil || !Refused(dialErr) {
+		t.Fatalf("dial of a closed port: %v, want a refusal", dialErr)
+	}
+	refused := status.Error(codes.Unavailable, "connection error: desc = \"transport: Error while dialing: "+dialErr.Error()+"\"")
+	if !Refused(refused) {
+		t.Fatalf("Refused(%v) = false", refused)
+	}
+	other := status.Error(codes.Unavailable, "connection error: desc = \"transport: authentication handshake failed: EOF\"")
+	now := time.Unix(0, 0)
+	for i := range 10 {
+		if d := b.Delay(now, refused); d > time.Second {
+			t.Fatalf("attempt %d: delay %v after a refused connect, want at most RefusedMax 1s", i, d)
+		}
+	}
+	// Any other failure keeps the grown backoff: its ceiling is 30 s by now.
+	if d := b.Delay(now, other); d < 29*time.Second {
+		t.Fatalf("delay %v after a failed handshake, want the backoff's ~30s", d)
+	}
+	if Refused(nil) || Refused(errors.New("i/o timeout")) {
+		t.Fatal("Refused of nil or a timeout: want false")
 	}
 }

@@ -16,10 +16,8 @@ import (
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/trellis-dev/trellis/agent"
-	"github.com/trellis-dev/trellis/agent/config"
 	"github.com/trellis-dev/trellis/hub/tunnel"
 	"github.com/trellis-dev/trellis/test/agenttest"
 	"github.com/trellis-dev/trellis/test/binproc"
@@ -27,12 +25,9 @@ import (
 )
 
 // backWithin bounds how long after the restarted hub is ready new tunnels must work: the agent's reconnect and a
-// tunnel's set-up, on a busy machine. The agent's reconnect waits are capped at reconnectMax here (agent
-// configuration reconnectBackoff.maxDelay; its default, 30 s, spreads a restarted hub's reconnect storm wider).
-const (
-	backWithin   = 10 * time.Second
-	reconnectMax = time.Second
-)
+// tunnel's set-up, on a busy machine. The agent runs with its default reconnect backoff: while the hub is away its
+// connects are refused, and after a refused connect it waits at most a second (backoff.Backoff.RefusedMax).
+const backWithin = 10 * time.Second
 
 // TestHubRestart: the hub is a real trellis-hub process, stopped with SIGTERM and, in a second round, with SIGKILL,
 // then started again on the same data dir. Open tunnels — a kubectl watch and a raw watch on the seed API, a TLS
@@ -51,10 +46,7 @@ func TestHubRestart(t *testing.T) {
 	// The seed and its agent, in this process.
 	cluster := seedtest.Start(t)
 	proxy := &serviceProxy{routes: map[string]string{}}
-	agenttest.StartAgentOn(t, h, grpcAddr, "local", agenttest.SeedSpec, cluster,
-		func(c *config.AgentConfiguration) {
-			c.ReconnectBackoff.MaxDelay = &metav1.Duration{Duration: reconnectMax}
-		},
+	agenttest.StartAgentOn(t, h, grpcAddr, "local", agenttest.SeedSpec, cluster, nil,
 		func(c *agent.Config) { c.DialService = proxy.dial })
 
 	// The example shoot, placed on the seed, and a stand-in for its kube-apiserver behind its Service.
