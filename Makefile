@@ -163,11 +163,18 @@ testbin-node:
 	@$(GO) run ./deploy/images/cmd/build-images -only pause,busybox,coredns,local-path-provisioner -out bin/testbin/images
 
 ## images: the image archives of deploy/images (the project's binaries and the cached components), one
-## bin/images/<name>.tar per image, named local.trellis.dev/<name>:<version>; reproducible, rewritten only on change.
-## The project's binaries are built again statically (CGO_ENABLED=0) for them: the images hold no C library.
+## bin/images/<name>.tar per image, named local.trellis.dev/<name>:<version> (VERSION, default dev), labelled with
+## the OCI version, source and revision (the git commit); reproducible (-trimpath, no build ID, fixed times: the
+## same commit gives the same digests), rewritten only on change. The project's binaries are built again statically
+## (CGO_ENABLED=0) for them: the images hold no C library. PUSH=registry/prefix also pushes every image to
+## <prefix>/<name>:<version> (PUSH_ARGS=-push-insecure for a plain-HTTP registry on loopback).
+VERSION ?= dev
+REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
+IMAGE_LDFLAGS := -buildid= -X main.version=$(VERSION)
 images: testbin
-	CGO_ENABLED=0 $(GO) build -o bin/images/bin/ ./cmd/trellis-hub ./cmd/trellis-agent ./cmd/provider-local
-	$(GO) run ./deploy/images/cmd/build-images -bin bin/images/bin -out bin/images
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(IMAGE_LDFLAGS)' -o bin/images/bin/ $(addprefix ./cmd/,$(BINARIES))
+	$(GO) run ./deploy/images/cmd/build-images -bin bin/images/bin -out bin/images -version $(VERSION) \
+		-revision "$(REVISION)" $(if $(PUSH),-push $(PUSH)) $(PUSH_ARGS)
 
 ## testbin-etcd: build etcd (go.etcd.io/etcd/server/v3 $(ETCD_VERSION)) into a per-machine cache.
 testbin-etcd:
