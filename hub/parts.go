@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -77,11 +78,34 @@ func (h *Hub) openPKI(ctx context.Context, st *store.Store) (*pki.Authority, tls
 	if host, _, _ := net.SplitHostPort(h.cfg.Listen); host != "" && host != "0.0.0.0" && host != "::" {
 		hosts = append(hosts, host)
 	}
+	if h.cfg.TLSCertFile != "" {
+		serving, err := tls.LoadX509KeyPair(h.cfg.TLSCertFile, h.cfg.TLSKeyFile)
+		if err != nil {
+			return nil, tls.Certificate{}, fmt.Errorf("tls-cert-file: %w", err)
+		}
+		return authority, serving, nil
+	}
 	serving, err := ca.ServingCert(hosts, 365*24*time.Hour)
 	if err != nil {
 		return nil, tls.Certificate{}, err
 	}
 	return authority, serving, nil
+}
+
+// initialAdminToken reads AdminTokenFile: the token, trimmed; "" without the file.
+func (h *Hub) initialAdminToken() (string, error) {
+	if h.cfg.AdminTokenFile == "" {
+		return "", nil
+	}
+	b, err := os.ReadFile(h.cfg.AdminTokenFile)
+	if err != nil {
+		return "", fmt.Errorf("admin-token-file: %w", err)
+	}
+	tok := strings.TrimSpace(string(b))
+	if len(tok) < 32 || strings.ContainsAny(tok, " \t\r\n") {
+		return "", fmt.Errorf("admin-token-file %s: want one token of at least 32 characters without spaces", h.cfg.AdminTokenFile)
+	}
+	return tok, nil
 }
 
 // seedGraph is the index of what belongs to each seed (package seedgraph), fed from the store by run; ready is closed
