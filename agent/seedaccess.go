@@ -49,9 +49,9 @@ var SeedAccess = []SeedAccessRule{
 		Why: "an extension chart grants its controller permissions the agent does not hold itself (provider-local " +
 			"updates extension status and writes Leases); without escalate and bind the API server refuses such Roles " +
 			"and their bindings"},
-	{Groups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, Verbs: []string{"get", "patch"},
-		Why: "the agent server-side applies the extension CRDs it ships at start and waits for them to be established " +
-			"(deploy/crds.Install); seed care reads them"},
+	{Groups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, Verbs: []string{"get", "create", "patch"},
+		Why: "the agent server-side applies the extension CRDs it ships at start (an apply of a missing object is a " +
+			"create) and waits for them to be established (deploy/crds.Install); seed care reads them"},
 	{Groups: []string{"extensions.gardener.cloud"},
 		Resources: []string{"backupbuckets", "backupentries", "bastions", "clusters", "containerruntimes", "controlplanes",
 			"dnsrecords", "extensions", "infrastructures", "networks", "operatingsystemconfigs", "workers"},
