@@ -31,10 +31,12 @@ var SeedAccess = []SeedAccessRule{
 		Why: "the agent's own kubeconfig Secret (identity), Helm's release storage sh.helm.release.v1.* (helmrelease), " +
 			"shoot credentials and their rotation (shoot/credentials), backup credentials copied from the hub " +
 			"(backupbucket, backupentry)"},
-	{Groups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get"},
-		Why: "seed care reads kube-system/cluster-identity"},
-	{Groups: []string{""}, Resources: []string{"services"}, Verbs: []string{"get"},
-		Why: "the shoot's kube-apiserver Service: its address for the shoot flow and the tunnel (tunnel.go, shoot)"},
+	{Groups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "create", "update"},
+		Why: "the shoot flow's ConfigMaps in the shoot namespace (shoot/reconcile.go, created or updated); seed care " +
+			"reads kube-system/cluster-identity"},
+	{Groups: []string{""}, Resources: []string{"services"}, Verbs: []string{"get", "create", "update"},
+		Why: "the shoot's kube-apiserver Service, which the shoot flow creates or updates (shoot/reconcile.go) and " +
+			"whose address DNS records and the tunnel use (tunnel.go)"},
 	{Groups: []string{""}, Resources: []string{"serviceaccounts"}, Verbs: []string{"get", "create", "patch", "delete"},
 		Why: "objects of extension charts (helmrelease: install, upgrade, uninstall)"},
 	{Groups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"get", "create", "patch", "delete"},
