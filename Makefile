@@ -249,11 +249,13 @@ bench-scheduler:
 	$(GO) run ./test/bench/scheduler -n $(or $(N),10000) $(BENCH_ARGS)
 
 ## up: build and run the local landscape in the foreground, with its data in .trellis/local (test/landscape, docs/local.md):
-## a hub on embedded etcd (127.0.0.1:8443), seed "local" with its agent and provider-local, the example resources;
+## a hub on embedded etcd (127.0.0.1:8443), seed "local" with a node, its agent (the trellis-agent chart's pod) and
+## provider-local (its ControllerInstallation's pod), the example resources;
 ## writes .trellis/local/env. Ctrl-C or `make down` stops it; the next `make up` reuses the data. Flags in UP_ARGS.
 up: build testbin
 	$(GO) build -o bin/ ./test/localseed ./test/landscape/cmd/landscape
-	CGO_ENABLED=0 $(GO) build -o bin/ ./cmd/provider-local
+	@# Static: with nodes, provider-local and the agent run as pods from images of these binaries.
+	CGO_ENABLED=0 $(GO) build -o bin/ ./cmd/provider-local ./cmd/trellis-agent
 	bin/landscape $(UP_ARGS)
 
 ## down: stop a landscape that `make up` left running (pid in .trellis/local/landscape.pid).

@@ -46,7 +46,7 @@ var SeedAccess = []SeedAccessRule{
 		Why: "health of an extension chart's workloads (helmrelease/health.go)"},
 	{Groups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"clusterroles", "clusterrolebindings", "roles", "rolebindings"},
 		Verbs: []string{"get", "create", "patch", "delete"},
-		Why: "RBAC objects of extension charts (helmrelease)"},
+		Why:   "RBAC objects of extension charts (helmrelease)"},
 	{Groups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"clusterroles", "roles"}, Verbs: []string{"bind", "escalate"},
 		Why: "an extension chart grants its controller permissions the agent does not hold itself (provider-local " +
 			"updates extension status and writes Leases); without escalate and bind the API server refuses such Roles " +
