@@ -2,6 +2,7 @@ package charts_test
 
 import (
 	"encoding/base64"
+	"flag"
 	"slices"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/trellis-dev/trellis/deploy/charts"
+	"github.com/trellis-dev/trellis/hub"
 	"github.com/trellis-dev/trellis/test/seedtest"
 )
 
@@ -120,6 +122,45 @@ func TestHubChartRender(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestHubChartArgsAreTheHubs parses the container's arguments, with default and HA values, with trellis-hub's own flag
+// set (hub.Config.AddFlags, plus the command's --log-level and --log-format) and validates the result: a flag the hub
+// does not know, or a combination it refuses, fails here rather than in a crash-looping pod.
+func TestHubChartArgsAreTheHubs(t *testing.T) {
+	for name, vals := range map[string]map[string]any{"default": nil, "ha": hubHAValues()} {
+		t.Run(name, func(t *testing.T) {
+			var pod corev1.PodSpec
+			objs := mustRenderChart(t, charts.TrellisHub, hubRelease, hubNamespace, vals)
+			if name == "default" {
+				pod = find[*appsv1.StatefulSet](t, objs, "").Spec.Template.Spec
+			} else {
+				pod = find[*appsv1.Deployment](t, objs, "").Spec.Template.Spec
+			}
+			fs := flag.NewFlagSet("trellis-hub", flag.ContinueOnError)
+			var cfg hub.Config
+			cfg.AddFlags(fs)
+			fs.String("log-level", "", "")
+			fs.String("log-format", "", "")
+			var args []string
+			for _, a := range pod.Containers[0].Args {
+				args = append(args, strings.ReplaceAll(a, "$(POD_IP)", "10.1.2.3"))
+			}
+			if err := fs.Parse(args); err != nil {
+				t.Fatalf("trellis-hub refuses the chart's arguments %q: %v", args, err)
+			}
+			if fs.NArg() != 0 {
+				t.Errorf("arguments left over: %q", fs.Args())
+			}
+			cfg.Default()
+			if err := cfg.Validate(); err != nil {
+				t.Errorf("trellis-hub refuses the chart's configuration: %v", err)
+			}
+			if name == "ha" && (len(cfg.EtcdEndpoints) != 3 || cfg.TLSCertFile == "" || cfg.TunnelListen == "") {
+				t.Errorf("parsed %+v", cfg)
+			}
+		})
+	}
 }
 
 func TestHubChartRefusesBadValues(t *testing.T) {
