@@ -164,11 +164,18 @@ testbin-node:
 	@$(GO) run ./deploy/images/cmd/build-images -only pause,busybox,coredns,local-path-provisioner,etcd,kube-apiserver,kube-controller-manager,kube-scheduler -out bin/testbin/images
 
 ## images: the image archives of deploy/images (the project's binaries and the cached components), one
-## bin/images/<name>.tar per image, named local.trellis.dev/<name>:<version>; reproducible, rewritten only on change.
-## The project's binaries are built again statically (CGO_ENABLED=0) for them: the images hold no C library.
+## bin/images/<name>.tar per image, named local.trellis.dev/<name>:<version> (VERSION, default dev), labelled with
+## the OCI version, source and revision (the git commit); reproducible (-trimpath, no build ID, fixed times: the
+## same commit gives the same digests), rewritten only on change. The project's binaries are built again statically
+## (CGO_ENABLED=0) for them: the images hold no C library. PUSH=registry/prefix also pushes every image to
+## <prefix>/<name>:<version> (PUSH_ARGS=-push-insecure for a plain-HTTP registry on loopback).
+VERSION ?= dev
+REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
+IMAGE_LDFLAGS := -buildid= -X main.version=$(VERSION)
 images: testbin
-	CGO_ENABLED=0 $(GO) build -o bin/images/bin/ ./cmd/trellis-hub ./cmd/trellis-agent ./cmd/provider-local
-	$(GO) run ./deploy/images/cmd/build-images -bin bin/images/bin -out bin/images
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(IMAGE_LDFLAGS)' -o bin/images/bin/ $(addprefix ./cmd/,$(BINARIES))
+	$(GO) run ./deploy/images/cmd/build-images -bin bin/images/bin -out bin/images -version $(VERSION) \
+		-revision "$(REVISION)" $(if $(PUSH),-push $(PUSH)) $(PUSH_ARGS)
 
 ## testbin-etcd: build etcd (go.etcd.io/etcd/server/v3 $(ETCD_VERSION)) into a per-machine cache.
 testbin-etcd:
@@ -250,11 +257,13 @@ bench-scheduler:
 	$(GO) run ./test/bench/scheduler -n $(or $(N),10000) $(BENCH_ARGS)
 
 ## up: build and run the local landscape in the foreground, with its data in .trellis/local (test/landscape, docs/local.md):
-## a hub on embedded etcd (127.0.0.1:8443), seed "local" with its agent and provider-local, the example resources;
+## a hub on embedded etcd (127.0.0.1:8443), seed "local" with a node, its agent (the trellis-agent chart's pod) and
+## provider-local (its ControllerInstallation's pod), the example resources;
 ## writes .trellis/local/env. Ctrl-C or `make down` stops it; the next `make up` reuses the data. Flags in UP_ARGS.
 up: build testbin
 	$(GO) build -o bin/ ./test/localseed ./test/landscape/cmd/landscape
-	CGO_ENABLED=0 $(GO) build -o bin/ ./cmd/provider-local
+	@# Static: with nodes, provider-local and the agent run as pods from images of these binaries.
+	CGO_ENABLED=0 $(GO) build -o bin/ ./cmd/provider-local ./cmd/trellis-agent
 	bin/landscape $(UP_ARGS)
 
 ## down: stop a landscape that `make up` left running (pid in .trellis/local/landscape.pid).

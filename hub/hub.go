@@ -67,6 +67,14 @@ type Config struct {
 	EncryptionKeyFile string
 	// Hosts are extra DNS names or IPs for the serving certificate.
 	Hosts []string
+	// TLSCertFile and TLSKeyFile, when set, are the serving certificate (chain) and key in PEM, served instead of a
+	// certificate the hub's CA issues (the hub chart's tls.existingSecret). Clients then verify the hub with that
+	// certificate's CA; agents' client certificates still come from the hub's CA.
+	TLSCertFile, TLSKeyFile string
+	// AdminTokenFile, when set, holds the admin token to use on first start, when etcd holds no admin token yet
+	// (the hub chart's admin token Secret, so that every replica and the operator know it) instead of generating
+	// one. Once a token is stored the file is not read.
+	AdminTokenFile string
 	// WatchWindow is the number of events per kind kept for watch resumption.
 	WatchWindow int
 	// HeartbeatInterval is the interval agents heartbeat at (default 2 s).
@@ -148,6 +156,9 @@ func (c *Config) Validate() error {
 	if (c.EtcdCertFile == "") != (c.EtcdKeyFile == "") {
 		errs = append(errs, errors.New("etcd-cert and etcd-key: set both or neither"))
 	}
+	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {
+		errs = append(errs, errors.New("tls-cert-file and tls-key-file: set both or neither"))
+	}
 	if c.MaxTokenLifetime < 0 {
 		errs = append(errs, errors.New("max-token-lifetime: must not be negative"))
 	}
@@ -211,6 +222,9 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 		c.Hosts = append(c.Hosts, s)
 		return nil
 	})
+	fs.StringVar(&c.TLSCertFile, "tls-cert-file", "", "serving certificate (PEM chain) instead of one the hub's CA issues; with --tls-key-file")
+	fs.StringVar(&c.TLSKeyFile, "tls-key-file", "", "key of --tls-cert-file (PEM)")
+	fs.StringVar(&c.AdminTokenFile, "admin-token-file", "", "file holding the admin token to store on first start instead of a generated one")
 	fs.IntVar(&c.WatchWindow, "watch-window", 0, "events per kind kept for watch resumption (default 10000)")
 	fs.DurationVar(&c.HeartbeatInterval, "heartbeat-interval", 0, "interval agents heartbeat at (default 2s)")
 	fs.DurationVar(&c.MonitorPeriod, "seed-monitor-period", 0, "how long an agent may be silent before GardenletReady turns Unknown (default 40s)")
@@ -340,7 +354,11 @@ func (h *Hub) Run(ctx context.Context) error {
 	if registry, err = h.newAPI(ctx, st, services, plugins, graph, auditor); err != nil {
 		return err
 	}
-	authn, err := auth.Open(ctx, auth.Config{Etcd: st.Client(), Prefix: st.Prefix(),
+	initial, err := h.initialAdminToken()
+	if err != nil {
+		return err
+	}
+	authn, err := auth.Open(ctx, auth.Config{Etcd: st.Client(), Prefix: st.Prefix(), InitialToken: initial,
 		TokenFile: filepath.Join(h.cfg.DataDir, "admin-token"), Reader: registry, Now: h.cfg.Now})
 	if err != nil {
 		return err

@@ -2,11 +2,13 @@ package hub
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
@@ -71,11 +73,35 @@ func (h *Hub) openPKI(ctx context.Context, st *store.Store) (*pki.Authority, *tr
 	if host, _, _ := net.SplitHostPort(h.cfg.Listen); host != "" && host != "0.0.0.0" && host != "::" {
 		hosts = append(hosts, host)
 	}
-	t, err := newTrust(authority, hosts, filepath.Join(h.cfg.DataDir, "pki", "ca.crt"), h.log.With("component", "pki"))
+	var fixed *tls.Certificate
+	if h.cfg.TLSCertFile != "" {
+		serving, err := tls.LoadX509KeyPair(h.cfg.TLSCertFile, h.cfg.TLSKeyFile)
+		if err != nil {
+			return nil, nil, fmt.Errorf("tls-cert-file: %w", err)
+		}
+		fixed = &serving
+	}
+	t, err := newTrust(authority, hosts, filepath.Join(h.cfg.DataDir, "pki", "ca.crt"), fixed, h.log.With("component", "pki"))
 	if err != nil {
 		return nil, nil, err
 	}
 	return authority, t, nil
+}
+
+// initialAdminToken reads AdminTokenFile: the token, trimmed; "" without the file.
+func (h *Hub) initialAdminToken() (string, error) {
+	if h.cfg.AdminTokenFile == "" {
+		return "", nil
+	}
+	b, err := os.ReadFile(h.cfg.AdminTokenFile)
+	if err != nil {
+		return "", fmt.Errorf("admin-token-file: %w", err)
+	}
+	tok := strings.TrimSpace(string(b))
+	if len(tok) < 32 || strings.ContainsAny(tok, " \t\r\n") {
+		return "", fmt.Errorf("admin-token-file %s: want one token of at least 32 characters without spaces", h.cfg.AdminTokenFile)
+	}
+	return tok, nil
 }
 
 // seedGraph is the index of what belongs to each seed (package seedgraph), fed from the store by run; ready is closed

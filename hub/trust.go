@@ -29,6 +29,8 @@ type trust struct {
 	hosts     []string
 	caFile    string
 	log       *slog.Logger
+	// fixed is an operator's serving certificate (--tls-cert-file): served as it is, never re-issued by the CA.
+	fixed *tls.Certificate
 
 	mu        sync.Mutex // serializes refresh and listener registration
 	servingCA *x509.Certificate
@@ -51,9 +53,10 @@ type tlsMaterial struct {
 	TicketKey [32]byte
 }
 
-// newTrust issues the serving certificate for hosts and writes the trust bundle to caFile.
-func newTrust(authority *pki.Authority, hosts []string, caFile string, log *slog.Logger) (*trust, error) {
-	t := &trust{authority: authority, hosts: hosts, caFile: caFile, log: log}
+// newTrust issues the serving certificate for hosts (or serves fixed, an operator's, when not nil) and writes the
+// trust bundle to caFile.
+func newTrust(authority *pki.Authority, hosts []string, caFile string, fixed *tls.Certificate, log *slog.Logger) (*trust, error) {
+	t := &trust{authority: authority, hosts: hosts, caFile: caFile, fixed: fixed, log: log}
 	if err := t.refresh(); err != nil {
 		return nil, err
 	}
@@ -102,7 +105,9 @@ func (t *trust) material() (tlsMaterial, error) {
 func (t *trust) refresh() error {
 	t.mu.Lock()
 	cur := t.authority.Current()
-	if t.servingCA == nil || !t.servingCA.Equal(cur.Cert) {
+	if t.fixed != nil {
+		t.serving = *t.fixed
+	} else if t.servingCA == nil || !t.servingCA.Equal(cur.Cert) {
 		serving, err := cur.ServingCert(t.hosts, servingValidity)
 		if err != nil {
 			t.mu.Unlock()

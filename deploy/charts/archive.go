@@ -16,13 +16,20 @@ import (
 	"helm.sh/helm/v3/pkg/ignore"
 )
 
-// ProviderLocal is the name of provider-local's chart, for Archive.
-const ProviderLocal = "provider-local"
+// The names of the embedded charts, for Archive.
+const (
+	// ProviderLocal is provider-local's chart, which its ControllerDeployment inlines.
+	ProviderLocal = "provider-local"
+	// TrellisAgent is the seed agent's chart (docs/install.md).
+	TrellisAgent = "trellis-agent"
+	// TrellisHub is the hub's chart (docs/install.md).
+	TrellisHub = "trellis-hub"
+)
 
 // embedded holds the charts, one directory each. The all: prefix keeps files starting with '.' or '_' (.helmignore,
 // templates/_helpers.tpl), which go:embed leaves out otherwise.
 //
-//go:embed all:provider-local
+//go:embed all:provider-local all:trellis-agent all:trellis-hub
 var embedded embed.FS
 
 // archiveModTime is the modification time of every archive entry: fixed, so that archives are reproducible. It is

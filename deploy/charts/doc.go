@@ -1,5 +1,6 @@
-// Package charts owns the Helm charts Trellis ships for extensions (today provider-local, in directory
-// provider-local/) and their packaging: Archive returns an embedded chart as the gzipped tar Helm loads
+// Package charts owns the Helm charts Trellis ships, one directory each: provider-local/ (the extension, inlined in
+// its ControllerDeployment), trellis-hub/ and trellis-agent/ (installing Trellis itself, docs/install.md); and their
+// packaging: Archive returns an embedded chart as the gzipped tar Helm loads
 // (helm.sh/helm/v3/pkg/chart/loader.LoadArchive), the bytes a ControllerDeployment carries in helm.rawChart.
 //
 // Archives are deterministic: the same chart files give the same bytes on every machine and every run (sorted
@@ -15,4 +16,7 @@
 // The provider-local chart is installed by the seed agent with Gardener's injected `gardener:` values;
 // docs/provider-local.md describes its values. Its tests render it with Helm's install action and run
 // provider-local against a real seed (test/seedtest, so `make testbin` first) with only the RBAC the chart grants.
+// The hub's and the agent's charts are linted, rendered with default and HA values and every object is accepted by
+// a real kube-apiserver (server-side dry run); the agent's ClusterRole must grant exactly what agent.SeedAccess
+// lists, the requests the agent's code makes.
 package charts

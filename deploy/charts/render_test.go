@@ -1,21 +1,14 @@
 package charts_test
 
 import (
-	"bytes"
-	"maps"
 	"slices"
 	"strings"
 	"testing"
 
-	"helm.sh/helm/v3/pkg/action"
-	"helm.sh/helm/v3/pkg/chart/loader"
-	"helm.sh/helm/v3/pkg/releaseutil"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/serializer"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/yaml"
 
 	"github.com/trellis-dev/trellis/deploy/charts"
@@ -81,29 +74,12 @@ type rendered struct {
 // fails the test.
 func render(t *testing.T, vals map[string]any) (*rendered, error) {
 	t.Helper()
-	archive, err := charts.Archive(charts.ProviderLocal)
-	if err != nil {
-		t.Fatal(err)
-	}
-	chrt, err := loader.LoadArchive(bytes.NewReader(archive))
-	if err != nil {
-		t.Fatal(err)
-	}
-	install := action.NewInstall(&action.Configuration{Log: t.Logf})
-	install.DryRun, install.ClientOnly, install.Replace = true, true, true
-	install.ReleaseName, install.Namespace = releaseName, releaseNamespace
-	rel, err := install.Run(chrt, vals)
+	objs, err := renderChart(t, charts.ProviderLocal, releaseName, releaseNamespace, vals)
 	if err != nil {
 		return nil, err
 	}
-	decoder := serializer.NewCodecFactory(clientgoscheme.Scheme, serializer.EnableStrict).UniversalDeserializer()
 	out := &rendered{}
-	manifests := releaseutil.SplitManifests(rel.Manifest)
-	for _, key := range slices.Sorted(maps.Keys(manifests)) {
-		obj, _, err := decoder.Decode([]byte(manifests[key]), nil, nil)
-		if err != nil {
-			t.Fatalf("decode rendered manifest:\n%s\n%v", manifests[key], err)
-		}
+	for _, obj := range objs {
 		out.objects = append(out.objects, obj)
 		switch o := obj.(type) {
 		case *appsv1.Deployment:

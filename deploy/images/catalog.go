@@ -14,13 +14,23 @@ type Sources struct {
 	// Testbin is bin/testbin: etcd, kube-apiserver and kube-controller-manager, and the node's parts in node/ (links
 	// into the per-machine cache, whose directory names carry the versions: <name>-<version>/<name>).
 	Testbin string
-	// Bin holds the project's binaries (`make build`): trellis-hub, trellis-agent, provider-local.
+	// Bin holds the project's binaries, built statically (`make images`): trellis-hub, trellis-agent,
+	// provider-local, trellisctl.
 	Bin string
 	// Busybox is a static busybox (Debian's busybox-static: /bin/busybox).
 	Busybox string
 	// Version tags the project's images.
 	Version string
+	// Revision is the source revision (git commit) the project's binaries were built from, for their
+	// org.opencontainers.image.revision label; empty leaves the label out.
+	Revision string
 }
+
+// Source is the project's source repository, the org.opencontainers.image.source label of its images.
+const Source = "https://github.com/trellis-dev/trellis"
+
+// Project are the images of the project's own binaries.
+var Project = []string{"trellis-hub", "trellis-agent", "provider-local", "trellisctl"}
 
 // NodeImages are the images every local node imports: its sandbox, the tools image, cluster DNS and the storage
 // provisioner.
@@ -41,7 +51,11 @@ func Catalog(src Sources) ([]Spec, error) {
 	}
 	project := func(name string) Spec {
 		bin := filepath.Join(src.Bin, name)
-		return Spec{Name: name, Version: src.Version, User: "65532",
+		labels := map[string]string{LabelTitle: name, LabelVersion: src.Version, LabelSource: Source}
+		if src.Revision != "" {
+			labels[LabelRevision] = src.Revision
+		}
+		return Spec{Name: name, Version: src.Version, User: "65532", Labels: labels,
 			Files: []File{{Source: bin, Path: "/usr/local/bin/" + name}}, Entrypoint: []string{"/usr/local/bin/" + name}}
 	}
 	busybox, err := busyboxSpec(src.Busybox)
@@ -62,6 +76,7 @@ func Catalog(src Sources) ([]Spec, error) {
 		project("provider-local"),
 		project("trellis-hub"),
 		project("trellis-agent"),
+		project("trellisctl"),
 	}, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path"
 	"runtime"
@@ -42,7 +43,18 @@ type Spec struct {
 	Entrypoint []string
 	// User runs the container: "65532" for non-root components, "0" where root is needed.
 	User string
+	// Labels are the image's config labels; Catalog sets the OCI annotations of the project's images
+	// (org.opencontainers.image.version, .source, .revision, .title).
+	Labels map[string]string
 }
+
+// The OCI image annotation keys the project's images carry as labels (opencontainers/image-spec annotations.md).
+const (
+	LabelTitle    = "org.opencontainers.image.title"
+	LabelVersion  = "org.opencontainers.image.version"
+	LabelSource   = "org.opencontainers.image.source"
+	LabelRevision = "org.opencontainers.image.revision"
+)
 
 // File is one file of an image.
 type File struct {
@@ -112,6 +124,9 @@ func Build(spec Spec) (v1.Image, error) {
 	cfg.Config.User = spec.User
 	cfg.Config.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin"}
 	cfg.Config.WorkingDir = "/"
+	if len(spec.Labels) > 0 {
+		cfg.Config.Labels = maps.Clone(spec.Labels)
+	}
 	cfg.History = []v1.History{{Created: v1.Time{Time: Epoch}, CreatedBy: "trellis deploy/images", Comment: spec.Ref()}}
 	img, err = mutate.ConfigFile(img, cfg)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -26,7 +27,8 @@ func testSpec(t *testing.T) Spec {
 	return Spec{Name: "tool", Version: "v1.2.3", User: "65532", Entrypoint: []string{"/usr/local/bin/tool"},
 		Files: []File{{Source: filepath.Join(dir, "tool"), Path: "/usr/local/bin/tool"},
 			{Source: filepath.Join(dir, "helper"), Path: "/etc/tool/helper"}},
-		Links: map[string]string{"/bin/t": "/usr/local/bin/tool"}}
+		Links:  map[string]string{"/bin/t": "/usr/local/bin/tool"},
+		Labels: map[string]string{LabelTitle: "tool", LabelVersion: "v1.2.3", LabelSource: Source, LabelRevision: "0123abc"}}
 }
 
 func TestBuildIsReproducible(t *testing.T) {
@@ -100,6 +102,9 @@ func TestArchiveContent(t *testing.T) {
 	if cfg.Config.User != "65532" || strings.Join(cfg.Config.Entrypoint, " ") != "/usr/local/bin/tool" ||
 		cfg.OS != "linux" || !cfg.Created.Time.Equal(Epoch) {
 		t.Errorf("config user %q entrypoint %q os %q created %v", cfg.Config.User, cfg.Config.Entrypoint, cfg.OS, cfg.Created)
+	}
+	if cfg.Config.Labels[LabelRevision] != "0123abc" || cfg.Config.Labels[LabelVersion] != "v1.2.3" {
+		t.Errorf("config labels %v", cfg.Config.Labels)
 	}
 	layers, err := read.Layers()
 	if err != nil || len(layers) != 1 {
@@ -208,9 +213,19 @@ func TestCatalogVersionsFromCache(t *testing.T) {
 	if got := refs["etcd"].Version; got != "dev" {
 		t.Errorf("etcd without a cached binary has version %q, want dev", got)
 	}
-	for _, n := range NodeImages {
+	for _, n := range append(slices.Clone(NodeImages), Project...) {
 		if _, ok := refs[n]; !ok {
-			t.Errorf("node image %s is not in the catalog", n)
+			t.Errorf("image %s is not in the catalog", n)
+		}
+	}
+	// The project's images run as non-root and carry the OCI labels; the revision only when it is known.
+	for _, n := range Project {
+		s := refs[n]
+		if s.User != "65532" || s.Labels[LabelVersion] != "v9" || s.Labels[LabelSource] != Source || s.Labels[LabelTitle] != n {
+			t.Errorf("image %s: user %q labels %v", n, s.User, s.Labels)
+		}
+		if _, ok := s.Labels[LabelRevision]; ok {
+			t.Errorf("image %s has a revision label without a revision", n)
 		}
 	}
 	if _, err := Build(refs["busybox"]); err == nil || !strings.Contains(err.Error(), "no-busybox") {

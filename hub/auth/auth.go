@@ -80,6 +80,9 @@ type Config struct {
 	Prefix string
 	// TokenFile is where a newly generated admin token is written (required).
 	TokenFile string
+	// InitialToken, when set, is the admin token stored on first start instead of a generated one (and written to
+	// TokenFile like one).
+	InitialToken string
 	// Reader reads bootstrap token Secrets, AccessTokens and their ServiceAccounts from the watch cache (the hub's
 	// *api.Registry, built with the index of Indexes). Nil rejects bootstrap tokens and access tokens.
 	Reader ObjectReader
@@ -94,8 +97,9 @@ func newAuthenticator(hashes map[[32]byte]User, reader ObjectReader, now func() 
 	return &Authenticator{hashes: hashes, reader: reader, now: now}
 }
 
-// Open ensures the admin token exists: when etcd holds no admin token hash yet, a token is generated, its hash stored
-// (create-if-absent, so concurrent replicas agree) and the token written to cfg.TokenFile (mode 0600).
+// Open ensures the admin token exists: when etcd holds no admin token hash yet, a token is generated (or
+// cfg.InitialToken taken), its hash stored (create-if-absent, so concurrent replicas agree) and the token written to
+// cfg.TokenFile (mode 0600).
 func Open(ctx context.Context, cfg Config) (*Authenticator, error) {
 	cli, tokenFile := cfg.Etcd, cfg.TokenFile
 	key := cfg.Prefix + "/auth/admin-token-sha256"
@@ -126,9 +130,12 @@ func Open(ctx context.Context, cfg Config) (*Authenticator, error) {
 			a.admin = admin
 			return a, nil
 		}
-		token, err := NewToken()
-		if err != nil {
-			return nil, err
+		token := cfg.InitialToken
+		if token == "" {
+			var err error
+			if token, err = NewToken(); err != nil {
+				return nil, err
+			}
 		}
 		h := sha256.Sum256([]byte(token))
 		txn, err := cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).

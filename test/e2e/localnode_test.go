@@ -18,8 +18,8 @@ import (
 )
 
 // TestLocalSeedNodes runs `make up`'s landscape with a real node in each of two seeds, side by side: every seed has
-// one Ready node with its own networks, which the Seed on the hub reports, and runs provider-local as its chart's
-// pod; the example shoot reaches Succeeded through it; in
+// one Ready node with its own networks, which the Seed on the hub reports, and runs its agent (the trellis-agent
+// chart) and provider-local as their charts' pods; the example shoot reaches Succeeded through it; in
 // seed local a pod resolves a Service by DNS name and reaches it through its ClusterIP, and kubectl logs and exec
 // work through the seed's kube-apiserver; in seed other a pod resolves the apiserver's Service. After the landscape
 // stops, nothing of either node is left on the machine and the host's iptables gained no chain.
@@ -61,6 +61,13 @@ func TestLocalSeedNodes(t *testing.T) {
 			pods.Items[0].Spec.NodeName != nodes.Items[0].Name || l.Pids()["provider-local-"+s.Name] != 0 {
 			t.Fatalf("seed %s: provider-local's pods in %q: %v (%v); landscape processes %v", s.Name,
 				s.ProviderLocalNamespace, pods, err, l.Pids())
+		}
+		// So does the agent: the trellis-agent chart's pod, no process of the landscape.
+		agents, err := s.Client.CoreV1().Pods(landscape.AgentNamespace).List(ctx, kmetav1.ListOptions{
+			LabelSelector: "app.kubernetes.io/instance=" + landscape.AgentRelease})
+		if err != nil || !s.AgentPod || len(agents.Items) != 1 || agents.Items[0].Status.Phase != corev1.PodRunning ||
+			agents.Items[0].Spec.NodeName != nodes.Items[0].Name || l.Pids()["agent-"+s.Name] != 0 {
+			t.Fatalf("seed %s: the agent's pods %v (%v); landscape processes %v", s.Name, agents, err, l.Pids())
 		}
 		var info struct {
 			Slot int `json:"slot"`
@@ -114,6 +121,10 @@ func TestLocalSeedNodes(t *testing.T) {
 			}
 		}
 		if time.Now().After(deadline) {
+			for _, s := range l.Seeds() {
+				logs, err := s.AgentPodLogs(ctx)
+				t.Logf("seed %s: the agent's pod (%v):\n%s", s.Name, err, logs)
+			}
 			t.Fatalf("example shoot not Succeeded after 2m; last state %q", last)
 		}
 		time.Sleep(200 * time.Millisecond)
@@ -133,6 +144,18 @@ func TestLocalSeedNodes(t *testing.T) {
 		d, err := cpSeed.Client.AppsV1().Deployments("shoot--local--local").Get(ctx, name, kmetav1.GetOptions{})
 		if err != nil || d.Status.AvailableReplicas != 1 {
 			t.Errorf("seed %s: the example shoot's %s is not available: %v", cpSeed.Name, name, err)
+		}
+	}
+	// The agents did all of that with the chart's RBAC alone: the seed refused them nothing.
+	for _, s := range l.Seeds() {
+		logs, err := s.AgentPodLogs(ctx)
+		if err != nil {
+			t.Fatalf("seed %s: the agent's logs: %v", s.Name, err)
+		}
+		for _, line := range strings.Split(logs, "\n") {
+			if strings.Contains(line, "forbidden") {
+				t.Errorf("seed %s: the agent was refused by its seed: %s", s.Name, line)
+			}
 		}
 	}
 

@@ -78,6 +78,9 @@ type Config struct {
 	// the node's. Needs root and `make testbin`. NodeImages are further image archives its node imports.
 	Node       bool
 	NodeImages []string
+	// AgentProcess runs the agents as processes of the landscape even with Node; by default a seed with a node runs
+	// its agent as the pod of the trellis-agent chart (agentpod.go). Seeds without a node always run the process.
+	AgentProcess bool
 	// Log receives one line per step, for people watching (default: discarded).
 	Log io.Writer
 	// ReadyTimeout bounds each wait for a process to become ready (default DefaultReadyTimeout).

@@ -9,7 +9,9 @@
 //     logged "ready in" and wrote its kubeconfig);
 //   - per seed, a trellis-agent configured in <Dir>/agents/<name> and bootstrapped with a fresh bootstrap token when
 //     the seed holds no credentials of it yet (ready: the session is established and the Seed's GardenletReady
-//     condition on the hub is True);
+//     condition on the hub is True); with Config.Node it is the pod of the trellis-agent chart instead, installed
+//     with Helm from an image of BinDir's trellis-agent (agentpod.go; ready: its Deployment is available and the Seed
+//     GardenletReady);
 //   - provider-local registered on the hub like any extension: the ControllerDeployment and ControllerRegistration
 //     `make generate` writes (deploy/extensions), with the chart's replicaCount 0 (the seeds have no nodes to run its
 //     pod); per seed, once the hub has made its ControllerInstallation and the agent installed the chart, the

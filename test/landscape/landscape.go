@@ -37,6 +37,7 @@ type Landscape struct {
 	// imageVector is the agents' image vector of the shoot control plane (the local images of the node), when the
 	// seeds have nodes.
 	imageVector string
+	agentImage  agentImageRef // with agent pods
 	hub         *binproc.Process
 	hubc        *hubClient
 	seeds       []*Seed
@@ -98,12 +99,22 @@ func Start(ctx context.Context, cfg Config) (_ *Landscape, err error) {
 	}
 	l.HubAddr, l.GRPCAddr, l.HubURL = dial, grpcDial, "https://"+dial
 	args := []string{"--data-dir", hubDir, "--listen", listen, "--grpc-listen", grpcListen, "--log-format", "text", "--tunnel-listen", cfg.TunnelListen}
+	if l.agentPods() {
+		args = append(args, slotHosts()...)
+		archive, repo, tag, err := l.binaryImage("trellis-agent")
+		if err != nil {
+			return nil, fmt.Errorf("trellis-agent image: %w", err)
+		}
+		l.cfg.NodeImages = append(l.cfg.NodeImages, archive)
+		l.agentImage = agentImageRef{repository: repo, tag: tag}
+		l.logf("agents: image %s:%s (%s) runs as the trellis-agent chart's pod in every seed", repo, tag, archive)
+	}
 	l.hub = l.newProcess("hub", "trellis-hub", nil, append(args, cfg.HubArgs...)...)
 	// With nodes, provider-local runs as its chart's pod from an image of this build (providerpod.go).
 	providerValues := DefaultProviderLocalValues()
 	podMode := cfg.Node && l.ProviderLocal && !cfg.ManualProviderLocal
 	if podMode {
-		archive, repo, tag, err := l.providerLocalImage()
+		archive, repo, tag, err := l.binaryImage("provider-local")
 		if err != nil {
 			return nil, fmt.Errorf("provider-local image: %w", err)
 		}
@@ -187,9 +198,16 @@ func (l *Landscape) bringUp(ctx context.Context, s *Seed, freshHub bool) error {
 		return err
 	}
 	l.logf("seed %s: ready (kubeconfig %s)", s.Name, s.Kubeconfig)
-	l.logf("seed %s: starting its agent (log %s)", s.Name, s.AgentLog)
-	if err := l.startAgent(ctx, s, freshHub); err != nil {
-		return err
+	if l.agentPods() {
+		l.logf("seed %s: installing its agent's chart (release %s/%s)", s.Name, AgentNamespace, AgentRelease)
+		if err := l.startAgentPod(ctx, s, freshHub); err != nil {
+			return err
+		}
+	} else {
+		l.logf("seed %s: starting its agent (log %s)", s.Name, s.AgentLog)
+		if err := l.startAgent(ctx, s, freshHub); err != nil {
+			return err
+		}
 	}
 	l.logf("seed %s: agent connected, Seed %s is %s", s.Name, s.Name, GardenletReady)
 	if l.cfg.Node && l.ProviderLocal && !l.cfg.ManualProviderLocal {
@@ -509,6 +527,11 @@ func (l *Landscape) Stop() error {
 			}
 			wg.Wait()
 			errs = append(errs, gerrs...)
+		}
+		for _, s := range l.seeds {
+			if s.hubForwarder != nil {
+				s.hubForwarder.Close()
+			}
 		}
 		if l.lock != nil {
 			_ = l.lock.Close()

@@ -20,12 +20,12 @@ import (
 // chart (replicaCount 1), from an image of BinDir's provider-local that the landscape builds and every seed's node
 // imports, instead of as a process of the landscape.
 
-// providerLocalImage builds the image of BinDir/provider-local into <Dir>/images/provider-local.tar. Its tag is the
-// image's digest, so a rebuilt binary gives a new tag and the chart's Deployment rolls out the new pod.
-func (l *Landscape) providerLocalImage() (archive, repository, tag string, err error) {
-	spec := images.Spec{Name: "provider-local", Version: "dev", User: "65532",
-		Files:      []images.File{{Source: filepath.Join(l.cfg.BinDir, "provider-local"), Path: "/usr/local/bin/provider-local"}},
-		Entrypoint: []string{"/usr/local/bin/provider-local"}}
+// binaryImage builds the image of BinDir/<name> into <Dir>/images/<name>.tar. Its tag is the image's digest, so a
+// rebuilt binary gives a new tag and the chart's Deployment rolls out the new pod.
+func (l *Landscape) binaryImage(name string) (archive, repository, tag string, err error) {
+	spec := images.Spec{Name: name, Version: "dev", User: "65532",
+		Files:      []images.File{{Source: filepath.Join(l.cfg.BinDir, name), Path: "/usr/local/bin/" + name}},
+		Entrypoint: []string{"/usr/local/bin/" + name}}
 	if err := checkStatic(spec.Files[0].Source); err != nil {
 		return "", "", "", err
 	}
@@ -37,8 +37,8 @@ func (l *Landscape) providerLocalImage() (archive, repository, tag string, err e
 	if err != nil {
 		return "", "", "", err
 	}
-	repository, tag = images.Registry+"/provider-local", "dev-"+digest.Hex[:12]
-	archive = filepath.Join(l.Dir, "images", "provider-local.tar")
+	repository, tag = images.Registry+"/"+name, "dev-"+digest.Hex[:12]
+	archive = filepath.Join(l.Dir, "images", name+".tar")
 	if err := os.MkdirAll(filepath.Dir(archive), 0o700); err != nil {
 		return "", "", "", err
 	}

@@ -26,6 +26,7 @@ import (
 	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
 
 	"github.com/trellis-dev/trellis/test/binproc"
+	"github.com/trellis-dev/trellis/test/localnode"
 )
 
 // What the seeds are configured with.
@@ -72,10 +73,14 @@ type Seed struct {
 	// ProviderLocalNamespace is the namespace provider-local last ran in (extension-<its ControllerInstallation>),
 	// "" before it ran.
 	ProviderLocalNamespace string
+	// AgentPod reports whether the agent runs as the pod of its chart (Deployment AgentRelease in AgentNamespace)
+	// rather than as a process of the landscape (AgentLog).
+	AgentPod bool
 
 	seed, agent, provider *binproc.Process
 	providerArgs          []string // provider-local's flags besides --namespace
 	tokenFile             string
+	hubForwarder          *localnode.Forwarder // the hub's agent port at the node's HostIP, with agent pods
 }
 
 // SeedNetworks are a seed's networks (Seed spec.networks).

@@ -41,10 +41,11 @@ func setupNetwork(s *Slot) error {
 	return nil
 }
 
-// forwarder passes TCP connections from the host's end of the node's link to the seed's kube-apiserver on host
-// loopback, so that the node's processes and pods (through Service default/kubernetes, whose endpoint is the
-// apiserver's advertise address, HostIP) reach it without the apiserver listening anywhere but loopback.
-type forwarder struct {
+// Forwarder passes TCP connections from the host's end of the node's link to a server on host loopback: the seed's
+// kube-apiserver, so that the node's processes and pods (through Service default/kubernetes, whose endpoint is the
+// apiserver's advertise address, HostIP) reach it without the apiserver listening anywhere but loopback; and, for
+// the local landscape, the hub's agent port, which the agent's pod dials at HostIP.
+type Forwarder struct {
 	ln   net.Listener
 	addr string // host:port it listens on
 	wg   sync.WaitGroup
@@ -52,8 +53,12 @@ type forwarder struct {
 	open map[net.Conn]struct{}
 }
 
-// startForwarder listens on host:<the apiserver's port> and forwards to the apiserver at server (a URL).
-func startForwarder(server, host string) (*forwarder, error) {
+// StartForwarder listens on host:<server's port> and forwards every connection to server (a URL, e.g.
+// https://127.0.0.1:6443, or host:port). Close stops it.
+func StartForwarder(server, host string) (*Forwarder, error) {
+	if !strings.Contains(server, "://") {
+		server = "tcp://" + server
+	}
 	u, err := url.Parse(server)
 	if err != nil {
 		return nil, err
@@ -63,7 +68,7 @@ func startForwarder(server, host string) (*forwarder, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := &forwarder{ln: ln, addr: ln.Addr().String(), open: map[net.Conn]struct{}{}}
+	f := &Forwarder{ln: ln, addr: ln.Addr().String(), open: map[net.Conn]struct{}{}}
 	f.wg.Add(1)
 	go func() {
 		defer f.wg.Done()
@@ -82,7 +87,7 @@ func startForwarder(server, host string) (*forwarder, error) {
 	return f, nil
 }
 
-func (f *forwarder) track(c net.Conn, add bool) bool {
+func (f *Forwarder) track(c net.Conn, add bool) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if add {
@@ -96,7 +101,7 @@ func (f *forwarder) track(c net.Conn, add bool) bool {
 	return true
 }
 
-func (f *forwarder) pass(c net.Conn, target string) {
+func (f *Forwarder) pass(c net.Conn, target string) {
 	defer c.Close()
 	up, err := net.Dial("tcp", target)
 	if err != nil {
@@ -122,8 +127,11 @@ func (f *forwarder) pass(c net.Conn, target string) {
 	<-done
 }
 
-// close stops accepting, closes every forwarded connection and waits for their goroutines.
-func (f *forwarder) close() {
+// Addr is the address the forwarder listens on, host:port.
+func (f *Forwarder) Addr() string { return f.addr }
+
+// Close stops accepting, closes every forwarded connection and waits for their goroutines.
+func (f *Forwarder) Close() {
 	_ = f.ln.Close()
 	f.mu.Lock()
 	for c := range f.open {

@@ -65,7 +65,7 @@ type Node struct {
 	cfg      Config
 	log      *slog.Logger
 	client   kubernetes.Interface
-	fwd      *forwarder
+	fwd      *Forwarder
 	procs    []*process // in start order; stopped in reverse
 	stopOnce sync.Once
 	stopErr  error
@@ -113,7 +113,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	if err := cfg.Slot.createCgroups(); err != nil {
 		return nil, err
 	}
-	if n.fwd, err = startForwarder(apiConfig.Host, cfg.Slot.HostIP.String()); err != nil {
+	if n.fwd, err = StartForwarder(apiConfig.Host, cfg.Slot.HostIP.String()); err != nil {
 		return nil, fmt.Errorf("apiserver forwarder: %w", err)
 	}
 	files, err := writeConfigs(cfg, bins, apiConfig, n.fwd.addr)
@@ -249,7 +249,7 @@ func (n *Node) Stop() error {
 			n.procs[i].stop(10 * time.Second)
 		}
 		if n.fwd != nil {
-			n.fwd.close()
+			n.fwd.Close()
 		}
 		if err := n.cfg.Slot.cleanup(); err != nil {
 			errs = append(errs, err)

@@ -1,9 +1,11 @@
 // Command build-images writes the images of deploy/images as archives, <out>/<name>.tar, each named
 // local.trellis.dev/<name>:<version> (`make images`; `make testbin` writes the node's own with -only). An archive is
-// rewritten only when its image's digest changed, so a second run with the same binaries writes nothing.
+// rewritten only when its image's digest changed, so a second run with the same binaries writes nothing. With
+// -push registry/prefix (`make images PUSH=registry/prefix`) each image also goes to <prefix>/<name>:<version>.
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"io"
@@ -23,16 +25,25 @@ func main() {
 	flag.StringVar(&src.Bin, "bin", "bin", "directory of the project's binaries")
 	flag.StringVar(&src.Busybox, "busybox", "/bin/busybox", "a static busybox for the tools image")
 	flag.StringVar(&src.Version, "version", "dev", "tag of the project's images")
+	flag.StringVar(&src.Revision, "revision", "", "source revision of the project's binaries (org.opencontainers.image.revision)")
 	out := flag.String("out", "bin/images", "directory for the archives")
 	only := flag.String("only", "", "comma-separated image names to build (default: all)")
+	var p pushFlags
+	flag.StringVar(&p.prefix, "push", "", "registry/prefix to push every built image to, as <prefix>/<name>:<version>")
+	flag.BoolVar(&p.opts.Insecure, "push-insecure", false, "push over plain HTTP (a registry on loopback)")
 	flag.Parse()
-	if err := run(src, *out, *only); err != nil {
+	if err := run(src, *out, *only, p); err != nil {
 		fmt.Fprintln(os.Stderr, "build-images:", err)
 		os.Exit(1)
 	}
 }
 
-func run(src images.Sources, out, only string) error {
+type pushFlags struct {
+	prefix string
+	opts   images.PushOptions
+}
+
+func run(src images.Sources, out, only string, push pushFlags) error {
 	specs, err := images.Catalog(src)
 	if err != nil {
 		return err
@@ -62,19 +73,34 @@ func run(src images.Sources, out, only string) error {
 			return fmt.Errorf("image %s: %w", s.Ref(), err)
 		}
 		file := filepath.Join(out, s.Name+".tar")
-		if old, err := tarball.ImageFromPath(file, nil); err == nil {
-			if d, err := old.Digest(); err == nil && d == digest {
-				if m, err := tarball.LoadManifest(func() (f io.ReadCloser, err error) { return os.Open(file) }); err == nil &&
-					len(m) == 1 && slices.Equal(m[0].RepoTags, []string{s.Ref()}) {
-					fmt.Printf("%s %s unchanged\n", s.Ref(), digest)
-					continue
-				}
+		if unchanged(file, s.Ref(), digest.String()) {
+			fmt.Printf("%s %s unchanged\n", s.Ref(), digest)
+		} else {
+			if err := images.WriteArchive(file, s.Ref(), img); err != nil {
+				return err
 			}
+			fmt.Printf("%s %s -> %s\n", s.Ref(), digest, file)
 		}
-		if err := images.WriteArchive(file, s.Ref(), img); err != nil {
-			return err
+		if push.prefix != "" {
+			ref, err := images.Push(context.Background(), push.prefix, s, img, push.opts)
+			if err != nil {
+				return err
+			}
+			fmt.Printf("%s pushed as %s\n", s.Ref(), ref)
 		}
-		fmt.Printf("%s %s -> %s\n", s.Ref(), digest, file)
 	}
 	return nil
+}
+
+// unchanged reports whether file is the archive of the image with digest, tagged ref.
+func unchanged(file, ref, digest string) bool {
+	old, err := tarball.ImageFromPath(file, nil)
+	if err != nil {
+		return false
+	}
+	if d, err := old.Digest(); err != nil || d.String() != digest {
+		return false
+	}
+	m, err := tarball.LoadManifest(func() (f io.ReadCloser, err error) { return os.Open(file) })
+	return err == nil && len(m) == 1 && slices.Equal(m[0].RepoTags, []string{ref})
 }
