@@ -16,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/trellis-dev/trellis/agent"
 	"github.com/trellis-dev/trellis/hub/tunnel"
 	"github.com/trellis-dev/trellis/test/agenttest"

@@ -158,7 +158,7 @@ type assignReport struct {
 
 type stormReport struct {
 	Signal             string   `json:"signal"`
-	ForgotTLSSessions  bool     `json:"forgotTLSSessions"` // every agent's reconnect was a full TLS handshake
+	ForgotTLSSessions  bool     `json:"forgotTLSSessions"`           // every agent's reconnect was a full TLS handshake
 	StopSec            float64  `json:"stopSeconds"`                 // signal → hub exited
 	RestartToReadySec  float64  `json:"restartToReadySeconds"`       // new process start → /readyz 200
 	RestartLoggedSec   float64  `json:"restartLoggedStartupSeconds"` // the startup the new hub logged (→ serving)
