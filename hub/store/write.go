@@ -38,7 +38,7 @@ func (c *Collection) Create(ctx context.Context, obj Object) (Object, error) {
 // create is Create, or its dry run: the same checks and server-owned fields, the name's existence read from etcd,
 // and nothing written; the result then has no resourceVersion.
 func (c *Collection) create(ctx context.Context, obj Object, dryRun bool) (_ Object, err error) {
-	ctx, span := tracer.Start(ctx, "store.Create "+c.gr.String())
+	ctx, span := c.startSpan(ctx, "store.Create")
 	defer func() { endSpan(span, err) }()
 	if obj == nil {
 		return nil, apierrors.NewBadRequest("no object")
@@ -327,7 +327,7 @@ type plan struct {
 // store (the current one for a delete) with the resourceVersion of the state it was decided on, as kube-apiserver's
 // dry runs answer.
 func (c *Collection) guaranteed(ctx context.Context, namespace, name string, dryRun bool, decide func(cur Object) (plan, error)) (_ Object, _ bool, err error) {
-	ctx, span := tracer.Start(ctx, "store.Update "+c.gr.String())
+	ctx, span := c.startSpan(ctx, "store.Update")
 	defer func() { endSpan(span, err) }()
 	objKey := objectKey(namespace, name)
 	key := c.prefix + objKey
