@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 )
@@ -98,9 +99,14 @@ func ratios(benches []*bench) []ratioRow {
 				continue
 			}
 			row.Values[b.t.name] = value(q)
-			fast, slow := value(p), value(q) // hub ÷ peer
-			if b.t.hub != nil {
+			fast, slow := value(p), value(q) // hub ÷ peer, hub ÷ before
+			if b.t.loops {
 				fast, slow = value(q), value(p) // hub+loops ÷ hub
+				if lb := loopsBase(benches, b); lb != nil {
+					if r := lb.rep.phase(p.Name); r != nil {
+						slow = value(r) // before+loops ÷ before
+					}
+				}
 			}
 			if !higherIsBetter {
 				fast, slow = slow, fast
@@ -110,8 +116,9 @@ func ratios(benches []*bench) []ratioRow {
 			}
 			r := row.Ratios[b.t.name]
 			switch {
-			case b.t.hub != nil:
+			case b.t.loops:
 				row.Goal[b.t.name], row.OK[b.t.name] = fmt.Sprintf("≥ %.1f", loopsGoal), r >= loopsGoal
+			case b.t.hub != nil:
 			case slices.Contains([]string{"create", "get", "update", "patch", "delete"}, p.Name):
 				row.Goal[b.t.name], row.OK[b.t.name] = fmt.Sprintf("≥ %.0f×", peerOpsGoal), r >= peerOpsGoal
 			case p.Name == "list-all" || p.Name == "list-10%":
@@ -145,8 +152,11 @@ func cpuRow(benches []*bench, name string) ratioRow {
 		v := perOp(b)
 		row.Values[b.t.name] = v
 		num, den := v, row.Values[base.t.name]
-		if b.t.hub != nil {
-			num, den = den, num
+		if b.t.loops {
+			num, den = row.Values[base.t.name], v
+			if lb := loopsBase(benches, b); lb != nil {
+				num = perOp(lb)
+			}
 		}
 		if den > 0 {
 			row.Ratios[b.t.name] = num / den
@@ -164,7 +174,8 @@ func printRatios(rows []ratioRow) {
 		names = append(names, n)
 	}
 	slices.SortFunc(names, func(a, b string) int { return targetOrder(a) - targetOrder(b) })
-	fmt.Println("\nratios in this run (speed: ops/s, or 1/latency; hub ÷ kube-apiserver, hub+loops ÷ hub):")
+	fmt.Println("\nratios in this run (speed: ops/s, or 1/latency; CPU: the servers' CPU time per operation, efficiency ratio;\n" +
+		"hub ÷ kube-apiserver, hub ÷ before, X+loops ÷ X):")
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	head := "phase\tunit\t"
 	for _, n := range names {
@@ -200,8 +211,26 @@ func targetOrder(name string) int {
 		return 0
 	case "hub+loops":
 		return 1
+	case "kube-apiserver":
+		return 2
+	case "before":
+		return 3
 	}
-	return 2
+	return 4
+}
+
+// loopsBase is the target with its loops off of the same build as b ("before" for "before+loops"), nil for "hub".
+func loopsBase(benches []*bench, b *bench) *bench {
+	name := strings.TrimSuffix(b.t.name, "+loops")
+	if name == "hub" {
+		return nil
+	}
+	for _, o := range benches {
+		if o.t.name == name {
+			return o
+		}
+	}
+	return nil
 }
 
 // phase returns the report's phase named name, nil if none.

@@ -75,6 +75,8 @@ type config struct {
 	// scheduler and controllers on.
 	peer, loops bool
 	testbin     string
+	// compare is another hub binary (an earlier build) run as targets "before" (and "before+loops" with loops).
+	compare string
 	// cpuprofile is a directory for the hubs' CPU profiles of the write phases, profileFor their length.
 	cpuprofile string
 	profileFor time.Duration
@@ -126,6 +128,7 @@ func main() {
 	flag.StringVar(&cfg.auditLevel, "audit-level", "", "audit every request at this level to a file beside the hub's log (None, Metadata, Request, RequestResponse; empty: no audit log)")
 	flag.BoolVar(&cfg.peer, "peer", false, "run the same workload against kube-apiserver + etcd from -testbin serving a Shoot CRD, phase by phase in turn with the hub, and print the ratios")
 	flag.BoolVar(&cfg.loops, "loops", false, "run the same workload against a second hub with its scheduler and controllers on (3 seeds, the shoots unschedulable), in turn with the hub with its loops off, and print the ratios")
+	flag.StringVar(&cfg.compare, "compare", "", "another hub binary (an earlier build) to run the same workload against in the same run, as target \"before\" (and \"before+loops\" with -loops)")
 	flag.StringVar(&cfg.testbin, "testbin", "bin/testbin", "directory with etcd and kube-apiserver for -peer")
 	flag.StringVar(&cfg.cpuprofile, "cpuprofile", "", "directory for CPU profiles of the hubs during the write phases (create, update, patch, delete), from their /debug/pprof/profile")
 	flag.DurationVar(&cfg.profileFor, "profile-seconds", 5*time.Second, "length of each -cpuprofile profile, from the start of its phase")
@@ -185,7 +188,7 @@ func run(ctx context.Context, cfg config) (failed bool, err error) {
 	// The watch replays the updates and patches from the revision after the creates: the hubs keep enough events.
 	window := []string{"--watch-window", strconv.Itoa(max(10000, 2*cfg.n+cfg.watchUpdates))}
 	var benches []*bench
-	addHub := func(name string, loops bool) error {
+	addHub := func(name, bin string, loops bool) error {
 		hdir := filepath.Join(dir, name)
 		if err := os.MkdirAll(hdir, 0o700); err != nil {
 			return err
@@ -214,12 +217,26 @@ func run(ctx context.Context, cfg config) (failed bool, err error) {
 		benches = append(benches, newBench(cfg, t, rep))
 		return nil
 	}
-	if err := addHub("hub", false); err != nil {
+	if err := addHub("hub", bin, false); err != nil {
 		return false, err
 	}
 	if cfg.loops {
-		if err := addHub("hub+loops", true); err != nil {
+		if err := addHub("hub+loops", bin, true); err != nil {
 			return false, err
+		}
+	}
+	if cfg.compare != "" {
+		before, err := filepath.Abs(cfg.compare)
+		if err != nil {
+			return false, err
+		}
+		if err := addHub("before", before, false); err != nil {
+			return false, err
+		}
+		if cfg.loops {
+			if err := addHub("before+loops", before, true); err != nil {
+				return false, err
+			}
 		}
 	}
 	if cfg.peer {
