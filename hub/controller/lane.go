@@ -51,7 +51,9 @@ func NewLane(c LaneConfig) (*Lane, error) {
 type laneKey struct{}
 
 // WithLane returns ctx under which controllers run in lane l.
-func WithLane(ctx context.Context, l *Lane) context.Context { return context.WithValue(ctx, laneKey{}, l) }
+func WithLane(ctx context.Context, l *Lane) context.Context {
+	return context.WithValue(ctx, laneKey{}, l)
+}
 
 func laneOf(ctx context.Context) *Lane {
 	l, _ := ctx.Value(laneKey{}).(*Lane)
