@@ -7,30 +7,26 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
+	"slices"
 	"strings"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/trellis-dev/trellis/test/bench/procstat"
 )
 
 // peerBinaries returns the paths of etcd and kube-apiserver in dir, or an error naming what is missing.
 func peerBinaries(dir string) (etcd, apiserver string, err error) {
-	var missing []string
-	find := func(name string) string {
-		p := filepath.Join(dir, name)
+	paths := []string{filepath.Join(dir, "etcd"), filepath.Join(dir, "kube-apiserver")}
+	for _, p := range paths {
 		if fi, err := os.Stat(p); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
-			missing = append(missing, p)
+			return "", "", fmt.Errorf("-peer: no executable %s: run `make testbin`", p)
 		}
-		return p
 	}
-	etcd, apiserver = find("etcd"), find("kube-apiserver")
-	if len(missing) > 0 {
-		return "", "", fmt.Errorf("-peer: no executable %s: run `make testbin`", strings.Join(missing, " or "))
-	}
-	return etcd, apiserver, nil
+	return paths[0], paths[1], nil
 }
 
 // shootCRD is the peer's Shoot kind: core.gardener.cloud/v1beta1 Shoot with a status subresource and a permissive
@@ -129,37 +125,10 @@ func startPeer(dir, testbin string) (*target, error) {
 
 // childPIDs returns the pids of this process's children whose command is one of names.
 func childPIDs(names ...string) []int {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
-	self := os.Getpid()
 	var pids []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		data, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		s := string(data)
-		open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
-		if open < 0 || end < open {
-			continue
-		}
-		f := strings.Fields(s[end+1:])
-		if len(f) < 2 {
-			continue
-		}
-		if ppid, _ := strconv.Atoi(f[1]); ppid != self {
-			continue
-		}
-		for _, n := range names {
-			if s[open+1:end] == n {
-				pids = append(pids, pid)
-			}
+	for _, p := range procstat.Processes() {
+		if p.PPID == os.Getpid() && slices.Contains(names, p.Comm) {
+			pids = append(pids, p.PID)
 		}
 	}
 	return pids
