@@ -245,7 +245,8 @@ func (c *Collection) planUpdate(cur, req Object, status bool) (plan, error) {
 	}
 	nm := c.shape.metaOf(next)
 	nm.ResourceVersion = ""
-	if c.shape.sameObject(next, cur) {
+	// A moved generation is a change: only an update that keeps it may be a no-op (one comparison less per write).
+	if nm.Generation == cm.GetGeneration() && c.shape.sameObject(next, cur) {
 		return plan{result: clone(cur)}, nil
 	}
 	if nm.DeletionTimestamp != nil && len(nm.Finalizers) == 0 {
