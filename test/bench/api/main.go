@@ -1288,7 +1288,7 @@ func prerequisites() []prerequisite {
 	machineType := func(name, cpu, mem string) obj {
 		return obj{"name": name, "cpu": cpu, "gpu": "0", "memory": mem, "usable": true, "architecture": "amd64"}
 	}
-	return []prerequisite{
+	out := []prerequisite{
 		{"/api/v1/namespaces", obj{"apiVersion": "v1", "kind": "Namespace", "metadata": obj{
 			"name":        namespace,
 			"labels":      obj{"gardener.cloud/role": "project", "project.gardener.cloud/name": "dev"},
@@ -1335,13 +1335,26 @@ func prerequisites() []prerequisite {
 			"type":       "Opaque",
 			"stringData": obj{"accessKeyID": "AKIAIOSFODNN7EXAMPLE", "secretAccessKey": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"},
 		}},
-		{"/apis/security.gardener.cloud/v1alpha1/namespaces/" + namespace + "/credentialsbindings", obj{
-			"apiVersion": "security.gardener.cloud/v1alpha1", "kind": "CredentialsBinding",
-			"metadata":       obj{"name": "aws-account", "namespace": namespace},
-			"provider":       obj{"type": "aws"},
-			"credentialsRef": obj{"apiVersion": "v1", "kind": "Secret", "name": "aws-account", "namespace": namespace},
-		}},
+		credentialsBinding(),
 	}
+	// The shoots' spec.resources name a ConfigMap per team; the shoot reference controller wants them to exist.
+	for _, team := range teams {
+		out = append(out, prerequisite{"/api/v1/namespaces/" + namespace + "/configmaps", obj{"apiVersion": "v1", "kind": "ConfigMap",
+			"metadata": obj{"name": "audit-policy-" + team, "namespace": namespace},
+			"data":     obj{"policy": "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n"},
+		}})
+	}
+	return out
+}
+
+// credentialsBinding is the shoots' CredentialsBinding.
+func credentialsBinding() prerequisite {
+	return prerequisite{"/apis/security.gardener.cloud/v1alpha1/namespaces/" + namespace + "/credentialsbindings", obj{
+		"apiVersion": "security.gardener.cloud/v1alpha1", "kind": "CredentialsBinding",
+		"metadata":       obj{"name": "aws-account", "namespace": namespace},
+		"provider":       obj{"type": "aws"},
+		"credentialsRef": obj{"apiVersion": "v1", "kind": "Secret", "name": "aws-account", "namespace": namespace},
+	}}
 }
 
 var (
