@@ -85,8 +85,9 @@ type Config struct {
 	// those in the logs and in docs/controller-manager.md (for example shoot-statuslabel, project-stale).
 	Controllers []string
 	// Loops is the share of the replica its scheduler and controller-manager loops get (controller.Lane): at most
-	// Seats reconciliations at once, started at QPS per second (Burst at once). Zero fields: at most half the CPUs
-	// (at least 2) and 100/s with bursts of 200, about what gardener-controller-manager's client connection allows.
+	// Seats reconciliations at once, writing to the store at QPS per second (Burst at once). Zero fields: at most
+	// half the CPUs (at least 2) and 100 writes/s with bursts of 200, about what gardener-controller-manager's client
+	// connection allows.
 	Loops controller.LaneConfig
 	// DisableScheduler leaves shoots without spec.seedName unplaced (the scheduler, package scheduler, runs in the
 	// replica that wins its own election otherwise).
@@ -221,8 +222,8 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 		return nil
 	})
 	fs.IntVar(&c.Loops.Seats, "loop-seats", 0, "reconciliations the scheduler and controller-manager loops run at once, all together (default half the CPUs, at least 2)")
-	fs.Float64Var(&c.Loops.QPS, "loop-qps", 0, "reconciliations the loops start per second, all together (default 100)")
-	fs.IntVar(&c.Loops.Burst, "loop-burst", 0, "reconciliations the loops may start at once above --loop-qps (default 200)")
+	fs.Float64Var(&c.Loops.QPS, "loop-qps", 0, "writes per second of the loops to the store, all together (default 100)")
+	fs.IntVar(&c.Loops.Burst, "loop-burst", 0, "writes the loops may make at once above --loop-qps (default 200)")
 	fs.BoolVar(&c.DisableScheduler, "disable-scheduler", false, "do not place shoots without spec.seedName on seeds")
 	fs.DurationVar(&c.MaxTokenLifetime, "max-token-lifetime", 0, "longest lifetime of an AccessToken, e.g. 2160h (default: no maximum; tokens live 90 days unless their create asks otherwise)")
 	fs.StringVar(&c.BackupDir, "backup-dir", "", "directory the leader stores etcd snapshots of the garden in (empty: no backups)")

@@ -222,11 +222,11 @@ func (c *Controller) processNext(ctx context.Context) bool {
 		return false
 	}
 	defer c.queue.Done(key)
-	leave, err := laneOf(ctx).enter(ctx)
+	rctx, leave, err := laneOf(ctx).enter(ctx)
 	if err != nil {
 		return true // ctx ended: Run shuts the queue down
 	}
-	res, err := c.reconcile(ctx, key)
+	res, err := c.reconcile(rctx, key)
 	leave()
 	switch {
 	case ctx.Err() != nil:

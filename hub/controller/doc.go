@@ -15,7 +15,7 @@
 // per-key exponential backoff (Config.RetryMin to RetryMax), or a Result asking to look again after a while. Keys are
 // deduplicated while waiting, so a burst of changes costs one reconciliation.
 //
-// Lane. Controllers whose Run context carries a Lane (WithLane) share its seats and its rate of starts: the hub
+// Lane. Controllers whose Run context carries a Lane (WithLane) share its seats and its rate of store writes: the hub
 // runs its scheduler and controller-manager in one lane, a bounded share beside its API, as API Priority and
 // Fairness and client-go's rate limits bound Gardener's controllers.
 //

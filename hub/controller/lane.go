@@ -6,14 +6,17 @@ import (
 	"fmt"
 
 	"golang.org/x/time/rate"
+
+	"github.com/trellis-dev/trellis/hub/store"
 )
 
 // Lane is the share of the hub its own loops get: at most Seats reconciliations at once across every controller
-// running under it, started at no more than QPS per second (Burst at once). It plays the part kube-apiserver's API
-// Priority and Fairness and client-go's rate limits play for Gardener's controllers: the loops call the store
-// in-process, so their work is bounded where it starts, and under a burst of user writes they fall behind (their
-// queues deduplicate keys) instead of competing with the API for the CPU. A controller runs under the lane of its
-// Run context (WithLane); without one it is unbounded.
+// running under it, and their writes to the store at no more than QPS per second (Burst at once; reads come from the
+// watch cache and are free, as a controller-runtime client's cached reads are). It plays the part kube-apiserver's
+// API Priority and Fairness and client-go's rate limits play for Gardener's controllers: the loops call the store
+// in-process, so their work is bounded there, and under a burst of user writes they fall behind (their queues
+// deduplicate keys) instead of competing with the API for the CPU. A controller runs under the lane of its Run
+// context (WithLane); without one it is unbounded.
 type Lane struct {
 	seats   chan struct{}
 	limiter *rate.Limiter
@@ -23,7 +26,7 @@ type Lane struct {
 type LaneConfig struct {
 	// Seats is how many reconciliations run at once.
 	Seats int
-	// QPS and Burst bound how fast reconciliations start.
+	// QPS and Burst bound how fast the reconciliations write to the store.
 	QPS   float64
 	Burst int
 }
@@ -60,18 +63,16 @@ func laneOf(ctx context.Context) *Lane {
 	return l
 }
 
-// enter waits for a start and a seat; the returned function gives the seat back. It fails only when ctx ends.
-func (l *Lane) enter(ctx context.Context) (leave func(), err error) {
+// enter waits for a seat and returns the context the reconciliation runs in, whose store writes wait for the lane's
+// rate, and the function giving the seat back. It fails only when ctx ends.
+func (l *Lane) enter(ctx context.Context) (_ context.Context, leave func(), err error) {
 	if l == nil {
-		return func() {}, nil
-	}
-	if err := l.limiter.Wait(ctx); err != nil {
-		return nil, err
+		return ctx, func() {}, nil
 	}
 	select {
 	case l.seats <- struct{}{}:
-		return func() { <-l.seats }, nil
+		return store.WithWriteLimiter(ctx, l.limiter), func() { <-l.seats }, nil
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return nil, nil, ctx.Err()
 	}
 }

@@ -92,6 +92,9 @@ func (c *Collection) create(ctx context.Context, obj Object, dryRun bool) (_ Obj
 		if err != nil {
 			return nil, c.internal("create", err)
 		}
+		if err := waitWrite(ctx); err != nil {
+			return nil, err
+		}
 		resp, err := c.store.client.Txn(ctx).
 			If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
 			Then(clientv3.OpPut(key, string(val))).
@@ -402,6 +405,9 @@ func (c *Collection) guaranteed(ctx context.Context, namespace, name string, dry
 				return nil, false, c.internal("update", err)
 			}
 			op = clientv3.OpPut(key, string(val))
+		}
+		if err := waitWrite(ctx); err != nil {
+			return nil, false, err
 		}
 		resp, err := c.store.client.Txn(ctx).
 			If(clientv3.Compare(clientv3.ModRevision(key), "=", curRev)).
