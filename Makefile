@@ -213,9 +213,12 @@ fuzz:
 			(cd $$dir && $$bin -test.run '^$$' -test.fuzz "^$$f$$" -test.fuzztime $(FUZZTIME) -test.fuzzcachedir $$cache/$$pkg/$$f); \
 		done; done
 
-## bench-api: REST benchmark of 10,000 realistic shoots against a real hub (create, get, update, list, watch, apply, delete).
+## bench-api: REST benchmark of 10,000 realistic shoots against a real hub (create, get, update, patch, list, watch,
+## apply, delete); with kube-apiserver and etcd in bin/testbin (make testbin) also against them serving a Shoot CRD
+## (-peer), phase by phase in turn, with the ratios. BENCH_ARGS="-loops" adds a hub with its loops on.
+BENCH_API_PEER = $(if $(and $(wildcard bin/testbin/kube-apiserver),$(wildcard bin/testbin/etcd)),-peer)
 bench-api: build
-	$(GO) run ./test/bench/api $(BENCH_ARGS)
+	$(GO) run ./test/bench/api $(BENCH_API_PEER) $(BENCH_ARGS)
 
 ## bench-cli: trellisctl's start-up (first byte of `trellisctl version`, 200 runs) beside kubectl's
 ## (`kubectl version --client`, k8s.io/kubernetes $(KUBE_VERSION), built into the testbin cache the first time, about

@@ -9,12 +9,12 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/trellis-dev/trellis/tracing"
 	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -25,9 +25,11 @@ import (
 	"github.com/trellis-dev/trellis/hub/audit"
 	"github.com/trellis-dev/trellis/hub/auth"
 	"github.com/trellis-dev/trellis/hub/componentconfig"
+	"github.com/trellis-dev/trellis/hub/controller"
 	"github.com/trellis-dev/trellis/hub/pki"
 	"github.com/trellis-dev/trellis/hub/store"
 	"github.com/trellis-dev/trellis/hub/tunnel"
+	"github.com/trellis-dev/trellis/tracing"
 )
 
 // Config configures a hub. The zero value plus Default serves on 127.0.0.1:8443 with data in ./trellis-data.
@@ -95,6 +97,11 @@ type Config struct {
 	// enables a controller, "-name" disables it, "*" enables every controller not named. Empty: "*". The names are
 	// those in the logs and in docs/controller-manager.md (for example shoot-statuslabel, project-stale).
 	Controllers []string
+	// Loops is the share of the replica its scheduler and controller-manager loops get (controller.Lane): at most
+	// Seats reconciliations at once, writing to the store at QPS per second (Burst at once). Zero fields: at most
+	// half the CPUs (at least 2) and 100 writes/s with bursts of 200, about what gardener-controller-manager's client
+	// connection allows.
+	Loops controller.LaneConfig
 	// DisableScheduler leaves shoots without spec.seedName unplaced (the scheduler, package scheduler, runs in the
 	// replica that wins its own election otherwise).
 	DisableScheduler bool
@@ -138,6 +145,15 @@ func (c *Config) Default() {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.Loops.Seats == 0 {
+		c.Loops.Seats = max(2, runtime.NumCPU()/2)
+	}
+	if c.Loops.QPS == 0 {
+		c.Loops.QPS = 100
+	}
+	if c.Loops.Burst == 0 {
+		c.Loops.Burst = 200
 	}
 }
 
@@ -195,6 +211,9 @@ func (c *Config) Validate() error {
 	if err := c.Audit.Validate(); err != nil {
 		errs = append(errs, err)
 	}
+	if err := c.Loops.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("loop-seats, loop-qps and loop-burst: %w", err))
+	}
 	return errors.Join(errs...)
 }
 
@@ -234,6 +253,9 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 		c.Controllers = strings.Split(s, ",")
 		return nil
 	})
+	fs.IntVar(&c.Loops.Seats, "loop-seats", 0, "reconciliations the scheduler and controller-manager loops run at once, all together (default half the CPUs, at least 2)")
+	fs.Float64Var(&c.Loops.QPS, "loop-qps", 0, "writes per second of the loops to the store, all together (default 100)")
+	fs.IntVar(&c.Loops.Burst, "loop-burst", 0, "writes the loops may make at once above --loop-qps (default 200)")
 	fs.BoolVar(&c.DisableScheduler, "disable-scheduler", false, "do not place shoots without spec.seedName on seeds")
 	fs.BoolVar(&c.RequireRegisteredExtensions, "require-registered-extensions", false, "refuse shoots whose provider, networking, DNS, extension, container runtime or operating system types no ControllerRegistration registers, as Gardener does")
 	fs.DurationVar(&c.MaxTokenLifetime, "max-token-lifetime", 0, "longest lifetime of an AccessToken, e.g. 2160h (default: no maximum; tokens live 90 days unless their create asks otherwise)")
@@ -413,9 +435,17 @@ func (h *Hub) Run(ctx context.Context) error {
 	run("seed graph", graph.run(registry, h.log.With("component", "seedgraph")))
 	run("agent link", link.Run)
 	run("CA watch", func(ctx context.Context) error { return trust.watch(ctx, st.Client(), st.Prefix()+"/pki/ca") })
-	run("leader election", leader.Run)
+	// The leader's loops and the scheduler run in one lane, a bounded share of the replica beside the API.
+	lane, err := controller.NewLane(h.cfg.Loops)
+	if err != nil {
+		return err
+	}
+	inLane := func(fn func(context.Context) error) func(context.Context) error {
+		return func(ctx context.Context) error { return fn(controller.WithLane(ctx, lane)) }
+	}
+	run("leader election", inLane(leader.Run))
 	if sched := h.newScheduler(st, registry); sched != nil {
-		run("scheduler election", sched)
+		run("scheduler election", inLane(sched))
 	}
 	if srv.tunnelLis != nil {
 		run("tunnel listener", func(ctx context.Context) error { return tunnels.Serve(ctx, srv.tunnelLis) })

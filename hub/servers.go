@@ -37,6 +37,7 @@ import (
 	"github.com/trellis-dev/trellis/hub/table"
 	"github.com/trellis-dev/trellis/hub/tunnel"
 	"github.com/trellis-dev/trellis/proto/tunnelwire"
+	"github.com/trellis-dev/trellis/tracing"
 )
 
 // serviceSet collects the gRPC services the parts register (the kinds', the agent link's) so that the servers, built
@@ -76,15 +77,19 @@ type servers struct {
 // (authentication, request ids, error mapping, metrics); every other request through the handlers.
 func (h *Hub) newServers(ctx context.Context, trust *trust, ca *pki.Authority, authn *auth.Authenticator, services serviceSet, reg *api.Registry, st *store.Store, m *metrics, auditor *audit.Auditor, tunnels *tunnel.Tunnels, link *agentlink.Server, routes ...api.Routes) (*servers, error) {
 	ic := &interceptors{authn: authn, metrics: m, errors: api.Errors{Log: h.log.With("component", "api")}, auditor: auditor}
-	grpcOpts := []grpc.ServerOption{
-		// Tracing first, so that the calls' spans hold the interceptors' work (admission, store writes).
-		grpc.StatsHandler(otelgrpc.NewServerHandler()),
+	var grpcOpts []grpc.ServerOption
+	if tracing.Enabled() {
+		// Tracing first, so that the calls' spans hold the interceptors' work (admission, store writes). Without
+		// tracing the stats handler is left out: it would cost every call a no-op span and its attributes.
+		grpcOpts = append(grpcOpts, grpc.StatsHandler(otelgrpc.NewServerHandler()))
+	}
+	grpcOpts = append(grpcOpts,
 		grpc.ChainUnaryInterceptor(ic.unary),
 		grpc.ChainStreamInterceptor(ic.stream),
-		grpc.MaxRecvMsgSize(16 << 20),
+		grpc.MaxRecvMsgSize(16<<20),
 		// The protobuf codec, but tunnels' frames are decoded with one copy instead of two (docs/tunnels.md).
 		grpc.ForceServerCodecV2(tunnelwire.Codec),
-	}
+	)
 	s := &servers{grpc: grpc.NewServer(grpcOpts...)}
 	services.registerOn(s.grpc)
 	if h.cfg.GRPCListen != "" || h.cfg.GRPCListener != nil {
@@ -111,8 +116,12 @@ func (h *Hub) newServers(ctx context.Context, trust *trust, ca *pki.Authority, a
 	if err != nil {
 		return nil, err
 	}
+	restHandler := withRequestID(withAudit(auditor, rest))
+	if tracing.Enabled() {
+		restHandler = otelhttp.NewHandler(restHandler, "rest")
+	}
 	s.https = &http.Server{
-		Handler:           grpcOr(s.grpc, otelhttp.NewHandler(withRequestID(withAudit(auditor, rest)), "rest")),
+		Handler:           grpcOr(s.grpc, restHandler),
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(h.log.Handler(), slog.LevelDebug),
 		TLSConfig:         httpsTLS,

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
@@ -77,8 +78,20 @@ func Setup(ctx context.Context, cfg Config) (shutdown func(context.Context) erro
 	)
 	otel.SetTracerProvider(tp)
 	otel.SetTextMapPropagator(propagation.TraceContext{})
-	return tp.Shutdown, nil
+	enabled.Store(true)
+	return func(ctx context.Context) error {
+		enabled.Store(false)
+		return tp.Shutdown(ctx)
+	}, nil
 }
+
+// enabled is whether Setup installed a TracerProvider (and its shutdown has not run).
+var enabled atomic.Bool
+
+// Enabled says whether tracing is on in this process (Setup installed a TracerProvider). Servers leave their tracing
+// middleware out when it is off, so that tracing costs nothing then: no span contexts, propagator reads or wrapped
+// response writers per request.
+func Enabled() bool { return enabled.Load() }
 
 // Traceparent is the W3C traceparent of the span in ctx; "" when ctx holds no sampled span.
 func Traceparent(ctx context.Context) string {

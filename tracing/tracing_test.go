@@ -3,6 +3,7 @@ package tracing_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
@@ -59,4 +60,31 @@ func FuzzWithTraceparent(f *testing.F) {
 			t.Fatalf("%q read back as %q, which does not round-trip", h, out)
 		}
 	})
+}
+
+// TestEnabledFollowsSetup: Enabled is true from Setup with tracing on until its shutdown, and never with it off, so
+// that servers leave their tracing middleware out when nothing would record.
+func TestEnabledFollowsSetup(t *testing.T) {
+	ctx := context.Background()
+	stop, err := tracing.Setup(ctx, tracing.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tracing.Enabled() {
+		t.Fatal("enabled with tracing off")
+	}
+	_ = stop(ctx)
+	stop, err = tracing.Setup(ctx, tracing.Config{Enabled: true, ServiceName: "test", Endpoint: "127.0.0.1:1", Insecure: true, SamplingRatio: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !tracing.Enabled() {
+		t.Fatal("not enabled after Setup with tracing on")
+	}
+	sctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	_ = stop(sctx)
+	if tracing.Enabled() {
+		t.Fatal("still enabled after the shutdown")
+	}
 }

@@ -545,6 +545,10 @@ func (s *Server[T, L, E, PE]) update(ctx context.Context, obj T, sub string) (T,
 			return zero, err
 		}
 	}
+	// A stale resourceVersion fails before validation and copies (once authorized: a Conflict tells the object exists).
+	if err := s.coll.Outdated(md.GetNamespace(), md.GetName(), md.GetResourceVersion()); err != nil {
+		return zero, err
+	}
 	// Validation runs against the state the write applies to (again when a concurrent write intervened).
 	reset := metadataTrue(ctx, gateway.MetadataResetManagedFields)
 	out, err := w.GuaranteedUpdate(ctx, md.GetNamespace(), md.GetName(), status, func(cur store.Object) (store.Object, error) {

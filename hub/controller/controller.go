@@ -222,7 +222,12 @@ func (c *Controller) processNext(ctx context.Context) bool {
 		return false
 	}
 	defer c.queue.Done(key)
-	res, err := c.reconcile(ctx, key)
+	rctx, leave, err := laneOf(ctx).enter(ctx)
+	if err != nil {
+		return true // ctx ended: Run shuts the queue down
+	}
+	res, err := c.reconcile(rctx, key)
+	leave()
 	switch {
 	case ctx.Err() != nil:
 	case err != nil:

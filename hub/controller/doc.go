@@ -15,6 +15,13 @@
 // per-key exponential backoff (Config.RetryMin to RetryMax), or a Result asking to look again after a while. Keys are
 // deduplicated while waiting, so a burst of changes costs one reconciliation.
 //
+// Lane. Controllers whose Run context carries a Lane (WithLane) share its seats and its rate of store writes: the hub
+// runs its scheduler and controller-manager in one lane, a bounded share beside its API, as API Priority and
+// Fairness and client-go's rate limits bound Gardener's controllers.
+//
+// Events. Recorder writes Kubernetes Events, aggregating repetitions into a count; with Coalesce it writes one
+// event at most once per window and counts the repetitions in between in memory.
+//
 // Time. Every wait (backoff, requeue after, resync) uses Config.Clock, so tests drive controllers with a fake clock
 // (k8s.io/utils/clock/testing).
 //

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -38,6 +39,57 @@ type Recorder struct {
 	Clock clock.PassiveClock
 	// Log receives failures to record (default discarded).
 	Log *slog.Logger
+	// Coalesce, when set, bounds how often one event is written: a repetition within Coalesce of the event's last
+	// write is only counted in memory, and the count goes out with the first repetition after that. A controller
+	// retrying a failing object with backoff then writes its event about once per Coalesce instead of once per
+	// attempt — what the spam filter and the series of Kubernetes' recorders do. Counts of repetitions that are
+	// never followed by one after the window are not written (as events the spam filter drops are not).
+	Coalesce time.Duration
+
+	mu     sync.Mutex
+	recent map[string]*recentEvent // by namespace/name of the Event, with Coalesce
+}
+
+// recentEvent is an event written lately and the repetitions not written since.
+type recentEvent struct {
+	written time.Time
+	pending int32
+}
+
+// maxRecent bounds the events a Recorder remembers for Coalesce.
+const maxRecent = 8192
+
+// coalesce says how many occurrences to write now for the event at key (namespace/name), 0 for none (counted).
+func (r *Recorder) coalesce(key string, now time.Time) int32 {
+	if r.Coalesce <= 0 {
+		return 1
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e := r.recent[key]
+	if e != nil && now.Sub(e.written) < r.Coalesce {
+		e.pending++
+		return 0
+	}
+	n := int32(1)
+	if e != nil {
+		n += e.pending
+	}
+	if r.recent == nil || len(r.recent) >= maxRecent {
+		for k, old := range r.recent {
+			if now.Sub(old.written) >= r.Coalesce {
+				delete(r.recent, k)
+			}
+		}
+		if len(r.recent) >= maxRecent {
+			clear(r.recent)
+		}
+		if r.recent == nil {
+			r.recent = map[string]*recentEvent{}
+		}
+	}
+	r.recent[key] = &recentEvent{written: now}
+	return n
 }
 
 // Eventf records an event about obj (apiVersion and kind are those of its message type as Gardener names them).
@@ -58,10 +110,14 @@ func (r *Recorder) Eventf(ctx context.Context, obj store.Object, eventType, reas
 	if r.Clock != nil {
 		now = r.Clock.Now()
 	}
+	count := r.coalesce(ns+"/"+name, now)
+	if count == 0 {
+		return
+	}
 	ts := timestamppb.New(now.Truncate(time.Second))
 	_, err := r.Events.GuaranteedUpdate(ctx, ns, name, false, func(cur store.Object) (store.Object, error) {
 		ev := cur.(*kcorev1.Event)
-		ev.Count = proto.Int32(ev.GetCount() + 1)
+		ev.Count = proto.Int32(ev.GetCount() + count)
 		ev.LastTimestamp = ts
 		return ev, nil
 	})
@@ -70,7 +126,7 @@ func (r *Recorder) Eventf(ctx context.Context, obj store.Object, eventType, reas
 			Metadata: &metav1.ObjectMeta{Namespace: ns, Name: name},
 			InvolvedObject: &metav1.ObjectReference{ApiVersion: apiVersion, Kind: kind, Namespace: md.GetNamespace(),
 				Name: md.GetName(), Uid: md.GetUid(), ResourceVersion: md.GetResourceVersion()},
-			Type: eventType, Reason: reason, Message: msg, Count: proto.Int32(1),
+			Type: eventType, Reason: reason, Message: msg, Count: proto.Int32(count),
 			FirstTimestamp: ts, LastTimestamp: ts,
 			Source:             &kcorev1.EventSource{Component: r.Component},
 			ReportingComponent: r.Component,

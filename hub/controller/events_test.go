@@ -49,3 +49,37 @@ func TestRecorderAggregatesRepeats(t *testing.T) {
 		t.Errorf("events of the cluster-scoped seed: %v", d)
 	}
 }
+
+// TestRecorderCoalesces: with Coalesce, repetitions within the window are counted, not written, and go out with the
+// first repetition after it.
+func TestRecorderCoalesces(t *testing.T) {
+	ctx := context.Background()
+	events := controllertest.Collection(t, controllertest.NewRegistry(t), "", "events")
+	clk := clocktesting.NewFakePassiveClock(time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC))
+	r := &controller.Recorder{Events: events, Component: "test-controller", Clock: clk, Coalesce: time.Minute}
+	shoot := &corev1beta1.Shoot{Metadata: &metav1.ObjectMeta{Namespace: "garden-dev", Name: "s", Uid: "u1"}}
+	count := func() (int32, string) {
+		got := controllertest.Events(t, events, "garden-dev", "", "")
+		if len(got) != 1 {
+			t.Fatalf("events: %v, want one", got)
+		}
+		return got[0].GetCount(), got[0].GetMetadata().GetResourceVersion()
+	}
+	r.Eventf(ctx, shoot, controller.EventWarning, "SchedulingFailed", "no seed")
+	n, rv := count()
+	if n != 1 {
+		t.Fatalf("count %d after the first event", n)
+	}
+	for range 3 {
+		clk.SetTime(clk.Now().Add(10 * time.Second))
+		r.Eventf(ctx, shoot, controller.EventWarning, "SchedulingFailed", "no seed")
+	}
+	if n, rv2 := count(); n != 1 || rv2 != rv {
+		t.Fatalf("repetitions within the window were written: count %d, resourceVersion %s → %s", n, rv, rv2)
+	}
+	clk.SetTime(clk.Now().Add(time.Minute))
+	r.Eventf(ctx, shoot, controller.EventWarning, "SchedulingFailed", "no seed")
+	if n, _ := count(); n != 5 {
+		t.Fatalf("count %d after the window, want 5 (1 written, 3 counted, 1 now)", n)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -32,6 +33,10 @@ const (
 	// maxReservations bounds how often one decision is taken again because another worker reserved the same seed
 	// first (each time one of them made progress).
 	maxReservations = 100
+	// failureRefresh bounds how often the same scheduling failure of a shoot is written: its SchedulingFailed event
+	// (controller.Recorder.Coalesce) and its lastOperation, whose lastUpdateTime alone would change. A shoot that
+	// stays unschedulable is retried with backoff as in Gardener, but its retries within a minute write nothing.
+	failureRefresh = time.Minute
 )
 
 // errContention: a decision could not reserve its seed, others always got there first.
@@ -240,8 +245,10 @@ func eventObject(s *corev1beta1.Shoot) *corev1beta1.Shoot {
 }
 
 // reportFailed records why the shoot could not be scheduled, as Gardener does: a SchedulingFailed event and
-// status.lastOperation {Create, Pending, description}. Failing to record is logged, not returned: the
-// reconciliation's own error is what gets retried.
+// status.lastOperation {Create, Pending, description}. Unlike Gardener, the same failure is written at most once per
+// failureRefresh (events aggregated as Kubernetes' recorder does, no write that would only move lastUpdateTime), so
+// that many unschedulable shoots retried with backoff do not keep the API busy. Failing to record is logged, not
+// returned: the reconciliation's own error is what gets retried.
 func (r *reconciler) reportFailed(ctx context.Context, shoot *corev1beta1.Shoot, cause error, log *slog.Logger) {
 	if ctx.Err() != nil {
 		return
@@ -261,8 +268,13 @@ func (r *reconciler) reportFailed(ctx context.Context, shoot *corev1beta1.Shoot,
 			s.Status.LastOperation = &metav1.LastOperation{}
 		}
 		op := s.Status.LastOperation
+		now := r.clock.Now()
+		if op.Type == "Create" && op.State == "Pending" && op.Description == description && op.LastUpdateTime != nil &&
+			now.Sub(op.LastUpdateTime.AsTime()) < failureRefresh {
+			return nil, nil // recorded lately: no write that only moves lastUpdateTime
+		}
 		op.Type, op.State, op.Description = "Create", "Pending", description
-		op.LastUpdateTime = timestamppb.New(r.clock.Now())
+		op.LastUpdateTime = timestamppb.New(now)
 		return s, nil
 	})
 	if err != nil && !apierrors.IsNotFound(err) && ctx.Err() == nil {

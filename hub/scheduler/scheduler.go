@@ -114,7 +114,8 @@ func New(cfg Config) (*Controllers, error) {
 	}
 	log := cfg.Log.With("controller", "shoot-scheduler")
 	u := newUsage(c.shoots, cfg.Clock, log)
-	events := newEventSink(&controller.Recorder{Events: c.events, Component: EventComponent, Clock: cfg.Clock, Log: log}, cfg.Workers, log)
+	events := newEventSink(&controller.Recorder{Events: c.events, Component: EventComponent, Clock: cfg.Clock, Log: log,
+		Coalesce: failureRefresh}, cfg.Workers, log)
 	schedule, err := controller.New(controller.Config{
 		Name: "shoot-scheduler", Workers: cfg.Workers, RetryMin: cfg.RetryMin, RetryMax: cfg.RetryMax,
 		Clock: cfg.Clock, Log: cfg.Log,

@@ -186,6 +186,24 @@ func (c *Collection) CachedEncoding(obj Object, encode func(Object) ([]byte, err
 	return data, nil
 }
 
+// Outdated returns Conflict when resourceVersion, an update's precondition, cannot hold because the cached object is
+// already newer (resourceVersions only grow); nil when it may hold (the cache may lag behind: the write's
+// compare-and-swap decides). Writers check it before the work of a write (validation, copies, admission), so that an
+// update from a stale read, common when controllers write the same objects, fails cheaply.
+func (c *Collection) Outdated(namespace, name, resourceVersion string) error {
+	if resourceVersion == "" {
+		return nil
+	}
+	want, err := strconv.ParseInt(resourceVersion, 10, 64)
+	if err != nil {
+		return nil // the write's own checks name the bad value
+	}
+	if cur := c.cache.get(objectKey(namespace, name)); cur != nil && revisionOf(cur) > want {
+		return c.conflict(name)
+	}
+	return nil
+}
+
 // AtLeast waits until the cache has reached resourceVersion, Kubernetes' "not older than" for a get or list with a
 // resourceVersion: "" and "0" need nothing beyond what reads do anyway; a revision not reached within a few seconds
 // is a Timeout error ("Too large resource version"), as kube-apiserver answers.

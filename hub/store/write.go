@@ -39,7 +39,7 @@ func (c *Collection) Create(ctx context.Context, obj Object) (Object, error) {
 // create is Create, or its dry run: the same checks and server-owned fields, the name's existence read from etcd,
 // and nothing written; the result then has no resourceVersion.
 func (c *Collection) create(ctx context.Context, obj Object, dryRun bool) (_ Object, err error) {
-	ctx, span := tracer.Start(ctx, "store.Create "+c.gr.String())
+	ctx, span := c.startSpan(ctx, "store.Create")
 	defer func() { endSpan(span, err) }()
 	if obj == nil {
 		return nil, apierrors.NewBadRequest("no object")
@@ -92,6 +92,9 @@ func (c *Collection) create(ctx context.Context, obj Object, dryRun bool) (_ Obj
 		val, err := c.encode(key, obj)
 		if err != nil {
 			return nil, c.internal("create", err)
+		}
+		if err := waitWrite(ctx); err != nil {
+			return nil, err
 		}
 		resp, err := c.store.client.Txn(ctx).
 			If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
@@ -250,7 +253,8 @@ func (c *Collection) planUpdate(cur, req Object, status bool) (plan, error) {
 	}
 	nm := c.shape.metaOf(next)
 	nm.ResourceVersion = ""
-	if c.shape.sameObject(next, cur) {
+	// A moved generation is a change: only an update that keeps it may be a no-op (one comparison less per write).
+	if nm.Generation == cm.GetGeneration() && c.shape.sameObject(next, cur) {
 		return plan{result: clone(cur)}, nil
 	}
 	if nm.DeletionTimestamp != nil && len(nm.Finalizers) == 0 {
@@ -333,7 +337,7 @@ type plan struct {
 // dry runs answer.
 func (c *Collection) guaranteed(ctx context.Context, namespace, name string, dryRun bool, decide func(cur Object) (plan, error)) (_ Object, _ bool, err error) {
 	requested := trace.SpanContextFromContext(ctx).IsSampled() // a traced request's write, not a hub loop's
-	ctx, span := tracer.Start(ctx, "store.Update "+c.gr.String())
+	ctx, span := c.startSpan(ctx, "store.Update")
 	defer func() { endSpan(span, err) }()
 	objKey := objectKey(namespace, name)
 	key := c.prefix + objKey
@@ -407,6 +411,9 @@ func (c *Collection) guaranteed(ctx context.Context, namespace, name string, dry
 				return nil, false, c.internal("update", err)
 			}
 			op = clientv3.OpPut(key, string(val))
+		}
+		if err := waitWrite(ctx); err != nil {
+			return nil, false, err
 		}
 		resp, err := c.store.client.Txn(ctx).
 			If(clientv3.Compare(clientv3.ModRevision(key), "=", curRev)).

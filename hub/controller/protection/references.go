@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 
@@ -99,43 +100,57 @@ func (r *referenceReconciler) Reconcile(ctx context.Context, key controller.Key)
 }
 
 // releaseUnreferenced removes the reference-protection finalizer from the user-managed Secrets and ConfigMaps of
-// namespace that no Shoot there references any more (shoot, being deleted and done, does not count).
+// namespace that no Shoot there references any more (shoot, being deleted and done, does not count). It looks at the
+// shoots only while some protected object is not yet known to be referenced, so that a namespace of many shoots
+// referencing the same few objects costs each reconciliation a scan of a few shoots, not of all of them.
 func (r *referenceReconciler) releaseUnreferenced(ctx context.Context, namespace string, shoot *corev1beta1.Shoot) error {
+	type protected struct {
+		col   *store.Collection
+		names map[string]bool // protected and not known to be referenced
+	}
+	secrets := protected{r.c.secrets, map[string]bool{}}
+	configMaps := protected{r.c.configMaps, map[string]bool{}}
+	for _, p := range []protected{secrets, configMaps} {
+		res, err := p.col.List(ctx, namespace, store.ListOptions{})
+		if err != nil {
+			return err
+		}
+		for _, o := range res.Items {
+			om := o.GetMetadata()
+			if !slices.Contains(om.GetFinalizers(), FinalizerReferenceProtection) {
+				continue
+			}
+			if p.col == r.c.secrets && om.GetLabels()[LabelGardenRole] != "" {
+				continue
+			}
+			p.names[om.GetName()] = true
+		}
+	}
+	if len(secrets.names)+len(configMaps.names) == 0 {
+		return nil
+	}
 	shoots, err := listAll[*corev1beta1.Shoot](ctx, r.c.shoots, namespace)
 	if err != nil {
 		return err
 	}
-	secrets, configMaps := map[string]bool{}, map[string]bool{}
 	for _, s := range shoots {
 		sm := s.GetMetadata()
 		if shoot != nil && sm.GetName() == shoot.GetMetadata().GetName() && sm.GetDeletionTimestamp() != nil && !slices.Contains(sm.GetFinalizers(), FinalizerGardener) {
 			continue
 		}
 		for _, n := range referencedSecrets(s) {
-			secrets[n] = true
+			delete(secrets.names, n)
 		}
 		for _, n := range referencedConfigMaps(s) {
-			configMaps[n] = true
+			delete(configMaps.names, n)
+		}
+		if len(secrets.names)+len(configMaps.names) == 0 {
+			return nil
 		}
 	}
-	for _, ref := range []struct {
-		col        *store.Collection
-		referenced map[string]bool
-		secret     bool
-	}{{r.c.secrets, secrets, true}, {r.c.configMaps, configMaps, false}} {
-		res, err := ref.col.List(ctx, namespace, store.ListOptions{})
-		if err != nil {
-			return err
-		}
-		for _, o := range res.Items {
-			om := o.GetMetadata()
-			if !slices.Contains(om.GetFinalizers(), FinalizerReferenceProtection) || ref.referenced[om.GetName()] {
-				continue
-			}
-			if ref.secret && om.GetLabels()[LabelGardenRole] != "" {
-				continue
-			}
-			if err := setFinalizer(ctx, ref.col, controller.Key{Namespace: namespace, Name: om.GetName()}, FinalizerReferenceProtection, false); err != nil {
+	for _, p := range []protected{secrets, configMaps} {
+		for _, name := range slices.Sorted(maps.Keys(p.names)) {
+			if err := setFinalizer(ctx, p.col, controller.Key{Namespace: namespace, Name: name}, FinalizerReferenceProtection, false); err != nil {
 				return err
 			}
 		}

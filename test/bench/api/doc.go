@@ -5,7 +5,9 @@
 //
 //	create  POST -n shoots
 //	get     GET -n shoots picked at random
-//	update  PUT every shoot with changed labels and its current resourceVersion
+//	update  PUT every shoot with changed labels and its current resourceVersion (on 409 Conflict: GET and PUT again,
+//	        as client-go's RetryOnConflict, counted in the phase's note)
+//	patch   JSON merge patch of a label and an annotation of every shoot
 //	list    -lists times the whole collection and -lists times with a label selector matching 10 %
 //	watch   one watcher on the collection from the resourceVersion after the creates: it first replays the updates,
 //	        then -watch-updates PUTs carry a send timestamp annotation and the watcher measures sent → received
@@ -16,8 +18,25 @@
 // kube-apiserver numbers recorded there, not measured in this run. Every loop is bounded by a count and a time limit,
 // and nothing leaves 127.0.0.1. The hub is stopped (and its data dir removed unless -keep) on exit or interrupt.
 //
-// With -n above the hub's --watch-window (10,000 events by default) the watch cannot resume from the revision after
-// the creates and the hub answers 410 Expired, as Kubernetes would; the run then reports the watch phase as failed.
+// The hub runs with its scheduler and controllers off (--disable-scheduler, no controllers). Targets besides it, each
+// phase run against every target in turn so that the machine's other load hits them alike, with a table of ratios at
+// the end (ops/s, latencies, and the servers' CPU time per operation, which the machine's other load disturbs less):
+//
+//	-peer   kube-apiserver + etcd from -testbin (make testbin), started through envtest, serving a Shoot CRD
+//	        (core.gardener.cloud/v1beta1, status subresource, a permissive schema: spec and status keep unknown
+//	        fields, so the peer validates the least it can); etcd syncs to disk as the hub's does. The peer gets the
+//	        same shoots; of the prerequisites only the namespace. make bench-api adds -peer when bin/testbin has
+//	        both binaries.
+//	-loops  a second hub with its scheduler and controller-manager on, three seeds that never become ready (no
+//	        agent), so every shoot stays unschedulable; its ratio to the hub with its loops off is the loops' cost.
+//
+// kube-apiserver's watch cache keeps fewer events than the hub's window, and the loops write the shoots besides the
+// workload: those targets are watched from the last revision the workload saw, without the replay. -cpuprofile DIR
+// saves CPU profiles of each hub during the write phases (create, update, patch, delete) from its
+// /debug/pprof/profile, -profile-seconds long.
+//
+// The hubs run with --watch-window 2n + -watch-updates (at least 10,000, the default) so that the watch can resume
+// from the revision after the creates.
 //
 // Run with `make bench-api BENCH_ARGS="-n 2000 -out /tmp/bench.json"` from the repository root (it needs
 // bin/trellis-hub, which make bench-api builds first). The exit code is 1 when any operation failed.

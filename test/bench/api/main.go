@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -38,6 +37,8 @@ const (
 	genLabel      = "bench.trellis.dev/generation"
 	statusLabel   = "shoot.gardener.cloud/status"
 	sentAtAnno    = "bench.trellis.dev/sent-at"
+	patchLabel    = "bench.trellis.dev/patched"
+	patchAnno     = "bench.trellis.dev/patched-at"
 	minShootBytes = 8000
 	maxShootBytes = 10240
 )
@@ -70,6 +71,15 @@ type config struct {
 	timeout      time.Duration
 	keep         bool
 	auditLevel   string
+	// peer runs the workload against kube-apiserver + etcd from testbin too; loops against a second hub with its
+	// scheduler and controllers on.
+	peer, loops bool
+	testbin     string
+	// compare is another hub binary (an earlier build) run as targets "before" (and "before+loops" with loops).
+	compare string
+	// cpuprofile is a directory for the hubs' CPU profiles of the write phases, profileFor their length.
+	cpuprofile string
+	profileFor time.Duration
 }
 
 func (c *config) validate() error {
@@ -94,6 +104,9 @@ func (c *config) validate() error {
 	default:
 		errs = append(errs, fmt.Errorf("-audit-level %q: must be None, Metadata, Request or RequestResponse", c.auditLevel))
 	}
+	if c.cpuprofile != "" && (c.profileFor < time.Second || c.profileFor > time.Minute) {
+		errs = append(errs, errors.New("-profile-seconds must be between 1s and 1m"))
+	}
 	if c.phaseLimit <= 0 || c.timeout <= 0 {
 		errs = append(errs, errors.New("-phase-limit and -timeout must be positive"))
 	}
@@ -113,6 +126,12 @@ func main() {
 	flag.DurationVar(&cfg.timeout, "timeout", 30*time.Minute, "time limit of the whole run")
 	flag.BoolVar(&cfg.keep, "keep", false, "keep the hub's data dir and log")
 	flag.StringVar(&cfg.auditLevel, "audit-level", "", "audit every request at this level to a file beside the hub's log (None, Metadata, Request, RequestResponse; empty: no audit log)")
+	flag.BoolVar(&cfg.peer, "peer", false, "run the same workload against kube-apiserver + etcd from -testbin serving a Shoot CRD, phase by phase in turn with the hub, and print the ratios")
+	flag.BoolVar(&cfg.loops, "loops", false, "run the same workload against a second hub with its scheduler and controllers on (3 seeds, the shoots unschedulable), in turn with the hub with its loops off, and print the ratios")
+	flag.StringVar(&cfg.compare, "compare", "", "another hub binary (an earlier build) to run the same workload against in the same run, as target \"before\" (and \"before+loops\" with -loops)")
+	flag.StringVar(&cfg.testbin, "testbin", "bin/testbin", "directory with etcd and kube-apiserver for -peer")
+	flag.StringVar(&cfg.cpuprofile, "cpuprofile", "", "directory for CPU profiles of the hubs during the write phases (create, update, patch, delete), from their /debug/pprof/profile")
+	flag.DurationVar(&cfg.profileFor, "profile-seconds", 5*time.Second, "length of each -cpuprofile profile, from the start of its phase")
 	tracing := flag.Bool("tracing", false, "run the hub with tracing at 100 % sampling, exporting to a span sink in the benchmark")
 	flag.Parse()
 	if *tracing {
@@ -138,6 +157,10 @@ func main() {
 	})
 }
 
+// loopsOff are the hub's flags that turn its scheduler and controller-manager loops off: a --controllers list
+// naming only a disabled controller enables none (kube-controller-manager's reading of the flag).
+var loopsOff = []string{"--disable-scheduler", "--controllers", "-event"}
+
 // run returns failed when some operation failed; err when the benchmark could not run at all.
 func run(ctx context.Context, cfg config) (failed bool, err error) {
 	bin, err := filepath.Abs(cfg.hubBin)
@@ -151,50 +174,139 @@ func run(ctx context.Context, cfg config) (failed bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	hubArgs, err := auditArgs(dir, cfg.auditLevel)
-	hubArgs = append(hubArgs, tracingArgs...)
-	if err != nil {
-		return false, err
-	}
-	h, err := startHub(ctx, bin, dir, hubArgs)
+	var targets []*target
 	defer func() {
-		if h != nil {
-			h.stop()
+		for _, t := range targets {
+			t.stop()
 		}
 		if cfg.keep {
-			fmt.Printf("kept %s (hub log: %s)\n", dir, filepath.Join(dir, "hub.log"))
+			fmt.Printf("kept %s (hub logs: %s)\n", dir, filepath.Join(dir, "*", "hub.log"))
 		} else {
 			_ = os.RemoveAll(dir)
 		}
 	}()
-	if err != nil {
+	// The watch replays the updates and patches from the revision after the creates: the hubs keep enough events.
+	window := []string{"--watch-window", strconv.Itoa(max(10000, 2*cfg.n+cfg.watchUpdates))}
+	var benches []*bench
+	addHub := func(name, bin string, loops bool) error {
+		hdir := filepath.Join(dir, name)
+		if err := os.MkdirAll(hdir, 0o700); err != nil {
+			return err
+		}
+		args, err := auditArgs(hdir, cfg.auditLevel)
+		if err != nil {
+			return err
+		}
+		args = append(append(args, tracingArgs...), window...)
+		prereqs := prerequisites
+		if loops {
+			prereqs = loopsPrerequisites
+		} else {
+			args = append(args, loopsOff...)
+		}
+		h, err := startHub(ctx, bin, hdir, args)
+		if err != nil {
+			return err
+		}
+		t := hubTarget(name, h, loops, prereqs)
+		targets = append(targets, t)
+		rep := newReport(cfg, name)
+		rep.StartupMs, rep.StartupBudgetMs, rep.StartupOK = ms(h.Startup), ms(startupBudget), h.Startup < startupBudget
+		fmt.Printf("%s: %s started (pid %d) at %s: ready after %s (budget < %s: %s)\n",
+			name, bin, h.PID(), h.URL, h.Startup.Round(time.Microsecond), startupBudget, verdict(rep.StartupOK))
+		benches = append(benches, newBench(cfg, t, rep))
+		return nil
+	}
+	if err := addHub("hub", bin, false); err != nil {
 		return false, err
 	}
-	rep := &report{
-		N: cfg.n, C: cfg.c, WatchUpdates: cfg.watchUpdates, Lists: cfg.lists, Seed: cfg.seed,
-		GoVersion: runtime.Version(), CPUs: runtime.NumCPU(),
-		StartupMs: ms(h.Startup), StartupBudgetMs: ms(startupBudget), StartupOK: h.Startup < startupBudget,
+	if cfg.loops {
+		if err := addHub("hub+loops", bin, true); err != nil {
+			return false, err
+		}
 	}
-	fmt.Printf("hub %s started (pid %d) at %s: ready after %s (budget < %s: %s)\n",
-		bin, h.PID(), h.URL, h.Startup.Round(time.Microsecond), startupBudget, verdict(rep.StartupOK))
-
-	b := &bench{cfg: cfg, hub: h, rep: rep, rv: make([]atomic.Int64, cfg.n), ackAt: make([]atomic.Int64, cfg.n)}
-	if err := b.setup(ctx); err != nil {
-		return false, err
+	if cfg.compare != "" {
+		before, err := filepath.Abs(cfg.compare)
+		if err != nil {
+			return false, err
+		}
+		if err := addHub("before", before, false); err != nil {
+			return false, err
+		}
+		if cfg.loops {
+			if err := addHub("before+loops", before, true); err != nil {
+				return false, err
+			}
+		}
 	}
-	if err := b.phases(ctx); err != nil {
-		return false, err
+	if cfg.peer {
+		t, err := startPeer(dir, cfg.testbin)
+		if err != nil {
+			return false, err
+		}
+		targets = append(targets, t)
+		benches = append(benches, newBench(cfg, t, newReport(cfg, t.name)))
 	}
-	rep.HubRSSBytes, rep.HubPeakRSSBytes = h.rss()
-	rep.HubLogProblems = h.logProblems(5)
-	b.print()
+	for _, b := range benches {
+		if err := b.setup(ctx); err != nil {
+			return false, fmt.Errorf("%s: %w", b.t.name, err)
+		}
+	}
+	// Each phase runs against every target in turn, so that the machine's load (shared with others) hits them alike.
+	for _, st := range steps {
+		for _, b := range benches {
+			if len(benches) > 1 {
+				fmt.Printf("%s:\n", b.t.name)
+			}
+			t0 := time.Now()
+			b.profile(ctx, st.name, func() { st.run(b, ctx) })
+			b.rep.Elapsed += time.Since(t0)
+		}
+	}
+	out := runReport{}
+	for _, b := range benches {
+		b.finishRun()
+		b.print()
+		out.Targets = append(out.Targets, b.rep)
+		failed = failed || b.rep.Errors > 0 || !b.rep.ShootSizeOK
+	}
+	if len(benches) > 1 {
+		out.Ratios = ratios(benches)
+		printRatios(out.Ratios)
+	}
 	if cfg.out != "" {
-		if err := benchcmd.WriteJSON(cfg.out, rep); err != nil {
+		if err := benchcmd.WriteJSON(cfg.out, out); err != nil {
 			return false, err
 		}
 		fmt.Printf("results written to %s\n", cfg.out)
 	}
-	return rep.Errors > 0 || !rep.ShootSizeOK, nil
+	return failed, nil
+}
+
+// runReport is what -out writes: the report of each target and, with more than one, their ratios.
+type runReport struct {
+	Targets []*report  `json:"targets"`
+	Ratios  []ratioRow `json:"ratios,omitempty"`
+}
+
+func newReport(cfg config, name string) *report {
+	return &report{
+		Target: name, N: cfg.n, C: cfg.c, WatchUpdates: cfg.watchUpdates, Lists: cfg.lists, Seed: cfg.seed,
+		GoVersion: runtime.Version(), CPUs: runtime.NumCPU(),
+	}
+}
+
+func newBench(cfg config, t *target, rep *report) *bench {
+	return &bench{cfg: cfg, t: t, rep: rep, rv: make([]atomic.Int64, cfg.n), ackAt: make([]atomic.Int64, cfg.n)}
+}
+
+// finishRun completes the report after the last phase.
+func (b *bench) finishRun() {
+	b.rep.HubRSSBytes, b.rep.HubPeakRSSBytes = b.t.rss()
+	b.rep.HubLogProblems = b.t.logProblems(5)
+	for _, p := range b.rep.Phases {
+		b.rep.Errors += p.Errors
+	}
 }
 
 // ---- the hub process ----
@@ -244,12 +356,6 @@ func (h *hubProc) logProblems(keep int) logProblems {
 	return logProblems{Count: n, First: first}
 }
 
-// rss reads VmRSS and VmHWM (peak) of the hub from /proc.
-func (h *hubProc) rss() (cur, peak int64) { return procstat.RSS(strconv.Itoa(h.PID())) }
-
-// cpu is the hub's user+system CPU time so far.
-func (h *hubProc) cpu() time.Duration { return procstat.CPU(strconv.Itoa(h.PID())) }
-
 // machineCPU is the busy CPU time of the whole machine so far. Minus the hub's and the benchmark's own, it shows how
 // much other processes took while a phase ran.
 func machineCPU() time.Duration { return procstat.Machine() }
@@ -271,16 +377,6 @@ type client struct {
 	url   string
 	token string
 	rnd   *rand.Rand
-}
-
-func (h *hubProc) newClient(id int, seed uint64, timeout time.Duration) *client {
-	tr := &http.Transport{
-		TLSClientConfig:     &tls.Config{RootCAs: h.Pool},
-		ForceAttemptHTTP2:   true,
-		MaxIdleConnsPerHost: 1,
-		IdleConnTimeout:     5 * time.Minute,
-	}
-	return &client{http: &http.Client{Transport: tr, Timeout: timeout}, url: h.URL, token: h.Token, rnd: rand.New(rand.NewPCG(seed, uint64(id)))}
 }
 
 // do sends one request and reads the whole response.
@@ -329,6 +425,7 @@ func expect(method, path string, code int, body []byte, err error, want ...int) 
 // ---- results ----
 
 type report struct {
+	Target          string        `json:"target"`
 	N               int           `json:"n"`
 	C               int           `json:"c"`
 	WatchUpdates    int           `json:"watchUpdates"`
@@ -467,13 +564,17 @@ func quantile(sorted []time.Duration, q float64) time.Duration {
 
 type bench struct {
 	cfg     config
-	hub     *hubProc
+	t       *target
 	rep     *report
 	clients []*client
 	bodies  [][]byte       // create bodies, by shoot index
 	rv      []atomic.Int64 // current resourceVersion, by shoot index
 	ackAt   []atomic.Int64 // when the answer to the stamped PUT arrived (UnixNano), by shoot index
 	gen     []int          // value of the generation label, by shoot index (each index is owned by one worker per phase)
+	// rvAfterCreates is the highest resourceVersion the creates answered: the watch starts there.
+	// conflicts counts the PUTs answered 409 and sent again.
+	conflicts      atomic.Int64
+	rvAfterCreates atomic.Int64
 }
 
 func shootName(i int) string { return fmt.Sprintf("bench-%05d", i) }
@@ -482,10 +583,10 @@ func shootName(i int) string { return fmt.Sprintf("bench-%05d", i) }
 // HTTP/2.
 func (b *bench) setup(ctx context.Context) error {
 	for i := 0; i < b.cfg.c; i++ {
-		b.clients = append(b.clients, b.hub.newClient(i, b.cfg.seed, 60*time.Second))
+		b.clients = append(b.clients, b.t.newClient(i, b.cfg.seed, 60*time.Second))
 	}
 	admin := b.clients[0]
-	for _, p := range prerequisites() {
+	for _, p := range b.t.prerequisites() {
 		code, body, err := admin.do(ctx, http.MethodPost, p.path, mustJSON(p.obj))
 		if err := expect("POST", p.path, code, body, err, http.StatusCreated); err != nil {
 			return fmt.Errorf("prerequisites: %w", err)
@@ -518,14 +619,41 @@ func (b *bench) setup(ctx context.Context) error {
 	return nil
 }
 
-func (b *bench) phases(ctx context.Context) error {
-	n := b.cfg.n
-	start := time.Now()
+// step is one phase of the workload.
+type step struct {
+	name string
+	run  func(b *bench, ctx context.Context)
+}
 
-	// create
-	var rvAfterCreates atomic.Int64
+// steps are the phases in order; each runs against every target before the next.
+var steps = []step{
+	{"create", (*bench).createPhase},
+	{"get", (*bench).getPhase},
+	{"update", (*bench).updatePhase},
+	{"patch", (*bench).patchPhase},
+	{"list", (*bench).listPhase},
+	{"watch", (*bench).watchStep},
+	{"apply", (*bench).applyPhase},
+	{"delete", (*bench).deletePhase},
+}
+
+// watchStep runs the watch phase. The hub with its loops off is watched from the revision after the creates, so the
+// watch first replays the updates and patches from its window. kube-apiserver's watch cache keeps fewer events (410
+// Expired), and the loops write the shoots besides the workload: those are watched from the last revision the
+// workload saw, with nothing to replay.
+func (b *bench) watchStep(ctx context.Context) {
+	from := b.rvAfterCreates.Load()
+	if b.t.hub == nil || b.t.loops {
+		for i := range b.rv {
+			from = max(from, b.rv[i].Load())
+		}
+	}
+	b.watchPhase(ctx, from)
+}
+
+func (b *bench) createPhase(ctx context.Context) {
 	var returned atomic.Int64
-	b.runPhase(ctx, "create", n, func(ctx context.Context, c *client, i int) error {
+	b.runPhase(ctx, "create", b.cfg.n, func(ctx context.Context, c *client, i int) error {
 		code, body, err := c.do(ctx, http.MethodPost, shootsPath, b.bodies[i])
 		if err := expect("POST", shootsPath, code, body, err, http.StatusCreated); err != nil {
 			return err
@@ -535,14 +663,16 @@ func (b *bench) phases(ctx context.Context) error {
 			return fmt.Errorf("POST %s: %w", shootName(i), err)
 		}
 		b.rv[i].Store(rv)
-		storeMax(&rvAfterCreates, rv)
+		storeMax(&b.rvAfterCreates, rv)
 		returned.CompareAndSwap(0, int64(len(body)))
 		return nil
 	})
 	b.rep.ShootBytes.Returned = int(returned.Load())
-	fmt.Printf("created shoot as returned by the hub: %d bytes\n", b.rep.ShootBytes.Returned)
+	fmt.Printf("created shoot as returned by %s: %d bytes\n", b.t.name, b.rep.ShootBytes.Returned)
+}
 
-	// get
+func (b *bench) getPhase(ctx context.Context) {
+	n := b.cfg.n
 	b.runPhase(ctx, "get", n, func(ctx context.Context, c *client, _ int) error {
 		i := c.rnd.IntN(n)
 		p := shootsPath + "/" + shootName(i)
@@ -555,80 +685,137 @@ func (b *bench) phases(ctx context.Context) error {
 		}
 		return nil
 	})
+}
 
-	// update: every shoot once, in random order
-	order := rand.New(rand.NewPCG(b.cfg.seed, 99)).Perm(n)
-	b.runPhase(ctx, "update", n, func(ctx context.Context, c *client, k int) error {
+// updatePhase PUTs every shoot once, in random order.
+func (b *bench) updatePhase(ctx context.Context) {
+	order := rand.New(rand.NewPCG(b.cfg.seed, 99)).Perm(b.cfg.n)
+	b.runPhase(ctx, "update", b.cfg.n, func(ctx context.Context, c *client, k int) error {
 		return b.update(ctx, c, order[k], false)
 	})
+}
 
-	// list
-	if err := b.listPhase(ctx); err != nil {
-		return err
-	}
+// patchPhase sends every shoot a JSON merge patch setting a label and an annotation, in another random order.
+func (b *bench) patchPhase(ctx context.Context) {
+	order := rand.New(rand.NewPCG(b.cfg.seed, 98)).Perm(b.cfg.n)
+	b.runPhase(ctx, "patch", b.cfg.n, func(ctx context.Context, c *client, k int) error {
+		i := order[k]
+		p := shootsPath + "/" + shootName(i)
+		patch := []byte(`{"metadata":{"labels":{"` + patchLabel + `":"p` + strconv.Itoa(i) + `"},"annotations":{"` + patchAnno + `":"` + strconv.FormatInt(time.Now().UnixNano(), 10) + `"}}}`)
+		code, resp, err := c.do(ctx, http.MethodPatch, p, patch)
+		if err := expect("PATCH", p, code, resp, err, http.StatusOK); err != nil {
+			return err
+		}
+		if !bytes.Contains(resp, []byte(`"`+patchLabel+`":"p`+strconv.Itoa(i)+`"`)) {
+			return fmt.Errorf("PATCH %s: the answer lacks the patched label", p)
+		}
+		rv, err := resourceVersion(resp)
+		if err != nil {
+			return fmt.Errorf("PATCH %s: %w", p, err)
+		}
+		b.rv[i].Store(rv)
+		return nil
+	})
+}
 
-	// watch
-	b.watchPhase(ctx, rvAfterCreates.Load())
-
-	// apply: every shoot once, in the update's order, by server-side apply of the whole shoot with the next
-	// generation label (forced: the fields belong to the creator's Update entry), to compare with the update phase's
-	// PUTs; after the watch phase, whose replay counts the update phase's events
-	b.runPhase(ctx, "apply", n, func(ctx context.Context, c *client, k int) error {
+// applyPhase server-side applies every shoot once, in the update's order, the whole shoot with the next generation
+// label (forced: the fields belong to the creator's Update entry), to compare with the update phase's PUTs; after the
+// watch phase, whose replay counts the update phase's events.
+func (b *bench) applyPhase(ctx context.Context) {
+	order := rand.New(rand.NewPCG(b.cfg.seed, 99)).Perm(b.cfg.n)
+	b.runPhase(ctx, "apply", b.cfg.n, func(ctx context.Context, c *client, k int) error {
 		return b.apply(ctx, c, order[k])
 	})
+}
 
-	// delete
-	b.runPhase(ctx, "delete", n, func(ctx context.Context, c *client, i int) error {
+// deletePhase deletes every shoot and checks that none is left.
+func (b *bench) deletePhase(ctx context.Context) {
+	b.runPhase(ctx, "delete", b.cfg.n, func(ctx context.Context, c *client, i int) error {
 		p := shootsPath + "/" + shootName(i)
 		code, body, err := c.do(ctx, http.MethodDelete, p, nil)
 		return expect("DELETE", p, code, body, err, http.StatusOK, http.StatusAccepted)
 	})
+	// With the loops on, deleted shoots wait for the loops to drop their finalizers (reference protection): the
+	// check waits up to finalizeWait for that and reports how long it took.
+	const finalizeWait = 2 * time.Minute
+	start := time.Now()
+	for {
+		left, err := b.count(ctx)
+		if err == nil && left != 0 && b.t.loops && time.Since(start) < finalizeWait && ctx.Err() == nil {
+			time.Sleep(time.Second)
+			continue
+		}
+		if err == nil && left != 0 {
+			err = fmt.Errorf("%d shoots left after the delete phase (%s)", left, time.Since(start).Round(time.Second))
+		}
+		if err != nil {
+			b.rep.Errors++
+			fmt.Printf("ERROR: %s: list after delete: %v\n", b.t.name, err)
+		} else if b.t.loops {
+			fmt.Printf("  %s: the loops finalized the deleted shoots %s after the delete phase\n", b.t.name, time.Since(start).Round(time.Second))
+		}
+		return
+	}
+}
+
+// count lists the shoots and counts them.
+func (b *bench) count(ctx context.Context) (int, error) {
 	code, body, err := b.clients[0].do(ctx, http.MethodGet, shootsPath, nil)
-	if err := expect("GET", shootsPath, code, body, err, http.StatusOK); err != nil {
-		return err
+	if err = expect("GET", shootsPath, code, body, err, http.StatusOK); err != nil {
+		return 0, err
 	}
 	var left struct{ Items []json.RawMessage }
 	if err := json.Unmarshal(body, &left); err != nil {
-		return fmt.Errorf("list after delete: %w", err)
+		return 0, err
 	}
-	if len(left.Items) != 0 {
-		b.rep.Errors++
-		fmt.Printf("ERROR: %d shoots left after the delete phase\n", len(left.Items))
-	}
-	b.rep.Elapsed = time.Since(start)
-	for _, p := range b.rep.Phases {
-		b.rep.Errors += p.Errors
-	}
-	return nil
+	return len(left.Items), nil
 }
 
 // update PUTs shoot i with the next generation label, the status label flipped and its current resourceVersion;
-// stamp also sets the sent-at annotation to the time of sending.
+// stamp also sets the sent-at annotation to the time of sending. On a conflict (the hub's loops wrote the shoot
+// meanwhile) it reads the shoot's resourceVersion and tries again, as client-go's RetryOnConflict does, up to
+// maxConflicts times; the operation's latency includes the retries.
 func (b *bench) update(ctx context.Context, c *client, i int, stamp bool) error {
+	const maxConflicts = 5
 	b.gen[i]++
-	body := bytes.Replace(b.bodies[i], []byte(`"`+genLabel+`":"0"`), []byte(`"`+genLabel+`":"`+strconv.Itoa(b.gen[i])+`"`), 1)
-	body = bytes.Replace(body, []byte(`"`+statusLabel+`":"healthy"`), []byte(`"`+statusLabel+`":"progressing"`), 1)
-	body = bytes.Replace(body, []byte(`"metadata":{`), []byte(`"metadata":{"resourceVersion":"`+strconv.FormatInt(b.rv[i].Load(), 10)+`",`), 1)
-	if stamp {
-		body = bytes.Replace(body, []byte(`"`+sentAtAnno+`":"0"`), []byte(`"`+sentAtAnno+`":"`+strconv.FormatInt(time.Now().UnixNano(), 10)+`"`), 1)
-	}
+	tmpl := bytes.Replace(b.bodies[i], []byte(`"`+genLabel+`":"0"`), []byte(`"`+genLabel+`":"`+strconv.Itoa(b.gen[i])+`"`), 1)
+	tmpl = bytes.Replace(tmpl, []byte(`"`+statusLabel+`":"healthy"`), []byte(`"`+statusLabel+`":"progressing"`), 1)
 	p := shootsPath + "/" + shootName(i)
-	code, resp, err := c.do(ctx, http.MethodPut, p, body)
-	if err := expect("PUT", p, code, resp, err, http.StatusOK); err != nil {
-		return err
+	for attempt := 0; ; attempt++ {
+		body := bytes.Replace(tmpl, []byte(`"metadata":{`), []byte(`"metadata":{"resourceVersion":"`+strconv.FormatInt(b.rv[i].Load(), 10)+`",`), 1)
+		if stamp {
+			body = bytes.Replace(body, []byte(`"`+sentAtAnno+`":"0"`), []byte(`"`+sentAtAnno+`":"`+strconv.FormatInt(time.Now().UnixNano(), 10)+`"`), 1)
+		}
+		code, resp, err := c.do(ctx, http.MethodPut, p, body)
+		if err == nil && code == http.StatusConflict && attempt < maxConflicts {
+			b.conflicts.Add(1)
+			code, resp, err := c.do(ctx, http.MethodGet, p, nil)
+			if err := expect("GET", p, code, resp, err, http.StatusOK); err != nil {
+				return err
+			}
+			rv, err := resourceVersion(resp)
+			if err != nil {
+				return fmt.Errorf("GET %s: %w", p, err)
+			}
+			b.rv[i].Store(rv)
+			continue
+		}
+		if err := expect("PUT", p, code, resp, err, http.StatusOK); err != nil {
+			return err
+		}
+		if stamp {
+			b.ackAt[i].Store(time.Now().UnixNano())
+		}
+		if !bytes.Contains(resp, []byte(`"`+genLabel+`":"`+strconv.Itoa(b.gen[i])+`"`)) {
+			return fmt.Errorf("PUT %s: the answer lacks the changed label", p)
+		}
+		rv, err := resourceVersion(resp)
+		if err != nil {
+			return fmt.Errorf("PUT %s: %w", p, err)
+		}
+		b.rv[i].Store(rv)
+		return nil
 	}
-	if stamp {
-		b.ackAt[i].Store(time.Now().UnixNano())
-	}
-	if !bytes.Contains(resp, []byte(`"`+genLabel+`":"`+strconv.Itoa(b.gen[i])+`"`)) {
-		return fmt.Errorf("PUT %s: the answer lacks the changed label", p)
-	}
-	rv, err := resourceVersion(resp)
-	if err != nil {
-		return fmt.Errorf("PUT %s: %w", p, err)
-	}
-	b.rv[i].Store(rv)
-	return nil
 }
 
 // apply server-side applies shoot i with the next generation label as field manager bench, forced.
@@ -656,6 +843,7 @@ func (b *bench) runPhase(ctx context.Context, name string, n int, op func(ctx co
 	ctx, cancel := context.WithTimeout(ctx, b.cfg.phaseLimit)
 	defer cancel()
 	snap := b.snapshot()
+	conflicts0 := b.conflicts.Load()
 	var next atomic.Int64
 	rec := &recorder{}
 	var wg sync.WaitGroup
@@ -694,7 +882,10 @@ func (b *bench) runPhase(ctx context.Context, name string, n int, op func(ctx co
 		ok := p.Errors == 0 && p.OpsPerSec >= want
 		p.Budget, p.BudgetOK = fmt.Sprintf("≥ %.0f/s", want), &ok
 	}
-	fmt.Printf("  %-8s done: %d ops, %d errors, %.1f/s\n", name, p.Ops, p.Errors, p.OpsPerSec)
+	if d := b.conflicts.Load() - conflicts0; d > 0 {
+		p.Note = fmt.Sprintf("%d PUTs answered 409 Conflict, read again and retried", d)
+	}
+	fmt.Printf("  %-8s done: %d ops, %d errors, %.1f/s %s\n", name, p.Ops, p.Errors, p.OpsPerSec, p.Note)
 	return p
 }
 
@@ -702,7 +893,7 @@ func (b *bench) runPhase(ctx context.Context, name string, n int, op func(ctx co
 type cpuSnapshot struct{ hub, bench, machine time.Duration }
 
 func (b *bench) snapshot() cpuSnapshot {
-	return cpuSnapshot{hub: b.hub.cpu(), bench: selfCPU(), machine: machineCPU()}
+	return cpuSnapshot{hub: b.t.cpu(), bench: selfCPU(), machine: machineCPU()}
 }
 
 func (b *bench) finish(p *phase, s cpuSnapshot) {
@@ -711,13 +902,13 @@ func (b *bench) finish(p *phase, s cpuSnapshot) {
 	p.HubCPUSec = hub.Seconds()
 	p.BenchCPUSec = math.Round(bench.Seconds()*100) / 100
 	p.OtherCPUSec = math.Round(max(0, (now.machine-s.machine-hub-bench).Seconds())*100) / 100
-	p.HubRSSBytes, _ = b.hub.rss()
+	p.HubRSSBytes, _ = b.t.rss()
 	b.rep.Phases = append(b.rep.Phases, p)
 }
 
 // listPhase lists the whole collection and then a tenth of it by label selector, -lists times each, one list at a
 // time. The latency is the time to the last byte of the answer; the items are counted outside of it.
-func (b *bench) listPhase(ctx context.Context) error {
+func (b *bench) listPhase(ctx context.Context) {
 	c := b.clients[0]
 	for _, sel := range []bool{false, true} {
 		name := "list-all"
@@ -744,7 +935,7 @@ func (b *bench) listPhase(ctx context.Context) error {
 			if err == nil {
 				// Whole lists are identical (nothing is written meanwhile): count the items of the first, compare the
 				// size of the others. Selector lists are small enough to count every time.
-				if sel || fullBytes == 0 {
+				if sel || fullBytes == 0 || b.t.loops { // the loops write shoots meanwhile
 					items, err = countItems(body, want)
 					fullBytes = len(body)
 				} else if len(body) != fullBytes {
@@ -771,7 +962,6 @@ func (b *bench) listPhase(ctx context.Context) error {
 		ph.Note = "ops/s = lists/s, one client"
 		fmt.Printf("  %-8s done: %d lists, %d errors, p50 %.1f ms\n", name, ph.Ops, ph.Errors, ph.P50Ms)
 	}
-	return nil
 }
 
 // countItems counts the items of a ShootList and checks there are want of them.
@@ -802,7 +992,9 @@ func (b *bench) watchPhase(ctx context.Context, rvFrom int64) {
 	for i := range b.rv {
 		rvAfterUpdates = max(rvAfterUpdates, b.rv[i].Load())
 	}
-	wr.ReplayExpected = b.cfg.n - b.phaseErrors("update")
+	if rvAfterUpdates > rvFrom {
+		wr.ReplayExpected = 2*b.cfg.n - b.phaseErrors("update") - b.phaseErrors("patch")
+	}
 
 	ctx, cancel := context.WithTimeout(ctx, b.cfg.phaseLimit)
 	defer cancel()
@@ -812,7 +1004,7 @@ func (b *bench) watchPhase(ctx context.Context, rvFrom int64) {
 		w.startCaught = true
 		close(w.caughtUp)
 	}
-	wc := b.hub.newClient(b.cfg.c, b.cfg.seed, 0) // no client timeout: the context bounds the stream
+	wc := b.t.newClient(b.cfg.c, b.cfg.seed, 0) // no client timeout: the context bounds the stream
 	p := fmt.Sprintf("%s?watch=true&resourceVersion=%d", shootsPath, rvFrom)
 	start := time.Now()
 	go w.run(ctx, wc, p)
@@ -838,7 +1030,7 @@ func (b *bench) watchPhase(ctx context.Context, rvFrom int64) {
 		b.finishWatch(rec, time.Since(start), snap, w)
 		return
 	}
-	if wr.ReplayEvents != wr.ReplayExpected {
+	if wr.ReplayEvents != wr.ReplayExpected && !b.t.loops { // the loops write the shoots too
 		fail(fmt.Errorf("watch replay: %d events, want %d", wr.ReplayEvents, wr.ReplayExpected))
 	}
 
@@ -852,7 +1044,7 @@ func (b *bench) watchPhase(ctx context.Context, rvFrom int64) {
 		sent.Add(1)
 		return nil
 	})
-	upd.Note = "the PUTs of the watch phase"
+	upd.Note = strings.TrimSpace("the PUTs of the watch phase; " + upd.Note)
 	wr.LiveExpected = int(sent.Load())
 
 	var lat, afterAck []time.Duration
@@ -1086,11 +1278,14 @@ func mustJSON(v any) []byte {
 func (b *bench) print() {
 	rep := b.rep
 	fmt.Println()
-	fmt.Printf("Trellis REST benchmark: %d shoots (%d..%d bytes of JSON, %d as returned), %d HTTP/2 clients, %d CPUs, %s\n",
-		rep.N, rep.ShootBytes.Min, rep.ShootBytes.Max, rep.ShootBytes.Returned, rep.C, rep.CPUs, rep.GoVersion)
-	fmt.Printf("hub start → /readyz 200: %.1f ms (budget < %.0f ms: %s)\n\n", rep.StartupMs, rep.StartupBudgetMs, verdict(rep.StartupOK))
+	fmt.Printf("REST benchmark of %s: %d shoots (%d..%d bytes of JSON, %d as returned), %d HTTP/2 clients, %d CPUs, %s\n",
+		rep.Target, rep.N, rep.ShootBytes.Min, rep.ShootBytes.Max, rep.ShootBytes.Returned, rep.C, rep.CPUs, rep.GoVersion)
+	if b.t.hub != nil {
+		fmt.Printf("hub start → /readyz 200: %.1f ms (budget < %.0f ms: %s)\n", rep.StartupMs, rep.StartupBudgetMs, verdict(rep.StartupOK))
+	}
+	fmt.Println()
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "phase\tops\terrors\ttime s\tops/s\tp50 ms\tp90 ms\tp99 ms\tmax ms\thub CPU s\tbench CPU s\tother CPU s\thub RSS MiB\tbudget\t\t")
+	fmt.Fprintln(tw, "phase\tops\terrors\ttime s\tops/s\tp50 ms\tp90 ms\tp99 ms\tmax ms\tserver CPU s\tbench CPU s\tother CPU s\tserver RSS MiB\tbudget\t\t")
 	for _, p := range rep.Phases {
 		bud := ""
 		if p.BudgetOK != nil {
@@ -1123,7 +1318,7 @@ func (b *bench) print() {
 	if w.StreamError != "" {
 		fmt.Printf("watch stream error: %s\n", w.StreamError)
 	}
-	fmt.Printf("hub RSS at the end: %.1f MiB (VmRSS), peak %.1f MiB (VmHWM)\n", float64(rep.HubRSSBytes)/(1<<20), float64(rep.HubPeakRSSBytes)/(1<<20))
+	fmt.Printf("server RSS at the end (all its processes): %.1f MiB (VmRSS), peak %.1f MiB (VmHWM)\n", float64(rep.HubRSSBytes)/(1<<20), float64(rep.HubPeakRSSBytes)/(1<<20))
 	fmt.Printf("hub log: %d warning/error lines\n", rep.HubLogProblems.Count)
 	for _, l := range rep.HubLogProblems.First {
 		fmt.Printf("  %s\n", l)
@@ -1155,7 +1350,7 @@ func prerequisites() []prerequisite {
 	machineType := func(name, cpu, mem string) obj {
 		return obj{"name": name, "cpu": cpu, "gpu": "0", "memory": mem, "usable": true, "architecture": "amd64"}
 	}
-	return []prerequisite{
+	out := []prerequisite{
 		{"/api/v1/namespaces", obj{"apiVersion": "v1", "kind": "Namespace", "metadata": obj{
 			"name":        namespace,
 			"labels":      obj{"gardener.cloud/role": "project", "project.gardener.cloud/name": "dev"},
@@ -1197,13 +1392,31 @@ func prerequisites() []prerequisite {
 			"type":       "Opaque",
 			"stringData": obj{"accessKeyID": "AKIAIOSFODNN7EXAMPLE", "secretAccessKey": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"},
 		}},
-		{"/apis/security.gardener.cloud/v1alpha1/namespaces/" + namespace + "/credentialsbindings", obj{
-			"apiVersion": "security.gardener.cloud/v1alpha1", "kind": "CredentialsBinding",
-			"metadata":       obj{"name": "aws-account", "namespace": namespace},
-			"provider":       obj{"type": "aws"},
-			"credentialsRef": obj{"apiVersion": "v1", "kind": "Secret", "name": "aws-account", "namespace": namespace},
+		{"/api/v1/namespaces/" + namespace + "/secrets", obj{"apiVersion": "v1", "kind": "Secret",
+			"metadata":   obj{"name": "route53-credentials", "namespace": namespace},
+			"type":       "Opaque",
+			"stringData": obj{"accessKeyID": "AKIAIOSFODNN7EXAMPLE", "secretAccessKey": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"},
 		}},
+		credentialsBinding(),
 	}
+	// The shoots' spec.resources name a ConfigMap per team; the shoot reference controller wants them to exist.
+	for _, team := range teams {
+		out = append(out, prerequisite{"/api/v1/namespaces/" + namespace + "/configmaps", obj{"apiVersion": "v1", "kind": "ConfigMap",
+			"metadata": obj{"name": "audit-policy-" + team, "namespace": namespace},
+			"data":     obj{"policy": "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n"},
+		}})
+	}
+	return out
+}
+
+// credentialsBinding is the shoots' CredentialsBinding.
+func credentialsBinding() prerequisite {
+	return prerequisite{"/apis/security.gardener.cloud/v1alpha1/namespaces/" + namespace + "/credentialsbindings", obj{
+		"apiVersion": "security.gardener.cloud/v1alpha1", "kind": "CredentialsBinding",
+		"metadata":       obj{"name": "aws-account", "namespace": namespace},
+		"provider":       obj{"type": "aws"},
+		"credentialsRef": obj{"apiVersion": "v1", "kind": "Secret", "name": "aws-account", "namespace": namespace},
+	}}
 }
 
 var (

@@ -70,3 +70,42 @@ func Machine() time.Duration {
 	}
 	return time.Duration(busy) * 10 * time.Millisecond
 }
+
+// Process is a process as /proc/<pid>/stat describes it.
+type Process struct {
+	PID, PPID int
+	// Comm is the command name (at most 15 bytes).
+	Comm string
+}
+
+// Processes lists the machine's processes; nil when /proc cannot be read.
+func Processes() []Process {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var out []Process
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		data, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid …; the command name may hold spaces and parentheses.
+		s := string(data)
+		open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+		if open < 0 || end < open {
+			continue
+		}
+		f := strings.Fields(s[end+1:])
+		if len(f) < 2 {
+			continue
+		}
+		ppid, _ := strconv.Atoi(f[1])
+		out = append(out, Process{PID: pid, PPID: ppid, Comm: s[open+1 : end]})
+	}
+	return out
+}

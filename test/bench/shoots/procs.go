@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"os"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -139,28 +137,9 @@ func groupCPU(groups []procGroup) map[string]time.Duration {
 
 // descendants returns root and every process below it, from the parent pids in /proc/<pid>/stat.
 func descendants(root int) []int {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return []int{root}
-	}
 	children := map[int][]int{}
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		data, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		// Fields after the command name (which may hold spaces): state, ppid, …
-		s := string(data)
-		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-		if len(f) < 2 {
-			continue
-		}
-		ppid, _ := strconv.Atoi(f[1])
-		children[ppid] = append(children[ppid], pid)
+	for _, p := range procstat.Processes() {
+		children[p.PPID] = append(children[p.PPID], p.PID)
 	}
 	out := []int{root}
 	for i := 0; i < len(out); i++ {

@@ -1,0 +1,244 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Goals of issue 21 for a run with -peer and -loops, judged on ratios measured in the same run.
+const (
+	peerOpsGoal   = 10.0 // create, get, update, patch, delete: hub ops/s ÷ peer ops/s
+	peerListGoal  = 30.0 // list: peer time ÷ hub time
+	loopsGoal     = 0.8  // hub+loops ÷ hub, every phase
+	watchP99Goal  = 3.0  // ms, the hub's watch delivery p99
+	seedsForLoops = 3
+)
+
+// loopsPrerequisites are the hub's prerequisites and a few seeds for the scheduler to consider: seeds without an
+// agent, never ready, so every shoot stays unschedulable.
+func loopsPrerequisites() []prerequisite {
+	out := prerequisites()
+	for i := range seedsForLoops {
+		out = append(out, prerequisite{"/apis/core.gardener.cloud/v1beta1/seeds", obj{
+			"apiVersion": "core.gardener.cloud/v1beta1", "kind": "Seed",
+			"metadata": obj{"name": "bench-seed-" + strconv.Itoa(i)},
+			"spec": obj{
+				"provider": obj{"type": "aws", "region": "eu-central-1"},
+				"networks": obj{"pods": "10.1.0.0/16", "services": "10.2.0.0/16", "nodes": "10.3.0.0/16"},
+			},
+		}})
+	}
+	return out
+}
+
+// writePhases are the phases -cpuprofile profiles.
+var writePhases = []string{"create", "update", "patch", "delete"}
+
+// profile runs fn, the phase named phase; with -cpuprofile and a hub target, a CPU profile of the hub covering the
+// first -profile-seconds of a write phase is saved as <dir>/<target>-<phase>.pprof.
+func (b *bench) profile(ctx context.Context, phase string, fn func()) {
+	if b.cfg.cpuprofile == "" || b.t.hub == nil || !slices.Contains(writePhases, phase) {
+		fn()
+		return
+	}
+	c := b.t.newClient(1000, b.cfg.seed, b.cfg.profileFor+30*time.Second)
+	done := make(chan error, 1)
+	path := filepath.Join(b.cfg.cpuprofile, b.t.name+"-"+phase+".pprof")
+	go func() {
+		p := fmt.Sprintf("/debug/pprof/profile?seconds=%d", int(b.cfg.profileFor.Seconds()))
+		code, body, err := c.do(ctx, http.MethodGet, p, nil)
+		if err = expect("GET", p, code, body, err, http.StatusOK); err == nil {
+			err = os.WriteFile(path, body, 0o600)
+		}
+		done <- err
+	}()
+	fn()
+	if err := <-done; err != nil {
+		fmt.Fprintf(os.Stderr, "%s: cpu profile of %s: %v\n", b.t.name, phase, err)
+		return
+	}
+	fmt.Printf("  %s: cpu profile of %s written to %s\n", b.t.name, phase, path)
+}
+
+// ratioRow compares one phase across the targets: Values in the row's unit, and per other target the ratio of speeds
+// (ops/s, or the inverse of a latency): hub ÷ peer for the peer, hub+loops ÷ hub for the loops.
+type ratioRow struct {
+	Phase  string             `json:"phase"`
+	Unit   string             `json:"unit"`
+	Values map[string]float64 `json:"values"`
+	Ratios map[string]float64 `json:"ratios"`
+	Goal   map[string]string  `json:"goal,omitempty"`
+	OK     map[string]bool    `json:"ok,omitempty"`
+}
+
+func ratios(benches []*bench) []ratioRow {
+	base := benches[0]
+	var rows []ratioRow
+	for _, p := range base.rep.Phases {
+		unit, value := "ops/s", func(p *phase) float64 { return p.OpsPerSec }
+		higherIsBetter := true
+		switch p.Name {
+		case "list-all", "list-10%":
+			unit, value, higherIsBetter = "p50 ms", func(p *phase) float64 { return p.P50Ms }, false
+		case "watch":
+			unit, value, higherIsBetter = "p99 ms", func(p *phase) float64 { return p.P99Ms }, false
+		}
+		row := ratioRow{Phase: p.Name, Unit: unit, Values: map[string]float64{base.t.name: value(p)},
+			Ratios: map[string]float64{}, Goal: map[string]string{}, OK: map[string]bool{}}
+		for _, b := range benches[1:] {
+			q := b.rep.phase(p.Name)
+			if q == nil {
+				continue
+			}
+			row.Values[b.t.name] = value(q)
+			fast, slow := value(p), value(q) // hub ÷ peer, hub ÷ before
+			if b.t.loops {
+				fast, slow = value(q), value(p) // hub+loops ÷ hub
+				if lb := loopsBase(benches, b); lb != nil {
+					if r := lb.rep.phase(p.Name); r != nil {
+						slow = value(r) // before+loops ÷ before
+					}
+				}
+			}
+			if !higherIsBetter {
+				fast, slow = slow, fast
+			}
+			if slow > 0 {
+				row.Ratios[b.t.name] = fast / slow
+			}
+			r := row.Ratios[b.t.name]
+			switch {
+			case b.t.loops:
+				row.Goal[b.t.name], row.OK[b.t.name] = fmt.Sprintf("≥ %.1f", loopsGoal), r >= loopsGoal
+			case b.t.hub != nil:
+			case slices.Contains([]string{"create", "get", "update", "patch", "delete"}, p.Name):
+				row.Goal[b.t.name], row.OK[b.t.name] = fmt.Sprintf("≥ %.0f×", peerOpsGoal), r >= peerOpsGoal
+			case p.Name == "list-all" || p.Name == "list-10%":
+				row.Goal[b.t.name], row.OK[b.t.name] = fmt.Sprintf("≥ %.0f×", peerListGoal), r >= peerListGoal
+			}
+		}
+		if p.Name == "watch" {
+			row.Goal[base.t.name], row.OK[base.t.name] = fmt.Sprintf("≤ %.0f ms", watchP99Goal), value(p) <= watchP99Goal && p.Errors == 0
+		}
+		rows = append(rows, row)
+		if p.Ops > 0 && p.Name != "watch" {
+			rows = append(rows, cpuRow(benches, p.Name))
+		}
+	}
+	return rows
+}
+
+// cpuRow compares the CPU time the servers spent per operation of a phase: less sensitive to the machine's other
+// load than the rates. The ratio is the base target's efficiency over the other's (the other's CPU per operation ÷
+// the hub's), for the loops the inverse.
+func cpuRow(benches []*bench, name string) ratioRow {
+	perOp := func(b *bench) float64 {
+		if p := b.rep.phase(name); p != nil && p.Ops > 0 {
+			return p.HubCPUSec * 1000 / float64(p.Ops)
+		}
+		return 0
+	}
+	base := benches[0]
+	row := ratioRow{Phase: name, Unit: "CPU ms/op", Values: map[string]float64{base.t.name: perOp(base)}, Ratios: map[string]float64{}}
+	for _, b := range benches[1:] {
+		v := perOp(b)
+		row.Values[b.t.name] = v
+		num, den := v, row.Values[base.t.name]
+		if b.t.loops {
+			num, den = row.Values[base.t.name], v
+			if lb := loopsBase(benches, b); lb != nil {
+				num = perOp(lb)
+			}
+		}
+		if den > 0 {
+			row.Ratios[b.t.name] = num / den
+		}
+	}
+	return row
+}
+
+func printRatios(rows []ratioRow) {
+	if len(rows) == 0 {
+		return
+	}
+	var names []string
+	for n := range rows[0].Values {
+		names = append(names, n)
+	}
+	slices.SortFunc(names, func(a, b string) int { return targetOrder(a) - targetOrder(b) })
+	fmt.Println("\nratios in this run (speed: ops/s, or 1/latency; CPU: the servers' CPU time per operation, efficiency ratio;\n" +
+		"hub ÷ kube-apiserver, hub ÷ before, X+loops ÷ X):")
+	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	head := "phase\tunit\t"
+	for _, n := range names {
+		head += n + "\t"
+	}
+	for _, n := range names[1:] {
+		head += "vs " + n + "\tgoal\t"
+	}
+	fmt.Fprintln(tw, head)
+	for _, r := range rows {
+		line := r.Phase + "\t" + r.Unit + "\t"
+		for _, n := range names {
+			line += fmt.Sprintf("%.2f\t", r.Values[n])
+		}
+		for _, n := range names[1:] {
+			g := ""
+			if goal, ok := r.Goal[n]; ok {
+				g = goal + " " + verdict(r.OK[n])
+			}
+			line += fmt.Sprintf("%.2f\t%s\t", r.Ratios[n], g)
+		}
+		if goal, ok := r.Goal[names[0]]; ok {
+			line += "hub " + goal + " " + verdict(r.OK[names[0]]) + "\t"
+		}
+		fmt.Fprintln(tw, line)
+	}
+	tw.Flush()
+}
+
+func targetOrder(name string) int {
+	switch name {
+	case "hub":
+		return 0
+	case "hub+loops":
+		return 1
+	case "kube-apiserver":
+		return 2
+	case "before":
+		return 3
+	}
+	return 4
+}
+
+// loopsBase is the target with its loops off of the same build as b ("before" for "before+loops"), nil for "hub".
+func loopsBase(benches []*bench, b *bench) *bench {
+	name := strings.TrimSuffix(b.t.name, "+loops")
+	if name == "hub" {
+		return nil
+	}
+	for _, o := range benches {
+		if o.t.name == name {
+			return o
+		}
+	}
+	return nil
+}
+
+// phase returns the report's phase named name, nil if none.
+func (r *report) phase(name string) *phase {
+	for _, p := range r.Phases {
+		if p.Name == name {
+			return p
+		}
+	}
+	return nil
+}
