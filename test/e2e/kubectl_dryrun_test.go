@@ -9,8 +9,8 @@ import (
 	"testing"
 )
 
-// TestKubectlServerDryRun: the real kubectl's `apply --dry-run=server` and `delete --dry-run=server` against the
-// real hub binary answer as for a write and change nothing: a Kubernetes kind (ConfigMap) and a Gardener kind
+// TestKubectlServerDryRun: the real kubectl's `apply --dry-run=server`, `delete --dry-run=server` and `diff` against
+// the real hub binary answer as for a write and change nothing: a Kubernetes kind (ConfigMap) and a Gardener kind
 // (CloudProfile), created, changed and deleted by dry run, read back as they were before, at the same
 // resourceVersions.
 func TestKubectlServerDryRun(t *testing.T) {
@@ -79,6 +79,20 @@ func TestKubectlServerDryRun(t *testing.T) {
 	}
 	ok("get", "configmap", "d1", "-n", "dry")
 	ok("get", "cloudprofile", "d1")
+
+	// kubectl diff: a server-side dry run of the apply, shown against what the hub holds. Changes are shown (exit
+	// status 1) and not made; the unchanged manifest shows nothing (exit status 0).
+	out, err := kc("diff", "-f", manifest("d1", "v2", "m5.xlarge"))
+	if err == nil {
+		t.Errorf("kubectl diff of a changed manifest: exit status 0, want 1 (differences); output:\n%s", out)
+	}
+	contains(t, "kubectl diff of a changed manifest", out, "-  k: v1", "+  k: v2", "-    name: m5.large", "+    name: m5.xlarge")
+	if got := state(); got != before {
+		t.Errorf("kubectl diff changed objects:\nbefore %s\nafter %s", before, got)
+	}
+	if out, err := kc("diff", "-f", manifest("d1", "v1", "m5.large")); err != nil || strings.TrimSpace(out) != "" {
+		t.Errorf("kubectl diff of the unchanged manifest: %v, want no differences; output:\n%s", err, out)
+	}
 
 	// The same, for real, does what the dry runs said.
 	ok("delete", "-f", manifest("d1", "v1", "m5.large"))
