@@ -23,6 +23,15 @@ func TestCARotationCommand(t *testing.T) {
 	contains(t, "complete from Preparing", c.fails("ca-rotation", "complete"), `phase is "Preparing"`)
 
 	contains(t, "prepared", c.ok("ca-rotation", "prepared"), "Phase:           Prepared")
+	// Clients take the trust bundle of the Prepared phase (both CAs, rewritten by the hub in data-dir/pki/ca.crt):
+	// on complete the hub serves a certificate of the new CA at once.
+	bundle, err := os.ReadFile(filepath.Join(h.DataDir, "pki", "ca.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(c.ca, bundle, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	out = c.ok("ca-rotation", "complete")
 	contains(t, "complete", out, "Phase:           Completed", "Last completion:")
 	// The admin token rotated in the same phases: the old one is refused now, the new one is in data-dir/admin-token.
