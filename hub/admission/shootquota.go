@@ -16,11 +16,6 @@ import (
 	securityv1alpha1 "github.com/trellis-dev/trellis/proto/gen/trellis/security/v1alpha1"
 )
 
-var (
-	quotas = schema.GroupResource{Group: "core.gardener.cloud", Resource: "quotas"}
-	shoots = schema.GroupResource{Group: "core.gardener.cloud", Resource: "shoots"}
-)
-
 // AnnotationShootExpirationTimestamp is when a shoot of a quota with clusterLifetimeDays is deleted (Gardener's
 // shoot.gardener.cloud/expiration-timestamp, RFC 3339).
 const AnnotationShootExpirationTimestamp = "shoot.gardener.cloud/expiration-timestamp"
