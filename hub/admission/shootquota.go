@@ -38,7 +38,8 @@ var volumeClassMetrics = map[string]string{"standard": "storage.standard", "prem
 // Unlike Gardener, a worker pool without a volume whose machine type declares no storage counts no storage (Gardener
 // refuses the shoot for an unknown volume type).
 func admitShootQuota(ctx context.Context, r Reader, s, old *corev1beta1.Shoot) error {
-	if s.GetMetadata().GetDeletionTimestamp() != nil {
+	// Subresource writes (binding, status) and shoots being deleted are not checked, as in Gardener.
+	if s.GetMetadata().GetDeletionTimestamp() != nil || Subresource(ctx) != "" {
 		return nil
 	}
 	checkQuota := old == nil || quotaVerificationNeeded(s, old)

@@ -202,6 +202,11 @@ func TestShootQuotaUpdates(t *testing.T) {
 		}), want: []string{"loadbalancer (quota garden/q limits it to 1: 0 in use, the shoot needs 2)"}},
 		{name: "being deleted", r: r, obj: raise(func(s *corev1beta1.Shoot) { s.Metadata.DeletionTimestamp = timestamppb.Now() })},
 	})
+	// A write through a subresource (binding) is not checked.
+	bigger := raise(func(s *corev1beta1.Shoot) { s.Spec.Provider.Workers[0].Maximum = ptr(int32(4)) })
+	if err := plugins.For(bigger).Admit(admission.WithSubresource(context.Background(), "binding"), r, bigger, clone(old)); err != nil {
+		t.Errorf("through the binding subresource: %v", err)
+	}
 	// Without quotas nothing is checked, and a machine type the cloud profile lacks is a server error, not a pass.
 	none := quotaShoot("garden-a", "s", pool("w", "m", 100, nil))
 	none.Spec.SecretBindingName = ptr("free")
