@@ -10,8 +10,8 @@ import (
 
 // validateBackupBucket checks spec.provider (type and region), the owner (spec.seedName, or spec.shootRef for
 // self-hosted shoots) and spec.credentialsRef (a Secret or WorkloadIdentity with name and namespace); provider and
-// seedName are immutable.
-func validateBackupBucket(_ context.Context, _ Reader, b, old *corev1beta1.BackupBucket) field.ErrorList {
+// seedName are immutable. With registered extensions required, the provider type must be registered.
+func validateBackupBucket(ctx context.Context, r Reader, b, old *corev1beta1.BackupBucket) field.ErrorList {
 	errs := nameIsDNSLabel(b.GetMetadata())
 	p := field.NewPath("spec")
 	spec := b.GetSpec()
@@ -30,6 +30,9 @@ func validateBackupBucket(_ context.Context, _ Reader, b, old *corev1beta1.Backu
 		if old.GetSpec().GetSeedName() != "" {
 			errs = append(errs, immutable(p.Child("seedName"), spec.GetSeedName(), old.GetSpec().GetSeedName())...)
 		}
+	}
+	if spec.GetProvider().GetType() != "" {
+		errs = append(errs, admitBackupBucketExtensions(ctx, r, b, old)...)
 	}
 	return errs
 }

@@ -10,7 +10,6 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/trellis-dev/trellis/hub/auth"
@@ -27,9 +26,6 @@ const AnnotationCreatedBy = "gardener.cloud/created-by"
 // status.lastHeartbeatTimestamp to now and status.expirationTimestamp to now plus this, as the gardener-apiserver's
 // Bastion strategy does.
 const BastionTimeToLive = time.Hour
-
-// bastionShoots is the resource a Bastion's spec.shootRef names.
-var bastionShoots = schema.GroupResource{Group: "core.gardener.cloud", Resource: "shoots"}
 
 // prepareBastion records who creates the Bastion (AnnotationCreatedBy) and its first heartbeat and expiry.
 func prepareBastion(ctx context.Context, b *operationsv1alpha1.Bastion) {
@@ -113,7 +109,7 @@ func admitBastion(ctx context.Context, r Reader, b, old *operationsv1alpha1.Bast
 	}
 	md := b.Metadata
 	name := b.GetSpec().GetShootRef().GetName()
-	obj, err := r.Get(ctx, bastionShoots, md.GetNamespace(), name)
+	obj, err := r.Get(ctx, shoots, md.GetNamespace(), name)
 	if apierrors.IsNotFound(err) {
 		return field.ErrorList{field.Invalid(p, name, fmt.Sprintf("shoot %s/%s not found", md.GetNamespace(), name))}
 	}

@@ -31,7 +31,7 @@ func Builtin() Plugins {
 		kind(nil, validateConfigMap, nil),
 		kind(defaultSecretBinding, validateSecretBinding, nil),
 		kind(defaultSeed, validateSeed, nil),
-		kind(defaultShoot, validateShoot, validateShootDelete).withMustIncreaseGeneration(shootMustIncreaseGeneration),
+		kind(defaultShoot, validateShoot, validateShootDelete).withMustIncreaseGeneration(shootMustIncreaseGeneration).withAdmit(admitShootQuota),
 		kind(nil, validateWorkloadIdentity, nil),
 	)
 }

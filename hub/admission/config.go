@@ -20,8 +20,8 @@ type Config struct {
 	// AccessTokenMaxLifetime, when set, refuses AccessTokens that would live longer.
 	AccessTokenMaxLifetime time.Duration
 	// RequireRegisteredExtensions refuses shoots naming extension types (provider, networking, DNS, extensions,
-	// container runtimes, operating systems) no ControllerRegistration registers, as Gardener's ExtensionValidator
-	// does. Off by default: a hub without extensions registered (tests, a first landscape) accepts any type.
+	// container runtimes, operating systems), seeds (provider, backup, DNS), BackupBuckets and BackupEntries (their
+	// bucket's provider) no ControllerRegistration registers, as Gardener's ExtensionValidator does. Off by default: a hub without extensions registered (tests, a first landscape) accepts any type.
 	RequireRegisteredExtensions bool
 	// Now is the clock of token expirations (tests set it); default time.Now.
 	Now func() time.Time

@@ -10,10 +10,18 @@ import (
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
 )
 
-// requiredExtension is an extension kind and type an object needs registered, and where the object names it.
+// requiredExtension is an extension kind and type an object needs registered, where the object names it, and the
+// words of its refusal (Gardener's: "given Shoot uses non-registered provider type: spec.provider.type"), to which the
+// type is added.
 type requiredExtension struct {
-	kind, typ, what string
-	path            *field.Path
+	kind, typ, message string
+	path               *field.Path
+}
+
+// uses is the requiredExtension of a kind and type of obj ("Shoot", "Seed", ...) at path, for a refusal saying "given
+// <obj> uses non-registered <what>: <path>".
+func uses(obj, kind, typ, what string, path *field.Path) requiredExtension {
+	return requiredExtension{kind: kind, typ: typ, message: fmt.Sprintf("given %s uses non-registered %s: %s", obj, what, path), path: path}
 }
 
 // shootExtensions are the extension kinds and types a shoot needs, as Gardener's ExtensionValidator lists them: its
@@ -24,30 +32,47 @@ func shootExtensions(s *corev1beta1.Shoot) []requiredExtension {
 	spec, p := s.GetSpec(), field.NewPath("spec")
 	provider := spec.GetProvider().GetType()
 	out := []requiredExtension{
-		{"ControlPlane", provider, "provider type", p.Child("provider", "type")},
-		{"Infrastructure", provider, "provider type", p.Child("provider", "type")},
-		{"Worker", provider, "provider type", p.Child("provider", "type")},
+		uses("Shoot", "ControlPlane", provider, "provider type", p.Child("provider", "type")),
+		uses("Shoot", "Infrastructure", provider, "provider type", p.Child("provider", "type")),
+		uses("Shoot", "Worker", provider, "provider type", p.Child("provider", "type")),
 	}
 	if n := spec.GetNetworking(); n != nil && n.Type != nil {
-		out = append(out, requiredExtension{"Network", n.GetType(), "networking type", p.Child("networking", "type")})
+		out = append(out, uses("Shoot", "Network", n.GetType(), "networking type", p.Child("networking", "type")))
 	}
 	for i, dp := range spec.GetDns().GetProviders() {
 		if dp.Type == nil || dp.GetType() == "unmanaged" || !dp.GetPrimary() {
 			continue
 		}
-		out = append(out, requiredExtension{"DNSRecord", dp.GetType(), "extension type", p.Child("dns", "providers").Index(i).Child("type")})
+		out = append(out, uses("Shoot", "DNSRecord", dp.GetType(), "extension type", p.Child("dns", "providers").Index(i).Child("type")))
 	}
 	for i, e := range spec.GetExtensions() {
-		out = append(out, requiredExtension{"Extension", e.GetType(), "extension type", p.Child("extensions").Index(i).Child("type")})
+		out = append(out, uses("Shoot", "Extension", e.GetType(), "extension type", p.Child("extensions").Index(i).Child("type")))
 	}
 	for i, w := range spec.GetProvider().GetWorkers() {
 		wp := p.Child("provider", "workers").Index(i)
 		for j, cr := range w.GetCri().GetContainerRuntimes() {
-			out = append(out, requiredExtension{"ContainerRuntime", cr.GetType(), "container runtime type", wp.Child("cri", "containerRuntimes").Index(j).Child("type")})
+			out = append(out, uses("Shoot", "ContainerRuntime", cr.GetType(), "container runtime type", wp.Child("cri", "containerRuntimes").Index(j).Child("type")))
 		}
 		if img := w.GetMachine().GetImage(); img != nil {
-			out = append(out, requiredExtension{"OperatingSystemConfig", img.GetName(), "operating system type", wp.Child("machine", "image", "name")})
+			out = append(out, uses("Shoot", "OperatingSystemConfig", img.GetName(), "operating system type", wp.Child("machine", "image", "name")))
 		}
+	}
+	return out
+}
+
+// seedExtensions are the extension kinds and types a seed needs (Gardener's ExtensionValidator): its provider type
+// (ControlPlane), its backup provider (BackupBucket and BackupEntry) and, with an ingress, its DNS provider
+// (DNSRecord).
+func seedExtensions(s *corev1beta1.Seed) []requiredExtension {
+	spec, p := s.GetSpec(), field.NewPath("spec")
+	out := []requiredExtension{uses("Seed", "ControlPlane", spec.GetProvider().GetType(), "provider type", p.Child("provider", "type"))}
+	if b := spec.GetBackup(); b != nil {
+		out = append(out,
+			uses("Seed", "BackupBucket", b.GetProvider(), "backup provider type", p.Child("backup", "provider")),
+			uses("Seed", "BackupEntry", b.GetProvider(), "backup provider type", p.Child("backup", "provider")))
+	}
+	if spec.GetIngress() != nil && spec.GetDns().GetProvider() != nil {
+		out = append(out, uses("Seed", "DNSRecord", spec.GetDns().GetProvider().GetType(), "extension type", p.Child("dns", "provider", "type")))
 	}
 	return out
 }
@@ -61,6 +86,48 @@ func admitShootExtensions(ctx context.Context, r Reader, s, old *corev1beta1.Sho
 	if !configFrom(ctx).RequireRegisteredExtensions || old != nil && proto.Equal(s.GetSpec(), old.GetSpec()) {
 		return nil
 	}
+	return registeredExtensions(ctx, r, shootExtensions(s))
+}
+
+// admitSeedExtensions is admitShootExtensions for Seeds: "given Seed uses non-registered backup provider type:
+// spec.backup.provider (\"foo\")".
+func admitSeedExtensions(ctx context.Context, r Reader, s, old *corev1beta1.Seed) field.ErrorList {
+	if !configFrom(ctx).RequireRegisteredExtensions || old != nil && proto.Equal(s.GetSpec(), old.GetSpec()) {
+		return nil
+	}
+	return registeredExtensions(ctx, r, seedExtensions(s))
+}
+
+// admitBackupBucketExtensions is admitShootExtensions for BackupBuckets: the provider type must be registered for
+// BackupBucket ("given BackupBucket uses non-registered provider type: spec.provider.type (\"foo\")").
+func admitBackupBucketExtensions(ctx context.Context, r Reader, b, old *corev1beta1.BackupBucket) field.ErrorList {
+	if !configFrom(ctx).RequireRegisteredExtensions || old != nil && proto.Equal(b.GetSpec(), old.GetSpec()) {
+		return nil
+	}
+	p := field.NewPath("spec", "provider", "type")
+	return registeredExtensions(ctx, r, []requiredExtension{uses("BackupBucket", "BackupBucket", b.GetSpec().GetProvider().GetType(), "provider type", p)})
+}
+
+// admitBackupEntryExtensions is admitShootExtensions for BackupEntries: the provider type of the bucket the entry
+// names must be registered for BackupEntry ("given BackupEntry references bucket (spec.bucketName) using
+// non-registered provider type (\"foo\")"); a bucket that does not exist is refused as not found.
+func admitBackupEntryExtensions(ctx context.Context, r Reader, e, old *corev1beta1.BackupEntry) field.ErrorList {
+	if !configFrom(ctx).RequireRegisteredExtensions || old != nil && proto.Equal(e.GetSpec(), old.GetSpec()) {
+		return nil
+	}
+	p := field.NewPath("spec", "bucketName")
+	o, err := r.Get(ctx, backupBuckets, "", e.GetSpec().GetBucketName())
+	if err != nil {
+		return field.ErrorList{refError(p, "BackupBucket", e.GetSpec().GetBucketName(), err)}
+	}
+	bucket, _ := o.(*corev1beta1.BackupBucket)
+	return registeredExtensions(ctx, r, []requiredExtension{{kind: "BackupEntry", typ: bucket.GetSpec().GetProvider().GetType(),
+		message: fmt.Sprintf("given BackupEntry references bucket (%s) using non-registered provider type", p), path: p}})
+}
+
+// registeredExtensions refuses each required extension no ControllerRegistration registers as primary, once per field
+// and type (a shoot's provider type is one refusal for its three kinds, as Gardener's message is the same for them).
+func registeredExtensions(ctx context.Context, r Reader, required []requiredExtension) field.ErrorList {
 	regs, err := r.List(ctx, controllerRegistrations, "")
 	if err != nil {
 		return field.ErrorList{field.InternalError(field.NewPath("spec"), fmt.Errorf("reading ControllerRegistrations: %w", err))}
@@ -83,17 +150,16 @@ func admitShootExtensions(ctx context.Context, r Reader, s, old *corev1beta1.Sho
 	}
 	var errs field.ErrorList
 	seen := map[string]bool{}
-	for _, req := range shootExtensions(s) {
+	for _, req := range required {
 		if registered[req.kind][req.typ] {
 			continue
 		}
-		// The provider type is one error for its three kinds, as Gardener's message is the same for them.
 		key := req.path.String() + "\x00" + req.typ
 		if seen[key] {
 			continue
 		}
 		seen[key] = true
-		errs = append(errs, field.Forbidden(req.path, fmt.Sprintf("given Shoot uses non-registered %s: %s (%q)", req.what, req.path, req.typ)))
+		errs = append(errs, field.Forbidden(req.path, fmt.Sprintf("%s (%q)", req.message, req.typ)))
 	}
 	return errs
 }

@@ -10,7 +10,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/trellis-dev/trellis/hub/admission"
+	"github.com/trellis-dev/trellis/hub/store"
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
+	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
 )
 
 // TestShootExtensionsRegistered: with RequireRegisteredExtensions a shoot's provider, networking, primary DNS,
@@ -97,5 +99,101 @@ func TestShootExtensionsRegistered(t *testing.T) {
 	}
 	if got := admit(registered(), false, clone(base), nil); len(got) != 0 {
 		t.Errorf("without RequireRegisteredExtensions: %v", got)
+	}
+}
+
+// TestSeedAndBackupExtensionsRegistered: with RequireRegisteredExtensions a Seed's provider type (ControlPlane), backup
+// provider (BackupBucket and BackupEntry) and, with an ingress, DNS provider (DNSRecord), a BackupBucket's provider
+// type and the provider type of a BackupEntry's bucket must be registered as primary, each refusal in Gardener's words
+// at its field; unchanged specs and a hub without the option are not checked.
+func TestSeedAndBackupExtensionsRegistered(t *testing.T) {
+	res := func(kind, typ string) *corev1beta1.ControllerResource {
+		return &corev1beta1.ControllerResource{Kind: kind, Type: typ}
+	}
+	bucketsGR := schema.GroupResource{Group: "core.gardener.cloud", Resource: "backupbuckets"}
+	bucket := &corev1beta1.BackupBucket{Metadata: meta("bucket", ""), Spec: &corev1beta1.BackupBucketSpec{
+		Provider:       &corev1beta1.BackupBucketProvider{Type: "s3", Region: "eu"},
+		SeedName:       ptr("aws"),
+		CredentialsRef: &metav1.ObjectReference{ApiVersion: "v1", Kind: "Secret", Name: "c", Namespace: "garden"},
+	}}
+	reader := func(resources ...*corev1beta1.ControllerResource) admission.Reader {
+		reg := &corev1beta1.ControllerRegistration{Metadata: meta("ext", ""), Spec: &corev1beta1.ControllerRegistrationSpec{Resources: resources}}
+		return exampleReader{{gr: controllerRegistrationsGR, obj: reg}, {gr: bucketsGR, obj: bucket}}
+	}
+	seed := exampleOf[*corev1beta1.Seed](t, exampleReader(examples(t)), seedsGR)
+	seed.Spec.Provider.Type = "aws"
+	seed.Spec.Backup = &corev1beta1.Backup{Provider: "s3", Region: ptr("eu"), CredentialsRef: &metav1.ObjectReference{ApiVersion: "v1", Kind: "Secret", Name: "c", Namespace: "garden"}}
+	seed.Spec.Ingress = &corev1beta1.Ingress{Domain: "ingress.example.com", Controller: &corev1beta1.IngressController{Kind: "nginx"}}
+	seed.Spec.Dns = &corev1beta1.SeedDNS{Provider: &corev1beta1.SeedDNSProvider{Type: "aws-route53", CredentialsRef: &metav1.ObjectReference{ApiVersion: "v1", Kind: "Secret", Name: "d", Namespace: "garden"}}}
+	entry := &corev1beta1.BackupEntry{Metadata: meta("entry", "shoot--dev--a"), Spec: &corev1beta1.BackupEntrySpec{BucketName: "bucket", SeedName: ptr("aws")}}
+	all := []*corev1beta1.ControllerResource{res("ControlPlane", "aws"), res("BackupBucket", "s3"), res("BackupEntry", "s3"), res("DNSRecord", "aws-route53")}
+	backupOnly := res("BackupEntry", "s3")
+	backupOnly.Primary = ptr(false)
+
+	admit := func(rd admission.Reader, require bool, obj, old store.Object) map[string]string {
+		t.Helper()
+		ctx := admission.WithConfig(context.Background(), admission.Config{RequireRegisteredExtensions: require})
+		p := plugins.For(obj)
+		if p.Default != nil {
+			p.Default(obj)
+			if old != nil {
+				p.Default(old)
+			}
+		}
+		got := map[string]string{}
+		for _, e := range p.Validate(ctx, rd, obj, old) {
+			if e.Type == field.ErrorTypeForbidden && strings.HasPrefix(e.Detail, "given ") || e.Type == field.ErrorTypeNotFound {
+				got[e.Field] = e.Detail
+			} else {
+				t.Errorf("unexpected error: %v", e)
+			}
+		}
+		return got
+	}
+	for _, c := range []struct {
+		name     string
+		r        admission.Reader
+		require  bool
+		obj, old store.Object
+		want     map[string]string
+	}{
+		{name: "seed, all registered", r: reader(all...), require: true, obj: clone(seed)},
+		{name: "seed, none registered", r: reader(), require: true, obj: clone(seed), want: map[string]string{
+			"spec.provider.type":     `given Seed uses non-registered provider type: spec.provider.type ("aws")`,
+			"spec.backup.provider":   `given Seed uses non-registered backup provider type: spec.backup.provider ("s3")`,
+			"spec.dns.provider.type": `given Seed uses non-registered extension type: spec.dns.provider.type ("aws-route53")`,
+		}},
+		{name: "seed, backup entry not primary", r: reader(append(slices.Clone(all[:2]), backupOnly, all[3])...), require: true, obj: clone(seed), want: map[string]string{
+			"spec.backup.provider": `given Seed uses non-registered backup provider type: spec.backup.provider ("s3")`,
+		}},
+		{name: "seed without ingress needs no DNSRecord", r: reader(all[:3]...), require: true, obj: with(seed, func(s *corev1beta1.Seed) { s.Spec.Ingress = nil })},
+		{name: "seed, unchanged spec", r: reader(), require: true, obj: clone(seed), old: clone(seed)},
+		{name: "seed, option off", r: reader(), obj: clone(seed)},
+		{name: "bucket, registered", r: reader(all...), require: true, obj: clone(bucket)},
+		{name: "bucket, not registered", r: reader(res("BackupEntry", "s3")), require: true, obj: clone(bucket), want: map[string]string{
+			"spec.provider.type": `given BackupBucket uses non-registered provider type: spec.provider.type ("s3")`,
+		}},
+		{name: "bucket, option off", r: reader(), obj: clone(bucket)},
+		{name: "entry, registered", r: reader(all...), require: true, obj: clone(entry)},
+		{name: "entry, not registered", r: reader(res("BackupBucket", "s3")), require: true, obj: clone(entry), want: map[string]string{
+			"spec.bucketName": `given BackupEntry references bucket (spec.bucketName) using non-registered provider type ("s3")`,
+		}},
+		{name: "entry, missing bucket", r: reader(all...), require: true, obj: with(entry, func(e *corev1beta1.BackupEntry) { e.Spec.BucketName = "nope" }), want: map[string]string{
+			"spec.bucketName": "",
+		}},
+		{name: "entry, unchanged spec", r: reader(), require: true, obj: clone(entry), old: clone(entry)},
+		{name: "entry, option off", r: reader(), obj: clone(entry)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := admit(c.r, c.require, c.obj, c.old)
+			if len(got) != len(c.want) {
+				t.Errorf("got %v, want %v", got, c.want)
+			}
+			for f, msg := range c.want {
+				if d, ok := got[f]; !ok || msg != "" && d != msg {
+					t.Errorf("%s: want %q, got %q (present: %v)", f, msg, d, ok)
+				}
+			}
+		})
 	}
 }

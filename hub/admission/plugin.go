@@ -66,6 +66,10 @@ type Plugin struct {
 	Default func(obj store.Object)
 	// Validate checks obj; old is nil on create. Errors name their field path.
 	Validate func(ctx context.Context, r Reader, obj, old store.Object) field.ErrorList
+	// Admit runs on create and update after Validate found nothing: it may refuse the write with a status of its own
+	// (an apierrors.StatusError), e.g. 403 Forbidden for a shoot beyond its quotas as Gardener's admission plugins
+	// answer, where Validate's field errors give 422. old is nil on create.
+	Admit func(ctx context.Context, r Reader, obj, old store.Object) error
 	// ValidateDelete may refuse a delete, e.g. without Gardener's deletion confirmation.
 	ValidateDelete func(ctx context.Context, r Reader, obj store.Object) error
 	// MustIncreaseGeneration reports an update that moves metadata.generation although the desired state stays
@@ -111,6 +115,7 @@ type typed[T store.Object] struct {
 	def            func(T)
 	validate       func(ctx context.Context, r Reader, obj, old T) field.ErrorList
 	validateDelete func(ctx context.Context, r Reader, obj T) error
+	admit          func(ctx context.Context, r Reader, obj, old T) error
 	prepareCreate  func(ctx context.Context, obj T)
 	prepareUpdate  func(obj, old T)
 	conceal        func(obj T) func(created T) T
@@ -125,6 +130,10 @@ func kind[T store.Object](def func(T), validate func(ctx context.Context, r Read
 
 func (t typed[T]) withPrepareCreate(f func(ctx context.Context, obj T)) typed[T] {
 	t.prepareCreate = f
+	return t
+}
+func (t typed[T]) withAdmit(f func(ctx context.Context, r Reader, obj, old T) error) typed[T] {
+	t.admit = f
 	return t
 }
 func (t typed[T]) withPrepareUpdate(f func(obj, old T)) typed[T]        { t.prepareUpdate = f; return t }
@@ -152,6 +161,15 @@ func (t typed[T]) plugin() Plugin {
 				o = old.(T)
 			}
 			return t.validate(ctx, r, obj.(T), o)
+		}
+	}
+	if t.admit != nil {
+		p.Admit = func(ctx context.Context, r Reader, obj, old store.Object) error {
+			var o T
+			if old != nil {
+				o = old.(T)
+			}
+			return t.admit(ctx, r, obj.(T), o)
 		}
 	}
 	if t.validateDelete != nil {

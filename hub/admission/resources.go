@@ -12,6 +12,9 @@ var (
 	secretBindings          = schema.GroupResource{Group: "core.gardener.cloud", Resource: "secretbindings"}
 	credentialsBindings     = schema.GroupResource{Group: "security.gardener.cloud", Resource: "credentialsbindings"}
 	controllerRegistrations = schema.GroupResource{Group: "core.gardener.cloud", Resource: "controllerregistrations"}
+	backupBuckets           = schema.GroupResource{Group: "core.gardener.cloud", Resource: "backupbuckets"}
+	shoots                  = schema.GroupResource{Group: "core.gardener.cloud", Resource: "shoots"}
+	quotas                  = schema.GroupResource{Group: "core.gardener.cloud", Resource: "quotas"}
 )
 
 // Gardener's deletion confirmation: Projects and Shoots are deleted only when annotated with it.

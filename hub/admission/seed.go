@@ -96,14 +96,14 @@ func defaultSeed(s *corev1beta1.Seed) {
 	}
 }
 
-func validateSeed(_ context.Context, _ Reader, s, old *corev1beta1.Seed) field.ErrorList {
+func validateSeed(ctx context.Context, r Reader, s, old *corev1beta1.Seed) field.ErrorList {
 	errs := nameIsDNSLabel(s.GetMetadata())
 	errs = append(errs, operationAnnotation(s.GetMetadata(), old.GetMetadata(), seedOperations)...)
 	errs = append(errs, validateSeedSpec(field.NewPath("spec"), s.GetSpec(), false)...)
 	if old != nil {
 		errs = append(errs, validateSeedSpecUpdate(field.NewPath("spec"), s.GetSpec(), old.GetSpec())...)
 	}
-	return errs
+	return append(errs, admitSeedExtensions(ctx, r, s, old)...)
 }
 
 // validateSeedSpec is Gardener's ValidateSeedSpec; inTemplate relaxes the rules for the seed template of a

@@ -535,7 +535,7 @@ func validateShootDelete(ctx context.Context, r Reader, s *corev1beta1.Shoot) er
 	}
 	for _, o := range list {
 		if ms, ok := o.(*seedmanagementv1alpha1.ManagedSeed); ok && ms.GetSpec().GetShoot().GetName() == md.GetName() {
-			return apierrors.NewForbidden(schema.GroupResource{Group: "core.gardener.cloud", Resource: "shoots"}, md.GetName(),
+			return apierrors.NewForbidden(shoots, md.GetName(),
 				fmt.Errorf("cannot delete shoot %s/%s since it is still referenced by a managed seed", md.GetNamespace(), md.GetName()))
 		}
 	}

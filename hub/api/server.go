@@ -189,15 +189,18 @@ func (s *Server[T, L, E, PE]) validate(ctx context.Context, obj, old T) error {
 		oldMeta = old.GetMetadata()
 	}
 	errs := validateObjectMeta(s.meta(obj), oldMeta, s.kind.Namespaced)
+	var o store.Object
+	if oldMeta != nil {
+		o = old
+	}
 	if s.plugin.Validate != nil {
-		var o store.Object
-		if oldMeta != nil {
-			o = old
-		}
 		errs = append(errs, s.plugin.Validate(ctx, s.reader, obj, o)...)
 	}
 	if len(errs) > 0 {
 		return apierrors.NewInvalid(s.kind.GroupKind(), s.meta(obj).GetName(), errs)
+	}
+	if s.plugin.Admit != nil {
+		return s.plugin.Admit(ctx, s.reader, obj, o)
 	}
 	return nil
 }

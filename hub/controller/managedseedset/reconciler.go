@@ -380,6 +380,11 @@ func (r *Reconciler) create(ctx context.Context, c *store.Collection, gk schema.
 			return apierrors.NewInvalid(gk, obj.GetMetadata().GetName(), errs)
 		}
 	}
+	if p.Admit != nil {
+		if err := p.Admit(ctx, r.admission, obj, nil); err != nil {
+			return err
+		}
+	}
 	if _, err := c.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("create %s %s/%s: %w", gk.Kind, obj.GetMetadata().GetNamespace(), obj.GetMetadata().GetName(), err)
 	}

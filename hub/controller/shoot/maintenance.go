@@ -86,11 +86,13 @@ func admissionValidate(src controller.Collections, plugins admission.Plugins) fu
 		if p.Default != nil {
 			p.Default(next)
 		}
-		if p.Validate == nil {
-			return nil
+		if p.Validate != nil {
+			if errs := p.Validate(ctx, reader, next, cur); len(errs) > 0 {
+				return errs.ToAggregate()
+			}
 		}
-		if errs := p.Validate(ctx, reader, next, cur); len(errs) > 0 {
-			return errs.ToAggregate()
+		if p.Admit != nil {
+			return p.Admit(ctx, reader, next, cur)
 		}
 		return nil
 	}
