@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsclientset "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -117,10 +118,12 @@ type seedSide struct {
 func (a *Agent) newSeedSide() (*seedSide, error) {
 	seed, err := cluster.New(a.seedREST, func(o *cluster.Options) {
 		o.Scheme = Scheme()
-		// Waits poll extension objects, so those are read from informers; the rest is read directly.
+		// Waits poll extension objects, so those are read from informers; the rest is read directly (the shoot
+		// control planes' Deployments and StatefulSets too: informers would hold every workload of the seed, and need
+		// the right to list and watch them all).
 		o.Client.Cache = &client.CacheOptions{DisableFor: []client.Object{
 			&corev1.Secret{}, &corev1.ConfigMap{}, &corev1.Namespace{}, &corev1.Service{}, &corev1.Node{}, &corev1.Pod{},
-			&corev1.PersistentVolumeClaim{},
+			&corev1.PersistentVolumeClaim{}, &appsv1.Deployment{}, &appsv1.StatefulSet{},
 		}}
 	})
 	if err != nil {

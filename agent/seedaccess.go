@@ -34,9 +34,21 @@ var SeedAccess = []SeedAccessRule{
 	{Groups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "create", "update"},
 		Why: "the shoot flow's ConfigMaps in the shoot namespace (shoot/reconcile.go, created or updated); seed care " +
 			"reads kube-system/cluster-identity"},
-	{Groups: []string{""}, Resources: []string{"services"}, Verbs: []string{"get", "create", "update"},
+	{Groups: []string{""}, Resources: []string{"services"}, Verbs: []string{"get", "create", "update", "delete"},
 		Why: "the shoot's kube-apiserver Service, which the shoot flow creates or updates (shoot/reconcile.go) and " +
-			"whose address DNS records and the tunnel use (tunnel.go)"},
+			"whose address DNS records, health probes and the tunnel use (tunnel.go); etcd's client Service of the " +
+			"shoot control plane, deleted with it (shoot/controlplane.go)"},
+	{Groups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"list"},
+		Why: "whether the seed can run the shoot control planes' pods (shoot/controlplane.go, mode Auto: one Node is enough)"},
+	{Groups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"list"},
+		Why: "the shoot control plane's pods, waited for when it scales down (shoot/controlplane_ops.go)"},
+	{Groups: []string{""}, Resources: []string{"persistentvolumeclaims"}, Verbs: []string{"list", "delete"},
+		Why: "etcd's volumes of a deleted shoot control plane (shoot/controlplane_ops.go)"},
+	{Groups: []string{"apps"}, Resources: []string{"deployments", "statefulsets"}, Verbs: []string{"update"},
+		Why: "the shoot control plane: etcd's StatefulSet and the Deployments of kube-apiserver, kube-controller-manager " +
+			"and kube-scheduler, created or updated (shoot/controlplane.go), scaled by patches on hibernation"},
+	{Groups: []string{"apps"}, Resources: []string{"statefulsets"}, Verbs: []string{"create", "patch", "delete"},
+		Why: "etcd of the shoot control plane (shoot/controlplane.go, shoot/controlplane_ops.go)"},
 	{Groups: []string{""}, Resources: []string{"serviceaccounts"}, Verbs: []string{"get", "create", "patch", "delete"},
 		Why: "objects of extension charts (helmrelease: install, upgrade, uninstall)"},
 	{Groups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"get", "create", "patch", "delete"},

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -158,6 +159,20 @@ func TestOperated(t *testing.T) {
 	} {
 		if !slices.Contains(byService[service], want) {
 			t.Errorf("the create's trace lacks %q of %s: %v", want, service, byService[service])
+		}
+	}
+	if t.Failed() {
+		// Whether the spans are missing or in another trace: every trace with its spans per service.
+		traces := map[string]map[string]int{}
+		for _, s := range rcv.Spans() {
+			id := fmt.Sprintf("%x", s.GetTraceId())
+			if traces[id] == nil {
+				traces[id] = map[string]int{}
+			}
+			traces[id][s.Service]++
+		}
+		for id, services := range traces {
+			t.Logf("trace %s: %v", id, services)
 		}
 	}
 }
