@@ -14,7 +14,7 @@ import (
 // services; their REST routes are the returned server's Routes. The kubeconfigs point at the tunnel listener.
 func (h *Hub) newKubeconfigs(reg *api.Registry, services grpc.ServiceRegistrar) (*kubeconfig.Server, error) {
 	s, err := kubeconfig.New(kubeconfig.Config{
-		Reader: reg, Authorizer: reg.Authorizer(), Address: h.tunnelAdvertiseAddress, Domain: h.cfg.TunnelDomain,
+		Reader: reg, Authorizer: reg.Authorizer(), Address: h.tunnelAdvertiseAddress, Domain: h.tunnelDomain(),
 		MaxExpiration: h.cfg.ShootKubeconfigMaxExpiration, Now: h.cfg.Now, Log: h.log.With("component", "kubeconfig"),
 	})
 	if err != nil {
@@ -41,10 +41,7 @@ func (h *Hub) shootExternalURL() func(project, shoot string) string {
 	if h.cfg.TunnelListen == "" && h.cfg.TunnelListener == nil && h.cfg.TunnelAdvertiseAddress == "" {
 		return nil
 	}
-	domain := h.cfg.TunnelDomain
-	if domain == "" {
-		domain = tunnel.DefaultDomain
-	}
+	domain := h.tunnelDomain()
 	return func(project, shoot string) string {
 		addr := h.tunnelAdvertiseAddress()
 		if addr == "" {

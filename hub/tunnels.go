@@ -20,7 +20,7 @@ import (
 // newTunnels builds the tunnel endpoints (package tunnel) over the agent link.
 func (h *Hub) newTunnels(reg *api.Registry, link *agentlink.Server, promReg prometheus.Registerer) (*tunnel.Tunnels, error) {
 	return tunnel.New(tunnel.Config{
-		Dialer: link, Shoots: shootSeeds{reg}, Domain: h.cfg.TunnelDomain,
+		Dialer: link, Shoots: shootSeeds{reg}, Domain: h.tunnelDomain(),
 		MaxPerSeed: h.cfg.TunnelMaxPerSeed, MaxPerClient: h.cfg.TunnelMaxPerClient, IdleTimeout: h.cfg.TunnelIdleTimeout,
 		Registerer: promReg, Log: h.log.With("component", "tunnel"),
 	})
