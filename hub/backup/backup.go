@@ -29,6 +29,9 @@ type Config struct {
 	Log        *slog.Logger
 	// Now is the clock of snapshot names and of MaxAge (default time.Now).
 	Now func() time.Time
+	// Prefix starts the snapshots' names, <prefix>-<UTC time>.db (default "garden"; a shoot's etcd backups use
+	// "full", as cmd/etcd-backup-restore does).
+	Prefix string
 }
 
 // Backups takes snapshots on schedule and applies retention.
@@ -67,6 +70,9 @@ func New(cfg Config) (*Backups, error) {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.Prefix == "" {
+		cfg.Prefix = "garden"
 	}
 	b := &Backups{
 		cfg:     cfg,
@@ -130,7 +136,7 @@ func (b *Backups) snapshot(ctx context.Context) (Object, error) {
 		return Object{}, fmt.Errorf("etcd snapshot: %w", err)
 	}
 	defer rc.Close()
-	name := "garden-" + b.cfg.Now().UTC().Format("20060102T150405.000Z") + snapshotSuffix
+	name := b.cfg.Prefix + "-" + b.cfg.Now().UTC().Format("20060102T150405.000Z") + snapshotSuffix
 	cr := &countingReader{r: rc}
 	if err := b.cfg.Store.Put(ctx, name, cr); err != nil {
 		return Object{}, err
