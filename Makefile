@@ -17,7 +17,7 @@ TESTBIN_CACHE ?= $(HOME)/.cache/trellis/testbin
 ETCD_CACHE ?= $(TESTBIN_CACHE)/etcd-$(ETCD_VERSION)
 # Each of KUBE_BINARIES is cached in $(TESTBIN_CACHE)/<name>-$(KUBE_VERSION).
 KUBE_BINARIES := kube-apiserver kube-controller-manager
-BINARIES := trellis-hub trellis-agent trellisctl provider-local
+BINARIES := trellis-hub trellis-agent trellisctl provider-local etcd-backup-restore
 
 .PHONY: all build test lint generate checkgenerate tools testbin testbin-etcd testbin-kube testbin-node images up down bench-api bench-agents fuzz clean
 
@@ -158,10 +158,12 @@ testbin: testbin-etcd testbin-kube testbin-node
 ## kube-scheduler, kubectl, containerd v2, CoreDNS, local-path-provisioner (Go modules, cached in $(TESTBIN_CACHE)),
 ## and, from Debian with apt-get when missing, runc, the CNI plugins, iptables, conntrack and busybox-static.
 ## The node's images (deploy/images.NodeImages) and the shoot control plane's (deploy/images.ControlPlaneImages, which
-## the agent runs on local seeds) go to bin/testbin/images.
+## the agent runs on local seeds) go to bin/testbin/images; etcd-backup-restore, the project's, is built statically
+## for its image.
 testbin-node:
 	@./test/testbin/build-node.sh $(KUBE_VERSION) $(TESTBIN_CACHE) bin/testbin
-	@$(GO) run ./deploy/images/cmd/build-images -only pause,busybox,coredns,local-path-provisioner,etcd,kube-apiserver,kube-controller-manager,kube-scheduler -out bin/testbin/images
+	@CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-buildid=' -o bin/testbin/images/bin/ ./cmd/etcd-backup-restore
+	@$(GO) run ./deploy/images/cmd/build-images -only pause,busybox,coredns,local-path-provisioner,etcd,kube-apiserver,kube-controller-manager,kube-scheduler,etcd-backup-restore -bin bin/testbin/images/bin -out bin/testbin/images
 
 ## images: the image archives of deploy/images (the project's binaries and the cached components), one
 ## bin/images/<name>.tar per image, named local.trellis.dev/<name>:<version> (VERSION, default dev), labelled with

@@ -139,7 +139,12 @@ func (a *Agent) newSeedSide() (*seedSide, error) {
 	if err != nil {
 		return nil, fmt.Errorf("controllers.shoot.controlPlane.imageVector: %w", err)
 	}
+	var snapshotInterval time.Duration
+	if c.ControlPlane.ETCDSnapshotInterval != nil {
+		snapshotInterval = c.ControlPlane.ETCDSnapshotInterval.Duration
+	}
 	shoots, err := shoot.New(shoot.Config{Base: shootBase,
+		ETCDSnapshotInterval:    snapshotInterval,
 		ExtensionErrorThreshold: c.ExtensionErrorThreshold.Duration,
 		TaskTimeout:             c.TaskTimeout.Duration,
 		CareInterval:            a.cfg.Controllers.ShootCare.SyncPeriod.Duration,

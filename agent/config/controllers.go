@@ -63,6 +63,9 @@ type ShootControlPlaneConfiguration struct {
 	// ImageVector is a file of images (the form of agent/shoot/imagevector's images.yaml) whose entries win over the
 	// embedded upstream defaults; empty: the defaults alone.
 	ImageVector string `json:"imageVector,omitzero"`
+	// ETCDSnapshotInterval is the time between the scheduled full snapshots of each shoot's etcd into its
+	// BackupEntry, on seeds with spec.backup (default 1h; migrations take one more on demand).
+	ETCDSnapshotInterval *metav1.Duration `json:"etcdSnapshotInterval,omitzero"`
 }
 
 // SeedCareControllerConfiguration configures the seed care controller (gardenlet: controllers.seedCare).
@@ -79,8 +82,10 @@ const (
 	DefaultShootRetryMaxDelay           = 5 * time.Minute
 	DefaultShootExtensionErrorThreshold = 30 * time.Second
 	DefaultShootTaskTimeout             = 10 * time.Minute
-	DefaultSeedCareSyncPeriod           = 30 * time.Second
-	DefaultShootCareSyncPeriod          = time.Minute
+	// DefaultETCDSnapshotInterval is controllers.shoot.controlPlane.etcdSnapshotInterval's default.
+	DefaultETCDSnapshotInterval = time.Hour
+	DefaultSeedCareSyncPeriod   = 30 * time.Second
+	DefaultShootCareSyncPeriod  = time.Minute
 )
 
 func (c *Controllers) defaults() {
@@ -96,6 +101,7 @@ func (c *Controllers) defaults() {
 	if s.ControlPlane.Mode == "" {
 		s.ControlPlane.Mode = ControlPlaneAuto
 	}
+	setDuration(&s.ControlPlane.ETCDSnapshotInterval, DefaultETCDSnapshotInterval)
 	setDuration(&c.SeedCare.SyncPeriod, DefaultSeedCareSyncPeriod)
 	setDuration(&c.ShootCare.SyncPeriod, DefaultShootCareSyncPeriod)
 }
@@ -123,6 +129,9 @@ func (c *Controllers) validate(p *field.Path) field.ErrorList {
 	}
 	if m := s.ControlPlane.Mode; m != "" && m != ControlPlaneAuto && m != ControlPlaneDeploy && m != ControlPlaneStandIn {
 		errs = append(errs, field.NotSupported(sp.Child("controlPlane", "mode"), m, []string{ControlPlaneAuto, ControlPlaneDeploy, ControlPlaneStandIn}))
+	}
+	if d := s.ControlPlane.ETCDSnapshotInterval; d != nil && d.Duration < time.Minute {
+		errs = append(errs, field.Invalid(sp.Child("controlPlane", "etcdSnapshotInterval"), d.Duration.String(), "must be at least 1m"))
 	}
 	if d := c.ShootCare.SyncPeriod; d != nil && d.Duration <= 0 {
 		errs = append(errs, field.Invalid(p.Child("shootCare", "syncPeriod"), d.Duration.String(), "must be positive"))

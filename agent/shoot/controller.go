@@ -51,6 +51,9 @@ type Config struct {
 	DialService func(ctx context.Context, network, address string) (net.Conn, error)
 	// TunnelDomain returns the domain of the hub's shoot API names; nil: tunnel.trellis.local.
 	TunnelDomain func() string
+	// ETCDSnapshotInterval is the time between the scheduled full snapshots of the shoots' etcds, on seeds with
+	// backups; default 1h.
+	ETCDSnapshotInterval time.Duration
 }
 
 // Controller runs the shoot flows of one seed. Create it with New and run it with Run.
@@ -98,6 +101,9 @@ func New(cfg Config) (*Controller, error) {
 	}
 	if cfg.ControlPlaneMode == "" {
 		cfg.ControlPlaneMode = config.ControlPlaneAuto
+	}
+	if cfg.ETCDSnapshotInterval <= 0 {
+		cfg.ETCDSnapshotInterval = defaultETCDSnapshotInterval
 	}
 	c := &Controller{
 		cfg:             cfg,

@@ -157,11 +157,22 @@ func (op *operation) deployETCD(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	backup, err := op.etcdBackup(ctx)
+	if err != nil {
+		return err
+	}
+	var backupImg string
+	if backup != nil {
+		if backupImg, err = op.etcdBackupImage(); err != nil {
+			return err
+		}
+	}
 	svc := &corev1.Service{ObjectMeta: op.objectMeta(svcName)}
 	if _, err := controllerutil.CreateOrUpdate(ctx, op.c.cfg.Seed, svc, func() error {
 		svc.Labels = maps.Clone(labelsETCD)
 		svc.Spec.Selector = map[string]string{"instance": etcdMain, "name": "etcd"}
-		svc.Spec.Ports = []corev1.ServicePort{{Name: "client", Port: portETCDClient, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromInt32(portETCDClient)}}
+		svc.Spec.Ports = []corev1.ServicePort{{Name: "client", Port: portETCDClient, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromInt32(portETCDClient)},
+			{Name: "backuprestore", Port: portBackupRestore, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromInt32(portBackupRestore)}}
 		return nil
 	}); err != nil {
 		return fmt.Errorf("service %s/%s: %w", op.ns, svcName, err)
@@ -195,7 +206,7 @@ func (op *operation) deployETCD(ctx context.Context) error {
 					Name: "etcd", Image: img, ImagePullPolicy: corev1.PullIfNotPresent,
 					Command: []string{"/usr/local/bin/etcd",
 						"--name=" + etcdMain + "-0",
-						"--data-dir=/var/etcd/data/new.etcd",
+						"--data-dir=" + etcdDataDir,
 						fmt.Sprintf("--listen-client-urls=https://0.0.0.0:%d", portETCDClient),
 						fmt.Sprintf("--advertise-client-urls=https://%s.%s.svc:%d", svcName, op.ns, portETCDClient),
 						"--listen-peer-urls=" + peer, "--initial-advertise-peer-urls=" + peer,
@@ -222,6 +233,9 @@ func (op *operation) deployETCD(ctx context.Context) error {
 				}},
 				Volumes: []corev1.Volume{secretVolume("ca", credentials.NameCAETCDBundle), secretVolume("server-tls", server.Name)},
 			},
+		}
+		if backup != nil {
+			backup.addToPod(&sts.Spec.Template.Spec, backupImg, op.c.cfg.ETCDSnapshotInterval)
 		}
 		return nil
 	})

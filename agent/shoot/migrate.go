@@ -28,7 +28,9 @@ const (
 // migrateGraph is the migrate flow on the source seed: every extension object is annotated migrate (the extensions
 // clean up what they made in the seed, keep what is outside it, and save their state), the states go into the
 // ShootState on the hub, and the objects, the Cluster and the namespace are deleted without deleting anything
-// outside the seed. The destination's agent restores from the ShootState.
+// outside the seed. Meanwhile the control plane stops: kube-apiserver and its controllers scale to zero, etcd's
+// backup sidecar takes a final full snapshot into the shoot's BackupEntry, and etcd is deleted with its volume. The
+// destination's agent restores from the ShootState, and its etcd from that snapshot.
 func (op *operation) migrateGraph() *flow.Graph {
 	g := flow.New("migrate")
 	t := op.timeout()
@@ -36,7 +38,13 @@ func (op *operation) migrateGraph() *flow.Graph {
 	persist := g.Add(flow.Task{Name: taskPersistState, Fn: op.persistShootState, Dependencies: []string{migrate}, Timeout: t})
 	del := g.Add(flow.Task{Name: taskDeleteMigrated, Fn: op.deleteMigrated, Dependencies: []string{persist}, Timeout: t})
 	cluster := g.Add(flow.Task{Name: taskDestroyCluster, Fn: op.deleteCluster, Dependencies: []string{del}, Timeout: t})
-	g.Add(flow.Task{Name: taskDestroyNamespace, Fn: op.deleteNamespace, Dependencies: []string{cluster}, Timeout: t, RetryInterval: namespaceRetry})
+	// etcd's data moves through the backup: the API server stops taking writes, etcd's sidecar takes a last full
+	// snapshot into the BackupEntry, and etcd goes with its volume; the destination restores the snapshot.
+	runs := op.controlPlane
+	kapi := g.Add(flow.Task{Name: taskScaleDownKAPI, Fn: op.scaleDownKubeAPIServer, Skip: !runs, Timeout: t})
+	snap := g.Add(flow.Task{Name: taskSnapshotETCD, Fn: op.snapshotETCD, Skip: !runs, Dependencies: []string{kapi}, Timeout: t})
+	etcd := g.Add(flow.Task{Name: taskMigrateETCD, Fn: op.destroyETCD, Skip: !runs, Dependencies: []string{snap}, Timeout: t})
+	g.Add(flow.Task{Name: taskDestroyNamespace, Fn: op.deleteNamespace, Dependencies: []string{cluster, etcd}, Timeout: t, RetryInterval: namespaceRetry})
 	return g
 }
 

@@ -170,7 +170,7 @@ func (s *sidecar) schedule(ctx context.Context) {
 			select {
 			case <-ctx.Done():
 				return
-			case <-time.After(5 * time.Second):
+			case <-time.After(2 * time.Second):
 			}
 		}
 	}

@@ -30,15 +30,16 @@ type Sources struct {
 const Source = "https://github.com/trellis-dev/trellis"
 
 // Project are the images of the project's own binaries.
-var Project = []string{"trellis-hub", "trellis-agent", "provider-local", "trellisctl"}
+var Project = []string{"trellis-hub", "trellis-agent", "provider-local", "trellisctl", "etcd-backup-restore"}
 
 // NodeImages are the images every local node imports: its sandbox, the tools image, cluster DNS and the storage
 // provisioner.
 var NodeImages = []string{"pause", "busybox", "coredns", "local-path-provisioner"}
 
 // ControlPlaneImages are the images of a shoot's control plane that the agent runs on a local seed's node (its image
-// vector names them): `make testbin` writes them beside the node's.
-var ControlPlaneImages = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"}
+// vector names them): `make testbin` writes them beside the node's. etcd-backup-restore is the project's own (etcd's
+// backup sidecar and restore step): `make testbin` builds it for the purpose.
+var ControlPlaneImages = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "etcd-backup-restore"}
 
 // Catalog returns the specs of every image Trellis builds, from src. Versions of cached binaries come from their
 // cache directories; an image whose binary is missing fails only when it is built.
@@ -77,6 +78,7 @@ func Catalog(src Sources) ([]Spec, error) {
 		project("trellis-hub"),
 		project("trellis-agent"),
 		project("trellisctl"),
+		project("etcd-backup-restore"),
 	}, nil
 }
 

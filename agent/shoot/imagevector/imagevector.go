@@ -19,6 +19,8 @@ const (
 	KubeAPIServer         = "kube-apiserver"
 	KubeControllerManager = "kube-controller-manager"
 	KubeScheduler         = "kube-scheduler"
+	// ETCDBackupRestore is etcd's backup sidecar and restore step (cmd/etcd-backup-restore).
+	ETCDBackupRestore = "etcd-backup-restore"
 )
 
 //go:embed images.yaml

@@ -15,6 +15,7 @@ func TestDefault(t *testing.T) {
 		KubeAPIServer:         "registry.k8s.io/kube-apiserver:v1.31.1",
 		KubeControllerManager: "registry.k8s.io/kube-controller-manager:v1.31.1",
 		KubeScheduler:         "registry.k8s.io/kube-scheduler:v1.31.1",
+		ETCDBackupRestore:     "ghcr.io/trellis-dev/trellis/etcd-backup-restore:latest",
 	} {
 		if got, err := v.Image(c, "1.31.1"); err != nil || got != want {
 			t.Errorf("%s: %q %v, want %q", c, got, err, want)
