@@ -50,6 +50,9 @@ const (
 	groupMasters          = "system:masters"
 	kubeconfigKey         = "kubeconfig"
 	defaultServiceIPRange = defaultServicesCIDR
+	// labelPurpose and purposeKubeconfig mark the components' kubeconfig secrets, as Gardener marks them.
+	labelPurpose      = "gardener.cloud/purpose"
+	purposeKubeconfig = "kubeconfig"
 )
 
 // Labels of the control plane's pods, as Gardener sets them.
@@ -285,7 +288,7 @@ func (op *operation) kubeconfigSecret(ctx context.Context, set *credentials.Set,
 	kc := kubeconfig(fmt.Sprintf("https://%s.%s.svc:%d", serviceKubeAPIServer, op.ns, portKubeAPIServer), set.CABundle,
 		cert.Data[credentials.DataKeyCertificate], cert.Data[credentials.DataKeyPrivateKey])
 	secretName := "kubeconfig-" + cert.Name
-	if err := op.deploySecret(ctx, secretName, map[string][]byte{kubeconfigKey: kc}, map[string]string{"gardener.cloud/purpose": "kubeconfig"}); err != nil {
+	if err := op.deploySecret(ctx, secretName, map[string][]byte{kubeconfigKey: kc}, map[string]string{labelPurpose: purposeKubeconfig}); err != nil {
 		return "", err
 	}
 	return secretName, nil
@@ -567,7 +570,12 @@ func (op *operation) deployKubeAPIServer(ctx context.Context) error {
 	if op.hibernated() {
 		return nil
 	}
-	return op.waitReady(ctx, dep)
+	if err := op.waitReady(ctx, dep); err != nil {
+		return err
+	}
+	// A rolled-out Deployment no longer counts its old, terminating pods; until they are gone, a new connection
+	// may still reach one (serving the old certificate during a CA rotation's completion): wait for them too.
+	return op.waitOnlyCurrentPods(ctx, labelsKubeAPIServer)
 }
 
 // deployKubeControllerManager deploys the shoot's kube-controller-manager: a kubeconfig for

@@ -2,6 +2,7 @@ package shoot
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"strconv"
@@ -128,8 +129,46 @@ func (op *operation) scaleDown(ctx context.Context, objs []client.Object) error 
 	return nil
 }
 
+// waitOnlyCurrentPods waits until the pods of the namespace that match selector are all of one pod template (label
+// pod-template-hash) and none is terminating: after a Deployment's rollout, until its old pods are gone.
+func (op *operation) waitOnlyCurrentPods(ctx context.Context, selector map[string]string) error {
+	return op.waitPods(ctx, selector, oldPods)
+}
+
+// oldPods says which of a Deployment's pods are old (terminating, or of another template than the first
+// non-terminating one); "" when there are none.
+func oldPods(pods []corev1.Pod) string {
+	hash := ""
+	for _, p := range pods {
+		if p.DeletionTimestamp == nil {
+			hash = p.Labels[appsv1.DefaultDeploymentUniqueLabelKey]
+			break
+		}
+	}
+	for _, p := range pods {
+		if p.DeletionTimestamp != nil {
+			return p.Name + " is terminating"
+		}
+		if p.Labels[appsv1.DefaultDeploymentUniqueLabelKey] != hash {
+			return p.Name + " is of another pod template"
+		}
+	}
+	return ""
+}
+
 // waitNoPods waits until no pod of the namespace matches selector.
 func (op *operation) waitNoPods(ctx context.Context, selector map[string]string) error {
+	return op.waitPods(ctx, selector, func(pods []corev1.Pod) string {
+		if len(pods) == 0 {
+			return ""
+		}
+		return fmt.Sprintf("%d pods still running (%s)", len(pods), pods[0].Name)
+	})
+}
+
+// waitPods waits until problem finds none in the pods of the namespace that match selector; the error names the
+// last one.
+func (op *operation) waitPods(ctx context.Context, selector map[string]string, problem func([]corev1.Pod) string) error {
 	t := time.NewTicker(op.c.cfg.WaitInterval * 2)
 	defer t.Stop()
 	for {
@@ -137,12 +176,13 @@ func (op *operation) waitNoPods(ctx context.Context, selector map[string]string)
 		if err := op.c.cfg.Seed.List(ctx, pods, client.InNamespace(op.ns), client.MatchingLabels(selector)); err != nil {
 			return err
 		}
-		if len(pods.Items) == 0 {
+		why := problem(pods.Items)
+		if why == "" {
 			return nil
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%d pods still running (%s)", len(pods.Items), pods.Items[0].Name)
+			return errors.New(why)
 		case <-t.C:
 		}
 	}

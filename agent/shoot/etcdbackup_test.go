@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	kmetav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // TestETCDBackupStoreOf: the local provider's etcd-backup secret gives the bucket directory; a secret without
@@ -90,4 +91,30 @@ func FuzzETCDBackupStoreOf(f *testing.F) {
 			t.Fatalf("hostPath %q bucketName %q: bucket directory %q is not directly below the root", root, bucket, s.bucketDir)
 		}
 	})
+}
+
+// TestOldPods: after a rollout, a terminating pod or one of another pod template is old; one template's running pods
+// are not.
+func TestOldPods(t *testing.T) {
+	pod := func(name, hash string, terminating bool) corev1.Pod {
+		p := corev1.Pod{ObjectMeta: kmetav1.ObjectMeta{Name: name, Labels: map[string]string{"pod-template-hash": hash}}}
+		if terminating {
+			p.DeletionTimestamp = &kmetav1.Time{Time: time.Now()}
+		}
+		return p
+	}
+	for _, tc := range []struct {
+		name string
+		pods []corev1.Pod
+		want string
+	}{
+		{"none", nil, ""},
+		{"one current", []corev1.Pod{pod("new", "b", false)}, ""},
+		{"old terminating", []corev1.Pod{pod("old", "a", true), pod("new", "b", false)}, "old is terminating"},
+		{"two templates", []corev1.Pod{pod("new", "b", false), pod("old", "a", false)}, "old is of another pod template"},
+	} {
+		if got := oldPods(tc.pods); got != tc.want {
+			t.Errorf("%s: oldPods = %q, want %q", tc.name, got, tc.want)
+		}
+	}
 }

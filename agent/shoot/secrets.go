@@ -5,6 +5,11 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/trellis-dev/trellis/agent/shoot/credentials"
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
@@ -41,7 +46,44 @@ func (op *operation) deployCredentials(ctx context.Context) error {
 // cleanupCredentials deletes the credentials no longer in use once the rest of the flow succeeded: the old ones of a
 // completed rotation go only when everything was deployed without them.
 func (op *operation) cleanupCredentials(ctx context.Context) error {
-	return op.credentialsManager().Cleanup(ctx, rotationWant(op.shoot))
+	if err := op.credentialsManager().Cleanup(ctx, rotationWant(op.shoot)); err != nil {
+		return err
+	}
+	return op.cleanupKubeconfigs(ctx)
+}
+
+// cleanupKubeconfigs deletes the components' kubeconfig secrets (kubeconfig-<certificate>, made by kubeconfigSecret
+// with a new name for each new certificate) that no Deployment of the namespace mounts any more. It runs at the end
+// of the flow, when kube-controller-manager and kube-scheduler have rolled out to their current kubeconfigs.
+func (op *operation) cleanupKubeconfigs(ctx context.Context) error {
+	secrets := &corev1.SecretList{}
+	if err := op.c.cfg.Seed.List(ctx, secrets, client.InNamespace(op.ns), client.MatchingLabels{labelPurpose: purposeKubeconfig}); err != nil {
+		return fmt.Errorf("list the kubeconfig secrets of %s: %w", op.ns, err)
+	}
+	if len(secrets.Items) == 0 {
+		return nil
+	}
+	deps := &appsv1.DeploymentList{}
+	if err := op.c.cfg.Seed.List(ctx, deps, client.InNamespace(op.ns)); err != nil {
+		return fmt.Errorf("list the deployments of %s: %w", op.ns, err)
+	}
+	used := map[string]bool{}
+	for _, d := range deps.Items {
+		for _, v := range d.Spec.Template.Spec.Volumes {
+			if v.Secret != nil {
+				used[v.Secret.SecretName] = true
+			}
+		}
+	}
+	for i := range secrets.Items {
+		if used[secrets.Items[i].Name] || !strings.HasPrefix(secrets.Items[i].Name, "kubeconfig-") {
+			continue
+		}
+		if err := op.c.cfg.Seed.Delete(ctx, &secrets.Items[i]); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("delete the unused kubeconfig secret %s/%s: %w", op.ns, secrets.Items[i].Name, err)
+		}
+	}
+	return nil
 }
 
 // shootStateCredentials are the credentials' secrets a ShootState holds.

@@ -72,5 +72,20 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 // usageError is a bad command line.
 type usageError struct{ error }
 
+// parseFlags parses a subcommand's flags, which take no arguments after them; a bad command line is a usageError,
+// -h flag.ErrHelp.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usageError{err}
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Errorf("unexpected arguments %v", fs.Args())}
+	}
+	return nil
+}
+
 // snapshotPrefix starts the names of the snapshots this command takes.
 const snapshotPrefix = "full"

@@ -34,16 +34,10 @@ func parseRestore(args []string, stderr io.Writer) (*restoreOptions, error) {
 	fs.StringVar(&o.name, "name", "etcd-main-0", "etcd's --name")
 	fs.StringVar(&o.peerURL, "peer-url", "http://127.0.0.1:2380", "etcd's --initial-advertise-peer-urls")
 	fs.StringVar(&owner, "owner", "", "UID:GID to own the data directory and the store afterwards (etcd's and the sidecar's user); empty: unchanged")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil, err
-		}
-		return nil, usageError{err}
+	if err := parseFlags(fs, args); err != nil {
+		return nil, err
 	}
 	var errs []error
-	if fs.NArg() > 0 {
-		errs = append(errs, fmt.Errorf("unexpected arguments %v", fs.Args()))
-	}
 	if o.dataDir == "" {
 		errs = append(errs, errors.New("--data-dir: required"))
 	}

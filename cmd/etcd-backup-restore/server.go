@@ -48,16 +48,10 @@ func parseServer(args []string, stderr io.Writer) (*serverOptions, error) {
 	fs.IntVar(&o.keep, "keep", 7, "full snapshots to keep (the newest is always kept)")
 	fs.StringVar(&o.listen, "listen", ":8080", "address of the HTTP API (/snapshot/full, /snapshot/latest, /healthz)")
 	fs.DurationVar(&o.snapshotTimeout, "snapshot-timeout", 5*time.Minute, "bound of one snapshot")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil, err
-		}
-		return nil, usageError{err}
+	if err := parseFlags(fs, args); err != nil {
+		return nil, err
 	}
 	var errs []error
-	if fs.NArg() > 0 {
-		errs = append(errs, fmt.Errorf("unexpected arguments %v", fs.Args()))
-	}
 	if o.store == "" {
 		errs = append(errs, errors.New("--store: required"))
 	}

@@ -124,6 +124,23 @@ func Add(mgr manager.Manager, cfg Config) error {
 	return nil
 }
 
+// AddBackup registers only provider-local's BackupBucket and BackupEntry controllers with mgr: for a seed whose
+// other extension kinds are served by someone else (tests that run shoot control planes with stand-in
+// infrastructure, and keep etcd's snapshots in local buckets).
+func AddBackup(mgr manager.Manager, cfg Config) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	s := seed{c: mgr.GetClient(), r: mgr.GetAPIReader()}
+	entries := &backupEntry{seed: s, root: cfg.BackupDir}
+	buckets := &backupBucket{seed: s, root: cfg.BackupDir}
+	if err := errors.Join(register(mgr, cfg, "BackupBucket", buckets, buckets, nil, nil),
+		register(mgr, cfg, "BackupEntry", entries, entries, entries.cluster, nil)); err != nil {
+		return fmt.Errorf("provider-local: %w", err)
+	}
+	return nil
+}
+
 // register adds the controller, and the health checks if any, of one kind for each of its types. The actuator is
 // wrapped with failure injection (guarded); cluster finds the Cluster of objects the reconciler has none for.
 func register[T extensionsv1alpha1.Object](mgr manager.Manager, cfg Config, kind string, act controller.Actuator[T],
