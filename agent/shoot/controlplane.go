@@ -26,30 +26,32 @@ import (
 
 // Names of the control plane's objects in the shoot's namespace, as Gardener names them.
 const (
-	etcdMain              = "etcd-main"
-	serviceETCDClient     = "etcd-main-client"
-	deployKubeAPIServer   = "kube-apiserver"
-	deployKCM             = "kube-controller-manager"
-	deployScheduler       = "kube-scheduler"
-	configMapAuditPolicy  = "audit-policy-config"
-	portKubeAPIServer     = 443
-	portETCDClient        = 2379
-	portETCDMetrics       = 2381
-	etcdVolumeSize        = "10Gi"
-	nonRootUser           = int64(65532)
-	auditPolicyKey        = "policy"
-	certKubeAPIServer     = "kube-apiserver"
-	certETCDServer        = "etcd-server"
-	certETCDClient        = "etcd-client"
-	certKCM               = "kube-controller-manager"
-	certScheduler         = "kube-scheduler"
-	certGardener          = "gardener"
-	userKCM               = "system:kube-controller-manager"
-	userScheduler         = "system:kube-scheduler"
-	userGardener          = "gardener"
-	groupMasters          = "system:masters"
-	kubeconfigKey         = "kubeconfig"
-	defaultServiceIPRange = defaultServicesCIDR
+	etcdMain                = "etcd-main"
+	serviceETCDClient       = "etcd-main-client"
+	etcdEvents              = "etcd-events"
+	serviceETCDEventsClient = "etcd-events-client"
+	deployKubeAPIServer     = "kube-apiserver"
+	deployKCM               = "kube-controller-manager"
+	deployScheduler         = "kube-scheduler"
+	configMapAuditPolicy    = "audit-policy-config"
+	portKubeAPIServer       = 443
+	portETCDClient          = 2379
+	portETCDMetrics         = 2381
+	etcdVolumeSize          = "10Gi"
+	nonRootUser             = int64(65532)
+	auditPolicyKey          = "policy"
+	certKubeAPIServer       = "kube-apiserver"
+	certETCDServer          = "etcd-server"
+	certETCDClient          = "etcd-client"
+	certKCM                 = "kube-controller-manager"
+	certScheduler           = "kube-scheduler"
+	certGardener            = "gardener"
+	userKCM                 = "system:kube-controller-manager"
+	userScheduler           = "system:kube-scheduler"
+	userGardener            = "gardener"
+	groupMasters            = "system:masters"
+	kubeconfigKey           = "kubeconfig"
+	defaultServiceIPRange   = defaultServicesCIDR
 	// labelPurpose and purposeKubeconfig mark the components' kubeconfig secrets, as Gardener marks them.
 	labelPurpose      = "gardener.cloud/purpose"
 	purposeKubeconfig = "kubeconfig"
@@ -58,6 +60,7 @@ const (
 // Labels of the control plane's pods, as Gardener sets them.
 var (
 	labelsETCD          = map[string]string{"app": "etcd-statefulset", "instance": etcdMain, "name": "etcd", "role": "main"}
+	labelsETCDEvents    = map[string]string{"app": "etcd-statefulset", "instance": etcdEvents, "name": "etcd", "role": "events"}
 	labelsKubeAPIServer = map[string]string{"app": "kubernetes", "role": "apiserver"}
 	labelsKCM           = map[string]string{"app": "kubernetes", "role": "controller-manager"}
 	labelsScheduler     = map[string]string{"app": "kubernetes", "role": "scheduler"}
@@ -142,17 +145,36 @@ func podSecurity() *corev1.PodSecurityContext {
 	return &corev1.PodSecurityContext{RunAsUser: ptr(nonRootUser), RunAsGroup: ptr(nonRootUser), FSGroup: ptr(nonRootUser), RunAsNonRoot: ptr(true)}
 }
 
-// deployETCD deploys etcd-main: its client Service and a StatefulSet of one member with its data on a volume of the
-// seed's default StorageClass, serving clients with TLS from the etcd CA (waitETCD waits for it).
+// etcdMember is one of the shoot's etcds, as Gardener runs them: main (every object but events, backed up) and
+// events (the events, kube-apiserver's --etcd-servers-overrides; not backed up, as in Gardener).
+type etcdMember struct {
+	// name is the StatefulSet's, its volume claim template's and its instance label's; service its client Service's.
+	name, service string
+	labels        map[string]string
+	// backedUp runs the backup sidecar and the restore step beside it.
+	backedUp bool
+}
+
+// etcdMembers are etcd-main and etcd-events.
+var etcdMembers = []etcdMember{
+	{name: etcdMain, service: serviceETCDClient, labels: labelsETCD, backedUp: true},
+	{name: etcdEvents, service: serviceETCDEventsClient, labels: labelsETCDEvents},
+}
+
+// deployETCD deploys etcd-main and etcd-events: for each its client Service and a StatefulSet of one member with its
+// data on a volume of the seed's default StorageClass, serving clients with TLS from the etcd CA (one server
+// certificate for both); etcd-main with its backups (etcdbackup.go). waitETCD waits for them.
 func (op *operation) deployETCD(ctx context.Context) error {
 	set, err := op.credentialSet(ctx)
 	if err != nil {
 		return err
 	}
-	m := op.credentialsManager()
-	svcName := serviceETCDClient
-	server, err := m.Certificate(ctx, credentials.CertConfig{Name: certETCDServer, CA: credentials.ServerCA(set.CAETCD, set.CAETCDOld), CommonName: "etcd-server",
-		DNSNames: append(serviceNames(svcName, op.ns), "localhost"), IPs: []net.IP{net.IPv4(127, 0, 0, 1)}, Server: true, Client: true})
+	names := []string{"localhost"}
+	for _, e := range etcdMembers {
+		names = append(names, serviceNames(e.service, op.ns)...)
+	}
+	server, err := op.credentialsManager().Certificate(ctx, credentials.CertConfig{Name: certETCDServer, CA: credentials.ServerCA(set.CAETCD, set.CAETCDOld),
+		CommonName: "etcd-server", DNSNames: names, IPs: []net.IP{net.IPv4(127, 0, 0, 1)}, Server: true, Client: true})
 	if err != nil {
 		return err
 	}
@@ -170,26 +192,47 @@ func (op *operation) deployETCD(ctx context.Context) error {
 			return err
 		}
 	}
+	for _, e := range etcdMembers {
+		b := backup
+		if !e.backedUp {
+			b = nil
+		}
+		if err := op.deployETCDMember(ctx, e, set, server.Name, img, b, backupImg); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// deployETCDMember deploys one etcd's Service and StatefulSet, with the backup sidecar and restore step when backup
+// is set.
+func (op *operation) deployETCDMember(ctx context.Context, e etcdMember, set *credentials.Set, serverSecret, img string,
+	backup *etcdBackupStore, backupImg string) error {
+	svcName := e.service
+	selector := map[string]string{"instance": e.name, "name": "etcd"}
 	svc := &corev1.Service{ObjectMeta: op.objectMeta(svcName)}
 	if _, err := controllerutil.CreateOrUpdate(ctx, op.c.cfg.Seed, svc, func() error {
-		svc.Labels = maps.Clone(labelsETCD)
-		svc.Spec.Selector = map[string]string{"instance": etcdMain, "name": "etcd"}
-		svc.Spec.Ports = []corev1.ServicePort{{Name: "client", Port: portETCDClient, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromInt32(portETCDClient)},
-			{Name: "backuprestore", Port: portBackupRestore, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromInt32(portBackupRestore)}}
+		svc.Labels = maps.Clone(e.labels)
+		svc.Spec.Selector = selector
+		svc.Spec.Ports = []corev1.ServicePort{{Name: "client", Port: portETCDClient, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromInt32(portETCDClient)}}
+		if e.backedUp {
+			svc.Spec.Ports = append(svc.Spec.Ports, corev1.ServicePort{Name: "backuprestore", Port: portBackupRestore, Protocol: corev1.ProtocolTCP,
+				TargetPort: intstr.FromInt32(portBackupRestore)})
+		}
 		return nil
 	}); err != nil {
 		return fmt.Errorf("service %s/%s: %w", op.ns, svcName, err)
 	}
-	sts := &appsv1.StatefulSet{ObjectMeta: op.objectMeta(etcdMain)}
-	_, err = controllerutil.CreateOrUpdate(ctx, op.c.cfg.Seed, sts, func() error {
+	sts := &appsv1.StatefulSet{ObjectMeta: op.objectMeta(e.name)}
+	_, err := controllerutil.CreateOrUpdate(ctx, op.c.cfg.Seed, sts, func() error {
 		exists := !sts.CreationTimestamp.IsZero()
-		sts.Labels = maps.Clone(labelsETCD)
+		sts.Labels = maps.Clone(e.labels)
 		setReplicas(&sts.Spec.Replicas, exists, op.hibernated())
 		if !exists { // immutable
-			sts.Spec.Selector = &kmetav1.LabelSelector{MatchLabels: map[string]string{"instance": etcdMain, "name": "etcd"}}
+			sts.Spec.Selector = &kmetav1.LabelSelector{MatchLabels: selector}
 			sts.Spec.ServiceName = svcName
 			sts.Spec.VolumeClaimTemplates = []corev1.PersistentVolumeClaim{{
-				ObjectMeta: kmetav1.ObjectMeta{Name: etcdMain},
+				ObjectMeta: kmetav1.ObjectMeta{Name: e.name},
 				Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 					Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(etcdVolumeSize)}}},
 			}}
@@ -199,7 +242,7 @@ func (op *operation) deployETCD(ctx context.Context) error {
 			WhenDeleted: appsv1.DeletePersistentVolumeClaimRetentionPolicyType, WhenScaled: appsv1.RetainPersistentVolumeClaimRetentionPolicyType}
 		peer := "http://127.0.0.1:2380"
 		sts.Spec.Template = corev1.PodTemplateSpec{
-			ObjectMeta: kmetav1.ObjectMeta{Labels: maps.Clone(labelsETCD), Annotations: map[string]string{
+			ObjectMeta: kmetav1.ObjectMeta{Labels: maps.Clone(e.labels), Annotations: map[string]string{
 				"checksum/ca-etcd-bundle": checksum(set.CAETCDBundle)}},
 			Spec: corev1.PodSpec{
 				SecurityContext:               podSecurity(),
@@ -208,12 +251,12 @@ func (op *operation) deployETCD(ctx context.Context) error {
 				Containers: []corev1.Container{{
 					Name: "etcd", Image: img, ImagePullPolicy: corev1.PullIfNotPresent,
 					Command: []string{"/usr/local/bin/etcd",
-						"--name=" + etcdMain + "-0",
+						"--name=" + e.name + "-0",
 						"--data-dir=" + etcdDataDir,
 						fmt.Sprintf("--listen-client-urls=https://0.0.0.0:%d", portETCDClient),
 						fmt.Sprintf("--advertise-client-urls=https://%s.%s.svc:%d", svcName, op.ns, portETCDClient),
 						"--listen-peer-urls=" + peer, "--initial-advertise-peer-urls=" + peer,
-						"--initial-cluster=" + etcdMain + "-0=" + peer, "--initial-cluster-state=new",
+						"--initial-cluster=" + e.name + "-0=" + peer, "--initial-cluster-state=new",
 						fmt.Sprintf("--listen-metrics-urls=http://0.0.0.0:%d", portETCDMetrics),
 						"--client-cert-auth=true",
 						"--trusted-ca-file=/var/etcd/ssl/ca/" + credentials.DataKeyCertificateBundle,
@@ -229,12 +272,12 @@ func (op *operation) deployETCD(ctx context.Context) error {
 						InitialDelaySeconds: 15, PeriodSeconds: 10, FailureThreshold: 6},
 					Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("50m"), corev1.ResourceMemory: resource.MustParse("64Mi")}},
 					VolumeMounts: []corev1.VolumeMount{
-						{Name: etcdMain, MountPath: "/var/etcd/data"},
+						{Name: e.name, MountPath: "/var/etcd/data"},
 						{Name: "ca", MountPath: "/var/etcd/ssl/ca"},
 						{Name: "server-tls", MountPath: "/var/etcd/ssl/server"},
 					},
 				}},
-				Volumes: []corev1.Volume{secretVolume("ca", credentials.NameCAETCDBundle), secretVolume("server-tls", server.Name)},
+				Volumes: []corev1.Volume{secretVolume("ca", credentials.NameCAETCDBundle), secretVolume("server-tls", serverSecret)},
 			},
 		}
 		if backup != nil {
@@ -243,18 +286,23 @@ func (op *operation) deployETCD(ctx context.Context) error {
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("statefulset %s/%s: %w", op.ns, etcdMain, err)
+		return fmt.Errorf("statefulset %s/%s: %w", op.ns, e.name, err)
 	}
 	return nil
 }
 
-// waitETCD waits until etcd-main is ready. The kube-apiserver starts meanwhile: it waits for etcd itself, so that
-// the volume's provisioning and etcd's start overlap with the API server's.
+// waitETCD waits until etcd-main and etcd-events are ready. The kube-apiserver starts meanwhile: it waits for etcd
+// itself, so that the volumes' provisioning and etcd's start overlap with the API server's.
 func (op *operation) waitETCD(ctx context.Context) error {
 	if op.hibernated() {
 		return nil
 	}
-	return op.waitReady(ctx, &appsv1.StatefulSet{ObjectMeta: op.objectMeta(etcdMain)})
+	for _, e := range etcdMembers {
+		if err := op.waitReady(ctx, &appsv1.StatefulSet{ObjectMeta: op.objectMeta(e.name)}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // serviceNames are the names a Service is reached at in the seed: name, name.ns, name.ns.svc,
@@ -401,6 +449,7 @@ func (op *operation) kubeAPIServerFlags(audit bool) []string {
 		"--etcd-certfile=/srv/kubernetes/etcd/client/" + credentials.DataKeyCertificate,
 		"--etcd-keyfile=/srv/kubernetes/etcd/client/" + credentials.DataKeyPrivateKey,
 		fmt.Sprintf("--etcd-servers=https://%s.%s.svc:%d", serviceETCDClient, op.ns, portETCDClient),
+		fmt.Sprintf("--etcd-servers-overrides=/events#https://%s.%s.svc:%d", serviceETCDEventsClient, op.ns, portETCDClient),
 		fmt.Sprintf("--secure-port=%d", portKubeAPIServer),
 		"--service-account-issuer=" + op.serviceAccountIssuer(),
 		"--service-account-key-file=/srv/kubernetes/service-account-key-bundle/" + credentials.DataKeyPublicKeyBundle,

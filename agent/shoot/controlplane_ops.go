@@ -99,6 +99,7 @@ func (op *operation) controlPlaneWorkloads() []client.Object {
 		&appsv1.Deployment{ObjectMeta: op.objectMeta(deployScheduler)},
 		&appsv1.Deployment{ObjectMeta: op.objectMeta(deployKubeAPIServer)},
 		&appsv1.StatefulSet{ObjectMeta: op.objectMeta(etcdMain)},
+		&appsv1.StatefulSet{ObjectMeta: op.objectMeta(etcdEvents)},
 	}
 }
 
@@ -204,25 +205,26 @@ func (op *operation) destroyKubeAPIServer(ctx context.Context) error {
 	return op.deleteAll(ctx, objs)
 }
 
-// destroyETCD scales etcd down and deletes it, its client Service and its volumes, and waits until the volumes are
-// gone.
+// destroyETCD scales etcd-main and etcd-events down and deletes them, their client Services and their volumes, and
+// waits until the volumes are gone.
 func (op *operation) destroyETCD(ctx context.Context) error {
-	sts := op.controlPlaneWorkloads()[3]
-	if err := op.scaleDown(ctx, []client.Object{sts}); err != nil {
+	etcds := op.controlPlaneWorkloads()[3:]
+	if err := op.scaleDown(ctx, etcds); err != nil {
 		return err
 	}
-	if err := op.deleteAll(ctx, []client.Object{sts, &corev1.Service{ObjectMeta: op.objectMeta(serviceETCDClient)}}); err != nil {
+	objs := append(etcds, &corev1.Service{ObjectMeta: op.objectMeta(serviceETCDClient)}, &corev1.Service{ObjectMeta: op.objectMeta(serviceETCDEventsClient)})
+	if err := op.deleteAll(ctx, objs); err != nil {
 		return err
 	}
 	pvcs := &corev1.PersistentVolumeClaimList{}
 	if err := op.c.cfg.Seed.List(ctx, pvcs, client.InNamespace(op.ns)); err != nil {
 		return fmt.Errorf("list the volumes of %s: %w", op.ns, err)
 	}
-	var objs []client.Object
+	var volumes []client.Object
 	for i := range pvcs.Items {
-		objs = append(objs, &pvcs.Items[i])
+		volumes = append(volumes, &pvcs.Items[i])
 	}
-	return op.deleteAll(ctx, objs)
+	return op.deleteAll(ctx, volumes)
 }
 
 // deleteAll deletes objs and waits until they are gone.

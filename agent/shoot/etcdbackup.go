@@ -113,8 +113,10 @@ func (b *etcdBackupStore) addToPod(spec *corev1.PodSpec, img string, interval ti
 			{Name: "ca", MountPath: "/var/etcd/ssl/ca"}, {Name: "server-tls", MountPath: "/var/etcd/ssl/server"}},
 		SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: ptr(false)},
 	})
+	// DirectoryOrCreate: a provider-local that runs as a pod may keep its buckets in a volume of its own (the chart's
+	// default emptyDir), where the node has no such directory; etcd's snapshots then stay on the node.
 	spec.Volumes = append(spec.Volumes, corev1.Volume{Name: "backup", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{
-		Path: b.bucketDir, Type: ptr(corev1.HostPathDirectory)}}})
+		Path: b.bucketDir, Type: ptr(corev1.HostPathDirectoryOrCreate)}}})
 }
 
 // etcdBackupImage is the image of the backup sidecar and restore step.

@@ -30,7 +30,7 @@ type check struct {
 
 // ownChecks are the agent's checks of a shoot whose control plane runs in the seed, by condition type:
 // APIServerAvailable from the kube-apiserver's /livez and /readyz (probed at its Service, as the hub's tunnels reach
-// it), ControlPlaneHealthy from the ready replicas of etcd, kube-apiserver, kube-controller-manager and
+// it), ControlPlaneHealthy from the ready replicas of etcd-main, etcd-events, kube-apiserver, kube-controller-manager and
 // kube-scheduler, EveryNodeReady from the shoot's Nodes and SystemComponentsHealthy from the pods in the shoot's
 // kube-system. It returns nil for a shoot without a control plane in the seed (a stand-in Service).
 func (c *Controller) ownChecks(ctx context.Context, s *corev1beta1.Shoot, ns string) map[string]check {
@@ -65,8 +65,8 @@ func (c *Controller) ownChecks(ctx context.Context, s *corev1beta1.Shoot, ns str
 		cp.reason, cp.message = "ControlPlaneHibernated", "The shoot is hibernated: its control plane is scaled to zero."
 	} else {
 		var problems []string
-		objs := []client.Object{&appsv1.StatefulSet{}, &appsv1.Deployment{}, &appsv1.Deployment{}}
-		names := []string{etcdMain, deployKubeAPIServer, deployKCM}
+		objs := []client.Object{&appsv1.StatefulSet{}, &appsv1.StatefulSet{}, &appsv1.Deployment{}, &appsv1.Deployment{}}
+		names := []string{etcdMain, etcdEvents, deployKubeAPIServer, deployKCM}
 		if workers {
 			objs, names = append(objs, &appsv1.Deployment{}), append(names, deployScheduler)
 		}

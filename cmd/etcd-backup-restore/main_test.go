@@ -139,7 +139,12 @@ func TestSnapshotAndRestore(t *testing.T) {
 	sctx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- o.run(sctx, slog.New(slog.DiscardHandler)) }()
-	defer func() { stop(); <-done }()
+	defer func() {
+		stop()
+		if err := <-done; err != nil {
+			t.Errorf("server: %v", err)
+		}
+	}()
 	base := "http://" + <-ready
 	healthy := func() bool {
 		resp, err := http.Get(base + "/healthz")

@@ -13,6 +13,7 @@ import (
 	"encoding/pem"
 	"fmt"
 	"math/big"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -23,6 +24,7 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/protobuf/proto"
 	corev1 "k8s.io/api/core/v1"
 	kmetav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -31,6 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/trellis-dev/trellis/agent/shoot/credentials"
 	extensionsv1alpha1 "github.com/trellis-dev/trellis/extsdk/apis/extensions/v1alpha1"
 	"github.com/trellis-dev/trellis/extsdk/provider/local"
 	"github.com/trellis-dev/trellis/hub"
@@ -581,7 +584,7 @@ func TestWorkerlessShootControlPlane(t *testing.T) {
 	}
 	e := start(t)
 	c := e.createShoot(t, "local")
-	caCert, clusterCA, adminCert, adminKey, admin := c.caCert, c.clusterCA, c.cert, c.key, c.kubeconfig
+	caCert, clusterCA, admin := c.caCert, c.clusterCA, c.kubeconfig
 	ns := e.shoot(t).GetStatus().GetTechnicalId()
 
 	e.ok(t, admin, "create", "namespace", "demo")
@@ -596,6 +599,22 @@ func TestWorkerlessShootControlPlane(t *testing.T) {
 		t.Fatalf("kubectl get namespaces: %s", got)
 	}
 	e.watchAndApply(t, admin)
+	// Events go to etcd-events (kube-apiserver's --etcd-servers-overrides), everything else to etcd-main.
+	event := filepath.Join(e.dir, "event.yaml")
+	if err := os.WriteFile(event, []byte("apiVersion: v1\nkind: Event\nmetadata: {name: kept.1, namespace: demo}\n"+
+		"involvedObject: {kind: ConfigMap, name: kept, namespace: demo}\nreason: Tested\nmessage: stored in etcd-events\ntype: Normal\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e.ok(t, admin, "apply", "-f", event)
+	if n := e.etcdKeys(t, ns, "etcd-events-client", "/registry/events/demo/"); n != 1 {
+		t.Fatalf("etcd-events holds %d events of the namespace demo, want 1", n)
+	}
+	if n := e.etcdKeys(t, ns, "etcd-main-client", "/registry/events/"); n != 0 {
+		t.Fatalf("etcd-main holds %d events, want none", n)
+	}
+	if n := e.etcdKeys(t, ns, "etcd-main-client", "/registry/configmaps/demo/kept"); n != 1 {
+		t.Fatalf("etcd-main holds %d config maps demo/kept, want 1", n)
+	}
 
 	viewer := e.issue(t, "viewer", "--viewer")
 	agenttest.Eventually(t, "the viewer reads config maps", func() bool {
@@ -680,7 +699,7 @@ func TestWorkerlessShootControlPlane(t *testing.T) {
 		t.Fatalf("after the CA rotation, the kubeconfig issued while prepared: %v %s", err, got)
 	}
 	admin = completed
-	adminCert, adminKey, clusterCA = e.credentials(t, admin)
+	adminCert, adminKey, clusterCA := e.credentials(t, admin)
 
 	// Hibernate: the API goes away, etcd's volume stays.
 	e.patch(t, `{"spec":{"hibernation":{"enabled":true}}}`)
@@ -693,7 +712,7 @@ func TestWorkerlessShootControlPlane(t *testing.T) {
 		return st == "False"
 	})
 	pvcs := &corev1.PersistentVolumeClaimList{}
-	if err := e.seed.Client.List(context.Background(), pvcs, client.InNamespace(ns)); err != nil || len(pvcs.Items) != 1 {
+	if err := e.seed.Client.List(context.Background(), pvcs, client.InNamespace(ns)); err != nil || len(pvcs.Items) != 2 {
 		t.Fatalf("etcd's volumes while hibernated: %v %v", len(pvcs.Items), err)
 	}
 
@@ -743,4 +762,56 @@ func selfSignedCA(t *testing.T) (certPEM, keyPEM []byte) {
 	}
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
 		pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)})
+}
+
+// etcdKeys counts the keys under prefix in the shoot's etcd behind the seed Service service (etcd-main-client,
+// etcd-events-client), reached at its cluster IP with the control plane's etcd client certificate.
+func (e *env) etcdKeys(t *testing.T, ns, service, prefix string) int64 {
+	t.Helper()
+	ctx := context.Background()
+	certs := &corev1.SecretList{}
+	if err := e.seed.Client.List(ctx, certs, client.InNamespace(ns), client.MatchingLabels{credentials.LabelName: "etcd-client"}); err != nil || len(certs.Items) == 0 {
+		t.Fatalf("the etcd client certificate: %d %v", len(certs.Items), err)
+	}
+	bundle, svc := &corev1.Secret{}, &corev1.Service{}
+	if err := e.seed.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: credentials.NameCAETCDBundle}, bundle); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.seed.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: service}, svc); err != nil {
+		t.Fatal(err)
+	}
+	pair, err := tls.X509KeyPair(certs.Items[0].Data[credentials.DataKeyCertificate], certs.Items[0].Data[credentials.DataKeyPrivateKey])
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(bundle.Data[credentials.DataKeyCertificateBundle])
+	// etcd's client checks the certificate against the address it dials (the cluster IP, which the certificate does
+	// not name): check it against the Service's name instead.
+	name := service + "." + ns + ".svc"
+	verify := func(cs tls.ConnectionState) error {
+		if len(cs.PeerCertificates) == 0 {
+			return fmt.Errorf("%s presented no certificate", name)
+		}
+		opts := x509.VerifyOptions{Roots: roots, DNSName: name, Intermediates: x509.NewCertPool()}
+		for _, c := range cs.PeerCertificates[1:] {
+			opts.Intermediates.AddCert(c)
+		}
+		_, err := cs.PeerCertificates[0].Verify(opts)
+		return err
+	}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{"https://" + net.JoinHostPort(svc.Spec.ClusterIP, "2379")}, DialTimeout: 10 * time.Second,
+		TLS: &tls.Config{InsecureSkipVerify: true, VerifyConnection: verify, //nolint:gosec // verified by VerifyConnection
+			Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	gctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	r, err := cli.Get(gctx, prefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		t.Fatalf("count %s in %s: %v", prefix, service, err)
+	}
+	return r.Count
 }

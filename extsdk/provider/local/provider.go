@@ -99,8 +99,6 @@ func Add(mgr manager.Manager, cfg Config) error {
 		return err
 	}
 	s := seed{c: mgr.GetClient(), r: mgr.GetAPIReader()}
-	entries := &backupEntry{seed: s, root: cfg.BackupDir}
-	buckets := &backupBucket{seed: s, root: cfg.BackupDir}
 	errs := []error{
 		register(mgr, cfg, "Infrastructure", &infrastructure{s}, nil, nil, nil),
 		register(mgr, cfg, "ControlPlane", &controlPlane{s}, nil, nil, controlPlaneChecks()),
@@ -110,8 +108,7 @@ func Add(mgr manager.Manager, cfg Config) error {
 		register(mgr, cfg, "Network", newNetwork(s), nil, nil, networkChecks()),
 		register(mgr, cfg, "ContainerRuntime", newContainerRuntime(s), nil, nil, nil),
 		register(mgr, cfg, "Extension", newExtension(s), nil, nil, nil),
-		register(mgr, cfg, "BackupBucket", buckets, buckets, nil, nil),
-		register(mgr, cfg, "BackupEntry", entries, entries, entries.cluster, nil),
+		registerBackup(mgr, cfg, s),
 		register(mgr, cfg, "Bastion", &bastion{s}, nil, nil, nil),
 	}
 	if cfg.Namespace != "" {
@@ -131,14 +128,18 @@ func AddBackup(mgr manager.Manager, cfg Config) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	s := seed{c: mgr.GetClient(), r: mgr.GetAPIReader()}
-	entries := &backupEntry{seed: s, root: cfg.BackupDir}
-	buckets := &backupBucket{seed: s, root: cfg.BackupDir}
-	if err := errors.Join(register(mgr, cfg, "BackupBucket", buckets, buckets, nil, nil),
-		register(mgr, cfg, "BackupEntry", entries, entries, entries.cluster, nil)); err != nil {
+	if err := registerBackup(mgr, cfg, seed{c: mgr.GetClient(), r: mgr.GetAPIReader()}); err != nil {
 		return fmt.Errorf("provider-local: %w", err)
 	}
 	return nil
+}
+
+// registerBackup adds the BackupBucket and BackupEntry controllers, on the buckets under cfg.BackupDir.
+func registerBackup(mgr manager.Manager, cfg Config, s seed) error {
+	entries := &backupEntry{seed: s, root: cfg.BackupDir}
+	buckets := &backupBucket{seed: s, root: cfg.BackupDir}
+	return errors.Join(register(mgr, cfg, "BackupBucket", buckets, buckets, nil, nil),
+		register(mgr, cfg, "BackupEntry", entries, entries, entries.cluster, nil))
 }
 
 // register adds the controller, and the health checks if any, of one kind for each of its types. The actuator is
