@@ -44,9 +44,10 @@ func snapshots(t *testing.T, root string) []string {
 }
 
 // TestShootMigrationKeepsData: on two seeds with nodes and local backup buckets, a shoot's etcd snapshots land in its
-// BackupEntry; a ConfigMap created with kubectl survives the migration of the shoot to the other seed (the source
-// scales kube-apiserver down, takes a final snapshot and deletes etcd with its volume, the destination's etcd
-// restores the snapshot before it starts), reached with the same kubeconfig through the hub; deletion removes the
+// BackupEntry; ConfigMaps created with kubectl survive the migration of the shoot to the other seed, also one written
+// after the last snapshot before it (the source scales kube-apiserver down, takes a final snapshot and deletes etcd
+// with its volume, the destination's etcd restores the snapshot before it starts), reached with the same kubeconfig
+// through the hub; deletion removes the
 // control plane, its volume, the BackupEntry and its snapshots. It logs the snapshot's size and duration and the
 // migration's duration that docs/shoots.md reports.
 func TestShootMigrationKeepsData(t *testing.T) {
@@ -96,6 +97,9 @@ func TestShootMigrationKeepsData(t *testing.T) {
 	t.Logf("etcd full snapshot on demand: %s, %d KiB in %v", snap.Name, snap.SizeBytes>>10,
 		time.Duration(snap.Seconds*float64(time.Second)).Round(time.Millisecond))
 
+	// Written after that snapshot: only the migration's final snapshot holds it.
+	e.ok(t, c.kubeconfig, "-n", "demo", "create", "configmap", "late", "--from-literal=answer=43")
+
 	// Migrate to the other seed.
 	begin := time.Now()
 	code, out := e.hub.Do(t, "PATCH", "/apis/core.gardener.cloud/v1beta1/namespaces/"+namespace+"/shoots/"+shootName+"/binding",
@@ -116,8 +120,10 @@ func TestShootMigrationKeepsData(t *testing.T) {
 	}
 	t.Logf("migration: binding → Restore Succeeded on the other seed %v, → API answering through the hub %v",
 		restored.Round(100*time.Millisecond), time.Since(begin).Round(100*time.Millisecond))
-	if got := e.ok(t, c.kubeconfig, "-n", "demo", "get", "configmap", "kept", "-o", "jsonpath={.data.answer}"); got != "42" {
-		t.Fatalf("config map after the migration %q, want 42", got)
+	for name, want := range map[string]string{"kept": "42", "late": "43"} {
+		if got := e.ok(t, c.kubeconfig, "-n", "demo", "get", "configmap", name, "-o", "jsonpath={.data.answer}"); got != want {
+			t.Fatalf("config map %s after the migration %q, want %s", name, got, want)
+		}
 	}
 	if err := e.seed.Client.Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("namespace %s on the source seed: %v, want gone", ns, err)
