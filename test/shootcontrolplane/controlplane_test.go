@@ -40,6 +40,7 @@ import (
 	"github.com/trellis-dev/trellis/test/agentsim"
 	"github.com/trellis-dev/trellis/test/agenttest"
 	"github.com/trellis-dev/trellis/test/binproc"
+	"github.com/trellis-dev/trellis/test/localmachine"
 	"github.com/trellis-dev/trellis/test/localnode"
 	"github.com/trellis-dev/trellis/test/seedtest"
 )
@@ -63,17 +64,23 @@ func testbin(t *testing.T) string {
 
 // env is a hub with its passthrough listener, a seed with a node, and the seed's agent running shoot control planes.
 type env struct {
-	hub     *agenttest.Hub
-	seed    *agenttest.Seed
-	dir     string
-	kubectl string
+	// machines is the local machine provider of startWith(t, true).
+	machines *localmachine.Server
+	hub      *agenttest.Hub
+	seed     *agenttest.Seed
+	dir      string
+	kubectl  string
 	// trellisctl is bin/trellisctl, built for the test: users' way to shoot kubeconfigs.
 	trellisctl string
 	// skew shifts the hub's clock (a time.Duration), so that the hub can issue a kubeconfig that has expired.
 	skew atomic.Int64
 }
 
-func start(t *testing.T) *env {
+func start(t *testing.T) *env { return startWith(t, false) }
+
+// startWith starts the env; with machines, provider-local (extsdk/provider/local) serves every extension kind and
+// makes its Workers' machines through a local machine provider (test/localmachine) on the seed's node.
+func startWith(t *testing.T, machines bool) *env {
 	t.Helper()
 	bin := testbin(t)
 	e := &env{dir: t.TempDir(), kubectl: filepath.Join(bin, "node", "kubectl")}
@@ -107,15 +114,21 @@ func start(t *testing.T) *env {
 	cfg.Controllers.Shoot.ControlPlane.ImageVector = vectorFile
 	cfg.Controllers.ShootCare.SyncPeriod = d(2 * time.Second)
 	agenttest.StartAgent(t, cfg)
-	agenttest.StartExtensions(t, cluster.Config,
-		agenttest.Stub(func() *extensionsv1alpha1.Infrastructure { return &extensionsv1alpha1.Infrastructure{} }, func(o *extensionsv1alpha1.Infrastructure) {
+	if machines {
+		e.startMachines(t, cluster, bin)
+	} else {
+		agenttest.StartExtensions(t, cluster.Config, agenttest.Stub(func() *extensionsv1alpha1.Infrastructure { return &extensionsv1alpha1.Infrastructure{} }, func(o *extensionsv1alpha1.Infrastructure) {
 			o.Status.ProviderStatus = &runtime.RawExtension{Raw: []byte(`{"apiVersion":"local.provider.extensions.gardener.cloud/v1alpha1","kind":"InfrastructureStatus"}`)}
 		}),
-		agenttest.Stub(func() *extensionsv1alpha1.ControlPlane { return &extensionsv1alpha1.ControlPlane{} }, nil),
-	)
+			agenttest.Stub(func() *extensionsv1alpha1.ControlPlane { return &extensionsv1alpha1.ControlPlane{} }, nil),
+		)
+	}
 	cp := agentsim.CloudProfile("local")
 	cp.Spec.Kubernetes = &corev1beta1.KubernetesSettings{Versions: []*corev1beta1.ExpirableVersion{{Version: "1.31.1"}}}
 	cp.Spec.Regions = []*corev1beta1.Region{{Name: "local"}}
+	cp.Spec.MachineImages = []*corev1beta1.MachineImage{{Name: "local", Versions: []*corev1beta1.MachineImageVersion{{
+		Version: "1.0.0", Cri: []*corev1beta1.CRI{{Name: "containerd"}}, Architectures: []string{"amd64"}}}}}
+	cp.Spec.MachineTypes = []*corev1beta1.MachineType{{Name: "local", Cpu: "1", Gpu: "0", Memory: "1Gi"}}
 	e.hub.Store(t,
 		&kcorev1.Namespace{ApiVersion: "v1", Kind: "Namespace", Metadata: &metav1.ObjectMeta{Name: namespace}},
 		&corev1beta1.Project{ApiVersion: "core.gardener.cloud/v1beta1", Kind: "Project", Metadata: &metav1.ObjectMeta{Name: project},
