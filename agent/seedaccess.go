@@ -27,8 +27,9 @@ var SeedAccess = []SeedAccessRule{
 		Why: "shoot namespaces shoot--<project>--<name> (shoot flow), extension-<installation> namespaces " +
 			"(controllerinstallation: create, label, delete), garden namespaces of backups (backupbucket, backupentry); " +
 			"seed care lists namespaces for extension heartbeats and reads kube-system's UID"},
-	{Groups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "list", "create", "update", "delete"},
+	{Groups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "list", "create", "update", "patch", "delete"},
 		Why: "the agent's own kubeconfig Secret (identity), Helm's release storage sh.helm.release.v1.* (helmrelease), " +
+			"Secrets of ControllerInstallations' charts, which Helm upgrades by patches (provider-local's machine provider token), " +
 			"shoot credentials and their rotation (shoot/credentials), backup credentials copied from the hub " +
 			"(backupbucket, backupentry)"},
 	{Groups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "create", "update"},

@@ -437,8 +437,10 @@ func boolMap(m map[string]bool) string {
 func (op *operation) kubeAPIServerFlags(audit bool) []string {
 	k := op.shoot.GetSpec().GetKubernetes().GetKubeApiServer()
 	authz := "RBAC"
+	var workers []string
 	if len(op.shoot.GetSpec().GetProvider().GetWorkers()) > 0 {
 		authz = "Node,RBAC"
+		workers = []string{"--enable-bootstrap-token-auth=true"} // kubelets join with bootstrap tokens (machines.go)
 	}
 	flags := []string{
 		"--allow-privileged=true",
@@ -461,6 +463,7 @@ func (op *operation) kubeAPIServerFlags(audit bool) []string {
 		"--profiling=false",
 		"--endpoint-reconciler-type=none",
 	}
+	flags = append(flags, workers...)
 	if aud := k.GetApiAudiences(); len(aud) > 0 {
 		flags = append(flags, "--api-audiences="+strings.Join(aud, ","))
 	}
@@ -471,6 +474,10 @@ func (op *operation) kubeAPIServerFlags(audit bool) []string {
 		} else {
 			enable = append(enable, p.GetName())
 		}
+	}
+	if len(workers) > 0 && !slices.Contains(enable, "NodeRestriction") && !slices.Contains(disable, "NodeRestriction") {
+		// As Gardener's default: kubelets change (and delete, machines.go) only their own Node and pods.
+		enable = append(enable, "NodeRestriction")
 	}
 	if len(enable) > 0 {
 		flags = append(flags, "--enable-admission-plugins="+strings.Join(enable, ","))

@@ -97,7 +97,8 @@ func (op *operation) reconcileGraph() *flow.Graph {
 	after := g.Add(flow.Task{Name: taskExtAfterKAPI, Fn: op.extensionsFn(extensionsv1alpha1.AfterKubeAPIServer), Dependencies: []string{cp, apiServer}, Timeout: t})
 	osc := g.Add(flow.Task{Name: taskOSC, Fn: op.deployOperatingSystemConfigs, Skip: workerless, Dependencies: []string{infra, cp, after}, Timeout: t})
 	network := g.Add(flow.Task{Name: taskNetwork, Fn: op.deployNetwork, Skip: workerless || op.shoot.GetSpec().GetNetworking().GetType() == "", Dependencies: []string{infra, cp}, Timeout: t})
-	worker := g.Add(flow.Task{Name: taskWorker, Fn: op.deployWorker, Skip: workerless, Dependencies: []string{osc, network}, Timeout: t})
+	bootstrap := g.Add(flow.Task{Name: taskMachineBootstrap, Fn: op.deployMachineBootstrap, Skip: !runs || hib || workerless, Dependencies: []string{apiServer, etcdReady}, Timeout: t})
+	worker := g.Add(flow.Task{Name: taskWorker, Fn: op.deployWorker, Skip: workerless, Dependencies: []string{osc, network, bootstrap}, Timeout: t})
 	afterWorker := g.Add(flow.Task{Name: taskExtAfterWorker, Fn: op.extensionsFn(extensionsv1alpha1.AfterWorker), Dependencies: []string{worker}, Timeout: t})
 	cr := g.Add(flow.Task{Name: taskContainerRuntime, Fn: op.deployContainerRuntimes, Skip: workerless, Dependencies: []string{worker}, Timeout: t})
 	dns := g.Add(flow.Task{Name: taskDestroyDNS, Fn: op.destroyDNSRecords, Skip: !hib, Dependencies: []string{worker, afterWorker}, Timeout: t})
@@ -504,7 +505,9 @@ func (op *operation) kubernetesVersion(w *corev1beta1.Worker) string {
 
 // oscSpec fills an OperatingSystemConfig of a pool: the kubelet unit and its configuration, which a node's agent
 // (or the OS extension, for provision) turns into the machine's configuration.
-func (op *operation) oscSpec(osc *extensionsv1alpha1.OperatingSystemConfig, w *corev1beta1.Worker, purpose extensionsv1alpha1.OperatingSystemConfigPurpose) {
+// A provision config also carries the bootstrap token's placeholder and, when the agent runs the control plane, the
+// kubelet's bootstrap kubeconfig (bootstrap).
+func (op *operation) oscSpec(osc *extensionsv1alpha1.OperatingSystemConfig, w *corev1beta1.Worker, purpose extensionsv1alpha1.OperatingSystemConfigPurpose, bootstrap string) {
 	osc.Spec.Type = w.GetMachine().GetImage().GetName()
 	osc.Spec.ProviderConfig = rawExt(w.GetMachine().GetImage().GetProviderConfig())
 	osc.Spec.Purpose = purpose
@@ -519,7 +522,12 @@ func (op *operation) oscSpec(osc *extensionsv1alpha1.OperatingSystemConfig, w *c
 	if purpose == extensionsv1alpha1.OperatingSystemConfigPurposeProvision {
 		unencoded := true
 		osc.Spec.Files = append(osc.Spec.Files, extensionsv1alpha1.File{Path: "/var/lib/gardener-node-agent/credentials/bootstrap-token", Permissions: &perm,
-			Content: extensionsv1alpha1.FileContent{Inline: &extensionsv1alpha1.FileContentInline{Data: "<<BOOTSTRAP_TOKEN>>"}, TransmitUnencoded: &unencoded}})
+			Content: extensionsv1alpha1.FileContent{Inline: &extensionsv1alpha1.FileContentInline{Data: extensionsv1alpha1.BootstrapTokenPlaceholder}, TransmitUnencoded: &unencoded}})
+		if bootstrap != "" {
+			// Unencoded too: the Worker extension replaces the token's placeholder in the whole user data.
+			osc.Spec.Files = append(osc.Spec.Files, extensionsv1alpha1.File{Path: extensionsv1alpha1.KubeletBootstrapKubeconfigPath, Permissions: &perm,
+				Content: extensionsv1alpha1.FileContent{Inline: &extensionsv1alpha1.FileContentInline{Data: bootstrap}, TransmitUnencoded: &unencoded}})
+		}
 	}
 	if name := w.GetCri().GetName(); name != "" {
 		osc.Spec.CRIConfig = &extensionsv1alpha1.CRIConfig{Name: extensionsv1alpha1.CRIName(name)}
@@ -529,6 +537,13 @@ func (op *operation) oscSpec(osc *extensionsv1alpha1.OperatingSystemConfig, w *c
 }
 
 func (op *operation) deployOperatingSystemConfigs(ctx context.Context) error {
+	var bootstrap string
+	if op.controlPlane {
+		var err error
+		if bootstrap, err = op.bootstrapKubeconfig(ctx); err != nil {
+			return err
+		}
+	}
 	for _, w := range op.shoot.GetSpec().GetProvider().GetWorkers() {
 		provision, reconcile := op.oscNames(w)
 		for _, p := range []struct {
@@ -541,7 +556,11 @@ func (op *operation) deployOperatingSystemConfigs(ctx context.Context) error {
 					osc.Labels = map[string]string{}
 				}
 				osc.Labels[labelWorkerPool] = w.GetName()
-				op.oscSpec(osc, w, p.purpose)
+				bs := ""
+				if p.purpose == extensionsv1alpha1.OperatingSystemConfigPurposeProvision {
+					bs = bootstrap
+				}
+				op.oscSpec(osc, w, p.purpose, bs)
 			}); err != nil {
 				return err
 			}

@@ -97,6 +97,9 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 		}
 		return nil
 	})
+	var machineURL, machineTokenFile string
+	fs.StringVar(&machineURL, "machine-provider-url", "", "URL of the local machine provider's API (test/localmachine); machines become real Nodes. Empty: Services stand in for machines")
+	fs.StringVar(&machineTokenFile, "machine-provider-token-file", "", "file holding the bearer token of the machine provider's API")
 	o.tracing.AddFlags(fs)
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&o.logFormat, "log-format", "text", "json or text")
@@ -105,6 +108,13 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments %v", fs.Args())
+	}
+	if machineURL != "" {
+		token, err := os.ReadFile(machineTokenFile)
+		if err != nil {
+			return nil, fmt.Errorf("--machine-provider-token-file: %w", err)
+		}
+		o.cfg.MachineProvider = &local.MachineProvider{URL: machineURL, Token: strings.TrimSpace(string(token))}
 	}
 	if err := o.cfg.Validate(); err != nil {
 		return nil, err

@@ -67,6 +67,7 @@ type rendered struct {
 	clusterRoleBinding *rbacv1.ClusterRoleBinding
 	role               *rbacv1.Role
 	roleBinding        *rbacv1.RoleBinding
+	secret             *corev1.Secret // machineProviders' token
 }
 
 // render installs the archived chart with helm's install action in client-only dry-run mode (`helm template`; what
@@ -94,6 +95,8 @@ func render(t *testing.T, vals map[string]any) (*rendered, error) {
 			out.role = o
 		case *rbacv1.RoleBinding:
 			out.roleBinding = o
+		case *corev1.Secret:
+			out.secret = o
 		default:
 			t.Errorf("unexpected object %T", obj)
 		}
@@ -272,6 +275,36 @@ func TestRenderValues(t *testing.T) {
 	}
 	if spec.PriorityClassName != "gardener-system-900" {
 		t.Errorf("priorityClassName %q", spec.PriorityClassName)
+	}
+}
+
+// TestRenderMachineProvider: the seed the chart installs in picks its machine provider from machineProviders; its
+// token goes into a Secret the pod mounts, and the flags point at both. Another seed's entry gives nothing.
+func TestRenderMachineProvider(t *testing.T) {
+	mps := map[string]any{gardenerValues()["seed"].(map[string]any)["name"].(string): map[string]any{"url": "http://10.226.0.1:8446", "token": "t0ken"}}
+	r := mustRender(t, map[string]any{"gardener": gardenerValues(), "machineProviders": mps})
+	if r.secret == nil || r.secret.StringData["token"] != "t0ken" {
+		t.Fatalf("machine provider secret %+v, want the token", r.secret)
+	}
+	spec := r.deployment.Spec.Template.Spec
+	c := spec.Containers[0]
+	for _, want := range []string{"--machine-provider-url=http://10.226.0.1:8446", "--machine-provider-token-file=/etc/provider-local/machine-provider/token"} {
+		if !slices.Contains(c.Args, want) {
+			t.Errorf("args %q lack %q", c.Args, want)
+		}
+	}
+	mounted := false
+	for _, v := range spec.Volumes {
+		if v.Secret != nil && v.Secret.SecretName == r.secret.Name {
+			mounted = true
+		}
+	}
+	if !mounted {
+		t.Errorf("volumes %+v do not mount Secret %s", spec.Volumes, r.secret.Name)
+	}
+	other := mustRender(t, map[string]any{"gardener": gardenerValues(), "machineProviders": map[string]any{"elsewhere": mps[gardenerValues()["seed"].(map[string]any)["name"].(string)]}})
+	if other.secret != nil || slices.ContainsFunc(other.deployment.Spec.Template.Spec.Containers[0].Args, func(a string) bool { return strings.HasPrefix(a, "--machine-provider") }) {
+		t.Errorf("another seed's machine provider is used: %v", other.deployment.Spec.Template.Spec.Containers[0].Args)
 	}
 }
 

@@ -19,7 +19,8 @@ import (
 
 // TestLocalSeedNodes runs `make up`'s landscape with a real node in each of two seeds, side by side: every seed has
 // one Ready node with its own networks, which the Seed on the hub reports, and runs its agent (the trellis-agent
-// chart) and provider-local as their charts' pods; the example shoot reaches Succeeded through it; in
+// chart) and provider-local as their charts' pods; the example shoot reaches Succeeded through it, its worker a
+// machine of the seed's local machine provider; in
 // seed local a pod resolves a Service by DNS name and reaches it through its ClusterIP, and kubectl logs and exec
 // work through the seed's kube-apiserver; in seed other a pod resolves the apiserver's Service. After the landscape
 // stops, nothing of either node is left on the machine and the host's iptables gained no chain.
@@ -145,6 +146,26 @@ func TestLocalSeedNodes(t *testing.T) {
 		if err != nil || d.Status.AvailableReplicas != 1 {
 			t.Errorf("seed %s: the example shoot's %s is not available: %v", cpSeed.Name, name, err)
 		}
+	}
+	// Its worker is a real machine, which provider-local's pod made through the seed's local machine provider.
+	var mp struct{ URL, Token string }
+	if b, err := os.ReadFile(filepath.Join(cpSeed.Dir, "machine-provider.json")); err != nil || json.Unmarshal(b, &mp) != nil {
+		t.Fatalf("seed %s: machine-provider.json: %v %s", cpSeed.Name, err, b)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, mp.URL+"/machines", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+mp.Token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("seed %s: the machine provider: %v", cpSeed.Name, err)
+	}
+	var machines []struct{ Name, Phase string }
+	err = json.NewDecoder(resp.Body).Decode(&machines)
+	_ = resp.Body.Close()
+	if err != nil || len(machines) != 1 || machines[0].Phase != "Running" || !strings.HasPrefix(machines[0].Name, "shoot--local--local-") {
+		t.Errorf("seed %s: the machine provider runs %+v (%v), want the example shoot's machine", cpSeed.Name, machines, err)
 	}
 	// The agents did all of that with the chart's RBAC alone: the seed refused them nothing.
 	for _, s := range l.Seeds() {

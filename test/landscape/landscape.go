@@ -161,16 +161,28 @@ func Start(ctx context.Context, cfg Config) (_ *Landscape, err error) {
 			return nil, err
 		}
 	}
+	// The seeds, then provider-local's registration (with the seeds' machine providers), then each seed's agent and
+	// provider-local; the seeds in parallel.
+	errs := make([]error, len(l.seeds))
+	var wg sync.WaitGroup
+	for i, s := range l.seeds {
+		wg.Go(func() { errs[i] = l.waitSeed(ctx, s) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
 	if l.ProviderLocal && !cfg.ManualProviderLocal {
+		if podMode {
+			if err := l.addMachineProviders(providerValues); err != nil {
+				return nil, err
+			}
+		}
 		l.logf("hub: registering provider-local (ControllerRegistration and ControllerDeployment %s)", ProviderLocalRegistration)
 		if err := l.RegisterProviderLocal(ctx, providerValues); err != nil {
 			return nil, err
 		}
 	}
-
-	// Each seed, then its agent, then its provider-local; the seeds in parallel.
-	errs := make([]error, len(l.seeds))
-	var wg sync.WaitGroup
 	for i, s := range l.seeds {
 		wg.Go(func() { errs[i] = l.bringUp(ctx, s, freshHub) })
 	}
@@ -192,11 +204,8 @@ func Start(ctx context.Context, cfg Config) (_ *Landscape, err error) {
 	return l, nil
 }
 
-// bringUp waits for seed s, then starts its agent and its provider-local.
+// bringUp starts the agent and the provider-local of seed s, which is ready.
 func (l *Landscape) bringUp(ctx context.Context, s *Seed, freshHub bool) error {
-	if err := l.waitSeed(ctx, s); err != nil {
-		return err
-	}
 	l.logf("seed %s: ready (kubeconfig %s)", s.Name, s.Kubeconfig)
 	if l.agentPods() {
 		l.logf("seed %s: installing its agent's chart (release %s/%s)", s.Name, AgentNamespace, AgentRelease)

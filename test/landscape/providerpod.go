@@ -3,6 +3,7 @@ package landscape
 import (
 	"context"
 	"debug/elf"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -56,6 +57,32 @@ func providerLocalPodValues(repository, tag string) map[string]any {
 		"image":        map[string]any{"repository": repository, "tag": tag, "pullPolicy": "Never"},
 		"config":       map[string]any{"logFormat": "text", "heartbeatInterval": "2s"},
 	}
+}
+
+// MachineProviderPort is where each seed's localseed serves the local machine provider (test/localmachine), on its
+// node's HostIP; provider-local's pod makes its Workers' machines there.
+const MachineProviderPort = 8446
+
+// addMachineProviders adds to the chart's values the machine provider of every seed (machine-provider.json of its
+// localseed, which is ready): values.machineProviders.<seed> = {url, token}.
+func (l *Landscape) addMachineProviders(values map[string]any) error {
+	mps := map[string]any{}
+	for _, s := range l.seeds {
+		b, err := os.ReadFile(filepath.Join(s.Dir, "machine-provider.json"))
+		if err != nil {
+			return fmt.Errorf("seed %s: its machine provider: %w", s.Name, err)
+		}
+		var info struct {
+			URL   string `json:"url"`
+			Token string `json:"token"`
+		}
+		if err := json.Unmarshal(b, &info); err != nil {
+			return fmt.Errorf("seed %s: machine-provider.json: %w", s.Name, err)
+		}
+		mps[s.Name] = map[string]any{"url": info.URL, "token": info.Token}
+	}
+	values["machineProviders"] = mps
+	return nil
 }
 
 // waitProviderLocalPod waits until the chart's Deployment in ns is rolled out with its pod ready on the seed's node

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -379,7 +380,8 @@ func (l *Landscape) newSeed(sc SeedConfig, hasProviderLocal bool) *Seed {
 	}
 	seedArgs := []string{"--dir", dir}
 	if l.cfg.Node {
-		seedArgs = append(seedArgs, "--node", "--node-images", strings.Join(l.cfg.NodeImages, ","))
+		seedArgs = append(seedArgs, "--node", "--node-images", strings.Join(l.cfg.NodeImages, ","),
+			"--machine-provider-port", strconv.Itoa(MachineProviderPort))
 	}
 	s.seed = l.newProcess("seed-"+sc.Name, "localseed", []string{"KUBEBUILDER_ASSETS=" + l.cfg.TestBinDir}, seedArgs...)
 	s.agent = l.newProcess("agent-"+sc.Name, "trellis-agent", nil, "--config", s.AgentConfig)

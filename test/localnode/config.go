@@ -15,9 +15,14 @@ import (
 // nodeImageNames are the images every node imports from testbin/images (deploy/images.NodeImages).
 var nodeImageNames = []string{"pause", "busybox", "coredns", "local-path-provisioner"}
 
+// machineImageNames are the images every machine of a shoot imports (Config.Machine).
+var machineImageNames = []string{"pause", "busybox"}
+
 // files are the node's configuration files and sockets.
 type files struct {
 	containerd, containerdSocket, kubelet, kubeconfig, kubeProxy, schedulerKubeconfig string
+	// bootstrapKubeconfig is a machine's (Config.Machine); kubeconfig is then written by kubelet.
+	bootstrapKubeconfig string
 }
 
 // writeConfigs writes the configuration of containerd, kubelet, kube-proxy and the CNI, and the kubeconfigs: the
@@ -32,6 +37,9 @@ func writeConfigs(cfg Config, bins binaries, api *rest.Config, fwdAddr string) (
 		kubeconfig:          filepath.Join(cfg.Dir, "node.kubeconfig"),
 		kubeProxy:           filepath.Join(cfg.Dir, "kube-proxy.yaml"),
 		schedulerKubeconfig: filepath.Join(cfg.Dir, "scheduler.kubeconfig"),
+	}
+	if cfg.Machine != nil {
+		f.bootstrapKubeconfig = filepath.Join(cfg.Dir, "bootstrap.kubeconfig")
 	}
 	pause, err := ImageRef(cfg.Testbin, "pause")
 	if err != nil {
@@ -135,16 +143,23 @@ conntrack: {maxPerCore: 0, min: 0, tcpEstablishedTimeout: 0s, tcpCloseWaitTimeou
 iptables: {localhostNodePorts: false}
 `, f.kubeconfig, s.Name(), s.PodCIDR)
 
-	nodeKubeconfig, err := kubeconfigFor(cfg.Kubeconfig, "https://"+fwdAddr)
-	if err != nil {
-		return f, err
-	}
-	for path, content := range map[string]string{
+	out := map[string]string{
 		f.containerd: containerd, filepath.Join(cniConf, "10-"+s.Bridge()+".conflist"): cni, f.kubelet: kubelet,
-		f.kubeProxy: kubeProxy, f.kubeconfig: string(nodeKubeconfig), f.schedulerKubeconfig: string(cfg.Kubeconfig),
 		// Pods with dnsPolicy Default get this: no name server, since nothing outside the machine may be asked.
 		filepath.Join(cfg.Dir, "resolv.conf"): "",
-	} {
+	}
+	if cfg.Machine != nil {
+		// kubelet renews its client certificate itself; it writes the kubeconfig once the first one is signed.
+		out[f.kubelet] += "rotateCertificates: true\n"
+		out[f.bootstrapKubeconfig] = string(cfg.Machine.BootstrapKubeconfig)
+	} else {
+		nodeKubeconfig, err := kubeconfigFor(cfg.Kubeconfig, "https://"+fwdAddr)
+		if err != nil {
+			return f, err
+		}
+		out[f.kubeProxy], out[f.kubeconfig], out[f.schedulerKubeconfig] = kubeProxy, string(nodeKubeconfig), string(cfg.Kubeconfig)
+	}
+	for path, content := range out {
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			return f, err
 		}

@@ -33,6 +33,36 @@ func setupNetwork(s *Slot) error {
 		{"ip", "netns", "exec", ns, "sysctl", "-q", "-w", "net.bridge.bridge-nf-call-iptables=1"},
 		{"ip", "netns", "exec", ns, "sysctl", "-q", "-w", "net.bridge.bridge-nf-call-ip6tables=1"},
 	}
+	return runSteps(steps)
+}
+
+// setupMachineNetwork creates a machine's network namespace and its link to the network namespace of the seed's node
+// (parent): a veth pair (HostVeth in parent with HostIP, eth0 in the machine's namespace with NodeIP and a default
+// route to parent), a route in parent to the machine's pod network, and, inside the machine's namespace only, IP
+// forwarding and iptables on bridged traffic. Neither the host's namespace nor its sysctls are touched; deleting the
+// machine's namespace takes the veth pair and parent's route with it.
+func setupMachineNetwork(s, parent *Slot) error {
+	ns, pns := s.Name(), parent.Name()
+	link := s.NodeCIDR.Bits()
+	steps := [][]string{
+		{"ip", "netns", "add", ns},
+		{"ip", "-n", pns, "link", "add", s.HostVeth(), "type", "veth", "peer", "name", "eth0", "netns", ns},
+		{"ip", "-n", pns, "addr", "add", fmt.Sprintf("%s/%d", s.HostIP, link), "dev", s.HostVeth()},
+		{"ip", "-n", pns, "link", "set", s.HostVeth(), "up"},
+		{"ip", "-n", ns, "addr", "add", fmt.Sprintf("%s/%d", s.NodeIP, link), "dev", "eth0"},
+		{"ip", "-n", ns, "link", "set", "eth0", "up"},
+		{"ip", "-n", ns, "link", "set", "lo", "up"},
+		{"ip", "-n", ns, "route", "add", "default", "via", s.HostIP.String()},
+		{"ip", "-n", pns, "route", "add", s.PodCIDR.String(), "via", s.NodeIP.String(), "dev", s.HostVeth()},
+		{"ip", "netns", "exec", ns, "sysctl", "-q", "-w", "net.ipv4.ip_forward=1"},
+		{"ip", "netns", "exec", ns, "sysctl", "-q", "-w", "net.bridge.bridge-nf-call-iptables=1"},
+		{"ip", "netns", "exec", ns, "sysctl", "-q", "-w", "net.bridge.bridge-nf-call-ip6tables=1"},
+	}
+	return runSteps(steps)
+}
+
+// runSteps runs commands in order, stopping at the first that fails.
+func runSteps(steps [][]string) error {
 	for _, step := range steps {
 		if out, err := exec.Command(step[0], step[1:]...).CombinedOutput(); err != nil {
 			return fmt.Errorf("%s: %v: %s", strings.Join(step, " "), err, strings.TrimSpace(string(out)))

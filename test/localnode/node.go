@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -35,6 +36,26 @@ type Config struct {
 	Images []string
 	// Log receives the node's progress; nil discards it.
 	Log *slog.Logger
+	// Machine, when set, makes the node a machine of a shoot instead of a seed's node (see Machine).
+	Machine *Machine
+}
+
+// Machine configures a node that is a machine of a shoot, made by the local machine provider (test/localmachine):
+// containerd and a kubelet only (a shoot's kube-proxy, DNS and scheduling are the shoot's business), the kubelet
+// registering to the shoot's kube-apiserver with Kubernetes' TLS bootstrap (a bootstrap token, then a client
+// certificate signed by the shoot's kube-controller-manager). Its link joins the network namespace of the seed's
+// node (Parent) instead of the host's: the machine reaches the shoot's kube-apiserver at its ClusterIP in the seed
+// (the seed node's kube-proxy translates it), and the shoot's kube-apiserver, a pod of the seed, reaches the kubelet
+// at the machine's InternalIP (logs, exec, port-forward), with no forwarding on the host.
+type Machine struct {
+	// Parent is the slot of the seed's running node.
+	Parent *Slot
+	// NodeName is the Node's name (Gardener: the machine's name).
+	NodeName string
+	// BootstrapKubeconfig reaches the shoot's kube-apiserver with a bootstrap token.
+	BootstrapKubeconfig []byte
+	// Labels are the Node's labels (kubelet --node-labels).
+	Labels map[string]string
 }
 
 // Validate checks the configuration.
@@ -49,7 +70,17 @@ func (c Config) Validate() error {
 	if c.Testbin == "" {
 		errs = append(errs, errors.New("testbin: empty"))
 	}
-	if len(c.Kubeconfig) == 0 {
+	if m := c.Machine; m != nil {
+		if m.Parent == nil || m.Parent.lock == nil {
+			errs = append(errs, errors.New("machine.parent: not a reserved slot"))
+		}
+		if m.NodeName == "" {
+			errs = append(errs, errors.New("machine.nodeName: empty"))
+		}
+		if len(m.BootstrapKubeconfig) == 0 {
+			errs = append(errs, errors.New("machine.bootstrapKubeconfig: empty"))
+		}
+	} else if len(c.Kubeconfig) == 0 {
 		errs = append(errs, errors.New("kubeconfig: empty"))
 	}
 	return errors.Join(errs...)
@@ -82,6 +113,9 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	}
 	begin := time.Now()
 	n := &Node{cfg: cfg, Name: cfg.Slot.Name(), log: cfg.Log}
+	if cfg.Machine != nil {
+		n.Name = cfg.Machine.NodeName
+	}
 	if n.log == nil {
 		n.log = slog.New(slog.DiscardHandler)
 	}
@@ -94,6 +128,14 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	bins, err := findBinaries(cfg.Testbin)
 	if err != nil {
 		return nil, err
+	}
+	if cfg.Machine != nil {
+		if err := n.startMachine(ctx, bins); err != nil {
+			return nil, err
+		}
+		n.StartDuration = time.Since(begin)
+		n.log.Info("machine started", "node", n.Name, "in", n.StartDuration.Round(time.Millisecond))
+		return n, nil
 	}
 	apiConfig, err := clientcmd.RESTConfigFromKubeConfig(cfg.Kubeconfig)
 	if err != nil {
@@ -124,23 +166,8 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		"nodeIP", cfg.Slot.NodeIP)
 
 	// containerd first: kubelet needs its socket, and the images must be there before pods are created.
-	ctrd, err := n.start(ctx, "containerd", true, bins.containerd, "--config", files.containerd)
-	if err != nil {
+	if err := n.startContainerd(ctx, bins, files, nodeImageNames); err != nil {
 		return nil, err
-	}
-	if err := waitFile(ctx, ctrd, files.containerdSocket); err != nil {
-		return nil, fmt.Errorf("containerd: %w", err)
-	}
-	archives, err := n.imageArchives()
-	if err != nil {
-		return nil, err
-	}
-	for _, a := range archives {
-		out, err := exec.CommandContext(ctx, bins.ctr, "--address", files.containerdSocket, "-n", "k8s.io", "images",
-			"import", "--no-unpack=false", a).CombinedOutput()
-		if err != nil {
-			return nil, fmt.Errorf("import image %s: %v: %s", a, err, out)
-		}
 	}
 	if _, err := n.start(ctx, "kubelet", true, bins.kubelet, "--config", files.kubelet, "--kubeconfig", files.kubeconfig,
 		"--root-dir", filepath.Join(cfg.Slot.StateDir(), "kubelet"), "--hostname-override", n.Name,
@@ -168,10 +195,84 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	return n, nil
 }
 
-// imageArchives returns the node's own image archives and the configured ones.
-func (n *Node) imageArchives() ([]string, error) {
+// startContainerd starts containerd and imports the images named (from testbin/images) and the configured ones.
+func (n *Node) startContainerd(ctx context.Context, bins binaries, files files, images []string) error {
+	ctrd, err := n.start(ctx, "containerd", true, bins.containerd, "--config", files.containerd)
+	if err != nil {
+		return err
+	}
+	if err := waitFile(ctx, ctrd, files.containerdSocket); err != nil {
+		return fmt.Errorf("containerd: %w", err)
+	}
+	archives, err := n.imageArchives(images)
+	if err != nil {
+		return err
+	}
+	for _, a := range archives {
+		out, err := exec.CommandContext(ctx, bins.ctr, "--address", files.containerdSocket, "-n", "k8s.io", "images",
+			"import", "--no-unpack=false", a).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("import image %s: %v: %s", a, err, out)
+		}
+	}
+	return nil
+}
+
+// startMachine sets up a machine (Config.Machine): its link into the seed node's network namespace, containerd
+// with the pause and busybox images, and kubelet, which it waits for until the TLS bootstrap has given kubelet its
+// client certificate (the shoot's kube-controller-manager approved and signed its CSR; startTimeout).
+func (n *Node) startMachine(ctx context.Context, bins binaries) error {
+	cfg := n.cfg
+	for _, d := range []string{cfg.Dir, cfg.Slot.StateDir(), cfg.Slot.RunDir()} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+	}
+	if err := setupMachineNetwork(cfg.Slot, cfg.Machine.Parent); err != nil {
+		return fmt.Errorf("network: %w", err)
+	}
+	if err := cfg.Slot.createCgroups(); err != nil {
+		return err
+	}
+	files, err := writeConfigs(cfg, bins, nil, "")
+	if err != nil {
+		return err
+	}
+	n.log.Info("starting machine", "node", n.Name, "pods", cfg.Slot.PodCIDR, "nodeIP", cfg.Slot.NodeIP,
+		"parent", cfg.Machine.Parent.Name())
+	if err := n.startContainerd(ctx, bins, files, machineImageNames); err != nil {
+		return err
+	}
+	kubelet, err := n.start(ctx, "kubelet", true, bins.kubelet, "--config", files.kubelet,
+		"--bootstrap-kubeconfig", files.bootstrapKubeconfig, "--kubeconfig", files.kubeconfig,
+		"--cert-dir", filepath.Join(cfg.Slot.StateDir(), "kubelet", "pki"),
+		"--root-dir", filepath.Join(cfg.Slot.StateDir(), "kubelet"), "--hostname-override", n.Name,
+		"--node-ip", cfg.Slot.NodeIP.String(), "--node-labels", labelFlag(cfg.Machine.Labels))
+	if err != nil {
+		return err
+	}
+	// kubelet writes its kubeconfig at once and bootstraps in the background; the certificate it names comes once the
+	// shoot's kube-controller-manager signed the CSR.
+	if err := waitFile(ctx, kubelet, filepath.Join(cfg.Slot.StateDir(), "kubelet", "pki", "kubelet-client-current.pem")); err != nil {
+		return fmt.Errorf("kubelet's TLS bootstrap: %w", err)
+	}
+	return nil
+}
+
+// labelFlag renders labels as kubelet's --node-labels value, sorted.
+func labelFlag(labels map[string]string) string {
+	parts := make([]string, 0, len(labels))
+	for k, v := range labels {
+		parts = append(parts, k+"="+v)
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, ",")
+}
+
+// imageArchives returns the archives of the images named (from testbin/images) and the configured ones.
+func (n *Node) imageArchives(names []string) ([]string, error) {
 	var archives []string
-	for _, name := range nodeImageNames {
+	for _, name := range names {
 		a := filepath.Join(n.cfg.Testbin, "images", name+".tar")
 		if _, err := os.Stat(a); err != nil {
 			return nil, fmt.Errorf("image archive %s: %w (run `make testbin`)", a, err)
@@ -261,6 +362,29 @@ func (n *Node) Stop() error {
 		n.stopErr = errors.Join(errs...)
 	})
 	return n.stopErr
+}
+
+// Deregister deletes a machine's Node object (Config.Machine) with the kubelet's own credentials, as a cloud's
+// machine controller deletes the Node of a machine it removes (the Node authorizer and NodeRestriction let a node
+// delete itself). Call it before Stop; a seed's node has nothing to deregister.
+func (n *Node) Deregister(ctx context.Context) error {
+	if n.cfg.Machine == nil {
+		return nil
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(n.cfg.Dir, "node.kubeconfig"))
+	if err != nil {
+		return fmt.Errorf("deregister %s: %w", n.Name, err)
+	}
+	cfg.Timeout = 10 * time.Second
+	// The kubeconfig names kubelet's rotating certificate file: read it as it is now.
+	c, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("deregister %s: %w", n.Name, err)
+	}
+	if err := c.CoreV1().Nodes().Delete(ctx, n.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deregister %s: %w", n.Name, err)
+	}
+	return nil
 }
 
 // Client returns a clientset for the seed the node belongs to.

@@ -305,3 +305,22 @@ func HostKubeChains() ([]string, error) {
 	}
 	return chains, nil
 }
+
+// ResidentMemory sums the resident memory (VmRSS) of the node's processes (Leftovers' processes: its daemons, shims
+// and pods), in bytes; shared pages count once per process.
+func (s *Slot) ResidentMemory() int64 {
+	var total int64
+	for _, pid := range s.processes() {
+		b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "status"))
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+				kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+				total += kb << 10
+			}
+		}
+	}
+	return total
+}

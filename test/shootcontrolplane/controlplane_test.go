@@ -45,6 +45,7 @@ import (
 	"github.com/trellis-dev/trellis/test/agentsim"
 	"github.com/trellis-dev/trellis/test/agenttest"
 	"github.com/trellis-dev/trellis/test/binproc"
+	"github.com/trellis-dev/trellis/test/localmachine"
 	"github.com/trellis-dev/trellis/test/localnode"
 	"github.com/trellis-dev/trellis/test/seedtest"
 )
@@ -68,6 +69,8 @@ func testbin(t *testing.T) string {
 
 // env is a hub with its passthrough listener, a seed with a node, and the seed's agent running shoot control planes.
 type env struct {
+	// machines is the local machine provider of startWith(t, true).
+	machines *localmachine.Server
 	hub *agenttest.Hub
 	// seed is the first seed.
 	seed    *agenttest.Seed
@@ -81,10 +84,14 @@ type env struct {
 	skew atomic.Int64
 }
 
-func start(t *testing.T) *env {
+func start(t *testing.T) *env { return startWith(t, false) }
+
+// startWith starts the env; with machines, provider-local (extsdk/provider/local) serves every extension kind and
+// makes its Workers' machines through a local machine provider (test/localmachine) on the seed's node.
+func startWith(t *testing.T, machines bool) *env {
 	t.Helper()
 	e := startHub(t)
-	e.seed = e.addSeed(t, "local", agenttest.SeedSpec, "")
+	e.seed = e.addSeedWith(t, "local", agenttest.SeedSpec, "", machines)
 	return e
 }
 
@@ -115,6 +122,9 @@ func startHub(t *testing.T) *env {
 	cp := agentsim.CloudProfile("local")
 	cp.Spec.Kubernetes = &corev1beta1.KubernetesSettings{Versions: []*corev1beta1.ExpirableVersion{{Version: "1.31.1"}}}
 	cp.Spec.Regions = []*corev1beta1.Region{{Name: "local"}}
+	cp.Spec.MachineImages = []*corev1beta1.MachineImage{{Name: "local", Versions: []*corev1beta1.MachineImageVersion{{
+		Version: "1.0.0", Cri: []*corev1beta1.CRI{{Name: "containerd"}}, Architectures: []string{"amd64"}}}}}
+	cp.Spec.MachineTypes = []*corev1beta1.MachineType{{Name: "local", Cpu: "1", Gpu: "0", Memory: "1Gi"}}
 	e.hub.Store(t,
 		&kcorev1.Namespace{ApiVersion: "v1", Kind: "Namespace", Metadata: &metav1.ObjectMeta{Name: namespace}},
 		&corev1beta1.Project{ApiVersion: "core.gardener.cloud/v1beta1", Kind: "Project", Metadata: &metav1.ObjectMeta{Name: project},
@@ -128,6 +138,13 @@ func startHub(t *testing.T) *env {
 // BackupEntry controllers keep the seed's buckets there.
 func (e *env) addSeed(t *testing.T, name, spec, backupDir string) *agenttest.Seed {
 	t.Helper()
+	return e.addSeedWith(t, name, spec, backupDir, false)
+}
+
+// addSeedWith is addSeed; with machines, provider-local serves every extension kind instead of the stand-ins and
+// makes the Workers' machines through a local machine provider on the seed's node (startMachines).
+func (e *env) addSeedWith(t *testing.T, name, spec, backupDir string, machines bool) *agenttest.Seed {
+	t.Helper()
 	cluster := seedtest.Start(t, seedtest.WithNode(nil), seedtest.WithNodeImages(localnode.ControlPlaneArchives(e.bin)...))
 	seed := e.hub.StartSeed(t, name, spec, cluster)
 	seed.Agent.Stop()
@@ -140,6 +157,10 @@ func (e *env) addSeed(t *testing.T, name, spec, backupDir string) *agenttest.See
 	cfg.Controllers.Shoot.ControlPlane.ImageVector = e.vectorFile
 	cfg.Controllers.ShootCare.SyncPeriod = d(2 * time.Second)
 	agenttest.StartAgent(t, cfg)
+	if machines {
+		e.startMachines(t, cluster, e.bin)
+		return seed
+	}
 	exts := []func(manager.Manager) error{
 		agenttest.Stub(func() *extensionsv1alpha1.Infrastructure { return &extensionsv1alpha1.Infrastructure{} }, func(o *extensionsv1alpha1.Infrastructure) {
 			o.Status.ProviderStatus = &runtime.RawExtension{Raw: []byte(`{"apiVersion":"local.provider.extensions.gardener.cloud/v1alpha1","kind":"InfrastructureStatus"}`)}

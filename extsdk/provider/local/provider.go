@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -48,6 +49,9 @@ type Config struct {
 	// ExtraTypes are spec.type values served besides Type, per kind: an OperatingSystemConfig's type is its machine
 	// image's name, a Network's the shoot's networking type, e.g. {"OperatingSystemConfig": {"gardenlinux"}}.
 	ExtraTypes map[string][]string
+	// MachineProvider, when set, makes the Worker's machines real (worker.go): a client of the local machine
+	// provider's API. Nil: Services stand in for machines.
+	MachineProvider *MachineProvider
 }
 
 // Validate checks cfg and applies the defaults.
@@ -71,6 +75,14 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxConcurrentReconciles <= 0 {
 		c.MaxConcurrentReconciles = controller.DefaultMaxConcurrentReconciles
+	}
+	if p := c.MachineProvider; p != nil {
+		if u, err := url.Parse(p.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("provider-local: MachineProvider.URL %q: want http(s)://host:port", p.URL)
+		}
+		if p.Token == "" {
+			return errors.New("provider-local: MachineProvider.Token: empty")
+		}
 	}
 	for kind := range c.ExtraTypes {
 		if !slices.Contains(Kinds(), kind) {
@@ -102,7 +114,7 @@ func Add(mgr manager.Manager, cfg Config) error {
 	errs := []error{
 		register(mgr, cfg, "Infrastructure", &infrastructure{s}, nil, nil, nil),
 		register(mgr, cfg, "ControlPlane", &controlPlane{s}, nil, nil, controlPlaneChecks()),
-		register(mgr, cfg, "Worker", &worker{s}, nil, nil, workerChecks()),
+		register(mgr, cfg, "Worker", &worker{seed: s, machines: cfg.MachineProvider}, nil, nil, workerChecks()),
 		register(mgr, cfg, "OperatingSystemConfig", &operatingSystemConfig{s}, nil, nil, nil),
 		register(mgr, cfg, "DNSRecord", &dnsRecord{seed: s, namespace: cfg.DNSNamespace}, nil, nil, nil),
 		register(mgr, cfg, "Network", newNetwork(s), nil, nil, networkChecks()),

@@ -1,6 +1,7 @@
 package local
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"crypto/rand"
@@ -10,6 +11,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -84,7 +86,14 @@ type Machine struct {
 // and per machine a headless Service with MachineFinalizer. It scales to the pool's minimum (at least one machine
 // when the maximum allows any) and to zero while the shoot is hibernated; a new class replaces the machines of the
 // old one at once (there is nothing to drain).
-type worker struct{ seed }
+//
+// With a machine provider (Config.MachineProvider), every machine is also a real one: the Worker creates it through
+// the provider's API with the pool's user data, its bootstrap token filled in (machine-controller-manager's job), and
+// deletes it there before its Service goes. Without one, the Services stand in for machines and no Node joins.
+type worker struct {
+	seed
+	machines *MachineProvider
+}
 
 func (a *worker) Reconcile(ctx context.Context, log logr.Logger, w *extensionsv1alpha1.Worker, cluster *extsdk.Cluster) error {
 	machines, err := a.liveMachines(ctx, w)
@@ -125,10 +134,16 @@ func (a *worker) deploy(ctx context.Context, log logr.Logger, w *extensionsv1alp
 		wantMDs     = map[string]bool{}
 		wantClasses = map[string]bool{}
 	)
+	var token []byte
 	for _, pool := range w.Spec.Pools {
 		userData, err := a.userData(ctx, w.Namespace, pool)
 		if err != nil {
 			return err
+		}
+		if a.machines != nil && !hibernated && token == nil {
+			if token, err = a.bootstrapToken(ctx, w.Namespace); err != nil {
+				return err
+			}
 		}
 		zones := pool.Zones
 		if len(zones) == 0 {
@@ -154,6 +169,9 @@ func (a *worker) deploy(ctx context.Context, log logr.Logger, w *extensionsv1alp
 			}
 			mdMachines := pick(existing, Machine{MachineDeployment: md, Class: class, Pool: pool.Name, Zone: zone}, int(replicas))
 			if err := a.deployMachineDeployment(ctx, w, pool, zone, status, class, userData, infra, replicas, mdMachines); err != nil {
+				return err
+			}
+			if err := a.createMachines(ctx, log, pool, userData, token, mdMachines); err != nil {
 				return err
 			}
 			machines = append(machines, mdMachines...)
@@ -322,6 +340,9 @@ func (a *worker) removeStale(ctx context.Context, log logr.Logger, w *extensions
 	for i := range services {
 		if !kept[services[i].Name] {
 			log.Info("Deleting machine", "machine", services[i].Name)
+			if err := a.deleteMachine(ctx, services[i].Name); err != nil {
+				return err
+			}
 			stale = append(stale, &services[i])
 		}
 	}
@@ -369,6 +390,12 @@ func (a *worker) removeOutputs(ctx context.Context, w *extensionsv1alpha1.Worker
 	var errs []error
 	for i := range services {
 		s := &services[i]
+		if err := a.deleteMachine(ctx, s.Name); err != nil {
+			errs = append(errs, err)
+			if !strip {
+				continue // the Service keeps standing for the machine until it is gone
+			}
+		}
 		if strip {
 			errs = append(errs, a.stripFinalizers(ctx, s))
 		}
@@ -419,6 +446,59 @@ func (a *worker) Migrate(ctx context.Context, _ logr.Logger, w *extensionsv1alph
 		}
 	}
 	return a.removeOutputs(ctx, w, true)
+}
+
+// bootstrapToken reads the shoot's bootstrap token for machines (extensionsv1alpha1.MachineBootstrapTokenSecret,
+// written by the agent).
+func (a *worker) bootstrapToken(ctx context.Context, namespace string) ([]byte, error) {
+	s := &corev1.Secret{}
+	if err := a.r.Get(ctx, client.ObjectKey{Namespace: namespace, Name: extensionsv1alpha1.MachineBootstrapTokenSecret}, s); err != nil {
+		return nil, fmt.Errorf("read the machines' bootstrap token (secret %s, written by the agent): %w", extensionsv1alpha1.MachineBootstrapTokenSecret, err)
+	}
+	t := s.Data[extensionsv1alpha1.MachineBootstrapTokenKey]
+	if len(t) == 0 {
+		return nil, fmt.Errorf("secret %s has no %s", extensionsv1alpha1.MachineBootstrapTokenSecret, extensionsv1alpha1.MachineBootstrapTokenKey)
+	}
+	return t, nil
+}
+
+// createMachines creates the machines of a MachineDeployment through the machine provider (an existing machine is
+// left as it is): the pool's user data with the bootstrap token filled in, and the pool's labels as Node labels.
+func (a *worker) createMachines(ctx context.Context, log logr.Logger, pool extensionsv1alpha1.WorkerPool, userData, token []byte,
+	machines []Machine) error {
+	if a.machines == nil || len(machines) == 0 {
+		return nil
+	}
+	spec := MachineSpec{UserData: bytes.ReplaceAll(userData, []byte(extensionsv1alpha1.BootstrapTokenPlaceholder), token), Labels: nodeLabels(pool)}
+	for _, m := range machines {
+		if _, err := a.machines.Create(ctx, m.Name, spec); err != nil {
+			return fmt.Errorf("pool %s: %w", pool.Name, err)
+		}
+		log.V(1).Info("Machine running", "machine", m.Name)
+	}
+	return nil
+}
+
+// deleteMachine deletes a machine through the machine provider, if there is one.
+func (a *worker) deleteMachine(ctx context.Context, name string) error {
+	if a.machines == nil {
+		return nil
+	}
+	return a.machines.Delete(ctx, name)
+}
+
+// nodeLabels are the pool's labels a kubelet may set on its Node: those outside kubernetes.io and k8s.io, which
+// NodeRestriction keeps for itself (a kubelet asking for one of them would not start).
+func nodeLabels(pool extensionsv1alpha1.WorkerPool) map[string]string {
+	out := map[string]string{LabelPool: pool.Name}
+	for k, v := range pool.Labels {
+		domain, _, ok := strings.Cut(k, "/")
+		if ok && (domain == "kubernetes.io" || strings.HasSuffix(domain, ".kubernetes.io") || domain == "k8s.io" || strings.HasSuffix(domain, ".k8s.io")) {
+			continue
+		}
+		out[k] = v
+	}
+	return out
 }
 
 // userData reads a pool's user data (the provision OperatingSystemConfig's cloud_config).

@@ -77,3 +77,20 @@ const (
 
 // HeartbeatLeaseName is the Lease an extension renews in its namespace to show it is alive.
 const HeartbeatLeaseName = "gardener-extension-heartbeat"
+
+// How a Worker's machines join the shoot (Trellis' contract between the agent and Worker extensions; Gardener's
+// machine-controller-manager makes a bootstrap token per machine with its own access to the shoot instead).
+const (
+	// BootstrapTokenPlaceholder stands in the provision OperatingSystemConfig's user data for the bootstrap token;
+	// the Worker extension replaces it before handing the user data to a machine.
+	BootstrapTokenPlaceholder = "<<BOOTSTRAP_TOKEN>>"
+	// MachineBootstrapTokenSecret is the Secret in the shoot's seed namespace that holds, under
+	// MachineBootstrapTokenKey, a bootstrap token "<id>.<secret>" of the shoot with which its kubelets request their
+	// client certificates (TLS bootstrap); the agent creates the token in the shoot and this Secret.
+	MachineBootstrapTokenSecret = "machine-bootstrap-token"
+	// MachineBootstrapTokenKey is the data key of MachineBootstrapTokenSecret.
+	MachineBootstrapTokenKey = "token"
+	// KubeletBootstrapKubeconfigPath is where the provision user data puts the kubelet's bootstrap kubeconfig (the
+	// shoot's API server, its CA, and BootstrapTokenPlaceholder as the token), Gardener's path.
+	KubeletBootstrapKubeconfigPath = "/var/lib/kubelet/kubeconfig-bootstrap"
+)

@@ -1,0 +1,329 @@
+package shootcontrolplane_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/trellis-dev/trellis/extsdk/provider/local"
+	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
+	"github.com/trellis-dev/trellis/proto/kjson"
+	"github.com/trellis-dev/trellis/test/agentsim"
+	"github.com/trellis-dev/trellis/test/agenttest"
+	"github.com/trellis-dev/trellis/test/localmachine"
+	"github.com/trellis-dev/trellis/test/localnode"
+	"github.com/trellis-dev/trellis/test/seedtest"
+)
+
+// startMachines serves a local machine provider on loopback (provider-local runs in the test's process) for the
+// seed's node, and runs provider-local with it. Cleanup stops the provider's machines before the seed goes.
+func (e *env) startMachines(t *testing.T, cluster *seedtest.Seed, bin string) {
+	t.Helper()
+	if cluster.Node == nil {
+		t.Fatal("machines need the seed's node")
+	}
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	token := hex.EncodeToString(b)
+	srv, err := localmachine.New(localmachine.Config{Parent: cluster.Node.Slot(), Testbin: bin, Dir: filepath.Join(e.dir, "machines"),
+		Token: token, Log: slog.New(slog.NewTextHandler(tWriter{t}, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan struct{})
+	go func() { // ends with Shutdown below
+		defer close(done)
+		_ = hs.Serve(ln)
+	}()
+	t.Cleanup(func() {
+		_ = hs.Shutdown(context.Background())
+		<-done
+		if err := srv.Close(); err != nil {
+			t.Errorf("machine provider: %v", err)
+		}
+	})
+	e.machines = srv
+	mp := &local.MachineProvider{URL: "http://" + ln.Addr().String(), Token: token}
+	agenttest.StartExtensions(t, cluster.Config, func(mgr manager.Manager) error {
+		return local.Add(mgr, local.Config{BackupDir: filepath.Join(e.dir, "backup"), MachineProvider: mp,
+			HealthCheckInterval: 2 * time.Second})
+	})
+}
+
+type tWriter struct{ t *testing.T }
+
+func (w tWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
+}
+
+// webManifest is a Deployment serving localnode.ProbePage on 8080 with busybox httpd, logging "serving" first.
+func webManifest(image string) string {
+	return fmt.Sprintf(`apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: default}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+      - name: web
+        image: %s
+        imagePullPolicy: Never
+        command: [sh, -c, "mkdir -p /www && printf '%s\\n' > /www/index.html && echo serving && exec httpd -f -p 8080 -h /www"]
+        ports: [{containerPort: 8080}]
+        readinessProbe: {tcpSocket: {port: 8080}, periodSeconds: 1}
+`, image, strings.TrimSpace(localnode.ProbePage))
+}
+
+// TestShootWorkers: a shoot with one worker pool of one machine gets a real Node: provider-local's Worker has the
+// local machine provider make the machine (containerd and a kubelet in a slot of their own, linked to the seed's
+// node), whose kubelet joins the shoot's kube-apiserver by TLS bootstrap (the agent's bootstrap token, a CSR the
+// shoot's kube-controller-manager approves and signs). The Node becomes Ready (EveryNodeReady True); the real
+// kubectl, with a kubeconfig from trellisctl shoot kubeconfig (only the hub's tunnel listener as the server),
+// creates a Deployment of the busybox image that becomes Available, and logs -f, exec and port-forward reach its
+// pod through the hub's tunnel, the shoot's kube-apiserver and the kubelet. Hibernation removes the machine and
+// everything it made on this machine (localnode Leftovers); waking up brings a new machine whose Node runs the
+// Deployment again. Deleting the shoot removes the machine too. It logs create → Node Ready, create → Deployment
+// Available and the machine's memory, which docs/local.md reports.
+func TestShootWorkers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a seed with a real node, a shoot control plane and a machine")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("a local node needs root")
+	}
+	e := startWith(t, true)
+	busybox, err := localnode.ImageRef(testbin(t), "busybox")
+	if err != nil {
+		t.Fatal(err)
+	}
+	one := int32(1)
+	s := agentsim.Shoot(namespace, shootName, "local", "", "local")
+	s.Spec.SecretBindingName = nil
+	s.Spec.Kubernetes = &corev1beta1.Kubernetes{Version: "1.31.1"}
+	s.Spec.Provider.Workers = []*corev1beta1.Worker{{Name: "pool", Minimum: &one, Maximum: &one,
+		Machine: &corev1beta1.Machine{Type: "local", Image: &corev1beta1.ShootMachineImage{Name: "local", Version: proto.String("1.0.0")}}}}
+	body, err := kjson.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	begin := time.Now()
+	if code, out := e.hub.Do(t, "POST", "/apis/core.gardener.cloud/v1beta1/namespaces/"+namespace+"/shoots", body); code != http.StatusCreated {
+		t.Fatalf("create shoot: %d %s", code, out)
+	}
+	e.waitShoot(t, "create Succeeded", 4*time.Minute, succeeded)
+	t.Logf("create → Succeeded: %v", time.Since(begin).Round(100*time.Millisecond))
+	admin := e.issue(t, "admin")
+
+	// The machine's Node joins and becomes Ready; the shoot's care says so.
+	var node string
+	within(t, 3*time.Minute, "the shoot's Node Ready", func() bool {
+		out, err := e.run(admin, "get", "nodes", "-o", `jsonpath={range .items[*]}{.metadata.name}={.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}`)
+		if err != nil {
+			return false
+		}
+		lines := strings.Fields(out)
+		if len(lines) != 1 || !strings.HasSuffix(lines[0], "=True") {
+			return false
+		}
+		node = strings.TrimSuffix(lines[0], "=True")
+		return true
+	})
+	nodeReady := time.Since(begin)
+	t.Logf("create → Node %s Ready: %v", node, nodeReady.Round(100*time.Millisecond))
+	if pool := e.ok(t, admin, "get", "node", node, "-o", `jsonpath={.metadata.labels.worker\.gardener\.cloud/pool}`); pool != "pool" {
+		t.Errorf("node %s has pool label %q, want pool", node, pool)
+	}
+	slots := e.machines.Machines()
+	if _, ok := slots[node]; len(slots) != 1 || !ok {
+		t.Fatalf("the machine provider runs %v, want the machine %s", slots, node)
+	}
+	within(t, time.Minute, "EveryNodeReady True", func() bool {
+		st, _ := condition(e.shoot(t), "EveryNodeReady")
+		return st == "True"
+	})
+
+	// A Deployment in the shoot runs on the machine.
+	manifest := filepath.Join(e.dir, "web.yaml")
+	if err := os.WriteFile(manifest, []byte(webManifest(busybox)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e.ok(t, admin, "apply", "-f", manifest)
+	within(t, 3*time.Minute, "Deployment web Available", func() bool {
+		out, err := e.run(admin, "-n", "default", "get", "deployment", "web", "-o", `jsonpath={.status.conditions[?(@.type=="Available")].status}`)
+		return err == nil && out == "True"
+	})
+	available := time.Since(begin)
+	t.Logf("create → Deployment Available: %v", available.Round(100*time.Millisecond))
+	if on := e.ok(t, admin, "-n", "default", "get", "pods", "-l", "app=web", "-o", "jsonpath={.items[0].spec.nodeName}"); on != node {
+		t.Fatalf("the pod runs on %q, want %s", on, node)
+	}
+
+	// logs -f, exec and port-forward: the hub's tunnel, the shoot's kube-apiserver, the machine's kubelet.
+	e.logsFollow(t, admin)
+	if out := e.ok(t, admin, "-n", "default", "exec", "deploy/web", "--", "cat", "/www/index.html"); out+"\n" != localnode.ProbePage {
+		t.Errorf("kubectl exec: %q, want %q", out, localnode.ProbePage)
+	}
+	e.portForward(t, admin)
+
+	for name, slot := range slots {
+		t.Logf("machine %s (slot %d) resident memory: %d MiB", name, slot.Index, slot.ResidentMemory()>>20)
+	}
+
+	// Hibernate: the machine goes, with everything it made; wake up: a new machine joins and runs the Deployment.
+	e.patch(t, `{"spec":{"hibernation":{"enabled":true}}}`)
+	e.waitShoot(t, "hibernated", 4*time.Minute, func(s *corev1beta1.Shoot) bool { return succeeded(s) && s.GetStatus().GetHibernated() })
+	if left := e.machines.Machines(); len(left) != 0 {
+		t.Fatalf("machines while hibernated: %v", left)
+	}
+	e.noLeftovers(t, slots)
+	woke := time.Now()
+	e.patch(t, `{"spec":{"hibernation":{"enabled":false}}}`)
+	e.waitShoot(t, "woken up", 4*time.Minute, func(s *corev1beta1.Shoot) bool { return succeeded(s) && !s.GetStatus().GetHibernated() })
+	within(t, 3*time.Minute, "the new machine's Node Ready and the Deployment Available again", func() bool {
+		nodes, err := e.run(admin, "get", "nodes", "-o", `jsonpath={range .items[*]}{.metadata.name}={.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}`)
+		if err != nil || len(strings.Fields(nodes)) != 1 || !strings.HasSuffix(nodes, "=True") || strings.HasPrefix(nodes, node+"=") {
+			return false
+		}
+		out, err := e.run(admin, "-n", "default", "get", "deployment", "web", "-o", `jsonpath={.status.conditions[?(@.type=="Available")].status}`)
+		return err == nil && out == "True"
+	})
+	t.Logf("wake-up → new Node Ready and Deployment Available: %v", time.Since(woke).Round(100*time.Millisecond))
+	slots = e.machines.Machines()
+	if len(slots) != 1 {
+		t.Fatalf("the machine provider runs %v after the wake-up, want one machine", slots)
+	}
+
+	// Delete: the machine goes, with everything it made on this machine.
+	e.patch(t, `{"metadata":{"annotations":{"confirmation.gardener.cloud/deletion":"true"}}}`)
+	if code, out := e.hub.Do(t, "DELETE", "/apis/core.gardener.cloud/v1beta1/namespaces/"+namespace+"/shoots/"+shootName, nil); code != http.StatusOK && code != http.StatusAccepted {
+		t.Fatalf("delete shoot: %d %s", code, out)
+	}
+	e.waitShoot(t, "deleted", 4*time.Minute, func(s *corev1beta1.Shoot) bool { return s == nil })
+	if left := e.machines.Machines(); len(left) != 0 {
+		t.Errorf("machines after the deletion: %v", left)
+	}
+	e.noLeftovers(t, slots)
+}
+
+// noLeftovers checks that the machines' slots hold nothing any more (localnode Leftovers).
+func (e *env) noLeftovers(t *testing.T, slots map[string]*localnode.Slot) {
+	t.Helper()
+	for name, slot := range slots {
+		if left := localnode.SlotAt(slot.Index).Leftovers(); len(left) > 0 {
+			t.Errorf("machine %s left on this machine: %v", name, left)
+		}
+	}
+}
+
+// logsFollow runs kubectl logs -f against the web pod and waits for its first line.
+func (e *env) logsFollow(t *testing.T, kubeconfig string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, e.kubectl, "--kubeconfig", kubeconfig, "-n", "default", "logs", "-f", "deploy/web")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cancel(); _ = cmd.Wait() }()
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil || strings.TrimSpace(line) != "serving" {
+		t.Fatalf("kubectl logs -f: %q, %v; want serving", line, err)
+	}
+	// -f keeps the stream open: the process is still running.
+	select {
+	case <-time.After(500 * time.Millisecond):
+	case <-ctx.Done():
+		t.Fatal("kubectl logs -f ended")
+	}
+	if cmd.ProcessState != nil {
+		t.Fatal("kubectl logs -f exited")
+	}
+}
+
+// portForward runs kubectl port-forward to the web pod's 8080 and fetches the page through it.
+func (e *env) portForward(t *testing.T, kubeconfig string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, e.kubectl, "--kubeconfig", kubeconfig, "-n", "default", "port-forward", "--address", "127.0.0.1",
+		"deploy/web", ":8080")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cancel(); _ = cmd.Wait() }()
+	forwarding := regexp.MustCompile(`Forwarding from (127\.0\.0\.1:\d+) -> 8080`)
+	r := bufio.NewReader(out)
+	var addr string
+	for addr == "" {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			t.Fatalf("kubectl port-forward: %v (%q); stderr: %s", err, line, stderr.String())
+		}
+		if m := forwarding.FindStringSubmatch(line); m != nil {
+			addr = m[1]
+		}
+	}
+	go func() { _, _ = io.Copy(io.Discard, r) }() // ends when kubectl exits
+	c := &http.Client{Timeout: 20 * time.Second}
+	resp, err := c.Get("http://" + addr + "/index.html")
+	if err != nil {
+		t.Fatalf("GET through kubectl port-forward: %v", err)
+	}
+	page, err := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if err != nil && !errors.Is(err, io.EOF) {
+		t.Fatal(err)
+	}
+	if string(page) != localnode.ProbePage {
+		t.Fatalf("page through kubectl port-forward: %q, want %q", page, localnode.ProbePage)
+	}
+}
+
+// within polls cond every 500 ms (it runs kubectl) until it holds, failing the test after d.
+func within(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", d, what)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
