@@ -48,7 +48,7 @@
 // predicates that look at the set only when the pending Shoot's operation ended; the hub's watches are less selective,
 // so the rule lives in the reconciler.
 //
-// The agents do not yet run gardenlet's managedseed controller: nothing deploys a gardenlet into a replica's Shoot,
-// registers its Seed or marks the ManagedSeed SeedRegistered. Until then a set waits at ManagedSeedPreparing for
-// whoever plays that part (the tests do, as gardenlet would).
+// The agent of the seed hosting a replica's Shoot plays gardenlet's managedseed controller (agent/managedseed): it
+// deploys an agent into the Shoot, which registers the Seed, and marks the ManagedSeed SeedRegistered. The tests of
+// this package play that part themselves.
 package managedseedset
