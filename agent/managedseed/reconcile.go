@@ -224,7 +224,7 @@ func (c *Controller) deploy(ctx context.Context, ms *seedmanagementv1alpha1.Mana
 		c.log.Info("deployed the agent into the shoot", "managedSeed", key, "shoot", s.GetMetadata().GetName(), "bootstrap", !registered)
 	}
 	if registered {
-		return c.dropToken(ctx, key)
+		_ = c.dropToken(ctx, key) // logged; tried again at the next sync
 	}
 	return nil
 }

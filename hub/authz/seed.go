@@ -300,6 +300,12 @@ func (a *Authorizer) authorizeSeed(ctx context.Context, at api.Attributes) error
 		if p.deleteAlso != nil && at.Current != nil && p.deleteAlso(c, at.Current) {
 			return nil
 		}
+		if at.Resource == secretsResource && at.Current == nil && at.Namespace == auth.BootstrapTokenNamespace &&
+			strings.HasPrefix(at.Name, bootstrapapi.BootstrapTokenSecretPrefix) {
+			// A bootstrap token that is gone (its agent deleted it once it held its certificate): NotFound, not
+			// Forbidden, for the agent that made it for a ManagedSeed's agent. Nothing exists to be deleted.
+			return nil
+		}
 		if (at.Resource == secretsResource || at.Resource == configMapsResource || at.Resource == internalSecretsResource) &&
 			at.Current == nil && a.reader != nil &&
 			c.publishedName(at.Namespace, at.Name) {

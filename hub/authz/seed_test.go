@@ -486,6 +486,8 @@ func TestSeedAuthorizerRules(t *testing.T) {
 		{"create bootstrap token of hosted managed seed elsewhere", withObj(attrs(api.VerbCreate, secrets, "garden", "bootstrap-token-abcdef"),
 			func() *kcorev1.Secret { s := bootstrapToken(t, "ms-a"); s.Metadata.Namespace = "garden"; return s }(), nil), false},
 		{"delete bootstrap token of hosted managed seed", withObj(attrs(api.VerbDelete, secrets, "kube-system", "x"), nil, bootstrapToken(t, "ms-a")), true},
+		{"delete missing bootstrap token", attrs(api.VerbDelete, secrets, "kube-system", "bootstrap-token-abcdef"), true},
+		{"delete missing other kube-system secret", attrs(api.VerbDelete, secrets, "kube-system", "x"), false},
 		{"delete bootstrap token of other managed seed", withObj(attrs(api.VerbDelete, secrets, "kube-system", "x"), nil, bootstrapToken(t, "ms-b")), false},
 		{"get seed of hosted managed seed", attrs(api.VerbGet, seeds, "", "ms-a"), true},
 		{"get seed of other managed seed", attrs(api.VerbGet, seeds, "", "ms-b"), false},
