@@ -56,7 +56,7 @@ func (c *Controller) token(ctx context.Context, key, seed string) (token, error)
 	c.tokens[key] = t
 	c.mu.Unlock()
 	if ok {
-		c.deleteToken(ctx, old)
+		_ = c.deleteToken(ctx, old) // logged; it expires anyway
 	}
 	return t, nil
 }
