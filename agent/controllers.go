@@ -192,7 +192,11 @@ func (a *Agent) newSeedSide() (*seedSide, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &seedSide{seed: seed, controllers: []runner{shoots, buckets, entries, bastions, care, installations, required}}, nil
+	managedSeeds, err := a.newManagedSeeds(base)
+	if err != nil {
+		return nil, err
+	}
+	return &seedSide{seed: seed, controllers: []runner{shoots, buckets, entries, bastions, care, installations, required, managedSeeds}}, nil
 }
 
 // run runs the seed side until ctx ends: it installs or upgrades the extension CRDs in the seed (retried with

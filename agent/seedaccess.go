@@ -30,14 +30,16 @@ var SeedAccess = []SeedAccessRule{
 	{Groups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "list", "create", "update", "patch", "delete"},
 		Why: "the agent's own kubeconfig Secret (identity), Helm's release storage sh.helm.release.v1.* (helmrelease), " +
 			"Secrets of ControllerInstallations' charts, which Helm upgrades by patches (provider-local's machine provider token), " +
-			"shoot credentials and their rotation (shoot/credentials), backup credentials copied from the hub " +
+			"shoot credentials and their rotation (shoot/credentials; the agent's own client certificate of a shoot is read " +
+			"to act in it, also by the ManagedSeed controller, managedseed), backup credentials copied from the hub " +
 			"(backupbucket, backupentry)"},
 	{Groups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "create", "update"},
 		Why: "the shoot flow's ConfigMaps in the shoot namespace (shoot/reconcile.go, created or updated); seed care " +
 			"reads kube-system/cluster-identity"},
 	{Groups: []string{""}, Resources: []string{"services"}, Verbs: []string{"get", "create", "update", "delete"},
 		Why: "the shoot's kube-apiserver Service, which the shoot flow creates or updates (shoot/reconcile.go) and " +
-			"whose address DNS records, health probes and the tunnel use (tunnel.go); etcd's client Service of the " +
+			"whose address DNS records, health probes, the tunnel and the ManagedSeed controller use (tunnel.go, " +
+			"managedseed); etcd's client Service of the " +
 			"shoot control plane, deleted with it (shoot/controlplane.go)"},
 	{Groups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"list"},
 		Why: "whether the seed can run the shoot control planes' pods (shoot/controlplane.go, mode Auto: one Node is enough)"},

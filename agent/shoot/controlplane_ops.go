@@ -282,8 +282,17 @@ func gardenerCert(set *credentials.Set) credentials.CertConfig {
 // service dialer (a host process on a local seed's machine and an agent in a pod both reach cluster IPs), verified
 // with the cluster CA bundle.
 func (c *Controller) shootREST(ctx context.Context, ns string) (*rest.Config, error) {
+	return AdminREST(ctx, c.cfg.Seed, ns, c.cfg.DialService)
+}
+
+// AdminREST is the REST configuration of the kube-apiserver of the shoot whose control plane is in namespace ns of
+// the seed, as the agent's own user "gardener" (system:masters), from what the shoot flow wrote into the namespace:
+// the agent's client certificate, the cluster CA bundle and the kube-apiserver's Service, reached at its cluster IP
+// through dial (nil: directly). It fails until the flow deployed the control plane. Other controllers of the agent
+// that act in a shoot (ManagedSeeds) use it.
+func AdminREST(ctx context.Context, seed client.Client, ns string, dial func(ctx context.Context, network, address string) (net.Conn, error)) (*rest.Config, error) {
 	certs := &corev1.SecretList{}
-	if err := c.cfg.Seed.List(ctx, certs, client.InNamespace(ns), client.MatchingLabels{credentials.LabelName: certGardener}); err != nil {
+	if err := seed.List(ctx, certs, client.InNamespace(ns), client.MatchingLabels{credentials.LabelName: certGardener}); err != nil {
 		return nil, fmt.Errorf("read the agent's client certificate: %w", err)
 	}
 	if len(certs.Items) == 0 {
@@ -291,11 +300,11 @@ func (c *Controller) shootREST(ctx context.Context, ns string) (*rest.Config, er
 	}
 	cert := certs.Items[0]
 	bundle := &corev1.Secret{}
-	if err := c.cfg.Seed.Get(ctx, client.ObjectKey{Namespace: ns, Name: credentials.NameCABundle}, bundle); err != nil {
+	if err := seed.Get(ctx, client.ObjectKey{Namespace: ns, Name: credentials.NameCABundle}, bundle); err != nil {
 		return nil, fmt.Errorf("read the cluster CA bundle: %w", err)
 	}
 	svc := &corev1.Service{}
-	if err := c.cfg.Seed.Get(ctx, client.ObjectKey{Namespace: ns, Name: serviceKubeAPIServer}, svc); err != nil {
+	if err := seed.Get(ctx, client.ObjectKey{Namespace: ns, Name: serviceKubeAPIServer}, svc); err != nil {
 		return nil, fmt.Errorf("read the API server service: %w", err)
 	}
 	if svc.Spec.ClusterIP == "" || svc.Spec.ClusterIP == corev1.ClusterIPNone {
@@ -308,8 +317,8 @@ func (c *Controller) shootREST(ctx context.Context, ns string) (*rest.Config, er
 		Timeout: 10 * time.Second,
 		QPS:     50, Burst: 100,
 	}
-	if c.cfg.DialService != nil {
-		cfg.Dial = c.cfg.DialService
+	if dial != nil {
+		cfg.Dial = dial
 	}
 	return cfg, nil
 }

@@ -30,7 +30,7 @@ func Builtin() Plugins {
 		kind(defaultSecret, validateSecret, nil),
 		kind(nil, validateConfigMap, nil),
 		kind(defaultSecretBinding, validateSecretBinding, nil),
-		kind(defaultSeed, validateSeed, nil),
+		kind(defaultSeed, validateSeed, validateSeedDelete),
 		kind(defaultShoot, validateShoot, validateShootDelete).withMustIncreaseGeneration(shootMustIncreaseGeneration).withAdmit(admitShootQuota),
 		kind(nil, validateWorkloadIdentity, nil),
 	)

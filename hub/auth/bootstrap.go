@@ -16,13 +16,11 @@ import (
 	"github.com/trellis-dev/trellis/hub/store"
 	kcorev1 "github.com/trellis-dev/trellis/proto/gen/trellis/kubernetes/core/v1"
 	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
+	"github.com/trellis-dev/trellis/proto/objectnames"
 )
 
 // BootstrapTokenNamespace holds the bootstrap token Secrets, as in Kubernetes.
 const BootstrapTokenNamespace = "kube-system"
-
-// seedTokenDescription is the description of a seed agent's bootstrap token, with the seed name for %s.
-const seedTokenDescription = "A bootstrap token for the trellis-agent of seed %s." //nolint:gosec // G101: a description, not a token
 
 var (
 	bootstrapTokenRE = regexp.MustCompile(bootstrapapi.BootstrapTokenPattern)
@@ -135,7 +133,7 @@ func NewSeedBootstrapToken(seed string, expiration time.Time) (BootstrapToken, e
 	if !ok {
 		return BootstrapToken{}, fmt.Errorf("generated bootstrap token has an unexpected form")
 	}
-	return BootstrapToken{ID: id, Secret: secret, Description: fmt.Sprintf(seedTokenDescription, seed), Expiration: expiration}, nil
+	return BootstrapToken{ID: id, Secret: secret, Description: objectnames.SeedBootstrapTokenDescription(seed), Expiration: expiration}, nil
 }
 
 // Token returns the bearer token "<id>.<secret>".
@@ -171,15 +169,8 @@ func (t BootstrapToken) SecretObject() *kcorev1.Secret {
 // SeedOfDescription returns the seed named by the description of a seed agent's bootstrap token, or "" when the
 // description is not one.
 func SeedOfDescription(desc string) string {
-	prefix, suffix, _ := strings.Cut(seedTokenDescription, "%s")
-	seed, ok := strings.CutPrefix(desc, prefix)
-	if !ok {
-		return ""
-	}
-	if seed, ok = strings.CutSuffix(seed, suffix); !ok {
-		return ""
-	}
-	if _, ok := SeedOfUserName(SeedUserPrefix + seed); !ok {
+	seed := objectnames.SeedOfBootstrapTokenDescription(desc)
+	if _, ok := SeedOfUserName(SeedUserPrefix + seed); seed == "" || !ok {
 		return ""
 	}
 	return seed

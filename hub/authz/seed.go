@@ -20,6 +20,7 @@ import (
 	certificatesv1 "github.com/trellis-dev/trellis/proto/gen/trellis/kubernetes/certificates/v1"
 	kcorev1 "github.com/trellis-dev/trellis/proto/gen/trellis/kubernetes/core/v1"
 	operationsv1alpha1 "github.com/trellis-dev/trellis/proto/gen/trellis/operations/v1alpha1"
+	seedmanagementv1alpha1 "github.com/trellis-dev/trellis/proto/gen/trellis/seedmanagement/v1alpha1"
 	"github.com/trellis-dev/trellis/proto/objectnames"
 )
 
@@ -70,6 +71,7 @@ var (
 	leasesResource                  = gr("coordination.k8s.io", "leases")
 	secretsResource                 = gr("", "secrets")
 	internalSecretsResource         = gr("core.gardener.cloud", "internalsecrets")
+	managedSeedsResource            = gr("seedmanagement.gardener.cloud", "managedseeds")
 )
 
 func gr(group, resource string) schema.GroupResource {
@@ -91,6 +93,10 @@ func seedPolicies() map[schema.GroupResource]policy {
 			read: belongs, update: own, patch: own, status: own,
 			self:   func(seed, _, name string) bool { return name == seed },
 			create: createOwnSeed,
+			// The Seed a ManagedSeed of this seed registers: the agent waits for it to be ready and deletes it with
+			// the ManagedSeed (gardenlet's managedseed controller).
+			via:        func(c *seedRequest, _, name string) bool { return c.hostsManagedSeed(name) },
+			deleteAlso: func(c *seedRequest, cur store.Object) bool { return c.hostsManagedSeed(cur.GetMetadata().GetName()) },
 		},
 		shootsResource: {
 			read: belongs, update: belongs, patch: belongs, status: belongs,
@@ -138,7 +144,7 @@ func seedPolicies() map[schema.GroupResource]policy {
 				return ok && ci.GetSpec().GetSeedRef().GetName() == c.seed
 			},
 		},
-		gr("seedmanagement.gardener.cloud", "managedseeds"):  {read: belongs, update: belongs, patch: belongs, status: belongs},
+		managedSeedsResource: {read: belongs, update: belongs, patch: belongs, status: belongs},
 		gr("core.gardener.cloud", "controllerregistrations"): {read: all},
 		gr("core.gardener.cloud", "cloudprofiles"):           readOnly,
 		gr("core.gardener.cloud", "namespacedcloudprofiles"): readOnly,
@@ -294,6 +300,12 @@ func (a *Authorizer) authorizeSeed(ctx context.Context, at api.Attributes) error
 		if p.deleteAlso != nil && at.Current != nil && p.deleteAlso(c, at.Current) {
 			return nil
 		}
+		if at.Resource == secretsResource && at.Current == nil && at.Namespace == auth.BootstrapTokenNamespace &&
+			strings.HasPrefix(at.Name, bootstrapapi.BootstrapTokenSecretPrefix) {
+			// A bootstrap token that is gone (its agent deleted it once it held its certificate): NotFound, not
+			// Forbidden, for the agent that made it for a ManagedSeed's agent. Nothing exists to be deleted.
+			return nil
+		}
 		if (at.Resource == secretsResource || at.Resource == configMapsResource || at.Resource == internalSecretsResource) &&
 			at.Current == nil && a.reader != nil &&
 			c.publishedName(at.Namespace, at.Name) {
@@ -440,7 +452,41 @@ func createSecret(c *seedRequest, obj store.Object) string {
 			return ""
 		}
 	}
-	return fmt.Sprintf("seed agents may create secrets only in namespace %q or owned by a Shoot or BackupBucket of seed %q", seedgraph.SeedNamespacePrefix+c.seed, c.seed)
+	if seed := bootstrapTokenSeed(obj); seed != "" && c.hostsManagedSeed(seed) {
+		return ""
+	}
+	return fmt.Sprintf("seed agents may create secrets only in namespace %q, owned by a Shoot or BackupBucket of seed %q, "+
+		"or as the bootstrap token of a ManagedSeed's agent whose shoot is on seed %q", seedgraph.SeedNamespacePrefix+c.seed, c.seed, c.seed)
+}
+
+// managedSeedsNamespace holds the ManagedSeeds, named as the Seeds they register (Gardener's garden namespace).
+const managedSeedsNamespace = "garden"
+
+// hostsManagedSeed reports whether the Seed named seed is registered by a ManagedSeed (garden/<seed>) whose shoot
+// belongs to this seed: the agent deploys that seed's agent into the shoot, as gardenlet's managedseed controller
+// does, and may read and delete that Seed and make and delete its agent's bootstrap tokens. The ManagedSeed's own
+// seed is not its host.
+func (c *seedRequest) hostsManagedSeed(seed string) bool {
+	if c.a.reader == nil || seed == "" || seed == c.seed {
+		return false
+	}
+	obj, err := c.a.reader.Get(c.ctx, managedSeedsResource, managedSeedsNamespace, seed)
+	if err != nil {
+		return false
+	}
+	ms, ok := obj.(*seedmanagementv1alpha1.ManagedSeed)
+	shoot := ms.GetSpec().GetShoot().GetName()
+	return ok && shoot != "" && c.belongsTo(shootsResource, managedSeedsNamespace, shoot)
+}
+
+// bootstrapTokenSeed is the seed a bootstrap token Secret in kube-system is made for (its description), "" for
+// any other secret.
+func bootstrapTokenSeed(obj store.Object) string {
+	s, ok := obj.(*kcorev1.Secret)
+	if !ok || s.GetMetadata().GetNamespace() != auth.BootstrapTokenNamespace || s.GetType() != string(bootstrapapi.SecretTypeBootstrapToken) {
+		return ""
+	}
+	return auth.SeedOfDescription(string(s.GetData()[bootstrapapi.BootstrapTokenDescriptionKey]))
 }
 
 // ownedByShoot reports whether an object is owned by a Shoot of the seed: the CA bundles and SSH keypairs the agent
@@ -484,12 +530,11 @@ func createConfigMap(c *seedRequest, obj store.Object) string {
 }
 
 // ownBootstrapToken reports whether a secret is a bootstrap token made for this seed's agent, which the agent may
-// delete once it holds its certificate.
+// delete once it holds its certificate, or for the agent of a ManagedSeed it hosts, which it deletes once that agent
+// registered or the ManagedSeed is gone.
 func ownBootstrapToken(c *seedRequest, cur store.Object) bool {
-	s, ok := cur.(*kcorev1.Secret)
-	return ok && s.GetMetadata().GetNamespace() == auth.BootstrapTokenNamespace &&
-		s.GetType() == string(bootstrapapi.SecretTypeBootstrapToken) &&
-		auth.SeedOfDescription(string(s.GetData()[bootstrapapi.BootstrapTokenDescriptionKey])) == c.seed
+	seed := bootstrapTokenSeed(cur)
+	return seed != "" && (seed == c.seed || c.hostsManagedSeed(seed))
 }
 
 // shootOf reports whether the shoot a ShootState is named after belongs to the seed.

@@ -27,6 +27,7 @@ import (
 	kcorev1 "github.com/trellis-dev/trellis/proto/gen/trellis/kubernetes/core/v1"
 	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
 	operationsv1alpha1 "github.com/trellis-dev/trellis/proto/gen/trellis/operations/v1alpha1"
+	seedmanagementv1alpha1 "github.com/trellis-dev/trellis/proto/gen/trellis/seedmanagement/v1alpha1"
 )
 
 // graph is a Graph holding seed memberships (true) and references of a seed's objects to objects that do not exist
@@ -312,11 +313,17 @@ var (
 	backupEntries = schema.GroupResource{Group: "core.gardener.cloud", Resource: "backupentries"}
 	backupBuckets = schema.GroupResource{Group: "core.gardener.cloud", Resource: "backupbuckets"}
 	seeds         = schema.GroupResource{Group: "core.gardener.cloud", Resource: "seeds"}
+	managedSeeds  = schema.GroupResource{Group: "seedmanagement.gardener.cloud", Resource: "managedseeds"}
 	shootStates   = schema.GroupResource{Group: "core.gardener.cloud", Resource: "shootstates"}
 	csrs          = schema.GroupResource{Group: "certificates.k8s.io", Resource: "certificatesigningrequests"}
 	configMaps    = schema.GroupResource{Resource: "configmaps"}
 	internalSecs  = schema.GroupResource{Group: "core.gardener.cloud", Resource: "internalsecrets"}
 )
+
+func managedSeed(name, shoot string) *seedmanagementv1alpha1.ManagedSeed {
+	return &seedmanagementv1alpha1.ManagedSeed{Metadata: &metav1.ObjectMeta{Namespace: "garden", Name: name},
+		Spec: &seedmanagementv1alpha1.ManagedSeedSpec{Shoot: &seedmanagementv1alpha1.Shoot{Name: shoot}}}
+}
 
 func shoot(name, specSeed, statusSeed string) *corev1beta1.Shoot {
 	s := &corev1beta1.Shoot{Metadata: &metav1.ObjectMeta{Namespace: "garden-dev", Name: name}, Spec: &corev1beta1.ShootSpec{}, Status: &corev1beta1.ShootStatus{}}
@@ -367,6 +374,11 @@ func TestSeedAuthorizerRules(t *testing.T) {
 	reader.add(backupBuckets, &corev1beta1.BackupBucket{Metadata: &metav1.ObjectMeta{Name: "fresh-bucket"}, Spec: &corev1beta1.BackupBucketSpec{SeedName: proto.String("a")}})
 	reader.add(shoots, shoot("fresh-shoot", "a", ""))
 	reader.add(shoots, shoot("their-shoot", "b", ""))
+	// ManagedSeeds: ms-a's shoot is on seed a, which hosts it; ms-b's is not.
+	g.add("a", shoots, "garden", "host-shoot")
+	reader.add(managedSeeds, managedSeed("ms-a", "host-shoot"))
+	reader.add(managedSeeds, managedSeed("ms-b", "their-host-shoot"))
+	reader.add(managedSeeds, managedSeed("a", "host-shoot")) // a ManagedSeed is never its own host
 	az := authz.New(authz.Config{Graph: g, Reader: reader})
 	ctx := context.Background()
 
@@ -467,6 +479,23 @@ func TestSeedAuthorizerRules(t *testing.T) {
 		{"delete own bootstrap token", withObj(attrs(api.VerbDelete, secrets, "kube-system", "x"), nil, bootstrapToken(t, "a")), true},
 		{"delete other seed's bootstrap token", withObj(attrs(api.VerbDelete, secrets, "kube-system", "x"), nil, bootstrapToken(t, "b")), false},
 		{"get own bootstrap token", withObj(attrs(api.VerbGet, secrets, "kube-system", "x"), nil, bootstrapToken(t, "a")), false},
+		// The hosting seed's agent deploys a ManagedSeed's agent: a bootstrap token for it, its Seed read and deleted.
+		{"create bootstrap token of hosted managed seed", withObj(attrs(api.VerbCreate, secrets, "kube-system", "bootstrap-token-abcdef"), bootstrapToken(t, "ms-a"), nil), true},
+		{"create bootstrap token of other managed seed", withObj(attrs(api.VerbCreate, secrets, "kube-system", "bootstrap-token-abcdef"), bootstrapToken(t, "ms-b"), nil), false},
+		{"create bootstrap token of a seed without ManagedSeed", withObj(attrs(api.VerbCreate, secrets, "kube-system", "bootstrap-token-abcdef"), bootstrapToken(t, "c"), nil), false},
+		{"create bootstrap token of hosted managed seed elsewhere", withObj(attrs(api.VerbCreate, secrets, "garden", "bootstrap-token-abcdef"),
+			func() *kcorev1.Secret { s := bootstrapToken(t, "ms-a"); s.Metadata.Namespace = "garden"; return s }(), nil), false},
+		{"delete bootstrap token of hosted managed seed", withObj(attrs(api.VerbDelete, secrets, "kube-system", "x"), nil, bootstrapToken(t, "ms-a")), true},
+		{"delete missing bootstrap token", attrs(api.VerbDelete, secrets, "kube-system", "bootstrap-token-abcdef"), true},
+		{"delete missing other kube-system secret", attrs(api.VerbDelete, secrets, "kube-system", "x"), false},
+		{"delete bootstrap token of other managed seed", withObj(attrs(api.VerbDelete, secrets, "kube-system", "x"), nil, bootstrapToken(t, "ms-b")), false},
+		{"get seed of hosted managed seed", attrs(api.VerbGet, seeds, "", "ms-a"), true},
+		{"get seed of other managed seed", attrs(api.VerbGet, seeds, "", "ms-b"), false},
+		{"delete seed of hosted managed seed", withObj(attrs(api.VerbDelete, seeds, "", "ms-a"), nil, meta(&corev1beta1.Seed{}, "", "ms-a")), true},
+		{"delete seed of other managed seed", withObj(attrs(api.VerbDelete, seeds, "", "ms-b"), nil, meta(&corev1beta1.Seed{}, "", "ms-b")), false},
+		{"delete own seed registered by a ManagedSeed", withObj(attrs(api.VerbDelete, seeds, "", "a"), nil, meta(&corev1beta1.Seed{}, "", "a")), false},
+		{"update seed of hosted managed seed", withObj(attrs(api.VerbUpdate, seeds, "", "ms-a"), meta(&corev1beta1.Seed{}, "", "ms-a"), meta(&corev1beta1.Seed{}, "", "ms-a")), false},
+		{"create seed of hosted managed seed", withObj(attrs(api.VerbCreate, seeds, "", "ms-a"), meta(&corev1beta1.Seed{}, "", "ms-a"), nil), false},
 		// Creates are checked on the new object.
 		{"create own seed", withObj(attrs(api.VerbCreate, seeds, "", "a"), meta(&corev1beta1.Seed{}, "", "a"), nil), true},
 		{"create other seed", withObj(attrs(api.VerbCreate, seeds, "", "b"), meta(&corev1beta1.Seed{}, "", "b"), nil), false},

@@ -36,3 +36,31 @@ func ShootOfProjectResource(name string) (shoot string, ok bool) {
 
 // BackupEntryName is Gardener's name of a shoot's BackupEntry: "<technical ID>--<shoot UID>".
 func BackupEntryName(technicalID, shootUID string) string { return technicalID + "--" + shootUID }
+
+// seedBootstrapTokenPrefix and seedBootstrapTokenSuffix surround the seed's name in the description of a seed
+// agent's bootstrap token.
+const (
+	seedBootstrapTokenPrefix = "A bootstrap token for the trellis-agent of seed "
+	seedBootstrapTokenSuffix = "."
+)
+
+// SeedBootstrapTokenDescription is the description (data key "description") of the bootstrap token Secret made for
+// the agent of seed: the hub's CSR approval reads the seed from it (a token may only bootstrap that seed's agent),
+// and the seed authorizer lets the agent of a ManagedSeed's hosting seed create and delete such tokens for the seed
+// it registers. The hub (trellisctl seed bootstrap-token create) and the agent (ManagedSeeds) both write it.
+func SeedBootstrapTokenDescription(seed string) string {
+	return seedBootstrapTokenPrefix + seed + seedBootstrapTokenSuffix
+}
+
+// SeedOfBootstrapTokenDescription is the inverse of SeedBootstrapTokenDescription: the seed the description names,
+// "" when it is not such a description (the caller checks that the name is a valid seed name).
+func SeedOfBootstrapTokenDescription(desc string) string {
+	seed, ok := strings.CutPrefix(desc, seedBootstrapTokenPrefix)
+	if !ok {
+		return ""
+	}
+	if seed, ok = strings.CutSuffix(seed, seedBootstrapTokenSuffix); !ok {
+		return ""
+	}
+	return seed
+}

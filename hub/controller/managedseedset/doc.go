@@ -41,6 +41,10 @@
 // ManagedSeeds appears, goes or turns ready or not; and every syncPeriod (default 30 min). Status heartbeats, its own
 // status writes and its own annotations trigger nothing.
 //
+// A seed's BackupBucketsReady holds its replica back only when the seed has spec.backup (Gardener looks at it on every
+// seed, but its seed controller turns it Unknown on a seed without buckets, so a set of seeds without backup would
+// never grow).
+//
 // Deliberate differences from Gardener, all about counting retries once: a failed Shoot that still carries the retry
 // it was given, or that shows the very failure already retried (the agent removes the annotation, then reports its new
 // operation; the leader remembers which failure it retried), is waited for, not retried and counted again; and
@@ -48,7 +52,7 @@
 // predicates that look at the set only when the pending Shoot's operation ended; the hub's watches are less selective,
 // so the rule lives in the reconciler.
 //
-// The agents do not yet run gardenlet's managedseed controller: nothing deploys a gardenlet into a replica's Shoot,
-// registers its Seed or marks the ManagedSeed SeedRegistered. Until then a set waits at ManagedSeedPreparing for
-// whoever plays that part (the tests do, as gardenlet would).
+// The agent of the seed hosting a replica's Shoot plays gardenlet's managedseed controller (agent/managedseed): it
+// deploys an agent into the Shoot, which registers the Seed, and marks the ManagedSeed SeedRegistered. The tests of
+// this package play that part themselves.
 package managedseedset

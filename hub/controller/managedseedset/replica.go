@@ -211,10 +211,15 @@ func managedSeedRegistered(ms *seedmanagementv1alpha1.ManagedSeed) bool {
 }
 
 // seedReady is Gardener's readiness of a replica's seed: observed, not being deleted, gardenlet ready, system
-// components healthy, and its backup buckets ready when it reports on them.
+// components healthy, and its backup buckets ready when it reports on them. Unlike Gardener, a seed without
+// spec.backup is not held back by its BackupBucketsReady condition: the seed controller turns that Unknown
+// (BackupBucketsGone) on a seed without buckets, which a set of seeds without backup would wait for forever.
 func seedReady(s *corev1beta1.Seed) bool {
 	conds := s.GetStatus().GetConditions()
 	backup := conditionStatus(conds, ConditionBackupBucketsReady)
+	if s.GetSpec().GetBackup() == nil {
+		backup = ""
+	}
 	return s.GetMetadata().GetGeneration() == s.GetStatus().GetObservedGeneration() &&
 		s.GetMetadata().GetDeletionTimestamp() == nil &&
 		conditionStatus(conds, ConditionGardenletReady) == "True" &&

@@ -3,6 +3,11 @@ package managedseedset
 import (
 	"strings"
 	"testing"
+
+	"google.golang.org/protobuf/proto"
+
+	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
+	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
 )
 
 func TestOrdinalOf(t *testing.T) {
@@ -38,5 +43,31 @@ func TestReplaceIngressDomain(t *testing.T) {
 				t.Errorf("got %s, want %s", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestSeedReadyBackup: a seed's BackupBucketsReady holds a replica back only when the seed has a backup; a seed
+// without one (its condition Unknown, BackupBucketsGone) is ready with the other conditions True.
+func TestSeedReadyBackup(t *testing.T) {
+	seed := func(backup bool, bucketStatus string) *corev1beta1.Seed {
+		s := &corev1beta1.Seed{Metadata: &metav1.ObjectMeta{Name: "s", Generation: 1}, Spec: &corev1beta1.SeedSpec{},
+			Status: &corev1beta1.SeedStatus{ObservedGeneration: proto.Int64(1), Conditions: []*metav1.Condition{
+				{Type: ConditionGardenletReady, Status: "True"}, {Type: ConditionSeedSystemComponentsHealthy, Status: "True"}}}}
+		if backup {
+			s.Spec.Backup = &corev1beta1.Backup{Provider: "local"}
+		}
+		if bucketStatus != "" {
+			s.Status.Conditions = append(s.Status.Conditions, &metav1.Condition{Type: ConditionBackupBucketsReady, Status: bucketStatus})
+		}
+		return s
+	}
+	for _, tc := range []struct {
+		backup bool
+		bucket string
+		want   bool
+	}{{false, "", true}, {false, "Unknown", true}, {true, "", true}, {true, "True", true}, {true, "Unknown", false}, {true, "False", false}} {
+		if got := seedReady(seed(tc.backup, tc.bucket)); got != tc.want {
+			t.Errorf("backup %t, BackupBucketsReady %q: ready %t, want %t", tc.backup, tc.bucket, got, tc.want)
+		}
 	}
 }
