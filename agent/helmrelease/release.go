@@ -209,23 +209,9 @@ func (op *operation) upgrade(ctx context.Context, history []*release.Release, ch
 	if err != nil {
 		return fail(err)
 	}
-	currentDocs, err := sortedManifest(current.Manifest, releaseutil.UninstallOrder)
+	old, err := op.revisionObjects(current)
 	if err != nil {
-		return fail(fmt.Errorf("reading the manifest of revision %d: %w", current.Version, err))
-	}
-	docs, err := parseDocuments(currentDocs)
-	if err != nil {
-		return fail(fmt.Errorf("reading the manifest of revision %d: %w", current.Version, err))
-	}
-	// Objects of kinds the seed no longer serves cannot be left behind by an upgrade; they are ignored.
-	var old []object
-	for _, d := range docs {
-		o, err := op.objects([]*unstructured.Unstructured{d})
-		if err != nil {
-			op.log.Warn("ignoring an object of the replaced revision", "revision", current.Version, "err", err)
-			continue
-		}
-		old = append(old, o...)
+		return fail(err)
 	}
 	known := map[string]bool{}
 	for _, o := range old {
@@ -267,6 +253,29 @@ func (op *operation) upgrade(ctx context.Context, history []*release.Release, ch
 	}
 	op.log.Info("upgraded release", "chart", chartName(ch), "revision", rel.Version)
 	return rel, true, nil
+}
+
+// revisionObjects are the objects of a recorded revision, in Helm's uninstall order. Objects of kinds the seed no
+// longer serves (their CRD was deleted, and with it every object of it) are left out.
+func (op *operation) revisionObjects(rel *release.Release) ([]object, error) {
+	manifests, err := sortedManifest(rel.Manifest, releaseutil.UninstallOrder)
+	if err != nil {
+		return nil, fmt.Errorf("reading the manifest of revision %d: %w", rel.Version, err)
+	}
+	docs, err := parseDocuments(manifests)
+	if err != nil {
+		return nil, fmt.Errorf("reading the manifest of revision %d: %w", rel.Version, err)
+	}
+	var objs []object
+	for _, d := range docs {
+		o, err := op.objects([]*unstructured.Unstructured{d})
+		if err != nil {
+			op.log.Warn("leaving out an object of a kind the seed does not serve", "revision", rel.Version, "err", err)
+			continue
+		}
+		objs = append(objs, o...)
+	}
+	return objs, nil
 }
 
 // failed records rel as failed with cause and returns cause.
@@ -334,23 +343,9 @@ func (op *operation) uninstall(ctx context.Context, history []*release.Release) 
 			return fail(err)
 		}
 	}
-	manifests, err := sortedManifest(rel.Manifest, releaseutil.UninstallOrder)
+	objs, err := op.revisionObjects(rel)
 	if err != nil {
-		return fail(fmt.Errorf("reading the manifest of revision %d: %w", rel.Version, err))
-	}
-	docs, err := parseDocuments(manifests)
-	if err != nil {
-		return fail(fmt.Errorf("reading the manifest of revision %d: %w", rel.Version, err))
-	}
-	var objs []object
-	for _, d := range docs {
-		o, err := op.objects([]*unstructured.Unstructured{d})
-		if err != nil {
-			// The kind is gone from the seed (its CRD was deleted), and with it every object of it.
-			op.log.Warn("not deleting an object of a kind the seed does not serve", "err", err)
-			continue
-		}
-		objs = append(objs, o...)
+		return fail(err)
 	}
 	if err := op.remove(ctx, objs, false); err != nil {
 		return fail(fmt.Errorf("failed to delete release: %w", err))
