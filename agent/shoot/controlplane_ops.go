@@ -214,9 +214,9 @@ func (op *operation) deleteAll(ctx context.Context, objs []client.Object) error 
 }
 
 // shootRBAC is an RBAC client of the shoot's kube-apiserver as "gardener" (system:masters), issuing its certificate
-// first if needed. close closes its connections: a shoot's client dials through the seed (cfg.Dial), so client-go
-// does not cache its transport, and connections left idle would outlive every use.
-func (op *operation) shootRBAC(ctx context.Context) (rbac rbacv1client.RbacV1Interface, close func(), err error) {
+// first if needed. A shoot's client dials through the seed (cfg.Dial), so client-go does not cache its transport, and
+// connections left idle would outlive every use: closeIdle closes them.
+func (op *operation) shootRBAC(ctx context.Context) (rbac rbacv1client.RbacV1Interface, closeIdle func(), err error) {
 	set, err := op.credentialSet(ctx)
 	if err != nil {
 		return nil, nil, err
