@@ -15,6 +15,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	kmetav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	rbacv1client "k8s.io/client-go/kubernetes/typed/rbac/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -259,25 +260,34 @@ func (op *operation) deleteAll(ctx context.Context, objs []client.Object) error 
 // first if needed. A shoot's client dials through the seed (cfg.Dial), so client-go does not cache its transport, and
 // connections left idle would outlive every use: closeIdle closes them.
 func (op *operation) shootRBAC(ctx context.Context) (rbac rbacv1client.RbacV1Interface, closeIdle func(), err error) {
+	rbac, _, closeIdle, err = op.shootClients(ctx)
+	return rbac, closeIdle, err
+}
+
+// shootClients are shootRBAC's RBAC client and a core client over one connection pool, which closeIdle closes.
+func (op *operation) shootClients(ctx context.Context) (rbac rbacv1client.RbacV1Interface, core corev1client.CoreV1Interface, closeIdle func(), err error) {
 	set, err := op.credentialSet(ctx)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if _, err := op.credentialsManager().Certificate(ctx, gardenerCert(set)); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	cfg, err := op.c.shootREST(ctx, op.ns)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	hc, err := rest.HTTPClientFor(cfg)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if rbac, err = rbacv1client.NewForConfigAndClient(cfg, hc); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return rbac, hc.CloseIdleConnections, nil
+	if core, err = corev1client.NewForConfigAndClient(cfg, hc); err != nil {
+		return nil, nil, nil, err
+	}
+	return rbac, core, hc.CloseIdleConnections, nil
 }
 
 // gardenerCert is the agent's own client certificate for the shoot's kube-apiserver: "gardener" in system:masters.

@@ -39,10 +39,11 @@ const (
 // from which the Worker extension fills in its machines' user data. The token is made once and kept (it lives as
 // long as the shoot); the shoot's kube-controller-manager approves and signs the kubelets' CSRs with the client CA.
 func (op *operation) deployMachineBootstrap(ctx context.Context) error {
-	cs, err := op.shootClient(ctx)
+	rbac, core, closeIdle, err := op.shootClients(ctx)
 	if err != nil {
 		return err
 	}
+	defer closeIdle()
 	bindings := map[string]rbacv1.Subject{
 		"system:node-bootstrapper": {Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: groupBootstrappers},
 		"system:certificates.k8s.io:certificatesigningrequests:nodeclient":     {Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: groupBootstrappers},
@@ -52,7 +53,7 @@ func (op *operation) deployMachineBootstrap(ctx context.Context) error {
 	// NodeRestriction (on with workers) limits a node to its own.
 	selfDelete := &rbacv1.ClusterRole{ObjectMeta: kmetav1.ObjectMeta{Name: clusterRoleNodeSelfDelete},
 		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"delete"}}}}
-	if _, err := cs.RbacV1().ClusterRoles().Create(ctx, selfDelete, kmetav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	if _, err := rbac.ClusterRoles().Create(ctx, selfDelete, kmetav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("shoot: create cluster role %s: %w", selfDelete.Name, err)
 	}
 	bindings[clusterRoleNodeSelfDelete] = rbacv1.Subject{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: groupNodes}
@@ -63,7 +64,7 @@ func (op *operation) deployMachineBootstrap(ctx context.Context) error {
 		}
 		b := &rbacv1.ClusterRoleBinding{ObjectMeta: kmetav1.ObjectMeta{Name: name}, Subjects: []rbacv1.Subject{subject},
 			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role}}
-		if _, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, b, kmetav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		if _, err := rbac.ClusterRoleBindings().Create(ctx, b, kmetav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("shoot: create cluster role binding %s: %w", b.Name, err)
 		}
 	}
@@ -79,7 +80,7 @@ func (op *operation) deployMachineBootstrap(ctx context.Context) error {
 		StringData: map[string]string{"token-id": id, "token-secret": secret, "usage-bootstrap-authentication": "true",
 			"description": bootstrapTokenDescription},
 	}
-	if _, err := cs.CoreV1().Secrets(kmetav1.NamespaceSystem).Create(ctx, shootSecret, kmetav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	if _, err := core.Secrets(kmetav1.NamespaceSystem).Create(ctx, shootSecret, kmetav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("shoot: create bootstrap token secret: %w", err)
 	}
 	return op.deploySecret(ctx, extensionsv1alpha1.MachineBootstrapTokenSecret,
