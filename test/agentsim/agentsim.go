@@ -11,7 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	mrand "math/rand/v2"
+	"net"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,8 +19,6 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
-	"google.golang.org/grpc/resolver"
-	"google.golang.org/grpc/resolver/manual"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -55,10 +53,10 @@ const welcomeTimeout = 30 * time.Second
 type Dialer struct {
 	// Target is the hub's gRPC target, such as passthrough:///127.0.0.1:8444.
 	Target string
-	// Addresses, when set, are hub replicas (host:port), and Target is ignored: each connection gets them in a random
-	// order and takes the first that accepts it (gRPC's pick_first), as a real agent does whose hub address is a DNS
-	// name with one record per replica (a headless Service; cluster DNS shuffles the records of each answer). A
-	// replica that is down costs a refused TCP connect.
+	// Addresses, when set, are hub replicas (host:port), and Target is ignored: each connection tries them in a random
+	// order and takes the first that accepts a TCP connection (hubdial.DialFirst), as a real agent does whose hub
+	// address is a DNS name with one address per replica (a headless Service). A replica that is down costs a refused
+	// TCP connect.
 	Addresses []string
 	CA        *x509.CertPool
 	// Options are extra dial options (an in-memory dialer in bufconn tests).
@@ -75,14 +73,11 @@ func (d Dialer) dial(cert *tls.Certificate, sessions tls.ClientSessionCache) (*g
 	if len(d.Addresses) == 0 {
 		return grpc.NewClient(d.Target, opts...)
 	}
-	addrs := make([]resolver.Address, len(d.Addresses))
-	for i, a := range d.Addresses {
-		addrs[i] = resolver.Address{Addr: a}
-	}
-	mrand.Shuffle(len(addrs), func(i, j int) { addrs[i], addrs[j] = addrs[j], addrs[i] })
-	r := manual.NewBuilderWithScheme("agentsim")
-	r.InitialState(resolver.State{Addresses: addrs})
-	return grpc.NewClient(r.Scheme()+":///hub", append(opts, grpc.WithResolvers(r))...)
+	// As the agent's own dialer tries a name's addresses (hubdial.DialFirst), with the replicas' ports.
+	addrs := d.Addresses
+	return grpc.NewClient(hubdial.Target("hub-replicas:443"), append(opts, grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
+		return hubdial.DialFirst(ctx, addrs)
+	}))...)
 }
 
 // Bootstrap exchanges a bootstrap token for a seed client certificate, as an agent does on its first start. usages

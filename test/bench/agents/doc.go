@@ -23,9 +23,9 @@
 //
 // With -replicas R (2–9) it runs, instead of one hub on its embedded etcd, a three-member etcd cluster with TLS
 // (test/etcdcluster, bin/testbin/etcd) and R hub replicas on it (test/binproc.StartReplicas: shared encryption keys and
-// admin token, a data dir each), on a fresh cluster every run. Every agent connection gets the replicas' gRPC-only
-// addresses in a random order and takes the first that accepts it (gRPC pick_first), as agents whose hub address is a
-// DNS name with a record per replica. After setup (through replica 0; bootstraps spread like sessions) and connect it
+// admin token, a data dir each), on a fresh cluster every run. Every agent connection tries the replicas' gRPC-only
+// addresses in a random order and takes the first that accepts a TCP connection (agent/hubdial.DialFirst), as agents
+// whose hub address is a DNS name with an address per replica. After setup (through replica 0; bootstraps spread like sessions) and connect it
 // measures each replica's RSS and CPU and the acks for -window, writes -updates shoot updates through the replicas in
 // turn (most reach agents on another replica), then SIGKILLs one replica (-kill-replica: leader, follower or an
 // index), updates the shoot of each of its agents through the survivors while they are away, and times until every

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"text/tabwriter"
 	"time"
 
@@ -209,7 +210,7 @@ func loadAverage() string {
 func runReplicas(ctx context.Context, cfg config) (*replicasReport, error) {
 	rep := &replicasReport{N: cfg.n, Replicas: cfg.replicas, EtcdMembers: 3, Started: time.Now().UTC().Format(time.RFC3339), CPUs: runtime.NumCPU(),
 		HeartbeatIntervalMs: ms(cfg.heartbeat), RampMs: ms(cfg.ramp), LoadAverage: loadAverage(),
-		Spread: "every connection gets the replicas' --grpc-listen addresses in a random order and takes the first that accepts it (gRPC pick_first), as agents whose hub address is a DNS name with one record per replica (a headless Service; cluster DNS shuffles the records)"}
+		Spread: "every connection tries the replicas' --grpc-listen addresses in a random order and takes the first that accepts a TCP connection (hubdial.DialFirst), as agents whose hub address is a DNS name with one address per replica (a headless Service)"}
 	dir := filepath.Join("bin", "bench", fmt.Sprintf("agents-%d-replicas-%d", cfg.n, cfg.replicas))
 	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
 		return nil, err
@@ -485,12 +486,12 @@ func replicasFailover(ctx context.Context, cfg config, rs *replicaSet, admins []
 	// Updates of the victim's agents' shoots through the survivors, while those agents are away.
 	outage := make([]updateResult, len(mine))
 	var writers sync.WaitGroup
-	sem := make(chan struct{}, 16)
-	for k, i := range mine {
-		sem <- struct{}{}
+	var next atomic.Int64
+	for range 16 {
 		writers.Go(func() {
-			defer func() { <-sem }()
-			outage[k] = updateShoot(ctx, admins[survivors[k%len(survivors)]], i, cfg.updates+k)
+			for k := int(next.Add(1) - 1); k < len(mine); k = int(next.Add(1) - 1) {
+				outage[k] = updateShoot(ctx, admins[survivors[k%len(survivors)]], mine[k], cfg.updates+k)
+			}
 		})
 	}
 
