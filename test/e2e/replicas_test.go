@@ -49,7 +49,7 @@ type replicaFleet struct {
 // that update. Exactly one survivor then leads, and every agent holds the current version of its Seed and Shoot.
 func TestReplicasShareTheFleet(t *testing.T) {
 	if testing.Short() {
-		t.Skip("runs a three-member etcd cluster, three hub processes and 300 agents (~1 min)")
+		t.Skip("runs a three-member etcd cluster, three hub processes and 300 agents (1–2 min)")
 	}
 	etcdBin := storetest.EtcdBinary()
 	if etcdBin == "" {
