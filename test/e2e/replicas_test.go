@@ -211,9 +211,11 @@ func (w *replicaFleet) startAgents(ctx context.Context, conn grpc.ClientConnInte
 			t.Fatal(err)
 		}
 	}
+	var running sync.WaitGroup
 	for _, a := range w.agents {
-		go func() { _ = a.Run(ctx) }() // ends with ctx, before the replicas stop
+		running.Go(func() { _ = a.Run(ctx) })
 	}
+	t.Cleanup(running.Wait) // the agents end with ctx, which the test cancels before its cleanups run
 	for _, a := range w.agents {
 		select {
 		case <-a.Synced():

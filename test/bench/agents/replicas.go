@@ -88,6 +88,9 @@ type failoverReport struct {
 	VerifiedAgents int    `json:"verifiedAgents"`
 	Mismatches     int    `json:"verifyMismatches"`
 	FirstProblem   string `json:"verifyFirstProblem,omitempty"`
+	// EtcdSays compares, for the first agents whose Seed differs from a survivor's API, what etcd holds (a
+	// linearizable read) with what the agent holds.
+	EtcdSays []string `json:"etcdSays,omitempty"`
 }
 
 type replicaStat struct {
@@ -572,12 +575,38 @@ func replicasFailover(ctx context.Context, cfg config, rs *replicaSet, admins []
 			fo.FirstProblem = fmt.Sprintf("replica %d: %s", r, s.VerifyFirstProblem)
 		}
 	}
+	if fo.Mismatches > 0 {
+		fo.EtcdSays = etcdSeeds(ctx, rs.etcd, f)
+	}
 	logf("failover: new leader %d after %.1f s (%d leaders); outage updates %d, %d missing, %d errors; verified %d agents, %d mismatches",
 		fo.NewLeader, fo.LeaderSec, fo.Leaders, fo.OutageUpdates, fo.OutageMissing, fo.OutageErrors, fo.VerifiedAgents, fo.Mismatches)
 	if left > 0 {
 		return fmt.Errorf("%d agents of the killed replica did not resync within %s", left, cfg.stormTimeout)
 	}
 	return nil
+}
+
+// etcdSeeds reads, for up to 5 agents, their Seed's key from etcd and reports its mod revision beside the agent's.
+func etcdSeeds(ctx context.Context, c *etcdcluster.Cluster, f *fleet) []string {
+	cli, err := c.Client()
+	if err != nil {
+		return []string{err.Error()}
+	}
+	defer cli.Close()
+	var out []string
+	for i, a := range f.agents {
+		held := a.Snapshot()[seedsResource][seedName(i)]
+		resp, err := cli.Get(ctx, "/trellis/core.gardener.cloud/seeds/"+seedName(i))
+		if err != nil || len(resp.Kvs) != 1 {
+			out = append(out, fmt.Sprintf("%s: %v", seedName(i), err))
+		} else if resp.Kvs[0].ModRevision != held {
+			out = append(out, fmt.Sprintf("%s: etcd mod revision %d, the agent (on %s) holds %d", seedName(i), resp.Kvs[0].ModRevision, a.Remote(), held))
+		}
+		if len(out) == 5 {
+			break
+		}
+	}
+	return out
 }
 
 func (r *replicasReport) budgets() {
