@@ -241,7 +241,8 @@ bench-tunnel: testbin
 
 ## bench-agents: agent link benchmark: N simulated agents (default 1000) against a real hub over loopback TCP
 ## (connect, steady-state RSS/CPU/heartbeat acks/etcd writes, assignment latency, reconnect storm); results in
-## bin/bench/agents-N.json. Extra flags in BENCH_ARGS, e.g. BENCH_ARGS="-reuse -kill9 -profile".
+## bin/bench/agents-N.json. Extra flags in BENCH_ARGS, e.g. BENCH_ARGS="-reuse -kill9 -profile"; BENCH_ARGS="-replicas 3"
+## runs three hub replicas on a three-member etcd cluster (make testbin) and SIGKILLs the leader.
 bench-agents: build
 	$(GO) run ./test/bench/agents -n $(or $(N),1000) $(BENCH_ARGS)
 

@@ -35,7 +35,7 @@ func (a *Agent) dial(creds *identity.Credentials, mTLS bool) (*grpc.ClientConn, 
 		tlsCfg.ClientSessionCache = a.sessionCache(a.creds.Get())
 	}
 	// The TCP connect fails fast, the TLS handshake may take long in a hub's reconnect storm (package hubdial).
-	conn, err := grpc.NewClient(a.cfg.HubClientConnection.Address, append(hubdial.Options(tlsCfg),
+	conn, err := grpc.NewClient(hubdial.Target(a.cfg.HubClientConnection.Address), append(hubdial.Options(tlsCfg),
 		// The agent's calls carry the trace of the work they belong to (a shoot's flow) to the hub.
 		grpc.WithStatsHandler(otelgrpc.NewClientHandler()),
 		grpc.WithUserAgent("trellis-agent/"+a.version),

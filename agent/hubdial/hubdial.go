@@ -5,7 +5,9 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/base64"
+	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/url"
@@ -52,6 +54,12 @@ func Options(tc *tls.Config) []grpc.DialOption {
 	}
 }
 
+// Target is the gRPC target of the hub at address (host:port). gRPC sees one address, and the agent's dialer picks one
+// of the name's addresses itself (DialFirst): with a name of several addresses — one per hub replica — gRPC's
+// pick_first would start a connection to the next address whenever one has not become ready within 250 ms (Happy
+// Eyeballs), and in a reconnect storm, when TLS handshakes queue at the hub, that multiplies them.
+func Target(address string) string { return "passthrough:///" + address }
+
 // dialTCP opens the TCP connection within DialTimeout; the handshake that follows has the rest of the connect
 // deadline (HandshakeTimeout).
 func dialTCP(ctx context.Context, addr string) (net.Conn, error) {
@@ -69,7 +77,19 @@ func dialVia(ctx context.Context, addr string, proxyFor func(*url.URL) (*url.URL
 		return nil, fmt.Errorf("proxy for %s: %w", addr, err)
 	}
 	if proxy == nil {
-		return d.DialContext(ctx, "tcp", addr)
+		host, port, err := net.SplitHostPort(addr)
+		if err != nil {
+			return nil, err
+		}
+		hosts, err := net.DefaultResolver.LookupHost(ctx, host)
+		if err != nil {
+			return nil, err
+		}
+		addrs := make([]string, len(hosts))
+		for i, h := range hosts {
+			addrs[i] = net.JoinHostPort(h, port)
+		}
+		return DialFirst(ctx, addrs)
 	}
 	proxyAddr := proxy.Host
 	if proxy.Port() == "" {
@@ -84,6 +104,31 @@ func dialVia(ctx context.Context, addr string, proxyFor func(*url.URL) (*url.URL
 		return nil, fmt.Errorf("proxy %s: %w", proxy.Redacted(), err)
 	}
 	return conn, nil
+}
+
+// DialFirst opens a TCP connection to the first of addrs (host:port each) that accepts one within DialTimeout, trying
+// them one after another in a random order: a fleet spreads over the hub's replicas, and a replica that is down costs a
+// refused connect. Only TCP connects are tried in turn; the TLS handshake follows once, with the replica that
+// accepted.
+func DialFirst(ctx context.Context, addrs []string) (net.Conn, error) {
+	addrs = append([]string(nil), addrs...)
+	rand.Shuffle(len(addrs), func(i, j int) { addrs[i], addrs[j] = addrs[j], addrs[i] })
+	d := net.Dialer{Timeout: DialTimeout}
+	var errs []error
+	for _, a := range addrs {
+		conn, err := d.DialContext(ctx, "tcp", a)
+		if err == nil {
+			return conn, nil
+		}
+		errs = append(errs, err)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	if len(errs) == 0 {
+		return nil, errors.New("no hub address")
+	}
+	return nil, errors.Join(errs...)
 }
 
 // connect asks the proxy on conn for a tunnel to addr (HTTP CONNECT, with Basic credentials from the proxy URL).

@@ -123,3 +123,46 @@ func TestDialDirectWithoutProxy(t *testing.T) {
 		t.Errorf("proxy asked for %v, want https://%s (HTTPS_PROXY applies)", asked, hub)
 	}
 }
+
+// TestDialFirstSkipsADeadReplica: of a hub's addresses, a replica that is down (nothing listens) costs a refused
+// connect, and the connection goes to one that is up, in whatever order the addresses are tried; when none is up the
+// error names every attempt.
+func TestDialFirstSkipsADeadReplica(t *testing.T) {
+	live := echoServer(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := l.Addr().String()
+	_ = l.Close()
+	for range 20 {
+		conn, err := DialFirst(context.Background(), []string{dead, live})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := conn.RemoteAddr().String(); got != live {
+			t.Fatalf("connected to %s, want %s", got, live)
+		}
+		_ = conn.Close()
+	}
+	if _, err := DialFirst(context.Background(), []string{dead, dead}); err == nil || strings.Count(err.Error(), "refused") != 2 {
+		t.Fatalf("err = %v, want two refused connects", err)
+	}
+}
+
+// TestDialFirstSpreads: the addresses are tried in a random order, so a fleet's connections spread over the replicas.
+func TestDialFirstSpreads(t *testing.T) {
+	a, b := echoServer(t), echoServer(t)
+	seen := map[string]int{}
+	for range 40 {
+		conn, err := DialFirst(context.Background(), []string{a, b})
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen[conn.RemoteAddr().String()]++
+		_ = conn.Close()
+	}
+	if seen[a] == 0 || seen[b] == 0 {
+		t.Fatalf("connections per address %v: want both used", seen)
+	}
+}

@@ -25,16 +25,21 @@ import (
 // PresencePrefix is where, under the store prefix, replicas record the seeds whose agents they serve.
 const PresencePrefix = "/agentlink/presence/"
 
+// ReplicasPrefix is where, under the store prefix, each replica serving agents keeps a key bound to its presence
+// lease: the replicas count them to share the fleet's Lease write budget.
+const ReplicasPrefix = "/agentlink/replicas/"
+
 // presence keeps one etcd key per seed whose agent has a healthy session in this replica, bound to the replica's
 // etcd lease: a crashed replica's keys vanish with its lease, and heartbeats cost no writes — only a session's start,
 // end and health transitions do, batched into transactions.
 type presence struct {
-	cli     *clientv3.Client
-	prefix  string
-	replica string
-	ttl     int64
-	log     *slog.Logger
-	metrics *metrics
+	cli      *clientv3.Client
+	prefix   string
+	replicas string // ReplicasPrefix under the store prefix
+	replica  string
+	ttl      int64
+	log      *slog.Logger
+	metrics  *metrics
 
 	mu      sync.Mutex
 	pending map[string]presenceOp
@@ -49,7 +54,7 @@ type presenceOp struct {
 
 func newPresence(cli *clientv3.Client, prefix, replica string, ttl int64, log *slog.Logger, m *metrics) *presence {
 	return &presence{
-		cli: cli, prefix: prefix + PresencePrefix, replica: replica, ttl: ttl, log: log, metrics: m,
+		cli: cli, prefix: prefix + PresencePrefix, replicas: prefix + ReplicasPrefix, replica: replica, ttl: ttl, log: log, metrics: m,
 		pending: map[string]presenceOp{}, desired: map[string]string{}, wake: make(chan struct{}, 1),
 	}
 }
@@ -96,6 +101,10 @@ func (p *presence) run(ctx context.Context, granted chan<- struct{}) error {
 		if err != nil {
 			sleepCtx(ctx, time.Second)
 			continue
+		}
+		// The replica counts as serving while its lease lives; without the key it is only not counted (countReplicas).
+		if _, err := p.cli.Put(ctx, p.replicas+p.replica, "", clientv3.WithLease(lease.ID)); err != nil && ctx.Err() == nil {
+			p.log.Warn("presence: cannot record the replica", "err", err)
 		}
 		// Everything desired is recorded again under the new lease.
 		p.mu.Lock()
@@ -171,6 +180,15 @@ func (p *presence) writeLoop(ctx context.Context, lease clientv3.LeaseID, ka <-c
 	}
 }
 
+// countReplicas returns how many replicas serve agents (at least 1: this one, whose key may not be written yet).
+func (p *presence) countReplicas(ctx context.Context) int {
+	resp, err := p.cli.Get(ctx, p.replicas, clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		return 0
+	}
+	return max(1, int(resp.Count))
+}
+
 func (p *presence) requeue(ops map[string]presenceOp) {
 	p.mu.Lock()
 	for seed, op := range ops {
@@ -191,8 +209,9 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 }
 
 // leaseWriter renews the seeds' Leases (gardener-system-seed-lease/<seed>) for the healthy sessions of this replica,
-// each at most every MinLeaseInterval and all together at most LeaseWritesPerSecond: with 10,000 agents a Lease is
-// renewed every 250 s, whatever the heartbeat interval. GardenletReady does not depend on these writes (the
+// each at most every MinLeaseInterval and all together at most LeaseWritesPerSecond, shared by the replicas serving
+// agents (each takes an equal part of it): with 10,000 agents a Lease is renewed every 250 s, whatever the heartbeat
+// interval and however the fleet is spread over the replicas. GardenletReady does not depend on these writes (the
 // lifecycle controller reads presence), so the rate bound costs nothing in detection time.
 type leaseWriter struct {
 	s     *Server
@@ -224,18 +243,28 @@ func (l *leaseWriter) remove(seed, session string) {
 	l.mu.Unlock()
 }
 
+// replicaCountInterval is how often the lease writer counts the replicas it shares the write budget with.
+const replicaCountInterval = 10 * time.Second
+
 func (l *leaseWriter) run(ctx context.Context) {
 	const tick = 250 * time.Millisecond
 	t := time.NewTicker(tick)
 	defer t.Stop()
 	budget := 0.0
+	replicas, counted := 1, time.Time{}
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
-		rate := l.s.cfg.LeaseWritesPerSecond
+		if time.Since(counted) > replicaCountInterval {
+			if n := l.s.presence.countReplicas(ctx); n > 0 {
+				replicas = n
+			}
+			counted = time.Now()
+		}
+		rate := l.s.cfg.LeaseWritesPerSecond / float64(replicas)
 		budget = min(budget+rate*tick.Seconds(), rate)
 		now := time.Now()
 		l.mu.Lock()

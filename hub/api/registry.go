@@ -186,6 +186,16 @@ func (r *Registry) ByIndex(ctx context.Context, gr schema.GroupResource, index, 
 	return c.ByIndex(ctx, index, value)
 }
 
+// Sync waits until the resource's watch cache reflects every write committed to etcd before the call, by any replica
+// (store.Collection.Sync).
+func (r *Registry) Sync(ctx context.Context, gr schema.GroupResource) error {
+	c, ok := r.Collection(gr)
+	if !ok {
+		return fmt.Errorf("resource %s is not served", gr)
+	}
+	return c.Sync(ctx)
+}
+
 // admissionContext returns ctx carrying the admission configuration, for the plugins a write calls.
 func (r *Registry) admissionContext(ctx context.Context) context.Context {
 	return admission.WithConfig(ctx, r.admission)

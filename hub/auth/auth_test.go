@@ -49,6 +49,45 @@ func (s secrets) ByIndex(context.Context, schema.GroupResource, string, string) 
 	return nil, nil
 }
 
+// laggingSecrets stands in for the watch cache of a replica that has not yet seen Secrets another replica wrote:
+// they appear once Sync has been called.
+type laggingSecrets struct {
+	secrets
+	unseen secrets
+	synced bool
+}
+
+func (l *laggingSecrets) Get(ctx context.Context, gr schema.GroupResource, namespace, name string) (store.Object, error) {
+	if l.synced {
+		if sec, ok := l.unseen[namespace+"/"+name]; ok {
+			return sec, nil
+		}
+	}
+	return l.secrets.Get(ctx, gr, namespace, name)
+}
+
+func (l *laggingSecrets) Sync(context.Context, schema.GroupResource) error {
+	l.synced = true
+	return nil
+}
+
+// TestBootstrapTokenOfAnotherReplica: a token whose Secret this replica's cache has not seen yet (it was created
+// through another replica a moment ago) is accepted after the cache caught up with etcd.
+func TestBootstrapTokenOfAnotherReplica(t *testing.T) {
+	const id, secret = "abcdef", "0123456789abcdef"
+	r := &laggingSecrets{secrets: secrets{}, unseen: secrets{"kube-system/bootstrap-token-abcdef": bootstrapSecret(id, secret, nil)}}
+	u, err := newTestAuthenticator(r).Authenticate(context.Background(), Request{Token: id + "." + secret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.synced || u.BootstrapTokenID != id {
+		t.Fatalf("user %+v (synced %v), want the bootstrap token's", u, r.synced)
+	}
+	if _, err := newTestAuthenticator(r).Authenticate(context.Background(), Request{Token: "zyxwvu." + secret}); err == nil || !strings.Contains(err.Error(), "not found") {
+		t.Fatalf("unknown token: %v, want not found", err)
+	}
+}
+
 // issuer is a CA for client certificates.
 type issuer struct {
 	cert *x509.Certificate

@@ -34,6 +34,12 @@ type ObjectReader interface {
 	ByIndex(ctx context.Context, gr schema.GroupResource, index, value string) ([]store.Object, error)
 }
 
+// syncingReader is an ObjectReader whose cache can catch up with etcd on demand (*api.Registry, store.Collection.Sync).
+type syncingReader interface {
+	// Sync waits until the resource's cache reflects every write committed to etcd before the call, by any replica.
+	Sync(ctx context.Context, gr schema.GroupResource) error
+}
+
 // ParseBootstrapToken splits a bearer token of the bootstrap token form "<id>.<secret>" ([a-z0-9]{6}.[a-z0-9]{16}).
 func ParseBootstrapToken(token string) (id, secret string, ok bool) {
 	m := bootstrapTokenRE.FindStringSubmatch(token)
@@ -57,6 +63,13 @@ func (a *Authenticator) authenticateBootstrap(ctx context.Context, id, secret st
 	}
 	name := BootstrapTokenSecretName(id)
 	obj, err := r.Get(ctx, secretsResource, BootstrapTokenNamespace, name)
+	if sr, ok := r.(syncingReader); ok && apierrors.IsNotFound(err) {
+		// Created a moment ago through another hub replica? Look again once this replica's cache has caught up with
+		// etcd: an operator creates the token and starts the agent, whichever replica either reaches.
+		if serr := sr.Sync(ctx, secretsResource); serr == nil {
+			obj, err = r.Get(ctx, secretsResource, BootstrapTokenNamespace, name)
+		}
+	}
 	if apierrors.IsNotFound(err) {
 		return User{}, fmt.Errorf("bootstrap token %s: secret %s/%s not found", id, BootstrapTokenNamespace, name)
 	}

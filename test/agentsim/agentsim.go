@@ -11,12 +11,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -49,8 +51,14 @@ const welcomeTimeout = 30 * time.Second
 
 // Dialer opens connections to the hub.
 type Dialer struct {
+	// Target is the hub's gRPC target, such as passthrough:///127.0.0.1:8444.
 	Target string
-	CA     *x509.CertPool
+	// Addresses, when set, are hub replicas (host:port), and Target is ignored: each connection tries them in a random
+	// order and takes the first that accepts a TCP connection (hubdial.DialFirst), as a real agent does whose hub
+	// address is a DNS name with one address per replica (a headless Service). A replica that is down costs a refused
+	// TCP connect.
+	Addresses []string
+	CA        *x509.CertPool
 	// Options are extra dial options (an in-memory dialer in bufconn tests).
 	Options []grpc.DialOption
 }
@@ -62,7 +70,14 @@ func (d Dialer) dial(cert *tls.Certificate, sessions tls.ClientSessionCache) (*g
 	}
 	// The real agent's options (package hubdial): a fast TCP connect, a generous TLS handshake.
 	opts := append(hubdial.Options(tc), d.Options...)
-	return grpc.NewClient(d.Target, opts...)
+	if len(d.Addresses) == 0 {
+		return grpc.NewClient(d.Target, opts...)
+	}
+	// As the agent's own dialer tries a name's addresses (hubdial.DialFirst), with the replicas' ports.
+	addrs := d.Addresses
+	return grpc.NewClient(hubdial.Target("hub-replicas:443"), append(opts, grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
+		return hubdial.DialFirst(ctx, addrs)
+	}))...)
 }
 
 // Bootstrap exchanges a bootstrap token for a seed client certificate, as an agent does on its first start. usages
@@ -137,6 +152,7 @@ type Agent struct {
 	syncs    int // SyncCompletes received
 	resumed  bool
 	sessions int
+	remote   string // the hub address of the last session that was welcomed
 	syncedCh chan struct{}
 	renew    chan struct{}
 	send     func(*agentv1.AgentMessage) error // the live session's sender, nil between sessions
@@ -300,6 +316,9 @@ func (a *Agent) Session(ctx context.Context) error {
 			welcomed.Store(true)
 			a.mu.Lock()
 			a.resumed = m.Welcome.GetResumed()
+			if p, ok := peer.FromContext(stream.Context()); ok {
+				a.remote = p.Addr.String()
+			}
 			a.mu.Unlock()
 		case *agentv1.HubMessage_HeartbeatAck:
 			if v, ok := sent.LoadAndDelete(m.HeartbeatAck.GetSequence()); ok && a.OnHeartbeatAck != nil {
@@ -408,6 +427,14 @@ func (a *Agent) Syncs() int {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.syncs
+}
+
+// Remote is the hub address (host:port) of the agent's last session that the hub welcomed: with Dialer.Addresses,
+// the replica it is served by.
+func (a *Agent) Remote() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.remote
 }
 
 // Resumed reports whether the last session resumed from the agent's versions.

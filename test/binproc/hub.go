@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -52,6 +53,12 @@ type Hub struct {
 	HTTP *http.Client
 	// Startup is how long the last start took, from the process's start to /readyz answering 200.
 	Startup time.Duration
+
+	// What IsLeader has read of the current run's log.
+	leaderMu   sync.Mutex
+	leaderRun  time.Time // the run whose log was read
+	leaderRead int64     // bytes read
+	leading    bool
 }
 
 // StartHub runs the hub and waits until /readyz answers 200 and the admin token is there. On failure the process is

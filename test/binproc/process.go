@@ -213,9 +213,12 @@ func (p *Process) signal(sig syscall.Signal, timeout time.Duration) error {
 }
 
 // LogSinceStart returns what the current (or last) run has written to the log so far.
-func (p *Process) LogSinceStart() (string, error) {
+func (p *Process) LogSinceStart() (string, error) { return p.LogSince(0) }
+
+// LogSince returns what the current (or last) run has written to the log so far, from byte pos of its part on.
+func (p *Process) LogSince(pos int64) (string, error) {
 	p.mu.Lock()
-	off := p.logOffset
+	off := p.logOffset + pos
 	p.mu.Unlock()
 	f, err := os.Open(p.cfg.LogPath)
 	if err != nil {

@@ -21,6 +21,18 @@
 //	           times until every agent has completed a new SyncComplete; reports how many resumed from their
 //	           versions and checks that every agent holds the latest version of its Seed and Shoot
 //
+// With -replicas R (2–9) it runs, instead of one hub on its embedded etcd, a three-member etcd cluster with TLS
+// (test/etcdcluster, bin/testbin/etcd) and R hub replicas on it (test/binproc.StartReplicas: shared encryption keys and
+// admin token, a data dir each), on a fresh cluster every run. Every agent connection tries the replicas' gRPC-only
+// addresses in a random order and takes the first that accepts a TCP connection (agent/hubdial.DialFirst), as agents
+// whose hub address is a DNS name with an address per replica. After setup (through replica 0; bootstraps spread like sessions) and connect it
+// measures each replica's RSS and CPU and the acks for -window, writes -updates shoot updates through the replicas in
+// turn (most reach agents on another replica), then SIGKILLs one replica (-kill-replica: leader, follower or an
+// index), updates the shoot of each of its agents through the survivors while they are away, and times until every
+// one of those agents has synced again on a survivor; it reports the connections accepted, each survivor's sessions,
+// RSS and CPU, the new leader, and checks through every survivor that each agent holds the latest Seed and Shoot.
+// Results go to bin/bench/agents-<n>-replicas-<R>.json.
+//
 // Agents connect to the hub's gRPC-only listener (--grpc-listen, on a free port) unless -grpc-port=false, which
 // makes them use the main port (gRPC through net/http's HTTP/2 server and grpc.Server.ServeHTTP).
 //

@@ -59,6 +59,9 @@ type config struct {
 	profileSec     int
 	gogc           int
 	timeout        time.Duration
+	replicas       int
+	etcdBin        string
+	killReplica    string
 }
 
 func (c *config) validate() error {
@@ -77,6 +80,12 @@ func (c *config) validate() error {
 	}
 	if c.updates < 0 || c.updateRate <= 0 {
 		errs = append(errs, errors.New("-updates must not be negative and -update-rate must be positive"))
+	}
+	if c.replicas < 0 || c.replicas == 1 || c.replicas > 9 {
+		errs = append(errs, errors.New("-replicas must be 0 (one hub on its embedded etcd) or between 2 and 9"))
+	}
+	if c.replicas > 0 && (c.reuse || c.hubAddr != "" || c.kill9 || c.noStorm) {
+		errs = append(errs, errReplicasReuse)
 	}
 	if c.hubAddr != "" && c.dataDir == "" {
 		errs = append(errs, errors.New("-hub needs -data-dir: the hub's data dir, for pki/ca.crt and admin-token"))
@@ -116,6 +125,9 @@ func main() {
 	flag.IntVar(&cfg.profileSec, "profile-seconds", 20, "CPU profile duration")
 	flag.IntVar(&cfg.gogc, "gogc", 400, "GOGC of this load generator (unless GOGC is set), to leave the CPUs to the hub")
 	flag.DurationVar(&cfg.timeout, "timeout", 60*time.Minute, "time limit of the whole run")
+	flag.IntVar(&cfg.replicas, "replicas", 0, "run this many hub replicas on a three-member etcd cluster (TLS) instead of one hub, spread the agents over them, write assignments through each and SIGKILL one (see -kill-replica)")
+	flag.StringVar(&cfg.etcdBin, "etcd-bin", "bin/testbin/etcd", "with -replicas: the etcd binary (make testbin)")
+	flag.StringVar(&cfg.killReplica, "kill-replica", "leader", "with -replicas: the replica to SIGKILL: leader, follower or its index")
 	flag.Parse()
 	if err := cfg.validate(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -129,6 +141,7 @@ func main() {
 	if cfg.dataDir == "" {
 		cfg.dataDir = filepath.Join("bin", "bench", fmt.Sprintf("agents-%d", cfg.n), "data")
 	}
+	outSet := cfg.out != ""
 	if cfg.out == "" {
 		cfg.out = filepath.Join("bin", "bench", fmt.Sprintf("agents-%d.json", cfg.n))
 	}
@@ -136,6 +149,19 @@ func main() {
 		debug.SetGCPercent(cfg.gogc)
 	}
 
+	if cfg.replicas > 0 {
+		if !outSet {
+			cfg.out = filepath.Join("bin", "bench", fmt.Sprintf("agents-%d-replicas-%d.json", cfg.n, cfg.replicas))
+		}
+		benchcmd.Main("bench-agents", cfg.timeout, cfg.out, func(ctx context.Context) (benchcmd.Report, bool, error) {
+			rep, err := runReplicas(ctx, cfg)
+			if rep == nil {
+				return nil, false, err
+			}
+			return rep, rep.failed(), err
+		})
+		return
+	}
 	benchcmd.Main("bench-agents", cfg.timeout, cfg.out, func(ctx context.Context) (benchcmd.Report, bool, error) {
 		rep, err := run(ctx, cfg)
 		if rep == nil {
@@ -246,7 +272,7 @@ func run(ctx context.Context, cfg config) (*report, error) {
 	}
 	logf("agents connect to %s: %s", agentAddr, rep.AgentPort)
 	dialer := agentsim.Dialer{Target: "passthrough:///" + agentAddr, CA: h.pool}
-	certs, err := setupFleet(ctx, cfg, h, admin, dialer, rep)
+	certs, err := setupFleet(ctx, cfg, h, admin, dialer, &rep.Setup)
 	rep.Setup.HubRSSBytesAfter, _ = h.rss()
 	if err != nil {
 		return rep, fmt.Errorf("setup: %w", err)
@@ -334,12 +360,12 @@ func run(ctx context.Context, cfg config) (*report, error) {
 }
 
 // setupFleet makes (or, with -reuse, finds) the objects and the agents' certificates.
-func setupFleet(ctx context.Context, cfg config, h *hub, admin *client, dialer agentsim.Dialer, rep *report) ([]tls.Certificate, error) {
+func setupFleet(ctx context.Context, cfg config, h *hub, admin *client, dialer agentsim.Dialer, sr *setupReport) ([]tls.Certificate, error) {
 	c := &cache{N: cfg.n}
 	if cfg.reuse {
 		if old, err := loadCache(cfg.dataDir); err == nil {
 			c = old
-			rep.Setup.Reused = true
+			sr.Reused = true
 		} else {
 			logf("no reusable setup in %s (%v); setting up", cfg.dataDir, err)
 		}
@@ -354,12 +380,12 @@ func setupFleet(ctx context.Context, cfg config, h *hub, admin *client, dialer a
 			return nil, err
 		}
 		d := time.Since(start)
-		rep.Setup.ObjectsSec, rep.Setup.ObjectsPerSec = secs(d), round2(float64(2*cfg.n+5)/d.Seconds())
+		sr.ObjectsSec, sr.ObjectsPerSec = secs(d), round2(float64(2*cfg.n+5)/d.Seconds())
 		c.ObjectsMade, c.N = true, max(c.N, cfg.n)
 		if err := c.save(cfg.dataDir); err != nil {
 			return nil, err
 		}
-		logf("objects created in %.1f s (%.0f/s)", d.Seconds(), rep.Setup.ObjectsPerSec)
+		logf("objects created in %.1f s (%.0f/s)", d.Seconds(), sr.ObjectsPerSec)
 	}
 	// Agents ask for 1 h certificates and do not rotate here: a cached one must have 30 min left.
 	certs, missing := c.certs(cfg.n, time.Now().Add(30*time.Minute))
@@ -369,21 +395,21 @@ func setupFleet(ctx context.Context, cfg config, h *hub, admin *client, dialer a
 	}
 	start := time.Now()
 	tokens, err := createTokens(ctx, admin, missing, cfg.createConc)
-	rep.Setup.Tokens, rep.Setup.TokensSec = len(missing), secs(time.Since(start))
+	sr.Tokens, sr.TokensSec = len(missing), secs(time.Since(start))
 	if err != nil {
 		return nil, err
 	}
-	logf("%d bootstrap tokens created in %.1f s; bootstrapping %d agents, %d at a time", len(missing), rep.Setup.TokensSec, len(missing), cfg.bootConc)
+	logf("%d bootstrap tokens created in %.1f s; bootstrapping %d agents, %d at a time", len(missing), sr.TokensSec, len(missing), cfg.bootConc)
 	start = time.Now()
 	var done atomic.Int64
 	stopProgress := startProgress(ctx, "bootstrapped", len(missing), func() int { return int(done.Load()) })
 	got, lat, err := bootstrap(ctx, dialer, missing, tokens, cfg.bootConc, func() { done.Add(1) })
 	stopProgress()
 	d := time.Since(start)
-	rep.Setup.Bootstrapped, rep.Setup.BootstrapSec, rep.Setup.BootstrapConc = len(missing), secs(d), cfg.bootConc
-	rep.Setup.BootstrapPerSec = round2(float64(len(missing)) / d.Seconds())
+	sr.Bootstrapped, sr.BootstrapSec, sr.BootstrapConc = len(missing), secs(d), cfg.bootConc
+	sr.BootstrapPerSec = round2(float64(len(missing)) / d.Seconds())
 	q := quantiles(lat, 0.5, 0.99)
-	rep.Setup.BootstrapP50Ms, rep.Setup.BootstrapP99Ms = ms(q[0]), ms(q[1])
+	sr.BootstrapP50Ms, sr.BootstrapP99Ms = ms(q[0]), ms(q[1])
 	if err != nil {
 		return nil, err
 	}
@@ -396,7 +422,7 @@ func setupFleet(ctx context.Context, cfg config, h *hub, admin *client, dialer a
 	if err := c.save(cfg.dataDir); err != nil {
 		return nil, err
 	}
-	logf("%d agents bootstrapped in %.1f s (%.0f/s); certificates cached in %s", len(missing), d.Seconds(), rep.Setup.BootstrapPerSec, filepath.Join(cfg.dataDir, cacheFile))
+	logf("%d agents bootstrapped in %.1f s (%.0f/s); certificates cached in %s", len(missing), d.Seconds(), sr.BootstrapPerSec, filepath.Join(cfg.dataDir, cacheFile))
 	return certs, nil
 }
 
@@ -748,22 +774,7 @@ func assign(ctx context.Context, cfg config, h *hub, admin *client, f *fleet, re
 	}
 	wg.Wait()
 	c := cpu0.delta(h)
-	// Wait for the last arrivals.
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		missing := 0
-		for _, r := range results {
-			if r.err == nil {
-				if _, ok := f.received(r.agent, r.rv); !ok {
-					missing++
-				}
-			}
-		}
-		if missing == 0 {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitArrivals(f, results, 10*time.Second) // the last arrivals
 	a := &rep.Assign
 	a.Updates, a.RatePerSec, a.HubCPUPercent, a.BenchCPUPercent, a.OtherCPUPercent = m, cfg.updateRate, c.hubPct, c.benchPct, c.otherPct
 	var commit, sent, call []time.Duration
