@@ -1,5 +1,5 @@
 // Package machinestandin is the STAND-IN MACHINE RUNNER of the local landscape: it plays the worker machine of a
-// shoot whose workers are not real machines yet, for exactly one workload, the seed agent that a ManagedSeed deploys
+// shoot whose workers cannot run it yet, for exactly one workload, the seed agent that a ManagedSeed deploys
 // into the shoot (agent/managedseed).
 //
 // The agent chart is installed into the shoot for real (a Helm release, its Deployment, ConfigMap, Secrets and RBAC
@@ -16,5 +16,7 @@
 //   - a changed pod template (the chart's checksum annotations: configuration, bootstrap token) restarts the process,
 //     as a rollout replaces the pod; a deleted Deployment stops it.
 //
-// Once provider-local's machines are real kubelets, the pod runs in the shoot and the runner is not needed.
+// provider-local's machines are real kubelets (test/localmachine), but a pod in a shoot reaches its API server only
+// through the shoot's kube-proxy (the in-cluster kubernetes Service), which Trellis does not deploy into shoots yet;
+// once it does, the pod runs in the shoot and the runner is not needed.
 package machinestandin
