@@ -71,7 +71,7 @@ func testbin(t *testing.T) string {
 type env struct {
 	// machines is the local machine provider of startWith(t, true).
 	machines *localmachine.Server
-	hub *agenttest.Hub
+	hub      *agenttest.Hub
 	// seed is the first seed.
 	seed    *agenttest.Seed
 	dir     string
