@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -161,9 +163,18 @@ func Start(ctx context.Context, cfg Config) (_ *Landscape, err error) {
 			return nil, err
 		}
 	}
-	if l.ProviderLocal && !cfg.ManualProviderLocal {
+	// The hub refuses Seeds and Shoots whose extension types no ControllerRegistration registers (Gardener's
+	// ExtensionValidator), so the types are registered before the agents register their Seeds: provider-local's
+	// (also without its binary: its installations then run no process) and the configuration's others.
+	if !cfg.ManualProviderLocal {
 		l.logf("hub: registering provider-local (ControllerRegistration and ControllerDeployment %s)", ProviderLocalRegistration)
 		if err := l.RegisterProviderLocal(ctx, providerValues); err != nil {
+			return nil, err
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(cfg.Registrations)) {
+		l.logf("hub: registering %s (ControllerRegistration of %v)", name, cfg.Registrations[name])
+		if err := l.RegisterExtensions(ctx, name, cfg.Registrations[name]...); err != nil {
 			return nil, err
 		}
 	}
