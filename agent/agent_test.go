@@ -53,11 +53,29 @@ func shootFixtures(shoots ...string) []store.Object {
 }
 
 // expectedCache is what the hub holds for seed "local", given its shoots (from shootFixtures), in the form of
-// cache.Snapshot: the Seed (once registered), the cloud profile, and each shoot with its binding and secret.
+// cache.Snapshot: the Seed (once registered), the cloud profile, each shoot with its binding and secret, and the
+// seed's ControllerInstallations with their registrations (the hub makes one of agenttest's registration of
+// provider-local's types).
 func (e *env) expectedCache(t *testing.T, shoots ...string) map[string]map[string]int64 {
 	t.Helper()
 	want := map[string]map[string]int64{
 		resources.CloudProfiles: {"local": e.rv(t, "core.gardener.cloud", "cloudprofiles", "", "local")},
+	}
+	cis, err := e.hub.Collection(t, "core.gardener.cloud", "controllerinstallations").List(context.Background(), "", store.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range cis.Items {
+		ci := o.(*corev1beta1.ControllerInstallation)
+		if ci.GetSpec().GetSeedRef().GetName() != "local" {
+			continue
+		}
+		if want[resources.ControllerInstallations] == nil {
+			want[resources.ControllerInstallations], want[resources.ControllerRegistrations] = map[string]int64{}, map[string]int64{}
+		}
+		want[resources.ControllerInstallations][ci.GetMetadata().GetName()] = e.rv(t, "core.gardener.cloud", "controllerinstallations", "", ci.GetMetadata().GetName())
+		reg := ci.GetSpec().GetRegistrationRef().GetName()
+		want[resources.ControllerRegistrations][reg] = e.rv(t, "core.gardener.cloud", "controllerregistrations", "", reg)
 	}
 	if rv := e.rv(t, "core.gardener.cloud", "seeds", "", "local"); rv != 0 {
 		want[resources.Seeds] = map[string]int64{"local": rv}
@@ -659,6 +677,7 @@ func TestSeedRegistrationUpdatesExistingSeed(t *testing.T) {
 	old.ApiVersion, old.Kind = "core.gardener.cloud/v1beta1", "Seed"
 	old.Spec.Provider.Type = "old"
 	old.Metadata.Labels = map[string]string{"keep": "me", "base": "old"}
+	e.hub.RegisterExtensions(t, "provider-old", "ControlPlane/old")
 	// Through the API, as an operator: admission defaults it as it does the agent's update.
 	if _, err := corev1beta1.NewSeedServiceClient(e.hub.GRPC(t)).Create(context.Background(), old); err != nil {
 		t.Fatal(err)

@@ -29,6 +29,7 @@ func TestShootOperations(t *testing.T) {
 	// No scheduler: the shoot has no seed to go to, and the scheduler's retries would write their Pending status
 	// over the agent's simulated one.
 	h := hubtest.Start(t, hubtest.WithoutControllers("shoot-maintenance", "shoot-hibernation"), func(c *hub.Config) { c.DisableScheduler = true })
+	h.RegisterExtensions(t, "provider-local", hubtest.LocalExtensions()...) // the examples' types
 	c := newCLI(t, h)
 	// The local landscape's examples: a directory of manifests, applied in file order.
 	out := c.ok("apply", "-f", "../test/landscape/examples")

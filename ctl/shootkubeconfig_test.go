@@ -26,6 +26,7 @@ func TestShootKubeconfig(t *testing.T) {
 		c.DisableScheduler = true
 		c.TunnelAdvertiseAddress = "127.0.0.1:9445"
 	})
+	h.RegisterExtensions(t, "provider-local", hubtest.LocalExtensions()...) // the examples' types
 	c := newCLI(t, h)
 	c.ok("apply", "-f", "../test/landscape/examples")
 

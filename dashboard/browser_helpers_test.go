@@ -302,6 +302,13 @@ func landscape(t *testing.T, h *hubtest.Hub) {
 		"metadata": map[string]any{"name": "aws-creds"}, "provider": map[string]any{"type": "aws"},
 		"credentialsRef": map[string]any{"apiVersion": "v1", "kind": "Secret", "namespace": "garden-dev", "name": "aws-creds"},
 	}, 201)
+	// The extension of the seed and the shoots (the hub admits them once their types are registered).
+	mustDo(t, h, "POST", "/apis/core.gardener.cloud/v1beta1/controllerregistrations", map[string]any{
+		"metadata": map[string]any{"name": "provider-aws"},
+		"spec": map[string]any{"resources": []any{map[string]any{"kind": "Infrastructure", "type": "aws"},
+			map[string]any{"kind": "ControlPlane", "type": "aws"}, map[string]any{"kind": "Worker", "type": "aws"},
+			map[string]any{"kind": "Network", "type": "calico"}, map[string]any{"kind": "OperatingSystemConfig", "type": "gardenlinux"}}},
+	}, 201)
 	mustDo(t, h, "POST", "/apis/core.gardener.cloud/v1beta1/seeds", map[string]any{
 		"metadata": map[string]any{"name": "aws-eu1"},
 		"spec": map[string]any{
@@ -335,12 +342,8 @@ func landscape(t *testing.T, h *hubtest.Hub) {
 		"metadata": map[string]any{"name": "aws-eu1"},
 		"spec":     map[string]any{"holderIdentity": "aws-eu1", "leaseDurationSeconds": 40, "renewTime": time.Now().UTC().Format("2006-01-02T15:04:05.000000Z")},
 	}, 201)
-	// An extension on the seed (the hub's controllerregistration-seed loop is off in these tests: the installation
-	// is written here, its conditions as the agent reports them).
-	mustDo(t, h, "POST", "/apis/core.gardener.cloud/v1beta1/controllerregistrations", map[string]any{
-		"metadata": map[string]any{"name": "provider-aws"},
-		"spec":     map[string]any{"resources": []any{map[string]any{"kind": "Infrastructure", "type": "aws"}}},
-	}, 201)
+	// An installation of the extension on the seed (the hub's controllerregistration-seed loop is off in these tests:
+	// the installation is written here, its conditions as the agent reports them).
 	mustDo(t, h, "POST", "/apis/core.gardener.cloud/v1beta1/controllerinstallations", map[string]any{
 		"metadata": map[string]any{"name": "provider-aws-x7k2p"},
 		"spec":     map[string]any{"registrationRef": map[string]any{"name": "provider-aws"}, "seedRef": map[string]any{"name": "aws-eu1"}},

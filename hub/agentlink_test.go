@@ -143,6 +143,27 @@ func (e *linkEnv) expected(seed string) map[string]map[string]int64 {
 			put("cloudprofiles.core.gardener.cloud", cp.GetMetadata().GetName(), cp)
 		}
 	}
+	// The seed's ControllerInstallations (the hub makes them for registered extension types its shoots use) with
+	// their registrations and deployments.
+	cis, err := e.coll("core.gardener.cloud", "controllerinstallations").List(ctx, "", store.ListOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	for _, o := range cis.Items {
+		ci := o.(*corev1beta1.ControllerInstallation)
+		if ci.GetSpec().GetSeedRef().GetName() != seed {
+			continue
+		}
+		put("controllerinstallations.core.gardener.cloud", ci.GetMetadata().GetName(), ci)
+		if r, err := e.coll("core.gardener.cloud", "controllerregistrations").Get(ctx, "", ci.GetSpec().GetRegistrationRef().GetName()); err == nil {
+			put("controllerregistrations.core.gardener.cloud", r.GetMetadata().GetName(), r)
+		}
+		if n := ci.GetSpec().GetDeploymentRef().GetName(); n != "" {
+			if d, err := e.coll("core.gardener.cloud", "controllerdeployments").Get(ctx, "", n); err == nil {
+				put("controllerdeployments.core.gardener.cloud", n, d)
+			}
+		}
+	}
 	return out
 }
 

@@ -17,6 +17,8 @@ import (
 
 	"github.com/trellis-dev/trellis/agent/config"
 	"github.com/trellis-dev/trellis/hub"
+	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
+	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
 	"github.com/trellis-dev/trellis/test/agentsim"
 	"github.com/trellis-dev/trellis/test/agenttest"
 	"github.com/trellis-dev/trellis/test/faultproxy"
@@ -128,6 +130,15 @@ func TestCARotationAgents(t *testing.T) {
 // connected with its certificate and registered its Seed.
 func startRealAgent(t *testing.T, e *linkEnv, address string) *agenttest.Agent {
 	t.Helper()
+	// The agent registers a Seed of agenttest.SeedSpec (provider and DNS type local): the hub admits it once a
+	// ControllerRegistration registers the types (agenttest.StartHub's hubs have one).
+	if _, err := e.coll("core.gardener.cloud", "controllerregistrations").Get(context.Background(), "", agenttest.ProviderLocalRegistration); err != nil {
+		e.create("core.gardener.cloud", "controllerregistrations", &corev1beta1.ControllerRegistration{
+			ApiVersion: "core.gardener.cloud/v1beta1", Kind: "ControllerRegistration", Metadata: &metav1.ObjectMeta{Name: agenttest.ProviderLocalRegistration},
+			Spec: &corev1beta1.ControllerRegistrationSpec{Resources: []*corev1beta1.ControllerResource{
+				{Kind: "ControlPlane", Type: "local"}, {Kind: "DNSRecord", Type: "local"}}},
+		})
+	}
 	cluster := seedtest.Start(t)
 	cfg := agenttest.Config(t, "real", agenttest.SeedSpec, cluster)
 	cfg.HubClientConnection = config.HubClientConnection{

@@ -64,6 +64,9 @@ func TestGardenerExamplesRoundTrip(t *testing.T) {
 	}
 
 	h := hubtest.Start(t)
+	// The example Seed and Shoot name extension types (provider local, calico networking, the aws-route53 DNS
+	// provider, the extension foobar): registered as their extensions would be.
+	h.RegisterExtensions(t, "examples", append(hubtest.LocalExtensions(), "Network/calico", "DNSRecord/aws-route53", "Extension/foobar")...)
 	// The examples use namespaces garden (seed secret, managed seeds; the hub creates it) and garden-trial (quota)
 	// without manifests.
 	for _, ns := range []string{"garden-trial"} {

@@ -107,10 +107,11 @@ type Config struct {
 	DisableScheduler bool
 	// MaxTokenLifetime, when set, refuses AccessTokens that would live longer (they live 90 days by default).
 	MaxTokenLifetime time.Duration
-	// RequireRegisteredExtensions refuses shoots, seeds, BackupBuckets and BackupEntries naming extension types no
-	// ControllerRegistration registers
-	// (Gardener's ExtensionValidator; admission.Config.RequireRegisteredExtensions).
-	RequireRegisteredExtensions bool
+	// AllowUnregisteredExtensions turns off Gardener's ExtensionValidator, which refuses shoots, seeds, BackupBuckets
+	// and BackupEntries naming extension types no ControllerRegistration registers (admission.Config): as
+	// gardener-apiserver's --disable-admission-plugins=ExtensionValidator, for a garden that stores objects before
+	// their extensions are registered (a migration, an API-only hub).
+	AllowUnregisteredExtensions bool
 	// BackupDir, when set, is where the leader stores etcd snapshots of the garden every BackupInterval (package
 	// backup), keeping the newest BackupKeep and none older than BackupMaxAge (0: no limit).
 	BackupDir      string
@@ -258,7 +259,7 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 	fs.Float64Var(&c.Loops.QPS, "loop-qps", 0, "writes per second of the loops to the store, all together (default 100)")
 	fs.IntVar(&c.Loops.Burst, "loop-burst", 0, "writes the loops may make at once above --loop-qps (default 200)")
 	fs.BoolVar(&c.DisableScheduler, "disable-scheduler", false, "do not place shoots without spec.seedName on seeds")
-	fs.BoolVar(&c.RequireRegisteredExtensions, "require-registered-extensions", false, "refuse shoots, seeds, BackupBuckets and BackupEntries whose provider, networking, DNS, backup, extension, container runtime or operating system types no ControllerRegistration registers, as Gardener does")
+	fs.BoolVar(&c.AllowUnregisteredExtensions, "allow-unregistered-extensions", false, "accept shoots, seeds, BackupBuckets and BackupEntries whose provider, networking, DNS, backup, extension, container runtime or operating system types no ControllerRegistration registers (Gardener's --disable-admission-plugins=ExtensionValidator; by default they are refused, as Gardener does)")
 	fs.DurationVar(&c.MaxTokenLifetime, "max-token-lifetime", 0, "longest lifetime of an AccessToken, e.g. 2160h (default: no maximum; tokens live 90 days unless their create asks otherwise)")
 	fs.StringVar(&c.BackupDir, "backup-dir", "", "directory the leader stores etcd snapshots of the garden in (empty: no backups)")
 	fs.DurationVar(&c.BackupInterval, "backup-interval", time.Hour, "time between snapshots")

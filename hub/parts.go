@@ -141,7 +141,7 @@ func (h *Hub) newAPI(ctx context.Context, st *store.Store, services grpc.Service
 		Store: st, Services: services, PatchMeta: patchMeta, TypeConverter: types,
 		Indexes:         append(authz.Indexes(), api.Index{Resource: auth.AccessTokens, Name: auth.TokenHashIndex, Values: auth.TokenHashes}),
 		Admission:       plugins,
-		AdmissionConfig: admission.Config{AccessTokenMaxLifetime: h.cfg.MaxTokenLifetime, Now: h.cfg.Now, RequireRegisteredExtensions: h.cfg.RequireRegisteredExtensions},
+		AdmissionConfig: admission.Config{AccessTokenMaxLifetime: h.cfg.MaxTokenLifetime, Now: h.cfg.Now, AllowUnregisteredExtensions: h.cfg.AllowUnregisteredExtensions},
 		CreateQuota:     quotas,
 		Authorizer: func(r *api.Registry) api.Authorizer {
 			return auditor.Authorizer(authz.New(authz.Config{Graph: graph.Graph, GraphReady: graph.ready, Reader: r, Index: r}))

@@ -69,9 +69,11 @@ func mustDo(t *testing.T, h *hubtest.Hub, want int, method, path string, body an
 	return out
 }
 
-// garden sets up what a Shoot needs: namespace, project, cloud profile, credentials binding.
+// garden sets up what a Shoot needs: namespace, project, cloud profile, credentials binding, and the registration of
+// its extension types (provider-local's, calico networking and the gardenlinux image).
 func garden(t *testing.T, h *hubtest.Hub) {
 	t.Helper()
+	h.RegisterExtensions(t, "provider-local", append(hubtest.LocalExtensions(), "Network/calico", "OperatingSystemConfig/gardenlinux")...)
 	mustDo(t, h, 201, "POST", "/api/v1/namespaces", `{"metadata":{"name":"garden-dev"}}`)
 	mustDo(t, h, 201, "POST", "/api/v1/namespaces", `{"metadata":{"name":"orphan"}}`)
 	mustDo(t, h, 201, "POST", projects, `{"metadata":{"name":"dev"},"spec":{"namespace":"garden-dev"}}`)
@@ -214,6 +216,7 @@ func TestOptimisticConcurrencyGenerationAndStatus(t *testing.T) {
 
 func TestFinalizersHoldDeletion(t *testing.T) {
 	h := hubtest.Start(t)
+	h.RegisterExtensions(t, "provider-local", hubtest.LocalExtensions()...)
 	const seeds = "/apis/core.gardener.cloud/v1beta1/seeds"
 	mustDo(t, h, 201, "POST", seeds, `{"metadata":{"name":"s1","finalizers":["gardener"]},"spec":{"provider":{"type":"local","region":"local"},"networks":{"pods":"10.1.0.0/16","services":"10.2.0.0/16"},"dns":{}}}`)
 	out := mustDo(t, h, 200, "DELETE", seeds+"/s1", nil)

@@ -13,6 +13,7 @@ import (
 func TestStrategicMergePatch(t *testing.T) {
 	h := hubtest.Start(t)
 	garden(t, h)
+	h.RegisterExtensions(t, "extensions-x-y", "Extension/x", "Extension/y")
 	mustDo(t, h, 201, "POST", shoots, shoot("s", "garden-dev", "1.35.4"))
 	type worker struct {
 		Name    string

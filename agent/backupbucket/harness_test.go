@@ -31,6 +31,8 @@ type env struct {
 func newEnv(t *testing.T, seedSpec string, objs ...any) *env {
 	t.Helper()
 	e := &env{Hub: agenttest.StartHub(t)}
+	// The "test" extension's backups, registered as the hub wants before it admits seeds and buckets of the type.
+	e.RegisterExtensions(t, "backup-test", "BackupBucket/test", "BackupEntry/test")
 	for _, o := range objs {
 		e.create(t, o)
 	}

@@ -19,8 +19,13 @@ func TestMain(m *testing.M) { agenttest.Main(m) }
 // env is one test's hub.
 type env struct{ *agenttest.Hub }
 
-// newEnv starts a hub.
-func newEnv(t *testing.T) *env { return &env{agenttest.StartHub(t)} }
+// newEnv starts a hub with the "test" extension's backups registered (the hub admits buckets and entries of a
+// registered type only).
+func newEnv(t *testing.T) *env {
+	e := &env{agenttest.StartHub(t)}
+	e.RegisterExtensions(t, "backup-test", "BackupBucket/test", "BackupEntry/test")
+	return e
+}
 
 // patchBucketStatus applies a JSON merge patch to the status of BackupBucket name as the admin.
 func (e *env) patchBucketStatus(t *testing.T, name string, st map[string]any) {

@@ -17,6 +17,14 @@ import (
 )
 
 // bucket creates BackupBucket name through api and returns it as stored.
+// testHub starts a hub that admits BackupBuckets of type "test": its ControllerRegistration registers the type.
+func testHub(t *testing.T) *hubtest.Hub {
+	t.Helper()
+	h := hubtest.Start(t)
+	h.RegisterExtensions(t, "backup-test", "BackupBucket/test")
+	return h
+}
+
 func bucket(t *testing.T, api corev1beta1.BackupBucketServiceClient, name string) *corev1beta1.BackupBucket {
 	t.Helper()
 	b, err := api.Create(context.Background(), &corev1beta1.BackupBucket{ApiVersion: "core.gardener.cloud/v1beta1", Kind: "BackupBucket",
@@ -34,7 +42,7 @@ func bucket(t *testing.T, api corev1beta1.BackupBucketServiceClient, name string
 // the written object wins over older cached ones until the cache catches up.
 func TestUpdateAfterConflict(t *testing.T) {
 	ctx := context.Background()
-	api := corev1beta1.NewBackupBucketServiceClient(hubtest.Start(t).GRPC(t))
+	api := corev1beta1.NewBackupBucketServiceClient(testHub(t).GRPC(t))
 	c := hubobject.NewClient(api, 10*time.Second, time.Now)
 	stale := bucket(t, api, "b1")
 	other := proto.Clone(stale).(*corev1beta1.BackupBucket)
@@ -80,7 +88,7 @@ func TestUpdateAfterConflict(t *testing.T) {
 // the outcome already.
 func TestReport(t *testing.T) {
 	ctx := context.Background()
-	api := corev1beta1.NewBackupBucketServiceClient(hubtest.Start(t).GRPC(t))
+	api := corev1beta1.NewBackupBucketServiceClient(testHub(t).GRPC(t))
 	now := time.Date(2026, 11, 22, 12, 0, 0, 700_000_000, time.UTC)
 	c := hubobject.NewClient(api, 10*time.Second, func() time.Time { return now })
 	b := bucket(t, api, "b2")

@@ -137,10 +137,7 @@ var All = []*resource.Kind{
 	{
 		Group: "core.gardener.cloud", Version: "v1beta1", Kind: "ControllerDeployment", Resource: "controllerdeployments", Singular: "controllerdeployment",
 		ShortNames: []string{"ctrldeploy"},
-		Columns: []resource.Column{
-			{Name: "TYPE", Path: ".type"},
-		},
-		New: func() proto.Message { return new(corev1beta1.ControllerDeployment) },
+		New:        func() proto.Message { return new(corev1beta1.ControllerDeployment) },
 		Client: func(conn grpc.ClientConnInterface) resource.Client {
 			return resource.NewClient[*corev1beta1.ControllerDeployment, *corev1beta1.ControllerDeploymentList, corev1beta1.ControllerDeploymentWatchEvent](corev1beta1.NewControllerDeploymentServiceClient(conn))
 		},
@@ -361,7 +358,11 @@ var All = []*resource.Kind{
 	{
 		Group: "core.gardener.cloud", Version: "v1beta1", Kind: "ShootState", Resource: "shootstates", Singular: "shootstate",
 		Namespaced: true,
-		New:        func() proto.Message { return new(corev1beta1.ShootState) },
+		Columns: []resource.Column{
+			{Name: "GARDENER DATA", Path: ".spec.gardener", Format: resource.FormatCount},
+			{Name: "EXTENSION STATES", Path: ".spec.extensions", Format: resource.FormatCount},
+		},
+		New: func() proto.Message { return new(corev1beta1.ShootState) },
 		Client: func(conn grpc.ClientConnInterface) resource.Client {
 			return resource.NewClient[*corev1beta1.ShootState, *corev1beta1.ShootStateList, corev1beta1.ShootStateWatchEvent](corev1beta1.NewShootStateServiceClient(conn))
 		},
@@ -525,7 +526,12 @@ var All = []*resource.Kind{
 	},
 	{
 		Group: "security.gardener.cloud", Version: "v1alpha1", Kind: "WorkloadIdentity", Resource: "workloadidentities", Singular: "workloadidentity",
-		Namespaced:        true,
+		Namespaced: true,
+		Columns: []resource.Column{
+			{Name: "SUB", Path: ".status.sub"},
+			{Name: "TYPE", Path: ".spec.targetSystem.type"},
+			{Name: "AUDIENCES", Path: ".spec.audiences[*]", Priority: 1},
+		},
 		PatchSubresources: []string{"status"},
 		Subresources: []resource.Subresource{
 			{
@@ -545,7 +551,11 @@ var All = []*resource.Kind{
 	},
 	{
 		Group: "seedmanagement.gardener.cloud", Version: "v1alpha1", Kind: "Gardenlet", Resource: "gardenlets", Singular: "gardenlet",
-		Namespaced:        true,
+		Namespaced: true,
+		Columns: []resource.Column{
+			{Name: "OCI REPOSITORY", Path: ".spec.deployment.helm.ociRepository.ref"},
+			{Name: "RECONCILED", Path: ".status.conditions[?(@.type==\"GardenletReconciled\")].status"},
+		},
 		PatchSubresources: []string{"status"},
 		Subresources: []resource.Subresource{
 			{
@@ -591,8 +601,9 @@ var All = []*resource.Kind{
 		Group: "seedmanagement.gardener.cloud", Version: "v1alpha1", Kind: "ManagedSeedSet", Resource: "managedseedsets", Singular: "managedseedset",
 		Namespaced: true,
 		Columns: []resource.Column{
-			{Name: "REPLICAS", Path: ".spec.replicas"},
 			{Name: "READY", Path: ".status.readyReplicas"},
+			{Name: "PENDING", Path: ".status.pendingReplica.name"},
+			{Name: "REPLICAS", Path: ".spec.replicas", Priority: 1},
 		},
 		PatchSubresources: []string{"status"},
 		Subresources: []resource.Subresource{

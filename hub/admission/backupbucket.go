@@ -10,7 +10,7 @@ import (
 
 // validateBackupBucket checks spec.provider (type and region), the owner (spec.seedName, or spec.shootRef for
 // self-hosted shoots) and spec.credentialsRef (a Secret or WorkloadIdentity with name and namespace); provider and
-// seedName are immutable. With registered extensions required, the provider type must be registered.
+// seedName are immutable. Admission then requires the provider type registered (admitBackupBucketExtensions).
 func validateBackupBucket(ctx context.Context, r Reader, b, old *corev1beta1.BackupBucket) field.ErrorList {
 	errs := nameIsDNSLabel(b.GetMetadata())
 	p := field.NewPath("spec")
@@ -30,9 +30,6 @@ func validateBackupBucket(ctx context.Context, r Reader, b, old *corev1beta1.Bac
 		if old.GetSpec().GetSeedName() != "" {
 			errs = append(errs, immutable(p.Child("seedName"), spec.GetSeedName(), old.GetSpec().GetSeedName())...)
 		}
-	}
-	if spec.GetProvider().GetType() != "" {
-		errs = append(errs, admitBackupBucketExtensions(ctx, r, b, old)...)
 	}
 	return errs
 }

@@ -54,6 +54,7 @@ func bastionBody(name, shoot, extra string) string {
 // not scheduled or do not allow SSH are refused with 422 naming spec.shootRef.name, and the creator is immutable.
 func TestBastionAdmissionREST(t *testing.T) {
 	h := hubtest.Start(t)
+	h.RegisterExtensions(t, "provider-local", append(hubtest.LocalExtensions(), "Network/calico", "OperatingSystemConfig/gardenlinux")...)
 	mustREST(t, h, 201, "POST", "/apis/core.gardener.cloud/v1beta1/seeds", `{"apiVersion":"core.gardener.cloud/v1beta1","kind":"Seed","metadata":{"name":"local"},
 		"spec":{"provider":{"type":"local","region":"local"},"networks":{"pods":"10.1.0.0/16","services":"10.2.0.0/16"},"dns":{}}}`)
 	mustREST(t, h, 201, "POST", "/api/v1/namespaces", `{"metadata":{"name":"garden-dev"}}`)

@@ -7,8 +7,8 @@ import corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta
 func Builtin() Plugins {
 	return newPlugins(
 		kind(nil, validateAccessToken, nil).withPrepareCreate(issueAccessToken).withPrepareUpdate(keepAccessTokenStatus).withConceal(concealAccessToken),
-		kind(nil, validateBackupBucket, nil),
-		kind(nil, validateBackupEntry, nil),
+		kind(nil, validateBackupBucket, nil).withAdmit(admitBackupBucketExtensions),
+		kind(nil, validateBackupEntry, nil).withAdmit(admitBackupEntryExtensions),
 		kind(nil, validateBastion, nil).withPrepareCreate(prepareBastion),
 		kind(nil, validateCertificateSigningRequest, nil).withPrepareCreate(prepareCertificateSigningRequest),
 		kind(defaultCloudProfile, validateCloudProfile, nil),
@@ -30,8 +30,8 @@ func Builtin() Plugins {
 		kind(defaultSecret, validateSecret, nil),
 		kind(nil, validateConfigMap, nil),
 		kind(defaultSecretBinding, validateSecretBinding, nil),
-		kind(defaultSeed, validateSeed, validateSeedDelete),
-		kind(defaultShoot, validateShoot, validateShootDelete).withMustIncreaseGeneration(shootMustIncreaseGeneration).withAdmit(admitShootQuota),
+		kind(defaultSeed, validateSeed, validateSeedDelete).withAdmit(admitSeedExtensions),
+		kind(defaultShoot, validateShoot, validateShootDelete).withMustIncreaseGeneration(shootMustIncreaseGeneration).withAdmit(admitShootWrite),
 		kind(nil, validateWorkloadIdentity, nil),
 	)
 }

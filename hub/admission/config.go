@@ -19,10 +19,11 @@ type Config struct {
 	AccessTokenDefaultLifetime time.Duration
 	// AccessTokenMaxLifetime, when set, refuses AccessTokens that would live longer.
 	AccessTokenMaxLifetime time.Duration
-	// RequireRegisteredExtensions refuses shoots naming extension types (provider, networking, DNS, extensions,
-	// container runtimes, operating systems), seeds (provider, backup, DNS), BackupBuckets and BackupEntries (their
-	// bucket's provider) no ControllerRegistration registers, as Gardener's ExtensionValidator does. Off by default: a hub without extensions registered (tests, a first landscape) accepts any type.
-	RequireRegisteredExtensions bool
+	// AllowUnregisteredExtensions turns off Gardener's ExtensionValidator, which otherwise refuses shoots naming
+	// extension types (provider, networking, DNS, extensions, container runtimes, operating systems), seeds (provider,
+	// backup, DNS), BackupBuckets and BackupEntries (their bucket's provider) no ControllerRegistration registers
+	// (gardener-apiserver's --disable-admission-plugins=ExtensionValidator).
+	AllowUnregisteredExtensions bool
 	// Now is the clock of token expirations (tests set it); default time.Now.
 	Now func() time.Time
 }

@@ -2,9 +2,14 @@ package admission
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 
 	"google.golang.org/protobuf/proto"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	kmetav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
@@ -77,60 +82,66 @@ func seedExtensions(s *corev1beta1.Seed) []requiredExtension {
 	return out
 }
 
-// admitShootExtensions is Gardener's ExtensionValidator for shoots, when the hub requires registered extensions
-// (Config.RequireRegisteredExtensions): a shoot whose spec changes must name only extension types some
-// ControllerRegistration registers as primary (a resource without primary: false), each refused with Gardener's
-// words ("given Shoot uses non-registered provider type: spec.provider.type (\"foo\")") as a Forbidden cause of the
-// field. Gardener answers 403 with the same words; the hub answers 422 naming the fields.
-func admitShootExtensions(ctx context.Context, r Reader, s, old *corev1beta1.Shoot) field.ErrorList {
-	if !configFrom(ctx).RequireRegisteredExtensions || old != nil && proto.Equal(s.GetSpec(), old.GetSpec()) {
+// admitShootExtensions is Gardener's ExtensionValidator for shoots (on unless Config.AllowUnregisteredExtensions): a
+// shoot whose spec changes must name only extension types some ControllerRegistration registers as primary (a
+// resource without primary: false). It refuses with 403 Forbidden and Gardener's words, one line per field
+// ("given Shoot uses non-registered provider type: spec.provider.type (\"foo\")"), each also a cause at its field.
+func admitShootExtensions(ctx context.Context, r Reader, s, old *corev1beta1.Shoot) error {
+	if configFrom(ctx).AllowUnregisteredExtensions || old != nil && proto.Equal(s.GetSpec(), old.GetSpec()) {
 		return nil
 	}
-	return registeredExtensions(ctx, r, shootExtensions(s))
+	return registeredExtensions(ctx, r, shoots, s.GetMetadata().GetName(), shootExtensions(s))
 }
 
 // admitSeedExtensions is admitShootExtensions for Seeds: "given Seed uses non-registered backup provider type:
 // spec.backup.provider (\"foo\")".
-func admitSeedExtensions(ctx context.Context, r Reader, s, old *corev1beta1.Seed) field.ErrorList {
-	if !configFrom(ctx).RequireRegisteredExtensions || old != nil && proto.Equal(s.GetSpec(), old.GetSpec()) {
+func admitSeedExtensions(ctx context.Context, r Reader, s, old *corev1beta1.Seed) error {
+	if configFrom(ctx).AllowUnregisteredExtensions || old != nil && proto.Equal(s.GetSpec(), old.GetSpec()) {
 		return nil
 	}
-	return registeredExtensions(ctx, r, seedExtensions(s))
+	return registeredExtensions(ctx, r, seeds, s.GetMetadata().GetName(), seedExtensions(s))
 }
 
 // admitBackupBucketExtensions is admitShootExtensions for BackupBuckets: the provider type must be registered for
 // BackupBucket ("given BackupBucket uses non-registered provider type: spec.provider.type (\"foo\")").
-func admitBackupBucketExtensions(ctx context.Context, r Reader, b, old *corev1beta1.BackupBucket) field.ErrorList {
-	if !configFrom(ctx).RequireRegisteredExtensions || old != nil && proto.Equal(b.GetSpec(), old.GetSpec()) {
+func admitBackupBucketExtensions(ctx context.Context, r Reader, b, old *corev1beta1.BackupBucket) error {
+	if configFrom(ctx).AllowUnregisteredExtensions || old != nil && proto.Equal(b.GetSpec(), old.GetSpec()) {
 		return nil
 	}
 	p := field.NewPath("spec", "provider", "type")
-	return registeredExtensions(ctx, r, []requiredExtension{uses("BackupBucket", "BackupBucket", b.GetSpec().GetProvider().GetType(), "provider type", p)})
+	return registeredExtensions(ctx, r, backupBuckets, b.GetMetadata().GetName(),
+		[]requiredExtension{uses("BackupBucket", "BackupBucket", b.GetSpec().GetProvider().GetType(), "provider type", p)})
 }
 
 // admitBackupEntryExtensions is admitShootExtensions for BackupEntries: the provider type of the bucket the entry
 // names must be registered for BackupEntry ("given BackupEntry references bucket (spec.bucketName) using
-// non-registered provider type (\"foo\")"); a bucket that does not exist is refused as not found.
-func admitBackupEntryExtensions(ctx context.Context, r Reader, e, old *corev1beta1.BackupEntry) field.ErrorList {
-	if !configFrom(ctx).RequireRegisteredExtensions || old != nil && proto.Equal(e.GetSpec(), old.GetSpec()) {
+// non-registered provider type (\"foo\")"); a bucket that does not exist is 404 Not Found, as Gardener's lister
+// answers.
+func admitBackupEntryExtensions(ctx context.Context, r Reader, e, old *corev1beta1.BackupEntry) error {
+	if configFrom(ctx).AllowUnregisteredExtensions || old != nil && proto.Equal(e.GetSpec(), old.GetSpec()) {
 		return nil
 	}
 	p := field.NewPath("spec", "bucketName")
 	o, err := r.Get(ctx, backupBuckets, "", e.GetSpec().GetBucketName())
+	if apierrors.IsNotFound(err) {
+		return apierrors.NewNotFound(backupBuckets, e.GetSpec().GetBucketName())
+	}
 	if err != nil {
-		return field.ErrorList{refError(p, "BackupBucket", e.GetSpec().GetBucketName(), err)}
+		return apierrors.NewInternalError(fmt.Errorf("reading BackupBucket %s of spec.bucketName: %w", e.GetSpec().GetBucketName(), err))
 	}
 	bucket, _ := o.(*corev1beta1.BackupBucket)
-	return registeredExtensions(ctx, r, []requiredExtension{{kind: "BackupEntry", typ: bucket.GetSpec().GetProvider().GetType(),
+	return registeredExtensions(ctx, r, backupEntries, e.GetMetadata().GetName(), []requiredExtension{{kind: "BackupEntry", typ: bucket.GetSpec().GetProvider().GetType(),
 		message: fmt.Sprintf("given BackupEntry references bucket (%s) using non-registered provider type", p), path: p}})
 }
 
-// registeredExtensions refuses each required extension no ControllerRegistration registers as primary, once per field
-// and type (a shoot's provider type is one refusal for its three kinds, as Gardener's message is the same for them).
-func registeredExtensions(ctx context.Context, r Reader, required []requiredExtension) field.ErrorList {
+// registeredExtensions refuses the write of object name of resource gr when a required extension is not registered
+// as primary by any ControllerRegistration: 403 Forbidden with Gardener's message (its list of errors, "1 error
+// occurred:\n\t* given Shoot uses ...\n\n"), each refusal also a cause at its field. A field and type is named once
+// (a shoot's provider type once for its three kinds, where Gardener repeats the line).
+func registeredExtensions(ctx context.Context, r Reader, gr schema.GroupResource, name string, required []requiredExtension) error {
 	regs, err := r.List(ctx, controllerRegistrations, "")
 	if err != nil {
-		return field.ErrorList{field.InternalError(field.NewPath("spec"), fmt.Errorf("reading ControllerRegistrations: %w", err))}
+		return apierrors.NewInternalError(fmt.Errorf("reading ControllerRegistrations: %w", err))
 	}
 	registered := map[string]map[string]bool{}
 	for _, o := range regs {
@@ -148,7 +159,8 @@ func registeredExtensions(ctx context.Context, r Reader, required []requiredExte
 			registered[res.GetKind()][res.GetType()] = true
 		}
 	}
-	var errs field.ErrorList
+	var lines []string
+	var causes []kmetav1.StatusCause
 	seen := map[string]bool{}
 	for _, req := range required {
 		if registered[req.kind][req.typ] {
@@ -159,7 +171,33 @@ func registeredExtensions(ctx context.Context, r Reader, required []requiredExte
 			continue
 		}
 		seen[key] = true
-		errs = append(errs, field.Forbidden(req.path, fmt.Sprintf("%s (%q)", req.message, req.typ)))
+		msg := fmt.Sprintf("%s (%q)", req.message, req.typ)
+		lines = append(lines, msg)
+		causes = append(causes, kmetav1.StatusCause{Type: kmetav1.CauseType(field.ErrorTypeForbidden), Message: msg, Field: req.path.String()})
 	}
-	return errs
+	if len(lines) == 0 {
+		return nil
+	}
+	err = apierrors.NewForbidden(gr, name, errors.New(errorList(lines)))
+	if st, ok := err.(*apierrors.StatusError); ok && st.ErrStatus.Details != nil {
+		st.ErrStatus.Details.Causes = causes
+	}
+	return err
+}
+
+// errorList formats errors as Gardener's admission plugins do (hashicorp/go-multierror's list format).
+func errorList(lines []string) string {
+	if len(lines) == 1 {
+		return fmt.Sprintf("1 error occurred:\n\t* %s\n\n", lines[0])
+	}
+	return fmt.Sprintf("%d errors occurred:\n\t* %s\n\n", len(lines), strings.Join(lines, "\n\t* "))
+}
+
+// admitShootWrite is the admission of a shoot after validation, in Gardener's plugin order: ExtensionValidator, then
+// ShootQuotaValidator.
+func admitShootWrite(ctx context.Context, r Reader, s, old *corev1beta1.Shoot) error {
+	if err := admitShootExtensions(ctx, r, s, old); err != nil {
+		return err
+	}
+	return admitShootQuota(ctx, r, s, old)
 }

@@ -2,12 +2,14 @@ package admission_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/trellis-dev/trellis/hub/admission"
 	"github.com/trellis-dev/trellis/hub/store"
@@ -15,12 +17,51 @@ import (
 	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
 )
 
-// TestShootExtensionsRegistered: with RequireRegisteredExtensions a shoot's provider, networking, primary DNS,
-// extension, container runtime and operating system types must be registered as primary by a ControllerRegistration,
-// each refusal naming its field in Gardener's words; an update that leaves the spec alone and a hub without the option
-// are not checked.
 var controllerRegistrationsGR = schema.GroupResource{Group: "core.gardener.cloud", Resource: "controllerregistrations"}
 
+// admitExtensions defaults obj (and old) and runs the kind's admission after validation, as the API server does for a
+// create (old nil) or an update, with cfg; it returns the refusal's causes by field (their messages) and the error.
+func admitExtensions(t *testing.T, rd admission.Reader, cfg admission.Config, obj, old store.Object) (map[string]string, error) {
+	t.Helper()
+	ctx := admission.WithConfig(context.Background(), cfg)
+	p := plugins.For(obj)
+	if p.Default != nil {
+		p.Default(obj)
+		if old != nil {
+			p.Default(old)
+		}
+	}
+	err := p.Admit(ctx, rd, obj, old)
+	if err == nil {
+		return nil, nil
+	}
+	var st *apierrors.StatusError
+	if !errors.As(err, &st) {
+		t.Fatalf("admission answered %T %v, want a status", err, err)
+	}
+	got := map[string]string{}
+	if st.ErrStatus.Details != nil {
+		for _, c := range st.ErrStatus.Details.Causes {
+			got[c.Field] = c.Message
+		}
+	}
+	return got, err
+}
+
+// gardenerForbidden is the message gardener-apiserver answers when the ExtensionValidator refuses obj of resource with
+// msgs: apiserver's Forbidden around hashicorp/go-multierror's list.
+func gardenerForbidden(resource, name string, msgs ...string) string {
+	list := fmt.Sprintf("1 error occurred:\n\t* %s\n\n", strings.Join(msgs, ""))
+	if len(msgs) > 1 {
+		list = fmt.Sprintf("%d errors occurred:\n\t* %s\n\n", len(msgs), strings.Join(msgs, "\n\t* "))
+	}
+	return fmt.Sprintf("%s.core.gardener.cloud %q is forbidden: %s", resource, name, list)
+}
+
+// TestShootExtensionsRegistered: a shoot's provider, networking, primary DNS, extension, container runtime and
+// operating system types must be registered as primary by a ControllerRegistration (Gardener's ExtensionValidator,
+// on by default), each refusal 403 Forbidden naming its field in Gardener's words; an update that leaves the spec
+// alone and a hub with AllowUnregisteredExtensions are not checked.
 func TestShootExtensionsRegistered(t *testing.T) {
 	r, base := shootGarden(t)
 	base = with(base, func(s *corev1beta1.Shoot) {
@@ -46,30 +87,19 @@ func TestShootExtensionsRegistered(t *testing.T) {
 		reg := &corev1beta1.ControllerRegistration{Metadata: meta("ext", ""), Spec: &corev1beta1.ControllerRegistrationSpec{Resources: resources}}
 		return replaced(others, controllerRegistrationsGR, reg)
 	}
-	admit := func(rd admission.Reader, require bool, obj, old *corev1beta1.Shoot) map[string]string {
+	admit := func(rd admission.Reader, allow bool, obj, old *corev1beta1.Shoot) map[string]string {
 		t.Helper()
-		ctx := admission.WithConfig(context.Background(), admission.Config{RequireRegisteredExtensions: require})
-		p := plugins.For(obj)
-		p.Default(obj)
-		var errs field.ErrorList
-		if old == nil {
-			errs = p.Validate(ctx, rd, obj, nil)
-		} else {
-			p.Default(old)
-			errs = p.Validate(ctx, rd, obj, old)
+		var o store.Object
+		if old != nil {
+			o = old
 		}
-		got := map[string]string{}
-		for _, e := range errs {
-			if e.Type == field.ErrorTypeForbidden && strings.HasPrefix(e.Detail, "given Shoot") {
-				got[e.Field] = e.Detail
-			}
-		}
+		got, _ := admitExtensions(t, rd, admission.Config{AllowUnregisteredExtensions: allow}, obj, o)
 		return got
 	}
-	if got := admit(registered(all...), true, clone(base), nil); len(got) != 0 {
+	if got := admit(registered(all...), false, clone(base), nil); len(got) != 0 {
 		t.Errorf("everything registered: %v", got)
 	}
-	got := admit(registered(), true, clone(base), nil)
+	got := admit(registered(), false, clone(base), nil)
 	want := map[string]string{
 		"spec.provider.type":                                     `given Shoot uses non-registered provider type: spec.provider.type ("` + provider + `")`,
 		"spec.networking.type":                                   `given Shoot uses non-registered networking type: spec.networking.type ("calico")`,
@@ -90,19 +120,24 @@ func TestShootExtensionsRegistered(t *testing.T) {
 	notPrimary := append([]*corev1beta1.ControllerResource{}, all[:len(all)-1]...)
 	osc := res("OperatingSystemConfig", image)
 	osc.Primary = ptr(false)
-	if got := admit(registered(append(notPrimary, osc)...), true, clone(base), nil); len(got) != 1 || got["spec.provider.workers[0].machine.image.name"] == "" {
+	if got := admit(registered(append(notPrimary, osc)...), false, clone(base), nil); len(got) != 1 || got["spec.provider.workers[0].machine.image.name"] == "" {
 		t.Errorf("operating system registered as not primary: %v", got)
 	}
-	// An update leaving the spec as it was, and a hub without the option, are not checked.
-	if got := admit(registered(), true, clone(base), clone(base)); len(got) != 0 {
+	// The answer is Gardener's: 403, the refusals listed in go-multierror's format.
+	_, err := admitExtensions(t, registered(all[1:]...), admission.Config{}, with(base, func(s *corev1beta1.Shoot) { s.Metadata.Name = "crazy" }), nil)
+	if want := gardenerForbidden("shoots", "crazy", want["spec.provider.type"]); !apierrors.IsForbidden(err) || err.Error() != want {
+		t.Errorf("provider type not registered for ControlPlane: got %v, want 403 %q", err, want)
+	}
+	// An update leaving the spec as it was, and a hub with AllowUnregisteredExtensions, are not checked.
+	if got := admit(registered(), false, clone(base), clone(base)); len(got) != 0 {
 		t.Errorf("unchanged spec: %v", got)
 	}
-	if got := admit(registered(), false, clone(base), nil); len(got) != 0 {
-		t.Errorf("without RequireRegisteredExtensions: %v", got)
+	if got := admit(registered(), true, clone(base), nil); len(got) != 0 {
+		t.Errorf("with AllowUnregisteredExtensions: %v", got)
 	}
 }
 
-// TestSeedAndBackupExtensionsRegistered: with RequireRegisteredExtensions a Seed's provider type (ControlPlane), backup
+// TestSeedAndBackupExtensionsRegistered: by default a Seed's provider type (ControlPlane), backup
 // provider (BackupBucket and BackupEntry) and, with an ingress, DNS provider (DNSRecord), a BackupBucket's provider
 // type and the provider type of a BackupEntry's bucket must be registered as primary, each refusal in Gardener's words
 // at its field; unchanged specs and a hub without the option are not checked.
@@ -130,68 +165,69 @@ func TestSeedAndBackupExtensionsRegistered(t *testing.T) {
 	backupOnly := res("BackupEntry", "s3")
 	backupOnly.Primary = ptr(false)
 
-	admit := func(rd admission.Reader, require bool, obj, old store.Object) map[string]string {
-		t.Helper()
-		ctx := admission.WithConfig(context.Background(), admission.Config{RequireRegisteredExtensions: require})
-		p := plugins.For(obj)
-		if p.Default != nil {
-			p.Default(obj)
-			if old != nil {
-				p.Default(old)
-			}
-		}
-		got := map[string]string{}
-		for _, e := range p.Validate(ctx, rd, obj, old) {
-			if e.Type == field.ErrorTypeForbidden && strings.HasPrefix(e.Detail, "given ") || e.Type == field.ErrorTypeNotFound {
-				got[e.Field] = e.Detail
-			} else {
-				t.Errorf("unexpected error: %v", e)
-			}
-		}
-		return got
-	}
 	for _, c := range []struct {
 		name     string
 		r        admission.Reader
-		require  bool
+		allow    bool
 		obj, old store.Object
 		want     map[string]string
+		notFound bool
 	}{
-		{name: "seed, all registered", r: reader(all...), require: true, obj: clone(seed)},
-		{name: "seed, none registered", r: reader(), require: true, obj: clone(seed), want: map[string]string{
+		{name: "seed, all registered", r: reader(all...), obj: clone(seed)},
+		{name: "seed, none registered", r: reader(), obj: clone(seed), want: map[string]string{
 			"spec.provider.type":     `given Seed uses non-registered provider type: spec.provider.type ("aws")`,
 			"spec.backup.provider":   `given Seed uses non-registered backup provider type: spec.backup.provider ("s3")`,
 			"spec.dns.provider.type": `given Seed uses non-registered extension type: spec.dns.provider.type ("aws-route53")`,
 		}},
-		{name: "seed, backup entry not primary", r: reader(append(slices.Clone(all[:2]), backupOnly, all[3])...), require: true, obj: clone(seed), want: map[string]string{
+		{name: "seed, backup entry not primary", r: reader(append(slices.Clone(all[:2]), backupOnly, all[3])...), obj: clone(seed), want: map[string]string{
 			"spec.backup.provider": `given Seed uses non-registered backup provider type: spec.backup.provider ("s3")`,
 		}},
-		{name: "seed without ingress needs no DNSRecord", r: reader(all[:3]...), require: true, obj: with(seed, func(s *corev1beta1.Seed) { s.Spec.Ingress = nil })},
-		{name: "seed, unchanged spec", r: reader(), require: true, obj: clone(seed), old: clone(seed)},
-		{name: "seed, option off", r: reader(), obj: clone(seed)},
-		{name: "bucket, registered", r: reader(all...), require: true, obj: clone(bucket)},
-		{name: "bucket, not registered", r: reader(res("BackupEntry", "s3")), require: true, obj: clone(bucket), want: map[string]string{
+		{name: "seed without ingress needs no DNSRecord", r: reader(all[:3]...), obj: with(seed, func(s *corev1beta1.Seed) { s.Spec.Ingress = nil })},
+		{name: "seed, unchanged spec", r: reader(), obj: clone(seed), old: clone(seed)},
+		{name: "seed, changed spec", r: reader(), obj: with(seed, func(s *corev1beta1.Seed) { s.Spec.Backup = nil; s.Spec.Ingress = nil }), old: clone(seed), want: map[string]string{
+			"spec.provider.type": `given Seed uses non-registered provider type: spec.provider.type ("aws")`,
+		}},
+		{name: "seed, allowed", r: reader(), allow: true, obj: clone(seed)},
+		{name: "bucket, registered", r: reader(all...), obj: clone(bucket)},
+		{name: "bucket, not registered", r: reader(res("BackupEntry", "s3")), obj: clone(bucket), want: map[string]string{
 			"spec.provider.type": `given BackupBucket uses non-registered provider type: spec.provider.type ("s3")`,
 		}},
-		{name: "bucket, option off", r: reader(), obj: clone(bucket)},
-		{name: "entry, registered", r: reader(all...), require: true, obj: clone(entry)},
-		{name: "entry, not registered", r: reader(res("BackupBucket", "s3")), require: true, obj: clone(entry), want: map[string]string{
+		{name: "bucket, unchanged spec", r: reader(), obj: clone(bucket), old: clone(bucket)},
+		{name: "bucket, allowed", r: reader(), allow: true, obj: clone(bucket)},
+		{name: "entry, registered", r: reader(all...), obj: clone(entry)},
+		{name: "entry, not registered", r: reader(res("BackupBucket", "s3")), obj: clone(entry), want: map[string]string{
 			"spec.bucketName": `given BackupEntry references bucket (spec.bucketName) using non-registered provider type ("s3")`,
 		}},
-		{name: "entry, missing bucket", r: reader(all...), require: true, obj: with(entry, func(e *corev1beta1.BackupEntry) { e.Spec.BucketName = "nope" }), want: map[string]string{
-			"spec.bucketName": "",
-		}},
-		{name: "entry, unchanged spec", r: reader(), require: true, obj: clone(entry), old: clone(entry)},
-		{name: "entry, option off", r: reader(), obj: clone(entry)},
+		{name: "entry, missing bucket", r: reader(all...), obj: with(entry, func(e *corev1beta1.BackupEntry) { e.Spec.BucketName = "nope" }), notFound: true},
+		{name: "entry, unchanged spec", r: reader(), obj: clone(entry), old: clone(entry)},
+		{name: "entry, allowed", r: reader(), allow: true, obj: clone(entry)},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			got := admit(c.r, c.require, c.obj, c.old)
+			got, err := admitExtensions(t, c.r, admission.Config{AllowUnregisteredExtensions: c.allow}, c.obj, c.old)
+			switch {
+			case c.notFound:
+				if !apierrors.IsNotFound(err) {
+					t.Fatalf("want 404 for the missing bucket, got %v", err)
+				}
+				return
+			case len(c.want) == 0:
+				if err != nil {
+					t.Fatalf("want no refusal, got %v", err)
+				}
+				return
+			}
+			if !apierrors.IsForbidden(err) {
+				t.Fatalf("want 403, got %v", err)
+			}
 			if len(got) != len(c.want) {
-				t.Errorf("got %v, want %v", got, c.want)
+				t.Errorf("got causes %v, want %v", got, c.want)
 			}
 			for f, msg := range c.want {
-				if d, ok := got[f]; !ok || msg != "" && d != msg {
-					t.Errorf("%s: want %q, got %q (present: %v)", f, msg, d, ok)
+				if got[f] != msg {
+					t.Errorf("%s: want %q, got %q", f, msg, got[f])
+				}
+				if !strings.Contains(err.Error(), "\t* "+msg+"\n") {
+					t.Errorf("the message %q does not list %q", err.Error(), msg)
 				}
 			}
 		})

@@ -13,6 +13,7 @@ var (
 	credentialsBindings     = schema.GroupResource{Group: "security.gardener.cloud", Resource: "credentialsbindings"}
 	controllerRegistrations = schema.GroupResource{Group: "core.gardener.cloud", Resource: "controllerregistrations"}
 	backupBuckets           = schema.GroupResource{Group: "core.gardener.cloud", Resource: "backupbuckets"}
+	backupEntries           = schema.GroupResource{Group: "core.gardener.cloud", Resource: "backupentries"}
 	shoots                  = schema.GroupResource{Group: "core.gardener.cloud", Resource: "shoots"}
 	quotas                  = schema.GroupResource{Group: "core.gardener.cloud", Resource: "quotas"}
 )

@@ -103,7 +103,7 @@ func validateSeed(ctx context.Context, r Reader, s, old *corev1beta1.Seed) field
 	if old != nil {
 		errs = append(errs, validateSeedSpecUpdate(field.NewPath("spec"), s.GetSpec(), old.GetSpec())...)
 	}
-	return append(errs, admitSeedExtensions(ctx, r, s, old)...)
+	return errs
 }
 
 // validateSeedSpec is Gardener's ValidateSeedSpec; inTemplate relaxes the rules for the seed template of a

@@ -259,7 +259,6 @@ func admitShoot(ctx context.Context, r Reader, s, old *corev1beta1.Shoot) field.
 	}
 	errs = append(errs, admitShootCloudProfile(s, old, profileSpec, now)...)
 
-	errs = append(errs, admitShootExtensions(ctx, r, s, old)...)
 	if name := s.GetSpec().GetCredentialsBindingName(); name != "" {
 		if err := mustExist(ctx, r, credentialsBindings, ns, name, spec.Child("credentialsBindingName")); err != nil {
 			errs = append(errs, err)

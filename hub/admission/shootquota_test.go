@@ -45,7 +45,7 @@ func pool(name, machine string, maximum int32, volume *corev1beta1.Volume) *core
 }
 
 // quotaWorld is the quota "garden/q" (scope kind and metrics) referenced by the secret binding "sb" in garden-a and
-// garden-b, with the shoots others.
+// garden-b, with the shoots others, and a ControllerRegistration of the provider type local.
 func quotaWorld(scope string, metrics map[string]string, lifetimeDays *int32, others ...*corev1beta1.Shoot) exampleReader {
 	apiVersion := map[string]string{"Project": "core.gardener.cloud/v1beta1", "Secret": "v1"}[scope]
 	q := &corev1beta1.Quota{Metadata: meta("q", "garden"), Spec: &corev1beta1.QuotaSpec{
@@ -54,6 +54,9 @@ func quotaWorld(scope string, metrics map[string]string, lifetimeDays *int32, ot
 	ref := []*metav1.ObjectReference{{Namespace: "garden", Name: "q"}}
 	r := exampleReader{
 		{gr: profilesGR, obj: quotaProfile()},
+		{gr: controllerRegistrationsGR, obj: &corev1beta1.ControllerRegistration{Metadata: meta("provider-local", ""), Spec: &corev1beta1.ControllerRegistrationSpec{
+			Resources: []*corev1beta1.ControllerResource{{Kind: "ControlPlane", Type: "local"}, {Kind: "Infrastructure", Type: "local"}, {Kind: "Worker", Type: "local"}},
+		}}},
 		{gr: quotasGR, obj: q},
 		{gr: bindingsGR, obj: &corev1beta1.SecretBinding{Metadata: meta("sb", "garden-a"), Quotas: ref}},
 		{gr: bindingsGR, obj: &corev1beta1.SecretBinding{Metadata: meta("sb", "garden-b"), Quotas: ref}},

@@ -75,6 +75,7 @@ func bastionJSON(t *testing.T, name, seed string) string {
 // status, events — and the same writes on seed b's objects, which are denied.
 func TestSeedAgentShootFlowWrites(t *testing.T) {
 	h := hubtest.Start(t)
+	h.RegisterExtensions(t, "provider-local", append(hubtest.LocalExtensions(), "Network/calico", "OperatingSystemConfig/gardenlinux")...)
 	garden(t, h)
 	mustAdmin(t, h, 201, "POST", "/apis/operations.gardener.cloud/v1alpha1/namespaces/garden-dev/bastions", bastionJSON(t, "bastion-a", "a"))
 	mustAdmin(t, h, 201, "POST", "/apis/operations.gardener.cloud/v1alpha1/namespaces/garden-dev/bastions", bastionJSON(t, "bastion-b", "b"))
@@ -268,6 +269,7 @@ func TestShootMigrationThroughBinding(t *testing.T) {
 	// the maintenance (a new shoot whose maintenance window is open is maintained at once) nor the scheduler may write
 	// the shoot meanwhile.
 	h := hubtest.Start(t, hubtest.WithoutControllers("shoot-statuslabel", "shoot-maintenance"), func(c *hub.Config) { c.DisableScheduler = true })
+	h.RegisterExtensions(t, "provider-local", append(hubtest.LocalExtensions(), "Network/calico", "OperatingSystemConfig/gardenlinux")...)
 	garden(t, h)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

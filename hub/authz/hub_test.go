@@ -154,6 +154,7 @@ func wantCode(t *testing.T, what string, err error, code codes.Code, contains ..
 func TestSeedAgentAccess(t *testing.T) {
 	// Their writes would show in the watch: the status label, and the maintenance of a shoot whose window is open.
 	h := hubtest.Start(t, hubtest.WithoutControllers("shoot-statuslabel", "shoot-maintenance"))
+	h.RegisterExtensions(t, "provider-local", append(hubtest.LocalExtensions(), "Network/calico", "OperatingSystemConfig/gardenlinux")...)
 	garden(t, h)
 	certA := clientCert(t, h, []string{auth.SeedsGroup}, "gardener.cloud:system:seed:a")
 	shoots := corev1beta1.NewShootServiceClient(grpcConn(t, h, &certA))

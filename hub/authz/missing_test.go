@@ -35,6 +35,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // seed's agent, a get of a missing object nobody references, and writes of a missing referenced object are Forbidden.
 func TestSeedAgentGetsMissingReferencedObjects(t *testing.T) {
 	h := hubtest.Start(t)
+	h.RegisterExtensions(t, "provider-local", append(hubtest.LocalExtensions(), "Network/calico", "OperatingSystemConfig/gardenlinux")...)
 	garden(t, h)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

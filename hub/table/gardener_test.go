@@ -35,6 +35,13 @@ var gardenerColumns = map[string][]gardenerColumn{
 	"ExposureClass":          {{"Handler", false}},
 	"ManagedSeed":            {{"Status", false}, {"Shoot", false}},
 	"Bastion":                {{"Shoot", false}, {"Seed", false}, {"IP", false}, {"Heartbeat", false}, {"Expires", false}},
+	"ShootState":             {{"Gardener Data", false}, {"Extension States", false}},
+	"InternalSecret":         {{"Type", false}, {"Data", false}},
+	"WorkloadIdentity":       {{"Sub", false}, {"Type", false}, {"Audiences", true}},
+	"Gardenlet":              {{"OCI Repository", false}, {"Reconciled", false}},
+	"ManagedSeedSet":         {{"Ready", false}, {"Pending", false}},
+	// Gardener serves ControllerDeployment v1 and v1beta1 with the same convertor: NAME and AGE.
+	"ControllerDeployment": {},
 }
 
 // differences are where the hub's columns differ from Gardener's on purpose, by kind: what kubectl get shows of
@@ -50,6 +57,8 @@ var differences = map[string]struct{ hub, gardener, why string }{
 		"a second NAME column would be ambiguous in kubectl's output and in trellisctl's"},
 	"CloudProfile": {"PROVIDER AGE | REGIONS", "PROVIDER AGE", "REGIONS is the hub's wide addition"},
 	"Bastion":      {"... EXPIRES AGE | READY", "... EXPIRES AGE", "READY is the hub's wide addition"},
+	"ManagedSeedSet": {"READY PENDING AGE | REPLICAS", "READY PENDING AGE",
+		"READY counts the ready replicas (Gardener's shows ready/desired): REPLICAS, the desired ones, is the hub's wide addition"},
 }
 
 func norm(s string) string { return strings.ToUpper(strings.Join(strings.Fields(s), " ")) }

@@ -37,11 +37,20 @@ type Hub struct {
 	Admin *grpc.ClientConn
 }
 
-// StartHub runs a hub until the test ends, with heartbeat interval HubHeartbeat; mutate may change its
-// configuration further.
+// ProviderLocalRegistration is the ControllerRegistration StartHub creates: provider-local's kinds, type local, without
+// a deployment.
+const ProviderLocalRegistration = "provider-local"
+
+// StartHub runs a hub until the test ends, with heartbeat interval HubHeartbeat and provider-local's types registered
+// (ProviderLocalRegistration); mutate may change its configuration further.
 func StartHub(t testing.TB, mutate ...func(*hub.Config)) *Hub {
 	t.Helper()
 	h := hubtest.Start(t, append([]func(*hub.Config){func(c *hub.Config) { c.HeartbeatInterval = HubHeartbeat }}, mutate...)...)
+	// The agents register Seeds of SeedSpec (provider and DNS type local), which the hub admits once a
+	// ControllerRegistration registers the types: provider-local's, without a deployment.
+	if code, _ := h.Do(t, "GET", "/apis/core.gardener.cloud/v1beta1/controllerregistrations/"+ProviderLocalRegistration, nil); code == 404 {
+		h.RegisterExtensions(t, ProviderLocalRegistration, hubtest.LocalExtensions()...)
+	}
 	return &Hub{Hub: h, Admin: h.GRPC(t)}
 }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/trellis-dev/trellis/hub/tunnel"
 	"github.com/trellis-dev/trellis/proto/kjson"
 	"github.com/trellis-dev/trellis/test/binproc"
+	"github.com/trellis-dev/trellis/test/hubtest"
 	"github.com/trellis-dev/trellis/test/landscape"
 	"github.com/trellis-dev/trellis/test/seedtest"
 )
@@ -50,6 +51,20 @@ func StartHubProcess(t testing.TB, dir string, args ...string) (*binproc.Hub, st
 		}
 		_ = h.Stop(10 * time.Second)
 	})
+	// The agents' Seeds (SeedSpec) and the examples' shoots use provider-local's types, which the hub admits once
+	// registered (as StartHub does).
+	reg := []byte(`{"apiVersion":"core.gardener.cloud/v1beta1","kind":"ControllerRegistration","metadata":{"name":"` + ProviderLocalRegistration + `"},"spec":{"resources":[` +
+		strings.Join(func() []string {
+			var out []string
+			for _, r := range hubtest.LocalExtensions() {
+				kind, typ, _ := strings.Cut(r, "/")
+				out = append(out, `{"kind":"`+kind+`","type":"`+typ+`"}`)
+			}
+			return out
+		}(), ",") + `]}}`)
+	if code, out, err := h.Do(ctx, http.MethodPost, "/apis/core.gardener.cloud/v1beta1/controllerregistrations", reg); err != nil || code != http.StatusCreated && code != http.StatusConflict {
+		t.Fatalf("register provider-local: %d %s %v", code, out, err)
+	}
 	return h, grpcAddr
 }
 

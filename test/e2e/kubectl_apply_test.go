@@ -21,9 +21,11 @@ import (
 )
 
 // shootGarden makes what a shoot in garden-dev needs on hub h (a hub running the project controller): the
-// CloudProfile "local", the project "dev" with its namespace, the CredentialsBinding "local".
+// CloudProfile "local", the project "dev" with its namespace, the CredentialsBinding "local", and the registration of
+// the shoots' extension types (provider-local's, calico, the gardenlinux image).
 func shootGarden(t *testing.T, h *hubtest.Hub) {
 	t.Helper()
+	h.RegisterExtensions(t, "provider-local", append(hubtest.LocalExtensions(), "Network/calico", "OperatingSystemConfig/gardenlinux")...)
 	for _, w := range []struct{ path, body string }{
 		{"/apis/core.gardener.cloud/v1beta1/cloudprofiles", `{"metadata":{"name":"local"},"spec":{"type":"local","kubernetes":{"versions":[{"version":"1.35.4"}]},
 			"machineImages":[{"name":"gardenlinux","versions":[{"version":"1.0.0"}]}],"machineTypes":[{"name":"m5.large","cpu":"2","gpu":"0","memory":"8Gi"}],

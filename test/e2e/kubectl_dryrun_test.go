@@ -49,8 +49,7 @@ func TestKubectlServerDryRun(t *testing.T) {
  "machineTypes":[{"name":%q,"cpu":"2","gpu":"0","memory":"8Gi"}],"regions":[{"name":"local"}]}}]}`, name, data, name, machineType))
 	}
 
-	// kubectl's create namespace sends protobuf, which the hub does not read yet (415); apply sends JSON.
-	ok("apply", "-f", writeTemp(t, `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"dry"}}`))
+	ok("create", "namespace", "dry")
 	empty := state()
 	// Create by dry run.
 	out := ok("apply", "--dry-run=server", "-f", manifest("d1", "v1", "m5.large"))

@@ -1,13 +1,21 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/reflect/protoregistry"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
 	"github.com/trellis-dev/trellis/hub"
 	"github.com/trellis-dev/trellis/hub/api"
+	"github.com/trellis-dev/trellis/hub/store"
+	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
 	"github.com/trellis-dev/trellis/test/hubtest"
 )
 
@@ -156,5 +164,88 @@ func TestKubectlGetWatchTable(t *testing.T) {
 	if len(rows) < 3 || rows[0] != "NAME CLOUDPROFILE PROVIDER REGION K8S VERSION HIBERNATION LAST OPERATION STATUS AGE" ||
 		!strings.HasPrefix(rows[1], "watched local local local 1.35.4 Awake ") || !strings.HasPrefix(rows[2], "watched local local local 1.35.4 Hibernating ") {
 		t.Errorf("kubectl get shoots -w: want Gardener's columns, the shoot, then its change; got\n%s", out)
+	}
+}
+
+// TestKubectlGetEveryGardenerKind: the real kubectl's `get` of every Gardener kind the hub serves (each version)
+// prints the columns of the hub's Table for the kind: NAME, the printer columns of priority 0 and AGE, and with
+// -o wide the wide ones after them. One object of each kind is written to the store directly (past admission: only
+// the header is compared, which needs a row).
+func TestKubectlGetEveryGardenerKind(t *testing.T) {
+	kubectl := kubectlBinary(t)
+	// Only the event loop: no controller acts on the bare objects.
+	h := hubtest.Start(t, func(c *hub.Config) { c.Controllers, c.DisableScheduler = []string{"event"}, true })
+	ctx := context.Background()
+	for _, k := range api.Kinds {
+		if !strings.HasSuffix(k.Group, "gardener.cloud") {
+			continue
+		}
+		mt, err := protoregistry.GlobalTypes.FindMessageByName(protoreflect.FullName(k.Message))
+		if err != nil {
+			t.Fatalf("%s: %v", k.Message, err)
+		}
+		obj := mt.New()
+		md := &metav1.ObjectMeta{Name: "every-" + strings.ToLower(k.Kind)}
+		if k.Namespaced {
+			md.Namespace = "garden-dev"
+		}
+		fields := obj.Descriptor().Fields()
+		obj.Set(fields.ByName("api_version"), protoreflect.ValueOfString(k.APIVersion()))
+		obj.Set(fields.ByName("kind"), protoreflect.ValueOfString(k.Kind))
+		obj.Set(fields.ByName("metadata"), protoreflect.ValueOfMessage(md.ProtoReflect()))
+		coll, ok := h.Registry().Collection(schema.GroupResource{Group: k.Group, Resource: k.Resource})
+		if !ok {
+			t.Fatalf("no collection of %s.%s", k.Resource, k.Group)
+		}
+		if _, err := coll.Create(ctx, obj.Interface().(store.Object)); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatalf("store %s: %v", k.Kind, err)
+		}
+	}
+	run := kubectlAs(t, kubectl, h, h.Token)
+	const accept = "application/json;as=Table;v=v1;g=meta.k8s.io"
+	for _, k := range api.Kinds {
+		if !strings.HasSuffix(k.Group, "gardener.cloud") {
+			continue
+		}
+		path := "/apis/" + k.Group + "/" + k.Version + "/" + k.Resource
+		code, body := h.Do(t, "GET", path, nil, "Accept", accept)
+		var tb struct {
+			ColumnDefinitions []struct {
+				Name     string
+				Priority int32
+			}
+		}
+		if code != 200 || json.Unmarshal(body, &tb) != nil {
+			t.Fatalf("GET %s as Table: %d %s", path, code, body)
+		}
+		var want, wantWide []string
+		for _, c := range tb.ColumnDefinitions {
+			n := strings.ToUpper(c.Name)
+			if c.Priority == 0 {
+				want = append(want, n)
+			}
+			wantWide = append(wantWide, n)
+		}
+		resource := k.Resource + "." + k.Version + "." + k.Group
+		for _, wide := range []bool{false, true} {
+			args, cols := []string{"get", resource}, want
+			if wide {
+				args, cols = append(args, "-o", "wide"), wantWide
+			}
+			out, code := run(args...)
+			lines := strings.Split(strings.TrimSpace(out), "\n")
+			if code != 0 || len(lines) != 2 {
+				t.Errorf("kubectl %s: exit %d\n%s", strings.Join(args, " "), code, out)
+				continue
+			}
+			// Columns are separated by at least two spaces or start where the header's next name starts; compare the
+			// header's names, each possibly of several words (K8S VERSION), against the Table's in order.
+			if got := strings.Join(strings.Fields(lines[0]), " "); got != strings.Join(cols, " ") {
+				t.Errorf("kubectl %s: header %q, want the Table's columns %q", strings.Join(args, " "), got, strings.Join(cols, " "))
+			}
+			if !strings.HasPrefix(lines[1], "every-"+strings.ToLower(k.Kind)) {
+				t.Errorf("kubectl %s: row %q", strings.Join(args, " "), lines[1])
+			}
+		}
 	}
 }

@@ -186,9 +186,11 @@ func TestExtensionRegistration(t *testing.T) {
 	defer cancel()
 	const seed = "edge"
 	l := startLandscape(ctx, t, landscape.Config{
-		Seeds:                   []landscape.SeedConfig{{Name: seed}},
-		RequireProviderLocal:    true,
-		ManualProviderLocal:     true,
+		Seeds:                []landscape.SeedConfig{{Name: seed}},
+		RequireProviderLocal: true,
+		ManualProviderLocal:  true,
+		// The seed's own provider, registered without a deployment: the hub refuses a Seed of an unregistered type.
+		Registrations:           map[string][]string{"provider-edge": {"ControlPlane/edge", "DNSRecord/edge"}},
 		ExtensionErrorThreshold: time.Second,
 		AgentMutate: func(_ string, c *config.AgentConfiguration) {
 			spec := c.SeedConfig.Seed.Spec

@@ -68,6 +68,10 @@ type Config struct {
 	// AgentMutate, when set, adjusts each agent's configuration before it is written (the result must still be
 	// valid).
 	AgentMutate func(seed string, c *config.AgentConfiguration)
+	// Registrations are further ControllerRegistrations the landscape creates, without a deployment, before the agents
+	// start, by name: the "Kind/type" pairs each registers (RegisterExtensions), e.g. a seed provider type other than
+	// local, which the hub refuses unregistered.
+	Registrations map[string][]string
 	// ManualProviderLocal leaves provider-local to the caller: Start neither registers it (RegisterProviderLocal) nor
 	// runs it (StartProviderLocalIn). By default Start registers it and runs it in each seed's installation namespace.
 	ManualProviderLocal bool

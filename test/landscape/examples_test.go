@@ -28,6 +28,13 @@ func TestHubAcceptsSeedAndExamples(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// The seed's and the examples' types, registered as the landscape registers provider-local before its agents.
+	if _, err := c.create(ctx, "/apis/core.gardener.cloud/v1beta1/controllerregistrations", []byte(`{"metadata":{"name":"provider-local"},"spec":{"resources":[`+
+		`{"kind":"ControlPlane","type":"local"},{"kind":"Infrastructure","type":"local"},{"kind":"Worker","type":"local"},{"kind":"BackupBucket","type":"local"},`+
+		`{"kind":"BackupEntry","type":"local"},{"kind":"DNSRecord","type":"local"},{"kind":"Network","type":"local"},{"kind":"OperatingSystemConfig","type":"local"},`+
+		`{"kind":"ContainerRuntime","type":"local"},{"kind":"Extension","type":"local"}]}}`)); err != nil {
+		t.Fatal(err)
+	}
 	seed, err := kjson.Marshal(seedTemplate("local", "local", gardenerLocalNetworks))
 	if err != nil {
 		t.Fatal(err)

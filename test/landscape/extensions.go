@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/trellis-dev/trellis/deploy/extensions"
@@ -44,6 +45,33 @@ func (l *Landscape) RegisterProviderLocal(ctx context.Context, values map[string
 		if err := l.hubc.apply(ctx, collectionPath(d.APIVersion, d.Kind), d.Name, body); err != nil {
 			return fmt.Errorf("register provider-local: %w", err)
 		}
+	}
+	return nil
+}
+
+// RegisterExtensions creates (or updates) the ControllerRegistration name, without a deployment, registering each
+// "Kind/type" of resources as primary, so that the hub admits Seeds, Shoots, BackupBuckets and BackupEntries of those
+// types (Gardener's ExtensionValidator).
+func (l *Landscape) RegisterExtensions(ctx context.Context, name string, resources ...string) error {
+	type resource struct {
+		Kind string `json:"kind"`
+		Type string `json:"type"`
+	}
+	res := make([]resource, 0, len(resources))
+	for _, r := range resources {
+		kind, typ, ok := strings.Cut(r, "/")
+		if !ok || kind == "" || typ == "" {
+			return fmt.Errorf("register %s: %q is not Kind/type", name, r)
+		}
+		res = append(res, resource{Kind: kind, Type: typ})
+	}
+	body, err := json.Marshal(map[string]any{"apiVersion": "core.gardener.cloud/v1beta1", "kind": "ControllerRegistration",
+		"metadata": map[string]string{"name": name}, "spec": map[string]any{"resources": res}})
+	if err != nil {
+		return err
+	}
+	if err := l.hubc.apply(ctx, collectionPath("core.gardener.cloud/v1beta1", "ControllerRegistration"), name, body); err != nil {
+		return fmt.Errorf("register %s: %w", name, err)
 	}
 	return nil
 }

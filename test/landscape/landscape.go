@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -161,8 +163,11 @@ func Start(ctx context.Context, cfg Config) (_ *Landscape, err error) {
 			return nil, err
 		}
 	}
-	// The seeds, then provider-local's registration (with the seeds' machine providers), then each seed's agent and
-	// provider-local; the seeds in parallel.
+	// The seeds, then the extension types' registrations (with the seeds' machine providers), then each seed's agent
+	// and provider-local; the seeds in parallel. The hub refuses Seeds and Shoots whose extension types no
+	// ControllerRegistration registers (Gardener's ExtensionValidator), so the types are registered before the agents
+	// register their Seeds: provider-local's (also without its binary: its installations then run no process) and the
+	// configuration's others.
 	errs := make([]error, len(l.seeds))
 	var wg sync.WaitGroup
 	for i, s := range l.seeds {
@@ -172,14 +177,20 @@ func Start(ctx context.Context, cfg Config) (_ *Landscape, err error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	if l.ProviderLocal && !cfg.ManualProviderLocal {
-		if podMode {
+	if !cfg.ManualProviderLocal {
+		if l.ProviderLocal && podMode {
 			if err := l.addMachineProviders(providerValues); err != nil {
 				return nil, err
 			}
 		}
 		l.logf("hub: registering provider-local (ControllerRegistration and ControllerDeployment %s)", ProviderLocalRegistration)
 		if err := l.RegisterProviderLocal(ctx, providerValues); err != nil {
+			return nil, err
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(cfg.Registrations)) {
+		l.logf("hub: registering %s (ControllerRegistration of %v)", name, cfg.Registrations[name])
+		if err := l.RegisterExtensions(ctx, name, cfg.Registrations[name]...); err != nil {
 			return nil, err
 		}
 	}

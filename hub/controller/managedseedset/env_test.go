@@ -55,6 +55,11 @@ func newEnv(t *testing.T) *env {
 			MachineTypes:  []*corev1beta1.MachineType{{Name: "m1"}},
 			MachineImages: []*corev1beta1.MachineImage{{Name: "gardenlinux", Versions: []*corev1beta1.MachineImageVersion{{Version: "1.0.0", Architectures: []string{"amd64"}}}}},
 			Kubernetes:    &corev1beta1.KubernetesSettings{Versions: []*corev1beta1.ExpirableVersion{{Version: "1.33.2"}, {Version: "1.33.5"}}}}})
+	// The set's shoots are admitted as the API would, which wants their extension types registered.
+	controllertest.Create(t, col("core.gardener.cloud", "controllerregistrations"), &corev1beta1.ControllerRegistration{Metadata: &metav1.ObjectMeta{Name: "provider-local"},
+		Spec: &corev1beta1.ControllerRegistrationSpec{Resources: []*corev1beta1.ControllerResource{
+			{Kind: "ControlPlane", Type: "local"}, {Kind: "Infrastructure", Type: "local"}, {Kind: "Worker", Type: "local"},
+			{Kind: "Network", Type: "calico"}, {Kind: "DNSRecord", Type: "local"}, {Kind: "OperatingSystemConfig", Type: "gardenlinux"}}}})
 	return e
 }
 

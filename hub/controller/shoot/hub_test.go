@@ -25,7 +25,7 @@ type garden struct {
 	t                                                 *testing.T
 	clock                                             *clocktesting.FakeClock
 	shoots, seeds, profiles, projects, quotas, events *store.Collection
-	bindings, managedSeeds                            *store.Collection
+	bindings, managedSeeds, registrations             *store.Collection
 }
 
 func newGarden(t *testing.T, now time.Time) *garden {
@@ -38,7 +38,8 @@ func newGarden(t *testing.T, now time.Time) *garden {
 		shoots: coll("core.gardener.cloud", "shoots"), seeds: coll("core.gardener.cloud", "seeds"),
 		profiles: coll("core.gardener.cloud", "cloudprofiles"), projects: coll("core.gardener.cloud", "projects"),
 		quotas: coll("core.gardener.cloud", "quotas"), bindings: coll("core.gardener.cloud", "secretbindings"),
-		managedSeeds: coll("seedmanagement.gardener.cloud", "managedseeds"), events: coll("", "events")}
+		managedSeeds: coll("seedmanagement.gardener.cloud", "managedseeds"), events: coll("", "events"),
+		registrations: coll("core.gardener.cloud", "controllerregistrations")}
 	cs, err := shoot.New(shoot.Config{Source: reg, Clock: g.clock, Rand: func(int64) int64 { return 0 },
 		Hibernation: shoot.HibernationConfig{TriggerDeadline: 2 * time.Hour},
 		Maintenance: shoot.MaintenanceConfig{Admission: admission.Builtin()},
@@ -127,6 +128,10 @@ func TestMaintenance(t *testing.T) {
 	controllertest.Create(t, g.projects, &corev1beta1.Project{Metadata: &metav1.ObjectMeta{Name: "dev"}, Spec: &corev1beta1.ProjectSpec{Namespace: proto.String("garden-dev")}})
 	controllertest.Create(t, g.profiles, &corev1beta1.CloudProfile{Metadata: &metav1.ObjectMeta{Name: "local"}, Spec: &corev1beta1.CloudProfileSpec{Type: "local",
 		Kubernetes: &corev1beta1.KubernetesSettings{Versions: []*corev1beta1.ExpirableVersion{{Version: "1.30.1"}, {Version: "1.30.5"}}}}})
+	// The maintenance writes through admission, which wants the shoots' provider type registered.
+	controllertest.Create(t, g.registrations, &corev1beta1.ControllerRegistration{Metadata: &metav1.ObjectMeta{Name: "provider-local"},
+		Spec: &corev1beta1.ControllerRegistrationSpec{Resources: []*corev1beta1.ControllerResource{
+			{Kind: "ControlPlane", Type: "local"}, {Kind: "Infrastructure", Type: "local"}, {Kind: "Worker", Type: "local"}}}})
 	window := func(begin, end string) func(*corev1beta1.Shoot) {
 		return func(s *corev1beta1.Shoot) {
 			s.Spec.Maintenance = &corev1beta1.Maintenance{TimeWindow: &corev1beta1.MaintenanceTimeWindow{Begin: begin, End: end}}

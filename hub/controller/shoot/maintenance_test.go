@@ -31,12 +31,18 @@ func profileSpec(kubernetes, images []string) *corev1beta1.CloudProfileSpec {
 	}
 }
 
-// newMaintenanceEnv is a garden with a Project for garden-dev (the API's validation wants one) and the cloud profile
-// "local", and a maintenance reconciler on a fake clock whose random choices are the earliest possible.
+// newMaintenanceEnv is a garden with a Project for garden-dev (the API's validation wants one), the cloud profile
+// "local" and a ControllerRegistration of the shoots' extension types (admission wants them registered), and a
+// maintenance reconciler on a fake clock whose random choices are the earliest possible.
 func newMaintenanceEnv(t *testing.T, now time.Time, profile *corev1beta1.CloudProfileSpec) *env {
 	e := newEnv(t, now)
 	projects := controllertest.Collection(t, e.reg, "core.gardener.cloud", "projects")
 	controllertest.Create(e.t, projects, &corev1beta1.Project{Metadata: &metav1.ObjectMeta{Name: "dev"}, Spec: &corev1beta1.ProjectSpec{Namespace: ptr("garden-dev")}})
+	controllertest.Create(e.t, controllertest.Collection(t, e.reg, "core.gardener.cloud", "controllerregistrations"), &corev1beta1.ControllerRegistration{
+		Metadata: &metav1.ObjectMeta{Name: "provider-local"}, Spec: &corev1beta1.ControllerRegistrationSpec{Resources: []*corev1beta1.ControllerResource{
+			{Kind: "ControlPlane", Type: "local"}, {Kind: "Infrastructure", Type: "local"}, {Kind: "Worker", Type: "local"},
+			{Kind: "Network", Type: "calico"}, {Kind: "OperatingSystemConfig", Type: "gardenlinux"},
+		}}})
 	controllertest.Create(e.t, e.c.cloudProfiles, &corev1beta1.CloudProfile{Metadata: &metav1.ObjectMeta{Name: "local"}, Spec: profile})
 	return e
 }

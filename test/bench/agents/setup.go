@@ -124,9 +124,23 @@ func ignoreExists(err error) error {
 	return err
 }
 
-// createShared creates the namespace, project, cloud profile, secret and secret binding every shoot uses.
+// createShared creates the namespace, project, cloud profile, secret and secret binding every shoot uses, and the
+// ControllerRegistration of the seeds' and shoots' extension types (provider local, the gardenlinux image), which the
+// hub wants before it admits them (Gardener's ExtensionValidator); as in a real garden, the hub then keeps a
+// ControllerInstallation of it per seed.
 func createShared(ctx context.Context, c *client) error {
 	cc := c.conn()
+	var res []*corev1beta1.ControllerResource
+	for _, k := range []string{"ControlPlane", "Infrastructure", "Worker"} {
+		res = append(res, &corev1beta1.ControllerResource{Kind: k, Type: "local"})
+	}
+	res = append(res, &corev1beta1.ControllerResource{Kind: "OperatingSystemConfig", Type: "gardenlinux"})
+	if _, err := corev1beta1.NewControllerRegistrationServiceClient(cc).Create(ctx, &corev1beta1.ControllerRegistration{
+		ApiVersion: "core.gardener.cloud/v1beta1", Kind: "ControllerRegistration",
+		Metadata: &metav1.ObjectMeta{Name: "bench-extensions"}, Spec: &corev1beta1.ControllerRegistrationSpec{Resources: res},
+	}); ignoreExists(err) != nil {
+		return fmt.Errorf("controller registration: %w", err)
+	}
 	if _, err := kcorev1.NewNamespaceServiceClient(cc).Create(ctx, &kcorev1.Namespace{ApiVersion: "v1", Kind: "Namespace",
 		Metadata: &metav1.ObjectMeta{Name: namespace, Labels: map[string]string{"gardener.cloud/role": "project", "project.gardener.cloud/name": project}},
 	}); ignoreExists(err) != nil {

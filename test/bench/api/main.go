@@ -1398,6 +1398,16 @@ func prerequisites() []prerequisite {
 			"stringData": obj{"accessKeyID": "AKIAIOSFODNN7EXAMPLE", "secretAccessKey": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"},
 		}},
 		credentialsBinding(),
+		// The extension types the shoots name, registered as Gardener's ExtensionValidator wants them (one
+		// registration without a deployment standing for the provider, networking, DNS, OS and shoot extensions).
+		{"/apis/core.gardener.cloud/v1beta1/controllerregistrations", obj{"apiVersion": "core.gardener.cloud/v1beta1", "kind": "ControllerRegistration",
+			"metadata": obj{"name": "bench-extensions"},
+			"spec": obj{"resources": list{
+				obj{"kind": "ControlPlane", "type": "aws"}, obj{"kind": "Infrastructure", "type": "aws"}, obj{"kind": "Worker", "type": "aws"},
+				obj{"kind": "Network", "type": "calico"}, obj{"kind": "DNSRecord", "type": "aws-route53"},
+				obj{"kind": "OperatingSystemConfig", "type": "gardenlinux"}, obj{"kind": "Extension", "type": "shoot-dns-service"},
+				obj{"kind": "Extension", "type": "shoot-cert-service"}, obj{"kind": "Extension", "type": "shoot-networking-filter"},
+			}}}},
 	}
 	// The shoots' spec.resources name a ConfigMap per team; the shoot reference controller wants them to exist.
 	for _, team := range teams {

@@ -119,7 +119,7 @@ var File_trellis_core_v1beta1_controllerdeployment_proto protoreflect.FileDescri
 
 const file_trellis_core_v1beta1_controllerdeployment_proto_rawDesc = "" +
 	"\n" +
-	"/trellis/core/v1beta1/controllerdeployment.proto\x12\x14trellis.core.v1beta1\x1a\x1ctrellis/cli/v1/options.proto\x1a\x1atrellis/meta/v1/meta.proto\"\xdf\x02\n" +
+	"/trellis/core/v1beta1/controllerdeployment.proto\x12\x14trellis.core.v1beta1\x1a\x1ctrellis/cli/v1/options.proto\x1a\x1atrellis/meta/v1/meta.proto\"\xce\x02\n" +
 	"\x14ControllerDeployment\x12\x1f\n" +
 	"\vapi_version\x18\x01 \x01(\tR\n" +
 	"apiVersion\x12\x12\n" +
@@ -127,8 +127,7 @@ const file_trellis_core_v1beta1_controllerdeployment_proto_rawDesc = "" +
 	"\bmetadata\x18\x03 \x01(\v2\x1b.trellis.meta.v1.ObjectMetaR\bmetadata\x12\x12\n" +
 	"\x04type\x18\x04 \x01(\tR\x04type\x12F\n" +
 	"\x0fprovider_config\x18\x05 \x01(\v2\x1d.trellis.meta.v1.RawExtensionR\x0eproviderConfig\x12=\n" +
-	"\x18inject_garden_kubeconfig\x18\x06 \x01(\bH\x00R\x16injectGardenKubeconfig\x88\x01\x01:!\xf2\xf9\x18\r\n" +
-	"\x04TYPE\x12\x05.type\xfa\xf9\x18\f\n" +
+	"\x18inject_garden_kubeconfig\x18\x06 \x01(\bH\x00R\x16injectGardenKubeconfig\x88\x01\x01:\x10\xfa\xf9\x18\f\n" +
 	"\n" +
 	"ctrldeployB\x1b\n" +
 	"\x19_inject_garden_kubeconfigBKZIgithub.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1;corev1beta1b\x06proto3"

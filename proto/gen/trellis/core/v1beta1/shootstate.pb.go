@@ -7,6 +7,7 @@
 package corev1beta1
 
 import (
+	_ "github.com/trellis-dev/trellis/proto/gen/trellis/cli/v1"
 	v1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
@@ -392,14 +393,16 @@ var File_trellis_core_v1beta1_shootstate_proto protoreflect.FileDescriptor
 
 const file_trellis_core_v1beta1_shootstate_proto_rawDesc = "" +
 	"\n" +
-	"%trellis/core/v1beta1/shootstate.proto\x12\x14trellis.core.v1beta1\x1a!trellis/core/v1beta1/common.proto\x1a\x1atrellis/meta/v1/meta.proto\"\xb4\x01\n" +
+	"%trellis/core/v1beta1/shootstate.proto\x12\x14trellis.core.v1beta1\x1a\x1ctrellis/cli/v1/options.proto\x1a!trellis/core/v1beta1/common.proto\x1a\x1atrellis/meta/v1/meta.proto\"\x85\x02\n" +
 	"\n" +
 	"ShootState\x12\x1f\n" +
 	"\vapi_version\x18\x01 \x01(\tR\n" +
 	"apiVersion\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x127\n" +
 	"\bmetadata\x18\x03 \x01(\v2\x1b.trellis.meta.v1.ObjectMetaR\bmetadata\x128\n" +
-	"\x04spec\x18\x04 \x01(\v2$.trellis.core.v1beta1.ShootStateSpecR\x04spec\"\xe8\x01\n" +
+	"\x04spec\x18\x04 \x01(\v2$.trellis.core.v1beta1.ShootStateSpecR\x04spec:O\xf2\xf9\x18!\n" +
+	"\rGARDENER DATA\x12\x0e.spec.gardener \x05\xf2\xf9\x18&\n" +
+	"\x10EXTENSION STATES\x12\x10.spec.extensions \x05\"\xe8\x01\n" +
 	"\x0eShootStateSpec\x12F\n" +
 	"\bgardener\x18\x01 \x03(\v2*.trellis.core.v1beta1.GardenerResourceDataR\bgardener\x12L\n" +
 	"\n" +

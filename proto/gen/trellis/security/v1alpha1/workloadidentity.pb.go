@@ -7,6 +7,7 @@
 package securityv1alpha1
 
 import (
+	_ "github.com/trellis-dev/trellis/proto/gen/trellis/cli/v1"
 	v1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
@@ -265,14 +266,17 @@ var File_trellis_security_v1alpha1_workloadidentity_proto protoreflect.FileDescr
 
 const file_trellis_security_v1alpha1_workloadidentity_proto_rawDesc = "" +
 	"\n" +
-	"0trellis/security/v1alpha1/workloadidentity.proto\x12\x19trellis.security.v1alpha1\x1a\x1atrellis/meta/v1/meta.proto\"\x90\x02\n" +
+	"0trellis/security/v1alpha1/workloadidentity.proto\x12\x19trellis.security.v1alpha1\x1a\x1ctrellis/cli/v1/options.proto\x1a\x1atrellis/meta/v1/meta.proto\"\xf0\x02\n" +
 	"\x10WorkloadIdentity\x12\x1f\n" +
 	"\vapi_version\x18\x01 \x01(\tR\n" +
 	"apiVersion\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x127\n" +
 	"\bmetadata\x18\x03 \x01(\v2\x1b.trellis.meta.v1.ObjectMetaR\bmetadata\x12C\n" +
 	"\x04spec\x18\x04 \x01(\v2/.trellis.security.v1alpha1.WorkloadIdentitySpecR\x04spec\x12I\n" +
-	"\x06status\x18\x05 \x01(\v21.trellis.security.v1alpha1.WorkloadIdentityStatusR\x06status\"\x82\x01\n" +
+	"\x06status\x18\x05 \x01(\v21.trellis.security.v1alpha1.WorkloadIdentityStatusR\x06status:^\xf2\xf9\x18\x12\n" +
+	"\x03SUB\x12\v.status.sub\xf2\xf9\x18\x1f\n" +
+	"\x04TYPE\x12\x17.spec.targetSystem.type\xf2\xf9\x18!\n" +
+	"\tAUDIENCES\x12\x12.spec.audiences[*]\x18\x01\"\x82\x01\n" +
 	"\x14WorkloadIdentitySpec\x12\x1c\n" +
 	"\taudiences\x18\x01 \x03(\tR\taudiences\x12L\n" +
 	"\rtarget_system\x18\x02 \x01(\v2'.trellis.security.v1alpha1.TargetSystemR\ftargetSystem\"j\n" +

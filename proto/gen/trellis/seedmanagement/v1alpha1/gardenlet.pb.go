@@ -7,6 +7,7 @@
 package seedmanagementv1alpha1
 
 import (
+	_ "github.com/trellis-dev/trellis/proto/gen/trellis/cli/v1"
 	v11 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1"
 	v1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
@@ -450,14 +451,17 @@ var File_trellis_seedmanagement_v1alpha1_gardenlet_proto protoreflect.FileDescri
 
 const file_trellis_seedmanagement_v1alpha1_gardenlet_proto_rawDesc = "" +
 	"\n" +
-	"/trellis/seedmanagement/v1alpha1/gardenlet.proto\x12\x1ftrellis.seedmanagement.v1alpha1\x1a*trellis/core/v1/controllerdeployment.proto\x1a\x1atrellis/meta/v1/meta.proto\x1a,trellis/seedmanagement/v1alpha1/common.proto\"\x87\x02\n" +
+	"/trellis/seedmanagement/v1alpha1/gardenlet.proto\x12\x1ftrellis.seedmanagement.v1alpha1\x1a\x1ctrellis/cli/v1/options.proto\x1a*trellis/core/v1/controllerdeployment.proto\x1a\x1atrellis/meta/v1/meta.proto\x1a,trellis/seedmanagement/v1alpha1/common.proto\"\x94\x03\n" +
 	"\tGardenlet\x12\x1f\n" +
 	"\vapi_version\x18\x01 \x01(\tR\n" +
 	"apiVersion\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x127\n" +
 	"\bmetadata\x18\x03 \x01(\v2\x1b.trellis.meta.v1.ObjectMetaR\bmetadata\x12B\n" +
 	"\x04spec\x18\x04 \x01(\v2..trellis.seedmanagement.v1alpha1.GardenletSpecR\x04spec\x12H\n" +
-	"\x06status\x18\x05 \x01(\v20.trellis.seedmanagement.v1alpha1.GardenletStatusR\x06status\"\xfb\x01\n" +
+	"\x06status\x18\x05 \x01(\v20.trellis.seedmanagement.v1alpha1.GardenletStatusR\x06status:\x8a\x01\xf2\xf9\x189\n" +
+	"\x0eOCI REPOSITORY\x12'.spec.deployment.helm.ociRepository.ref\xf2\xf9\x18I\n" +
+	"\n" +
+	"RECONCILED\x12;.status.conditions[?(@.type==\"GardenletReconciled\")].status\"\xfb\x01\n" +
 	"\rGardenletSpec\x12X\n" +
 	"\n" +
 	"deployment\x18\x01 \x01(\v28.trellis.seedmanagement.v1alpha1.GardenletSelfDeploymentR\n" +

@@ -568,16 +568,17 @@ var File_trellis_seedmanagement_v1alpha1_managedseedset_proto protoreflect.FileD
 
 const file_trellis_seedmanagement_v1alpha1_managedseedset_proto_rawDesc = "" +
 	"\n" +
-	"4trellis/seedmanagement/v1alpha1/managedseedset.proto\x12\x1ftrellis.seedmanagement.v1alpha1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1ctrellis/cli/v1/options.proto\x1a trellis/core/v1beta1/shoot.proto\x1a\x1atrellis/meta/v1/meta.proto\x1a1trellis/seedmanagement/v1alpha1/managedseed.proto\"\xd8\x02\n" +
+	"4trellis/seedmanagement/v1alpha1/managedseedset.proto\x12\x1ftrellis.seedmanagement.v1alpha1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1ctrellis/cli/v1/options.proto\x1a trellis/core/v1beta1/shoot.proto\x1a\x1atrellis/meta/v1/meta.proto\x1a1trellis/seedmanagement/v1alpha1/managedseed.proto\"\x84\x03\n" +
 	"\x0eManagedSeedSet\x12\x1f\n" +
 	"\vapi_version\x18\x01 \x01(\tR\n" +
 	"apiVersion\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x127\n" +
 	"\bmetadata\x18\x03 \x01(\v2\x1b.trellis.meta.v1.ObjectMetaR\bmetadata\x12G\n" +
 	"\x04spec\x18\x04 \x01(\v23.trellis.seedmanagement.v1alpha1.ManagedSeedSetSpecR\x04spec\x12M\n" +
-	"\x06status\x18\x05 \x01(\v25.trellis.seedmanagement.v1alpha1.ManagedSeedSetStatusR\x06status:@\xf2\xf9\x18\x1a\n" +
-	"\bREPLICAS\x12\x0e.spec.replicas\xf2\xf9\x18\x1e\n" +
-	"\x05READY\x12\x15.status.readyReplicas\"\xcc\x03\n" +
+	"\x06status\x18\x05 \x01(\v25.trellis.seedmanagement.v1alpha1.ManagedSeedSetStatusR\x06status:l\xf2\xf9\x18\x1e\n" +
+	"\x05READY\x12\x15.status.readyReplicas\xf2\xf9\x18&\n" +
+	"\aPENDING\x12\x1b.status.pendingReplica.name\xf2\xf9\x18\x1c\n" +
+	"\bREPLICAS\x12\x0e.spec.replicas\x18\x01\"\xcc\x03\n" +
 	"\x12ManagedSeedSetSpec\x12\x1f\n" +
 	"\breplicas\x18\x01 \x01(\x05H\x00R\breplicas\x88\x01\x01\x12:\n" +
 	"\bselector\x18\x02 \x01(\v2\x1e.trellis.meta.v1.LabelSelectorR\bselector\x12P\n" +
