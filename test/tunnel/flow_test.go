@@ -131,4 +131,3 @@ func TestSlowTunnelStallsNoOther(t *testing.T) {
 		t.Errorf("the slow tunnel's target wrote nothing more after its client read %d bytes", 4*(before+1))
 	}
 }
-
