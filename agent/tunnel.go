@@ -269,9 +269,10 @@ type agentTunnelConn struct {
 	recvOnce sync.Once
 	frames   chan recvResult // unbuffered: the receiver takes no frame before Read wants one (flow control holds)
 
-	rmu sync.Mutex
-	buf []byte
-	err error // sticky receive error
+	rmu   sync.Mutex
+	buf   []byte
+	frame []byte // the received frame whose bytes buf holds, given back (tunnelwire.Release) once buf is read
+	err   error  // sticky receive error
 
 	dmu     sync.Mutex
 	expired chan struct{} // closed when the read deadline passed; nil: no deadline
@@ -304,19 +305,30 @@ func (c *agentTunnelConn) receive() {
 func (c *agentTunnelConn) Read(b []byte) (int, error) {
 	c.rmu.Lock()
 	defer c.rmu.Unlock()
+	if err := c.fill(); err != nil {
+		return 0, err
+	}
+	n := copy(b, c.buf)
+	c.consume(n)
+	return n, nil
+}
+
+// fill waits, with rmu held, until buf holds bytes of a frame from the receiving goroutine (which it starts), or
+// returns the sticky receive error, the deadline's or net.ErrClosed.
+func (c *agentTunnelConn) fill() error {
 	c.recvOnce.Do(func() {
 		c.frames = make(chan recvResult)
 		go c.receive()
 	})
 	if c.frames == nil { // WriteTo receives the frames
 		if c.err == nil {
-			return 0, errors.New("tunnel: read while WriteTo receives")
+			return errors.New("tunnel: read while WriteTo receives")
 		}
-		return 0, c.err
+		return c.err
 	}
 	for len(c.buf) == 0 {
 		if c.err != nil {
-			return 0, c.err
+			return c.err
 		}
 		expired, changed := c.deadline()
 		select {
@@ -327,32 +339,53 @@ func (c *agentTunnelConn) Read(b []byte) (int, error) {
 			case r.err != nil:
 				c.err = fmt.Errorf("tunnel: %w", r.err)
 			}
-			c.buf = r.data
+			c.frame, c.buf = r.data, r.data
 		case <-expired:
-			return 0, os.ErrDeadlineExceeded
+			return os.ErrDeadlineExceeded
 		case <-changed: // a new deadline: wait again with it
 		case <-c.done:
-			return 0, net.ErrClosed
+			return net.ErrClosed
 		}
 	}
-	n := copy(b, c.buf)
-	c.buf = c.buf[n:]
-	return n, nil
+	return nil
 }
 
-// WriteTo writes the hub's frames to w as they arrive until the hub ends the call (nil) or either side fails: on a
-// connection not read before (pipe's), a copy without a buffer of its own that receives the frames itself. Once the
-// receiving goroutine runs (an HTTP server read the connection, which then was hijacked for an upgrade), it copies
-// what Read returns.
+// consume drops n read bytes of buf; the frame's buffer goes back to its pool once all are read.
+func (c *agentTunnelConn) consume(n int) {
+	if c.buf = c.buf[n:]; len(c.buf) == 0 {
+		tunnelwire.Release(c.frame)
+		c.frame = nil
+	}
+}
+
+// WriteTo writes the hub's frames to w as they arrive until the hub ends the call (nil) or either side fails, without
+// a buffer of its own: on a connection not read before (pipe's) it receives the frames itself; once the receiving
+// goroutine runs (an HTTP server read the connection, which then was hijacked for an upgrade), it writes what that
+// goroutine hands over, honouring the read deadline as Read does.
 func (c *agentTunnelConn) WriteTo(w io.Writer) (int64, error) {
 	receiving := true
 	c.recvOnce.Do(func() { receiving = false })
+	n := int64(0)
 	if receiving {
-		return io.CopyBuffer(w, struct{ io.Reader }{c}, make([]byte, tunnelwire.FrameSize))
+		for {
+			c.rmu.Lock()
+			if err := c.fill(); err != nil {
+				c.rmu.Unlock()
+				if errors.Is(err, io.EOF) {
+					return n, nil
+				}
+				return n, err
+			}
+			m, err := w.Write(c.buf)
+			c.consume(m)
+			c.rmu.Unlock()
+			if n += int64(m); err != nil {
+				return n, err
+			}
+		}
 	}
 	c.rmu.Lock()
 	defer c.rmu.Unlock()
-	n := int64(0)
 	for {
 		f, err := c.stream.Recv()
 		if err != nil {
@@ -364,6 +397,7 @@ func (c *agentTunnelConn) WriteTo(w io.Writer) (int64, error) {
 			return n, nil
 		}
 		m, err := w.Write(f.GetData())
+		tunnelwire.Release(f.Data) // written: the frame's buffer goes back to its pool
 		n += int64(m)
 		if err != nil {
 			c.err = err

@@ -18,6 +18,8 @@ import (
 	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/keepalive"
+
+	"github.com/trellis-dev/trellis/proto/tunnelwire"
 )
 
 const (
@@ -43,7 +45,9 @@ const (
 // Options are the dial options of a connection to the hub with TLS configuration tc.
 func Options(tc *tls.Config) []grpc.DialOption {
 	return []grpc.DialOption{
-		grpc.WithTransportCredentials(credentials.NewTLS(tc)),
+		// A write of the transport leaves in one system call, not one per TLS record (tunnels move bulk bytes).
+		grpc.WithTransportCredentials(tunnelwire.BatchRecords(credentials.NewTLS(tc))),
+		grpc.WithWriteBufferSize(tunnelwire.WriteBufferSize),
 		grpc.WithContextDialer(dialTCP),
 		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: KeepaliveTime, Timeout: KeepaliveTimeout, PermitWithoutStream: true}),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxMessage), grpc.MaxCallSendMsgSize(MaxMessage)),

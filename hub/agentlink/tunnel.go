@@ -103,7 +103,7 @@ func (s *Server) Tunnel(stream agentv1.AgentService_TunnelServer) error {
 		return err
 	}
 	c := newTunnelConn(ctx, stream, id.Seed)
-	c.buf = first.GetData()
+	c.frame, c.buf = first.GetData(), first.GetData()
 	res := acceptResult{conn: c}
 	if msg := first.GetError(); msg != "" {
 		res = acceptResult{err: fmt.Errorf("seed %q: the agent could not reach the target: %s", id.Seed, msg)}
@@ -150,6 +150,8 @@ type tunnelConn struct {
 
 	rmu sync.Mutex
 	buf []byte
+	// frame is the received frame whose bytes buf holds, given back (tunnelwire.Release) once buf is written.
+	frame []byte
 
 	wmu       sync.Mutex
 	closeOnce sync.Once
@@ -176,10 +178,13 @@ func (c *tunnelConn) Read(b []byte) (int, error) {
 		if err != nil {
 			return 0, fmt.Errorf("tunnel to seed %q broke: %w", c.seed, err)
 		}
-		c.buf = f.GetData()
+		c.frame, c.buf = f.GetData(), f.GetData()
 	}
 	n := copy(b, c.buf)
-	c.buf = c.buf[n:]
+	if c.buf = c.buf[n:]; len(c.buf) == 0 {
+		tunnelwire.Release(c.frame)
+		c.frame = nil
+	}
 	return n, nil
 }
 
@@ -198,6 +203,8 @@ func (c *tunnelConn) WriteTo(w io.Writer) (int64, error) {
 				return n, err
 			}
 		}
+		tunnelwire.Release(c.frame) // written: the frame's buffer goes back to its pool
+		c.frame = nil
 		f, err := c.stream.Recv()
 		if errors.Is(err, io.EOF) {
 			return n, nil
@@ -205,7 +212,7 @@ func (c *tunnelConn) WriteTo(w io.Writer) (int64, error) {
 		if err != nil {
 			return n, fmt.Errorf("tunnel to seed %q broke: %w", c.seed, err)
 		}
-		c.buf = f.GetData()
+		c.frame, c.buf = f.GetData(), f.GetData()
 	}
 }
 

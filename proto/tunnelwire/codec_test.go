@@ -46,18 +46,41 @@ func TestCodecRoundTrip(t *testing.T) {
 	}
 }
 
-// FuzzUnmarshalFrame: frames come from agents. The decoder never panics, and where protobuf accepts the bytes it
-// decodes the same frame (it refuses invalid UTF-8 in strings, which the decoder lets through as unmatched ids).
+// A full frame is one message of 64 KiB: four full HTTP/2 DATA frames, and a buffer of BufferPool's 64 KiB tier.
+func TestFullFrameSize(t *testing.T) {
+	data, err := Codec.Marshal(&agentv1.TunnelFrame{Data: make([]byte, FrameSize)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer data.Free()
+	if got := 5 + data.Len(); got != 64<<10 {
+		t.Errorf("a full frame's message is %d bytes with gRPC's prefix, want %d", got, 64<<10)
+	}
+}
+
+// FuzzUnmarshalFrame: frames come from agents, in as many of gRPC's buffers as HTTP/2 frames carried them (split
+// at the fuzzer's offsets). The decoder never panics, and where protobuf accepts the bytes it decodes the same frame
+// (it refuses invalid UTF-8 in strings, which the decoder lets through as unmatched ids).
 func FuzzUnmarshalFrame(f *testing.F) {
 	for _, fr := range []*agentv1.TunnelFrame{{TunnelId: "abc", Data: []byte("data")}, {Error: "e"}} {
 		b, _ := proto.Marshal(fr)
-		f.Add(b)
+		f.Add(b, uint16(3), uint16(1))
 	}
-	f.Add([]byte{0x12, 0xff})
-	f.Add([]byte{0x08, 0x01, 0x12, 0x01, 'x'})
-	f.Fuzz(func(t *testing.T, b []byte) {
+	big, _ := proto.Marshal(&agentv1.TunnelFrame{Data: bytes.Repeat([]byte{1}, FrameSize)})
+	f.Add(big, uint16(16384), uint16(16384))
+	f.Add([]byte{0x12, 0xff}, uint16(1), uint16(0))
+	f.Add([]byte{0x08, 0x01, 0x12, 0x01, 'x'}, uint16(0), uint16(0))
+	f.Add([]byte{0x0b, 0x0c, 0x12, 0x01, 'x'}, uint16(2), uint16(0)) // a group: the careful parser
+	f.Fuzz(func(t *testing.T, b []byte, cut1, cut2 uint16) {
+		var bufs mem.BufferSlice
+		rest := bytes.Clone(b)
+		for _, c := range []int{int(cut1), int(cut2)} {
+			c = min(c, len(rest))
+			bufs, rest = append(bufs, mem.SliceBuffer(rest[:c])), rest[c:]
+		}
+		bufs = append(bufs, mem.SliceBuffer(rest))
 		var got agentv1.TunnelFrame
-		err := Codec.Unmarshal(mem.BufferSlice{mem.SliceBuffer(bytes.Clone(b))}, &got)
+		err := Codec.Unmarshal(bufs, &got)
 		var want agentv1.TunnelFrame
 		if proto.Unmarshal(b, &want) != nil {
 			return
@@ -68,5 +91,6 @@ func FuzzUnmarshalFrame(f *testing.F) {
 		if got.GetTunnelId() != want.GetTunnelId() || !bytes.Equal(got.GetData(), want.GetData()) || got.GetError() != want.GetError() {
 			t.Fatalf("%x: codec %v, protobuf %v", b, &got, &want)
 		}
+		Release(got.Data)
 	})
 }

@@ -5,4 +5,4 @@ package tunnelwire
 import "net"
 
 // read reads src into a buffer of frames, holding it while src has nothing to read.
-func read(src net.Conn) (*[]byte, int, error) { return readBlocking(src) }
+func read(src net.Conn) (*[FrameSize]byte, int, error) { return readBlocking(src) }

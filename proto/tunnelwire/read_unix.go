@@ -14,7 +14,7 @@ import (
 // many bytes it holds and the read's error. On a socket it takes the buffer only for the read system call, after the
 // runtime's poller reported bytes (or the end): a waiting read holds no buffer. The read deadline and Close end a
 // wait with their errors, as Read's.
-func read(src net.Conn) (*[]byte, int, error) {
+func read(src net.Conn) (*[FrameSize]byte, int, error) {
 	sc, ok := src.(syscall.Conn)
 	if !ok {
 		return readBlocking(src)
@@ -24,19 +24,19 @@ func read(src net.Conn) (*[]byte, int, error) {
 		return readBlocking(src)
 	}
 	var (
-		bp   *[]byte
+		bp   *[FrameSize]byte
 		n    int
 		rerr error
 	)
 	err = rc.Read(func(fd uintptr) bool {
-		b := frames.Get().(*[]byte)
+		b := frameBufs.Get().(*[FrameSize]byte)
 		for {
-			m, err := syscall.Read(int(fd), *b)
+			m, err := syscall.Read(int(fd), b[:])
 			switch {
 			case errors.Is(err, syscall.EINTR):
 				continue
 			case errors.Is(err, syscall.EAGAIN):
-				frames.Put(b) // nothing yet: wait for the poller without the buffer
+				frameBufs.Put(b) // nothing yet: wait for the poller without the buffer
 				return false
 			case err != nil:
 				rerr = os.NewSyscallError("read", err)

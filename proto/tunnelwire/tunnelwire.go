@@ -9,11 +9,18 @@ import (
 	"google.golang.org/grpc/mem"
 )
 
-// FrameSize is the most bytes one TunnelFrame carries.
-const FrameSize = 32 << 10
+// FrameSize is the most bytes one TunnelFrame carries: 64 KiB less what gRPC and protobuf add (the message's prefix,
+// the field's tag and length), so that a full frame is four full HTTP/2 DATA frames. Each read of a socket is one
+// system call for up to this much (fewer reads: on loopback a read costs as much as the TCP acknowledgement it sends).
+const FrameSize = 64<<10 - frameOverhead
 
-// frames are FrameSize buffers, taken for one read and given back once its bytes are written.
-var frames = sync.Pool{New: func() any { b := make([]byte, FrameSize); return &b }}
+// frameOverhead is what a message of FrameSize bytes of Data adds: gRPC's 5-byte prefix, the field's tag (1) and
+// length (3).
+const frameOverhead = 5 + 1 + 3
+
+// frameBufs are FrameSize buffers, taken for one read (of a socket, or of a frame from gRPC's buffers) and given back
+// once its bytes are written.
+var frameBufs = sync.Pool{New: func() any { return new([FrameSize]byte) }}
 
 // Copy copies from src to dst until src ends (nil) or either fails, one read of at most FrameSize at a time. A read
 // takes a buffer only once src has bytes, so that an idle tunnel holds none: with thousands of open, mostly idle
@@ -26,11 +33,11 @@ func Copy(dst io.Writer, src net.Conn) (int64, error) {
 		var werr error
 		if m > 0 {
 			var w int
-			w, werr = dst.Write((*bp)[:m])
+			w, werr = dst.Write(bp[:m])
 			n += int64(w)
 		}
 		if bp != nil {
-			frames.Put(bp)
+			frameBufs.Put(bp)
 		}
 		switch {
 		case werr != nil:
@@ -44,16 +51,16 @@ func Copy(dst io.Writer, src net.Conn) (int64, error) {
 }
 
 // readBlocking reads src into a buffer of frames, holding it while src has nothing to read.
-func readBlocking(src net.Conn) (*[]byte, int, error) {
-	bp := frames.Get().(*[]byte)
-	n, err := src.Read(*bp)
+func readBlocking(src net.Conn) (*[FrameSize]byte, int, error) {
+	bp := frameBufs.Get().(*[FrameSize]byte)
+	n, err := src.Read(bp[:])
 	return bp, n, err
 }
 
 // BufferPool is the gRPC buffer pool (grpc.experimental.BufferPool, WithBufferPool) for the agent link's connections:
 // gRPC's default pool zeroes every buffer it hands out, which was a tenth of the CPU time of a bulk tunnel, and every
 // buffer it reads into is filled to its length before use.
-var BufferPool mem.BufferPool = newPool(1<<8, 1<<12, 1<<14, FrameSize, 1<<20)
+var BufferPool mem.BufferPool = newPool(1<<8, 1<<12, 1<<14, 1<<15, 1<<16, 1<<20)
 
 // pool is a tiered mem.BufferPool that does not zero its buffers.
 type pool struct {

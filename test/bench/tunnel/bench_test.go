@@ -14,6 +14,7 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -38,7 +39,7 @@ func TestMain(m *testing.M) { agenttest.Main(m) }
 const (
 	requests    = 2000
 	streamBytes = 100 << 20
-	streams     = 3 // each of the tunnel's and the direct stream, alternating
+	streams     = 3 // each of the tunnel's and the direct stream, alternating (TRELLIS_BENCH_STREAMS)
 	idle        = 1000
 	// heartbeat is the hub's heartbeat interval: several heartbeats during each stream (a session ends after three
 	// intervals without an ack, so not much shorter on a busy machine).
@@ -249,11 +250,15 @@ func TestTunnelBench(t *testing.T) {
 		mib := float64(n) / (1 << 20)
 		return mib / time.Since(start).Seconds(), float64((cpuTime() - cpu0).Microseconds()) / mib
 	}
+	nstreams := streams
+	if n, err := strconv.Atoi(os.Getenv("TRELLIS_BENCH_STREAMS")); err == nil && n > 0 {
+		nstreams = n
+	}
 	if run("throughput") {
 		var ratios, tunnelRates, directRates, cpuRatios, cpuTunnel, cpuDirect []string
 		var acks, pings []time.Duration
 		var streamRate float64 // bytes per second through the tunnel, the last stream's
-		for range streams {
+		for range nstreams {
 			probe := dialTarget(true)
 			stop := make(chan struct{})
 			var wg sync.WaitGroup
@@ -277,7 +282,7 @@ func TestTunnelBench(t *testing.T) {
 		var wg sync.WaitGroup
 		wg.Go(func() { quietAcks = heartbeatAcks(seed.Agent.Agent, stop) })
 		wg.Go(func() { quietPings = pingUntil(t, probe, stop) })
-		time.Sleep(time.Duration(float64(streams*streamBytes) / streamRate * float64(time.Second)))
+		time.Sleep(time.Duration(float64(nstreams*streamBytes) / streamRate * float64(time.Second)))
 		close(stop)
 		wg.Wait()
 		probe.Close()
