@@ -41,14 +41,15 @@ func main() {
 	dir := flag.String("dir", ".trellis/local/seed", "directory for the seed's data, logs and kubeconfig")
 	node := flag.Bool("node", false, "run a node in the seed (needs root and `make testbin`)")
 	images := flag.String("node-images", "", "comma-separated image archives the node imports besides its own")
+	audit := flag.Bool("audit-log", false, "write the kube-apiserver's audit log of every request to <dir>/"+seedtest.AuditLogName)
 	flag.Parse()
-	if err := run(*dir, *node, *images); err != nil {
+	if err := run(*dir, *node, *images, *audit); err != nil {
 		fmt.Fprintln(os.Stderr, "localseed:", err)
 		os.Exit(1)
 	}
 }
 
-func run(dir string, node bool, images string) error {
+func run(dir string, node bool, images string, audit bool) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	// The seed keeps its etcd data across restarts; its certificates and process links are made anew each start.
@@ -71,6 +72,9 @@ func run(dir string, node bool, images string) error {
 				opts = append(opts, seedtest.WithNodeImages(img))
 			}
 		}
+	}
+	if audit {
+		opts = append(opts, seedtest.WithAuditLog())
 	}
 	if err := os.Remove(infoFile); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
