@@ -20,11 +20,19 @@ import (
 // chart (replicaCount 1), from an image of BinDir's provider-local that the landscape builds and every seed's node
 // imports, instead of as a process of the landscape.
 
-// binaryImage builds the image of BinDir/<name> into <Dir>/images/<name>.tar. Its tag is the image's digest, so a
-// rebuilt binary gives a new tag and the chart's Deployment rolls out the new pod.
+// binaryImage builds the image of BinDir/<name> into <Dir>/images/<name>.tar (BinaryImage).
 func (l *Landscape) binaryImage(name string) (archive, repository, tag string, err error) {
+	return BinaryImage(filepath.Join(l.cfg.BinDir, name), filepath.Join(l.Dir, "images"))
+}
+
+// BinaryImage builds the image of the static binary bin (deploy/images: the binary as /usr/local/bin/<name>, its
+// entrypoint, user 65532) into the archive <dir>/<name>.tar, named local.trellis.dev/<name>:dev-<digest>: a rebuilt
+// binary gives a new tag, so a chart's workload rolls out the new pod. A node imports the archive
+// (seedtest.WithNodeImages, Config.NodeImages).
+func BinaryImage(bin, dir string) (archive, repository, tag string, err error) {
+	name := filepath.Base(bin)
 	spec := images.Spec{Name: name, Version: "dev", User: "65532",
-		Files:      []images.File{{Source: filepath.Join(l.cfg.BinDir, name), Path: "/usr/local/bin/" + name}},
+		Files:      []images.File{{Source: bin, Path: "/usr/local/bin/" + name}},
 		Entrypoint: []string{"/usr/local/bin/" + name}}
 	if err := checkStatic(spec.Files[0].Source); err != nil {
 		return "", "", "", err
@@ -38,8 +46,8 @@ func (l *Landscape) binaryImage(name string) (archive, repository, tag string, e
 		return "", "", "", err
 	}
 	repository, tag = images.Registry+"/"+name, "dev-"+digest.Hex[:12]
-	archive = filepath.Join(l.Dir, "images", name+".tar")
-	if err := os.MkdirAll(filepath.Dir(archive), 0o700); err != nil {
+	archive = filepath.Join(dir, name+".tar")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", "", "", err
 	}
 	if err := images.WriteArchive(archive, repository+":"+tag, img); err != nil {
