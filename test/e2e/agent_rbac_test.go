@@ -73,6 +73,13 @@ var notExercised = func() map[seedGrant]string {
 	return out
 }()
 
+// racing are grants the run uses or not depending on timing, each with the race; the test accepts either.
+var racing = map[seedGrant]string{
+	{"", "persistentvolumeclaims", "get"}: "etcd's volumes of a deleted control plane: the StatefulSet controller " +
+		"deletes them with the StatefulSet (retention WhenDeleted: Delete), often before the agent lists them",
+	{"", "persistentvolumeclaims", "delete"}: "as get",
+}
+
 // TestAgentRBACIsWhatTheAgentDoes derives the agent's seed RBAC from what the agent actually does: a landscape whose
 // seed's kube-apiserver writes an audit log runs the agent as its chart's pod with the chart's ClusterRole, installs
 // provider-local through its ControllerInstallation (Helm), and takes the example shoot with its control plane on
@@ -167,7 +174,7 @@ func TestAgentRBACIsWhatTheAgentDoes(t *testing.T) {
 		switch {
 		case seen[g] && skip:
 			t.Errorf("%s is listed as not exercised (%s) but the run used it: drop it from notExercised", g, why)
-		case !seen[g] && !skip:
+		case !seen[g] && !skip && racing[g] == "":
 			unused = append(unused, g.String())
 		}
 	}
