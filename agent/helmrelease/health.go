@@ -59,19 +59,19 @@ func (m *Manager) Health(ctx context.Context, rel *release.Release) (Health, err
 		switch w.Kind {
 		case "Deployment":
 			var d *appsv1.Deployment
-			if d, err = m.client.AppsV1().Deployments(w.namespace).Get(ctx, w.name, metav1.GetOptions{}); err == nil {
+			if d, err = m.apps.Deployments(w.namespace).Get(ctx, w.name, metav1.GetOptions{}); err == nil {
 				obj, problem = d, checkDeployment(d)
 				progressing, rollout = deploymentProgressing(d)
 			}
 		case "StatefulSet":
 			var s *appsv1.StatefulSet
-			if s, err = m.client.AppsV1().StatefulSets(w.namespace).Get(ctx, w.name, metav1.GetOptions{}); err == nil {
+			if s, err = m.apps.StatefulSets(w.namespace).Get(ctx, w.name, metav1.GetOptions{}); err == nil {
 				obj, problem = s, checkStatefulSet(s)
 				progressing, rollout = statefulSetProgressing(s)
 			}
 		case "DaemonSet":
 			var d *appsv1.DaemonSet
-			if d, err = m.client.AppsV1().DaemonSets(w.namespace).Get(ctx, w.name, metav1.GetOptions{}); err == nil {
+			if d, err = m.apps.DaemonSets(w.namespace).Get(ctx, w.name, metav1.GetOptions{}); err == nil {
 				obj, problem = d, checkDaemonSet(d)
 				progressing, rollout = daemonSetProgressing(d)
 			}

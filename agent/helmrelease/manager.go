@@ -12,18 +12,13 @@ import (
 	"time"
 
 	"golang.org/x/sync/singleflight"
-	"helm.sh/helm/v3/pkg/action"
-	"helm.sh/helm/v3/pkg/storage"
-	"helm.sh/helm/v3/pkg/storage/driver"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/dynamic"
+	appsv1client "k8s.io/client-go/kubernetes/typed/apps/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/client-go/transport"
 )
 
@@ -97,8 +92,10 @@ type Manager struct {
 	// rest is the seed's configuration with the request timeout and warnings sent to log; every operation binds a
 	// copy of it to its context.
 	rest *rest.Config
-	// client is bounded by the request timeout only; it writes release records (see doc.go) and reads for Health.
-	client kubernetes.Interface
+	// client and apps are bounded by the request timeout only; client writes release records (see doc.go), apps
+	// reads for Health.
+	client corev1client.CoreV1Interface
+	apps   appsv1client.AppsV1Interface
 
 	locks  releaseLocks
 	charts *chartCache
@@ -121,55 +118,63 @@ func New(cfg Config) (*Manager, error) {
 		m.rest.WarningHandler = warningLogger{m.log}
 	}
 	var err error
-	if m.client, err = kubernetes.NewForConfig(m.rest); err != nil {
+	if m.client, err = corev1client.NewForConfig(m.rest); err != nil {
+		return nil, fmt.Errorf("helmrelease: seed client: %w", err)
+	}
+	if m.apps, err = appsv1client.NewForConfig(m.rest); err != nil {
 		return nil, fmt.Errorf("helmrelease: seed client: %w", err)
 	}
 	return m, nil
 }
 
-// operation is one call that works on one release in the seed: its Helm configuration, bound to the call's context,
-// and what Helm logged.
+// operation is one call that works on one release in the seed: its clients, all bound to the call's context except
+// the release records (see doc.go), and what it logged.
 type operation struct {
 	name, namespace string
-	cfg             *action.Configuration
 	log             *slog.Logger
-	helmLog         *helmLog
+
+	seed      *rest.Config // bound to the call's context
+	discovery discovery.CachedDiscoveryInterface
+	mapper    *restmapper.DeferredDiscoveryRESTMapper
+	dynamic   dynamic.Interface
+	records   records
 }
 
-// newOperation prepares Helm for the release name in namespace. Everything Helm sends to the seed is bound to ctx,
-// except the release records, which go through m.client (see doc.go).
+// newOperation prepares an operation on the release name in namespace. Everything it sends to the seed is bound to
+// ctx, except the release records, which go through m.client (see doc.go).
 func (m *Manager) newOperation(ctx context.Context, name, namespace string) (*operation, error) {
 	log := m.log.With("release", name, "namespace", namespace)
-	hl := &helmLog{log: log}
 	config := bindConfig(ctx, m.rest)
-	// Discovery is per operation, so that it is bound to ctx too. Sharing it would save little: Helm invalidates it
-	// for the capabilities of every install and upgrade, and an unchanged Apply does not discover at all.
+	// Discovery is per operation, so that it is bound to ctx too. Sharing it would save little: an install or
+	// upgrade reads the seed's capabilities afresh, and an unchanged Apply does not discover at all.
 	dc, err := discovery.NewDiscoveryClientForConfig(config)
 	if err != nil {
 		return nil, fmt.Errorf("helmrelease: seed discovery client: %w", err)
 	}
+	dyn, err := dynamic.NewForConfig(config)
+	if err != nil {
+		return nil, fmt.Errorf("helmrelease: seed client: %w", err)
+	}
 	cached := memory.NewMemCacheClient(dc)
-	getter := &restGetter{
-		config:    config,
+	return &operation{
+		name: name, namespace: namespace, log: log,
+		seed:      config,
 		discovery: cached,
 		mapper:    restmapper.NewDeferredDiscoveryRESTMapper(cached),
-		namespace: namespace,
-	}
-	cfg := new(action.Configuration)
-	if err := cfg.Init(getter, namespace, "secret", hl.printf); err != nil {
-		return nil, fmt.Errorf("helmrelease: helm configuration for %s/%s: %w", namespace, name, err)
-	}
-	cfg.Releases = m.storage(m.client.CoreV1(), namespace, hl)
-	return &operation{name: name, namespace: namespace, cfg: cfg, log: log, helmLog: hl}, nil
+		dynamic:   dyn,
+		records:   m.records(namespace),
+	}, nil
 }
 
-// storage is Helm's release store in namespace, in Secrets (Helm's "secret" driver).
-func (m *Manager) storage(core corev1client.CoreV1Interface, namespace string, hl *helmLog) *storage.Storage {
-	d := driver.NewSecrets(core.Secrets(namespace))
-	d.Log = hl.printf
-	s := storage.Init(d)
-	s.Log = hl.printf
-	return s
+// resetMapper forgets what discovery found, after CRDs were created.
+func (op *operation) resetMapper() {
+	op.discovery.Invalidate()
+	op.mapper.Reset()
+}
+
+// records are the release records of namespace.
+func (m *Manager) records(namespace string) records {
+	return records{secrets: m.client.Secrets(namespace)}
 }
 
 // bindConfig returns a copy of base whose requests also end when ctx ends.
@@ -179,30 +184,6 @@ func bindConfig(ctx context.Context, base *rest.Config) *rest.Config {
 		return &ctxTransport{ctx: ctx, next: rt}
 	})
 	return c
-}
-
-// restGetter gives Helm the seed's clients for one operation (it implements genericclioptions.RESTClientGetter):
-// REST configuration, cached discovery and deferred REST mapper, all bound to the operation's context, and the
-// release's namespace as the default namespace of the objects Helm builds.
-type restGetter struct {
-	config    *rest.Config
-	discovery discovery.CachedDiscoveryInterface
-	mapper    meta.RESTMapper
-	namespace string
-}
-
-func (g *restGetter) ToRESTConfig() (*rest.Config, error) { return rest.CopyConfig(g.config), nil }
-
-func (g *restGetter) ToDiscoveryClient() (discovery.CachedDiscoveryInterface, error) {
-	return g.discovery, nil
-}
-
-func (g *restGetter) ToRESTMapper() (meta.RESTMapper, error) { return g.mapper, nil }
-
-// ToRawKubeConfigLoader serves only the namespace: Helm's clients are made from ToRESTConfig.
-func (g *restGetter) ToRawKubeConfigLoader() clientcmd.ClientConfig {
-	return clientcmd.NewDefaultClientConfig(*clientcmdapi.NewConfig(),
-		&clientcmd.ConfigOverrides{Context: clientcmdapi.Context{Namespace: g.namespace}})
 }
 
 // ctxTransport ends every request it carries when ctx ends, as well as when the request's own context ends: Helm's
@@ -263,34 +244,10 @@ func (b *releasingBody) Close() error {
 	return err
 }
 
-// helmLog adapts Helm's printf-style debug logging to slog at Debug level and keeps the last message that reports a
-// failure: some of Helm's actions log the cause of an error and return only a summary ("failed to delete release").
-type helmLog struct {
-	log *slog.Logger
+// registryLog is where Helm's registry client, which prints its progress, writes: the log, at Debug level.
+type registryLog struct{ log *slog.Logger }
 
-	mu          sync.Mutex
-	lastFailure string
-}
-
-func (h *helmLog) printf(format string, v ...any) {
-	msg := strings.TrimSpace(fmt.Sprintf(format, v...))
-	if strings.Contains(strings.ToLower(msg), "fail") {
-		h.mu.Lock()
-		h.lastFailure = msg
-		h.mu.Unlock()
-	}
-	h.log.Debug(msg, "source", "helm")
-}
-
-// failure returns the last failure Helm logged, or "".
-func (h *helmLog) failure() string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.lastFailure
-}
-
-// Write lets Helm's registry client, which prints its progress, log it.
-func (h *helmLog) Write(p []byte) (int, error) {
+func (h registryLog) Write(p []byte) (int, error) {
 	if s := strings.TrimSpace(string(p)); s != "" {
 		h.log.Debug(s, "source", "helm-registry")
 	}

@@ -7,15 +7,17 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 
-	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/release"
-	"helm.sh/helm/v3/pkg/storage/driver"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	"helm.sh/helm/v3/pkg/releaseutil"
+	helmtime "helm.sh/helm/v3/pkg/time"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 // ChartDigestLabel is the release label that records the sha256 of the chart archive a revision was made from
@@ -36,18 +38,12 @@ func (m *Manager) Render(archive []byte, name, namespace string, values map[stri
 	if err != nil {
 		return "", err
 	}
-	hl := &helmLog{log: m.log.With("release", name, "namespace", namespace)}
-	install := action.NewInstall(&action.Configuration{Log: hl.printf})
-	install.ClientOnly = true
-	install.DryRun = true
-	install.DisableHooks = true
-	install.ReleaseName = name
-	install.Namespace = namespace
-	rel, err := install.Run(ch, vals)
+	opts := chartutil.ReleaseOptions{Name: name, Namespace: namespace, Revision: 1, IsInstall: true}
+	r, err := render(ch, vals, opts, chartutil.DefaultCapabilities.Copy(), nil)
 	if err != nil {
 		return "", fmt.Errorf("rendering chart %s as release %s/%s: %w", chartName(ch), namespace, name, err)
 	}
-	return rel.Manifest, nil
+	return r.manifest, nil
 }
 
 // Apply installs the chart in archive as release name in namespace with values, or upgrades the release to it. It
@@ -85,15 +81,16 @@ func (m *Manager) Apply(ctx context.Context, archive []byte, name, namespace str
 		return nil, false, err
 	}
 
-	last, err := op.cfg.Releases.Last(name)
+	history, err := op.records.history(context.WithoutCancel(ctx), name)
 	switch {
-	case errors.Is(err, driver.ErrReleaseNotFound):
+	case errors.Is(err, errNoRelease):
 		operation = opInstall
-		return op.install(ch, digest, vals, m.cfg)
+		return op.install(ctx, ch, digest, vals, m.cfg)
 	case err != nil:
 		return nil, false, fmt.Errorf("reading release %s/%s: %w", namespace, name, err)
 	}
 
+	last := history[len(history)-1]
 	switch status := last.Info.Status; {
 	case status == release.StatusDeployed:
 		same, err := sameValues(last.Config, vals)
@@ -105,72 +102,202 @@ func (m *Manager) Apply(ctx context.Context, archive []byte, name, namespace str
 		}
 	case status.IsPending() || status == release.StatusUnknown:
 		// Only this Manager writes the release and it holds the release's lock, so a pending revision is the
-		// remainder of an operation that can no longer finish. Helm refuses to upgrade over it; marking it failed
-		// lets the upgrade below proceed from it (or from the last deployed revision, if there is one).
+		// remainder of an operation that can no longer finish. Marking it failed lets the upgrade below proceed from
+		// it (or from the last deployed revision, if there is one), as Helm would not over a pending one.
 		op.log.Warn("recovering release left by an interrupted operation", "revision", last.Version, "status", status)
 		last.SetStatus(release.StatusFailed, fmt.Sprintf("Interrupted while %s; marked failed by trellis-agent to recover", status))
-		if err := op.cfg.Releases.Update(last); err != nil {
+		if err := op.records.update(context.WithoutCancel(ctx), last); err != nil {
 			return nil, false, fmt.Errorf("recovering release %s/%s from %s: %w", namespace, name, status, err)
 		}
 	case status == release.StatusUninstalling || status == release.StatusUninstalled:
 		op.log.Warn("finishing the uninstallation of release before installing it again", "revision", last.Version, "status", status)
 		operation = opInstall
-		if err := op.uninstall(m.cfg); err != nil {
+		if err := op.uninstall(ctx, history); err != nil {
 			return nil, false, err
 		}
-		return op.install(ch, digest, vals, m.cfg)
+		return op.install(ctx, ch, digest, vals, m.cfg)
 	}
 	operation = opUpgrade
-	return op.upgrade(ch, digest, vals, m.cfg)
+	return op.upgrade(ctx, history, ch, digest, vals, m.cfg)
 }
 
-func (op *operation) install(ch *chart.Chart, digest string, vals map[string]any, cfg Config) (*release.Release, bool, error) {
-	install := action.NewInstall(op.cfg)
-	install.ReleaseName = op.name
-	install.Namespace = op.namespace
-	install.DisableHooks = true
-	install.Timeout = cfg.OperationTimeout
-	install.Labels = map[string]string{ChartDigestLabel: chartDigestLabelValue(digest)}
-	rel, err := install.Run(ch, vals)
+// newRelease is revision version of the release, rendered, pending.
+func (op *operation) newRelease(ch *chart.Chart, digest string, vals map[string]any, version int, r rendered, status release.Status, description string) *release.Release {
+	now := helmtime.Now()
+	rel := &release.Release{
+		Name:      op.name,
+		Namespace: op.namespace,
+		Chart:     ch,
+		Config:    vals,
+		Manifest:  r.manifest,
+		Hooks:     r.hooks,
+		Version:   version,
+		Labels:    map[string]string{ChartDigestLabel: chartDigestLabelValue(digest)},
+		Info:      &release.Info{FirstDeployed: now, LastDeployed: now, Notes: r.notes},
+	}
+	rel.SetStatus(status, description)
+	return rel
+}
+
+// prepare renders ch for revision version (install or upgrade) with the seed's capabilities and maps its objects.
+func (op *operation) prepare(ch *chart.Chart, vals map[string]any, version int) (rendered, []object, error) {
+	caps, err := capabilities(op.discovery)
 	if err != nil {
+		return rendered{}, nil, err
+	}
+	opts := chartutil.ReleaseOptions{Name: op.name, Namespace: op.namespace, Revision: version, IsInstall: version == 1, IsUpgrade: version > 1}
+	r, err := render(ch, vals, opts, caps, op.seed)
+	if err != nil {
+		return rendered{}, nil, err
+	}
+	docs, err := parseDocuments(r.manifests)
+	if err != nil {
+		return rendered{}, nil, fmt.Errorf("unable to build kubernetes objects from release manifest: %w", err)
+	}
+	objs, err := op.objects(docs)
+	if err != nil {
+		return rendered{}, nil, err
+	}
+	return r, objs, nil
+}
+
+// install makes revision 1: the chart's CRDs, the record (pending-install), the objects, the record deployed.
+func (op *operation) install(ctx context.Context, ch *chart.Chart, digest string, vals map[string]any, cfg Config) (*release.Release, bool, error) {
+	fail := func(err error) (*release.Release, bool, error) {
 		return nil, false, fmt.Errorf("installing release %s/%s (chart %s): %w", op.namespace, op.name, chartName(ch), err)
+	}
+	if crds := ch.CRDObjects(); len(crds) > 0 {
+		if err := op.installCRDs(ctx, crds); err != nil {
+			return fail(err)
+		}
+	}
+	r, objs, err := op.prepare(ch, vals, 1)
+	if err != nil {
+		return fail(err)
+	}
+	rel := op.newRelease(ch, digest, vals, 1, r, release.StatusPendingInstall, "Initial install underway")
+	// The ownership check runs before anything is recorded: a conflict leaves no revision behind, as with Helm.
+	if err := op.checkOwnership(ctx, objs, nil); err != nil {
+		return fail(err)
+	}
+	if err := op.records.create(context.WithoutCancel(ctx), rel); err != nil {
+		return fail(err)
+	}
+	if err := op.deploy(ctx, objs); err != nil {
+		return fail(op.failed(ctx, rel, fmt.Sprintf("Release %q failed", op.name), err))
+	}
+	rel.SetStatus(release.StatusDeployed, "Install complete")
+	if err := op.records.update(context.WithoutCancel(ctx), rel); err != nil {
+		return fail(err)
 	}
 	op.log.Info("installed release", "chart", chartName(ch), "revision", rel.Version)
 	return rel, true, nil
 }
 
-func (op *operation) upgrade(ch *chart.Chart, digest string, vals map[string]any, cfg Config) (*release.Release, bool, error) {
-	upgrade := action.NewUpgrade(op.cfg)
-	upgrade.Namespace = op.namespace
-	upgrade.DisableHooks = true
-	upgrade.ResetValues = true // values are complete; Helm would otherwise reuse the last ones when they are empty
-	upgrade.MaxHistory = cfg.MaxHistory
-	upgrade.Timeout = cfg.OperationTimeout
-	upgrade.Labels = map[string]string{ChartDigestLabel: chartDigestLabelValue(digest)}
-	rel, err := upgrade.Run(op.name, ch, vals)
-	if err != nil {
+// upgrade makes the next revision from the one it replaces (the deployed one, else the last), removes the objects the
+// new one no longer has, supersedes the replaced one and keeps cfg.MaxHistory revisions.
+func (op *operation) upgrade(ctx context.Context, history []*release.Release, ch *chart.Chart, digest string, vals map[string]any, cfg Config) (*release.Release, bool, error) {
+	fail := func(err error) (*release.Release, bool, error) {
 		return nil, false, fmt.Errorf("upgrading release %s/%s (chart %s): %w", op.namespace, op.name, chartName(ch), err)
+	}
+	last := history[len(history)-1]
+	current := deployed(history)
+	if current == nil {
+		current = last
+	}
+	r, objs, err := op.prepare(ch, vals, last.Version+1)
+	if err != nil {
+		return fail(err)
+	}
+	old, err := op.revisionObjects(current)
+	if err != nil {
+		return fail(err)
+	}
+	known := map[string]bool{}
+	for _, o := range old {
+		known[o.key()] = true
+	}
+	if err := op.checkOwnership(ctx, objs, known); err != nil {
+		return fail(err)
+	}
+
+	rel := op.newRelease(ch, digest, vals, last.Version+1, r, release.StatusPendingUpgrade, "Preparing upgrade")
+	rel.Info.FirstDeployed = current.Info.FirstDeployed
+	if cfg.MaxHistory > 0 {
+		if err := op.records.prune(context.WithoutCancel(ctx), history, cfg.MaxHistory-1); err != nil {
+			return fail(err)
+		}
+	}
+	if err := op.records.create(context.WithoutCancel(ctx), rel); err != nil {
+		return fail(err)
+	}
+	if err := op.deploy(ctx, objs); err != nil {
+		return fail(op.failed(ctx, rel, fmt.Sprintf("Upgrade %q failed", op.name), err))
+	}
+	var dropped []object
+	for _, o := range old {
+		if !slices.ContainsFunc(objs, func(n object) bool { return n.key() == o.key() }) {
+			dropped = append(dropped, o)
+		}
+	}
+	if err := op.remove(ctx, dropped, true); err != nil {
+		return fail(op.failed(ctx, rel, fmt.Sprintf("Upgrade %q failed", op.name), err))
+	}
+	current.SetStatus(release.StatusSuperseded, "Superseded")
+	if err := op.records.update(context.WithoutCancel(ctx), current); err != nil {
+		return fail(err)
+	}
+	rel.SetStatus(release.StatusDeployed, "Upgrade complete")
+	if err := op.records.update(context.WithoutCancel(ctx), rel); err != nil {
+		return fail(err)
 	}
 	op.log.Info("upgraded release", "chart", chartName(ch), "revision", rel.Version)
 	return rel, true, nil
 }
 
+// revisionObjects are the objects of a recorded revision, in Helm's uninstall order. Objects of kinds the seed no
+// longer serves (their CRD was deleted, and with it every object of it) are left out.
+func (op *operation) revisionObjects(rel *release.Release) ([]object, error) {
+	manifests, err := sortedManifest(rel.Manifest, releaseutil.UninstallOrder)
+	if err != nil {
+		return nil, fmt.Errorf("reading the manifest of revision %d: %w", rel.Version, err)
+	}
+	docs, err := parseDocuments(manifests)
+	if err != nil {
+		return nil, fmt.Errorf("reading the manifest of revision %d: %w", rel.Version, err)
+	}
+	var objs []object
+	for _, d := range docs {
+		o, err := op.objects([]*unstructured.Unstructured{d})
+		if err != nil {
+			op.log.Warn("leaving out an object of a kind the seed does not serve", "revision", rel.Version, "err", err)
+			continue
+		}
+		objs = append(objs, o...)
+	}
+	return objs, nil
+}
+
+// failed records rel as failed with cause and returns cause.
+func (op *operation) failed(ctx context.Context, rel *release.Release, what string, cause error) error {
+	rel.SetStatus(release.StatusFailed, fmt.Sprintf("%s: %s", what, cause))
+	if err := op.records.update(context.WithoutCancel(ctx), rel); err != nil {
+		op.log.Error("recording a failed revision", "revision", rel.Version, "err", err)
+	}
+	return cause
+}
+
 // Get returns the deployed revision of release name in namespace, or nil when there is none (never installed,
 // uninstalled, or only failed revisions).
 func (m *Manager) Get(ctx context.Context, name, namespace string) (*release.Release, error) {
-	hl := &helmLog{log: m.log.With("release", name, "namespace", namespace)}
-	core, err := m.coreClient(ctx)
-	if err != nil {
-		return nil, err
-	}
-	rel, err := m.storage(core, namespace, hl).Deployed(name)
+	history, err := m.records(namespace).history(ctx, name)
 	switch {
-	case errors.Is(err, driver.ErrNoDeployedReleases), errors.Is(err, driver.ErrReleaseNotFound):
+	case errors.Is(err, errNoRelease):
 		return nil, nil
 	case err != nil:
 		return nil, fmt.Errorf("reading release %s/%s: %w", namespace, name, err)
 	}
-	return rel, nil
+	return deployed(history), nil
 }
 
 // Uninstall removes release name in namespace: the objects it deployed (except those Helm is told to keep with
@@ -190,37 +317,46 @@ func (m *Manager) Uninstall(ctx context.Context, name, namespace string) (err er
 	if err != nil {
 		return err
 	}
-	// Helm's IgnoreNotFound would also ignore every other error reading the history.
-	if _, err := op.cfg.Releases.History(name); errors.Is(err, driver.ErrReleaseNotFound) {
+	history, err := op.records.history(context.WithoutCancel(ctx), name)
+	if errors.Is(err, errNoRelease) {
 		return nil
 	} else if err != nil {
 		return fmt.Errorf("reading release %s/%s: %w", namespace, name, err)
 	}
-	return op.uninstall(m.cfg)
+	return op.uninstall(ctx, history)
 }
 
-func (op *operation) uninstall(cfg Config) error {
-	uninstall := action.NewUninstall(op.cfg)
-	uninstall.DisableHooks = true
-	uninstall.Timeout = cfg.OperationTimeout
-	if _, err := uninstall.Run(op.name); err != nil {
-		// Helm logs why deleting the objects failed and returns only that it did.
-		if cause := op.helmLog.failure(); cause != "" && !strings.Contains(err.Error(), cause) {
-			err = fmt.Errorf("%w (%s)", err, cause)
-		}
+// uninstall marks the last revision uninstalling, deletes the objects of the deployed revision (else the last) in
+// Helm's uninstall order, and then every record.
+func (op *operation) uninstall(ctx context.Context, history []*release.Release) error {
+	fail := func(err error) error {
 		return fmt.Errorf("uninstalling release %s/%s: %w", op.namespace, op.name, err)
+	}
+	last := history[len(history)-1]
+	rel := deployed(history)
+	if rel == nil {
+		rel = last
+	}
+	if last.Info.Status != release.StatusUninstalling {
+		last.SetStatus(release.StatusUninstalling, "Deletion in progress (or silently failed)")
+		if err := op.records.update(context.WithoutCancel(ctx), last); err != nil {
+			return fail(err)
+		}
+	}
+	objs, err := op.revisionObjects(rel)
+	if err != nil {
+		return fail(err)
+	}
+	if err := op.remove(ctx, objs, false); err != nil {
+		return fail(fmt.Errorf("failed to delete release: %w", err))
+	}
+	for _, r := range history {
+		if err := op.records.delete(context.WithoutCancel(ctx), r.Name, r.Version); err != nil {
+			return fail(err)
+		}
 	}
 	op.log.Info("uninstalled release")
 	return nil
-}
-
-// coreClient returns a core client whose requests are bound to ctx.
-func (m *Manager) coreClient(ctx context.Context) (corev1client.CoreV1Interface, error) {
-	c, err := corev1client.NewForConfig(bindConfig(ctx, m.rest))
-	if err != nil {
-		return nil, fmt.Errorf("helmrelease: seed client: %w", err)
-	}
-	return c, nil
 }
 
 // loadChart loads a chart archive and checks that it can be installed.
@@ -235,8 +371,14 @@ func loadChart(archive []byte) (*chart.Chart, string, error) {
 	if ch.Metadata.Type == "library" {
 		return nil, "", fmt.Errorf("chart %s is a library chart and cannot be installed", chartName(ch))
 	}
-	if err := action.CheckDependencies(ch, ch.Metadata.Dependencies); err != nil {
-		return nil, "", fmt.Errorf("chart %s: %w", chartName(ch), err)
+	var missing []string
+	for _, dep := range ch.Metadata.Dependencies {
+		if !slices.ContainsFunc(ch.Dependencies(), func(sub *chart.Chart) bool { return sub.Name() == dep.Name }) {
+			missing = append(missing, dep.Name)
+		}
+	}
+	if len(missing) > 0 {
+		return nil, "", fmt.Errorf("chart %s: found in Chart.yaml, but missing in charts/ directory: %s", chartName(ch), strings.Join(missing, ", "))
 	}
 	return ch, archiveDigest(archive), nil
 }

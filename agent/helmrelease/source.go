@@ -258,7 +258,7 @@ func (m *Manager) registryClient(ctx context.Context, src Source, host string) (
 	tr.TLSClientConfig = tlsConfig
 	httpClient := &http.Client{Transport: &ctxTransport{ctx: ctx, next: tr}}
 
-	hl := &helmLog{log: m.log.With("registry", host)}
+	hl := registryLog{log: m.log.With("registry", host)}
 	authorizer := auth.Client{
 		Client: httpClient,
 		Cache:  auth.NewCache(),

@@ -14,7 +14,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	kmetav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
+	rbacv1client "k8s.io/client-go/kubernetes/typed/rbac/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -213,21 +213,29 @@ func (op *operation) deleteAll(ctx context.Context, objs []client.Object) error 
 	return nil
 }
 
-// shootClient is a client of the shoot's kube-apiserver as "gardener" (system:masters), issuing its certificate
-// first if needed.
-func (op *operation) shootClient(ctx context.Context) (kubernetes.Interface, error) {
+// shootRBAC is an RBAC client of the shoot's kube-apiserver as "gardener" (system:masters), issuing its certificate
+// first if needed. A shoot's client dials through the seed (cfg.Dial), so client-go does not cache its transport, and
+// connections left idle would outlive every use: closeIdle closes them.
+func (op *operation) shootRBAC(ctx context.Context) (rbac rbacv1client.RbacV1Interface, closeIdle func(), err error) {
 	set, err := op.credentialSet(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if _, err := op.credentialsManager().Certificate(ctx, gardenerCert(set)); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	cfg, err := op.c.shootREST(ctx, op.ns)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return kubernetes.NewForConfig(cfg)
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	if rbac, err = rbacv1client.NewForConfigAndClient(cfg, hc); err != nil {
+		return nil, nil, err
+	}
+	return rbac, hc.CloseIdleConnections, nil
 }
 
 // gardenerCert is the agent's own client certificate for the shoot's kube-apiserver: "gardener" in system:masters.
@@ -275,10 +283,11 @@ func (c *Controller) shootREST(ctx context.Context, ns string) (*rest.Config, er
 // deployShootSystem writes what Gardener's shoot system component writes for users into the shoot: the read-only
 // ClusterRole of viewers (everything but secrets) and its bindings to the viewers' group.
 func (op *operation) deployShootSystem(ctx context.Context) error {
-	cs, err := op.shootClient(ctx)
+	cs, closeClient, err := op.shootRBAC(ctx)
 	if err != nil {
 		return err
 	}
+	defer closeClient()
 	read := []string{"get", "list", "watch"}
 	role := &rbacv1.ClusterRole{ObjectMeta: kmetav1.ObjectMeta{Name: clusterRoleViewers}, Rules: []rbacv1.PolicyRule{
 		{APIGroups: []string{""}, Resources: []string{"nodes", "namespaces", "persistentvolumes", "componentstatuses"}, Verbs: read},
@@ -297,7 +306,7 @@ func (op *operation) deployShootSystem(ctx context.Context) error {
 		{ObjectMeta: kmetav1.ObjectMeta{Name: clusterRoleViewers}, Subjects: subjects,
 			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: clusterRoleViewers}},
 	}
-	roles := cs.RbacV1().ClusterRoles()
+	roles := cs.ClusterRoles()
 	if _, err := roles.Update(ctx, role, kmetav1.UpdateOptions{}); apierrors.IsNotFound(err) {
 		_, err = roles.Create(ctx, role, kmetav1.CreateOptions{})
 		if err != nil {
@@ -307,7 +316,7 @@ func (op *operation) deployShootSystem(ctx context.Context) error {
 		return fmt.Errorf("shoot: update cluster role %s: %w", role.Name, err)
 	}
 	for _, b := range bindings {
-		_, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, b, kmetav1.CreateOptions{})
+		_, err := cs.ClusterRoleBindings().Create(ctx, b, kmetav1.CreateOptions{})
 		if err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("shoot: create cluster role binding %s: %w", b.Name, err)
 		}

@@ -11,7 +11,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	kmetav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -42,14 +42,20 @@ func (c *Controller) ownChecks(ctx context.Context, s *corev1beta1.Shoot, ns str
 	workers := len(s.GetSpec().GetProvider().GetWorkers()) > 0
 	out := map[string]check{}
 
-	var cs kubernetes.Interface
+	var cs corev1client.CoreV1Interface
 	api := check{status: extensionsv1alpha1.ConditionTrue, reason: "HealthzRequestSucceeded", message: "API server /livez and /readyz answer."}
 	cfg, err := c.shootREST(ctx, ns)
 	if err == nil {
 		err = probe(ctx, cfg)
 	}
 	if err == nil {
-		cs, err = kubernetes.NewForConfig(cfg)
+		var hc *http.Client
+		if hc, err = rest.HTTPClientFor(cfg); err == nil {
+			// A shoot's client dials through the seed (cfg.Dial): client-go does not cache its transport, so its
+			// connections are closed here rather than left idle for every care run.
+			defer hc.CloseIdleConnections()
+			cs, err = corev1client.NewForConfigAndClient(cfg, hc)
+		}
 	}
 	if err != nil {
 		api = check{status: extensionsv1alpha1.ConditionFalse, reason: "HealthzRequestFailed", message: "API server not available: " + err.Error()}
@@ -136,8 +142,8 @@ func probe(ctx context.Context, cfg *rest.Config) error {
 }
 
 // systemComponents checks the pods of the shoot's kube-system: all running and ready.
-func systemComponents(ctx context.Context, cs kubernetes.Interface) check {
-	pods, err := cs.CoreV1().Pods("kube-system").List(ctx, kmetav1.ListOptions{})
+func systemComponents(ctx context.Context, cs corev1client.CoreV1Interface) check {
+	pods, err := cs.Pods("kube-system").List(ctx, kmetav1.ListOptions{})
 	if err != nil {
 		return check{status: extensionsv1alpha1.ConditionUnknown, reason: "SystemComponentsUnknown", message: err.Error()}
 	}
@@ -168,8 +174,8 @@ func podReady(p *corev1.Pod) bool {
 }
 
 // nodesReady checks the shoot's Nodes: every one Ready, and at least the worker pools' minimum of them.
-func nodesReady(ctx context.Context, cs kubernetes.Interface, s *corev1beta1.Shoot) check {
-	nodes, err := cs.CoreV1().Nodes().List(ctx, kmetav1.ListOptions{})
+func nodesReady(ctx context.Context, cs corev1client.CoreV1Interface, s *corev1beta1.Shoot) check {
+	nodes, err := cs.Nodes().List(ctx, kmetav1.ListOptions{})
 	if err != nil {
 		return check{status: extensionsv1alpha1.ConditionUnknown, reason: "NodesUnknown", message: err.Error()}
 	}
