@@ -300,6 +300,19 @@ func (m *Manager) Get(ctx context.Context, name, namespace string) (*release.Rel
 	return deployed(history), nil
 }
 
+// History returns every revision of release name in namespace that is recorded, oldest first, or nil when there is
+// none. A caller that rolls a release back reads the values of an earlier revision from it.
+func (m *Manager) History(ctx context.Context, name, namespace string) ([]*release.Release, error) {
+	history, err := m.records(namespace).history(ctx, name)
+	switch {
+	case errors.Is(err, errNoRelease):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("reading release %s/%s: %w", namespace, name, err)
+	}
+	return history, nil
+}
+
 // Uninstall removes release name in namespace: the objects it deployed (except those Helm is told to keep with
 // helm.sh/resource-policy: keep) and all its revisions. A release that does not exist is not an error. The work is
 // bounded by ctx and Config.OperationTimeout; objects are deleted in the background (their dependents go with the
