@@ -295,4 +295,3 @@ func (c *Controller) removeOperation(ctx context.Context, g *seedmanagementv1alp
 	c.objects.Remember(out)
 	return out, nil
 }
-
