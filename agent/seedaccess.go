@@ -80,6 +80,13 @@ var SeedAccess = []SeedAccessRule{
 		Why:   "restoring a migrated shoot's extension state (shoot/reconcile.go) and a restored backup entry's state (backupentry)"},
 	{Groups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get"},
 		Why: "seed care reads the extensions' heartbeat Leases gardener-extension-heartbeat"},
+	{Groups: []string{""}, Resources: []string{"configmaps", "services", "secrets"}, Verbs: []string{"patch"},
+		Why: "the agent's own release (gardenlet self-upgrade, agent/gardenlet): its configuration ConfigMap, metrics " +
+			"Service and bootstrap-token Secret, server-side applied on an upgrade or a rollback"},
+	{Groups: []string{"policy"}, Resources: []string{"poddisruptionbudgets"}, Verbs: []string{"get", "create", "patch", "delete"},
+		Why: "the agent's own PodDisruptionBudget (gardenlet self-upgrade: server-side applied, deleted when disabled)"},
+	{Groups: []string{"networking.k8s.io"}, Resources: []string{"networkpolicies"}, Verbs: []string{"get", "create", "patch", "delete"},
+		Why: "the agent's own NetworkPolicy (gardenlet self-upgrade: server-side applied, deleted when disabled)"},
 	{Groups: []string{""}, Resources: []string{"users", "groups"}, Verbs: []string{"impersonate"},
 		Why: "seed API requests through the hub (tunnel.go) are made as the hub's user (Impersonate-User and " +
 			"-Group), so that the seed's RBAC decides them, not the agent's"},

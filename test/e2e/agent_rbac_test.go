@@ -64,6 +64,11 @@ var notExercised = func() map[seedGrant]string {
 		"charts (the run installs provider-local once)")
 	add("rbac.authorization.k8s.io", []string{"clusterroles", "clusterrolebindings", "roles", "rolebindings"},
 		[]string{"patch", "delete"}, "Helm upgrades and uninstalls of extension charts")
+	selfUpgrade := "the agent's self-upgrade of its own release after its Gardenlet (agent/gardenlet): the run " +
+		"creates no Gardenlet"
+	add("", []string{"configmaps", "services", "secrets"}, []string{"patch"}, selfUpgrade)
+	add("policy", []string{"poddisruptionbudgets"}, []string{"get", "create", "patch", "delete"}, selfUpgrade)
+	add("networking.k8s.io", []string{"networkpolicies"}, []string{"get", "create", "patch", "delete"}, selfUpgrade)
 	add("apps", []string{"daemonsets"}, []string{"get"}, "health of extension charts with DaemonSets (provider-local "+
 		"has none)")
 	add("", []string{"configmaps"}, []string{"create", "update"}, "shoots referencing ConfigMaps (spec.resources, "+
