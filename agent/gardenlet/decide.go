@@ -112,11 +112,15 @@ func FailedAt(st *seedmanagementv1alpha1.GardenletStatus) int64 {
 	return -1
 }
 
-// DesiredValues returns the chart values for spec: a copy of deployed with what spec sets replaced. The fields of
-// spec.deployment that the trellis-agent chart has are taken (image, replicaCount of 1, resources, podLabels,
-// podAnnotations, tolerations, serviceAccountName, imageVectorOverwrite); the others are refused by name, as is
-// helm.ociRepository (the agent upgrades with the chart its image carries). spec.config, the agent's configuration
-// (an AgentConfiguration object; apiVersion and kind are dropped), replaces the keys of values.config it has.
+// DesiredValues returns the chart values for spec: a copy of deployed with what spec sets replaced. Of
+// spec.deployment, the fields the trellis-agent chart has are taken (image, resources, podLabels, podAnnotations,
+// tolerations, serviceAccountName, imageVectorOverwrite); env, additionalVolumes, additionalVolumeMounts and
+// componentImageVectorOverwrite are refused by name; replicaCount and revisionHistoryLimit (which Gardener's API
+// defaults to 2), enableHealthProbes and helm.ociRepository (required by Gardener's API) are not taken: the agent runs
+// as one replica with probes, and upgrades with the chart its image carries. Of spec.config (a
+// GardenletConfiguration, or the agent's AgentConfiguration), the keys the agent's configuration shares with it
+// (ConfigKeys) replace those of values.config; the others (gardenClientConnection, resources, featureGates, ...) are
+// gardenlet's alone and left out.
 func DesiredValues(spec *seedmanagementv1alpha1.GardenletSpec, deployed map[string]any) (map[string]any, error) {
 	out, err := copyValues(deployed)
 	if err != nil {
@@ -128,8 +132,6 @@ func DesiredValues(spec *seedmanagementv1alpha1.GardenletSpec, deployed map[stri
 		name string
 		set  bool
 	}{
-		{"spec.deployment.helm.ociRepository", dep.GetHelm().GetOciRepository() != nil},
-		{"spec.deployment.revisionHistoryLimit", dep != nil && dep.RevisionHistoryLimit != nil},
 		{"spec.deployment.additionalVolumes", len(dep.GetAdditionalVolumes()) > 0},
 		{"spec.deployment.additionalVolumeMounts", len(dep.GetAdditionalVolumeMounts()) > 0},
 		{"spec.deployment.env", len(dep.GetEnv()) > 0},
@@ -141,9 +143,6 @@ func DesiredValues(spec *seedmanagementv1alpha1.GardenletSpec, deployed map[stri
 	}
 	if len(unsupported) > 0 {
 		return nil, fmt.Errorf("%s: not supported by the trellis-agent chart (docs/install.md)", strings.Join(unsupported, ", "))
-	}
-	if dep != nil && dep.ReplicaCount != nil && dep.GetReplicaCount() != 1 {
-		return nil, fmt.Errorf("spec.deployment.replicaCount: %d: the agent runs as one replica (no leader election)", dep.GetReplicaCount())
 	}
 	if img := dep.GetImage(); img != nil {
 		image, _ := out["image"].(map[string]any)
@@ -211,19 +210,24 @@ func DesiredValues(spec *seedmanagementv1alpha1.GardenletSpec, deployed map[stri
 		if err := json.Unmarshal(raw, &cfg); err != nil || cfg == nil {
 			return nil, fmt.Errorf("spec.config: want a JSON object (the agent's AgentConfiguration): %v", errOrNull(err))
 		}
-		delete(cfg, "apiVersion")
-		delete(cfg, "kind")
 		values, _ := out["config"].(map[string]any)
 		if values == nil {
 			values = map[string]any{}
 		}
-		for k, v := range cfg {
-			values[k] = v
+		for _, k := range ConfigKeys {
+			if v, ok := cfg[k]; ok {
+				values[k] = v
+			}
 		}
 		out["config"] = values
 	}
 	return out, nil
 }
+
+// ConfigKeys are the keys of spec.config that DesiredValues takes into the chart's config value: the fields of the
+// agent's AgentConfiguration that are not the chart's own (hubClientConnection, server).
+var ConfigKeys = []string{"seedConfig", "seedClientConnection", "heartbeatIntervalSeconds", "reconnectBackoff",
+	"controllers", "tracing", "logLevel", "logFormat"}
 
 func errOrNull(err error) error {
 	if err == nil {

@@ -117,16 +117,27 @@ func TestDecide(t *testing.T) {
 	}
 }
 
+// A Gardenlet as Gardener's API defaults it (two replicas, a history of two, IfNotPresent, probes, an OCI chart,
+// a GardenletConfiguration with a shoot capacity) changes only what the agent's chart and configuration have.
 func TestDesiredValuesMergesConfig(t *testing.T) {
-	spec := &seedmanagementv1alpha1.GardenletSpec{Config: &metav1.RawExtension{Raw: []byte(`{"kind":"AgentConfiguration","logLevel":"debug","heartbeatIntervalSeconds":3}`)},
-		Deployment: &seedmanagementv1alpha1.GardenletSelfDeployment{PodLabels: map[string]string{"a": "b"}, ImageVectorOverwrite: ptr("images: []")}}
+	spec := &seedmanagementv1alpha1.GardenletSpec{
+		Config: &metav1.RawExtension{Raw: []byte(`{"apiVersion":"gardenlet.config.gardener.cloud/v1alpha1","kind":"GardenletConfiguration",` +
+			`"logLevel":"debug","heartbeatIntervalSeconds":3,"resources":{"capacity":{"shoots":250}}}`)},
+		Deployment: &seedmanagementv1alpha1.GardenletSelfDeployment{PodLabels: map[string]string{"a": "b"}, ImageVectorOverwrite: ptr("images: []"),
+			ReplicaCount: ptr(int32(2)), RevisionHistoryLimit: ptr(int32(2)), EnableHealthProbes: ptr(true),
+			Image: &seedmanagementv1alpha1.Image{PullPolicy: ptr("IfNotPresent")},
+			Helm:  &seedmanagementv1alpha1.GardenletHelm{OciRepository: &gcorev1.OCIRepository{Ref: ptr("registry.example.com/charts/gardenlet:v1")}}}}
 	v, err := DesiredValues(spec, deployedValues())
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg := v["config"].(map[string]any)
-	if cfg["logLevel"] != "debug" || cfg["heartbeatIntervalSeconds"] != float64(3) || cfg["seedConfig"] == nil || cfg["kind"] != nil {
-		t.Errorf("config %v: want logLevel and heartbeat replaced, seedConfig kept, kind dropped", cfg)
+	if cfg["logLevel"] != "debug" || cfg["heartbeatIntervalSeconds"] != float64(3) || cfg["seedConfig"] == nil || cfg["kind"] != nil ||
+		cfg["resources"] != nil {
+		t.Errorf("config %v: want logLevel and heartbeat replaced, seedConfig kept, kind and resources left out", cfg)
+	}
+	if v["replicaCount"] != nil || v["image"].(map[string]any)["pullPolicy"] != "IfNotPresent" || v["image"].(map[string]any)["tag"] != "v1" {
+		t.Errorf("replicaCount %v image %v: want no replicaCount, the pull policy taken and the tag kept", v["replicaCount"], v["image"])
 	}
 	if v["podLabels"].(map[string]any)["a"] != "b" || v["imageVector"] != "images: []" {
 		t.Errorf("podLabels %v imageVector %v", v["podLabels"], v["imageVector"])
@@ -142,9 +153,8 @@ func TestDesiredValuesRefuses(t *testing.T) {
 		{"digest", imageSpec(&seedmanagementv1alpha1.Image{Ref: ptr("r/agent@sha256:abc")}), "spec.deployment.image.ref"},
 		{"no tag", imageSpec(&seedmanagementv1alpha1.Image{Ref: ptr("host:5000/agent")}), "spec.deployment.image.ref"},
 		{"pull policy", imageSpec(&seedmanagementv1alpha1.Image{PullPolicy: ptr("Sometimes")}), "spec.deployment.image.pullPolicy"},
-		{"replicas", &seedmanagementv1alpha1.GardenletSpec{Deployment: &seedmanagementv1alpha1.GardenletSelfDeployment{ReplicaCount: ptr(int32(2))}}, "spec.deployment.replicaCount"},
-		{"oci", &seedmanagementv1alpha1.GardenletSpec{Deployment: &seedmanagementv1alpha1.GardenletSelfDeployment{
-			Helm: &seedmanagementv1alpha1.GardenletHelm{OciRepository: &gcorev1.OCIRepository{}}}}, "spec.deployment.helm.ociRepository"},
+		{"volumes", &seedmanagementv1alpha1.GardenletSpec{Deployment: &seedmanagementv1alpha1.GardenletSelfDeployment{
+			AdditionalVolumes: []*metav1.RawExtension{{Raw: []byte(`{}`)}}}}, "spec.deployment.additionalVolumes"},
 		{"env", &seedmanagementv1alpha1.GardenletSpec{Deployment: &seedmanagementv1alpha1.GardenletSelfDeployment{
 			Env: []*seedmanagementv1alpha1.EnvVar{{}}}}, "spec.deployment.env"},
 		{"config not an object", &seedmanagementv1alpha1.GardenletSpec{Config: &metav1.RawExtension{Raw: []byte(`[1]`)}}, "spec.config"},

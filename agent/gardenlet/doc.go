@@ -5,12 +5,13 @@
 // when it is annotated gardener.cloud/operation=reconcile or force-redeploy (removed once handled; force-redeploy
 // also rolls the pod). The outcome is the Gardenlet's GardenletReconciled condition and observedGeneration.
 //
-// What the Gardenlet sets: spec.deployment's image (ref repository:tag, or repository, tag, pullPolicy),
-// replicaCount (1 only), resources, podLabels, podAnnotations, tolerations, serviceAccountName and
-// imageVectorOverwrite, and spec.config (the agent's configuration: its keys replace those of the chart's config
-// value). The other fields of spec.deployment are refused by name in the status. The chart is the one the agent's
-// image carries (embedded from deploy/charts); spec.deployment.helm.ociRepository is refused: no OCI registry is
-// assumed (docs/install.md).
+// What the Gardenlet sets (DesiredValues): spec.deployment's image (ref repository:tag, or repository, tag,
+// pullPolicy), resources, podLabels, podAnnotations, tolerations, serviceAccountName and imageVectorOverwrite, and of
+// spec.config the keys the agent's configuration shares with gardenlet's (ConfigKeys). env, additional volumes and
+// componentImageVectorOverwrite are refused by name in the status; replicaCount, revisionHistoryLimit and
+// enableHealthProbes are not taken (one replica, probes always). The chart is the one the agent's image carries
+// (embedded from deploy/charts): spec.deployment.helm.ociRepository, which Gardener's API requires, is not fetched,
+// as no OCI registry is assumed (docs/install.md).
 //
 // An upgrade is server-side apply of the new revision (package helmrelease). The Deployment rolls out with
 // maxUnavailable 0, so the running agent stays until the new pod is ready, and it judges the rollout: once the
