@@ -130,6 +130,14 @@ func (e *env) release(version int) *release.Release {
 	return rel
 }
 
+// observed fails the test unless the Gardenlet's status observed its generation.
+func observed(t *testing.T, g *seedmanagementv1alpha1.Gardenlet) {
+	t.Helper()
+	if g.GetStatus().GetObservedGeneration() != g.GetMetadata().GetGeneration() {
+		t.Errorf("observedGeneration %d, want %d", g.GetStatus().GetObservedGeneration(), g.GetMetadata().GetGeneration())
+	}
+}
+
 func imageTag(rel *release.Release) any {
 	return rel.Config["image"].(map[string]any)["tag"]
 }
@@ -189,9 +197,7 @@ func TestBrokenImageRollsBack(t *testing.T) {
 	if !strings.Contains(msg, "rolled back to the values of revision 1") {
 		t.Errorf("condition message %q: want the rollback named", msg)
 	}
-	if g.GetStatus().GetObservedGeneration() != g.GetMetadata().GetGeneration() {
-		t.Errorf("observedGeneration %d, want %d", g.GetStatus().GetObservedGeneration(), g.GetMetadata().GetGeneration())
-	}
+	observed(t, g)
 	rel = e.release(3)
 	if imageTag(rel) != "v1" {
 		t.Fatalf("revision 3 has image tag %v, want v1 (rolled back)", imageTag(rel))
@@ -223,7 +229,5 @@ func TestImageChangeUpgrades(t *testing.T) {
 	e.waitGardenlet("Progressing", "")
 	e.reportPod("local.trellis.dev/trellis-agent:v2", true, "")
 	g := e.waitGardenlet("True", "revision 2")
-	if g.GetStatus().GetObservedGeneration() != g.GetMetadata().GetGeneration() {
-		t.Errorf("observedGeneration %d, want %d", g.GetStatus().GetObservedGeneration(), g.GetMetadata().GetGeneration())
-	}
+	observed(t, g)
 }

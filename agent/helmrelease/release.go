@@ -290,12 +290,9 @@ func (op *operation) failed(ctx context.Context, rel *release.Release, what stri
 // Get returns the deployed revision of release name in namespace, or nil when there is none (never installed,
 // uninstalled, or only failed revisions).
 func (m *Manager) Get(ctx context.Context, name, namespace string) (*release.Release, error) {
-	history, err := m.records(namespace).history(ctx, name)
-	switch {
-	case errors.Is(err, errNoRelease):
-		return nil, nil
-	case err != nil:
-		return nil, fmt.Errorf("reading release %s/%s: %w", namespace, name, err)
+	history, err := m.History(ctx, name, namespace)
+	if err != nil || history == nil {
+		return nil, err
 	}
 	return deployed(history), nil
 }
