@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	kmetav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -30,14 +31,7 @@ func (l *Landscape) binaryImage(name string) (archive, repository, tag string, e
 // binary gives a new tag, so a chart's workload rolls out the new pod. A node imports the archive
 // (seedtest.WithNodeImages, Config.NodeImages).
 func BinaryImage(bin, dir string) (archive, repository, tag string, err error) {
-	name := filepath.Base(bin)
-	spec := images.Spec{Name: name, Version: "dev", User: "65532",
-		Files:      []images.File{{Source: bin, Path: "/usr/local/bin/" + name}},
-		Entrypoint: []string{"/usr/local/bin/" + name}}
-	if err := checkStatic(spec.Files[0].Source); err != nil {
-		return "", "", "", err
-	}
-	img, err := images.Build(spec)
+	img, name, err := buildBinaryImage(bin)
 	if err != nil {
 		return "", "", "", err
 	}
@@ -45,15 +39,42 @@ func BinaryImage(bin, dir string) (archive, repository, tag string, err error) {
 	if err != nil {
 		return "", "", "", err
 	}
-	repository, tag = images.Registry+"/"+name, "dev-"+digest.Hex[:12]
-	archive = filepath.Join(dir, name+".tar")
+	archive, repository, err = writeBinaryImage(img, name, "dev-"+digest.Hex[:12], dir, name+".tar")
+	return archive, repository, "dev-" + digest.Hex[:12], err
+}
+
+// BinaryImageAs is BinaryImage with the tag given, into the archive <dir>/<name>-<tag>.tar: the same image under
+// another tag, as a new release of it would be (the agent's self-upgrade test).
+func BinaryImageAs(bin, dir, tag string) (archive, repository string, err error) {
+	img, name, err := buildBinaryImage(bin)
+	if err != nil {
+		return "", "", err
+	}
+	return writeBinaryImage(img, name, tag, dir, name+"-"+tag+".tar")
+}
+
+func buildBinaryImage(bin string) (v1.Image, string, error) {
+	name := filepath.Base(bin)
+	spec := images.Spec{Name: name, Version: "dev", User: "65532",
+		Files:      []images.File{{Source: bin, Path: "/usr/local/bin/" + name}},
+		Entrypoint: []string{"/usr/local/bin/" + name}}
+	if err := checkStatic(spec.Files[0].Source); err != nil {
+		return nil, "", err
+	}
+	img, err := images.Build(spec)
+	return img, name, err
+}
+
+func writeBinaryImage(img v1.Image, name, tag, dir, file string) (archive, repository string, err error) {
+	repository = images.Registry + "/" + name
+	archive = filepath.Join(dir, file)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", "", "", err
+		return "", "", err
 	}
 	if err := images.WriteArchive(archive, repository+":"+tag, img); err != nil {
-		return "", "", "", err
+		return "", "", err
 	}
-	return archive, repository, tag, nil
+	return archive, repository, nil
 }
 
 // providerLocalPodValues are the chart's values for the pod: the landscape's image, never pulled, text logs, and a
