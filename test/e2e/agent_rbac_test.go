@@ -60,10 +60,11 @@ var notExercised = func() map[seedGrant]string {
 		"deleted with its seed")
 	add(ext, []string{"backupentries"}, []string{"update"}, "a BackupEntry reconciled again")
 	add(ext, []string{"clusters"}, []string{"patch"}, "a Cluster's shoot state patched during a migration")
-	add("", []string{"serviceaccounts"}, []string{"patch", "delete"}, "Helm upgrades and uninstalls of extension "+
-		"charts (the run installs provider-local once)")
+	// patch is used: objects of extension charts are server-side applied (agent/helmrelease), on install too.
+	add("", []string{"serviceaccounts"}, []string{"delete"}, "Helm uninstalls of extension charts and objects an "+
+		"upgrade drops (the run installs provider-local once)")
 	add("rbac.authorization.k8s.io", []string{"clusterroles", "clusterrolebindings", "roles", "rolebindings"},
-		[]string{"patch", "delete"}, "Helm upgrades and uninstalls of extension charts")
+		[]string{"delete"}, "Helm uninstalls of extension charts and objects an upgrade drops")
 	selfUpgrade := "the agent's self-upgrade of its own release after its Gardenlet (agent/gardenlet): the run " +
 		"creates no Gardenlet"
 	add("", []string{"configmaps", "services", "secrets"}, []string{"patch"}, selfUpgrade)
