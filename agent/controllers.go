@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"time"
 
@@ -23,11 +24,13 @@ import (
 	"github.com/trellis-dev/trellis/agent/bastion"
 	"github.com/trellis-dev/trellis/agent/controller"
 	"github.com/trellis-dev/trellis/agent/controllerinstallation"
+	"github.com/trellis-dev/trellis/agent/gardenlet"
 	"github.com/trellis-dev/trellis/agent/helmrelease"
 	"github.com/trellis-dev/trellis/agent/identity"
 	"github.com/trellis-dev/trellis/agent/seedcare"
 	"github.com/trellis-dev/trellis/agent/shoot"
 	"github.com/trellis-dev/trellis/agent/shoot/imagevector"
+	"github.com/trellis-dev/trellis/deploy/charts"
 	"github.com/trellis-dev/trellis/deploy/crds"
 	extensionsv1alpha1 "github.com/trellis-dev/trellis/extsdk/apis/extensions/v1alpha1"
 )
@@ -196,7 +199,40 @@ func (a *Agent) newSeedSide() (*seedSide, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &seedSide{seed: seed, controllers: []runner{shoots, buckets, entries, bastions, care, installations, required, managedSeeds}}, nil
+	controllers := []runner{shoots, buckets, entries, bastions, care, installations, required, managedSeeds}
+	selfUpgrade, err := a.newGardenletController(base, releases)
+	if err != nil {
+		return nil, err
+	}
+	if selfUpgrade != nil {
+		controllers = append(controllers, selfUpgrade)
+	}
+	return &seedSide{seed: seed, controllers: controllers}, nil
+}
+
+// The environment through which the trellis-agent chart tells the agent its own release (and pod), for the self-upgrade.
+const (
+	envReleaseName      = "TRELLIS_AGENT_RELEASE_NAME"
+	envReleaseNamespace = "TRELLIS_AGENT_RELEASE_NAMESPACE"
+	envPodName          = "POD_NAME"
+)
+
+// newGardenletController builds the self-upgrade controller (package gardenlet) when the agent runs from its chart,
+// which names the release in the environment; an agent started otherwise (a host process) has no release to upgrade
+// and gets nil.
+func (a *Agent) newGardenletController(base controller.Base, releases *helmrelease.Manager) (runner, error) {
+	name, namespace := os.Getenv(envReleaseName), os.Getenv(envReleaseNamespace)
+	if name == "" || namespace == "" {
+		a.log.Info("no self-upgrade: the agent does not run from its chart (" + envReleaseName + " and " +
+			envReleaseNamespace + " are unset)")
+		return nil, nil
+	}
+	chart, err := charts.Archive(charts.TrellisAgent)
+	if err != nil {
+		return nil, fmt.Errorf("the embedded trellis-agent chart: %w", err)
+	}
+	return gardenlet.New(gardenlet.Config{Base: base, Releases: releases, Chart: chart, PodName: os.Getenv(envPodName),
+		Release: gardenlet.Release{Name: name, Namespace: namespace}})
 }
 
 // run runs the seed side until ctx ends: it installs or upgrades the extension CRDs in the seed (retried with

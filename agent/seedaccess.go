@@ -45,8 +45,9 @@ var SeedAccess = []SeedAccessRule{
 		Why: "whether the seed can run the shoot control planes' pods (shoot/controlplane.go, mode Auto: one Node is enough)"},
 	{Groups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"list"},
 		Why: "the shoot control plane's pods, waited for when it scales down (shoot/controlplane_ops.go)"},
-	{Groups: []string{""}, Resources: []string{"persistentvolumeclaims"}, Verbs: []string{"list", "delete"},
-		Why: "etcd's volumes of a deleted shoot control plane (shoot/controlplane_ops.go)"},
+	{Groups: []string{""}, Resources: []string{"persistentvolumeclaims"}, Verbs: []string{"get", "list", "delete"},
+		Why: "etcd's volumes of a deleted shoot control plane, listed, deleted and read until they are gone " +
+			"(shoot/controlplane_ops.go)"},
 	{Groups: []string{"apps"}, Resources: []string{"deployments", "statefulsets"}, Verbs: []string{"update"},
 		Why: "the shoot control plane: etcd's StatefulSet and the Deployments of kube-apiserver, kube-controller-manager " +
 			"and kube-scheduler, created or updated (shoot/controlplane.go), scaled by patches on hibernation"},
@@ -72,8 +73,9 @@ var SeedAccess = []SeedAccessRule{
 	{Groups: []string{"extensions.gardener.cloud"},
 		Resources: []string{"backupbuckets", "backupentries", "bastions", "clusters", "containerruntimes", "controlplanes",
 			"dnsrecords", "extensions", "infrastructures", "networks", "operatingsystemconfigs", "workers"},
-		Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"},
-		Why:   "the extension objects of shoots, backups and bastions: created or updated, annotated, deleted (agent/extension); read from informers"},
+		Verbs: []string{"list", "watch", "create", "update", "patch", "delete"},
+		Why: "the extension objects of shoots, backups and bastions: created or updated, annotated, deleted " +
+			"(agent/extension); read from informers only, never with a get (the seed's audit log shows none)"},
 	{Groups: []string{"extensions.gardener.cloud"},
 		Resources: []string{"backupentries/status", "containerruntimes/status", "controlplanes/status", "dnsrecords/status",
 			"extensions/status", "infrastructures/status", "networks/status", "operatingsystemconfigs/status", "workers/status"},
@@ -81,6 +83,13 @@ var SeedAccess = []SeedAccessRule{
 		Why:   "restoring a migrated shoot's extension state (shoot/reconcile.go) and a restored backup entry's state (backupentry)"},
 	{Groups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get"},
 		Why: "seed care reads the extensions' heartbeat Leases gardener-extension-heartbeat"},
+	{Groups: []string{""}, Resources: []string{"configmaps", "services", "secrets"}, Verbs: []string{"patch"},
+		Why: "the agent's own release (gardenlet self-upgrade, agent/gardenlet): its configuration ConfigMap, metrics " +
+			"Service and bootstrap-token Secret, server-side applied on an upgrade or a rollback"},
+	{Groups: []string{"policy"}, Resources: []string{"poddisruptionbudgets"}, Verbs: []string{"get", "create", "patch", "delete"},
+		Why: "the agent's own PodDisruptionBudget (gardenlet self-upgrade: server-side applied, deleted when disabled)"},
+	{Groups: []string{"networking.k8s.io"}, Resources: []string{"networkpolicies"}, Verbs: []string{"get", "create", "patch", "delete"},
+		Why: "the agent's own NetworkPolicy (gardenlet self-upgrade: server-side applied, deleted when disabled)"},
 	{Groups: []string{""}, Resources: []string{"users", "groups"}, Verbs: []string{"impersonate"},
 		Why: "seed API requests through the hub (tunnel.go) are made as the hub's user (Impersonate-User and " +
 			"-Group), so that the seed's RBAC decides them, not the agent's"},

@@ -290,6 +290,16 @@ func (op *operation) failed(ctx context.Context, rel *release.Release, what stri
 // Get returns the deployed revision of release name in namespace, or nil when there is none (never installed,
 // uninstalled, or only failed revisions).
 func (m *Manager) Get(ctx context.Context, name, namespace string) (*release.Release, error) {
+	history, err := m.History(ctx, name, namespace)
+	if err != nil || history == nil {
+		return nil, err
+	}
+	return deployed(history), nil
+}
+
+// History returns every revision of release name in namespace that is recorded, oldest first, or nil when there is
+// none. A caller that rolls a release back reads the values of an earlier revision from it.
+func (m *Manager) History(ctx context.Context, name, namespace string) ([]*release.Release, error) {
 	history, err := m.records(namespace).history(ctx, name)
 	switch {
 	case errors.Is(err, errNoRelease):
@@ -297,7 +307,7 @@ func (m *Manager) Get(ctx context.Context, name, namespace string) (*release.Rel
 	case err != nil:
 		return nil, fmt.Errorf("reading release %s/%s: %w", namespace, name, err)
 	}
-	return deployed(history), nil
+	return history, nil
 }
 
 // Uninstall removes release name in namespace: the objects it deployed (except those Helm is told to keep with

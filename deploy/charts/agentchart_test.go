@@ -210,10 +210,10 @@ func grants(rules []rbacv1.PolicyRule) map[grant]bool {
 	return out
 }
 
-// TestAgentRBACIsWhatTheAgentDoes fails when the chart's ClusterRole grants a verb that agent.SeedAccess (the
+// TestAgentRBACMatchesSeedAccess fails when the chart's ClusterRole grants a verb that agent.SeedAccess (the
 // requests the agent's code makes, kept next to the code) does not list, or lacks one it lists. No rule may use a
 // wildcard or name resources: the list is exact. With rbac.seedAPIProxy off the impersonation goes.
-func TestAgentRBACIsWhatTheAgentDoes(t *testing.T) {
+func TestAgentRBACMatchesSeedAccess(t *testing.T) {
 	objs := mustRenderChart(t, charts.TrellisAgent, agentRelease, agentNamespace, agentValues())
 	role := find[*rbacv1.ClusterRole](t, objs, "")
 	for _, r := range role.Rules {

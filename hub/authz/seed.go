@@ -81,7 +81,7 @@ func gr(group, resource string) schema.GroupResource {
 // readOnly is the policy of what an agent may read when it belongs to its seed.
 var readOnly = policy{read: belongs}
 
-// policies holds the seed rules. A resource that is not here (Quotas, Gardenlets, ManagedSeedSets) is denied to
+// policies holds the seed rules. A resource that is not here (Quotas, ManagedSeedSets) is denied to
 // agents altogether; of InternalSecrets, an agent may use only the client CAs of its shoots (<shoot>.ca-client). (Set in init: some rules look up other resources' policies.)
 var policies map[schema.GroupResource]policy
 
@@ -145,6 +145,8 @@ func seedPolicies() map[schema.GroupResource]policy {
 			},
 		},
 		managedSeedsResource: {read: belongs, update: belongs, patch: belongs, status: belongs},
+		// An agent's own Gardenlet (garden/<seed>): read, its operation annotation removed, its status written.
+		gr("seedmanagement.gardener.cloud", "gardenlets"):    {read: belongs, patch: belongs, status: belongs},
 		gr("core.gardener.cloud", "controllerregistrations"): {read: all},
 		gr("core.gardener.cloud", "cloudprofiles"):           readOnly,
 		gr("core.gardener.cloud", "namespacedcloudprofiles"): readOnly,

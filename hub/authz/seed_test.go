@@ -162,7 +162,7 @@ var kindCases = map[string]kindCase{
 		}, mine: "get list watch create update patch delete"},
 	"credentialsbindings.security.gardener.cloud":   {own: inGraph, mine: readOnly},
 	"workloadidentities.security.gardener.cloud":    {own: inGraph, mine: readOnly},
-	"gardenlets.seedmanagement.gardener.cloud":      {own: inGraph},
+	"gardenlets.seedmanagement.gardener.cloud":      {own: inGraph, mine: "get list watch patch status"},
 	"managedseeds.seedmanagement.gardener.cloud":    {own: inGraph, mine: "get list watch update patch status"},
 	"managedseedsets.seedmanagement.gardener.cloud": {own: inGraph},
 	"bastions.operations.gardener.cloud": {own: func(_ *testing.T, obj store.Object, seed string, _ graph) {

@@ -134,6 +134,24 @@ func TestManagedSeedInheritsItsShootsSeed(t *testing.T) {
 	}
 }
 
+// TestGardenletBelongsToItsSeed: a Gardenlet in the garden namespace belongs to the seed of its name (its agent
+// deploys itself from it); one elsewhere belongs to no seed.
+func TestGardenletBelongsToItsSeed(t *testing.T) {
+	g := New()
+	g.Apply(resources.Gardenlets, &seedmanagementv1alpha1.Gardenlet{Metadata: meta("garden", "a", 1)})
+	g.Apply(resources.Gardenlets, &seedmanagementv1alpha1.Gardenlet{Metadata: meta("garden-dev", "b", 2)})
+	if !g.Belongs("a", resources.Gardenlets, "garden", "a") || g.Belongs("b", resources.Gardenlets, "garden", "a") {
+		t.Fatal("garden/a belongs to seed a only")
+	}
+	if g.Belongs("b", resources.Gardenlets, "garden-dev", "b") {
+		t.Fatal("a Gardenlet outside the garden namespace belongs to no seed")
+	}
+	g.Remove(resources.Gardenlets, "garden", "a", 3)
+	if g.Belongs("a", resources.Gardenlets, "garden", "a") {
+		t.Fatal("a deleted Gardenlet still belongs")
+	}
+}
+
 func TestSeedOwnObjects(t *testing.T) {
 	g := New()
 	g.Apply(resources.Namespaces, &kcorev1.Namespace{Metadata: meta("", "seed-a", 1)})

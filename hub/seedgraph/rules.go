@@ -25,6 +25,8 @@ const (
 	// SeedNamespacePrefix prefixes the garden namespace of each seed ("seed-<name>").
 	SeedNamespacePrefix = "seed-"
 	projectNameLabel    = "project.gardener.cloud/name"
+	// gardenNamespace holds the Gardenlets (and ManagedSeeds), named as their seeds.
+	gardenNamespace = "garden"
 )
 
 // edges returns the seeds an object belongs to by its own fields, the objects it references (they belong to every
@@ -153,6 +155,12 @@ func edges(obj store.Object) (direct []string, out, in []Ref) {
 		add(name)
 		if n := o.GetSpec().GetShoot().GetName(); n != "" {
 			in = append(in, Ref{Resource: resources.Shoots, Namespace: ns, Name: n})
+		}
+	case *seedmanagementv1alpha1.Gardenlet:
+		// A Gardenlet in the garden namespace belongs to the seed of its name: the agent of that seed deploys itself
+		// from it (Gardener's gardenlet controller watches its own Gardenlet only).
+		if ns == gardenNamespace {
+			add(name)
 		}
 	case *corev1beta1.SecretBinding:
 		if r := o.GetSecretRef(); r != nil {

@@ -77,7 +77,7 @@ var groups = []group{
 		Group: "seedmanagement.gardener.cloud", Version: "v1alpha1", Package: "trellis.seedmanagement.v1alpha1",
 		Dir: "trellis/seedmanagement/v1alpha1", GoAlias: "seedmanagementv1alpha1",
 		Kinds: []kind{
-			{Kind: "Gardenlet", Resource: "gardenlets", File: "gardenlet", Namespaced: true, Status: true},
+			{Kind: "Gardenlet", Resource: "gardenlets", File: "gardenlet", Namespaced: true, Status: true, SeedGraph: true, Streamed: true},
 			{Kind: "ManagedSeed", Resource: "managedseeds", File: "managedseed", Namespaced: true, Status: true, Fields: []string{"spec.shoot.name"}, SeedGraph: true, Streamed: true},
 			{Kind: "ManagedSeedSet", Resource: "managedseedsets", File: "managedseedset", Namespaced: true, Status: true},
 		},

@@ -82,6 +82,9 @@ type Config struct {
 	// the node's. Needs root and `make testbin`. NodeImages are further image archives its node imports.
 	Node       bool
 	NodeImages []string
+	// SeedAuditLog makes every seed's kube-apiserver write an audit log of every request (localseed --audit-log),
+	// Seed.AuditLog, for tests that check what the agent and the extensions do in the seed.
+	SeedAuditLog bool
 	// AgentProcess runs the agents as processes of the landscape even with Node; by default a seed with a node runs
 	// its agent as the pod of the trellis-agent chart (agentpod.go). Seeds without a node always run the process.
 	AgentProcess bool

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	kmetav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -21,16 +22,17 @@ import (
 // chart (replicaCount 1), from an image of BinDir's provider-local that the landscape builds and every seed's node
 // imports, instead of as a process of the landscape.
 
-// binaryImage builds the image of BinDir/<name> into <Dir>/images/<name>.tar. Its tag is the image's digest, so a
-// rebuilt binary gives a new tag and the chart's Deployment rolls out the new pod.
+// binaryImage builds the image of BinDir/<name> into <Dir>/images/<name>.tar (BinaryImage).
 func (l *Landscape) binaryImage(name string) (archive, repository, tag string, err error) {
-	spec := images.Spec{Name: name, Version: "dev", User: "65532",
-		Files:      []images.File{{Source: filepath.Join(l.cfg.BinDir, name), Path: "/usr/local/bin/" + name}},
-		Entrypoint: []string{"/usr/local/bin/" + name}}
-	if err := checkStatic(spec.Files[0].Source); err != nil {
-		return "", "", "", err
-	}
-	img, err := images.Build(spec)
+	return BinaryImage(filepath.Join(l.cfg.BinDir, name), filepath.Join(l.Dir, "images"))
+}
+
+// BinaryImage builds the image of the static binary bin (deploy/images: the binary as /usr/local/bin/<name>, its
+// entrypoint, user 65532) into the archive <dir>/<name>.tar, named local.trellis.dev/<name>:dev-<digest>: a rebuilt
+// binary gives a new tag, so a chart's workload rolls out the new pod. A node imports the archive
+// (seedtest.WithNodeImages, Config.NodeImages).
+func BinaryImage(bin, dir string) (archive, repository, tag string, err error) {
+	img, name, err := buildBinaryImage(bin)
 	if err != nil {
 		return "", "", "", err
 	}
@@ -38,15 +40,42 @@ func (l *Landscape) binaryImage(name string) (archive, repository, tag string, e
 	if err != nil {
 		return "", "", "", err
 	}
-	repository, tag = images.Registry+"/"+name, "dev-"+digest.Hex[:12]
-	archive = filepath.Join(l.Dir, "images", name+".tar")
-	if err := os.MkdirAll(filepath.Dir(archive), 0o700); err != nil {
-		return "", "", "", err
+	archive, repository, err = writeBinaryImage(img, name, "dev-"+digest.Hex[:12], dir, name+".tar")
+	return archive, repository, "dev-" + digest.Hex[:12], err
+}
+
+// BinaryImageAs is BinaryImage with the tag given, into the archive <dir>/<name>-<tag>.tar: the same image under
+// another tag, as a new release of it would be (the agent's self-upgrade test).
+func BinaryImageAs(bin, dir, tag string) (archive, repository string, err error) {
+	img, name, err := buildBinaryImage(bin)
+	if err != nil {
+		return "", "", err
+	}
+	return writeBinaryImage(img, name, tag, dir, name+"-"+tag+".tar")
+}
+
+func buildBinaryImage(bin string) (v1.Image, string, error) {
+	name := filepath.Base(bin)
+	spec := images.Spec{Name: name, Version: "dev", User: "65532",
+		Files:      []images.File{{Source: bin, Path: "/usr/local/bin/" + name}},
+		Entrypoint: []string{"/usr/local/bin/" + name}}
+	if err := checkStatic(spec.Files[0].Source); err != nil {
+		return nil, "", err
+	}
+	img, err := images.Build(spec)
+	return img, name, err
+}
+
+func writeBinaryImage(img v1.Image, name, tag, dir, file string) (archive, repository string, err error) {
+	repository = images.Registry + "/" + name
+	archive = filepath.Join(dir, file)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", "", err
 	}
 	if err := images.WriteArchive(archive, repository+":"+tag, img); err != nil {
-		return "", "", "", err
+		return "", "", err
 	}
-	return archive, repository, tag, nil
+	return archive, repository, nil
 }
 
 // providerLocalPodValues are the chart's values for the pod: the landscape's image, never pulled, text logs, and a

@@ -28,6 +28,7 @@ import (
 
 	"github.com/trellis-dev/trellis/test/binproc"
 	"github.com/trellis-dev/trellis/test/localnode"
+	"github.com/trellis-dev/trellis/test/seedtest"
 )
 
 // What the seeds are configured with.
@@ -77,6 +78,9 @@ type Seed struct {
 	// AgentPod reports whether the agent runs as the pod of its chart (Deployment AgentRelease in AgentNamespace)
 	// rather than as a process of the landscape (AgentLog).
 	AgentPod bool
+	// AuditLog is the seed's kube-apiserver audit log with Config.SeedAuditLog (seedtest.ReadAuditLog reads it),
+	// "" otherwise.
+	AuditLog string
 
 	seed, agent, provider *binproc.Process
 	providerArgs          []string // provider-local's flags besides --namespace
@@ -382,6 +386,10 @@ func (l *Landscape) newSeed(sc SeedConfig, hasProviderLocal bool) *Seed {
 	if l.cfg.Node {
 		seedArgs = append(seedArgs, "--node", "--node-images", strings.Join(l.cfg.NodeImages, ","),
 			"--machine-provider-port", strconv.Itoa(MachineProviderPort))
+	}
+	if l.cfg.SeedAuditLog {
+		seedArgs = append(seedArgs, "--audit-log")
+		s.AuditLog = filepath.Join(dir, seedtest.AuditLogName)
 	}
 	s.seed = l.newProcess("seed-"+sc.Name, "localseed", []string{"KUBEBUILDER_ASSETS=" + l.cfg.TestBinDir}, seedArgs...)
 	s.agent = l.newProcess("agent-"+sc.Name, "trellis-agent", nil, "--config", s.AgentConfig)

@@ -50,8 +50,9 @@ func main() {
 	node := flag.Bool("node", false, "run a node in the seed (needs root and `make testbin`)")
 	images := flag.String("node-images", "", "comma-separated image archives the node imports besides its own")
 	machinePort := flag.Int("machine-provider-port", 0, "with --node, serve the local machine provider on the node's HostIP at this port (0: none)")
+	audit := flag.Bool("audit-log", false, "write the kube-apiserver's audit log of every request to <dir>/"+seedtest.AuditLogName)
 	flag.Parse()
-	if err := run(*dir, *node, *images, *machinePort); err != nil {
+	if err := run(*dir, *node, *images, *machinePort, *audit); err != nil {
 		fmt.Fprintln(os.Stderr, "localseed:", err)
 		os.Exit(1)
 	}
@@ -63,7 +64,7 @@ type MachineProviderInfo struct {
 	Token string `json:"token"`
 }
 
-func run(dir string, node bool, images string, machinePort int) error {
+func run(dir string, node bool, images string, machinePort int, audit bool) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	// The seed keeps its etcd data across restarts; its certificates and process links are made anew each start.
@@ -86,6 +87,9 @@ func run(dir string, node bool, images string, machinePort int) error {
 				opts = append(opts, seedtest.WithNodeImages(img))
 			}
 		}
+	}
+	if audit {
+		opts = append(opts, seedtest.WithAuditLog())
 	}
 	machineFile := filepath.Join(dir, "machine-provider.json")
 	for _, f := range []string{infoFile, machineFile} {

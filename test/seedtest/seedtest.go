@@ -55,6 +55,8 @@ type Seed struct {
 	StartDuration time.Duration
 	// Node is the seed's node, WithNode; nil otherwise.
 	Node *localnode.Node
+	// AuditLog is the kube-apiserver's audit log, WithAuditLog (read it with ReadAuditLog); "" otherwise.
+	AuditLog string
 
 	env      *envtest.Environment
 	kcm      *controllerManager
@@ -75,6 +77,7 @@ type options struct {
 	nodeLog    *slog.Logger
 	nodeImages []string
 	nodeSlot   int
+	audit      bool
 }
 
 // WithCRDs installs the CustomResourceDefinitions in paths (YAML or JSON files, or directories of them) when the
@@ -276,6 +279,11 @@ func start(ctx context.Context, dir string, o options) (_ *Seed, err error) {
 	}
 	if o.node {
 		if s.slot, err = configureForNode(api, api.CertDir, o); err != nil {
+			return nil, err
+		}
+	}
+	if o.audit {
+		if s.AuditLog, err = configureAudit(api, dir); err != nil {
 			return nil, err
 		}
 	}
