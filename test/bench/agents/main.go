@@ -936,27 +936,52 @@ func storm(ctx context.Context, cfg config, h *hub, admin *client, f *fleet, rep
 
 // verify checks that every agent holds the current resourceVersion of its Seed and its Shoot (waiting up to 20 s for
 // changes in flight, such as status writes of the new sessions).
+//
+// Writes go on while it checks (the sessions' throttled Seed status writes trickle in for many seconds after a
+// failover), so a list and the agents' state are never one snapshot: a list taken a moment before an agent received a
+// write shows the older version without anything being wrong. Each round therefore reads the agents first, lists
+// from a hub state not older than the newest version an agent holds ("not older than" resourceVersion), and then
+// reads the agents again. An agent is wrong when the hub shows an older version than the agent held before the list
+// (the hub's cache lacks a write it claims to include), or when the agent, after the list, still holds an older
+// version than the hub shows (the agent lacks a write; in flight at first, so only a mismatch that outlasts the
+// rounds counts).
 func verify(ctx context.Context, admin *client, f *fleet, s *stormReport) {
 	start := time.Now()
 	defer func() { s.VerifySec = secs(time.Since(start)) }()
+	key := func(i int) [2]string { return [2]string{seedName(i), namespace + "/" + shootName(i)} }
 	for attempt := 0; ; attempt++ {
-		seeds, _, err := listVersions(ctx, admin, seedsResource)
+		before := make([]map[string]map[string]int64, len(f.agents))
+		var newest int64
+		for i, a := range f.agents {
+			before[i] = a.Snapshot()
+			k := key(i)
+			newest = max(newest, before[i][seedsResource][k[0]], before[i][shootsResource][k[1]])
+		}
+		seeds, seedsRev, err := listVersions(ctx, admin, seedsResource, newest)
 		if err == nil {
 			var shoots map[string]int64
-			shoots, _, err = listVersions(ctx, admin, shootsResource)
+			shoots, _, err = listVersions(ctx, admin, shootsResource, newest)
 			if err == nil {
 				ok, bad, first := 0, 0, ""
 				for i, a := range f.agents {
-					snap := a.Snapshot()
-					seedRV, shootRV := snap[seedsResource][seedName(i)], snap[shootsResource][namespace+"/"+shootName(i)]
-					wantSeed, wantShoot := seeds[seedName(i)], shoots[namespace+"/"+shootName(i)]
-					if seedRV == wantSeed && shootRV == wantShoot && wantSeed > 0 && wantShoot > 0 {
+					after, k := a.Snapshot(), key(i)
+					hubSeed, hubShoot := seeds[k[0]], shoots[k[1]]
+					heldSeed, heldShoot := before[i][seedsResource][k[0]], before[i][shootsResource][k[1]]
+					nowSeed, nowShoot := after[seedsResource][k[0]], after[shootsResource][k[1]]
+					hubStale := hubSeed < heldSeed || hubShoot < heldShoot
+					agentBehind := nowSeed < hubSeed || nowShoot < hubShoot
+					if !hubStale && !agentBehind && hubSeed > 0 && hubShoot > 0 {
 						ok++
 						continue
 					}
 					bad++
-					if first == "" {
-						first = fmt.Sprintf("agent %s: seed rv %d (hub %d), shoot rv %d (hub %d)", seedName(i), seedRV, wantSeed, shootRV, wantShoot)
+					if first == "" || hubStale && !strings.Contains(first, "hub behind") {
+						what := "agent behind"
+						if hubStale {
+							what = "hub behind"
+						}
+						first = fmt.Sprintf("%s: agent %s: seed rv %d (hub %d in a list at revision %d, not older than %d), shoot rv %d (hub %d)",
+							what, k[0], nowSeed, hubSeed, seedsRev, newest, nowShoot, hubShoot)
 					}
 				}
 				s.VerifiedAgents, s.VerifyMismatches, s.VerifyFirstProblem = ok, bad, first

@@ -378,13 +378,17 @@ func (c *cache) setCerts(seeds []int, certs []tls.Certificate) error {
 	return nil
 }
 
-// listVersions returns name → resourceVersion of every object of a collection (paged), and the list's revision.
-func listVersions(ctx context.Context, c *client, resource string) (map[string]int64, int64, error) {
+// listVersions returns name → resourceVersion of every object of a collection (paged), and the list's revision,
+// from a hub state not older than revision notOlder (0: any).
+func listVersions(ctx context.Context, c *client, resource string, notOlder int64) (map[string]int64, int64, error) {
 	out := map[string]int64{}
 	var rev int64
 	cont := ""
 	for {
 		req := &metav1.ListRequest{Limit: 2000, Continue: cont}
+		if notOlder > 0 && cont == "" {
+			req.ResourceVersion = strconv.FormatInt(notOlder, 10)
+		}
 		var items []*metav1.ObjectMeta
 		var lm *metav1.ListMeta
 		switch resource {
