@@ -237,7 +237,7 @@ bench-cli: build
 ## bin/bench/tunnel.json and bin/bench/tunnel-process.json. TRELLIS_BENCH_PARTS picks parts of the first.
 .PHONY: bench-tunnel
 bench-tunnel: testbin
-	TRELLIS_BENCH=1 $(GO) test -count=1 -v -timeout 20m -run 'TestTunnel(Process)?Bench' ./test/bench/tunnel $(BENCH_ARGS)
+	TRELLIS_BENCH=1 $(GO) test -count=1 -v -timeout 20m -run 'TestTunnel(Process|Agents)?Bench' ./test/bench/tunnel $(BENCH_ARGS)
 
 ## bench-agents: agent link benchmark: N simulated agents (default 1000) against a real hub over loopback TCP
 ## (connect, steady-state RSS/CPU/heartbeat acks/etcd writes, assignment latency, reconnect storm); results in
