@@ -19,6 +19,7 @@ import (
 
 	"github.com/trellis-dev/trellis/hub/tunnel"
 	"github.com/trellis-dev/trellis/test/agenttest"
+	"github.com/trellis-dev/trellis/test/binproc"
 	"github.com/trellis-dev/trellis/test/seedtest"
 )
 
@@ -214,10 +215,7 @@ func TestTunnelAgentsBench(t *testing.T) {
 }
 
 // hubTunnelsOpen is the hub's trellis_tunnel_open gauge of kind, from its /metrics.
-func hubTunnelsOpen(t *testing.T, h interface {
-	Do(ctx context.Context, method, path string, body []byte) (int, []byte, error)
-}, kind string,
-) int64 {
+func hubTunnelsOpen(t *testing.T, h *binproc.Hub, kind string) int64 {
 	code, body, err := h.Do(context.Background(), http.MethodGet, "/metrics", nil)
 	if err != nil || code != http.StatusOK {
 		t.Fatalf("hub metrics: %d %v", code, err)
