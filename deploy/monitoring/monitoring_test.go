@@ -91,7 +91,13 @@ func exported(t *testing.T) map[string]bool {
 	if addr == "" {
 		t.Fatal("the agent's metrics did not start")
 	}
+	// The seed client's request metrics have series once the agent sent its first request (to the unreachable seed),
+	// which a loaded machine may not have done yet.
 	body := httpGet(t, "http://"+addr+"/metrics")
+	for !strings.Contains(string(body), "rest_client_requests_total") && waitCtx.Err() == nil {
+		time.Sleep(50 * time.Millisecond)
+		body = httpGet(t, "http://"+addr+"/metrics")
+	}
 	addText("agent", body)
 
 	fams, err := prometheus.DefaultGatherer.Gather()

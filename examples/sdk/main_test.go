@@ -9,6 +9,9 @@ import (
 
 func TestCreateProjectAndShoot(t *testing.T) {
 	h := hubtest.Start(t)
+	// The hub admits the shoot's extension types once a ControllerRegistration registers them, as provider-local's
+	// does in `make up`'s landscape (the machine image "local" is its OperatingSystemConfig type).
+	h.RegisterExtensions(t, "provider-local", hubtest.LocalExtensions()...)
 	conn, err := Dial(h.Addr(), h.CA, h.Token)
 	if err != nil {
 		t.Fatal(err)
