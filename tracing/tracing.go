@@ -120,6 +120,59 @@ type Index struct {
 	byRev map[int64]string
 	order []int64 // ring of the revisions in byRev
 	next  int
+	// pending holds the traceparent of each object's write in flight (Begin), by ObjectKey: the write's revision is
+	// known only once etcd committed it, and the watch may deliver the new version before the writer recorded it.
+	pending map[string]pendingWrite
+	seq     uint64
+}
+
+type pendingWrite struct {
+	traceparent string
+	seq         uint64
+}
+
+// ObjectKey names an object for Begin and LookupObject: its resource ("shoots.core.gardener.cloud", as
+// schema.GroupResource prints it), namespace and name.
+func ObjectKey(resource, namespace, name string) string {
+	return resource + "/" + namespace + "/" + name
+}
+
+// Begin notes traceparent for the object's write that is about to be committed, until end is called (after the
+// write's revision was recorded, or when it failed): LookupObject answers it for a revision not recorded yet, so a
+// watcher that sees the commit before the writer records it still continues the trace. Nothing when traceparent is
+// empty.
+func (x *Index) Begin(key, traceparent string) (end func()) {
+	if x == nil || traceparent == "" {
+		return func() {}
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.pending == nil {
+		x.pending = map[string]pendingWrite{}
+	}
+	x.seq++
+	seq := x.seq
+	x.pending[key] = pendingWrite{traceparent: traceparent, seq: seq}
+	return func() {
+		x.mu.Lock()
+		defer x.mu.Unlock()
+		if x.pending[key].seq == seq {
+			delete(x.pending, key)
+		}
+	}
+}
+
+// LookupObject is Lookup, or while rev is not recorded yet the traceparent of the object's write in flight (Begin).
+func (x *Index) LookupObject(rev int64, key string) string {
+	if x == nil {
+		return ""
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if tp, ok := x.byRev[rev]; ok {
+		return tp
+	}
+	return x.pending[key].traceparent
 }
 
 // NewIndex returns an index of at most size revisions.

@@ -23,6 +23,7 @@ import (
 	agentv1 "github.com/trellis-dev/trellis/proto/gen/trellis/agent/v1"
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
 	"github.com/trellis-dev/trellis/proto/resources"
+	"github.com/trellis-dev/trellis/tracing"
 )
 
 // streamed holds resources.Streamed, the resources an agent receives. ShootStates, Namespaces, Leases and CSRs belong
@@ -509,7 +510,7 @@ func (ss *session) batches(refs []seedgraph.Ref) []*agentv1.AssignmentBatch {
 		m, ok := ss.srv.cfg.Graph.Get(ss.seed, ref)
 		if ok {
 			a.ResourceVersion, _ = strconv.ParseInt(m.Object.GetMetadata().GetResourceVersion(), 10, 64)
-			a.Traceparent = ss.srv.cfg.Traces.Lookup(a.ResourceVersion)
+			a.Traceparent = ss.srv.cfg.Traces.LookupObject(a.ResourceVersion, tracing.ObjectKey(ref.Resource, ref.Namespace, ref.Name))
 			obj, err := ss.srv.encoder.encode(ref, m.Object)
 			if err != nil {
 				ss.srv.cfg.Log.Error("cannot encode assignment", "resource", ref.Resource, "key", ref.Key(), "err", err)

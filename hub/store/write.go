@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
+	"github.com/trellis-dev/trellis/tracing"
 )
 
 const (
@@ -96,14 +97,17 @@ func (c *Collection) create(ctx context.Context, obj Object, dryRun bool) (_ Obj
 		if err := waitWrite(ctx); err != nil {
 			return nil, err
 		}
+		endTrace := c.store.cfg.Traces.Begin(tracing.ObjectKey(c.gr.String(), m.Namespace, m.Name), tracing.Traceparent(ctx))
 		resp, err := c.store.client.Txn(ctx).
 			If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
 			Then(clientv3.OpPut(key, string(val))).
 			Commit()
 		if err != nil {
+			endTrace()
 			return nil, c.internal("create", err)
 		}
 		if !resp.Succeeded {
+			endTrace()
 			if generate && attempt < generateNameAttempts {
 				continue
 			}
@@ -111,6 +115,7 @@ func (c *Collection) create(ctx context.Context, obj Object, dryRun bool) (_ Obj
 		}
 		c.wrote(resp.Header.Revision)
 		c.store.cfg.Traces.Record(ctx, resp.Header.Revision)
+		endTrace()
 		m.ResourceVersion = strconv.FormatInt(resp.Header.Revision, 10)
 		return obj, nil
 	}
@@ -415,15 +420,24 @@ func (c *Collection) guaranteed(ctx context.Context, namespace, name string, dry
 		if err := waitWrite(ctx); err != nil {
 			return nil, false, err
 		}
+		// The trace the new version continues: the request's when it asks for work, else the replaced version's.
+		record := requested && (p.delete || p.next == nil || intentChanged(c.shape.metaOf(cur), c.shape.metaOf(p.next)))
+		tp := c.store.cfg.Traces.Lookup(curRev)
+		if record {
+			tp = tracing.Traceparent(ctx)
+		}
+		endTrace := c.store.cfg.Traces.Begin(tracing.ObjectKey(c.gr.String(), namespace, name), tp)
 		resp, err := c.store.client.Txn(ctx).
 			If(clientv3.Compare(clientv3.ModRevision(key), "=", curRev)).
 			Then(op).
 			Else(clientv3.OpGet(key)).
 			Commit()
 		if err != nil {
+			endTrace()
 			return nil, false, c.internal("update", err)
 		}
 		if !resp.Succeeded {
+			endTrace()
 			cur, fromEtcd = nil, true
 			if kvs := resp.Responses[0].GetResponseRange().GetKvs(); len(kvs) > 0 {
 				if cur, err = c.decode(key, kvs[0].Value, kvs[0].ModRevision); err != nil {
@@ -434,11 +448,12 @@ func (c *Collection) guaranteed(ctx context.Context, namespace, name string, dry
 		}
 		rev := resp.Header.Revision
 		c.wrote(rev)
-		if requested && (p.delete || p.next == nil || intentChanged(c.shape.metaOf(cur), c.shape.metaOf(p.next))) {
+		if record {
 			c.store.cfg.Traces.Record(ctx, rev)
 		} else {
 			c.store.cfg.Traces.Carry(rev, curRev)
 		}
+		endTrace()
 		out := p.next
 		if out == nil {
 			out = clone(cur)
