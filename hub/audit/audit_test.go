@@ -58,7 +58,14 @@ func TestRotation(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	matches, _ := filepath.Glob(filepath.Join(dir, "audit-*.log"))
+	// The rotating writer removes backups beyond maxbackup in a goroutine of its own after each rotation.
+	var matches []string
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		matches, _ = filepath.Glob(filepath.Join(dir, "audit-*.log"))
+		if len(matches) == 2 || time.Now().After(deadline) {
+			break
+		}
+	}
 	if len(matches) != 2 {
 		t.Fatalf("want 2 rotated files (maxbackup), got %v", matches)
 	}
