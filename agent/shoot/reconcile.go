@@ -92,11 +92,11 @@ func (op *operation) reconcileGraph() *flow.Graph {
 	etcdReady := g.Add(flow.Task{Name: taskWaitETCD, Fn: op.waitETCD, Skip: !runs, Dependencies: []string{etcd}, Timeout: t})
 	apiServer := g.Add(flow.Task{Name: taskKubeAPIServer, Fn: op.deployKubeAPIServer, Skip: !runs, Dependencies: []string{secrets, kapi, etcd, cp}, Timeout: t})
 	// The etcd encryption key rotation rewrites the encrypted data once kube-apiserver encrypts with the new key
-	// (Preparing), and takes the rewrite's labels off once the old key is gone (Completing): reencrypt.go.
-	etcdKeyPhase := op.shoot.GetStatus().GetCredentials().GetRotation().GetEtcdEncryptionKey().GetPhase()
-	rewriteAdd := g.Add(flow.Task{Name: taskRewriteEncryptedAddLabel, Fn: op.rewriteEncryptedAddLabel, Skip: !runs || etcdKeyPhase != phasePreparing,
+	// (Preparing), and takes the rewrite's labels off once the old key is gone (Completing): reencrypt.go. The tasks
+	// read the phase when they run: the flow's start writes it into the status after the graph is built.
+	rewriteAdd := g.Add(flow.Task{Name: taskRewriteEncryptedAddLabel, Fn: op.rewriteEncryptedAddLabel, Skip: !runs,
 		Dependencies: []string{apiServer, etcdReady}, Timeout: t})
-	rewriteRemove := g.Add(flow.Task{Name: taskRewriteEncryptedRemoveLabel, Fn: op.rewriteEncryptedRemoveLabel, Skip: !runs || etcdKeyPhase != phaseCompleting,
+	rewriteRemove := g.Add(flow.Task{Name: taskRewriteEncryptedRemoveLabel, Fn: op.rewriteEncryptedRemoveLabel, Skip: !runs,
 		Dependencies: []string{apiServer, etcdReady}, Timeout: t})
 	system := g.Add(flow.Task{Name: taskShootSystem, Fn: op.deployShootSystem, Skip: !runs || hib, Dependencies: []string{apiServer, etcdReady}, Timeout: t})
 	kcm := g.Add(flow.Task{Name: taskKCM, Fn: op.deployKubeControllerManager, Skip: !runs, Dependencies: []string{apiServer}, Timeout: t})

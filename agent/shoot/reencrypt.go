@@ -47,6 +47,9 @@ func encryptedResources() []schema.GroupVersionResource {
 // etcd encryption key, the one kube-apiserver now encrypts with. It fails while the shoot is hibernated: the rotation
 // cannot move to Prepared before the data is under the new key, or completing it would lose that data.
 func (op *operation) rewriteEncryptedAddLabel(ctx context.Context) error {
+	if op.etcdKeyPhase() != phasePreparing {
+		return nil
+	}
 	set, err := op.credentialSet(ctx)
 	if err != nil {
 		return err
@@ -79,7 +82,7 @@ func (op *operation) rewriteEncryptedAddLabel(ctx context.Context) error {
 // rewriteEncryptedRemoveLabel is the Completing phase's cleanup of the labels the preparation set, and of the
 // annotation that recorded it. A hibernated shoot keeps its labels until a later rotation: they are harmless.
 func (op *operation) rewriteEncryptedRemoveLabel(ctx context.Context) error {
-	if op.hibernated() {
+	if op.etcdKeyPhase() != phaseCompleting || op.hibernated() {
 		return nil
 	}
 	mc, closeIdle, err := op.shootMetadata(ctx)
@@ -93,6 +96,11 @@ func (op *operation) rewriteEncryptedRemoveLabel(ctx context.Context) error {
 	}
 	op.log.Info("removed the etcd encryption key labels", "namespace", op.ns, "objects", n)
 	return op.setAPIServerAnnotation(ctx, annotationResourcesLabeled, nil)
+}
+
+// etcdKeyPhase is the phase of the shoot's etcd encryption key rotation ("" when it never ran).
+func (op *operation) etcdKeyPhase() string {
+	return op.shoot.GetStatus().GetCredentials().GetRotation().GetEtcdEncryptionKey().GetPhase()
 }
 
 // shootMetadata is a metadata client of the shoot's kube-apiserver as "gardener", over a connection pool closeIdle
