@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -51,6 +52,9 @@ func TestETCDEncryptionKeyRotation(t *testing.T) {
 	if got := e.ok(t, admin, "-n", "default", "get", "secret", "before", "-o", `jsonpath={.metadata.labels.credentials\.gardener\.cloud/key-name}`); got != newKey {
 		t.Fatalf("the rewritten secret is labelled %q, want %q", got, newKey)
 	}
+	if got := e.apiServerAnnotation(t, ns); got != newKey {
+		t.Fatalf("while prepared, the kube-apiserver Deployment records the rewrite for %q, want %q", got, newKey)
+	}
 
 	e.patch(t, `{"metadata":{"annotations":{"gardener.cloud/operation":"rotate-etcd-encryption-key-complete"}}}`)
 	e.waitShoot(t, "etcd encryption key rotation completed", 3*time.Minute, func(s *corev1beta1.Shoot) bool {
@@ -64,6 +68,9 @@ func TestETCDEncryptionKeyRotation(t *testing.T) {
 	}
 	if got := e.ok(t, admin, "-n", "default", "get", "secret", "before", "-o", "jsonpath={.metadata.labels}"); strings.Contains(got, "key-name") {
 		t.Fatalf("after completing, the secret keeps the rewrite's label: %s", got)
+	}
+	if got := e.apiServerAnnotation(t, ns); got != "" {
+		t.Fatalf("after completing, the kube-apiserver Deployment still records the rewrite: %q", got)
 	}
 	e.ok(t, admin, "-n", "default", "create", "secret", "generic", "after", "--from-literal=answer=43")
 	if got := e.ok(t, admin, "-n", "default", "get", "secret", "after", "-o", "jsonpath={.data.answer}"); got != "NDM=" {
@@ -113,4 +120,15 @@ func (e *env) encryptionKeys(t *testing.T, ns string) []string {
 		}
 	}
 	return keys
+}
+
+// apiServerAnnotation is the key the rewrite of the encrypted data was recorded for on the shoot's kube-apiserver
+// Deployment (credentials.gardener.cloud/resources-labeled).
+func (e *env) apiServerAnnotation(t *testing.T, ns string) string {
+	t.Helper()
+	d := &appsv1.Deployment{}
+	if err := e.seed.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "kube-apiserver"}, d); err != nil {
+		t.Fatal(err)
+	}
+	return d.Annotations["credentials.gardener.cloud/resources-labeled"]
 }
