@@ -91,6 +91,13 @@ func (op *operation) reconcileGraph() *flow.Graph {
 	cp := g.Add(flow.Task{Name: taskControlPlane, Fn: op.deployControlPlane, Dependencies: []string{secrets, infra, before, kapi, internalDNS, externalDNS, backup}, Timeout: t})
 	etcdReady := g.Add(flow.Task{Name: taskWaitETCD, Fn: op.waitETCD, Skip: !runs, Dependencies: []string{etcd}, Timeout: t})
 	apiServer := g.Add(flow.Task{Name: taskKubeAPIServer, Fn: op.deployKubeAPIServer, Skip: !runs, Dependencies: []string{secrets, kapi, etcd, cp}, Timeout: t})
+	// The etcd encryption key rotation rewrites the encrypted data once kube-apiserver encrypts with the new key
+	// (Preparing), and takes the rewrite's labels off once the old key is gone (Completing): reencrypt.go. The tasks
+	// read the phase when they run: the flow's start writes it into the status after the graph is built.
+	rewriteAdd := g.Add(flow.Task{Name: taskRewriteEncryptedAddLabel, Fn: op.rewriteEncryptedAddLabel, Skip: !runs,
+		Dependencies: []string{apiServer, etcdReady}, Timeout: t})
+	rewriteRemove := g.Add(flow.Task{Name: taskRewriteEncryptedRemoveLabel, Fn: op.rewriteEncryptedRemoveLabel, Skip: !runs,
+		Dependencies: []string{apiServer, etcdReady}, Timeout: t})
 	system := g.Add(flow.Task{Name: taskShootSystem, Fn: op.deployShootSystem, Skip: !runs || hib, Dependencies: []string{apiServer, etcdReady}, Timeout: t})
 	kcm := g.Add(flow.Task{Name: taskKCM, Fn: op.deployKubeControllerManager, Skip: !runs, Dependencies: []string{apiServer}, Timeout: t})
 	scheduler := g.Add(flow.Task{Name: taskScheduler, Fn: op.deployKubeScheduler, Skip: !runs || workerless, Dependencies: []string{apiServer}, Timeout: t})
@@ -105,7 +112,7 @@ func (op *operation) reconcileGraph() *flow.Graph {
 	hibernate := g.Add(flow.Task{Name: taskHibernateCP, Fn: op.hibernateControlPlane, Skip: !runs || !hib,
 		Dependencies: []string{worker, afterWorker, dns, system, kcm, scheduler, etcdReady}, Timeout: t})
 	stale := g.Add(flow.Task{Name: taskStaleExtensions, Fn: op.deleteStaleExtensions, Dependencies: []string{after, afterWorker, cr, dns, hibernate}, Timeout: t})
-	g.Add(flow.Task{Name: taskCleanupSecrets, Fn: op.cleanupCredentials, Dependencies: []string{secrets, stale}, Timeout: t})
+	g.Add(flow.Task{Name: taskCleanupSecrets, Fn: op.cleanupCredentials, Dependencies: []string{secrets, stale, rewriteAdd, rewriteRemove}, Timeout: t})
 	return g
 }
 

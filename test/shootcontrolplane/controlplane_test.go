@@ -786,8 +786,23 @@ func selfSignedCA(t *testing.T) (certPEM, keyPEM []byte) {
 }
 
 // etcdKeys counts the keys under prefix in the shoot's etcd behind the seed Service service (etcd-main-client,
-// etcd-events-client), reached at its cluster IP with the control plane's etcd client certificate.
+// etcd-events-client).
 func (e *env) etcdKeys(t *testing.T, ns, service, prefix string) int64 {
+	t.Helper()
+	cli := e.etcdClient(t, ns, service)
+	defer cli.Close()
+	gctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	r, err := cli.Get(gctx, prefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		t.Fatalf("count %s in %s: %v", prefix, service, err)
+	}
+	return r.Count
+}
+
+// etcdClient is a client of the shoot's etcd behind the seed Service service (etcd-main-client,
+// etcd-events-client), reached at its cluster IP with the control plane's etcd client certificate.
+func (e *env) etcdClient(t *testing.T, ns, service string) *clientv3.Client {
 	t.Helper()
 	ctx := context.Background()
 	certs := &corev1.SecretList{}
@@ -827,12 +842,5 @@ func (e *env) etcdKeys(t *testing.T, ns, service, prefix string) int64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cli.Close()
-	gctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	r, err := cli.Get(gctx, prefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
-	if err != nil {
-		t.Fatalf("count %s in %s: %v", prefix, service, err)
-	}
-	return r.Count
+	return cli
 }
