@@ -74,6 +74,7 @@ func TestAgentLinkSurvivesFaults(t *testing.T) {
 	// Agents connect to the gRPC-only listener, as deployed agents do.
 	hubArgs := []string{"--heartbeat-interval", faultHeartbeat.String(), "--grpc-listen", grpcAddr}
 	h := startHubAt(t, bin, dataDir, logPath, addr, hubArgs...)
+	registerLocalExtensions(t, h)
 	t.Cleanup(func() {
 		if t.Failed() || os.Getenv("TRELLIS_E2E_KEEP_LOGS") != "" {
 			keepLog(t, logPath)

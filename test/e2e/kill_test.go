@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/trellis-dev/trellis/test/binproc"
+	"github.com/trellis-dev/trellis/test/hubtest"
 )
 
 // binDir holds the binaries built for this test binary; TestMain removes it.
@@ -435,4 +436,16 @@ func searchAtRest(t *testing.T, dir string, objs []*written) (configMaps, secret
 		}
 	}
 	return configMaps, secrets
+}
+
+// registerLocalExtensions registers provider-local's extension types (and the Network and OperatingSystemConfig types
+// the tests' shoots name) on a hub process, which then admits seeds and shoots of those types (Gardener's
+// ExtensionValidator).
+func registerLocalExtensions(t *testing.T, h *binproc.Hub) {
+	t.Helper()
+	body := hubtest.Registration(t, "provider-local", append(hubtest.LocalExtensions(), "Network/calico", "OperatingSystemConfig/gardenlinux")...)
+	code, out, err := h.Do(context.Background(), "POST", "/apis/core.gardener.cloud/v1beta1/controllerregistrations", body)
+	if err != nil || code != 201 {
+		t.Fatalf("register provider-local's extension types: %d %s %v", code, out, err)
+	}
 }

@@ -73,6 +73,7 @@ func TestReplicasShareTheFleet(t *testing.T) {
 	for _, h := range hubs {
 		t.Cleanup(func() { _ = h.Stop(10 * time.Second) })
 	}
+	registerLocalExtensions(t, hubs[0])
 	t.Cleanup(func() {
 		if t.Failed() {
 			for _, h := range hubs {

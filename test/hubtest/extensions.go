@@ -24,6 +24,16 @@ func LocalExtensions() []string {
 // the seeds that need its types, as for any registration.
 func (h *Hub) RegisterExtensions(t testing.TB, name string, resources ...string) {
 	t.Helper()
+	body := Registration(t, name, resources...)
+	if code, out := h.Do(t, "POST", "/apis/core.gardener.cloud/v1beta1/controllerregistrations", body); code != 201 {
+		t.Fatalf("register extensions %s: %d %s", name, code, out)
+	}
+}
+
+// Registration is the JSON of ControllerRegistration name registering each "Kind/type" of resources as primary,
+// without a deployment, for hubs that RegisterExtensions cannot reach (hub processes).
+func Registration(t testing.TB, name string, resources ...string) []byte {
+	t.Helper()
 	type resource struct {
 		Kind string `json:"kind"`
 		Type string `json:"type"`
@@ -43,7 +53,5 @@ func (h *Hub) RegisterExtensions(t testing.TB, name string, resources ...string)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if code, out := h.Do(t, "POST", "/apis/core.gardener.cloud/v1beta1/controllerregistrations", body); code != 201 {
-		t.Fatalf("register extensions %s: %d %s", name, code, out)
-	}
+	return body
 }
