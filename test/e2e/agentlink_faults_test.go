@@ -71,10 +71,11 @@ func TestAgentLinkSurvivesFaults(t *testing.T) {
 	tmp := t.TempDir()
 	dataDir, logPath := filepath.Join(tmp, "data"), filepath.Join(tmp, "hub.log")
 	addr, grpcAddr := freeLoopbackAddr(t), freeLoopbackAddr(t)
-	// Agents connect to the gRPC-only listener, as deployed agents do.
-	hubArgs := []string{"--heartbeat-interval", faultHeartbeat.String(), "--grpc-listen", grpcAddr}
+	// Agents connect to the gRPC-only listener, as deployed agents do. The world's backup entries name a bucket that
+	// does not exist (this test follows the link, not the backups), which only a hub without Gardener's
+	// ExtensionValidator admits, as an API-only hub runs it.
+	hubArgs := []string{"--heartbeat-interval", faultHeartbeat.String(), "--grpc-listen", grpcAddr, "--allow-unregistered-extensions"}
 	h := startHubAt(t, bin, dataDir, logPath, addr, hubArgs...)
-	registerLocalExtensions(t, h)
 	t.Cleanup(func() {
 		if t.Failed() || os.Getenv("TRELLIS_E2E_KEEP_LOGS") != "" {
 			keepLog(t, logPath)
