@@ -53,7 +53,7 @@ func (op *operation) cleanupCredentials(ctx context.Context) error {
 }
 
 // cleanupKubeconfigs deletes the components' kubeconfig secrets (kubeconfig-<certificate>, made by kubeconfigSecret
-// with a new name for each new certificate) that no Deployment of the namespace mounts any more. It runs at the end
+// with a new name for each new certificate) that none of the control plane's Deployments mounts any more. It runs at the end
 // of the flow, when kube-controller-manager and kube-scheduler have rolled out to their current kubeconfigs.
 func (op *operation) cleanupKubeconfigs(ctx context.Context) error {
 	secrets := &corev1.SecretList{}
@@ -63,12 +63,13 @@ func (op *operation) cleanupKubeconfigs(ctx context.Context) error {
 	if len(secrets.Items) == 0 {
 		return nil
 	}
-	deps := &appsv1.DeploymentList{}
-	if err := op.c.cfg.Seed.List(ctx, deps, client.InNamespace(op.ns)); err != nil {
-		return fmt.Errorf("list the deployments of %s: %w", op.ns, err)
-	}
+	// The components that mount kubeconfigs, read by name: the agent's seed access has no list of Deployments.
 	used := map[string]bool{}
-	for _, d := range deps.Items {
+	for _, name := range []string{deployKubeAPIServer, deployKCM, deployScheduler} {
+		d := &appsv1.Deployment{}
+		if err := op.c.cfg.Seed.Get(ctx, client.ObjectKey{Namespace: op.ns, Name: name}, d); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("read deployment %s/%s: %w", op.ns, name, err)
+		}
 		for _, v := range d.Spec.Template.Spec.Volumes {
 			if v.Secret != nil {
 				used[v.Secret.SecretName] = true
