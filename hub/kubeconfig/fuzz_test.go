@@ -17,6 +17,7 @@ func FuzzRequest(f *testing.F) {
 	f.Add([]byte(`{"spec":{"expirationSeconds":-1}}`))
 	f.Add([]byte(`{"spec":{"expirationSeconds":4294967296}}`))
 	f.Add([]byte(`{"spec":{}}`))
+	f.Add([]byte(`{}`)) // no spec at all: the default (found by the fuzzer)
 	f.Add([]byte(`{"kind":"Pod","metadata":{"name":"x"}}`))
 	f.Add([]byte(`{"spec":{"expirationSeconds":"600"}}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
@@ -37,7 +38,7 @@ func FuzzRequest(f *testing.F) {
 		if v < MinExpirationSeconds || v > MaxExpirationSeconds {
 			t.Fatalf("expiration %d accepted", v)
 		}
-		if req.GetSpec().ExpirationSeconds == nil && v != DefaultExpirationSeconds {
+		if (req.GetSpec() == nil || req.GetSpec().ExpirationSeconds == nil) && v != DefaultExpirationSeconds {
 			t.Fatalf("default %d", v)
 		}
 		if _, err := kjson.Marshal(proto.Clone(&req)); err != nil {
