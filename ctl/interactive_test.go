@@ -3,6 +3,7 @@ package ctl_test
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -57,7 +58,13 @@ func TestEditWatchCompletion(t *testing.T) {
 		t.Fatalf("edit without change: %d %q %q", code, out, errOut)
 	}
 	c.setenv("EDITOR", `sed -i 's/^data:/datta:/'`)
-	contains(t, "invalid edit", c.fails("edit", "cm/settings", "-n", "x"), "datta", "your changes are in ")
+	invalid := c.fails("edit", "cm/settings", "-n", "x")
+	contains(t, "invalid edit", invalid, "datta", "your changes are in ")
+	if _, kept, ok := strings.Cut(invalid, "your changes are in "); ok { // the kept file is the user's, not the test's
+		if err := os.Remove(strings.TrimSpace(kept)); err != nil {
+			t.Errorf("the kept edit: %v", err)
+		}
+	}
 	c.setenv("EDITOR", "false")
 	contains(t, "failing editor", c.fails("edit", "cm/settings", "-n", "x"), `editor "false"`)
 

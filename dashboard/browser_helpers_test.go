@@ -84,6 +84,8 @@ func startBrowser(t *testing.T, h *hubtest.Hub) *browser {
 		chromedp.Flag("disable-extensions", true),
 		chromedp.Flag("ignore-certificate-errors-spki-list", spkiHash(t, h)),
 		chromedp.UserDataDir(t.TempDir()),
+		// Chromium's own temporary directories (org.chromium.Chromium.*) go where the test cleans up.
+		chromedp.Env("TMPDIR=" + t.TempDir()),
 		chromedp.WindowSize(1440, 900),
 	}
 	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
