@@ -14,8 +14,7 @@ func TestIndexPendingWrite(t *testing.T) {
 	if got := x.LookupObject(7, ObjectKey("shoots.core.gardener.cloud", "garden-dev", "b")); got != "" {
 		t.Fatalf("another object: %q, want none", got)
 	}
-	x.put(7, tp)
-	end()
+	end(7)
 	if got := x.LookupObject(7, key); got != tp {
 		t.Fatalf("recorded: %q", got)
 	}
@@ -25,12 +24,12 @@ func TestIndexPendingWrite(t *testing.T) {
 	// A later write's Begin is not ended by an earlier write's end.
 	end1 := x.Begin(key, "first")
 	end2 := x.Begin(key, "second")
-	end1()
+	end1(0)
 	if got := x.LookupObject(9, key); got != "second" {
 		t.Fatalf("overlapping writes: %q, want the later one's", got)
 	}
-	end2()
-	if x.Begin(key, "")(); x.LookupObject(9, key) != "" {
+	end2(0)
+	if x.Begin(key, "")(0); x.LookupObject(9, key) != "" {
 		t.Fatal("an empty traceparent is not pending")
 	}
 }

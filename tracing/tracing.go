@@ -137,13 +137,13 @@ func ObjectKey(resource, namespace, name string) string {
 	return resource + "/" + namespace + "/" + name
 }
 
-// Begin notes traceparent for the object's write that is about to be committed, until end is called (after the
-// write's revision was recorded, or when it failed): LookupObject answers it for a revision not recorded yet, so a
-// watcher that sees the commit before the writer records it still continues the trace. Nothing when traceparent is
-// empty.
-func (x *Index) Begin(key, traceparent string) (end func()) {
+// Begin notes traceparent for the object's write that is about to be committed, until end is called: LookupObject
+// answers it for a revision not recorded yet, so a watcher that sees the commit before the writer records it still
+// continues the trace. end(rev) records traceparent for the committed revision rev; end(0) (the write failed)
+// records nothing. Nothing when traceparent is empty.
+func (x *Index) Begin(key, traceparent string) (end func(rev int64)) {
 	if x == nil || traceparent == "" {
-		return func() {}
+		return func(int64) {}
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
@@ -153,7 +153,10 @@ func (x *Index) Begin(key, traceparent string) (end func()) {
 	x.seq++
 	seq := x.seq
 	x.pending[key] = pendingWrite{traceparent: traceparent, seq: seq}
-	return func() {
+	return func(rev int64) {
+		if rev > 0 {
+			x.put(rev, traceparent)
+		}
 		x.mu.Lock()
 		defer x.mu.Unlock()
 		if x.pending[key].seq == seq {

@@ -103,19 +103,18 @@ func (c *Collection) create(ctx context.Context, obj Object, dryRun bool) (_ Obj
 			Then(clientv3.OpPut(key, string(val))).
 			Commit()
 		if err != nil {
-			endTrace()
+			endTrace(0)
 			return nil, c.internal("create", err)
 		}
 		if !resp.Succeeded {
-			endTrace()
+			endTrace(0)
 			if generate && attempt < generateNameAttempts {
 				continue
 			}
 			return nil, apierrors.NewAlreadyExists(c.gr, m.Name)
 		}
 		c.wrote(resp.Header.Revision)
-		c.store.cfg.Traces.Record(ctx, resp.Header.Revision)
-		endTrace()
+		endTrace(resp.Header.Revision)
 		m.ResourceVersion = strconv.FormatInt(resp.Header.Revision, 10)
 		return obj, nil
 	}
@@ -421,10 +420,11 @@ func (c *Collection) guaranteed(ctx context.Context, namespace, name string, dry
 			return nil, false, err
 		}
 		// The trace the new version continues: the request's when it asks for work, else the replaced version's.
-		record := requested && (p.delete || p.next == nil || intentChanged(c.shape.metaOf(cur), c.shape.metaOf(p.next)))
-		tp := c.store.cfg.Traces.Lookup(curRev)
-		if record {
+		var tp string
+		if requested && (p.delete || p.next == nil || intentChanged(c.shape.metaOf(cur), c.shape.metaOf(p.next))) {
 			tp = tracing.Traceparent(ctx)
+		} else {
+			tp = c.store.cfg.Traces.Lookup(curRev)
 		}
 		endTrace := c.store.cfg.Traces.Begin(tracing.ObjectKey(c.gr.String(), namespace, name), tp)
 		resp, err := c.store.client.Txn(ctx).
@@ -433,11 +433,11 @@ func (c *Collection) guaranteed(ctx context.Context, namespace, name string, dry
 			Else(clientv3.OpGet(key)).
 			Commit()
 		if err != nil {
-			endTrace()
+			endTrace(0)
 			return nil, false, c.internal("update", err)
 		}
 		if !resp.Succeeded {
-			endTrace()
+			endTrace(0)
 			cur, fromEtcd = nil, true
 			if kvs := resp.Responses[0].GetResponseRange().GetKvs(); len(kvs) > 0 {
 				if cur, err = c.decode(key, kvs[0].Value, kvs[0].ModRevision); err != nil {
@@ -448,12 +448,7 @@ func (c *Collection) guaranteed(ctx context.Context, namespace, name string, dry
 		}
 		rev := resp.Header.Revision
 		c.wrote(rev)
-		if record {
-			c.store.cfg.Traces.Record(ctx, rev)
-		} else {
-			c.store.cfg.Traces.Carry(rev, curRev)
-		}
-		endTrace()
+		endTrace(rev)
 		out := p.next
 		if out == nil {
 			out = clone(cur)
