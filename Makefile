@@ -157,13 +157,14 @@ testbin: testbin-etcd testbin-kube testbin-node
 ## testbin-node: the parts of a local seed's node (test/localnode) into bin/testbin/node: kubelet, kube-proxy,
 ## kube-scheduler, kubectl, containerd v2, CoreDNS, local-path-provisioner (Go modules, cached in $(TESTBIN_CACHE)),
 ## and, from Debian with apt-get when missing, runc, the CNI plugins, iptables, conntrack and busybox-static.
-## The node's images (deploy/images.NodeImages) and the shoot control plane's (deploy/images.ControlPlaneImages, which
-## the agent runs on local seeds) go to bin/testbin/images; etcd-backup-restore, the project's, is built statically
+## The node's images (deploy/images.NodeImages), the shoot control plane's (deploy/images.ControlPlaneImages, which
+## the agent runs on local seeds) and kube-proxy's for shoots' machines (deploy/images.ShootSystemImages) go to
+## bin/testbin/images; etcd-backup-restore, the project's, is built statically
 ## for its image.
 testbin-node:
 	@./test/testbin/build-node.sh $(KUBE_VERSION) $(TESTBIN_CACHE) bin/testbin
 	@CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-buildid=' -o bin/testbin/images/bin/ ./cmd/etcd-backup-restore
-	@$(GO) run ./deploy/images/cmd/build-images -only pause,busybox,coredns,local-path-provisioner,etcd,kube-apiserver,kube-controller-manager,kube-scheduler,etcd-backup-restore -bin bin/testbin/images/bin -out bin/testbin/images
+	@$(GO) run ./deploy/images/cmd/build-images -only pause,busybox,coredns,local-path-provisioner,etcd,kube-apiserver,kube-controller-manager,kube-scheduler,kube-proxy,etcd-backup-restore -bin bin/testbin/images/bin -out bin/testbin/images
 
 ## images: the image archives of deploy/images (the project's binaries and the cached components), one
 ## bin/images/<name>.tar per image, named local.trellis.dev/<name>:<version> (VERSION, default dev), labelled with

@@ -98,11 +98,16 @@ func (c *Controller) deploysControlPlane(ctx context.Context) (bool, error) {
 
 // image is the image of a control plane component for the shoot's Kubernetes version.
 func (op *operation) image(component string) (string, error) {
+	return op.imageFor(component, op.shoot.GetSpec().GetKubernetes().GetVersion())
+}
+
+// imageFor is the image of component for Kubernetes version (a worker pool's, which may differ from the shoot's).
+func (op *operation) imageFor(component, version string) (string, error) {
 	v := op.c.cfg.Images
 	if v == nil {
 		v = imagevector.Default()
 	}
-	return v.Image(component, op.shoot.GetSpec().GetKubernetes().GetVersion())
+	return v.Image(component, version)
 }
 
 // tunnelName is the shoot's name on the hub's TLS-passthrough listener: api.<shoot>.<project>.<tunnel domain>.
@@ -531,9 +536,14 @@ func (op *operation) deployKubeAPIServer(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// Pods reach it at the first address of the shoot's service network too (Service default/kubernetes).
+	inCluster, err := op.serviceIP(apiServiceIndex)
+	if err != nil {
+		return err
+	}
 	m := op.credentialsManager()
 	serving, err := m.Certificate(ctx, credentials.CertConfig{Name: certKubeAPIServer, CA: credentials.ServerCA(set.CA, set.CAOld), CommonName: "kube-apiserver",
-		DNSNames: op.kubeAPIServerNames(), IPs: []net.IP{ip, net.IPv4(127, 0, 0, 1)}, Server: true})
+		DNSNames: op.kubeAPIServerNames(), IPs: []net.IP{ip, net.IP(inCluster.AsSlice()), net.IPv4(127, 0, 0, 1)}, Server: true})
 	if err != nil {
 		return err
 	}

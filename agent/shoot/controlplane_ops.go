@@ -15,6 +15,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	kmetav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	rbacv1client "k8s.io/client-go/kubernetes/typed/rbac/v1"
 	"k8s.io/client-go/rest"
@@ -47,6 +48,16 @@ func ready(obj client.Object) (bool, string) {
 			return false, fmt.Sprintf("%d old replicas still terminating", o.Status.Replicas-want)
 		case o.Status.AvailableReplicas < want:
 			return false, fmt.Sprintf("%d of %d replicas available", o.Status.AvailableReplicas, want)
+		}
+	case *appsv1.DaemonSet:
+		want := o.Status.DesiredNumberScheduled
+		switch {
+		case o.Status.ObservedGeneration < o.Generation:
+			return false, "its controller has not observed the latest spec"
+		case o.Status.UpdatedNumberScheduled < want:
+			return false, fmt.Sprintf("%d of %d pods updated", o.Status.UpdatedNumberScheduled, want)
+		case o.Status.NumberUnavailable > 0 || o.Status.NumberReady < want:
+			return false, fmt.Sprintf("%d of %d pods ready", o.Status.NumberReady, want)
 		}
 	case *appsv1.StatefulSet:
 		want := ptrValue(o.Spec.Replicas, 1)
@@ -266,28 +277,36 @@ func (op *operation) shootRBAC(ctx context.Context) (rbac rbacv1client.RbacV1Int
 
 // shootClients are shootRBAC's RBAC client and a core client over one connection pool, which closeIdle closes.
 func (op *operation) shootClients(ctx context.Context) (rbac rbacv1client.RbacV1Interface, core corev1client.CoreV1Interface, closeIdle func(), err error) {
-	set, err := op.credentialSet(ctx)
+	cs, closeIdle, err := op.shootClientset(ctx)
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	return cs.RbacV1(), cs.CoreV1(), closeIdle, nil
+}
+
+// shootClientset is a clientset of the shoot's kube-apiserver as "gardener" (system:masters) over one connection
+// pool, which closeIdle closes (see shootRBAC), issuing its certificate first if needed.
+func (op *operation) shootClientset(ctx context.Context) (cs kubernetes.Interface, closeIdle func(), err error) {
+	set, err := op.credentialSet(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
 	if _, err := op.credentialsManager().Certificate(ctx, gardenerCert(set)); err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
 	cfg, err := op.c.shootREST(ctx, op.ns)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
 	hc, err := rest.HTTPClientFor(cfg)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
-	if rbac, err = rbacv1client.NewForConfigAndClient(cfg, hc); err != nil {
-		return nil, nil, nil, err
+	if cs, err = kubernetes.NewForConfigAndClient(cfg, hc); err != nil {
+		hc.CloseIdleConnections()
+		return nil, nil, err
 	}
-	if core, err = corev1client.NewForConfigAndClient(cfg, hc); err != nil {
-		return nil, nil, nil, err
-	}
-	return rbac, core, hc.CloseIdleConnections, nil
+	return cs, hc.CloseIdleConnections, nil
 }
 
 // gardenerCert is the agent's own client certificate for the shoot's kube-apiserver: "gardener" in system:masters.

@@ -11,6 +11,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	kmetav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -42,7 +43,7 @@ func (c *Controller) ownChecks(ctx context.Context, s *corev1beta1.Shoot, ns str
 	workers := len(s.GetSpec().GetProvider().GetWorkers()) > 0
 	out := map[string]check{}
 
-	var cs corev1client.CoreV1Interface
+	var cs kubernetes.Interface
 	api := check{status: extensionsv1alpha1.ConditionTrue, reason: "HealthzRequestSucceeded", message: "API server /livez and /readyz answer."}
 	cfg, err := c.shootREST(ctx, ns)
 	if err == nil {
@@ -54,7 +55,7 @@ func (c *Controller) ownChecks(ctx context.Context, s *corev1beta1.Shoot, ns str
 			// A shoot's client dials through the seed (cfg.Dial): client-go does not cache its transport, so its
 			// connections are closed here rather than left idle for every care run.
 			defer hc.CloseIdleConnections()
-			cs, err = corev1client.NewForConfigAndClient(cfg, hc)
+			cs, err = kubernetes.NewForConfigAndClient(cfg, hc)
 		}
 	}
 	if err != nil {
@@ -106,9 +107,9 @@ func (c *Controller) ownChecks(ctx context.Context, s *corev1beta1.Shoot, ns str
 			out[extensionsv1alpha1.ShootEveryNodeReady] = unknown("the nodes")
 		}
 	default:
-		out[extensionsv1alpha1.ShootSystemComponentsHealthy] = systemComponents(ctx, cs)
+		out[extensionsv1alpha1.ShootSystemComponentsHealthy] = systemComponents(ctx, cs, s)
 		if workers {
-			out[extensionsv1alpha1.ShootEveryNodeReady] = nodesReady(ctx, cs, s)
+			out[extensionsv1alpha1.ShootEveryNodeReady] = nodesReady(ctx, cs.CoreV1(), s)
 		}
 	}
 	return out
@@ -141,27 +142,77 @@ func probe(ctx context.Context, cfg *rest.Config) error {
 	return nil
 }
 
-// systemComponents checks the pods of the shoot's kube-system: all running and ready.
-func systemComponents(ctx context.Context, cs corev1client.CoreV1Interface) check {
-	pods, err := cs.Pods("kube-system").List(ctx, kmetav1.ListOptions{})
+// systemComponents checks what the agent deployed into the shoot, as Gardener's care checks the ManagedResources of
+// the system components: for a shoot with workers the kube-proxy DaemonSet of every worker pool and the CoreDNS
+// Deployment rolled out and ready (Progressing while a rollout is under way, False when a pod is not ready), and
+// every pod of the shoot's kube-system running and ready.
+func systemComponents(ctx context.Context, cs kubernetes.Interface, s *corev1beta1.Shoot) check {
+	var progressing, bad []string
+	judge := func(name string, o client.Object, err error) {
+		if err != nil {
+			bad = append(bad, fmt.Sprintf("%s: %v", name, err))
+			return
+		}
+		ok, why := ready(o)
+		switch {
+		case ok:
+		case rollingOut(o):
+			progressing = append(progressing, name+": "+why)
+		default:
+			bad = append(bad, name+": "+why)
+		}
+	}
+	workers := s.GetSpec().GetProvider().GetWorkers()
+	if len(workers) > 0 {
+		d, err := cs.AppsV1().Deployments(kmetav1.NamespaceSystem).Get(ctx, coreDNS, kmetav1.GetOptions{})
+		judge("Deployment "+coreDNS, d, err)
+		for _, w := range workers {
+			name := kubeProxyDaemonSetName(w.GetName())
+			ds, err := cs.AppsV1().DaemonSets(kmetav1.NamespaceSystem).Get(ctx, name, kmetav1.GetOptions{})
+			judge("DaemonSet "+name, ds, err)
+		}
+	}
+	pods, err := cs.CoreV1().Pods("kube-system").List(ctx, kmetav1.ListOptions{})
 	if err != nil {
 		return check{status: extensionsv1alpha1.ConditionUnknown, reason: "SystemComponentsUnknown", message: err.Error()}
 	}
-	var bad []string
+	var notReady []string
 	for _, p := range pods.Items {
 		if p.Status.Phase == corev1.PodSucceeded {
 			continue
 		}
 		if p.Status.Phase != corev1.PodRunning || !podReady(&p) {
-			bad = append(bad, fmt.Sprintf("%s (%s)", p.Name, p.Status.Phase))
+			notReady = append(notReady, fmt.Sprintf("%s (%s)", p.Name, p.Status.Phase))
 		}
 	}
-	if len(bad) > 0 {
-		slices.Sort(bad)
-		return check{status: extensionsv1alpha1.ConditionFalse, reason: "SystemComponentsUnhealthy", message: "Not ready in kube-system: " + strings.Join(bad, ", ")}
+	if len(notReady) > 0 {
+		slices.Sort(notReady)
+		bad = append(bad, "not ready in kube-system: "+strings.Join(notReady, ", "))
 	}
-	return check{status: extensionsv1alpha1.ConditionTrue, reason: "SystemComponentsRunning",
-		message: fmt.Sprintf("All %d pods in the shoot's kube-system are ready.", len(pods.Items))}
+	switch {
+	case len(bad) > 0:
+		return check{status: extensionsv1alpha1.ConditionFalse, reason: "SystemComponentsUnhealthy", message: strings.Join(append(bad, progressing...), "; ")}
+	case len(progressing) > 0:
+		return check{status: extensionsv1alpha1.ConditionProgressing, reason: "SystemComponentsRollingOut", message: strings.Join(progressing, "; ")}
+	}
+	msg := fmt.Sprintf("All %d pods in the shoot's kube-system are ready.", len(pods.Items))
+	if len(workers) > 0 {
+		msg = fmt.Sprintf("kube-proxy of %d worker pools, CoreDNS and all %d pods in the shoot's kube-system are ready.", len(workers), len(pods.Items))
+	}
+	return check{status: extensionsv1alpha1.ConditionTrue, reason: "SystemComponentsRunning", message: msg}
+}
+
+// rollingOut reports whether a Deployment or DaemonSet is still rolling out its latest spec while its older pods
+// serve (Gardener: a ManagedResource Progressing).
+func rollingOut(obj client.Object) bool {
+	switch o := obj.(type) {
+	case *appsv1.Deployment:
+		return o.Status.ObservedGeneration < o.Generation || o.Status.UpdatedReplicas < ptrValue(o.Spec.Replicas, 1) ||
+			o.Status.Replicas > ptrValue(o.Spec.Replicas, 1)
+	case *appsv1.DaemonSet:
+		return o.Status.ObservedGeneration < o.Generation || o.Status.UpdatedNumberScheduled < o.Status.DesiredNumberScheduled
+	}
+	return false
 }
 
 func podReady(p *corev1.Pod) bool {

@@ -99,6 +99,10 @@ func (op *operation) reconcileGraph() *flow.Graph {
 	rewriteRemove := g.Add(flow.Task{Name: taskRewriteEncryptedRemoveLabel, Fn: op.rewriteEncryptedRemoveLabel, Skip: !runs,
 		Dependencies: []string{apiServer, etcdReady}, Timeout: t})
 	system := g.Add(flow.Task{Name: taskShootSystem, Fn: op.deployShootSystem, Skip: !runs || hib, Dependencies: []string{apiServer, etcdReady}, Timeout: t})
+	// The system components of a shoot with workers (Gardener's ManagedResources shoot-core-kube-proxy-<pool> and
+	// shoot-core-coredns), applied into the shoot once its API server answers; their health is the shoot care's.
+	kubeProxyTask := g.Add(flow.Task{Name: taskKubeProxy, Fn: op.deployKubeProxy, Skip: !runs || hib || workerless, Dependencies: []string{apiServer, etcdReady, system}, Timeout: t})
+	coreDNSTask := g.Add(flow.Task{Name: taskCoreDNS, Fn: op.deployCoreDNS, Skip: !runs || hib || workerless, Dependencies: []string{apiServer, etcdReady, system}, Timeout: t})
 	kcm := g.Add(flow.Task{Name: taskKCM, Fn: op.deployKubeControllerManager, Skip: !runs, Dependencies: []string{apiServer}, Timeout: t})
 	scheduler := g.Add(flow.Task{Name: taskScheduler, Fn: op.deployKubeScheduler, Skip: !runs || workerless, Dependencies: []string{apiServer}, Timeout: t})
 	after := g.Add(flow.Task{Name: taskExtAfterKAPI, Fn: op.extensionsFn(extensionsv1alpha1.AfterKubeAPIServer), Dependencies: []string{cp, apiServer}, Timeout: t})
@@ -110,7 +114,7 @@ func (op *operation) reconcileGraph() *flow.Graph {
 	cr := g.Add(flow.Task{Name: taskContainerRuntime, Fn: op.deployContainerRuntimes, Skip: workerless, Dependencies: []string{worker}, Timeout: t})
 	dns := g.Add(flow.Task{Name: taskDestroyDNS, Fn: op.destroyDNSRecords, Skip: !hib, Dependencies: []string{worker, afterWorker}, Timeout: t})
 	hibernate := g.Add(flow.Task{Name: taskHibernateCP, Fn: op.hibernateControlPlane, Skip: !runs || !hib,
-		Dependencies: []string{worker, afterWorker, dns, system, kcm, scheduler, etcdReady}, Timeout: t})
+		Dependencies: []string{worker, afterWorker, dns, system, kubeProxyTask, coreDNSTask, kcm, scheduler, etcdReady}, Timeout: t})
 	stale := g.Add(flow.Task{Name: taskStaleExtensions, Fn: op.deleteStaleExtensions, Dependencies: []string{after, afterWorker, cr, dns, hibernate}, Timeout: t})
 	g.Add(flow.Task{Name: taskCleanupSecrets, Fn: op.cleanupCredentials, Dependencies: []string{secrets, stale, rewriteAdd, rewriteRemove}, Timeout: t})
 	return g
@@ -514,7 +518,9 @@ func (op *operation) kubernetesVersion(w *corev1beta1.Worker) string {
 // (or the OS extension, for provision) turns into the machine's configuration.
 // A provision config also carries the bootstrap token's placeholder and, when the agent runs the control plane, the
 // kubelet's bootstrap kubeconfig (bootstrap).
-func (op *operation) oscSpec(osc *extensionsv1alpha1.OperatingSystemConfig, w *corev1beta1.Worker, purpose extensionsv1alpha1.OperatingSystemConfigPurpose, bootstrap string) {
+// The kubelet's configuration names the shoot's cluster DNS (dnsIP: the kube-dns Service, systemcomponents.go) and
+// domain, as Gardener's does.
+func (op *operation) oscSpec(osc *extensionsv1alpha1.OperatingSystemConfig, w *corev1beta1.Worker, purpose extensionsv1alpha1.OperatingSystemConfigPurpose, bootstrap, dnsIP string) {
 	osc.Spec.Type = w.GetMachine().GetImage().GetName()
 	osc.Spec.ProviderConfig = rawExt(w.GetMachine().GetImage().GetProviderConfig())
 	osc.Spec.Purpose = purpose
@@ -523,8 +529,9 @@ func (op *operation) oscSpec(osc *extensionsv1alpha1.OperatingSystemConfig, w *c
 	kubelet := fmt.Sprintf("[Unit]\nDescription=kubelet daemon\n[Service]\nExecStart=/opt/bin/kubelet --config=/var/lib/kubelet/config/kubelet --node-labels=%s=%s\nRestart=always\n[Install]\nWantedBy=multi-user.target\n", labelWorkerPool, w.GetName())
 	osc.Spec.Units = []extensionsv1alpha1.Unit{{Name: "kubelet.service", Command: &start, Enable: &enable, Content: &kubelet}}
 	perm := int32(0o600)
-	config := fmt.Sprintf("apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n# Kubernetes %s, pool %s\n", op.kubernetesVersion(w), w.GetName())
-	osc.Spec.Files = []extensionsv1alpha1.File{{Path: "/var/lib/kubelet/config/kubelet", Permissions: &perm,
+	config := fmt.Sprintf("apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n# Kubernetes %s, pool %s\nclusterDNS: [%s]\nclusterDomain: %s\n",
+		op.kubernetesVersion(w), w.GetName(), dnsIP, clusterDomain)
+	osc.Spec.Files = []extensionsv1alpha1.File{{Path: extensionsv1alpha1.KubeletConfigPath, Permissions: &perm,
 		Content: extensionsv1alpha1.FileContent{Inline: &extensionsv1alpha1.FileContentInline{Encoding: "", Data: config}}}}
 	if purpose == extensionsv1alpha1.OperatingSystemConfigPurposeProvision {
 		unencoded := true
@@ -544,9 +551,12 @@ func (op *operation) oscSpec(osc *extensionsv1alpha1.OperatingSystemConfig, w *c
 }
 
 func (op *operation) deployOperatingSystemConfigs(ctx context.Context) error {
+	dns, err := op.serviceIP(clusterDNSIndex)
+	if err != nil {
+		return err
+	}
 	var bootstrap string
 	if op.controlPlane {
-		var err error
 		if bootstrap, err = op.bootstrapKubeconfig(ctx); err != nil {
 			return err
 		}
@@ -567,7 +577,7 @@ func (op *operation) deployOperatingSystemConfigs(ctx context.Context) error {
 				if p.purpose == extensionsv1alpha1.OperatingSystemConfigPurposeProvision {
 					bs = bootstrap
 				}
-				op.oscSpec(osc, w, p.purpose, bs)
+				op.oscSpec(osc, w, p.purpose, bs, dns.String())
 			}); err != nil {
 				return err
 			}

@@ -41,6 +41,10 @@ var NodeImages = []string{"pause", "busybox", "coredns", "local-path-provisioner
 // backup sidecar and restore step): `make testbin` builds it for the purpose.
 var ControlPlaneImages = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "etcd-backup-restore"}
 
+// ShootSystemImages are the images of the system components the agent deploys into a shoot with workers (kube-proxy
+// and CoreDNS): the local machines import them, and the local image vector names them.
+var ShootSystemImages = []string{"kube-proxy", "coredns"}
+
 // Catalog returns the specs of every image Trellis builds, from src. Versions of cached binaries come from their
 // cache directories; an image whose binary is missing fails only when it is built.
 func Catalog(src Sources) ([]Spec, error) {
@@ -74,12 +78,34 @@ func Catalog(src Sources) ([]Spec, error) {
 		component("kube-apiserver", filepath.Join(src.Testbin, "kube-apiserver")),
 		component("kube-controller-manager", filepath.Join(src.Testbin, "kube-controller-manager")),
 		component("kube-scheduler", filepath.Join(node, "kube-scheduler")),
+		kubeProxySpec(component("kube-proxy", filepath.Join(node, "kube-proxy"))),
 		project("provider-local"),
 		project("trellis-hub"),
 		project("trellis-agent"),
 		project("trellisctl"),
 		project("etcd-backup-restore"),
 	}, nil
+}
+
+// kubeProxySpec adds to the kube-proxy image what its iptables mode runs: this machine's iptables (the nf_tables
+// variant, xtables-nft-multi, with its libraries and extensions) under the names kube-proxy calls, as upstream's
+// image carries them. kube-proxy changes the node's tables, so it runs as root.
+func kubeProxySpec(s Spec) Spec {
+	s.User = "0"
+	multi := "/usr/sbin/xtables-nft-multi"
+	s.Files = append(s.Files, File{Source: multi, Path: multi})
+	s.Files = append(s.Files, sharedLibraries(multi)...)
+	extensions, _ := filepath.Glob("/usr/lib/*/xtables/*.so") // none: iptables fails in the container, naming them
+	for _, e := range extensions {
+		s.Files = append(s.Files, File{Source: e, Path: e})
+	}
+	s.Links = map[string]string{}
+	for _, family := range []string{"iptables", "ip6tables"} {
+		for _, suffix := range []string{"", "-save", "-restore"} {
+			s.Links["/usr/sbin/"+family+suffix] = "xtables-nft-multi"
+		}
+	}
+	return s
 }
 
 // cachedVersion returns the version in the name of the cache directory bin links into (<name>-<version>/), or "dev".

@@ -111,30 +111,42 @@ func (s *Server) authorized(next http.Handler) http.Handler {
 // maxBody bounds a request body: user data of a few KiB.
 const maxBody = 1 << 20
 
+// machineFiles is what a machine takes from its user data: the kubelet's bootstrap kubeconfig, and the cluster DNS
+// address and domain of its kubelet configuration (empty: the machine's defaults).
+type machineFiles struct {
+	kubeconfig         []byte
+	clusterDNS, domain string
+}
+
 // decodeSpec reads a PUT's body: a local.MachineSpec whose user data holds a bootstrap kubeconfig.
-func decodeSpec(body []byte) (local.MachineSpec, []byte, error) {
+func decodeSpec(body []byte) (local.MachineSpec, machineFiles, error) {
 	var spec local.MachineSpec
+	var mf machineFiles
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&spec); err != nil {
-		return spec, nil, fmt.Errorf("body: %w", err)
+		return spec, mf, fmt.Errorf("body: %w", err)
 	}
 	kc, err := bootstrapKubeconfig(spec.UserData)
 	if err != nil {
-		return spec, nil, err
+		return spec, mf, err
 	}
 	if _, err := clientcmd.Load(kc); err != nil {
-		return spec, nil, fmt.Errorf("userData: %s: %w", BootstrapKubeconfigPath, err)
+		return spec, mf, fmt.Errorf("userData: %s: %w", BootstrapKubeconfigPath, err)
 	}
 	for k, v := range spec.Labels {
 		for _, msg := range validation.IsQualifiedName(k) {
-			return spec, nil, fmt.Errorf("labels: key %q: %s", k, msg)
+			return spec, mf, fmt.Errorf("labels: key %q: %s", k, msg)
 		}
 		for _, msg := range validation.IsValidLabelValue(v) {
-			return spec, nil, fmt.Errorf("labels[%s]: %s", k, msg)
+			return spec, mf, fmt.Errorf("labels[%s]: %s", k, msg)
 		}
 	}
-	return spec, kc, nil
+	dns, domain, err := clusterDNS(spec.UserData)
+	if err != nil {
+		return spec, mf, err
+	}
+	return spec, machineFiles{kubeconfig: kc, clusterDNS: dns, domain: domain}, nil
 }
 
 func validName(name string) error {
@@ -155,7 +167,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "body: "+err.Error(), http.StatusRequestEntityTooLarge)
 		return
 	}
-	spec, kubeconfig, err := decodeSpec(body)
+	spec, files, err := decodeSpec(body)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusUnprocessableEntity)
 		return
@@ -176,7 +188,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 	if !exists {
 		code = http.StatusCreated
 		// The start outlives the request: a client that gives up asks again and finds the machine.
-		s.start(m, spec, kubeconfig)
+		s.start(m, spec, files)
 	}
 	select {
 	case <-m.ready:
@@ -188,7 +200,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 
 // start starts machine m in the background; m.ready is closed when it runs or failed. A failed machine is removed
 // from the table, so that the next PUT tries again.
-func (s *Server) start(m *machine, spec local.MachineSpec, kubeconfig []byte) {
+func (s *Server) start(m *machine, spec local.MachineSpec, files machineFiles) {
 	go func() { // owned by m.ready: Close and delete wait for it
 		defer close(m.ready)
 		begin := time.Now()
@@ -202,7 +214,7 @@ func (s *Server) start(m *machine, spec local.MachineSpec, kubeconfig []byte) {
 		defer cancel()
 		m.node, m.err = localnode.Start(ctx, localnode.Config{Slot: slot, Dir: filepath.Join(s.cfg.Dir, m.name), Testbin: s.cfg.Testbin,
 			Images: s.cfg.Images, Log: s.log, Machine: &localnode.Machine{Parent: s.cfg.Parent, NodeName: m.name,
-				BootstrapKubeconfig: kubeconfig, Labels: spec.Labels}})
+				BootstrapKubeconfig: files.kubeconfig, Labels: spec.Labels, ClusterDNS: files.clusterDNS, ClusterDomain: files.domain}})
 		if m.err != nil {
 			s.log.Error("machine failed", "machine", m.name, "err", m.err)
 			s.forget(m)

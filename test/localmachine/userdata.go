@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 
 	"sigs.k8s.io/yaml"
@@ -14,6 +15,10 @@ import (
 // BootstrapKubeconfigPath is where the user data puts the kubelet's bootstrap kubeconfig (Gardener's path).
 const BootstrapKubeconfigPath = extensionsv1alpha1.KubeletBootstrapKubeconfigPath
 
+// KubeletConfigPath is where the user data puts the kubelet's configuration (Gardener's path): the machine takes
+// clusterDNS and clusterDomain from it, so that its pods ask the shoot's CoreDNS.
+const KubeletConfigPath = extensionsv1alpha1.KubeletConfigPath
+
 // cloudConfig is the part of cloud-init's #cloud-config a machine reads.
 type cloudConfig struct {
 	WriteFiles []struct {
@@ -23,32 +28,72 @@ type cloudConfig struct {
 	} `json:"write_files"`
 }
 
-// bootstrapKubeconfig returns the kubelet's bootstrap kubeconfig from cloud-config user data.
-func bootstrapKubeconfig(userData []byte) ([]byte, error) {
-	s := string(userData)
-	if !strings.HasPrefix(s, "#cloud-config\n") {
+// kubeletDNS is the part of a KubeletConfiguration a machine reads.
+type kubeletDNS struct {
+	ClusterDNS    []string `json:"clusterDNS"`
+	ClusterDomain string   `json:"clusterDomain"`
+}
+
+// parseUserData reads cloud-config user data: the files it writes, by path (decoded).
+func parseUserData(userData []byte) (map[string][]byte, error) {
+	if !strings.HasPrefix(string(userData), "#cloud-config\n") {
 		return nil, errors.New("userData: not cloud-config (no #cloud-config line)")
 	}
 	cc := cloudConfig{}
 	if err := yaml.Unmarshal(userData, &cc); err != nil {
 		return nil, fmt.Errorf("userData: %w", err)
 	}
+	files := map[string][]byte{}
 	for i, f := range cc.WriteFiles {
-		if f.Path != BootstrapKubeconfigPath {
-			continue
-		}
 		switch f.Encoding {
 		case "":
-			return []byte(f.Content), nil
+			files[f.Path] = []byte(f.Content)
 		case "b64", "base64":
 			b, err := base64.StdEncoding.DecodeString(f.Content)
 			if err != nil {
 				return nil, fmt.Errorf("userData: write_files[%d].content: %w", i, err)
 			}
-			return b, nil
+			files[f.Path] = b
 		default:
 			return nil, fmt.Errorf("userData: write_files[%d].encoding %q: want b64 or none", i, f.Encoding)
 		}
 	}
-	return nil, fmt.Errorf("userData: no file %s (the kubelet's bootstrap kubeconfig)", BootstrapKubeconfigPath)
+	return files, nil
+}
+
+// bootstrapKubeconfig returns the kubelet's bootstrap kubeconfig from cloud-config user data.
+func bootstrapKubeconfig(userData []byte) ([]byte, error) {
+	files, err := parseUserData(userData)
+	if err != nil {
+		return nil, err
+	}
+	kc, ok := files[BootstrapKubeconfigPath]
+	if !ok {
+		return nil, fmt.Errorf("userData: no file %s (the kubelet's bootstrap kubeconfig)", BootstrapKubeconfigPath)
+	}
+	return kc, nil
+}
+
+// clusterDNS returns the first clusterDNS address and the clusterDomain of the kubelet configuration in cloud-config
+// user data; empty when the user data has no kubelet configuration or it names neither.
+func clusterDNS(userData []byte) (dns, domain string, err error) {
+	files, err := parseUserData(userData)
+	if err != nil {
+		return "", "", err
+	}
+	cfg, ok := files[KubeletConfigPath]
+	if !ok {
+		return "", "", nil
+	}
+	k := kubeletDNS{}
+	if err := yaml.Unmarshal(cfg, &k); err != nil {
+		return "", "", fmt.Errorf("userData: %s: %w", KubeletConfigPath, err)
+	}
+	if len(k.ClusterDNS) > 0 {
+		if net.ParseIP(k.ClusterDNS[0]) == nil {
+			return "", "", fmt.Errorf("userData: %s: clusterDNS %q is no IP address", KubeletConfigPath, k.ClusterDNS[0])
+		}
+		dns = k.ClusterDNS[0]
+	}
+	return dns, k.ClusterDomain, nil
 }

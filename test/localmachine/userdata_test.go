@@ -27,13 +27,45 @@ func TestDecodeSpec(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			_, got, err := decodeSpec([]byte(tc.body))
 			if tc.wantErr == "" {
-				if err != nil || string(got) != kc {
-					t.Fatalf("decodeSpec: %q, %v; want the kubeconfig", got, err)
+				if err != nil || string(got.kubeconfig) != kc {
+					t.Fatalf("decodeSpec: %q, %v; want the kubeconfig", got.kubeconfig, err)
 				}
 				return
 			}
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 				t.Fatalf("decodeSpec: %v, want an error with %q", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+// TestClusterDNS: the machine's kubelet takes clusterDNS and clusterDomain from the kubelet configuration of the user
+// data (the shoot's CoreDNS Service); without one, the machine's defaults stay.
+func TestClusterDNS(t *testing.T) {
+	withConfig := func(cfg string) []byte {
+		return []byte("#cloud-config\nwrite_files:\n- path: " + KubeletConfigPath + "\n  encoding: b64\n  content: " +
+			base64.StdEncoding.EncodeToString([]byte(cfg)) + "\n")
+	}
+	for name, tc := range map[string]struct {
+		userData                     []byte
+		wantDNS, wantDomain, wantErr string
+	}{
+		"shoot's":      {userData: withConfig("kind: KubeletConfiguration\nclusterDNS: [100.64.0.10]\nclusterDomain: cluster.local\n"), wantDNS: "100.64.0.10", wantDomain: "cluster.local"},
+		"no config":    {userData: []byte("#cloud-config\nwrite_files: []\n")},
+		"no dns":       {userData: withConfig("kind: KubeletConfiguration\n")},
+		"not an IP":    {userData: withConfig("clusterDNS: [kube-dns]\n"), wantErr: "no IP address"},
+		"not a config": {userData: withConfig("clusterDNS: {a: b}\n"), wantErr: KubeletConfigPath},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dns, domain, err := clusterDNS(tc.userData)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("clusterDNS: %v, want an error with %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || dns != tc.wantDNS || domain != tc.wantDomain {
+				t.Fatalf("clusterDNS: %q %q %v, want %q %q", dns, domain, err, tc.wantDNS, tc.wantDomain)
 			}
 		})
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"k8s.io/client-go/rest"
@@ -15,8 +16,9 @@ import (
 // nodeImageNames are the images every node imports from testbin/images (deploy/images.NodeImages).
 var nodeImageNames = []string{"pause", "busybox", "coredns", "local-path-provisioner"}
 
-// machineImageNames are the images every machine of a shoot imports (Config.Machine).
-var machineImageNames = []string{"pause", "busybox"}
+// machineImageNames are the images every machine of a shoot imports (Config.Machine): its sandbox, the tools image,
+// and the shoot's system components (kube-proxy, CoreDNS) that the agent deploys.
+var machineImageNames = append([]string{"pause", "busybox"}, images.ShootSystemImages...)
 
 // files are the node's configuration files and sockets.
 type files struct {
@@ -44,6 +46,13 @@ func writeConfigs(cfg Config, bins binaries, api *rest.Config, fwdAddr string) (
 	pause, err := ImageRef(cfg.Testbin, "pause")
 	if err != nil {
 		return f, err
+	}
+	dns, domain := s.DNSIP.String(), "cluster.local"
+	if m := cfg.Machine; m != nil && m.ClusterDNS != "" {
+		dns = m.ClusterDNS
+	}
+	if m := cfg.Machine; m != nil && m.ClusterDomain != "" {
+		domain = m.ClusterDomain
 	}
 	cniConf := filepath.Join(cfg.Dir, "cni")
 	containerd := fmt.Sprintf(`version = 3
@@ -115,7 +124,7 @@ failSwapOn: false
 protectKernelDefaults: false
 containerRuntimeEndpoint: unix://%[3]s
 clusterDNS: [%[4]s]
-clusterDomain: cluster.local
+clusterDomain: %[9]s
 resolvConf: %[5]s
 podCIDR: %[6]s
 podLogsDir: %[7]s
@@ -127,8 +136,8 @@ imageGCLowThresholdPercent: 99
 evictionHard: {memory.available: "1Mi", nodefs.available: "1%%", imagefs.available: "1%%"}
 nodeStatusReportFrequency: 10s
 syncFrequency: 10s
-`, s.NodeIP, s.Name(), f.containerdSocket, s.DNSIP, filepath.Join(cfg.Dir, "resolv.conf"), s.PodCIDR,
-		filepath.Join(s.StateDir(), "pod-logs"), filepath.Join(s.StateDir(), "volume-plugins"))
+`, s.NodeIP, s.Name(), f.containerdSocket, dns, filepath.Join(cfg.Dir, "resolv.conf"), s.PodCIDR,
+		filepath.Join(s.StateDir(), "pod-logs"), filepath.Join(s.StateDir(), "volume-plugins"), domain)
 
 	kubeProxy := fmt.Sprintf(`apiVersion: kubeproxy.config.k8s.io/v1alpha1
 kind: KubeProxyConfiguration
@@ -149,6 +158,9 @@ iptables: {localhostNodePorts: false}
 		filepath.Join(cfg.Dir, "resolv.conf"): "",
 	}
 	if cfg.Machine != nil {
+		// A machine's name server is the seed's cluster DNS, the resolver of the network it sits in (as a cloud's
+		// network has one): the shoot's CoreDNS forwards to it, and it answers for nothing outside the machine.
+		out[filepath.Join(cfg.Dir, "resolv.conf")] = "nameserver " + cfg.Machine.Parent.DNSIP.String() + "\n"
 		// kubelet renews its client certificate itself; it writes the kubeconfig once the first one is signed.
 		out[f.kubelet] += "rotateCertificates: true\n"
 		out[f.bootstrapKubeconfig] = string(cfg.Machine.BootstrapKubeconfig)
@@ -205,11 +217,12 @@ func ControlPlaneArchives(testbin string) []string {
 }
 
 // ControlPlaneImageVector is an image vector for the agent (agent/shoot/imagevector's form) that runs every shoot's
-// control plane from the images of ControlPlaneArchives, whatever the shoot's Kubernetes version.
+// control plane from the images of ControlPlaneArchives, and the system components in its shoots from the images its
+// machines import (images.ShootSystemImages), whatever the shoot's Kubernetes version.
 func ControlPlaneImageVector(testbin string) ([]byte, error) {
 	var b strings.Builder
 	b.WriteString("images:\n")
-	for _, name := range images.ControlPlaneImages {
+	for _, name := range append(slices.Clone(images.ControlPlaneImages), images.ShootSystemImages...) {
 		ref, err := ImageRef(testbin, name)
 		if err != nil {
 			return nil, err

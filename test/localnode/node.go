@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -56,6 +57,10 @@ type Machine struct {
 	BootstrapKubeconfig []byte
 	// Labels are the Node's labels (kubelet --node-labels).
 	Labels map[string]string
+	// ClusterDNS and ClusterDomain are the kubelet's clusterDNS and clusterDomain from the shoot's kubelet
+	// configuration (the CoreDNS Service in the shoot); empty: the slot's DNS IP and cluster.local.
+	ClusterDNS    string
+	ClusterDomain string
 }
 
 // Validate checks the configuration.
@@ -79,6 +84,9 @@ func (c Config) Validate() error {
 		}
 		if len(m.BootstrapKubeconfig) == 0 {
 			errs = append(errs, errors.New("machine.bootstrapKubeconfig: empty"))
+		}
+		if m.ClusterDNS != "" && net.ParseIP(m.ClusterDNS) == nil {
+			errs = append(errs, fmt.Errorf("machine.clusterDNS: %q is no IP address", m.ClusterDNS))
 		}
 	} else if len(c.Kubeconfig) == 0 {
 		errs = append(errs, errors.New("kubeconfig: empty"))

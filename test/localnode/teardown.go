@@ -311,16 +311,46 @@ func HostKubeChains() ([]string, error) {
 func (s *Slot) ResidentMemory() int64 {
 	var total int64
 	for _, pid := range s.processes() {
-		b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "status"))
-		if err != nil {
-			continue
-		}
-		for _, line := range strings.Split(string(b), "\n") {
-			if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-				kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-				total += kb << 10
-			}
-		}
+		total += vmRSS(pid)
 	}
 	return total
+}
+
+// NATRules returns the nat table of the slot's network namespace (iptables-save -t nat): the Service rules of the
+// kube-proxy that runs there (the seed's, or a shoot's on a machine), for tests.
+func (s *Slot) NATRules() (string, error) {
+	out, err := exec.Command("ip", "netns", "exec", s.Name(), "iptables-save", "-t", "nat").Output()
+	if err != nil {
+		return "", fmt.Errorf("iptables-save in %s: %w", s.Name(), err)
+	}
+	return string(out), nil
+}
+
+// ResidentMemoryOf sums the resident memory (VmRSS) of the slot's processes named name (their /proc/<pid>/comm), in
+// bytes: one component's memory, e.g. kube-proxy or coredns on a machine.
+func (s *Slot) ResidentMemoryOf(name string) int64 {
+	var total int64
+	for _, pid := range s.processes() {
+		comm, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "comm"))
+		if err != nil || strings.TrimSpace(string(comm)) != name {
+			continue
+		}
+		total += vmRSS(pid)
+	}
+	return total
+}
+
+// vmRSS is a process's resident memory in bytes; 0 when it is gone.
+func vmRSS(pid int) int64 {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "status"))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
 }

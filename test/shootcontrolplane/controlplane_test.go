@@ -69,8 +69,10 @@ func testbin(t *testing.T) string {
 
 // env is a hub with its passthrough listener, a seed with a node, and the seed's agent running shoot control planes.
 type env struct {
-	// machines is the local machine provider of startWith(t, true).
+	// machines is the local machine provider of startWith(t, true); seedNode the slot of the seed's node it makes
+	// machines beside.
 	machines *localmachine.Server
+	seedNode *localnode.Slot
 	hub      *agenttest.Hub
 	// seed is the first seed.
 	seed    *agenttest.Seed

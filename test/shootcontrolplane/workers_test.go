@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -65,7 +66,7 @@ func (e *env) startMachines(t *testing.T, cluster *seedtest.Seed, bin string) {
 			t.Errorf("machine provider: %v", err)
 		}
 	})
-	e.machines = srv
+	e.machines, e.seedNode = srv, cluster.Node.Slot()
 	mp := &local.MachineProvider{URL: "http://" + ln.Addr().String(), Token: token}
 	agenttest.StartExtensions(t, cluster.Config, func(mgr manager.Manager) error {
 		return local.Add(mgr, local.Config{BackupDir: filepath.Join(e.dir, "backup"), MachineProvider: mp,
@@ -168,6 +169,16 @@ func TestShootWorkers(t *testing.T) {
 		st, _ := condition(e.shoot(t), "EveryNodeReady")
 		return st == "True"
 	})
+	hostChains, err := localnode.HostKubeChains()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The agent's kube-proxy and CoreDNS run on the machine; the shoot's care says so.
+	within(t, 3*time.Minute, "SystemComponentsHealthy True", func() bool {
+		st, _ := condition(e.shoot(t), "SystemComponentsHealthy")
+		return st == "True"
+	})
+	t.Logf("Node Ready → SystemComponentsHealthy True: %v", (time.Since(begin) - nodeReady).Round(100*time.Millisecond))
 
 	// A Deployment in the shoot runs on the machine.
 	manifest := filepath.Join(e.dir, "web.yaml")
@@ -192,8 +203,11 @@ func TestShootWorkers(t *testing.T) {
 	}
 	e.portForward(t, admin)
 
+	e.clusterNetworking(t, admin, busybox, e.seedNode, slots[node])
+
 	for name, slot := range slots {
-		t.Logf("machine %s (slot %d) resident memory: %d MiB", name, slot.Index, slot.ResidentMemory()>>20)
+		t.Logf("machine %s (slot %d) resident memory: %d MiB; kube-proxy %d MiB, CoreDNS (2 replicas) %d MiB", name, slot.Index,
+			slot.ResidentMemory()>>20, slot.ResidentMemoryOf("kube-proxy")>>20, slot.ResidentMemoryOf("coredns")>>20)
 	}
 
 	// Hibernate: the machine goes, with everything it made; wake up: a new machine joins and runs the Deployment.
@@ -203,6 +217,10 @@ func TestShootWorkers(t *testing.T) {
 		t.Fatalf("machines while hibernated: %v", left)
 	}
 	e.noLeftovers(t, slots)
+	// The machine's network namespace went with kube-proxy's chains in it; the host's own tables never had any.
+	if after, err := localnode.HostKubeChains(); err != nil || !slices.Equal(after, hostChains) {
+		t.Errorf("the host's KUBE-* chains changed: %v before, %v after (%v)", hostChains, after, err)
+	}
 	woke := time.Now()
 	e.patch(t, `{"spec":{"hibernation":{"enabled":false}}}`)
 	e.waitShoot(t, "woken up", 4*time.Minute, func(s *corev1beta1.Shoot) bool { return succeeded(s) && !s.GetStatus().GetHibernated() })
@@ -325,5 +343,89 @@ func within(t *testing.T, d time.Duration, what string, cond func() bool) {
 			t.Fatalf("timed out after %v waiting for %s", d, what)
 		}
 		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// clientManifest is a Service web in front of the Deployment web, and a pod that stays up to run commands in.
+func clientManifest(image string) string {
+	return fmt.Sprintf(`apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: default}
+spec:
+  selector: {app: web}
+  ports: [{port: 80, targetPort: 8080}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: client, namespace: default}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: client
+    image: %s
+    imagePullPolicy: Never
+    command: [sleep, "3600"]
+`, image)
+}
+
+// clusterNetworking checks what the shoot's kube-proxy and CoreDNS give its pods on the machine (slot): the pod's
+// resolv.conf names the kube-dns Service, CoreDNS resolves kubernetes.default.svc.cluster.local to the kubernetes
+// Service, the shoot's API answers through that Service's cluster IP, and another pod reaches the Service of the
+// Deployment web by name. The shoot's Service rules are in the machine's network namespace only: the seed node's
+// namespace, whose kube-proxy is the seed's, has none of them and still has its own.
+func (e *env) clusterNetworking(t *testing.T, admin, image string, seedNode, machine *localnode.Slot) {
+	t.Helper()
+	manifest := filepath.Join(e.dir, "client.yaml")
+	if err := os.WriteFile(manifest, []byte(clientManifest(image)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e.ok(t, admin, "apply", "-f", manifest)
+	within(t, 2*time.Minute, "pod client Ready", func() bool {
+		out, err := e.run(admin, "-n", "default", "get", "pod", "client", "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].status}`)
+		return err == nil && out == "True"
+	})
+	dnsIP := e.ok(t, admin, "-n", "kube-system", "get", "service", "kube-dns", "-o", "jsonpath={.spec.clusterIP}")
+	apiIP := e.ok(t, admin, "-n", "default", "get", "service", "kubernetes", "-o", "jsonpath={.spec.clusterIP}")
+	if resolv := e.ok(t, admin, "-n", "default", "exec", "client", "--", "cat", "/etc/resolv.conf"); !strings.Contains(resolv, "nameserver "+dnsIP) {
+		t.Errorf("the pod's resolv.conf does not name kube-dns (%s): %q", dnsIP, resolv)
+	}
+	inPod := func(what, want string, args ...string) {
+		t.Helper()
+		deadline := time.Now().Add(time.Minute)
+		for {
+			out, err := e.run(admin, append([]string{"-n", "default", "exec", "client", "--"}, args...)...)
+			if err == nil && strings.Contains(out, want) {
+				t.Logf("%s: %s", what, strings.TrimSpace(out))
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: %v: %q, want %q in it", what, err, out, want)
+			}
+			time.Sleep(time.Second)
+		}
+	}
+	inPod("CoreDNS resolves kubernetes.default.svc.cluster.local", apiIP, "nslookup", "kubernetes.default.svc.cluster.local")
+	inPod("the shoot's API through the kubernetes Service", "ok", "wget", "-qO-", "--no-check-certificate", "https://kubernetes.default.svc/healthz")
+	inPod("Service web by name from another pod", strings.TrimSpace(localnode.ProbePage), "wget", "-qO-", "http://web/index.html")
+
+	shootRules, err := machine.NATRules()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seedRules, err := seedNode.NATRules()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, svc := range []string{"default/kubernetes:https", "default/web", "kube-system/kube-dns:dns"} {
+		if !strings.Contains(shootRules, `"`+svc) {
+			t.Errorf("the machine's nat table has no rule of the shoot's Service %s", svc)
+		}
+	}
+	// The seed has Services default/kubernetes and kube-system/kube-dns of its own, but none named web.
+	if strings.Contains(seedRules, `"default/web`) {
+		t.Error("the seed node's nat table has a rule of the shoot's Service default/web")
+	}
+	if !strings.Contains(seedRules, "/kube-apiserver") {
+		t.Errorf("the seed node's nat table lost the rules of the shoot's kube-apiserver Service in the seed")
 	}
 }

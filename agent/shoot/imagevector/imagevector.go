@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// Components of the shoot control plane that the vector names.
+// Components of the shoot control plane, and of the shoot's system components, that the vector names.
 const (
 	ETCD                  = "etcd"
 	KubeAPIServer         = "kube-apiserver"
@@ -21,6 +21,9 @@ const (
 	KubeScheduler         = "kube-scheduler"
 	// ETCDBackupRestore is etcd's backup sidecar and restore step (cmd/etcd-backup-restore).
 	ETCDBackupRestore = "etcd-backup-restore"
+	// KubeProxy and CoreDNS are the system components the agent deploys into a shoot with workers.
+	KubeProxy = "kube-proxy"
+	CoreDNS   = "coredns"
 )
 
 //go:embed images.yaml

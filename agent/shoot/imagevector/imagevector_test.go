@@ -16,6 +16,8 @@ func TestDefault(t *testing.T) {
 		KubeControllerManager: "registry.k8s.io/kube-controller-manager:v1.31.1",
 		KubeScheduler:         "registry.k8s.io/kube-scheduler:v1.31.1",
 		ETCDBackupRestore:     "ghcr.io/trellis-dev/trellis/etcd-backup-restore:latest",
+		KubeProxy:             "registry.k8s.io/kube-proxy:v1.31.1",
+		CoreDNS:               "registry.k8s.io/coredns/coredns:v1.12.1",
 	} {
 		if got, err := v.Image(c, "1.31.1"); err != nil || got != want {
 			t.Errorf("%s: %q %v, want %q", c, got, err, want)

@@ -93,4 +93,7 @@ const (
 	// KubeletBootstrapKubeconfigPath is where the provision user data puts the kubelet's bootstrap kubeconfig (the
 	// shoot's API server, its CA, and BootstrapTokenPlaceholder as the token), Gardener's path.
 	KubeletBootstrapKubeconfigPath = "/var/lib/kubelet/kubeconfig-bootstrap"
+	// KubeletConfigPath is where the OperatingSystemConfig puts the kubelet's configuration (a KubeletConfiguration:
+	// clusterDNS and clusterDomain of the shoot, among others), Gardener's path.
+	KubeletConfigPath = "/var/lib/kubelet/config/kubelet"
 )
