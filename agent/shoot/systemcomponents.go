@@ -269,7 +269,9 @@ func kubeProxyDaemonSet(pool, image, checksum string, labels map[string]string) 
 						WithImagePullPolicy(corev1.PullIfNotPresent).
 						WithCommand("/usr/local/bin/kube-proxy", "--config=/var/lib/kube-proxy-config/config.yaml", "--hostname-override=$(NODE_NAME)").
 						WithEnv(corev1ac.EnvVar().WithName("NODE_NAME").WithValueFrom(corev1ac.EnvVarSource().
-							WithFieldRef(corev1ac.ObjectFieldSelector().WithFieldPath("spec.nodeName")))).
+							WithFieldRef(corev1ac.ObjectFieldSelector().WithFieldPath("spec.nodeName"))),
+							// kube-proxy runs iptables from PATH, which an image without environment does not set.
+							corev1ac.EnvVar().WithName("PATH").WithValue("/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")).
 						WithSecurityContext(corev1ac.SecurityContext().WithPrivileged(privileged)).
 						WithPorts(corev1ac.ContainerPort().WithName("metrics").WithContainerPort(portKubeProxyMetrics).WithProtocol(corev1.ProtocolTCP)).
 						WithReadinessProbe(corev1ac.Probe().WithPeriodSeconds(2).WithHTTPGet(corev1ac.HTTPGetAction().
@@ -291,18 +293,12 @@ func kubeProxyDaemonSet(pool, image, checksum string, labels map[string]string) 
 							WithType(fileOrCreate))))))
 }
 
-// applyAPIServerEndpoints writes the endpoints of Service default/kubernetes: the kube-apiserver at addr:443, as
-// the kube-apiserver's own endpoint reconciler would (an Endpoints object that is not mirrored, and the
-// EndpointSlice kube-proxy reads).
+// applyAPIServerEndpoints writes the EndpointSlice of Service default/kubernetes (what kube-proxy and CoreDNS read):
+// the kube-apiserver at addr:443, as the kube-apiserver's own endpoint reconciler would. The deprecated Endpoints
+// object is not written.
 func applyAPIServerEndpoints(ctx context.Context, cs kubernetes.Interface, addr string) error {
 	const name = "kubernetes"
 	ns := kmetav1.NamespaceDefault
-	ep := corev1ac.Endpoints(name, ns).WithLabels(map[string]string{discoveryv1.LabelSkipMirror: "true"}).
-		WithSubsets(corev1ac.EndpointSubset().WithAddresses(corev1ac.EndpointAddress().WithIP(addr)).
-			WithPorts(corev1ac.EndpointPort().WithName("https").WithPort(portKubeAPIServer).WithProtocol(corev1.ProtocolTCP)))
-	if _, err := cs.CoreV1().Endpoints(ns).Apply(ctx, ep, applyOptions); err != nil {
-		return fmt.Errorf("shoot: apply the endpoints of Service default/kubernetes: %w", err)
-	}
 	family := discoveryv1.AddressTypeIPv4
 	if ip := net.ParseIP(addr); ip != nil && ip.To4() == nil {
 		family = discoveryv1.AddressTypeIPv6
