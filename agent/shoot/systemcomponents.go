@@ -160,11 +160,20 @@ iptables: {localhostNodePorts: false}
 // of pools no longer in the spec are deleted. It also writes the endpoints of Service default/kubernetes (the
 // kube-apiserver runs with --endpoint-reconciler-type=none): the address the kubelets use.
 func (op *operation) deployKubeProxy(ctx context.Context) error {
+	return op.inShoot(ctx, func(cs kubernetes.Interface) error { return op.applyKubeProxy(ctx, cs) })
+}
+
+// inShoot runs fn with a clientset of the shoot (shootClientset), closing its connections after.
+func (op *operation) inShoot(ctx context.Context, fn func(kubernetes.Interface) error) error {
 	cs, closeIdle, err := op.shootClientset(ctx)
 	if err != nil {
 		return err
 	}
 	defer closeIdle()
+	return fn(cs)
+}
+
+func (op *operation) applyKubeProxy(ctx context.Context, cs kubernetes.Interface) error {
 	addr, err := op.apiServerAddress(ctx)
 	if err != nil {
 		return err
@@ -179,14 +188,7 @@ func (op *operation) deployKubeProxy(ctx context.Context) error {
 	labels := map[string]string{"app": "kubernetes", "role": "proxy"}
 	apply := []func() error{
 		func() error {
-			_, err := cs.CoreV1().ServiceAccounts(sys).Apply(ctx, corev1ac.ServiceAccount(kubeProxy, sys).WithLabels(systemLabels), applyOptions)
-			return err
-		},
-		func() error {
-			_, err := cs.RbacV1().ClusterRoleBindings().Apply(ctx, rbacv1ac.ClusterRoleBinding("gardener.cloud:target:node-proxier").WithLabels(systemLabels).
-				WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup(rbacv1.GroupName).WithKind("ClusterRole").WithName("system:node-proxier")).
-				WithSubjects(rbacv1ac.Subject().WithKind(rbacv1.ServiceAccountKind).WithName(kubeProxy).WithNamespace(sys)), applyOptions)
-			return err
+			return applyServiceAccount(ctx, cs, kubeProxy, "gardener.cloud:target:node-proxier", "system:node-proxier")
 		},
 		func() error {
 			_, err := cs.CoreV1().Secrets(sys).Apply(ctx, corev1ac.Secret(kubeProxy, sys).WithLabels(mergeLabels(labels, systemLabels)).
@@ -235,6 +237,19 @@ func (op *operation) deployKubeProxy(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// applyServiceAccount applies the ServiceAccount kube-system/<name> and the ClusterRoleBinding binding of it to the
+// ClusterRole role.
+func applyServiceAccount(ctx context.Context, cs kubernetes.Interface, name, binding, role string) error {
+	sys := kmetav1.NamespaceSystem
+	if _, err := cs.CoreV1().ServiceAccounts(sys).Apply(ctx, corev1ac.ServiceAccount(name, sys).WithLabels(systemLabels), applyOptions); err != nil {
+		return err
+	}
+	_, err := cs.RbacV1().ClusterRoleBindings().Apply(ctx, rbacv1ac.ClusterRoleBinding(binding).WithLabels(systemLabels).
+		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup(rbacv1.GroupName).WithKind("ClusterRole").WithName(role)).
+		WithSubjects(rbacv1ac.Subject().WithKind(rbacv1.ServiceAccountKind).WithName(name).WithNamespace(sys)), applyOptions)
+	return err
 }
 
 // kubeProxyDaemonSetName is the name of the kube-proxy DaemonSet of a worker pool.
@@ -319,11 +334,10 @@ func applyAPIServerEndpoints(ctx context.Context, cs kubernetes.Interface, addr 
 // the Deployment coredns (two replicas spread over nodes, listening on 8053 as non-root) and Service kube-dns at
 // the cluster DNS address (the 10th of the service network, the kubelets' clusterDNS).
 func (op *operation) deployCoreDNS(ctx context.Context) error {
-	cs, closeIdle, err := op.shootClientset(ctx)
-	if err != nil {
-		return err
-	}
-	defer closeIdle()
+	return op.inShoot(ctx, func(cs kubernetes.Interface) error { return op.applyCoreDNS(ctx, cs) })
+}
+
+func (op *operation) applyCoreDNS(ctx context.Context, cs kubernetes.Interface) error {
 	dns, err := op.serviceIP(clusterDNSIndex)
 	if err != nil {
 		return err
@@ -339,21 +353,12 @@ func (op *operation) deployCoreDNS(ctx context.Context) error {
 	read := []string{"list", "watch"}
 	apply := []func() error{
 		func() error {
-			_, err := cs.CoreV1().ServiceAccounts(sys).Apply(ctx, corev1ac.ServiceAccount(coreDNS, sys).WithLabels(systemLabels), applyOptions)
-			return err
-		},
-		func() error {
 			_, err := cs.RbacV1().ClusterRoles().Apply(ctx, rbacv1ac.ClusterRole("system:coredns").WithLabels(systemLabels).WithRules(
 				rbacv1ac.PolicyRule().WithAPIGroups("").WithResources("endpoints", "services", "pods", "namespaces").WithVerbs(read...),
 				rbacv1ac.PolicyRule().WithAPIGroups(discoveryv1.GroupName).WithResources("endpointslices").WithVerbs(read...)), applyOptions)
 			return err
 		},
-		func() error {
-			_, err := cs.RbacV1().ClusterRoleBindings().Apply(ctx, rbacv1ac.ClusterRoleBinding("system:coredns").WithLabels(systemLabels).
-				WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup(rbacv1.GroupName).WithKind("ClusterRole").WithName("system:coredns")).
-				WithSubjects(rbacv1ac.Subject().WithKind(rbacv1.ServiceAccountKind).WithName(coreDNS).WithNamespace(sys)), applyOptions)
-			return err
-		},
+		func() error { return applyServiceAccount(ctx, cs, coreDNS, "system:coredns", "system:coredns") },
 		func() error {
 			_, err := cs.CoreV1().ConfigMaps(sys).Apply(ctx, corev1ac.ConfigMap(coreDNS, sys).WithLabels(labels).
 				WithData(map[string]string{"Corefile": corefile}), applyOptions)

