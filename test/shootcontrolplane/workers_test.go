@@ -416,7 +416,7 @@ func (e *env) clusterNetworking(t *testing.T, admin, image string, seedNode, mac
 	// port and gets the Go TLS server's own answer. CoreDNS, Ready above, lists and watches the shoot's API through
 	// the same Service (client-go's in-cluster configuration, TLS verified with the cluster CA).
 	inPod("the shoot's API through the kubernetes Service", "400 Bad Request", "sh", "-c", "wget -O- http://kubernetes.default.svc:443/ 2>&1; true")
-	inPod("Service web by name from another pod", strings.TrimSpace(localnode.ProbePage), "wget", "-T", "5", "-qO-", "http://web/index.html")
+	inPod("Service web by name from another pod", strings.TrimSpace(localnode.ProbePage), "timeout", "10", "wget", "-qO-", "http://web/index.html")
 
 	shootRules, err := machine.NATRules()
 	if err != nil {
