@@ -33,7 +33,7 @@ const (
 	clusterRoleViewers = "gardener.cloud:system:viewers"
 )
 
-// ready reports whether a Deployment or StatefulSet rolled out its spec and all its replicas are ready; the reason
+// ready reports whether a Deployment, DaemonSet or StatefulSet rolled out its spec and all its replicas are ready; the reason
 // when not.
 func ready(obj client.Object) (bool, string) {
 	switch o := obj.(type) {

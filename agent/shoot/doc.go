@@ -15,7 +15,8 @@
 // Flows are DAGs (package agent/flow) of Gardener's steps, in Gardener's order: namespace shoot--<project>--<name>,
 // cloud provider secret, Cluster, Infrastructure, DNSRecords, BackupEntry, Extensions BeforeKubeAPIServer, etcd
 // and ControlPlane, kube-apiserver, kube-controller-manager and kube-scheduler (controlplane.go, on seeds that run
-// pods; images from package agent/shoot/imagevector), Extensions AfterKubeAPIServer, OperatingSystemConfigs, Network, Worker, Extensions AfterWorker,
+// pods; images from package agent/shoot/imagevector), with workers kube-proxy and CoreDNS in the shoot
+// (systemcomponents.go), Extensions AfterKubeAPIServer, OperatingSystemConfigs, Network, Worker, Extensions AfterWorker,
 // ContainerRuntimes (reconcile.go); the reverse for delete (delete.go); migrate and restore in migrate.go. The
 // shoot's credentials are kept by package agent/shoot/credentials (secrets.go) and published in the project
 // namespace as gardenlet does (garden.go); the rotation phases go into the status when a flow starts and when it
