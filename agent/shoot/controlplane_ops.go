@@ -33,8 +33,8 @@ const (
 	clusterRoleViewers = "gardener.cloud:system:viewers"
 )
 
-// ready reports whether a Deployment, DaemonSet or StatefulSet rolled out its spec and all its replicas are ready; the reason
-// when not.
+// ready reports whether a Deployment, DaemonSet or StatefulSet rolled out its spec and all its replicas (pods) are
+// ready; the reason when not.
 func ready(obj client.Object) (bool, string) {
 	switch o := obj.(type) {
 	case *appsv1.Deployment:

@@ -259,7 +259,6 @@ func kubeProxyDaemonSetName(pool string) string { return kubeProxy + "-" + pool 
 // the configuration changes.
 func kubeProxyDaemonSet(pool, image, checksum string, labels map[string]string) *appsv1ac.DaemonSetApplyConfiguration {
 	poolLabels := mergeLabels(labels, map[string]string{"pool": pool})
-	fileOrCreate := corev1.HostPathFileOrCreate
 	privileged := true
 	return appsv1ac.DaemonSet(kubeProxyDaemonSetName(pool), kmetav1.NamespaceSystem).
 		WithLabels(mergeLabels(poolLabels, systemLabels, map[string]string{"node.gardener.cloud/critical-component": "true"})).
@@ -295,17 +294,15 @@ func kubeProxyDaemonSet(pool, image, checksum string, labels map[string]string) 
 							WithPath("/livez").WithPort(intstr.FromInt32(portKubeProxyHealthz)))).
 						WithResources(corev1ac.ResourceRequirements().WithRequests(corev1.ResourceList{
 							corev1.ResourceCPU: resource.MustParse("20m"), corev1.ResourceMemory: resource.MustParse("64Mi")})).
+						// No host paths (Gardener mounts /lib/modules and /run/xtables.lock): iptables-nft takes no
+						// xtables lock, kube-proxy loads no kernel modules (its image has no modprobe; the node loads
+						// them), and a local machine's host paths are the shared host's.
 						WithVolumeMounts(
 							corev1ac.VolumeMount().WithName("kubeconfig").WithMountPath("/var/lib/kube-proxy-kubeconfig").WithReadOnly(true),
-							corev1ac.VolumeMount().WithName("config").WithMountPath("/var/lib/kube-proxy-config").WithReadOnly(true),
-							corev1ac.VolumeMount().WithName("kernel-modules").WithMountPath("/lib/modules").WithReadOnly(true),
-							corev1ac.VolumeMount().WithName("xtables-lock").WithMountPath("/run/xtables.lock"))).
+							corev1ac.VolumeMount().WithName("config").WithMountPath("/var/lib/kube-proxy-config").WithReadOnly(true))).
 					WithVolumes(
 						corev1ac.Volume().WithName("kubeconfig").WithSecret(corev1ac.SecretVolumeSource().WithSecretName(kubeProxy)),
-						corev1ac.Volume().WithName("config").WithConfigMap(corev1ac.ConfigMapVolumeSource().WithName(kubeProxyConfig)),
-						corev1ac.Volume().WithName("kernel-modules").WithHostPath(corev1ac.HostPathVolumeSource().WithPath("/lib/modules")),
-						corev1ac.Volume().WithName("xtables-lock").WithHostPath(corev1ac.HostPathVolumeSource().WithPath("/run/xtables.lock").
-							WithType(fileOrCreate))))))
+						corev1ac.Volume().WithName("config").WithConfigMap(corev1ac.ConfigMapVolumeSource().WithName(kubeProxyConfig))))))
 }
 
 // applyAPIServerEndpoints writes the EndpointSlice of Service default/kubernetes (what kube-proxy and CoreDNS read):
