@@ -20,7 +20,7 @@ func TestPipeIdleTimeout(t *testing.T) {
 	defer client.Close()
 	defer target.Close()
 	done := make(chan struct{})
-	go func() { tu.pipe(context.Background(), hubSide, up); close(done) }()
+	go func() { tu.pipe(context.Background(), hubSide, up, kindShootAPI); close(done) }()
 
 	// Traffic every idle/4, from the client and back from the target, for three idle timeouts: still open.
 	b := make([]byte, 1)
