@@ -304,7 +304,13 @@ func (l *oneConnListener) Addr() net.Addr { return tunnelAddr("agent") }
 func pipe(ctx context.Context, c halfCloser, target net.Conn) {
 	defer target.Close()
 	defer c.Close()
-	stop := context.AfterFunc(ctx, func() { _ = target.Close(); _ = c.Close() })
+	stop := context.AfterFunc(ctx, func() {
+		if tc, ok := c.(*net.TCPConn); ok {
+			_ = tc.SetLinger(0) // a data connection ends with a reset, which the hub does not take for a half-close
+		}
+		_ = c.Close()
+		_ = target.Close()
+	})
 	defer stop()
 	var wg sync.WaitGroup
 	wg.Go(func() {

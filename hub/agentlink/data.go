@@ -184,21 +184,41 @@ func (s *Server) claimData(id string, token []byte) (*pendingTunnel, string) {
 	return p, ""
 }
 
-// dataConn is the hub's end of a tunnel's data connection: the TCP connection, closed when the agent's session ends
-// (as a Tunnel call breaks with the session), handed to tunnelwire.Splice by TCP.
+// dataConn is the hub's end of a tunnel's data connection: the TCP connection, handed to tunnelwire.Splice by TCP.
+// When the agent's session ends it breaks, as a Tunnel call does with the session: the connection is closed and the
+// function given to OnBreak runs (the agent's end of a data connection may have ended with a FIN, which alone would
+// read as the target's half-close).
 type dataConn struct {
 	*net.TCPConn
-	stop func() bool
+	session context.Context
+	mu      sync.Mutex
+	stop    func() bool // stops the session's AfterFunc
 }
 
 func newDataConn(session context.Context, c *net.TCPConn) *dataConn {
-	return &dataConn{TCPConn: c, stop: context.AfterFunc(session, func() { _ = c.Close() })}
+	return &dataConn{TCPConn: c, session: session, stop: context.AfterFunc(session, func() { _ = c.Close() })}
 }
 
 // TCP is the connection for splicing (tunnelwire.TCPConner).
 func (d *dataConn) TCP() *net.TCPConn { return d.TCPConn }
 
+// OnBreak makes f run when the agent's session ends while the connection is open; at once when it has ended (or the
+// connection was closed).
+func (d *dataConn) OnBreak(f func()) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !d.stop() {
+		f()
+		return
+	}
+	c := d.TCPConn
+	d.stop = context.AfterFunc(d.session, func() { _ = c.Close(); f() })
+}
+
 func (d *dataConn) Close() error {
-	d.stop()
+	d.mu.Lock()
+	stop := d.stop
+	d.mu.Unlock()
+	stop()
 	return d.TCPConn.Close()
 }

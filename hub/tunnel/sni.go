@@ -108,6 +108,9 @@ func (t *Tunnels) pipe(ctx context.Context, client, up net.Conn, kind string) {
 	closeAll := func() { _ = client.Close(); _ = up.Close() }
 	stop := context.AfterFunc(ctx, closeAll)
 	defer stop()
+	if b, ok := up.(interface{ OnBreak(func()) }); ok {
+		b.OnBreak(closeAll) // a data connection: the agent's session ended
+	}
 	var idle *time.Timer
 	var idleMu sync.Mutex // orders the timer's re-arming after its creation
 	idleMu.Lock()

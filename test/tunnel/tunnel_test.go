@@ -91,10 +91,15 @@ type env struct {
 	dir     string
 }
 
-func start(t *testing.T) *env {
+func start(t *testing.T, hubOpts ...func(*hub.Config)) *env {
 	t.Helper()
 	e := &env{proxy: &serviceProxy{routes: map[string]string{}}, kubectl: kubectlPath(t), dir: t.TempDir()}
-	e.hub = agenttest.StartHub(t, func(c *hub.Config) { c.TunnelListen = "127.0.0.1:0" })
+	e.hub = agenttest.StartHub(t, func(c *hub.Config) {
+		c.TunnelListen = "127.0.0.1:0"
+		for _, o := range hubOpts {
+			o(c)
+		}
+	})
 	e.seed = e.hub.StartSeed(t, "local", agenttest.SeedSpec, seedtest.Start(t), func(c *agent.Config) { c.DialService = e.proxy.dial })
 	return e
 }

@@ -1,0 +1,134 @@
+package tunnel_test
+
+import (
+	"bytes"
+	"crypto/rand"
+	"crypto/tls"
+	"io"
+	"net"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/trellis-dev/trellis/hub"
+	"github.com/trellis-dev/trellis/hub/tunnel"
+	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
+	pmetav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
+	"github.com/trellis-dev/trellis/test/agenttest"
+)
+
+// TestPassthroughDataConnection: a passthrough tunnel's bytes go over a data connection the agent opens to the hub's
+// agent port (the hub counts it accepted), arrive whole both ways, are counted and keep the tunnel in the open gauge;
+// with --tunnel-data-connections=false the same goes over the agent link and no data connection is made. When the
+// agent goes, the client's connection breaks, it does not hang.
+func TestPassthroughDataConnection(t *testing.T) {
+	for _, dataConns := range []bool{true, false} {
+		name := "data connection"
+		if !dataConns {
+			name = "agent link"
+		}
+		t.Run(name, func(t *testing.T) {
+			e := start(t, func(c *hub.Config) { c.TunnelNoDataConnections = !dataConns })
+			e.hub.Store(t,
+				&corev1beta1.Project{ApiVersion: "core.gardener.cloud/v1beta1", Kind: "Project", Metadata: &pmetav1.ObjectMeta{Name: "dev"},
+					Spec: &corev1beta1.ProjectSpec{Namespace: ptr("garden-dev")}},
+			)
+			e.hub.Store(t, &corev1beta1.Shoot{ApiVersion: "core.gardener.cloud/v1beta1", Kind: "Shoot",
+				Metadata: &pmetav1.ObjectMeta{Namespace: "garden-dev", Name: "raw"},
+				Spec:     &corev1beta1.ShootSpec{SeedName: ptr("local")}})
+			e.shootAPIServer(t, "dev", "raw", echoTarget(t))
+			sni := tunnel.ShootServerName("raw", "dev", tunnel.DefaultDomain)
+
+			c := dialShoot(t, e, sni)
+			defer c.Close()
+			data := make([]byte, 4<<20)
+			_, _ = rand.Read(data)
+			go func() { _, _ = c.Write(data) }()
+			got := make([]byte, len(data))
+			_ = c.SetReadDeadline(time.Now().Add(60 * time.Second))
+			if _, err := io.ReadFull(c, got); err != nil || !bytes.Equal(got, data) {
+				t.Fatalf("echo through the tunnel: %v (equal %v)", err, bytes.Equal(got, data))
+			}
+			accepted := e.metric(t, "trellis_tunnel_data_connections_total", `result="accepted"`)
+			if want := map[bool]float64{true: 1, false: 0}[dataConns]; accepted != want {
+				t.Errorf("data connections accepted: %v, want %v", accepted, want)
+			}
+			if open := e.metric(t, "trellis_tunnel_open", `kind="shoot-api"`); open != 1 {
+				t.Errorf("open shoot-api tunnels: %v, want 1", open)
+			}
+			for _, dir := range []string{"to-seed", "from-seed"} {
+				if n := e.metric(t, "trellis_tunnel_bytes_total", `kind="shoot-api"`, dir); n < float64(len(data)) {
+					t.Errorf("%s bytes counted: %v, want at least %d", dir, n, len(data))
+				}
+			}
+
+			// The agent goes: the client's connection breaks.
+			e.seed.Agent.Stop()
+			_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
+			_, err := c.Read(make([]byte, 1))
+			if err == nil || strings.Contains(err.Error(), "timeout") {
+				t.Fatalf("the client's read after the agent went: %v, want a broken connection", err)
+			}
+			t.Logf("the client's connection ended with %v", err)
+			agenttest.Eventually(t, "no open shoot-api tunnel", func() bool {
+				return e.metric(t, "trellis_tunnel_open", `kind="shoot-api"`) == 0
+			})
+		})
+	}
+}
+
+// dialShoot opens a TLS connection to the shoot's API through the hub's SNI listener (not verifying the target).
+func dialShoot(t *testing.T, e *env, sni string) *tls.Conn {
+	t.Helper()
+	raw, err := net.DialTimeout("tcp", e.hub.TunnelAddr(), 20*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := tls.Client(raw, &tls.Config{ServerName: sni, InsecureSkipVerify: true}) //nolint:gosec // the echo target's certificate is httptest's
+	_ = c.SetDeadline(time.Now().Add(30 * time.Second))
+	if err := c.Handshake(); err != nil {
+		raw.Close()
+		t.Fatalf("handshake through the tunnel: %v", err)
+	}
+	_ = c.SetDeadline(time.Time{})
+	return c
+}
+
+// echoTarget is a TLS server (httptest's certificate) that echoes what each connection sends; it returns its address.
+func echoTarget(t *testing.T) string {
+	t.Helper()
+	srv := httptest.NewUnstartedServer(nil)
+	srv.StartTLS() // for its certificate
+	srv.Close()
+	lis, err := tls.Listen("tcp", "127.0.0.1:0", srv.TLS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var conns []net.Conn
+	t.Cleanup(func() {
+		lis.Close()
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+	wg.Go(func() {
+		for {
+			c, err := lis.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+			wg.Go(func() { defer c.Close(); _, _ = io.Copy(c, c) })
+		}
+	})
+	return lis.Addr().String()
+}
