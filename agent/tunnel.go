@@ -13,6 +13,7 @@ import (
 	"os"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -241,10 +242,33 @@ func (a *Agent) seedAPIProxy() (http.Handler, error) {
 				http.Error(w, errNoImpersonation.Error(), http.StatusForbidden)
 				return
 			}
+			if !streaming(r) {
+				w = unflushed{w}
+			}
 			rp.ServeHTTP(w, r)
 		})
 	})
 	return a.proxy, a.proxyErr
+}
+
+// streaming says whether a request's response streams (watches, logs -f, upgrades) and so is flushed through the
+// tunnel as it arrives.
+func streaming(r *http.Request) bool {
+	q := r.URL.Query()
+	return q.Get("watch") == "true" || q.Get("watch") == "1" || q.Get("follow") == "true" || r.Header.Get("Upgrade") != ""
+}
+
+// unflushed is the response of a request that does not stream: the proxy's flushes (it flushes every write of a
+// response of unknown length) do nothing, so that the response leaves in as few tunnel frames as its size allows — a
+// small one, headers, body and end, in one instead of two, which the hub then has at once. Server-sent events
+// (text/event-stream) are flushed.
+type unflushed struct{ http.ResponseWriter }
+
+func (u unflushed) FlushError() error {
+	if strings.HasPrefix(u.Header().Get("Content-Type"), "text/event-stream") {
+		return http.NewResponseController(u.ResponseWriter).Flush()
+	}
+	return nil
 }
 
 // roundTripper is a function as an http.RoundTripper.
