@@ -32,7 +32,7 @@ func Splice(dst, src net.Conn, progress func(int)) (int64, error) {
 		progress = func(int) {}
 	}
 	if d, s := tcpOf(dst), tcpOf(src); d != nil && s != nil {
-		if n, err, ok := splice(d, s, progress); ok {
+		if n, ok, err := splice(d, s, progress); ok {
 			return n, err
 		}
 	}

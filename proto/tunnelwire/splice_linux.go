@@ -12,18 +12,18 @@ import (
 // splice moves src's bytes to dst piece by piece: it waits (in the runtime's poller) until src has bytes or ends,
 // asks the kernel how many it holds (FIONREAD) and moves exactly those with dst.ReadFrom, which splices. ok is false
 // when src's descriptor is not reachable; nothing was moved then.
-func splice(dst, src *net.TCPConn, progress func(int)) (n int64, err error, ok bool) {
+func splice(dst, src *net.TCPConn, progress func(int)) (n int64, ok bool, err error) {
 	rc, err := src.SyscallConn()
 	if err != nil {
-		return 0, nil, false
+		return 0, false, nil
 	}
 	for {
 		avail, err := readable(rc)
 		if err != nil {
-			return n, err, true
+			return n, true, err
 		}
 		if avail == 0 { // the end of src
-			return n, nil, true
+			return n, true, nil
 		}
 		m, err := io.Copy(dst, &io.LimitedReader{R: src, N: int64(avail)})
 		n += m
@@ -31,10 +31,10 @@ func splice(dst, src *net.TCPConn, progress func(int)) (n int64, err error, ok b
 			progress(int(m))
 		}
 		if err != nil {
-			return n, err, true
+			return n, true, err
 		}
 		if m < int64(avail) { // src ended early (only a reset does that)
-			return n, nil, true
+			return n, true, nil
 		}
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"crypto/tls"
 	"io"
 	"net"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -14,8 +13,6 @@ import (
 
 	"github.com/trellis-dev/trellis/hub"
 	"github.com/trellis-dev/trellis/hub/tunnel"
-	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
-	pmetav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
 	"github.com/trellis-dev/trellis/test/agenttest"
 )
 
@@ -31,13 +28,7 @@ func TestPassthroughDataConnection(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			e := start(t, func(c *hub.Config) { c.TunnelNoDataConnections = !dataConns })
-			e.hub.Store(t,
-				&corev1beta1.Project{ApiVersion: "core.gardener.cloud/v1beta1", Kind: "Project", Metadata: &pmetav1.ObjectMeta{Name: "dev"},
-					Spec: &corev1beta1.ProjectSpec{Namespace: ptr("garden-dev")}},
-			)
-			e.hub.Store(t, &corev1beta1.Shoot{ApiVersion: "core.gardener.cloud/v1beta1", Kind: "Shoot",
-				Metadata: &pmetav1.ObjectMeta{Namespace: "garden-dev", Name: "raw"},
-				Spec:     &corev1beta1.ShootSpec{SeedName: ptr("local")}})
+			e.devShoot(t, "raw")
 			e.shootAPIServer(t, "dev", "raw", echoTarget(t))
 			sni := tunnel.ShootServerName("raw", "dev", tunnel.DefaultDomain)
 
@@ -99,13 +90,7 @@ func dialShoot(t *testing.T, e *env, sni string) *tls.Conn {
 // echoTarget is a TLS server (httptest's certificate) that echoes what each connection sends; it returns its address.
 func echoTarget(t *testing.T) string {
 	t.Helper()
-	srv := httptest.NewUnstartedServer(nil)
-	srv.StartTLS() // for its certificate
-	srv.Close()
-	lis, err := tls.Listen("tcp", "127.0.0.1:0", srv.TLS)
-	if err != nil {
-		t.Fatal(err)
-	}
+	lis := tlsListener(t)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var conns []net.Conn
