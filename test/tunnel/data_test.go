@@ -8,9 +8,11 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/trellis-dev/trellis/agent"
 	"github.com/trellis-dev/trellis/hub"
 	"github.com/trellis-dev/trellis/hub/tunnel"
 	"github.com/trellis-dev/trellis/test/agenttest"
@@ -68,6 +70,87 @@ func TestPassthroughDataConnection(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestPassthroughFallsBack: when the agent's data connection is refused (here by a TCP proxy between agent and hub
+// that passes TLS and closes anything else, as a middlebox might), the tunnel goes over the agent link at once.
+func TestPassthroughFallsBack(t *testing.T) {
+	var refused *atomic.Int64
+	e := startWith(t, func(e *env, c *agent.Config) {
+		c.Configuration.HubClientConnection.Address, refused = tlsOnlyProxy(t, c.Configuration.HubClientConnection.Address)
+	})
+	e.devShoot(t, "fallback")
+	e.shootAPIServer(t, "dev", "fallback", echoTarget(t))
+	c := dialShoot(t, e, tunnel.ShootServerName("fallback", "dev", tunnel.DefaultDomain))
+	defer c.Close()
+	if _, err := c.Write([]byte("through the agent link")); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, len("through the agent link"))
+	_ = c.SetReadDeadline(time.Now().Add(60 * time.Second))
+	if _, err := io.ReadFull(c, got); err != nil || string(got) != "through the agent link" {
+		t.Fatalf("echo: %q, %v", got, err)
+	}
+	if n := e.metric(t, "trellis_tunnel_data_connections_total"); n != 0 || refused.Load() != 1 {
+		t.Errorf("the hub saw %v data connections, the proxy refused %d; want 0 and 1", n, refused.Load())
+	}
+}
+
+// tlsOnlyProxy forwards connections that begin with a TLS record to upstream and closes (and counts) the others; it
+// returns its address and the count.
+func tlsOnlyProxy(t *testing.T, upstream string) (string, *atomic.Int64) {
+	var refused atomic.Int64
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var conns []net.Conn
+	track := func(c net.Conn) {
+		mu.Lock()
+		defer mu.Unlock()
+		conns = append(conns, c)
+	}
+	t.Cleanup(func() {
+		lis.Close()
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+	wg.Go(func() {
+		for {
+			c, err := lis.Accept()
+			if err != nil {
+				return
+			}
+			track(c)
+			wg.Go(func() {
+				defer c.Close()
+				first := make([]byte, 1)
+				if _, err := io.ReadFull(c, first); err != nil || first[0] != 0x16 {
+					refused.Add(1)
+					return
+				}
+				up, err := net.Dial("tcp", upstream)
+				if err != nil {
+					return
+				}
+				track(up)
+				defer up.Close()
+				if _, err := up.Write(first); err != nil {
+					return
+				}
+				go func() { _, _ = io.Copy(up, c); up.Close() }()
+				_, _ = io.Copy(c, up)
+			})
+		}
+	})
+	return lis.Addr().String(), &refused
 }
 
 // dialShoot opens a TLS connection to the shoot's API through the hub's SNI listener (not verifying the target).

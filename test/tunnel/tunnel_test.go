@@ -93,6 +93,12 @@ type env struct {
 
 func start(t *testing.T, hubOpts ...func(*hub.Config)) *env {
 	t.Helper()
+	return startWith(t, nil, hubOpts...)
+}
+
+// startWith is start with the seed's agent's configuration changed by agentOpt (nil: none) after the env's own.
+func startWith(t *testing.T, agentOpt func(*env, *agent.Config), hubOpts ...func(*hub.Config)) *env {
+	t.Helper()
 	e := &env{proxy: &serviceProxy{routes: map[string]string{}}, kubectl: kubectlPath(t), dir: t.TempDir()}
 	e.hub = agenttest.StartHub(t, func(c *hub.Config) {
 		c.TunnelListen = "127.0.0.1:0"
@@ -100,7 +106,12 @@ func start(t *testing.T, hubOpts ...func(*hub.Config)) *env {
 			o(c)
 		}
 	})
-	e.seed = e.hub.StartSeed(t, "local", agenttest.SeedSpec, seedtest.Start(t), func(c *agent.Config) { c.DialService = e.proxy.dial })
+	e.seed = e.hub.StartSeed(t, "local", agenttest.SeedSpec, seedtest.Start(t), func(c *agent.Config) {
+		c.DialService = e.proxy.dial
+		if agentOpt != nil {
+			agentOpt(e, c)
+		}
+	})
 	return e
 }
 
