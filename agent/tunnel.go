@@ -53,14 +53,17 @@ func (s *session) openTunnel(ctx context.Context, conn grpc.ClientConnInterface,
 	defer cancel()
 	log := s.log.With("tunnel", m.GetTunnelId(), "target", m.GetTarget().GetKind().String())
 	serve, raw, err := s.a.tunnelTarget(ctx, m.GetTarget())
-	if err == nil && raw != nil && len(m.GetDataToken()) > 0 {
+	if err == nil && raw != nil && len(m.GetDataToken()) > 0 && time.Now().UnixNano() >= s.dataPause.Load() {
 		dc, derr := s.a.dataConnection(ctx, m.GetTunnelId(), m.GetDataToken())
 		if derr == nil {
 			pipe(ctx, dc, raw)
 			log.Debug("tunnel ended")
 			return
 		}
-		log.Info("no data connection; the tunnel goes over the agent link", "err", derr)
+		// Whatever refused it (a middlebox that passes only TLS, another replica behind the address) likely refuses
+		// the next: the session's tunnels use the agent link for a while instead of each waiting for a failure.
+		s.dataPause.Store(time.Now().Add(dataConnectPause).UnixNano())
+		log.Info("no data connection; the session's tunnels go over the agent link for a while", "err", derr, "for", dataConnectPause)
 	}
 	if raw != nil {
 		defer raw.Close() // until pipe owns it
@@ -93,6 +96,9 @@ func (s *session) openTunnel(ctx context.Context, conn grpc.ClientConnInterface,
 // dataConnectTimeout bounds a data connection: the connect to the hub, the preface and the hub's answer. Beyond it
 // the tunnel falls back to a Tunnel call while the hub still waits for one.
 const dataConnectTimeout = 3 * time.Second
+
+// dataConnectPause is how long a session's tunnels go over the agent link after a data connection failed.
+const dataConnectPause = time.Minute
 
 // dataConnection opens the data connection of tunnel id (docs/tunnels.md): a TCP connection to the address the agent
 // reaches the hub at, on which it presents the tunnel's single-use token and waits for the hub's acceptance; the

@@ -73,7 +73,8 @@ func TestPassthroughDataConnection(t *testing.T) {
 }
 
 // TestPassthroughFallsBack: when the agent's data connection is refused (here by a TCP proxy between agent and hub
-// that passes TLS and closes anything else, as a middlebox might), the tunnel goes over the agent link at once.
+// that passes TLS and closes anything else, as a middlebox might), the tunnel goes over the agent link at once, and
+// the session's next tunnels go there without trying.
 func TestPassthroughFallsBack(t *testing.T) {
 	var refused *atomic.Int64
 	e := startWith(t, func(e *env, c *agent.Config) {
@@ -81,15 +82,19 @@ func TestPassthroughFallsBack(t *testing.T) {
 	})
 	e.devShoot(t, "fallback")
 	e.shootAPIServer(t, "dev", "fallback", echoTarget(t))
-	c := dialShoot(t, e, tunnel.ShootServerName("fallback", "dev", tunnel.DefaultDomain))
-	defer c.Close()
-	if _, err := c.Write([]byte("through the agent link")); err != nil {
-		t.Fatal(err)
-	}
-	got := make([]byte, len("through the agent link"))
-	_ = c.SetReadDeadline(time.Now().Add(60 * time.Second))
-	if _, err := io.ReadFull(c, got); err != nil || string(got) != "through the agent link" {
-		t.Fatalf("echo: %q, %v", got, err)
+	// Two tunnels: the first tries a data connection and falls back, the second does not try again (the session
+	// pauses data connections after a failure).
+	for range 2 {
+		c := dialShoot(t, e, tunnel.ShootServerName("fallback", "dev", tunnel.DefaultDomain))
+		if _, err := c.Write([]byte("through the agent link")); err != nil {
+			t.Fatal(err)
+		}
+		got := make([]byte, len("through the agent link"))
+		_ = c.SetReadDeadline(time.Now().Add(60 * time.Second))
+		if _, err := io.ReadFull(c, got); err != nil || string(got) != "through the agent link" {
+			t.Fatalf("echo: %q, %v", got, err)
+		}
+		c.Close()
 	}
 	if n := e.metric(t, "trellis_tunnel_data_connections_total"); n != 0 || refused.Load() != 1 {
 		t.Errorf("the hub saw %v data connections, the proxy refused %d; want 0 and 1", n, refused.Load())
