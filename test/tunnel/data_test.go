@@ -104,12 +104,39 @@ func TestPassthroughFallsBack(t *testing.T) {
 // tlsOnlyProxy forwards connections that begin with a TLS record to upstream and closes (and counts) the others; it
 // returns its address and the count.
 func tlsOnlyProxy(t *testing.T, upstream string) (string, *atomic.Int64) {
-	var refused atomic.Int64
 	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
+	var refused atomic.Int64
+	serveConns(t, lis, func(c net.Conn, track func(net.Conn)) {
+		first := make([]byte, 1)
+		if _, err := io.ReadFull(c, first); err != nil || first[0] != 0x16 {
+			refused.Add(1)
+			return
+		}
+		up, err := net.Dial("tcp", upstream)
+		if err != nil {
+			return
+		}
+		track(up)
+		defer up.Close()
+		if _, err := up.Write(first); err != nil {
+			return
+		}
+		var toUp sync.WaitGroup
+		toUp.Go(func() { _, _ = io.Copy(up, c); up.Close() })
+		_, _ = io.Copy(c, up)
+		c.Close()
+		toUp.Wait()
+	})
+	return lis.Addr().String(), &refused
+}
+
+// serveConns accepts lis's connections until the test ends and handles each in a goroutine of its own; then it closes
+// the listener and every connection, the accepted ones and those handed to track, and waits for the goroutines.
+func serveConns(t *testing.T, lis net.Listener, handle func(c net.Conn, track func(net.Conn))) {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var conns []net.Conn
@@ -136,26 +163,10 @@ func tlsOnlyProxy(t *testing.T, upstream string) (string, *atomic.Int64) {
 			track(c)
 			wg.Go(func() {
 				defer c.Close()
-				first := make([]byte, 1)
-				if _, err := io.ReadFull(c, first); err != nil || first[0] != 0x16 {
-					refused.Add(1)
-					return
-				}
-				up, err := net.Dial("tcp", upstream)
-				if err != nil {
-					return
-				}
-				track(up)
-				defer up.Close()
-				if _, err := up.Write(first); err != nil {
-					return
-				}
-				go func() { _, _ = io.Copy(up, c); up.Close() }()
-				_, _ = io.Copy(c, up)
+				handle(c, track)
 			})
 		}
 	})
-	return lis.Addr().String(), &refused
 }
 
 // dialShoot opens a TLS connection to the shoot's API through the hub's SNI listener (not verifying the target).
@@ -179,29 +190,6 @@ func dialShoot(t *testing.T, e *env, sni string) *tls.Conn {
 func echoTarget(t *testing.T) string {
 	t.Helper()
 	lis := tlsListener(t)
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var conns []net.Conn
-	t.Cleanup(func() {
-		lis.Close()
-		mu.Lock()
-		for _, c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
-	})
-	wg.Go(func() {
-		for {
-			c, err := lis.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-			wg.Go(func() { defer c.Close(); _, _ = io.Copy(c, c) })
-		}
-	})
+	serveConns(t, lis, func(c net.Conn, _ func(net.Conn)) { _, _ = io.Copy(c, c) })
 	return lis.Addr().String()
 }
