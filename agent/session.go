@@ -55,6 +55,8 @@ type session struct {
 	// tunnelConn is the session's second connection to the hub, for tunnels (tunnelConnection).
 	tunnelOnce sync.Once
 	tunnelConn *grpc.ClientConn
+	// dataPause is when (unix nanoseconds) the session tries data connections again after one failed (tunnel.go).
+	dataPause atomic.Int64
 
 	renew chan string               // RenewCertificate reasons, for the rotation loop
 	certs chan *agentv1.Certificate // Certificates answering the rotation loop's requests

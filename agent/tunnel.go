@@ -13,6 +13,7 @@ import (
 	"os"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 
+	"github.com/trellis-dev/trellis/agent/hubdial"
 	agentv1 "github.com/trellis-dev/trellis/proto/gen/trellis/agent/v1"
 	"github.com/trellis-dev/trellis/proto/tunnelwire"
 )
@@ -44,18 +46,34 @@ var shootNamespace = regexp.MustCompile(`^shoot--[a-z0-9]([-a-z0-9]*[a-z0-9])?--
 var errNoImpersonation = errors.New("seed API requests through the hub must name the hub user in Impersonate-User")
 
 // openTunnel serves one OpenTunnel: it reaches the target and carries the tunnel until either side ends it. It runs
-// in the session's tunnel group and ends with ctx.
+// in the session's tunnel group and ends with ctx. A passthrough tunnel offered a data token goes over a data
+// connection when one can be made (dataConnection), else, as every other tunnel, over a Tunnel call.
 func (s *session) openTunnel(ctx context.Context, conn grpc.ClientConnInterface, m *agentv1.OpenTunnel) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	log := s.log.With("tunnel", m.GetTunnelId(), "target", m.GetTarget().GetKind().String())
+	serve, raw, err := s.a.tunnelTarget(ctx, m.GetTarget())
+	if err == nil && raw != nil && len(m.GetDataToken()) > 0 && time.Now().UnixNano() >= s.dataPause.Load() {
+		dc, derr := s.a.dataConnection(ctx, m.GetTunnelId(), m.GetDataToken())
+		if derr == nil {
+			pipe(ctx, dc, raw)
+			log.Debug("tunnel ended")
+			return
+		}
+		// Whatever refused it (a middlebox that passes only TLS, another replica behind the address) likely refuses
+		// the next: the session's tunnels use the agent link for a while instead of each waiting for a failure.
+		s.dataPause.Store(time.Now().Add(dataConnectPause).UnixNano())
+		log.Info("no data connection; the session's tunnels go over the agent link for a while", "err", derr, "for", dataConnectPause)
+	}
+	if raw != nil {
+		defer raw.Close() // until pipe owns it
+	}
 	// The frames' codec spares a copy and a zeroed buffer per frame (docs/tunnels.md).
-	stream, err := agentv1.NewAgentServiceClient(conn).Tunnel(ctx, grpc.ForceCodecV2(tunnelwire.Codec))
-	if err != nil {
-		log.Warn("tunnel call failed", "err", err)
+	stream, serr := agentv1.NewAgentServiceClient(conn).Tunnel(ctx, grpc.ForceCodecV2(tunnelwire.Codec))
+	if serr != nil {
+		log.Warn("tunnel call failed", "err", serr)
 		return
 	}
-	serve, err := s.a.tunnelTarget(ctx, m.GetTarget())
 	first := &agentv1.TunnelFrame{TunnelId: m.GetTunnelId()}
 	if err != nil {
 		first.Error = err.Error()
@@ -67,33 +85,86 @@ func (s *session) openTunnel(ctx context.Context, conn grpc.ClientConnInterface,
 		return
 	}
 	tc := &agentTunnelConn{stream: stream, cancel: cancel, done: ctx.Done()}
-	serve(ctx, tc)
+	if raw != nil {
+		pipe(ctx, tc, raw)
+	} else {
+		serve(ctx, tc)
+	}
 	log.Debug("tunnel ended")
 }
 
-// tunnelTarget validates target and returns what serves the tunnel's connection for it, or why it cannot be reached.
-func (a *Agent) tunnelTarget(ctx context.Context, target *agentv1.TunnelTarget) (func(context.Context, *agentTunnelConn), error) {
+// dataConnectTimeout bounds a data connection: the connect to the hub, the preface and the hub's answer. Beyond it
+// the tunnel falls back to a Tunnel call while the hub still waits for one.
+const dataConnectTimeout = 3 * time.Second
+
+// dataConnectPause is how long a session's tunnels go over the agent link after a data connection failed.
+const dataConnectPause = time.Minute
+
+// dataConnection opens the data connection of tunnel id (docs/tunnels.md): a TCP connection to the address the agent
+// reaches the hub at, on which it presents the tunnel's single-use token and waits for the hub's acceptance; the
+// connection then carries the tunnel's bytes as they are (the client's TLS, end to end).
+func (a *Agent) dataConnection(ctx context.Context, id string, token []byte) (halfCloser, error) {
+	preface, err := tunnelwire.DataPreface(id, token)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, dataConnectTimeout)
+	defer cancel()
+	nc, err := hubdial.Dial(ctx, a.cfg.HubClientConnection.Address)
+	if err != nil {
+		return nil, err
+	}
+	c, ok := nc.(halfCloser)
+	if !ok {
+		_ = nc.Close()
+		return nil, fmt.Errorf("data connection: a %T cannot half-close", nc)
+	}
+	dl, _ := ctx.Deadline()
+	_ = c.SetDeadline(dl)
+	stop := context.AfterFunc(ctx, func() { _ = c.SetDeadline(time.Now()) })
+	defer stop()
+	answer := make([]byte, len(tunnelwire.DataAccepted))
+	if _, err = c.Write(preface); err == nil {
+		_, err = io.ReadFull(c, answer)
+	}
+	if err == nil && string(answer) != tunnelwire.DataAccepted {
+		err = fmt.Errorf("the hub answered %q", answer)
+	}
+	if err != nil || !stop() {
+		_ = c.Close()
+		if err == nil {
+			err = ctx.Err()
+		}
+		return nil, fmt.Errorf("data connection: %w", err)
+	}
+	_ = c.SetDeadline(time.Time{})
+	return c, nil
+}
+
+// tunnelTarget validates target and returns what serves the tunnel's connection for it, or, for a target that
+// carries raw bytes, the connection to it; or why it cannot be reached.
+func (a *Agent) tunnelTarget(ctx context.Context, target *agentv1.TunnelTarget) (func(context.Context, *agentTunnelConn), net.Conn, error) {
 	switch target.GetKind() {
 	case agentv1.TunnelTarget_KIND_SEED_API_SERVER:
 		h, err := a.seedAPIProxy()
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		return func(ctx context.Context, c *agentTunnelConn) { serveHTTP(ctx, c, h) }, nil
+		return func(ctx context.Context, c *agentTunnelConn) { serveHTTP(ctx, c, h) }, nil, nil
 	case agentv1.TunnelTarget_KIND_SHOOT_API_SERVER:
 		addr, err := a.shootAPIServerAddress(ctx, target.GetShootNamespace())
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		dctx, cancel := context.WithTimeout(ctx, tunnelTargetTimeout)
 		defer cancel()
 		tcp, err := a.dialService(dctx, "tcp", addr)
 		if err != nil {
-			return nil, fmt.Errorf("dial %s/%s (%s): %w", target.GetShootNamespace(), ShootAPIServerService, addr, err)
+			return nil, nil, fmt.Errorf("dial %s/%s (%s): %w", target.GetShootNamespace(), ShootAPIServerService, addr, err)
 		}
-		return func(ctx context.Context, c *agentTunnelConn) { pipe(ctx, c, tcp) }, nil
+		return nil, tcp, nil
 	}
-	return nil, fmt.Errorf("target.kind: %s is not a tunnel target", target.GetKind())
+	return nil, nil, fmt.Errorf("target.kind: %s is not a tunnel target", target.GetKind())
 }
 
 // shootAPIServerAddress resolves the Service kube-apiserver of a shoot namespace to its cluster IP and port (the one
@@ -177,10 +248,33 @@ func (a *Agent) seedAPIProxy() (http.Handler, error) {
 				http.Error(w, errNoImpersonation.Error(), http.StatusForbidden)
 				return
 			}
+			if !streaming(r) {
+				w = unflushed{w}
+			}
 			rp.ServeHTTP(w, r)
 		})
 	})
 	return a.proxy, a.proxyErr
+}
+
+// streaming says whether a request's response streams (watches, logs -f, upgrades) and so is flushed through the
+// tunnel as it arrives.
+func streaming(r *http.Request) bool {
+	q := r.URL.Query()
+	return q.Get("watch") == "true" || q.Get("watch") == "1" || q.Get("follow") == "true" || r.Header.Get("Upgrade") != ""
+}
+
+// unflushed is the response of a request that does not stream: the proxy's flushes (it flushes every write of a
+// response of unknown length) do nothing, so that the response leaves in as few tunnel frames as its size allows — a
+// small one, headers, body and end, in one instead of two, which the hub then has at once. Server-sent events
+// (text/event-stream) are flushed.
+type unflushed struct{ http.ResponseWriter }
+
+func (u unflushed) FlushError() error {
+	if strings.HasPrefix(u.Header().Get("Content-Type"), "text/event-stream") {
+		return http.NewResponseController(u.ResponseWriter).Flush()
+	}
+	return nil
 }
 
 // roundTripper is a function as an http.RoundTripper.
@@ -231,29 +325,43 @@ func (l *oneConnListener) Close() error {
 
 func (l *oneConnListener) Addr() net.Addr { return tunnelAddr("agent") }
 
-// pipe copies between the tunnel and the target until the hub ends the tunnel or either side fails; when the target
-// closes its side the agent half-closes toward the hub. It copies toward the hub itself and toward the target in one
-// goroutine, and holds no buffer while the tunnel is idle: the target is read into a pooled buffer only once it has
-// bytes (tunnelwire.Copy), the hub's frames are written to the target as they arrive (agentTunnelConn.WriteTo).
-func pipe(ctx context.Context, c *agentTunnelConn, target net.Conn) {
+// pipe copies between the tunnel (a Tunnel call's connection, or a data connection) and the target until the hub
+// ends the tunnel or either side fails; when the target closes its side the agent half-closes toward the hub. It
+// copies toward the hub itself and toward the target in one goroutine. Between a data connection and the target (both
+// TCP) the bytes move with splice(2); over a Tunnel call it holds no buffer while the tunnel is idle: the target is
+// read into a pooled buffer only once it has bytes, the hub's frames are written to the target as they arrive
+// (agentTunnelConn.WriteTo). See tunnelwire.Splice.
+func pipe(ctx context.Context, c halfCloser, target net.Conn) {
 	defer target.Close()
 	defer c.Close()
-	stop := context.AfterFunc(ctx, func() { _ = target.Close() })
+	stop := context.AfterFunc(ctx, func() {
+		if tc, ok := c.(*net.TCPConn); ok {
+			_ = tc.SetLinger(0) // a data connection ends with a reset, which the hub does not take for a half-close
+		}
+		_ = c.Close()
+		_ = target.Close()
+	})
 	defer stop()
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		// The hub never half-closes: the end of its side (EOF when it ended the call) ends the tunnel.
-		_, _ = c.WriteTo(target)
+		_, _ = tunnelwire.Splice(target, c, nil)
 		_ = target.Close()
-		c.Close()
+		_ = c.Close()
 	})
-	if _, err := tunnelwire.Copy(c, target); err != nil {
+	if _, err := tunnelwire.Splice(c, target, nil); err != nil {
 		_ = target.Close()
-		c.Close()
+		_ = c.Close()
 	} else {
 		_ = c.CloseWrite()
 	}
 	wg.Wait()
+}
+
+// halfCloser is a tunnel's connection toward the hub.
+type halfCloser interface {
+	net.Conn
+	CloseWrite() error
 }
 
 // agentTunnelConn is the agent's end of a tunnel as a net.Conn. Its read deadline is real: net/http's server sets

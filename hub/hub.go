@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -58,6 +59,9 @@ type Config struct {
 	// TunnelIdleTimeout ends passthrough tunnels without traffic (default 30 min). See docs/tunnels.md.
 	TunnelMaxPerSeed, TunnelMaxPerClient int
 	TunnelIdleTimeout                    time.Duration
+	// TunnelNoDataConnections keeps passthrough tunnels' bytes on the agent link's encrypted connection instead of
+	// raw data connections that agents open to the agent port (--tunnel-data-connections=false; docs/tunnels.md).
+	TunnelNoDataConnections bool
 	// DataDir holds the embedded etcd, pki/ca.crt, admin-token and encryption-keys.
 	DataDir string
 	// EtcdEndpoints selects an external etcd cluster instead of the embedded one.
@@ -230,6 +234,11 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.TunnelMaxPerSeed, "tunnel-max-per-seed", 0, "most open tunnels (shoot API) and requests in flight (seed API) per seed (default 1000)")
 	fs.IntVar(&c.TunnelMaxPerClient, "tunnel-max-per-client", 0, "most open tunnels per client: source IP (shoot API), hub user (seed API) (default 100)")
 	fs.DurationVar(&c.TunnelIdleTimeout, "tunnel-idle-timeout", 0, "close a passthrough tunnel without traffic for this long (default 30m)")
+	fs.BoolFunc("tunnel-data-connections", "carry passthrough tunnels (end-to-end TLS) on raw data connections that agents open to the agent port, falling back to the agent link (default true; =false: always the agent link)", func(v string) error {
+		on, err := strconv.ParseBool(v)
+		c.TunnelNoDataConnections = !on
+		return err
+	})
 	fs.StringVar(&c.DataDir, "data-dir", "trellis-data", "directory for the embedded etcd, the CA certificate, the admin token and the encryption keys")
 	fs.Func("etcd-endpoints", "comma-separated external etcd endpoints (default: embedded etcd)", func(s string) error {
 		c.EtcdEndpoints = strings.Split(s, ",")

@@ -162,6 +162,7 @@ func (h *Hub) newAgentLink(ctx context.Context, st *store.Store, reg *api.Regist
 		Identify:          identify,
 		HubVersion:        Version,
 		TunnelDomain:      h.tunnelDomain(),
+		NoDataConnections: h.cfg.TunnelNoDataConnections,
 		HeartbeatInterval: h.cfg.HeartbeatInterval,
 		Registerer:        promReg,
 		Traces:            h.traces,

@@ -131,6 +131,8 @@ func (h *Hub) newServers(ctx context.Context, trust *trust, ca *pki.Authority, a
 			return nil, fmt.Errorf("listen: %w", err)
 		}
 	}
+	// Agents reach either port; their tunnels' data connections arrive there too (docs/tunnels.md).
+	s.lis = link.Listener(s.lis)
 	if s.tunnelLis = h.cfg.TunnelListener; s.tunnelLis == nil && h.cfg.TunnelListen != "" {
 		if s.tunnelLis, err = net.Listen("tcp", h.cfg.TunnelListen); err != nil {
 			_ = s.lis.Close()
@@ -147,6 +149,7 @@ func (h *Hub) newServers(ctx context.Context, trust *trust, ca *pki.Authority, a
 				return nil, fmt.Errorf("grpc-listen: %w", err)
 			}
 		}
+		s.nativeLis = link.Listener(s.nativeLis)
 	}
 	return s, nil
 }

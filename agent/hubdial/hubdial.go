@@ -48,7 +48,7 @@ func Options(tc *tls.Config) []grpc.DialOption {
 		// A write of the transport leaves in one system call, not one per TLS record (tunnels move bulk bytes).
 		grpc.WithTransportCredentials(tunnelwire.BatchRecords(credentials.NewTLS(tc))),
 		grpc.WithWriteBufferSize(tunnelwire.WriteBufferSize),
-		grpc.WithContextDialer(dialTCP),
+		grpc.WithContextDialer(Dial),
 		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: KeepaliveTime, Timeout: KeepaliveTimeout, PermitWithoutStream: true}),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxMessage), grpc.MaxCallSendMsgSize(MaxMessage)),
 		grpc.WithInitialWindowSize(window),
@@ -64,9 +64,10 @@ func Options(tc *tls.Config) []grpc.DialOption {
 // Eyeballs), and in a reconnect storm, when TLS handshakes queue at the hub, that multiplies them.
 func Target(address string) string { return "passthrough:///" + address }
 
-// dialTCP opens the TCP connection within DialTimeout; the handshake that follows has the rest of the connect
-// deadline (HandshakeTimeout).
-func dialTCP(ctx context.Context, addr string) (net.Conn, error) {
+// Dial opens a TCP connection to the hub at addr within DialTimeout (through the HTTP CONNECT proxy of the
+// environment, if any): the gRPC connections' dialer, whose handshake has the rest of the connect deadline
+// (HandshakeTimeout), and the dialer of tunnels' data connections.
+func Dial(ctx context.Context, addr string) (net.Conn, error) {
 	return dialVia(ctx, addr, httpproxy.FromEnvironment().ProxyFunc())
 }
 

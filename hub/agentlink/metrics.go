@@ -9,6 +9,7 @@ type metrics struct {
 	refused         prometheus.Counter
 	assignments     prometheus.Counter
 	writes          *prometheus.CounterVec
+	dataConns       *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer, s *Server) *metrics {
@@ -22,6 +23,10 @@ func newMetrics(reg prometheus.Registerer, s *Server) *metrics {
 			Name: "trellis_agentlink_etcd_writes_total",
 			Help: "etcd writes the agent link made, by purpose (presence, lease, seed-status).",
 		}, []string{"purpose"}),
+		dataConns: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "trellis_tunnel_data_connections_total",
+			Help: "Data connections of passthrough tunnels on the agent port, by result (accepted, unknown, reused, expired, bad-token, bad-preface, gone).",
+		}, []string{"result"}),
 	}
 	if reg != nil {
 		queued := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "trellis_agentlink_queued_assignments", Help: "Assignments waiting in session queues."}, func() float64 {
@@ -33,7 +38,7 @@ func newMetrics(reg prometheus.Registerer, s *Server) *metrics {
 			}
 			return float64(n)
 		})
-		reg.MustRegister(m.sessions, m.sessionsStarted, m.heartbeats, m.refused, m.assignments, m.writes, queued)
+		reg.MustRegister(m.sessions, m.sessionsStarted, m.heartbeats, m.refused, m.assignments, m.writes, m.dataConns, queued)
 	}
 	return m
 }

@@ -100,6 +100,9 @@ type Config struct {
 	// ResumeFloor is the revision the store was restored at from a snapshot (0: never restored): an agent's versions
 	// at or below it may name states the restore undid, so its session starts with a full sync instead of resuming.
 	ResumeFloor int64
+	// NoDataConnections keeps passthrough tunnels on the agent link's Tunnel calls: DialTunnel offers agents no raw
+	// data connections (docs/tunnels.md).
+	NoDataConnections bool
 	// Registerer receives the link's metrics (optional).
 	Registerer prometheus.Registerer
 	Log        *slog.Logger
@@ -171,6 +174,9 @@ type Server struct {
 
 	tunnelMu sync.Mutex
 	pending  map[string]*pendingTunnel // tunnels being opened, by id
+	// usedTokens are the ids of tunnels whose data token was used, until the token would have expired: a second
+	// preface with one is counted as a reuse.
+	usedTokens map[string]time.Time
 }
 
 // workers counts goroutines for their owner, which waits for them with Close; once closed it starts no more, so

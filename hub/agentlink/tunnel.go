@@ -2,6 +2,7 @@ package agentlink
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -31,12 +32,17 @@ const tunnelDialTimeout = 10 * time.Second
 // pendingTunnel is a DialTunnel waiting for the agent's call.
 type pendingTunnel struct {
 	seed string
-	// accepted receives the call's connection, or the agent's dial error.
+	// accepted receives the call's connection (or the data connection), or the agent's dial error.
 	accepted chan acceptResult
+	// token is the tunnel's data token (nil: none offered), good until expires; claimed once a data connection
+	// presented it (tunnelMu).
+	token   []byte
+	expires time.Time
+	claimed bool
 }
 
 type acceptResult struct {
-	conn *tunnelConn
+	conn net.Conn // *tunnelConn, or the data connection's *net.TCPConn
 	err  error
 }
 
@@ -52,6 +58,14 @@ func (s *Server) DialTunnel(ctx context.Context, seed string, target *agentv1.Tu
 	}
 	id := newSessionID() + newSessionID()
 	p := &pendingTunnel{seed: seed, accepted: make(chan acceptResult, 1)}
+	open := &agentv1.OpenTunnel{TunnelId: id, Target: target}
+	if !s.cfg.NoDataConnections && target.GetKind() == agentv1.TunnelTarget_KIND_SHOOT_API_SERVER {
+		// The bytes are the client's TLS already: a data connection may carry them (data.go).
+		p.token = make([]byte, tunnelwire.DataTokenLen)
+		_, _ = rand.Read(p.token)
+		p.expires = time.Now().Add(dataTokenTTL)
+		open.DataToken = p.token
+	}
 	s.tunnelMu.Lock()
 	if s.pending == nil {
 		s.pending = map[string]*pendingTunnel{}
@@ -72,11 +86,14 @@ func (s *Server) DialTunnel(ctx context.Context, seed string, target *agentv1.Tu
 		}
 		s.tunnelMu.Unlock()
 	}()
-	ss.sendControl(&agentv1.HubMessage{Message: &agentv1.HubMessage_OpenTunnel{OpenTunnel: &agentv1.OpenTunnel{TunnelId: id, Target: target}}})
+	ss.sendControl(&agentv1.HubMessage{Message: &agentv1.HubMessage_OpenTunnel{OpenTunnel: open}})
 	t := time.NewTimer(tunnelDialTimeout)
 	defer t.Stop()
 	select {
 	case r := <-p.accepted:
+		if tc, ok := r.conn.(*net.TCPConn); ok {
+			return newDataConn(ss.ctx, tc), nil
+		}
 		return r.conn, r.err
 	case <-ss.ctx.Done():
 		return nil, fmt.Errorf("seed %q: the agent's session ended while opening a tunnel: %w", seed, ErrNotConnected)
@@ -110,7 +127,7 @@ func (s *Server) Tunnel(stream agentv1.AgentService_TunnelServer) error {
 	}
 	s.tunnelMu.Lock()
 	p := s.pending[first.GetTunnelId()]
-	found := p != nil && p.seed == id.Seed
+	found := p != nil && p.seed == id.Seed && !p.claimed
 	if found {
 		delete(s.pending, first.GetTunnelId()) // one call per tunnel
 		p.accepted <- res                      // buffered; DialTunnel takes it or closes it

@@ -3,11 +3,12 @@ package tunnel
 import (
 	"context"
 	"errors"
-	"io"
 	"net"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/trellis-dev/trellis/hub/agentlink"
 	agentv1 "github.com/trellis-dev/trellis/proto/gen/trellis/agent/v1"
@@ -76,12 +77,15 @@ func (t *Tunnels) passthrough(ctx context.Context, c net.Conn) {
 		log.Warn("tunnel failed", "seed", seed, "err", err)
 		return
 	}
-	up = t.metrics.counted(kindShootAPI, up, release)
+	open := t.metrics.open.WithLabelValues(kindShootAPI)
+	open.Inc()
+	defer func() { open.Dec(); release() }()
 	defer up.Close()
 	if _, err := up.Write(hello); err != nil {
 		return
 	}
-	t.pipe(ctx, c, up)
+	t.metrics.bytes.WithLabelValues(kindShootAPI, "to-seed").Add(float64(len(hello)))
+	t.pipe(ctx, c, up, kindShootAPI)
 }
 
 func failureReason(err error) string {
@@ -92,16 +96,21 @@ func failureReason(err error) string {
 }
 
 // pipe copies both ways until both directions ended, either failed, ctx ended, or nothing moved for the idle
-// timeout. It runs one direction itself and the other in one goroutine; the idle timeout is a timer, not a
-// goroutine. Neither direction holds a buffer while the tunnel is idle: the client is read into a pooled buffer only
-// once it has bytes (tunnelwire.Copy), and the tunnel's frames are written straight to the client
-// (countedConn.WriteTo).
-func (t *Tunnels) pipe(ctx context.Context, client, up net.Conn) {
+// timeout, counting kind's bytes. It runs one direction itself and the other in one goroutine; the idle timeout is a
+// timer, not a goroutine. Between the client's connection and a data connection (both TCP) the bytes move with
+// splice(2) and never enter the hub's memory; over a Tunnel call, neither direction holds a buffer while the tunnel is
+// idle: the client is read into a pooled buffer only once it has bytes, and the tunnel's frames are written straight to
+// the client (tunnelwire.Splice). The end of the tunnel's side (the agent half-closed: the target closed its side)
+// half-closes the client's; the end of the client's side ends the tunnel (the hub never half-closes toward the agent).
+func (t *Tunnels) pipe(ctx context.Context, client, up net.Conn, kind string) {
 	var last atomic.Int64
 	last.Store(time.Now().UnixNano())
 	closeAll := func() { _ = client.Close(); _ = up.Close() }
 	stop := context.AfterFunc(ctx, closeAll)
 	defer stop()
+	if b, ok := up.(interface{ OnBreak(func()) }); ok {
+		b.OnBreak(closeAll) // a data connection: the agent's session ended
+	}
 	var idle *time.Timer
 	var idleMu sync.Mutex // orders the timer's re-arming after its creation
 	idleMu.Lock()
@@ -117,32 +126,22 @@ func (t *Tunnels) pipe(ctx context.Context, client, up net.Conn) {
 	})
 	idleMu.Unlock()
 	defer idle.Stop()
-	copyOne := func(dst, src net.Conn, fromTunnel bool) {
-		var err error
-		if wt, ok := src.(io.WriterTo); ok && fromTunnel {
-			_, err = wt.WriteTo(activity{dst, &last})
-		} else {
-			_, err = tunnelwire.Copy(activity{dst, &last}, src)
+	counted := func(c prometheus.Counter) func(int) {
+		return func(n int) {
+			last.Store(time.Now().UnixNano())
+			c.Add(float64(n))
 		}
-		if cw, ok := dst.(interface{ CloseWrite() error }); ok && err == nil {
-			_ = cw.CloseWrite() // the source ended its side
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		_, err := tunnelwire.Splice(client, up, counted(t.metrics.bytes.WithLabelValues(kind, "from-seed")))
+		if cw, ok := client.(interface{ CloseWrite() error }); ok && err == nil {
+			_ = cw.CloseWrite() // the target ended its side
 			return
 		}
 		closeAll()
-	}
-	var wg sync.WaitGroup
-	wg.Go(func() { copyOne(client, up, true) })
-	copyOne(up, client, false)
+	})
+	_, _ = tunnelwire.Splice(up, client, counted(t.metrics.bytes.WithLabelValues(kind, "to-seed")))
+	closeAll()
 	wg.Wait()
-}
-
-// activity writes to w and records when. It is a plain writer (no ReadFrom), so copies go through Write.
-type activity struct {
-	w    io.Writer
-	last *atomic.Int64
-}
-
-func (a activity) Write(b []byte) (int, error) {
-	a.last.Store(time.Now().UnixNano())
-	return a.w.Write(b)
 }

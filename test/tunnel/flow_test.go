@@ -3,14 +3,10 @@ package tunnel_test
 import (
 	"crypto/tls"
 	"io"
-	"net/http/httptest"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
-
-	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
-	pmetav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
 
 	"github.com/trellis-dev/trellis/hub/tunnel"
 	"github.com/trellis-dev/trellis/test/agenttest"
@@ -22,23 +18,11 @@ import (
 // reads.
 func TestSlowTunnelStallsNoOther(t *testing.T) {
 	e := start(t)
-	e.hub.Store(t,
-		&corev1beta1.Project{ApiVersion: "core.gardener.cloud/v1beta1", Kind: "Project", Metadata: &pmetav1.ObjectMeta{Name: "dev"},
-			Spec: &corev1beta1.ProjectSpec{Namespace: ptr("garden-dev")}},
-	)
-	e.hub.Store(t, &corev1beta1.Shoot{ApiVersion: "core.gardener.cloud/v1beta1", Kind: "Shoot",
-		Metadata: &pmetav1.ObjectMeta{Namespace: "garden-dev", Name: "flow"},
-		Spec:     &corev1beta1.ShootSpec{SeedName: ptr("local")}})
+	e.devShoot(t, "flow")
 
 	// The target: after the handshake, a first byte 's' makes it send until the connection closes; any other byte
 	// is echoed, and so is every byte after it.
-	srv := httptest.NewUnstartedServer(nil)
-	srv.StartTLS() // for its certificate
-	srv.Close()
-	lis, err := tls.Listen("tcp", "127.0.0.1:0", srv.TLS)
-	if err != nil {
-		t.Fatal(err)
-	}
+	lis := tlsListener(t)
 	var sent atomic.Int64 // bytes the flooding connection wrote
 	var wg sync.WaitGroup
 	t.Cleanup(func() { lis.Close(); wg.Wait() })

@@ -18,8 +18,6 @@ import (
 	"github.com/trellis-dev/trellis/ctl"
 	"github.com/trellis-dev/trellis/ctl/kinds"
 	"github.com/trellis-dev/trellis/hub/tunnel"
-	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
-	pmetav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
 	"github.com/trellis-dev/trellis/test/hubtest"
 )
 
@@ -29,11 +27,7 @@ import (
 // stand-in sees the hub user and the kubeconfig's group, admin or viewer.
 func TestShootKubeconfigThroughTunnel(t *testing.T) {
 	e := start(t)
-	e.hub.Store(t,
-		&corev1beta1.Project{ApiVersion: "core.gardener.cloud/v1beta1", Kind: "Project", Metadata: &pmetav1.ObjectMeta{Name: "dev"},
-			Spec: &corev1beta1.ProjectSpec{Namespace: ptr("garden-dev")}},
-		&corev1beta1.Shoot{ApiVersion: "core.gardener.cloud/v1beta1", Kind: "Shoot", Metadata: &pmetav1.ObjectMeta{Namespace: "garden-dev", Name: "api1"},
-			Spec: &corev1beta1.ShootSpec{SeedName: ptr("local")}})
+	e.devShoot(t, "api1")
 	cluster, client := hubtest.NewCA(t, "ca-cluster", true), hubtest.NewCA(t, "ca-client", true)
 	e.hub.PublishShootCAs(t, "garden-dev", "api1", cluster, &client)
 

@@ -91,11 +91,27 @@ type env struct {
 	dir     string
 }
 
-func start(t *testing.T) *env {
+func start(t *testing.T, hubOpts ...func(*hub.Config)) *env {
+	t.Helper()
+	return startWith(t, nil, hubOpts...)
+}
+
+// startWith is start with the seed's agent's configuration changed by agentOpt (nil: none) after the env's own.
+func startWith(t *testing.T, agentOpt func(*env, *agent.Config), hubOpts ...func(*hub.Config)) *env {
 	t.Helper()
 	e := &env{proxy: &serviceProxy{routes: map[string]string{}}, kubectl: kubectlPath(t), dir: t.TempDir()}
-	e.hub = agenttest.StartHub(t, func(c *hub.Config) { c.TunnelListen = "127.0.0.1:0" })
-	e.seed = e.hub.StartSeed(t, "local", agenttest.SeedSpec, seedtest.Start(t), func(c *agent.Config) { c.DialService = e.proxy.dial })
+	e.hub = agenttest.StartHub(t, func(c *hub.Config) {
+		c.TunnelListen = "127.0.0.1:0"
+		for _, o := range hubOpts {
+			o(c)
+		}
+	})
+	e.seed = e.hub.StartSeed(t, "local", agenttest.SeedSpec, seedtest.Start(t), func(c *agent.Config) {
+		c.DialService = e.proxy.dial
+		if agentOpt != nil {
+			agentOpt(e, c)
+		}
+	})
 	return e
 }
 
@@ -277,13 +293,7 @@ func TestShootAPIPassthrough(t *testing.T) {
 	e := start(t)
 	ctx := context.Background()
 	domain := tunnel.DefaultDomain
-	e.hub.Store(t,
-		&corev1beta1.Project{ApiVersion: "core.gardener.cloud/v1beta1", Kind: "Project", Metadata: &pmetav1.ObjectMeta{Name: "dev"},
-			Spec: &corev1beta1.ProjectSpec{Namespace: ptr("garden-dev")}},
-	)
-	e.hub.Store(t, &corev1beta1.Shoot{ApiVersion: "core.gardener.cloud/v1beta1", Kind: "Shoot",
-		Metadata: &pmetav1.ObjectMeta{Namespace: "garden-dev", Name: "api1"},
-		Spec:     &corev1beta1.ShootSpec{SeedName: ptr("local")}})
+	e.devShoot(t, "api1")
 
 	name := tunnel.ShootServerName("api1", "dev", domain)
 	srv, pool := standIn(t)
@@ -393,6 +403,29 @@ func TestShootAPIPassthrough(t *testing.T) {
 			t.Errorf("%s: %v, want %s", what, err, call.code)
 		}
 	}
+}
+
+// devShoot stores the project dev (namespace garden-dev) and its shoot name on the seed local.
+func (e *env) devShoot(t *testing.T, name string) {
+	t.Helper()
+	e.hub.Store(t,
+		&corev1beta1.Project{ApiVersion: "core.gardener.cloud/v1beta1", Kind: "Project", Metadata: &pmetav1.ObjectMeta{Name: "dev"},
+			Spec: &corev1beta1.ProjectSpec{Namespace: ptr("garden-dev")}},
+		&corev1beta1.Shoot{ApiVersion: "core.gardener.cloud/v1beta1", Kind: "Shoot", Metadata: &pmetav1.ObjectMeta{Namespace: "garden-dev", Name: name},
+			Spec: &corev1beta1.ShootSpec{SeedName: ptr("local")}})
+}
+
+// tlsListener listens on loopback with TLS and httptest's certificate (a stand-in for a shoot's kube-apiserver).
+func tlsListener(t *testing.T) net.Listener {
+	t.Helper()
+	srv := httptest.NewUnstartedServer(nil)
+	srv.StartTLS() // for its certificate
+	srv.Close()
+	lis, err := tls.Listen("tcp", "127.0.0.1:0", srv.TLS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lis
 }
 
 // shootAPIServer creates the Service kube-apiserver in the shoot's namespace of the seed, as the shoot's control plane

@@ -384,7 +384,13 @@ type OpenTunnel struct {
 	// TunnelId names the tunnel; the agent sends it in the first frame of the Tunnel call.
 	TunnelId string `protobuf:"bytes,1,opt,name=tunnel_id,json=tunnelId,proto3" json:"tunnel_id,omitempty"`
 	// Target is what to connect to.
-	Target        *TunnelTarget `protobuf:"bytes,2,opt,name=target,proto3" json:"target,omitempty"`
+	Target *TunnelTarget `protobuf:"bytes,2,opt,name=target,proto3" json:"target,omitempty"`
+	// DataToken, when set (passthrough tunnels, whose bytes are end-to-end TLS already), offers a raw data connection:
+	// the agent connects to the hub's agent port (the address it reaches the hub at), sends the data preface with the
+	// tunnel id and this single-use token (32 random bytes, valid for seconds), and after the hub's one-line answer
+	// carries the tunnel's bytes on that TCP connection as they are, outside the encrypted link (docs/tunnels.md).
+	// Agents that cannot (or a refused preface) call Tunnel as without it.
+	DataToken     []byte `protobuf:"bytes,3,opt,name=data_token,json=dataToken,proto3" json:"data_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -429,6 +435,13 @@ func (x *OpenTunnel) GetTunnelId() string {
 func (x *OpenTunnel) GetTarget() *TunnelTarget {
 	if x != nil {
 		return x.Target
+	}
+	return nil
+}
+
+func (x *OpenTunnel) GetDataToken() []byte {
+	if x != nil {
+		return x.DataToken
 	}
 	return nil
 }
@@ -1364,11 +1377,13 @@ const file_trellis_agent_v1_agent_proto_rawDesc = "" +
 	"\x11renew_certificate\x18\x06 \x01(\v2\".trellis.agent.v1.RenewCertificateH\x00R\x10renewCertificate\x12?\n" +
 	"\vopen_tunnel\x18\a \x01(\v2\x1c.trellis.agent.v1.OpenTunnelH\x00R\n" +
 	"openTunnelB\t\n" +
-	"\amessage\"a\n" +
+	"\amessage\"\x80\x01\n" +
 	"\n" +
 	"OpenTunnel\x12\x1b\n" +
 	"\ttunnel_id\x18\x01 \x01(\tR\btunnelId\x126\n" +
-	"\x06target\x18\x02 \x01(\v2\x1e.trellis.agent.v1.TunnelTargetR\x06target\"\xc3\x01\n" +
+	"\x06target\x18\x02 \x01(\v2\x1e.trellis.agent.v1.TunnelTargetR\x06target\x12\x1d\n" +
+	"\n" +
+	"data_token\x18\x03 \x01(\fR\tdataToken\"\xc3\x01\n" +
 	"\fTunnelTarget\x127\n" +
 	"\x04kind\x18\x01 \x01(\x0e2#.trellis.agent.v1.TunnelTarget.KindR\x04kind\x12'\n" +
 	"\x0fshoot_namespace\x18\x02 \x01(\tR\x0eshootNamespace\"Q\n" +

@@ -1,0 +1,224 @@
+package agentlink
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/trellis-dev/trellis/proto/tunnelwire"
+)
+
+// Data connections: a passthrough tunnel's bytes are the client's TLS end to end, so they need not be encrypted a
+// second time by the agent link. For such a tunnel DialTunnel hands the agent a single-use token with OpenTunnel, over
+// its authenticated session; the agent connects to the port it reaches the hub at, presents the token in the data
+// preface, and the hub answers DataAccepted and hands the TCP connection to DialTunnel, whose caller splices the
+// client's connection to it (docs/tunnels.md). An agent that cannot, or whose preface is refused, calls Tunnel as
+// without a token.
+
+const (
+	// dataTokenTTL is how long a data token is good for after OpenTunnel was sent.
+	dataTokenTTL = 5 * time.Second
+	// sniffTimeout bounds the wait for a connection's first byte on the agent port (TLS or a data preface).
+	sniffTimeout = 10 * time.Second
+	// dataPrefaceTimeout bounds the rest of a data preface and the hub's answer.
+	dataPrefaceTimeout = 5 * time.Second
+)
+
+// Listener returns lis with the data connections of tunnels taken out: its Accept returns the other connections (TLS:
+// their first byte is a handshake record's, 0x16), untouched; connections that begin with the data preface are served
+// by the agent link. Serve the hub's ports that agents reach on it.
+func (s *Server) Listener(lis net.Listener) net.Listener {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &dataListener{Listener: lis, s: s, conns: make(chan net.Conn), errs: make(chan error), ctx: ctx, cancel: cancel}
+}
+
+// dataListener sorts a listener's connections by their first byte. One goroutine accepts (started by the first
+// Accept), one per connection reads its first byte (and serves a data preface); Close ends and waits for them.
+type dataListener struct {
+	net.Listener
+	s      *Server
+	start  sync.Once
+	conns  chan net.Conn
+	errs   chan error
+	ctx    context.Context // ends with Close
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+func (l *dataListener) Accept() (net.Conn, error) {
+	l.start.Do(func() { l.wg.Go(l.accept) })
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case err := <-l.errs:
+		return nil, err
+	case <-l.ctx.Done():
+		return nil, net.ErrClosed
+	}
+}
+
+// accept accepts connections until the listener is closed and sorts each in a goroutine of its own, so that a slow
+// first byte holds up no other connection.
+func (l *dataListener) accept() {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			select {
+			case l.errs <- err: // the server decides (it retries temporary errors)
+			case <-l.ctx.Done():
+				return
+			}
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			continue
+		}
+		l.wg.Go(func() { l.sort(c) })
+	}
+}
+
+func (l *dataListener) sort(c net.Conn) {
+	stop := context.AfterFunc(l.ctx, func() { _ = c.SetReadDeadline(time.Now()) })
+	_ = c.SetReadDeadline(time.Now().Add(sniffTimeout))
+	first, c, err := tunnelwire.PeekByte(c)
+	if err == nil && first == tunnelwire.DataPrefaceMagic[0] {
+		l.s.serveData(c)
+		stop()
+		return
+	}
+	if !stop() || err != nil {
+		_ = c.Close()
+		return
+	}
+	_ = c.SetReadDeadline(time.Time{})
+	select {
+	case l.conns <- c:
+	case <-l.ctx.Done():
+		_ = c.Close()
+	}
+}
+
+// Close closes the listener and waits for its goroutines; connections it sorted but did not hand out are closed.
+func (l *dataListener) Close() error {
+	l.cancel()
+	err := l.Listener.Close()
+	l.wg.Wait()
+	return err
+}
+
+// serveData serves a data connection: it reads the preface and, if the token is good, answers DataAccepted and hands
+// the connection to the DialTunnel waiting for it; otherwise it closes the connection. Every outcome is counted.
+func (s *Server) serveData(c net.Conn) {
+	result := s.acceptData(c)
+	s.metrics.dataConns.WithLabelValues(result).Inc()
+	if result != "accepted" {
+		_ = c.Close()
+		s.cfg.Log.Info("tunnel data connection refused", "remote", c.RemoteAddr().String(), "reason", result)
+	}
+}
+
+func (s *Server) acceptData(c net.Conn) string {
+	_ = c.SetDeadline(time.Now().Add(dataPrefaceTimeout))
+	id, token, err := tunnelwire.ReadDataPreface(c)
+	if err != nil {
+		return "bad-preface"
+	}
+	tc, ok := c.(*net.TCPConn)
+	if !ok {
+		return "bad-preface" // only TCP connections are spliced; a listener of others gets none
+	}
+	p, result := s.claimData(id, token)
+	if p == nil {
+		return result
+	}
+	_, err = c.Write([]byte(tunnelwire.DataAccepted))
+	_ = c.SetDeadline(time.Time{})
+	s.tunnelMu.Lock()
+	defer s.tunnelMu.Unlock()
+	if s.pending[id] != p {
+		return "gone" // DialTunnel gave up meanwhile
+	}
+	delete(s.pending, id)
+	if err != nil {
+		p.accepted <- acceptResult{err: err}
+		return "gone"
+	}
+	p.accepted <- acceptResult{conn: tc} // buffered; DialTunnel takes it or closes it
+	return "accepted"
+}
+
+// claimData checks a data preface's token against the pending tunnel it names, in constant time, and claims the
+// tunnel for it: no Tunnel call and no other data connection can take it afterwards. It returns the tunnel, or nil and
+// why it refused.
+func (s *Server) claimData(id string, token []byte) (*pendingTunnel, string) {
+	s.tunnelMu.Lock()
+	defer s.tunnelMu.Unlock()
+	now := time.Now()
+	for used, until := range s.usedTokens {
+		if now.After(until) {
+			delete(s.usedTokens, used)
+		}
+	}
+	p := s.pending[id]
+	switch {
+	case p == nil || p.token == nil:
+		if _, ok := s.usedTokens[id]; ok {
+			return nil, "reused"
+		}
+		return nil, "unknown"
+	case subtle.ConstantTimeCompare(token, p.token) != 1:
+		return nil, "bad-token"
+	case p.claimed:
+		return nil, "reused"
+	case now.After(p.expires):
+		return nil, "expired"
+	}
+	p.claimed = true
+	if s.usedTokens == nil {
+		s.usedTokens = map[string]time.Time{}
+	}
+	s.usedTokens[id] = p.expires
+	return p, ""
+}
+
+// dataConn is the hub's end of a tunnel's data connection: the TCP connection, handed to tunnelwire.Splice by TCP.
+// When the agent's session ends it breaks, as a Tunnel call does with the session: the connection is closed and the
+// function given to OnBreak runs (the agent's end of a data connection may have ended with a FIN, which alone would
+// read as the target's half-close).
+type dataConn struct {
+	*net.TCPConn
+	session context.Context
+	mu      sync.Mutex
+	stop    func() bool // stops the session's AfterFunc
+}
+
+func newDataConn(session context.Context, c *net.TCPConn) *dataConn {
+	return &dataConn{TCPConn: c, session: session, stop: context.AfterFunc(session, func() { _ = c.Close() })}
+}
+
+// TCP is the connection for splicing (tunnelwire.TCPConner).
+func (d *dataConn) TCP() *net.TCPConn { return d.TCPConn }
+
+// OnBreak makes f run when the agent's session ends while the connection is open; at once when it has ended (or the
+// connection was closed).
+func (d *dataConn) OnBreak(f func()) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !d.stop() {
+		f()
+		return
+	}
+	c := d.TCPConn
+	d.stop = context.AfterFunc(d.session, func() { _ = c.Close(); f() })
+}
+
+func (d *dataConn) Close() error {
+	d.mu.Lock()
+	stop := d.stop
+	d.mu.Unlock()
+	stop()
+	return d.TCPConn.Close()
+}
