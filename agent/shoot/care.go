@@ -147,6 +147,14 @@ func (c *Controller) shootConditions(ctx context.Context, s *corev1beta1.Shoot, 
 		}
 		out = append(out, jsonOf(cond))
 	}
+	// Other writers' conditions stay, as gardenlet's care merges its own into the shoot's (MergeConditions): the hub
+	// copies the Seed's conditions into a shoot that a ManagedSeed registers (GardenletReady, ExtensionsReady, ...).
+	// Written without them, the shoot's health label would flip between the two writes.
+	for _, pc := range s.GetStatus().GetConditions() {
+		if !slices.Contains(shootConditionTypes, pc.GetType()) {
+			out = append(out, jsonOf(pc))
+		}
+	}
 	return json.Marshal(out)
 }
 

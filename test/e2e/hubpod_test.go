@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"log/slog"
@@ -24,8 +25,11 @@ import (
 
 	"github.com/trellis-dev/trellis/agent/helmrelease"
 	"github.com/trellis-dev/trellis/deploy/charts"
+	"github.com/trellis-dev/trellis/hub/auth"
+	"github.com/trellis-dev/trellis/proto/kjson"
 	"github.com/trellis-dev/trellis/test/binproc"
 	"github.com/trellis-dev/trellis/test/landscape"
+	"github.com/trellis-dev/trellis/test/localnode"
 	"github.com/trellis-dev/trellis/test/seedtest"
 )
 
@@ -48,14 +52,19 @@ func TestHubChartOnNode(t *testing.T) {
 		t.Skip("a local node needs root")
 	}
 	bins := binaries(t, "hub", "github.com/trellis-dev/trellis/cmd/trellis-hub")
+	agentBins := binaries(t, "agent", "github.com/trellis-dev/trellis/cmd/trellis-agent")
 	dir := t.TempDir()
 	archive, repository, tag, err := landscape.BinaryImage(filepath.Join(bins, "trellis-hub"), dir)
 	if err != nil {
 		t.Fatal(err)
 	}
+	agentArchive, agentRepository, agentTag, err := landscape.BinaryImage(filepath.Join(agentBins, "trellis-agent"), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
 	logf.SetLogger(logr.Discard()) // envtest logs through controller-runtime's global logger
-	seed := seedtest.Start(t, seedtest.WithNode(nil), seedtest.WithNodeImages(archive))
-	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	seed := seedtest.Start(t, seedtest.WithNode(nil), seedtest.WithNodeImages(archive, agentArchive))
+	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()
 	core := seed.Client.CoreV1()
 
@@ -160,6 +169,16 @@ spec:
 		t.Fatalf("kubectl get cloudprofiles: %s", out)
 	}
 
+	// An agent pod on the same node connects to the hub's pod through its agent Service.
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(caPEM)
+	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{
+		RootCAs: pool, ServerName: serverName, MinVersion: tls.VersionTLS12}}}
+	agent := &hubPodAgent{t: t, ctx: ctx, seed: seed, http: hc, token: token, podIP: pod.Status.PodIP}
+	begin = time.Now()
+	agent.install(run, agentRepository, agentTag, serverName, string(caPEM))
+	t.Logf("the agent's pod registered Seed %s (GardenletReady) %v after its install", hubPodSeed, time.Since(begin).Round(100*time.Millisecond))
+
 	// A new pod of the StatefulSet serves the same data, with the same token.
 	if err := core.Pods(hubPodNamespace).Delete(ctx, pod.Name, kmetav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
@@ -171,11 +190,14 @@ spec:
 		t.Fatalf("the cloud profile after the restart: %q", out)
 	}
 
+	// The agent reconnects to the new pod, behind the same Service, and the hub's assignments reach it again.
+	agent.podIP = again.Status.PodIP
+	begin = time.Now()
+	agent.reconnected(again.CreationTimestamp.Time)
+	t.Logf("the agent reconnected to the new pod (a second session, Seed GardenletReady, a Seed change observed) %v after the pod was ready",
+		time.Since(begin).Round(100*time.Millisecond))
+
 	// The hub answers the health endpoints the probes use, over the certificate of the Secret.
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(caPEM)
-	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{
-		RootCAs: pool, ServerName: serverName, MinVersion: tls.VersionTLS12}}}
 	code, body, err := binproc.Do(ctx, hc, http.MethodGet, "https://"+net.JoinHostPort(again.Status.PodIP, "8443")+"/readyz", "", nil)
 	if err != nil || code != http.StatusOK {
 		t.Fatalf("/readyz: %d %v %s", code, err, body)
@@ -220,4 +242,182 @@ func podIsReady(p *corev1.Pod) bool {
 		}
 	}
 	return false
+}
+
+// hubPodSeed is the Seed that TestHubChartOnNode's agent registers.
+const hubPodSeed = "hub-pod"
+
+// hubPodAgent is the agent of TestHubChartOnNode: the trellis-agent chart's pod, on the node that runs the hub's pod,
+// with the node's seed as its seed cluster.
+type hubPodAgent struct {
+	t     *testing.T
+	ctx   context.Context
+	seed  *seedtest.Seed
+	http  *http.Client
+	token string
+	// podIP is the hub's current pod, which the test talks to (the agent uses the Service).
+	podIP string
+}
+
+// do sends a request to the hub's pod with the admin token and fails unless it answers want.
+func (a *hubPodAgent) do(method, path string, body []byte, want int) []byte {
+	a.t.Helper()
+	code, out, err := binproc.Do(a.ctx, a.http, method, "https://"+net.JoinHostPort(a.podIP, "8443")+path, a.token, body)
+	if err != nil || code != want {
+		a.t.Fatalf("%s %s: %d %v %s", method, path, code, err, out)
+	}
+	return out
+}
+
+// seedStatus reads the agent's Seed from the hub's pod: its generation, observedGeneration and GardenletReady.
+func (a *hubPodAgent) seedStatus() (generation, observed int64, ready bool) {
+	code, out, err := binproc.Do(a.ctx, a.http, http.MethodGet, "https://"+net.JoinHostPort(a.podIP, "8443")+
+		"/apis/core.gardener.cloud/v1beta1/seeds/"+hubPodSeed, a.token, nil)
+	var s struct {
+		Metadata struct{ Generation int64 } `json:"metadata"`
+		Status   struct {
+			ObservedGeneration int64                           `json:"observedGeneration"`
+			Conditions         []struct{ Type, Status string } `json:"conditions"`
+		} `json:"status"`
+	}
+	if err != nil || code != http.StatusOK || json.Unmarshal(out, &s) != nil {
+		return 0, 0, false
+	}
+	for _, c := range s.Status.Conditions {
+		if c.Type == landscape.GardenletReady {
+			ready = c.Status == "True"
+		}
+	}
+	return s.Metadata.Generation, s.Status.ObservedGeneration, ready
+}
+
+// wait polls cond until it holds; when the test's context ends it logs the agent's pod and fails.
+func (a *hubPodAgent) wait(what string, cond func() bool) {
+	a.t.Helper()
+	for !cond() {
+		select {
+		case <-a.ctx.Done():
+			a.t.Logf("the agent's pod:\n%s", tailOf(a.logs(time.Time{}), 8000))
+			a.t.Fatalf("%s: not before the test's deadline", what)
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// logs are the logs of the agent's pods since a time (zero: all).
+func (a *hubPodAgent) logs(since time.Time) string {
+	pods, err := a.seed.Client.CoreV1().Pods(landscape.AgentNamespace).List(context.Background(), kmetav1.ListOptions{
+		LabelSelector: "app.kubernetes.io/instance=" + landscape.AgentRelease})
+	if err != nil {
+		return err.Error()
+	}
+	var out strings.Builder
+	for _, p := range pods.Items {
+		opts := &corev1.PodLogOptions{}
+		if !since.IsZero() {
+			opts.SinceTime = &kmetav1.Time{Time: since}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		b, err := a.seed.Client.CoreV1().Pods(landscape.AgentNamespace).GetLogs(p.Name, opts).DoRaw(ctx)
+		cancel()
+		if err != nil {
+			fmt.Fprintf(&out, "== pod %s: %v\n", p.Name, err)
+			continue
+		}
+		fmt.Fprintf(&out, "== pod %s ==\n%s", p.Name, b)
+	}
+	return out.String()
+}
+
+// install registers the seed's provider type on the hub (a Seed's provider type must be registered, Gardener's
+// ExtensionValidator), creates a bootstrap token for the seed through the hub pod's API, installs the agent's chart
+// into the seed, as an operator would, with the hub's agent Service as its address (cluster DNS) and the CA of the
+// hub's serving certificate, and waits until the agent's pod is ready and the hub reports the Seed GardenletReady.
+func (a *hubPodAgent) install(kubectl func(podIP string, args ...string) string, repository, tag, serverName, caBundle string) {
+	a.t.Helper()
+	registration := filepath.Join(a.t.TempDir(), "controllerregistration.yaml")
+	if err := os.WriteFile(registration, []byte(`apiVersion: core.gardener.cloud/v1beta1
+kind: ControllerRegistration
+metadata:
+  name: provider-local
+spec:
+  resources:
+  - kind: ControlPlane
+    type: local
+`), 0o600); err != nil {
+		a.t.Fatal(err)
+	}
+	kubectl(a.podIP, "create", "-f", registration)
+	tok, err := auth.NewSeedBootstrapToken(hubPodSeed, time.Now().Add(time.Hour))
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	secret, err := kjson.Marshal(tok.SecretObject())
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	a.do(http.MethodPost, "/api/v1/namespaces/"+auth.BootstrapTokenNamespace+"/secrets", secret, http.StatusCreated)
+
+	archive, err := charts.Archive(charts.TrellisAgent)
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	releases, err := helmrelease.New(helmrelease.Config{REST: a.seed.Config, Log: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	seedSpec := map[string]any{
+		"provider": map[string]any{"type": "local", "region": "local"},
+		"networks": map[string]any{"pods": "10.1.0.0/16", "services": "10.2.0.0/16"},
+	}
+	values := map[string]any{
+		"image":     map[string]any{"repository": repository, "tag": tag, "pullPolicy": "Never"},
+		"hub":       map[string]any{"address": net.JoinHostPort(serverName, "8444"), "caBundle": caBundle},
+		"bootstrap": map[string]any{"token": tok.Token()},
+		"config": map[string]any{
+			"seedConfig":               map[string]any{"metadata": map[string]any{"name": hubPodSeed}, "spec": seedSpec},
+			"heartbeatIntervalSeconds": 2,
+			"logFormat":                "text",
+		},
+		// A machine shared with other tests: small requests.
+		"resources": map[string]any{"requests": map[string]any{"cpu": "50m", "memory": "64Mi"}, "limits": map[string]any{"memory": "1Gi"}},
+	}
+	if _, err := a.seed.Client.CoreV1().Namespaces().Create(a.ctx, &corev1.Namespace{ObjectMeta: kmetav1.ObjectMeta{Name: landscape.AgentNamespace}},
+		kmetav1.CreateOptions{}); err != nil {
+		a.t.Fatal(err)
+	}
+	if _, _, err := releases.Apply(a.ctx, archive, landscape.AgentRelease, landscape.AgentNamespace, values); err != nil {
+		a.t.Fatalf("install the agent's chart: %v", err)
+	}
+	a.wait("the agent's pod ready and Seed "+hubPodSeed+" GardenletReady", func() bool {
+		d, err := a.seed.Client.AppsV1().Deployments(landscape.AgentNamespace).Get(a.ctx, landscape.AgentRelease, kmetav1.GetOptions{})
+		if err != nil || !localnode.DeploymentAvailable(d) {
+			return false
+		}
+		_, _, ready := a.seedStatus()
+		return ready
+	})
+}
+
+// reconnected waits until the agent has established a session with the hub's new pod (its log since that pod's
+// start), the hub reports the Seed GardenletReady, and a change of the Seed's spec made through the new pod reaches
+// the agent: the agent's seed care writes the new generation as status.observedGeneration.
+func (a *hubPodAgent) reconnected(since time.Time) {
+	a.t.Helper()
+	a.wait("a session of the agent with the hub's new pod, Seed "+hubPodSeed+" GardenletReady", func() bool {
+		_, _, ready := a.seedStatus()
+		return ready && strings.Contains(a.logs(since), "session established")
+	})
+	out := a.do(http.MethodPatch, "/apis/core.gardener.cloud/v1beta1/seeds/"+hubPodSeed,
+		[]byte(`{"spec":{"taints":[{"key":"e2e.trellis.dev/hub-pod-restarted"}]}}`), http.StatusOK)
+	var patched struct {
+		Metadata struct{ Generation int64 } `json:"metadata"`
+	}
+	if err := json.Unmarshal(out, &patched); err != nil {
+		a.t.Fatal(err)
+	}
+	a.wait(fmt.Sprintf("the agent observing generation %d of Seed %s", patched.Metadata.Generation, hubPodSeed), func() bool {
+		_, observed, _ := a.seedStatus()
+		return observed >= patched.Metadata.Generation
+	})
 }

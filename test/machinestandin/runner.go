@@ -38,19 +38,43 @@ type Config struct {
 	Dir string
 	// Namespace and Deployment locate the agent in the shoot; defaults garden and trellis-agent.
 	Namespace, Deployment string
+	// Extensions are the extension controllers the runner plays too: the Deployments of an extension's chart that
+	// the shoot's agent installs into namespaces extension-* of the shoot (its seed cluster) for the seed's
+	// ControllerInstallations.
+	Extensions []Extension
 	// Interval is how often the shoot is looked at; default 500 ms.
 	Interval time.Duration
 	// Log receives the runner's logs; nil discards.
 	Log *slog.Logger
 }
 
-// Runner runs the agent that a Deployment in a shoot describes, as a host process. Create it with New and run it
-// with Run.
+// Extension is an extension controller the runner plays: every Deployment named Deployment in a namespace
+// extension-* of the shoot runs as Binary, with the shoot as its cluster through --kubeconfig.
+type Extension struct {
+	Deployment, Binary string
+}
+
+// Runner runs the agent that a Deployment in a shoot describes, and the extensions' Deployments it is given, as host
+// processes. Create it with New and run it with Run.
 type Runner struct {
 	cfg    Config
 	client kubernetes.Interface
-	proc   atomic.Pointer[binproc.Process]
-	starts atomic.Int64
+	agent  *workload
+	// extensions are the extension workloads by namespace/name; only Run's goroutine touches the map.
+	extensions map[string]*workload
+}
+
+// workload is one Deployment the runner plays with one process.
+type workload struct {
+	r                     *Runner
+	namespace, deployment string
+	binary, name, dir     string
+	// kubeconfigFlag: the process gets the shoot's kubeconfig as --kubeconfig (extensions); the agent gets it in its
+	// configuration file instead (seedClientConnection.kubeconfig).
+	kubeconfigFlag bool
+	running        string // the template's digest of the running process
+	proc           atomic.Pointer[binproc.Process]
+	starts         atomic.Int64
 }
 
 // New returns a runner for cfg; it starts nothing.
@@ -81,36 +105,50 @@ func New(cfg Config) (*Runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Runner{cfg: cfg, client: cs}, nil
+	r := &Runner{cfg: cfg, client: cs, extensions: map[string]*workload{}}
+	r.agent = &workload{r: r, namespace: cfg.Namespace, deployment: cfg.Deployment, binary: cfg.Binary, name: cfg.Name, dir: cfg.Dir}
+	return r, nil
 }
 
 // Starts counts the agent's starts (a changed pod template restarts it).
-func (r *Runner) Starts() int64 { return r.starts.Load() }
+func (r *Runner) Starts() int64 { return r.agent.starts.Load() }
 
 // Running reports whether the agent's process runs.
-func (r *Runner) Running() bool {
-	p := r.proc.Load()
+func (r *Runner) Running() bool { return r.agent.isRunning() }
+
+// LogPath is the agent's log file.
+func (r *Runner) LogPath() string { return r.agent.logPath() }
+
+// ExtensionLogPaths are the log files of the extension processes started so far (their directories stay).
+func (r *Runner) ExtensionLogPaths() []string {
+	paths, _ := filepath.Glob(filepath.Join(r.cfg.Dir, "extension-*", "*.log"))
+	return paths
+}
+
+func (w *workload) isRunning() bool {
+	p := w.proc.Load()
 	return p != nil && p.Running()
 }
 
-// LogPath is the agent's log file.
-func (r *Runner) LogPath() string { return filepath.Join(r.cfg.Dir, r.cfg.Name+".log") }
+func (w *workload) logPath() string { return filepath.Join(w.dir, w.name+".log") }
 
-// Run looks at the shoot every Interval until ctx ends: it starts the agent when the Deployment appears, restarts
-// it when the pod template changes, and stops it when the Deployment is gone (or being deleted). It returns nil when
-// ctx ends, once the process stopped.
+// Run looks at the shoot every Interval until ctx ends: it starts a process when its Deployment appears, restarts
+// it when the pod template changes, and stops it when the Deployment is gone (or being deleted), for the agent and
+// for every extension Deployment. While a process runs, the runner reports the Deployment's pods as a kubelet would
+// (markPods). It returns nil when ctx ends, once the processes stopped.
 func (r *Runner) Run(ctx context.Context) error {
-	defer r.stop()
-	var running string // the template's digest of the running process
+	defer func() {
+		r.agent.stop()
+		for _, w := range r.extensions {
+			w.stop()
+		}
+	}()
 	t := time.NewTicker(r.cfg.Interval)
 	defer t.Stop()
 	for {
-		digest, err := r.step(ctx, running)
-		switch {
-		case err != nil && ctx.Err() == nil:
-			r.cfg.Log.Warn("stand-in machine runner: step failed", "deployment", r.cfg.Namespace+"/"+r.cfg.Deployment, "err", err)
-		case err == nil:
-			running = digest
+		r.agent.sync(ctx)
+		if err := r.syncExtensions(ctx); err != nil && ctx.Err() == nil {
+			r.cfg.Log.Warn("stand-in machine runner: extensions", "err", err)
 		}
 		select {
 		case <-ctx.Done():
@@ -120,64 +158,157 @@ func (r *Runner) Run(ctx context.Context) error {
 	}
 }
 
+// syncExtensions finds the extension Deployments in namespaces extension-* and brings their processes in line.
+func (r *Runner) syncExtensions(ctx context.Context) error {
+	var errs []error
+	for _, ext := range r.cfg.Extensions {
+		deps, err := r.client.AppsV1().Deployments("").List(ctx, kmetav1.ListOptions{FieldSelector: "metadata.name=" + ext.Deployment})
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for _, d := range deps.Items {
+			if !strings.HasPrefix(d.Namespace, "extension-") {
+				continue
+			}
+			key := d.Namespace + "/" + d.Name
+			if _, ok := r.extensions[key]; !ok {
+				r.extensions[key] = &workload{r: r, namespace: d.Namespace, deployment: d.Name, binary: ext.Binary,
+					name: d.Name, dir: filepath.Join(r.cfg.Dir, d.Namespace), kubeconfigFlag: true}
+			}
+		}
+	}
+	for key, w := range r.extensions {
+		w.sync(ctx)
+		if w.running == "" && !w.isRunning() {
+			delete(r.extensions, key) // gone; found again if it comes back
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// sync takes one step with the workload and logs a failure.
+func (w *workload) sync(ctx context.Context) {
+	digest, err := w.step(ctx)
+	switch {
+	case err != nil && ctx.Err() == nil:
+		w.r.cfg.Log.Warn("stand-in machine runner: step failed", "deployment", w.namespace+"/"+w.deployment, "err", err)
+	case err == nil:
+		w.running = digest
+	}
+}
+
 // step brings the process in line with the Deployment and returns the digest of the template it runs ("" for none).
-func (r *Runner) step(ctx context.Context, running string) (string, error) {
-	d, err := r.client.AppsV1().Deployments(r.cfg.Namespace).Get(ctx, r.cfg.Deployment, kmetav1.GetOptions{})
+func (w *workload) step(ctx context.Context) (string, error) {
+	r := w.r
+	d, err := r.client.AppsV1().Deployments(w.namespace).Get(ctx, w.deployment, kmetav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err) || (err == nil && (d.DeletionTimestamp != nil || d.Spec.Replicas != nil && *d.Spec.Replicas == 0)):
-		if running != "" {
-			r.cfg.Log.Info("stand-in machine runner: the Deployment is gone; stopping the agent")
+		if w.running != "" {
+			r.cfg.Log.Info("stand-in machine runner: the Deployment is gone; stopping its process", "deployment", w.namespace+"/"+w.deployment)
 		}
-		r.stop()
+		w.stop()
 		return "", nil
 	case err != nil:
-		return running, err
+		return w.running, err
 	}
 	b, err := json.Marshal(d.Spec.Template)
 	if err != nil {
-		return running, err
+		return w.running, err
 	}
 	sum := sha256.Sum256(b)
 	digest := hex.EncodeToString(sum[:])
-	if digest == running && r.Running() {
-		return running, nil
+	if digest == w.running && w.isRunning() {
+		return w.running, w.markPods(ctx, d)
 	}
-	r.stop()
-	args, err := r.prepare(ctx, d)
+	w.stop()
+	args, env, err := w.prepare(ctx, d)
 	if err != nil {
 		return "", err
 	}
-	p, err := binproc.Start(binproc.Config{Name: r.cfg.Name, Path: r.cfg.Binary, Args: args, LogPath: r.LogPath(),
-		Env: []string{"POD_IP=127.0.0.1", "POD_NAMESPACE=" + r.cfg.Namespace}})
+	p, err := binproc.Start(binproc.Config{Name: w.name, Path: w.binary, Args: args, LogPath: w.logPath(), Env: env})
 	if err != nil {
 		return "", err
 	}
-	r.proc.Store(p)
-	r.starts.Add(1)
-	r.cfg.Log.Info("stand-in machine runner: started the agent", "pid", p.PID(), "args", args)
-	return digest, nil
+	w.proc.Store(p)
+	w.starts.Add(1)
+	r.cfg.Log.Info("stand-in machine runner: started", "deployment", w.namespace+"/"+w.deployment, "pid", p.PID(), "args", args)
+	return digest, w.markPods(ctx, d)
 }
 
-func (r *Runner) stop() {
-	if p := r.proc.Load(); p != nil {
+// markPods reports the Deployment's pods of the running template as a kubelet reports a pod whose containers run
+// and are ready: phase Running, the conditions PodScheduled, Initialized, ContainersReady and Ready True, every
+// container running and ready. The pods are not bound to a node (the shoot has none); the ReplicaSet and Deployment
+// controllers of the shoot count them, so the Deployment turns Available as with a real machine.
+func (w *workload) markPods(ctx context.Context, d *appsv1.Deployment) error {
+	sel, err := kmetav1.LabelSelectorAsSelector(d.Spec.Selector)
+	if err != nil {
+		return err
+	}
+	pods, err := w.r.client.CoreV1().Pods(w.namespace).List(ctx, kmetav1.ListOptions{LabelSelector: sel.String()})
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodRunning && podReady(p) {
+			continue
+		}
+		now := kmetav1.Now()
+		p.Status.Phase = corev1.PodRunning
+		p.Status.StartTime = &now
+		p.Status.PodIP, p.Status.PodIPs = "127.0.0.1", []corev1.PodIP{{IP: "127.0.0.1"}}
+		p.Status.Conditions = nil
+		for _, t := range []corev1.PodConditionType{corev1.PodScheduled, corev1.PodInitialized, corev1.ContainersReady, corev1.PodReady} {
+			p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: t, Status: corev1.ConditionTrue, LastTransitionTime: now})
+		}
+		p.Status.ContainerStatuses = nil
+		for _, c := range p.Spec.Containers {
+			p.Status.ContainerStatuses = append(p.Status.ContainerStatuses, corev1.ContainerStatus{Name: c.Name, Image: c.Image,
+				Ready: true, Started: ptrTo(true), State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}}})
+		}
+		if _, err := w.r.client.CoreV1().Pods(w.namespace).UpdateStatus(ctx, p, kmetav1.UpdateOptions{}); err != nil && !apierrors.IsConflict(err) {
+			errs = append(errs, fmt.Errorf("pod %s/%s: %w", p.Namespace, p.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+func (w *workload) stop() {
+	if p := w.proc.Load(); p != nil {
 		if err := p.Stop(15 * time.Second); err != nil {
-			r.cfg.Log.Warn("stand-in machine runner: stop", "err", err)
+			w.r.cfg.Log.Warn("stand-in machine runner: stop", "deployment", w.namespace+"/"+w.deployment, "err", err)
 		}
 	}
 }
 
 // root is where the pod's file system is laid out.
-func (r *Runner) root() string { return filepath.Join(r.cfg.Dir, "fs") }
+func (w *workload) root() string { return filepath.Join(w.dir, "fs") }
 
 // prepare writes the files of the container's volumes under root, rewrites the configuration file for the host and
-// returns the agent's arguments.
-func (r *Runner) prepare(ctx context.Context, d *appsv1.Deployment) ([]string, error) {
+// returns the process's arguments and environment.
+func (w *workload) prepare(ctx context.Context, d *appsv1.Deployment) ([]string, []string, error) {
 	if len(d.Spec.Template.Spec.Containers) == 0 {
-		return nil, errors.New("the Deployment has no container")
+		return nil, nil, errors.New("the Deployment has no container")
 	}
 	c := d.Spec.Template.Spec.Containers[0]
-	if err := os.RemoveAll(r.root()); err != nil {
-		return nil, err
+	if err := os.RemoveAll(w.root()); err != nil {
+		return nil, nil, err
+	}
+	if err := os.MkdirAll(w.dir, 0o700); err != nil {
+		return nil, nil, err
 	}
 	volumes := map[string]corev1.Volume{}
 	for _, v := range d.Spec.Template.Spec.Volumes {
@@ -187,46 +318,91 @@ func (r *Runner) prepare(ctx context.Context, d *appsv1.Deployment) ([]string, e
 	for _, m := range c.VolumeMounts {
 		v, ok := volumes[m.Name]
 		if !ok {
-			return nil, fmt.Errorf("volume %s of mount %s is not in the pod", m.Name, m.MountPath)
+			return nil, nil, fmt.Errorf("volume %s of mount %s is not in the pod", m.Name, m.MountPath)
 		}
-		files, err := r.volumeFiles(ctx, v)
+		files, err := w.volumeFiles(ctx, v)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		dir := filepath.Join(r.root(), m.MountPath)
+		dir := filepath.Join(w.root(), m.MountPath)
 		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		for name, data := range files {
 			if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		}
 		mounts = append(mounts, m.MountPath)
 	}
+	env := w.env(c)
+	vars := map[string]string{}
+	for _, e := range env {
+		k, v, _ := strings.Cut(e, "=")
+		vars[k] = v
+	}
 	var args []string
 	for _, a := range c.Args {
+		a = expand(a, vars)
 		flag, value, hasValue := strings.Cut(a, "=")
 		switch {
-		case flag == "--config" && hasValue:
-			path, err := r.hostConfig(r.hostPath(mounts, value), mounts)
+		case flag == "--config" && hasValue && !w.kubeconfigFlag:
+			path, err := w.hostConfig(w.hostPath(mounts, value), mounts)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			a = flag + "=" + path
-		case (flag == "--health-probes-address" || flag == "--metrics-address") && hasValue:
+		case listenFlags[flag] && hasValue && value != "0":
 			a = flag + "=127.0.0.1:0"
 		case hasValue:
-			a = flag + "=" + r.hostPath(mounts, value)
+			a = flag + "=" + w.hostPath(mounts, value)
 		}
 		args = append(args, a)
 	}
-	return args, nil
+	if w.kubeconfigFlag {
+		args = append(args, "--kubeconfig="+w.r.cfg.Kubeconfig)
+	}
+	return args, env, nil
+}
+
+// listenFlags are the flags of the agent's and the extensions' endpoints (health probes, metrics), which listen on
+// loopback ports of the system's choice instead.
+var listenFlags = map[string]bool{"--health-probes-address": true, "--metrics-address": true,
+	"--health-probe-bind-address": true, "--metrics-bind-address": true}
+
+// env is the container's environment as the pod would have it: its values, and of the downward API the pod's
+// namespace and name (the Deployment's) and its IP (loopback).
+func (w *workload) env(c corev1.Container) []string {
+	env := []string{"POD_IP=127.0.0.1", "POD_NAMESPACE=" + w.namespace}
+	for _, e := range c.Env {
+		switch {
+		case e.ValueFrom == nil:
+			env = append(env, e.Name+"="+e.Value)
+		case e.ValueFrom.FieldRef != nil:
+			switch e.ValueFrom.FieldRef.FieldPath {
+			case "metadata.namespace":
+				env = append(env, e.Name+"="+w.namespace)
+			case "metadata.name":
+				env = append(env, e.Name+"="+w.deployment)
+			case "status.podIP", "status.hostIP":
+				env = append(env, e.Name+"=127.0.0.1")
+			}
+		}
+	}
+	return env
+}
+
+// expand replaces $(VAR) references of the container's environment in s, as the kubelet expands arguments.
+func expand(s string, vars map[string]string) string {
+	for k, v := range vars {
+		s = strings.ReplaceAll(s, "$("+k+")", v)
+	}
+	return s
 }
 
 // volumeFiles are the files of a configMap or secret volume (its items, or every key); an optional source that is
 // missing gives none; an emptyDir none.
-func (r *Runner) volumeFiles(ctx context.Context, v corev1.Volume) (map[string][]byte, error) {
+func (w *workload) volumeFiles(ctx context.Context, v corev1.Volume) (map[string][]byte, error) {
 	files := map[string][]byte{}
 	pick := func(data map[string][]byte, items []corev1.KeyToPath) {
 		if len(items) == 0 {
@@ -243,7 +419,7 @@ func (r *Runner) volumeFiles(ctx context.Context, v corev1.Volume) (map[string][
 	}
 	switch {
 	case v.ConfigMap != nil:
-		cm, err := r.client.CoreV1().ConfigMaps(r.cfg.Namespace).Get(ctx, v.ConfigMap.Name, kmetav1.GetOptions{})
+		cm, err := w.r.client.CoreV1().ConfigMaps(w.namespace).Get(ctx, v.ConfigMap.Name, kmetav1.GetOptions{})
 		if apierrors.IsNotFound(err) && v.ConfigMap.Optional != nil && *v.ConfigMap.Optional {
 			return files, nil
 		} else if err != nil {
@@ -255,7 +431,7 @@ func (r *Runner) volumeFiles(ctx context.Context, v corev1.Volume) (map[string][
 		}
 		pick(data, v.ConfigMap.Items)
 	case v.Secret != nil:
-		s, err := r.client.CoreV1().Secrets(r.cfg.Namespace).Get(ctx, v.Secret.SecretName, kmetav1.GetOptions{})
+		s, err := w.r.client.CoreV1().Secrets(w.namespace).Get(ctx, v.Secret.SecretName, kmetav1.GetOptions{})
 		if apierrors.IsNotFound(err) && v.Secret.Optional != nil && *v.Secret.Optional {
 			return files, nil
 		} else if err != nil {
@@ -270,10 +446,10 @@ func (r *Runner) volumeFiles(ctx context.Context, v corev1.Volume) (map[string][
 }
 
 // hostPath maps a path under one of the mount paths into root; other values are returned as they are.
-func (r *Runner) hostPath(mounts []string, p string) string {
+func (w *workload) hostPath(mounts []string, p string) string {
 	for _, m := range mounts {
 		if p == m || strings.HasPrefix(p, strings.TrimSuffix(m, "/")+"/") {
-			return filepath.Join(r.root(), p)
+			return filepath.Join(w.root(), p)
 		}
 	}
 	return p
@@ -281,7 +457,7 @@ func (r *Runner) hostPath(mounts []string, p string) string {
 
 // hostConfig rewrites the agent's configuration file at path for the host: paths under the mounts into root, and
 // the seed cluster reached through the runner's kubeconfig. It returns the rewritten file's path.
-func (r *Runner) hostConfig(path string, mounts []string) (string, error) {
+func (w *workload) hostConfig(path string, mounts []string) (string, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return "", fmt.Errorf("the agent's configuration: %w", err)
@@ -302,7 +478,7 @@ func (r *Runner) hostConfig(path string, mounts []string) (string, error) {
 				x[i] = walk(e)
 			}
 		case string:
-			return r.hostPath(mounts, x)
+			return w.hostPath(mounts, x)
 		}
 		return v
 	}
@@ -312,11 +488,11 @@ func (r *Runner) hostConfig(path string, mounts []string) (string, error) {
 		seed = map[string]any{}
 		cfg["seedClientConnection"] = seed
 	}
-	seed["kubeconfig"] = r.cfg.Kubeconfig
+	seed["kubeconfig"] = w.r.cfg.Kubeconfig
 	out, err := yaml.Marshal(cfg)
 	if err != nil {
 		return "", err
 	}
-	dst := filepath.Join(r.cfg.Dir, "config.yaml")
+	dst := filepath.Join(w.dir, "config.yaml")
 	return dst, os.WriteFile(dst, out, 0o600)
 }

@@ -41,9 +41,9 @@
 // ManagedSeeds appears, goes or turns ready or not; and every syncPeriod (default 30 min). Status heartbeats, its own
 // status writes and its own annotations trigger nothing.
 //
-// A seed's BackupBucketsReady holds its replica back only when the seed has spec.backup (Gardener looks at it on every
-// seed, but its seed controller turns it Unknown on a seed without buckets, so a set of seeds without backup would
-// never grow).
+// A seed's BackupBucketsReady holds its replica back only when the seed has spec.backup. Gardener looks at it on every
+// seed that reports it; a seed that never had a bucket reports none (hub/controller/seed), but one whose spec.backup
+// was removed keeps it Unknown (BackupBucketsGone) once its bucket is gone, and would hold its set back forever.
 //
 // Deliberate differences from Gardener, all about counting retries once: a failed Shoot that still carries the retry
 // it was given, or that shows the very failure already retried (the agent removes the annotation, then reports its new

@@ -212,8 +212,8 @@ func managedSeedRegistered(ms *seedmanagementv1alpha1.ManagedSeed) bool {
 
 // seedReady is Gardener's readiness of a replica's seed: observed, not being deleted, gardenlet ready, system
 // components healthy, and its backup buckets ready when it reports on them. Unlike Gardener, a seed without
-// spec.backup is not held back by its BackupBucketsReady condition: the seed controller turns that Unknown
-// (BackupBucketsGone) on a seed without buckets, which a set of seeds without backup would wait for forever.
+// spec.backup is not held back by its BackupBucketsReady condition: a seed whose backup was removed keeps it Unknown
+// (BackupBucketsGone) once its bucket is gone, which its set would wait for forever.
 func seedReady(s *corev1beta1.Seed) bool {
 	conds := s.GetStatus().GetConditions()
 	backup := conditionStatus(conds, ConditionBackupBucketsReady)

@@ -60,6 +60,11 @@ func (r *backupBucketsCheck) Reconcile(ctx context.Context, key controller.Key) 
 			"The following BackupBuckets have issues:"+strings.Join(problems, ""), r.threshold, now)
 	case count > 0:
 		next = updated(old, ConditionBackupBucketsReady, statusTrue, "BackupBucketsAvailable", "Backup Buckets are available.", now)
+	case old == nil:
+		// A seed that never had a bucket gets no condition: Gardener's check is triggered by the seed's buckets only,
+		// so it never writes one there (a ManagedSeed's seed without spec.backup stays without it, and so does the
+		// shoot that copies its seed's conditions, whose health it would otherwise make "unknown").
+		return controller.Result{RequeueAfter: r.syncPeriod}, nil
 	default:
 		next = progressingOr(old, ConditionBackupBucketsReady, statusUnknown, "BackupBucketsGone", "Backup Buckets are gone.", r.threshold, now)
 	}

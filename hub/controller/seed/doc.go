@@ -6,8 +6,9 @@
 //     the namespace and its copies go with the Seed;
 //   - backup buckets check: the Seed's condition BackupBucketsReady from the BackupBuckets placed on it: True
 //     (BackupBucketsAvailable) when there are some and none reports a lastError; a failing bucket turns it
-//     Progressing and, after the threshold, False (BackupBucketsError, listing the buckets); no bucket at all turns
-//     it Progressing, then Unknown (BackupBucketsGone);
+//     Progressing and, after the threshold, False (BackupBucketsError, listing the buckets); once its buckets are
+//     gone it turns Progressing, then Unknown (BackupBucketsGone). A seed that never had a bucket (no spec.backup)
+//     gets no condition, as in Gardener, whose check only looks at the seeds of buckets;
 //   - extensions check: the Seed's condition ExtensionsReady from its ControllerInstallations' Valid, Installed,
 //     Healthy and Progressing conditions: True (AllExtensionsReady), or Progressing and after the threshold False with
 //     NotAllExtensionsValid, NotAllExtensionsInstalled, NotAllExtensionsHealthy or SomeExtensionsProgressing.

@@ -51,8 +51,9 @@ func TestProgressingOr(t *testing.T) {
 	}
 }
 
-// TestBackupBucketsCheck: True with healthy buckets; a failing bucket turns it Progressing and, after the
-// threshold on the fake clock, False listing the bucket; no bucket turns it Unknown.
+// TestBackupBucketsCheck: no condition on a seed that never had a bucket; True with healthy buckets; a failing bucket
+// turns it Progressing and, after the threshold on the fake clock, False listing the bucket; once the buckets are
+// gone Unknown.
 func TestBackupBucketsCheck(t *testing.T) {
 	ctx := context.Background()
 	reg := controllertest.NewRegistry(t)
@@ -77,7 +78,7 @@ func TestBackupBucketsCheck(t *testing.T) {
 		}
 		return c
 	}
-	check("Unknown", "BackupBucketsGone")
+	check("", "")
 	controllertest.Create(t, buckets, &corev1beta1.BackupBucket{Metadata: &metav1.ObjectMeta{Name: "b1"},
 		Spec: &corev1beta1.BackupBucketSpec{SeedName: proto.String("s"), Provider: &corev1beta1.BackupBucketProvider{Type: "local", Region: "r"}}})
 	check("True", "BackupBucketsAvailable")
@@ -92,6 +93,10 @@ func TestBackupBucketsCheck(t *testing.T) {
 	if !strings.Contains(c.GetMessage(), "Name: b1, Error: quota exceeded") {
 		t.Errorf("message %q does not list the bucket", c.GetMessage())
 	}
+	if _, _, err := buckets.Delete(ctx, "", "b1", nil); err != nil {
+		t.Fatal(err)
+	}
+	check("Unknown", "BackupBucketsGone") // from False at once, as Gardener's SetToProgressingOrUnknown
 }
 
 // TestExtensionsCheck: the worst installation decides, in Gardener's order (valid, installed, healthy, progressing).
