@@ -62,6 +62,9 @@ type Authority struct {
 	nextBundle []byte
 	status     Status
 	rev        int64 // mod revision of the rotation key, 0 when absent
+	// readRev is the etcd revision of the state held: a Reload that read an older revision (one racing another
+	// Reload or a transition) leaves the newer state alone.
+	readRev int64
 }
 
 // OpenAuthority loads (or creates) the CA at key and the rotation state beside it.
@@ -75,27 +78,39 @@ func OpenAuthority(ctx context.Context, cli *clientv3.Client, key string, sealer
 
 func (a *Authority) rotationKey() string { return a.key + "/rotation" }
 
-// Reload reads the CA and the rotation state from etcd.
+// Reload reads the CA and the rotation state from etcd, both at one revision (a transition changes them together),
+// and keeps them unless the state held was read at a newer revision.
 func (a *Authority) Reload(ctx context.Context) error {
-	current, err := LoadOrCreate(ctx, a.cli, a.key, a.sealer)
+	resp, err := a.cli.Txn(ctx).Then(clientv3.OpGet(a.key), clientv3.OpGet(a.rotationKey())).Commit()
+	if err != nil {
+		return fmt.Errorf("read CA and its rotation: %w", err)
+	}
+	caKvs, rotKvs := resp.Responses[0].GetResponseRange().GetKvs(), resp.Responses[1].GetResponseRange().GetKvs()
+	if len(caKvs) == 0 { // the first start: create the CA, then read again
+		if _, err := LoadOrCreate(ctx, a.cli, a.key, a.sealer); err != nil {
+			return err
+		}
+		return a.Reload(ctx)
+	}
+	plainCA, err := a.sealer.Open(a.key, caKvs[0].Value)
+	if err != nil {
+		return fmt.Errorf("unseal CA: %w", err)
+	}
+	current, err := parseCA(plainCA)
 	if err != nil {
 		return err
 	}
-	resp, err := a.cli.Get(ctx, a.rotationKey())
-	if err != nil {
-		return fmt.Errorf("read CA rotation: %w", err)
-	}
 	var rec rotationRecord
 	var rev int64
-	if len(resp.Kvs) == 1 {
-		plain, err := a.sealer.Open(a.rotationKey(), resp.Kvs[0].Value)
+	if len(rotKvs) == 1 {
+		plain, err := a.sealer.Open(a.rotationKey(), rotKvs[0].Value)
 		if err != nil {
 			return fmt.Errorf("unseal CA rotation: %w", err)
 		}
 		if err := json.Unmarshal(plain, &rec); err != nil {
 			return fmt.Errorf("decode CA rotation: %w", err)
 		}
-		rev = resp.Kvs[0].ModRevision
+		rev = rotKvs[0].ModRevision
 	}
 	var next *CA
 	if len(rec.Next) > 0 {
@@ -105,8 +120,11 @@ func (a *Authority) Reload(ctx context.Context) error {
 	}
 	rec.CurrentSerial = current.Cert.SerialNumber.Text(16)
 	a.mu.Lock()
-	a.current, a.next, a.nextBundle, a.status, a.rev = current, next, rec.Next, rec.Status, rev
-	a.mu.Unlock()
+	defer a.mu.Unlock()
+	if resp.Header.GetRevision() < a.readRev {
+		return nil
+	}
+	a.current, a.next, a.nextBundle, a.status, a.rev, a.readRev = current, next, rec.Next, rec.Status, rev, resp.Header.GetRevision()
 	return nil
 }
 
