@@ -108,7 +108,7 @@ func Start(ctx context.Context, cfg Config) (_ *Landscape, err error) {
 			return nil, fmt.Errorf("trellis-agent image: %w", err)
 		}
 		l.cfg.NodeImages = append(l.cfg.NodeImages, archive)
-		l.agentImage = agentImageRef{repository: repo, tag: tag}
+		l.agentImage = agentImageRef{repository: repo, tag: tag, archive: archive}
 		l.logf("agents: image %s:%s (%s) runs as the trellis-agent chart's pod in every seed", repo, tag, archive)
 	}
 	l.hub = l.newProcess("hub", "trellis-hub", nil, append(args, cfg.HubArgs...)...)

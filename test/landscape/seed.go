@@ -386,6 +386,10 @@ func (l *Landscape) newSeed(sc SeedConfig, hasProviderLocal bool) *Seed {
 	if l.cfg.Node {
 		seedArgs = append(seedArgs, "--node", "--node-images", strings.Join(l.cfg.NodeImages, ","),
 			"--machine-provider-port", strconv.Itoa(MachineProviderPort))
+		if l.agentImage.archive != "" {
+			// The agent a ManagedSeed deploys into a shoot runs on the shoot's machines.
+			seedArgs = append(seedArgs, "--machine-images", l.agentImage.archive)
+		}
 	}
 	if l.cfg.SeedAuditLog {
 		seedArgs = append(seedArgs, "--audit-log")

@@ -97,7 +97,8 @@ func (r *Runner) Running() bool {
 func (r *Runner) LogPath() string { return filepath.Join(r.cfg.Dir, r.cfg.Name+".log") }
 
 // Run looks at the shoot every Interval until ctx ends: it starts the agent when the Deployment appears, restarts
-// it when the pod template changes, and stops it when the Deployment is gone (or being deleted). It returns nil when
+// it when the pod template changes, and stops it when the Deployment is gone (or being deleted) or the shoot has a
+// Node (a real machine runs the pod). It returns nil when
 // ctx ends, once the process stopped.
 func (r *Runner) Run(ctx context.Context) error {
 	defer r.stop()
@@ -122,6 +123,18 @@ func (r *Runner) Run(ctx context.Context) error {
 
 // step brings the process in line with the Deployment and returns the digest of the template it runs ("" for none).
 func (r *Runner) step(ctx context.Context, running string) (string, error) {
+	// A shoot with real machines (Nodes) runs the agent's pod itself: the stand-in has nothing to do.
+	nodes, err := r.client.CoreV1().Nodes().List(ctx, kmetav1.ListOptions{Limit: 1})
+	if err != nil {
+		return running, err
+	}
+	if len(nodes.Items) > 0 {
+		if running != "" || r.Running() {
+			r.cfg.Log.Info("stand-in machine runner: the shoot has Nodes, which run the agent's pod; stopping the stand-in")
+		}
+		r.stop()
+		return "", nil
+	}
 	d, err := r.client.AppsV1().Deployments(r.cfg.Namespace).Get(ctx, r.cfg.Deployment, kmetav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err) || (err == nil && (d.DeletionTimestamp != nil || d.Spec.Replicas != nil && *d.Spec.Replicas == 0)):
