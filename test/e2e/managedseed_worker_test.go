@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -51,34 +52,12 @@ func TestManagedSeedWithRealWorker(t *testing.T) {
 	if repo == "" {
 		t.Fatal("the landscape runs no agent image")
 	}
-	do := func(method, path string, body []byte, want int) {
-		t.Helper()
-		code, out, err := l.Do(ctx, method, path, body)
-		if err != nil || code != want {
-			t.Fatalf("%s %s: %d %v %s", method, path, code, err, out)
-		}
-	}
-	get := func(path string, v any) bool {
-		code, out, err := l.Do(ctx, http.MethodGet, path, nil)
-		return err == nil && code == http.StatusOK && json.Unmarshal(out, v) == nil
-	}
 	var shootCS kubernetes.Interface
-	wait := func(what string, timeout time.Duration, cond func() bool) {
-		t.Helper()
-		deadline := time.Now().Add(timeout)
-		for !cond() {
-			if time.Now().After(deadline) {
-				if logs, err := l.Seed("local").AgentPodLogs(ctx); err == nil {
-					t.Logf("the seed's agent pod:\n%s", tailOf(logs, 6000))
-				}
-				if shootCS != nil {
-					t.Logf("the shoot's agent pod:\n%s", tailOf(shootAgentState(ctx, shootCS), 8000))
-				}
-				t.Fatalf("%s: not after %v", what, timeout)
-			}
-			time.Sleep(time.Second)
+	m := &msLandscape{ctx: ctx, t: t, l: l, onTimeout: func() {
+		if shootCS != nil {
+			t.Logf("the shoot's agent pod:\n%s", tailOf(shootAgentState(ctx, shootCS), 8000))
 		}
-	}
+	}}
 
 	// The example resources without the example shoot (no second machine), and the garden project with the same
 	// credentials: ManagedSeeds and their shoots live in namespace garden.
@@ -95,7 +74,6 @@ func TestManagedSeedWithRealWorker(t *testing.T) {
 			}
 			continue
 		case "Secret", "CredentialsBinding":
-			do(http.MethodPost, e.Path(), e.JSON, http.StatusCreated)
 			var obj map[string]any
 			if err := json.Unmarshal(e.JSON, &obj); err != nil {
 				t.Fatal(err)
@@ -104,60 +82,42 @@ func TestManagedSeedWithRealWorker(t *testing.T) {
 			if ref, ok := obj["credentialsRef"].(map[string]any); ok {
 				ref["namespace"] = "garden"
 			}
-			body, _ := json.Marshal(obj)
-			do(http.MethodPost, strings.Replace(e.Path(), "/namespaces/"+e.Namespace+"/", "/namespaces/garden/", 1), body, http.StatusCreated)
-			continue
+			b, _ := json.Marshal(obj)
+			m.do(http.MethodPost, strings.Replace(e.Path(), "/namespaces/"+e.Namespace+"/", "/namespaces/garden/", 1), string(b), http.StatusCreated)
 		}
-		do(http.MethodPost, e.Path(), e.JSON, http.StatusCreated)
+		m.do(http.MethodPost, e.Path(), string(e.JSON), http.StatusCreated)
 	}
-	do(http.MethodPost, "/apis/core.gardener.cloud/v1beta1/projects", []byte(`{"metadata":{"name":"garden"},"spec":{"namespace":"garden"}}`), http.StatusCreated)
+	m.do(http.MethodPost, "/apis/core.gardener.cloud/v1beta1/projects", `{"metadata":{"name":"garden"},"spec":{"namespace":"garden"}}`, http.StatusCreated)
 
 	// Shoot garden/soil: the example shoot's spec (one worker pool of one machine) on seed local.
 	shoot["metadata"] = map[string]any{"name": "soil", "namespace": "garden"}
 	shoot["spec"].(map[string]any)["seedName"] = "local"
-	body, _ := json.Marshal(shoot)
+	b, _ := json.Marshal(shoot)
 	begin := time.Now()
-	do(http.MethodPost, "/apis/core.gardener.cloud/v1beta1/namespaces/garden/shoots", body, http.StatusCreated)
-	wait("shoot soil Succeeded", 8*time.Minute, func() bool {
-		var s struct {
-			Status struct {
-				LastOperation struct{ State string } `json:"lastOperation"`
-			} `json:"status"`
-		}
-		return get("/apis/core.gardener.cloud/v1beta1/namespaces/garden/shoots/soil", &s) && s.Status.LastOperation.State == "Succeeded"
-	})
+	m.do(http.MethodPost, "/apis/core.gardener.cloud/v1beta1/namespaces/garden/shoots", string(b), http.StatusCreated)
+	m.shootSucceeded("soil", 8*time.Minute)
 	t.Logf("shoot with a worker Succeeded in %v", time.Since(begin).Round(100*time.Millisecond))
 
 	dir := t.TempDir()
-	kc := filepath.Join(dir, "soil.kubeconfig")
-	wait("an admin kubeconfig of shoot soil", 2*time.Minute, func() bool {
-		cmd := exec.CommandContext(ctx, ctl, "shoot", "kubeconfig", "soil", "-p", "garden", "--file", kc)
-		cmd.Env = []string{"TRELLIS_HUB=" + l.HubURL, "TRELLIS_CA=" + l.CAFile, "TRELLIS_TOKEN=" + l.Token, "HOME=" + dir,
-			"TRELLISCONFIG=" + filepath.Join(dir, "trellisconfig")}
-		return cmd.Run() == nil
-	})
+	kc := m.shootKubeconfig(ctl, dir, "soil")
 	rc, err := clientcmd.BuildConfigFromFlags("", kc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	rc.Timeout = 20 * time.Second
-	shootCS, err = kubernetes.NewForConfig(rc)
-	if err != nil {
+	if shootCS, err = kubernetes.NewForConfig(rc); err != nil {
 		t.Fatal(err)
 	}
 	var node string
-	wait("the shoot's Node Ready", 4*time.Minute, func() bool {
+	m.wait("the shoot's Node Ready", 4*time.Minute, func() bool {
 		nodes, err := shootCS.CoreV1().Nodes().List(ctx, kmetav1.ListOptions{})
 		if err != nil || len(nodes.Items) != 1 {
 			return false
 		}
-		for _, c := range nodes.Items[0].Status.Conditions {
-			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
-				node = nodes.Items[0].Name
-				return true
-			}
-		}
-		return false
+		node = nodes.Items[0].Name
+		return slices.ContainsFunc(nodes.Items[0].Status.Conditions, func(c corev1.NodeCondition) bool {
+			return c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue
+		})
 	})
 	t.Logf("shoot create → Node %s Ready: %v", node, time.Since(begin).Round(100*time.Millisecond))
 
@@ -171,47 +131,16 @@ func TestManagedSeedWithRealWorker(t *testing.T) {
 	wg.Go(func() { _ = r.Run(rctx) })
 	defer func() { stop(); wg.Wait() }()
 
-	const seedSpec = `{"provider":{"type":"local","region":"local"},"ingress":{"domain":"ingress.soil.seed.example.com","controller":{"kind":"nginx"}},` +
-		`"dns":{"provider":{"type":"local","credentialsRef":{"apiVersion":"v1","kind":"Secret","namespace":"garden","name":"` + landscape.DNSSecretName + `"}}},` +
-		`"networks":{"nodes":"10.10.0.0/16","pods":"10.3.0.0/16","services":"10.4.0.0/16"}}`
 	begin = time.Now()
-	do(http.MethodPost, "/apis/seedmanagement.gardener.cloud/v1alpha1/namespaces/garden/managedseeds", []byte(`{"metadata":{"name":"soil"},"spec":{"shoot":{"name":"soil"},`+
-		`"gardenlet":{"deployment":{"image":{"repository":"`+repo+`","tag":"`+tag+`","pullPolicy":"Never"}},`+
-		`"config":{"apiVersion":"gardenlet.config.gardener.cloud/v1alpha1","kind":"GardenletConfiguration","seedConfig":{"spec":`+seedSpec+`}}}}}`),
-		http.StatusCreated)
-	type cond struct{ Type, Status string }
-	has := func(cs []cond, typ string) bool {
-		for _, c := range cs {
-			if c.Type == typ && c.Status == "True" {
-				return true
-			}
-		}
-		return false
-	}
-	wait("ManagedSeed soil registered with its Seed GardenletReady", 6*time.Minute, func() bool {
-		var ms, seed struct {
-			Status struct{ Conditions []cond } `json:"status"`
-		}
-		return get("/apis/seedmanagement.gardener.cloud/v1alpha1/namespaces/garden/managedseeds/soil", &ms) &&
-			get("/apis/core.gardener.cloud/v1beta1/seeds/soil", &seed) &&
-			has(ms.Status.Conditions, "SeedRegistered") && has(ms.Status.Conditions, "ShootReconciled") &&
-			has(seed.Status.Conditions, "GardenletReady")
-	})
+	m.createManagedSeed("soil", `{"nodes":"10.10.0.0/16","pods":"10.3.0.0/16","services":"10.4.0.0/16"}`,
+		`{"image":{"repository":"`+repo+`","tag":"`+tag+`","pullPolicy":"Never"}}`)
+	m.wait("ManagedSeed soil registered with its Seed GardenletReady", 6*time.Minute, func() bool { return m.registered("soil") })
 	t.Logf("ManagedSeed create → Seed GardenletReady, SeedRegistered: %v", time.Since(begin).Round(100*time.Millisecond))
-
 	// Registered, the release drops the bootstrap token (a new pod template): wait until that rollout is done.
-	wait("the agent's Deployment rolled out without the bootstrap token", 4*time.Minute, func() bool {
+	m.wait("the agent's Deployment rolled out without the bootstrap token", 4*time.Minute, func() bool {
 		d, err := shootCS.AppsV1().Deployments(managedseed.Namespace).Get(ctx, managedseed.Release, kmetav1.GetOptions{})
-		if err != nil || d.Status.ObservedGeneration < d.Generation || d.Status.Replicas != 1 || d.Status.UpdatedReplicas != 1 ||
-			d.Status.ReadyReplicas != 1 {
-			return false
-		}
-		for _, v := range d.Spec.Template.Spec.Volumes {
-			if v.Name == "bootstrap" {
-				return false
-			}
-		}
-		return true
+		return err == nil && d.Status.ObservedGeneration >= d.Generation && d.Status.Replicas == 1 && d.Status.UpdatedReplicas == 1 &&
+			d.Status.ReadyReplicas == 1 && !slices.ContainsFunc(d.Spec.Template.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == "bootstrap" })
 	})
 	t.Logf("ManagedSeed create → the agent's Deployment rolled out without the bootstrap token: %v", time.Since(begin).Round(100*time.Millisecond))
 
@@ -232,10 +161,10 @@ func TestManagedSeedWithRealWorker(t *testing.T) {
 		if want := repo + ":" + tag; p.Spec.Containers[0].Image != want {
 			t.Errorf("agent pod %s runs %s, want %s", p.Name, p.Spec.Containers[0].Image, want)
 		}
-		for _, c := range p.Status.Conditions {
-			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
-				ready++
-			}
+		if slices.ContainsFunc(p.Status.Conditions, func(c corev1.PodCondition) bool {
+			return c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue
+		}) {
+			ready++
 		}
 	}
 	if ready != 1 {
@@ -245,18 +174,9 @@ func TestManagedSeedWithRealWorker(t *testing.T) {
 		t.Errorf("the stand-in runner started the agent %d times on a shoot with Nodes", n)
 	}
 
-	begin = time.Now()
-	do(http.MethodDelete, "/apis/seedmanagement.gardener.cloud/v1alpha1/namespaces/garden/managedseeds/soil", nil, http.StatusOK)
-	wait("ManagedSeed soil gone", 4*time.Minute, func() bool {
-		code, _, err := l.Do(ctx, http.MethodGet, "/apis/seedmanagement.gardener.cloud/v1alpha1/namespaces/garden/managedseeds/soil", nil)
-		return err == nil && code == http.StatusNotFound
-	})
-	t.Logf("ManagedSeed delete → gone: %v", time.Since(begin).Round(100*time.Millisecond))
-	if code, _, err := l.Do(ctx, http.MethodGet, "/apis/core.gardener.cloud/v1beta1/seeds/soil", nil); err != nil || code != http.StatusNotFound {
-		t.Fatalf("the Seed: %d %v, want 404", code, err)
-	}
+	m.deleteManagedSeed("soil")
 	// The agent's release is gone from the shoot: its Deployment, its pod and Helm's release records.
-	wait("the agent's release and pod gone from the shoot", 2*time.Minute, func() bool {
+	m.wait("the agent's release and pod gone from the shoot", 2*time.Minute, func() bool {
 		_, err := shootCS.AppsV1().Deployments(managedseed.Namespace).Get(ctx, managedseed.Release, kmetav1.GetOptions{})
 		if !apierrors.IsNotFound(err) {
 			return false
@@ -269,8 +189,8 @@ func TestManagedSeedWithRealWorker(t *testing.T) {
 		return err == nil && len(recs.Items) == 0
 	})
 	// With its agent gone, nothing registers the Seed again.
-	if code, _, err := l.Do(ctx, http.MethodGet, "/apis/core.gardener.cloud/v1beta1/seeds/soil", nil); err != nil || code != http.StatusNotFound {
-		t.Fatalf("the Seed after the agent's removal: %d %v, want 404", code, err)
+	if !m.gone("/apis/core.gardener.cloud/v1beta1/seeds/soil") {
+		t.Fatal("Seed soil is back after its agent's removal")
 	}
 }
 
@@ -294,4 +214,126 @@ func shootAgentState(ctx context.Context, cs kubernetes.Interface) string {
 		out.Write(logs)
 	}
 	return out.String()
+}
+
+// msLandscape holds what the ManagedSeed tests do against a landscape with a node (seed local): REST calls on the
+// hub, waits that show the seed agent's pod logs on a timeout, a shoot's admin kubeconfig and the ManagedSeed's
+// registration and deletion.
+type msLandscape struct {
+	ctx       context.Context
+	t         *testing.T
+	l         *landscape.Landscape
+	onTimeout func() // more to log when a wait times out; may be nil
+}
+
+// do sends a request to the hub and fails the test unless it answers want.
+func (m *msLandscape) do(method, path, body string, want int) []byte {
+	m.t.Helper()
+	code, out, err := m.l.Do(m.ctx, method, path, []byte(body))
+	if err != nil || code != want {
+		m.t.Fatalf("%s %s: %d %v %s", method, path, code, err, out)
+	}
+	return out
+}
+
+// get reads path from the hub into v and reports whether that worked.
+func (m *msLandscape) get(path string, v any) bool {
+	code, out, err := m.l.Do(m.ctx, http.MethodGet, path, nil)
+	return err == nil && code == http.StatusOK && json.Unmarshal(out, v) == nil
+}
+
+// gone reports whether the hub answers 404 for path.
+func (m *msLandscape) gone(path string) bool {
+	code, _, err := m.l.Do(m.ctx, http.MethodGet, path, nil)
+	return err == nil && code == http.StatusNotFound
+}
+
+// wait polls cond every 250 ms until it holds, failing the test after timeout with the seed agent's pod logs.
+func (m *msLandscape) wait(what string, timeout time.Duration, cond func() bool) {
+	m.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			if logs, err := m.l.Seed("local").AgentPodLogs(m.ctx); err == nil {
+				m.t.Logf("the seed's agent pod:\n%s", tailOf(logs, 6000))
+			}
+			if m.onTimeout != nil {
+				m.onTimeout()
+			}
+			m.t.Fatalf("%s: not after %v", what, timeout)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// shootSucceeded waits until shoot garden/<name>'s last operation Succeeded.
+func (m *msLandscape) shootSucceeded(name string, timeout time.Duration) {
+	m.t.Helper()
+	m.wait("shoot "+name+" Succeeded", timeout, func() bool {
+		var s struct {
+			Status struct {
+				LastOperation struct{ State string } `json:"lastOperation"`
+			} `json:"status"`
+		}
+		return m.get("/apis/core.gardener.cloud/v1beta1/namespaces/garden/shoots/"+name, &s) && s.Status.LastOperation.State == "Succeeded"
+	})
+}
+
+// shootKubeconfig writes an admin kubeconfig of shoot garden/<name> into dir with trellisctl (ctl) and returns its path.
+func (m *msLandscape) shootKubeconfig(ctl, dir, name string) string {
+	m.t.Helper()
+	kc := filepath.Join(dir, name+".kubeconfig")
+	m.wait("an admin kubeconfig of shoot "+name, 2*time.Minute, func() bool {
+		cmd := exec.CommandContext(m.ctx, ctl, "shoot", "kubeconfig", name, "-p", "garden", "--file", kc)
+		cmd.Env = []string{"TRELLIS_HUB=" + m.l.HubURL, "TRELLIS_CA=" + m.l.CAFile, "TRELLIS_TOKEN=" + m.l.Token, "HOME=" + dir,
+			"TRELLISCONFIG=" + filepath.Join(dir, "trellisconfig")}
+		return cmd.Run() == nil
+	})
+	return kc
+}
+
+// createManagedSeed creates ManagedSeed garden/<name> for shoot garden/<name>, its Seed a provider-local seed with
+// networks (JSON) and deployment (JSON of spec.gardenlet.deployment, "" for none).
+func (m *msLandscape) createManagedSeed(name, networks, deployment string) {
+	m.t.Helper()
+	seedSpec := `{"provider":{"type":"local","region":"local"},"ingress":{"domain":"ingress.` + name + `.seed.example.com","controller":{"kind":"nginx"}},` +
+		`"dns":{"provider":{"type":"local","credentialsRef":{"apiVersion":"v1","kind":"Secret","namespace":"garden","name":"` + landscape.DNSSecretName + `"}}},` +
+		`"networks":` + networks + `}`
+	if deployment != "" {
+		deployment = `"deployment":` + deployment + `,`
+	}
+	m.do(http.MethodPost, "/apis/seedmanagement.gardener.cloud/v1alpha1/namespaces/garden/managedseeds", `{"metadata":{"name":"`+name+`"},"spec":{"shoot":{"name":"`+name+`"},`+
+		`"gardenlet":{`+deployment+`"config":{"apiVersion":"gardenlet.config.gardener.cloud/v1alpha1","kind":"GardenletConfiguration","seedConfig":{"spec":`+seedSpec+`}}}}}`,
+		http.StatusCreated)
+}
+
+// registered reports whether ManagedSeed garden/<name> has SeedRegistered and ShootReconciled True and its Seed
+// GardenletReady True.
+func (m *msLandscape) registered(name string) bool {
+	type cond struct{ Type, Status string }
+	var ms, seed struct {
+		Status struct{ Conditions []cond } `json:"status"`
+	}
+	if !m.get("/apis/seedmanagement.gardener.cloud/v1alpha1/namespaces/garden/managedseeds/"+name, &ms) ||
+		!m.get("/apis/core.gardener.cloud/v1beta1/seeds/"+name, &seed) {
+		return false
+	}
+	has := func(cs []cond, typ string) bool {
+		return slices.ContainsFunc(cs, func(c cond) bool { return c.Type == typ && c.Status == "True" })
+	}
+	return has(ms.Status.Conditions, "SeedRegistered") && has(ms.Status.Conditions, "ShootReconciled") && has(seed.Status.Conditions, "GardenletReady")
+}
+
+// deleteManagedSeed deletes ManagedSeed garden/<name>, waits until it is gone and checks that its Seed is gone too.
+func (m *msLandscape) deleteManagedSeed(name string) {
+	m.t.Helper()
+	begin := time.Now()
+	m.do(http.MethodDelete, "/apis/seedmanagement.gardener.cloud/v1alpha1/namespaces/garden/managedseeds/"+name, "", http.StatusOK)
+	m.wait("ManagedSeed "+name+" gone", 4*time.Minute, func() bool {
+		return m.gone("/apis/seedmanagement.gardener.cloud/v1alpha1/namespaces/garden/managedseeds/" + name)
+	})
+	m.t.Logf("ManagedSeed delete → gone: %v", time.Since(begin).Round(100*time.Millisecond))
+	if !m.gone("/apis/core.gardener.cloud/v1beta1/seeds/" + name) {
+		m.t.Fatalf("Seed %s still there after its ManagedSeed is gone", name)
+	}
 }
