@@ -170,6 +170,16 @@ func TestManagedSeedWithRealWorker(t *testing.T) {
 	if ready != 1 {
 		t.Errorf("%d ready agent pods in the shoot, want 1", ready)
 	}
+	// provider-local's ControllerInstallation for the new seed runs as its chart's pod in the shoot too (the machine
+	// imports its image): the Seed's extensions become healthy.
+	m.wait("Seed soil ExtensionsReady", 3*time.Minute, func() bool {
+		var seed struct {
+			Status struct{ Conditions []struct{ Type, Status, Message string } } `json:"status"`
+		}
+		return m.get("/apis/core.gardener.cloud/v1beta1/seeds/soil", &seed) && slices.ContainsFunc(seed.Status.Conditions,
+			func(c struct{ Type, Status, Message string }) bool { return c.Type == "ExtensionsReady" && c.Status == "True" })
+	})
+	t.Logf("ManagedSeed create → Seed ExtensionsReady (provider-local's pod in the shoot): %v", time.Since(begin).Round(100*time.Millisecond))
 	if n := r.Starts(); n != 0 || r.Running() {
 		t.Errorf("the stand-in runner started the agent %d times on a shoot with Nodes", n)
 	}

@@ -177,8 +177,8 @@ func (l *Landscape) startAgentPod(ctx context.Context, s *Seed, freshHub bool) e
 	})
 }
 
-// agentImageRef is the agent's image in pod mode, and its archive, which the seeds' nodes and machines import.
-type agentImageRef struct{ repository, tag, archive string }
+// agentImageRef is the agent's image in pod mode.
+type agentImageRef struct{ repository, tag string }
 
 // AgentImage is the agent's image that the seeds' nodes and their shoots' machines import (pod mode: Config.Node
 // without AgentProcess), as a chart's image values (repository, tag) name it; empty without agent pods. A
