@@ -31,8 +31,10 @@ import (
 // machine: the machine imports the landscape's trellis-agent image (localseed --machine-images), the pod reaches the
 // shoot's kube-apiserver through the kubernetes Service (the shoot's kube-proxy) and the hub at the address the
 // chart's configuration gives (the hub's forwarder on the host's end of the seed node's link, which the machine
-// reaches through the seed node's namespace). A stand-in machine runner watching the same shoot never starts: the
-// shoot has Nodes. Deleting the ManagedSeed removes the Seed and the agent's release from the shoot.
+// reaches through the seed node's namespace). provider-local's ControllerInstallation for the new Seed runs as its
+// chart's pod in the shoot as well (the machine imports its image): the Seed's ExtensionsReady turns True. A stand-in
+// machine runner watching the same shoot never starts: the shoot has Nodes. Deleting the ManagedSeed removes the Seed
+// and the agent's release from the shoot, and the Seed does not come back.
 func TestManagedSeedWithRealWorker(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a landscape of real binaries with a node and a shoot with a machine")
@@ -174,10 +176,9 @@ func TestManagedSeedWithRealWorker(t *testing.T) {
 	// imports its image): the Seed's extensions become healthy.
 	m.wait("Seed soil ExtensionsReady", 3*time.Minute, func() bool {
 		var seed struct {
-			Status struct{ Conditions []struct{ Type, Status, Message string } } `json:"status"`
+			Status struct{ Conditions []hubCondition } `json:"status"`
 		}
-		return m.get("/apis/core.gardener.cloud/v1beta1/seeds/soil", &seed) && slices.ContainsFunc(seed.Status.Conditions,
-			func(c struct{ Type, Status, Message string }) bool { return c.Type == "ExtensionsReady" && c.Status == "True" })
+		return m.get("/apis/core.gardener.cloud/v1beta1/seeds/soil", &seed) && conditionTrue(seed.Status.Conditions, "ExtensionsReady")
 	})
 	t.Logf("ManagedSeed create → Seed ExtensionsReady (provider-local's pod in the shoot): %v", time.Since(begin).Round(100*time.Millisecond))
 	if n := r.Starts(); n != 0 || r.Running() {
@@ -320,18 +321,21 @@ func (m *msLandscape) createManagedSeed(name, networks, deployment string) {
 // registered reports whether ManagedSeed garden/<name> has SeedRegistered and ShootReconciled True and its Seed
 // GardenletReady True.
 func (m *msLandscape) registered(name string) bool {
-	type cond struct{ Type, Status string }
 	var ms, seed struct {
-		Status struct{ Conditions []cond } `json:"status"`
+		Status struct{ Conditions []hubCondition } `json:"status"`
 	}
-	if !m.get("/apis/seedmanagement.gardener.cloud/v1alpha1/namespaces/garden/managedseeds/"+name, &ms) ||
-		!m.get("/apis/core.gardener.cloud/v1beta1/seeds/"+name, &seed) {
-		return false
-	}
-	has := func(cs []cond, typ string) bool {
-		return slices.ContainsFunc(cs, func(c cond) bool { return c.Type == typ && c.Status == "True" })
-	}
-	return has(ms.Status.Conditions, "SeedRegistered") && has(ms.Status.Conditions, "ShootReconciled") && has(seed.Status.Conditions, "GardenletReady")
+	return m.get("/apis/seedmanagement.gardener.cloud/v1alpha1/namespaces/garden/managedseeds/"+name, &ms) &&
+		m.get("/apis/core.gardener.cloud/v1beta1/seeds/"+name, &seed) &&
+		conditionTrue(ms.Status.Conditions, "SeedRegistered") && conditionTrue(ms.Status.Conditions, "ShootReconciled") &&
+		conditionTrue(seed.Status.Conditions, "GardenletReady")
+}
+
+// hubCondition is a condition of a hub object's status.
+type hubCondition struct{ Type, Status string }
+
+// conditionTrue reports whether cs has condition typ with status True.
+func conditionTrue(cs []hubCondition, typ string) bool {
+	return slices.ContainsFunc(cs, func(c hubCondition) bool { return c.Type == typ && c.Status == "True" })
 }
 
 // deleteManagedSeed deletes ManagedSeed garden/<name>, waits until it is gone and checks that its Seed is gone too.
