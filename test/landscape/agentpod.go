@@ -180,6 +180,14 @@ func (l *Landscape) startAgentPod(ctx context.Context, s *Seed, freshHub bool) e
 // agentImageRef is the agent's image in pod mode.
 type agentImageRef struct{ repository, tag string }
 
+// AgentImage is the agent's image that the seeds' nodes and their shoots' machines import (pod mode: Config.Node
+// without AgentProcess), as a chart's image values (repository, tag) name it; empty without agent pods. A
+// ManagedSeed that asks for it (spec.gardenlet.deployment.image, pullPolicy Never) runs this build's agent in its
+// shoot's machines.
+func (l *Landscape) AgentImage() (repository, tag string) {
+	return l.agentImage.repository, l.agentImage.tag
+}
+
 // AgentPodLogs returns the logs of the seed's agent pod (its current container), for failing tests.
 func (s *Seed) AgentPodLogs(ctx context.Context) (string, error) {
 	pods, err := s.Client.CoreV1().Pods(AgentNamespace).List(ctx, kmetav1.ListOptions{

@@ -40,11 +40,14 @@ type Landscape struct {
 	// seeds have nodes.
 	imageVector string
 	agentImage  agentImageRef // with agent pods
-	hub         *binproc.Process
-	hubc        *hubClient
-	seeds       []*Seed
-	lock        *os.File
-	failures    chan error
+	// machineImages are the image archives of this build that the shoots' machines import besides their own: the
+	// agent's and provider-local's, which a ManagedSeed's agent and its ControllerInstallation run there.
+	machineImages []string
+	hub           *binproc.Process
+	hubc          *hubClient
+	seeds         []*Seed
+	lock          *os.File
+	failures      chan error
 
 	stopOnce sync.Once
 	stopErr  error
@@ -108,6 +111,7 @@ func Start(ctx context.Context, cfg Config) (_ *Landscape, err error) {
 			return nil, fmt.Errorf("trellis-agent image: %w", err)
 		}
 		l.cfg.NodeImages = append(l.cfg.NodeImages, archive)
+		l.machineImages = append(l.machineImages, archive)
 		l.agentImage = agentImageRef{repository: repo, tag: tag}
 		l.logf("agents: image %s:%s (%s) runs as the trellis-agent chart's pod in every seed", repo, tag, archive)
 	}
@@ -121,6 +125,7 @@ func Start(ctx context.Context, cfg Config) (_ *Landscape, err error) {
 			return nil, fmt.Errorf("provider-local image: %w", err)
 		}
 		l.cfg.NodeImages = append(l.cfg.NodeImages, archive)
+		l.machineImages = append(l.machineImages, archive)
 		providerValues = providerLocalPodValues(repo, tag)
 		l.logf("provider-local: image %s:%s (%s) runs as its chart's pod in every seed", repo, tag, archive)
 	}

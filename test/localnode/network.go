@@ -39,8 +39,11 @@ func setupNetwork(s *Slot) error {
 // setupMachineNetwork creates a machine's network namespace and its link to the network namespace of the seed's node
 // (parent): a veth pair (HostVeth in parent with HostIP, eth0 in the machine's namespace with NodeIP and a default
 // route to parent), a route in parent to the machine's pod network, and, inside the machine's namespace only, IP
-// forwarding and iptables on bridged traffic. Neither the host's namespace nor its sysctls are touched; deleting the
-// machine's namespace takes the veth pair and parent's route with it.
+// forwarding and iptables on bridged traffic. Deleting the machine's namespace takes the veth pair and parent's route
+// with it. The host's sysctls are not touched; the host gets one route, to the machine's link through parent's (the
+// answers of what listens on parent's HostIP, like the landscape's hub forwarder, to the machine's pods, which leave
+// the machine masqueraded as its NodeIP); the machine's cleanup removes it (removeMachineHostRoute), and parent's
+// veth takes it with it.
 func setupMachineNetwork(s, parent *Slot) error {
 	ns, pns := s.Name(), parent.Name()
 	link := s.NodeCIDR.Bits()
@@ -54,11 +57,29 @@ func setupMachineNetwork(s, parent *Slot) error {
 		{"ip", "-n", ns, "link", "set", "lo", "up"},
 		{"ip", "-n", ns, "route", "add", "default", "via", s.HostIP.String()},
 		{"ip", "-n", pns, "route", "add", s.PodCIDR.String(), "via", s.NodeIP.String(), "dev", s.HostVeth()},
+		{"ip", "route", "replace", s.NodeCIDR.String(), "via", parent.NodeIP.String(), "dev", parent.HostVeth()},
 		{"ip", "netns", "exec", ns, "sysctl", "-q", "-w", "net.ipv4.ip_forward=1"},
 		{"ip", "netns", "exec", ns, "sysctl", "-q", "-w", "net.bridge.bridge-nf-call-iptables=1"},
 		{"ip", "netns", "exec", ns, "sysctl", "-q", "-w", "net.bridge.bridge-nf-call-ip6tables=1"},
 	}
 	return runSteps(steps)
+}
+
+// removeMachineHostRoute removes the host's route to a machine's link (setupMachineNetwork): a route to the slot's
+// NodeCIDR through another device than the slot's own veth. None is nothing to do.
+func removeMachineHostRoute(s *Slot) error {
+	routes, err := hostRoutes()
+	if err != nil {
+		return err
+	}
+	for _, r := range routes {
+		if r.prefix == s.NodeCIDR && r.dev != s.HostVeth() {
+			if out, err := exec.Command("ip", "route", "del", s.NodeCIDR.String(), "dev", r.dev).CombinedOutput(); err != nil {
+				return fmt.Errorf("ip route del %s dev %s: %v: %s", s.NodeCIDR, r.dev, err, strings.TrimSpace(string(out)))
+			}
+		}
+	}
+	return nil
 }
 
 // runSteps runs commands in order, stopping at the first that fails.

@@ -99,7 +99,7 @@ func unescapeMount(s string) string {
 func under(p, dir string) bool { return p == dir || strings.HasPrefix(p, dir+"/") }
 
 // Leftovers lists what of the slot's node exists on the machine: processes, mounts, cgroups, the network namespace,
-// the host's veth, directories, links in /var/log/containers. Empty after Stop.
+// the host's veth, a machine's host route, directories, links in /var/log/containers. Empty after Stop.
 func (s *Slot) Leftovers() []string {
 	var left []string
 	for _, pid := range s.processes() {
@@ -118,6 +118,13 @@ func (s *Slot) Leftovers() []string {
 	for _, p := range []string{s.StateDir(), s.RunDir(), s.NetNSPath(), "/sys/class/net/" + s.HostVeth()} {
 		if _, err := os.Lstat(p); err == nil {
 			left = append(left, p)
+		}
+	}
+	if routes, err := hostRoutes(); err == nil {
+		for _, r := range routes {
+			if r.prefix == s.NodeCIDR && r.dev != s.HostVeth() {
+				left = append(left, "host route "+r.prefix.String()+" dev "+r.dev)
+			}
 		}
 	}
 	left = append(left, s.containerLogLinks()...)
@@ -231,6 +238,9 @@ func (s *Slot) cleanup() error {
 		if out, err := exec.Command("ip", "netns", "delete", s.Name()).CombinedOutput(); err != nil {
 			errs = append(errs, fmt.Errorf("ip netns delete %s: %v: %s", s.Name(), err, out))
 		}
+	}
+	if err := removeMachineHostRoute(s); err != nil {
+		errs = append(errs, err)
 	}
 	// Deleting the namespace takes the veth pair with it, asynchronously; a veth whose peer is elsewhere (a namespace
 	// deleted before a crash) is deleted here.

@@ -4,9 +4,10 @@
 // kube-scheduler, CoreDNS, a default StorageClass), so that pods run, and writes the node's networks to
 // <dir>/node.json. With --node and --machine-provider-port it also serves the local machine provider
 // (test/localmachine) on the node's HostIP, where provider-local's pod reaches it, and writes its URL and token to
-// <dir>/machine-provider.json: the machines of the seed's shoots become real Nodes. It writes the admin kubeconfig to <dir>/kubeconfig and creates the namespace garden, where the
-// agent keeps its credentials (a gardenlet's chart creates it in a real seed). It is a development tool for `make
-// up`, not a production seed.
+// <dir>/machine-provider.json: the machines of the seed's shoots become real Nodes, and import the image archives of
+// --machine-images besides their own. It writes the admin kubeconfig to <dir>/kubeconfig and creates the namespace
+// garden, where the agent keeps its credentials (a gardenlet's chart creates it in a real seed). It is a development
+// tool for `make up`, not a production seed.
 package main
 
 import (
@@ -50,9 +51,10 @@ func main() {
 	node := flag.Bool("node", false, "run a node in the seed (needs root and `make testbin`)")
 	images := flag.String("node-images", "", "comma-separated image archives the node imports besides its own")
 	machinePort := flag.Int("machine-provider-port", 0, "with --node, serve the local machine provider on the node's HostIP at this port (0: none)")
+	machineImages := flag.String("machine-images", "", "comma-separated image archives every machine of the machine provider imports besides its own")
 	audit := flag.Bool("audit-log", false, "write the kube-apiserver's audit log of every request to <dir>/"+seedtest.AuditLogName)
 	flag.Parse()
-	if err := run(*dir, *node, *images, *machinePort, *audit); err != nil {
+	if err := run(*dir, *node, archives(*images), archives(*machineImages), *machinePort, *audit); err != nil {
 		fmt.Fprintln(os.Stderr, "localseed:", err)
 		os.Exit(1)
 	}
@@ -64,7 +66,18 @@ type MachineProviderInfo struct {
 	Token string `json:"token"`
 }
 
-func run(dir string, node bool, images string, machinePort int, audit bool) error {
+// archives splits a comma-separated list of image archives.
+func archives(list string) []string {
+	var out []string
+	for _, a := range strings.Split(list, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+func run(dir string, node bool, images, machineImages []string, machinePort int, audit bool) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	// The seed keeps its etcd data across restarts; its certificates and process links are made anew each start.
@@ -82,10 +95,8 @@ func run(dir string, node bool, images string, machinePort int, audit bool) erro
 		if b, err := os.ReadFile(infoFile); err == nil && json.Unmarshal(b, &last) == nil {
 			opts = append(opts, seedtest.WithNodeSlot(last.Slot))
 		}
-		for _, img := range strings.Split(images, ",") {
-			if img = strings.TrimSpace(img); img != "" {
-				opts = append(opts, seedtest.WithNodeImages(img))
-			}
+		for _, img := range images {
+			opts = append(opts, seedtest.WithNodeImages(img))
 		}
 	}
 	if audit {
@@ -119,7 +130,7 @@ func run(dir string, node bool, images string, machinePort int, audit bool) erro
 		}
 		what = "seed with node " + s.Node.Name + " (slot " + strconv.Itoa(slot.Index) + ")"
 		if machinePort > 0 {
-			stopMachines, err := serveMachines(s, dir, machineFile, machinePort)
+			stopMachines, err := serveMachines(s, dir, machineFile, machinePort, machineImages)
 			if err != nil {
 				return err
 			}
@@ -133,7 +144,7 @@ func run(dir string, node bool, images string, machinePort int, audit bool) erro
 
 // serveMachines serves the local machine provider for the seed's node on its HostIP and writes machineFile; the
 // returned function stops the server and every machine.
-func serveMachines(s *seedtest.Seed, dir, machineFile string, port int) (func(), error) {
+func serveMachines(s *seedtest.Seed, dir, machineFile string, port int, images []string) (func(), error) {
 	testbin, err := seedtest.TestbinDir()
 	if err != nil {
 		return nil, err
@@ -143,7 +154,7 @@ func serveMachines(s *seedtest.Seed, dir, machineFile string, port int) (func(),
 	token := hex.EncodeToString(b)
 	slot := s.Node.Slot()
 	srv, err := localmachine.New(localmachine.Config{Parent: slot, Testbin: testbin, Dir: filepath.Join(dir, "machines"), Token: token,
-		Log: slog.New(slog.NewTextHandler(os.Stdout, nil))})
+		Images: images, Log: slog.New(slog.NewTextHandler(os.Stdout, nil))})
 	if err != nil {
 		return nil, err
 	}

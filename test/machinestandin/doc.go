@@ -22,7 +22,8 @@
 //   - a changed pod template (the chart's checksum annotations: configuration, bootstrap token) restarts the process,
 //     as a rollout replaces the pod; a deleted Deployment, or one scaled to zero, stops it.
 //
-// provider-local's machines are real kubelets (test/localmachine), but a pod in a shoot reaches its API server only
-// through the shoot's kube-proxy (the in-cluster kubernetes Service), which Trellis does not deploy into shoots yet;
-// once it does, the pods run in the shoot and the runner is not needed.
+// The runner acts only while the shoot has no Nodes: a shoot with real workers (provider-local's machines,
+// test/localmachine, with the kube-proxy and CoreDNS the agent deploys into shoots with workers) runs the agent's pod
+// on a machine, where it reaches the shoot's API server through the kubernetes Service and the hub at the address of
+// its configuration (TestManagedSeedWithRealWorker in test/e2e).
 package machinestandin

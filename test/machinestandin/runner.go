@@ -8,8 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -135,26 +137,51 @@ func (w *workload) logPath() string { return filepath.Join(w.dir, w.name+".log")
 // Run looks at the shoot every Interval until ctx ends: it starts a process when its Deployment appears, restarts
 // it when the pod template changes, and stops it when the Deployment is gone (or being deleted), for the agent and
 // for every extension Deployment. While a process runs, the runner reports the Deployment's pods as a kubelet would
-// (markPods). It returns nil when ctx ends, once the processes stopped.
+// (markPods). The runner acts only while the shoot has no Nodes: a shoot with real machines runs the pods itself, and
+// the runner stops what it started. It returns nil when ctx ends, once the processes stopped.
 func (r *Runner) Run(ctx context.Context) error {
-	defer func() {
-		r.agent.stop()
-		for _, w := range r.extensions {
-			w.stop()
-		}
-	}()
+	defer r.stopAll()
 	t := time.NewTicker(r.cfg.Interval)
 	defer t.Stop()
 	for {
-		r.agent.sync(ctx)
-		if err := r.syncExtensions(ctx); err != nil && ctx.Err() == nil {
-			r.cfg.Log.Warn("stand-in machine runner: extensions", "err", err)
+		switch real, err := r.shootHasNodes(ctx); {
+		case err != nil:
+			if ctx.Err() == nil {
+				r.cfg.Log.Warn("stand-in machine runner: list the shoot's Nodes", "err", err)
+			}
+		case real:
+			r.stopAll()
+		default:
+			r.agent.sync(ctx)
+			if err := r.syncExtensions(ctx); err != nil && ctx.Err() == nil {
+				r.cfg.Log.Warn("stand-in machine runner: extensions", "err", err)
+			}
 		}
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
 		}
+	}
+}
+
+// shootHasNodes tells whether the shoot has real machines (Nodes), which run the Deployments' pods themselves.
+func (r *Runner) shootHasNodes(ctx context.Context) (bool, error) {
+	nodes, err := r.client.CoreV1().Nodes().List(ctx, kmetav1.ListOptions{Limit: 1})
+	if err != nil {
+		return false, err
+	}
+	return len(nodes.Items) > 0, nil
+}
+
+// stopAll stops every process the runner started (a shoot with Nodes runs the pods itself; or the runner ends).
+func (r *Runner) stopAll() {
+	for _, w := range append([]*workload{r.agent}, slices.Collect(maps.Values(r.extensions))...) {
+		if w.running != "" || w.isRunning() {
+			r.cfg.Log.Info("stand-in machine runner: stopping", "deployment", w.namespace+"/"+w.deployment)
+		}
+		w.stop()
+		w.running = ""
 	}
 }
 

@@ -1,0 +1,353 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	kmetav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/trellis-dev/trellis/agent/managedseed"
+	"github.com/trellis-dev/trellis/test/landscape"
+	"github.com/trellis-dev/trellis/test/machinestandin"
+)
+
+// TestManagedSeedWithRealWorker: in `make up`'s landscape with a node, a ManagedSeed for a shoot with one real worker
+// (provider-local's Worker makes a local machine: its own network namespace, containerd and kubelet, joined to the
+// shoot) becomes a Seed with GardenletReady=True, its agent running as the agent chart's pod IN THE SHOOT, on the
+// machine: the machine imports the landscape's trellis-agent image (localseed --machine-images), the pod reaches the
+// shoot's kube-apiserver through the kubernetes Service (the shoot's kube-proxy) and the hub at the address the
+// chart's configuration gives (the hub's forwarder on the host's end of the seed node's link, which the machine
+// reaches through the seed node's namespace). provider-local's ControllerInstallation for the new Seed runs as its
+// chart's pod in the shoot as well (the machine imports its image): the Seed's ExtensionsReady turns True. A stand-in
+// machine runner watching the same shoot never starts: the shoot has Nodes. Deleting the ManagedSeed removes the Seed
+// and the agent's release from the shoot, and the Seed does not come back.
+func TestManagedSeedWithRealWorker(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a landscape of real binaries with a node and a shoot with a machine")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("a local node needs root")
+	}
+	bins := landscapeBinaries(t)
+	ctl := trellisctlBinary(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
+	defer cancel()
+	start := time.Now()
+	l := startLandscape(ctx, t, landscape.Config{Seeds: []landscape.SeedConfig{{Name: "local"}}, Node: true,
+		RequireProviderLocal: true, TunnelListen: "127.0.0.1:0"})
+	t.Logf("landscape with a node ready in %v", time.Since(start).Round(100*time.Millisecond))
+	repo, tag := l.AgentImage()
+	if repo == "" {
+		t.Fatal("the landscape runs no agent image")
+	}
+	var shootCS kubernetes.Interface
+	m := &msLandscape{ctx: ctx, t: t, l: l, onTimeout: func() {
+		if shootCS != nil {
+			t.Logf("the shoot's agent pod:\n%s", tailOf(shootAgentState(ctx, shootCS), 8000))
+		}
+	}}
+
+	// The example resources without the example shoot (no second machine), and the garden project with the same
+	// credentials: ManagedSeeds and their shoots live in namespace garden.
+	exs, err := landscape.Examples()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var shoot map[string]any
+	for _, e := range exs {
+		switch e.Kind.Kind {
+		case "Shoot":
+			if err := json.Unmarshal(e.JSON, &shoot); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		case "Secret", "CredentialsBinding":
+			var obj map[string]any
+			if err := json.Unmarshal(e.JSON, &obj); err != nil {
+				t.Fatal(err)
+			}
+			obj["metadata"].(map[string]any)["namespace"] = "garden"
+			if ref, ok := obj["credentialsRef"].(map[string]any); ok {
+				ref["namespace"] = "garden"
+			}
+			b, _ := json.Marshal(obj)
+			m.do(http.MethodPost, strings.Replace(e.Path(), "/namespaces/"+e.Namespace+"/", "/namespaces/garden/", 1), string(b), http.StatusCreated)
+		}
+		m.do(http.MethodPost, e.Path(), string(e.JSON), http.StatusCreated)
+	}
+	m.do(http.MethodPost, "/apis/core.gardener.cloud/v1beta1/projects", `{"metadata":{"name":"garden"},"spec":{"namespace":"garden"}}`, http.StatusCreated)
+
+	// Shoot garden/soil: the example shoot's spec (one worker pool of one machine) on seed local.
+	shoot["metadata"] = map[string]any{"name": "soil", "namespace": "garden"}
+	shoot["spec"].(map[string]any)["seedName"] = "local"
+	b, _ := json.Marshal(shoot)
+	begin := time.Now()
+	m.do(http.MethodPost, "/apis/core.gardener.cloud/v1beta1/namespaces/garden/shoots", string(b), http.StatusCreated)
+	m.shootSucceeded("soil", 8*time.Minute)
+	t.Logf("shoot with a worker Succeeded in %v", time.Since(begin).Round(100*time.Millisecond))
+
+	dir := t.TempDir()
+	kc := m.shootKubeconfig(ctl, dir, "soil")
+	rc, err := clientcmd.BuildConfigFromFlags("", kc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc.Timeout = 20 * time.Second
+	if shootCS, err = kubernetes.NewForConfig(rc); err != nil {
+		t.Fatal(err)
+	}
+	var node string
+	m.wait("the shoot's Node Ready", 4*time.Minute, func() bool {
+		nodes, err := shootCS.CoreV1().Nodes().List(ctx, kmetav1.ListOptions{})
+		if err != nil || len(nodes.Items) != 1 {
+			return false
+		}
+		node = nodes.Items[0].Name
+		return slices.ContainsFunc(nodes.Items[0].Status.Conditions, func(c corev1.NodeCondition) bool {
+			return c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue
+		})
+	})
+	t.Logf("shoot create → Node %s Ready: %v", node, time.Since(begin).Round(100*time.Millisecond))
+
+	// A stand-in runner on the same shoot stays idle: the shoot's machine runs the agent.
+	r, err := machinestandin.New(machinestandin.Config{Name: "agent-of-soil", Binary: filepath.Join(bins, "trellis-agent"), Kubeconfig: kc, Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rctx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = r.Run(rctx) })
+	defer func() { stop(); wg.Wait() }()
+
+	begin = time.Now()
+	m.createManagedSeed("soil", `{"nodes":"10.10.0.0/16","pods":"10.3.0.0/16","services":"10.4.0.0/16"}`,
+		`{"image":{"repository":"`+repo+`","tag":"`+tag+`","pullPolicy":"Never"}}`)
+	m.wait("ManagedSeed soil registered with its Seed GardenletReady", 6*time.Minute, func() bool { return m.registered("soil") })
+	t.Logf("ManagedSeed create → Seed GardenletReady, SeedRegistered: %v", time.Since(begin).Round(100*time.Millisecond))
+	// Registered, the release drops the bootstrap token (a new pod template): wait until that rollout is done.
+	m.wait("the agent's Deployment rolled out without the bootstrap token", 4*time.Minute, func() bool {
+		d, err := shootCS.AppsV1().Deployments(managedseed.Namespace).Get(ctx, managedseed.Release, kmetav1.GetOptions{})
+		return err == nil && d.Status.ObservedGeneration >= d.Generation && d.Status.Replicas == 1 && d.Status.UpdatedReplicas == 1 &&
+			d.Status.ReadyReplicas == 1 && !slices.ContainsFunc(d.Spec.Template.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == "bootstrap" })
+	})
+	t.Logf("ManagedSeed create → the agent's Deployment rolled out without the bootstrap token: %v", time.Since(begin).Round(100*time.Millisecond))
+
+	// The agent is the chart's pod on the shoot's machine, from the landscape's image; no stand-in ran.
+	pods, err := shootCS.CoreV1().Pods(managedseed.Namespace).List(ctx, kmetav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + managedseed.Release})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ready := 0
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		t.Logf("agent pod %s on %s: %s, image %s", p.Name, p.Spec.NodeName, p.Status.Phase, p.Spec.Containers[0].Image)
+		if p.Spec.NodeName != node {
+			t.Errorf("agent pod %s runs on %q, want the machine %s", p.Name, p.Spec.NodeName, node)
+		}
+		if want := repo + ":" + tag; p.Spec.Containers[0].Image != want {
+			t.Errorf("agent pod %s runs %s, want %s", p.Name, p.Spec.Containers[0].Image, want)
+		}
+		if slices.ContainsFunc(p.Status.Conditions, func(c corev1.PodCondition) bool {
+			return c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue
+		}) {
+			ready++
+		}
+	}
+	if ready != 1 {
+		t.Errorf("%d ready agent pods in the shoot, want 1", ready)
+	}
+	// provider-local's ControllerInstallation for the new seed runs as its chart's pod in the shoot too (the machine
+	// imports its image): the Seed's extensions become healthy.
+	m.wait("Seed soil ExtensionsReady", 3*time.Minute, func() bool {
+		var seed struct {
+			Status struct{ Conditions []hubCondition } `json:"status"`
+		}
+		return m.get("/apis/core.gardener.cloud/v1beta1/seeds/soil", &seed) && conditionTrue(seed.Status.Conditions, "ExtensionsReady")
+	})
+	t.Logf("ManagedSeed create → Seed ExtensionsReady (provider-local's pod in the shoot): %v", time.Since(begin).Round(100*time.Millisecond))
+	if n := r.Starts(); n != 0 || r.Running() {
+		t.Errorf("the stand-in runner started the agent %d times on a shoot with Nodes", n)
+	}
+
+	m.deleteManagedSeed("soil")
+	// The agent's release is gone from the shoot: its Deployment, its pod and Helm's release records.
+	m.wait("the agent's release and pod gone from the shoot", 2*time.Minute, func() bool {
+		_, err := shootCS.AppsV1().Deployments(managedseed.Namespace).Get(ctx, managedseed.Release, kmetav1.GetOptions{})
+		if !apierrors.IsNotFound(err) {
+			return false
+		}
+		pods, err := shootCS.CoreV1().Pods(managedseed.Namespace).List(ctx, kmetav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + managedseed.Release})
+		if err != nil || len(pods.Items) > 0 {
+			return false
+		}
+		recs, err := shootCS.CoreV1().Secrets(managedseed.Namespace).List(ctx, kmetav1.ListOptions{LabelSelector: "owner=helm,name=" + managedseed.Release})
+		return err == nil && len(recs.Items) == 0
+	})
+	// With its agent gone, nothing registers the Seed again.
+	if !m.gone("/apis/core.gardener.cloud/v1beta1/seeds/soil") {
+		t.Fatal("Seed soil is back after its agent's removal")
+	}
+}
+
+// shootAgentState describes the agent's pods in the shoot and their logs, for a failing test.
+func shootAgentState(ctx context.Context, cs kubernetes.Interface) string {
+	pods, err := cs.CoreV1().Pods(managedseed.Namespace).List(ctx, kmetav1.ListOptions{})
+	if err != nil {
+		return err.Error()
+	}
+	var out strings.Builder
+	for _, p := range pods.Items {
+		b, _ := json.Marshal(p.Status)
+		fmt.Fprintf(&out, "== pod %s on %q: %s\n", p.Name, p.Spec.NodeName, b)
+		lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		logs, err := cs.CoreV1().Pods(managedseed.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{}).DoRaw(lctx)
+		cancel()
+		if err != nil {
+			fmt.Fprintf(&out, "logs: %v\n", err)
+			continue
+		}
+		out.Write(logs)
+	}
+	return out.String()
+}
+
+// msLandscape holds what the ManagedSeed tests do against a landscape with a node (seed local): REST calls on the
+// hub, waits that show the seed agent's pod logs on a timeout, a shoot's admin kubeconfig and the ManagedSeed's
+// registration and deletion.
+type msLandscape struct {
+	ctx       context.Context
+	t         *testing.T
+	l         *landscape.Landscape
+	onTimeout func() // more to log when a wait times out; may be nil
+}
+
+// do sends a request to the hub and fails the test unless it answers want.
+func (m *msLandscape) do(method, path, body string, want int) []byte {
+	m.t.Helper()
+	code, out, err := m.l.Do(m.ctx, method, path, []byte(body))
+	if err != nil || code != want {
+		m.t.Fatalf("%s %s: %d %v %s", method, path, code, err, out)
+	}
+	return out
+}
+
+// get reads path from the hub into v and reports whether that worked.
+func (m *msLandscape) get(path string, v any) bool {
+	code, out, err := m.l.Do(m.ctx, http.MethodGet, path, nil)
+	return err == nil && code == http.StatusOK && json.Unmarshal(out, v) == nil
+}
+
+// gone reports whether the hub answers 404 for path.
+func (m *msLandscape) gone(path string) bool {
+	code, _, err := m.l.Do(m.ctx, http.MethodGet, path, nil)
+	return err == nil && code == http.StatusNotFound
+}
+
+// wait polls cond every 250 ms until it holds, failing the test after timeout with the seed agent's pod logs.
+func (m *msLandscape) wait(what string, timeout time.Duration, cond func() bool) {
+	m.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			if logs, err := m.l.Seed("local").AgentPodLogs(m.ctx); err == nil {
+				m.t.Logf("the seed's agent pod:\n%s", tailOf(logs, 6000))
+			}
+			if m.onTimeout != nil {
+				m.onTimeout()
+			}
+			m.t.Fatalf("%s: not after %v", what, timeout)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// shootSucceeded waits until shoot garden/<name>'s last operation Succeeded.
+func (m *msLandscape) shootSucceeded(name string, timeout time.Duration) {
+	m.t.Helper()
+	m.wait("shoot "+name+" Succeeded", timeout, func() bool {
+		var s struct {
+			Status struct {
+				LastOperation struct{ State string } `json:"lastOperation"`
+			} `json:"status"`
+		}
+		return m.get("/apis/core.gardener.cloud/v1beta1/namespaces/garden/shoots/"+name, &s) && s.Status.LastOperation.State == "Succeeded"
+	})
+}
+
+// shootKubeconfig writes an admin kubeconfig of shoot garden/<name> into dir with trellisctl (ctl) and returns its path.
+func (m *msLandscape) shootKubeconfig(ctl, dir, name string) string {
+	m.t.Helper()
+	kc := filepath.Join(dir, name+".kubeconfig")
+	m.wait("an admin kubeconfig of shoot "+name, 2*time.Minute, func() bool {
+		cmd := exec.CommandContext(m.ctx, ctl, "shoot", "kubeconfig", name, "-p", "garden", "--file", kc)
+		cmd.Env = []string{"TRELLIS_HUB=" + m.l.HubURL, "TRELLIS_CA=" + m.l.CAFile, "TRELLIS_TOKEN=" + m.l.Token, "HOME=" + dir,
+			"TRELLISCONFIG=" + filepath.Join(dir, "trellisconfig")}
+		return cmd.Run() == nil
+	})
+	return kc
+}
+
+// createManagedSeed creates ManagedSeed garden/<name> for shoot garden/<name>, its Seed a provider-local seed with
+// networks (JSON) and deployment (JSON of spec.gardenlet.deployment, "" for none).
+func (m *msLandscape) createManagedSeed(name, networks, deployment string) {
+	m.t.Helper()
+	seedSpec := `{"provider":{"type":"local","region":"local"},"ingress":{"domain":"ingress.` + name + `.seed.example.com","controller":{"kind":"nginx"}},` +
+		`"dns":{"provider":{"type":"local","credentialsRef":{"apiVersion":"v1","kind":"Secret","namespace":"garden","name":"` + landscape.DNSSecretName + `"}}},` +
+		`"networks":` + networks + `}`
+	if deployment != "" {
+		deployment = `"deployment":` + deployment + `,`
+	}
+	m.do(http.MethodPost, "/apis/seedmanagement.gardener.cloud/v1alpha1/namespaces/garden/managedseeds", `{"metadata":{"name":"`+name+`"},"spec":{"shoot":{"name":"`+name+`"},`+
+		`"gardenlet":{`+deployment+`"config":{"apiVersion":"gardenlet.config.gardener.cloud/v1alpha1","kind":"GardenletConfiguration","seedConfig":{"spec":`+seedSpec+`}}}}}`,
+		http.StatusCreated)
+}
+
+// registered reports whether ManagedSeed garden/<name> has SeedRegistered and ShootReconciled True and its Seed
+// GardenletReady True.
+func (m *msLandscape) registered(name string) bool {
+	var ms, seed struct {
+		Status struct{ Conditions []hubCondition } `json:"status"`
+	}
+	return m.get("/apis/seedmanagement.gardener.cloud/v1alpha1/namespaces/garden/managedseeds/"+name, &ms) &&
+		m.get("/apis/core.gardener.cloud/v1beta1/seeds/"+name, &seed) &&
+		conditionTrue(ms.Status.Conditions, "SeedRegistered") && conditionTrue(ms.Status.Conditions, "ShootReconciled") &&
+		conditionTrue(seed.Status.Conditions, "GardenletReady")
+}
+
+// hubCondition is a condition of a hub object's status.
+type hubCondition struct{ Type, Status string }
+
+// conditionTrue reports whether cs has condition typ with status True.
+func conditionTrue(cs []hubCondition, typ string) bool {
+	return slices.ContainsFunc(cs, func(c hubCondition) bool { return c.Type == typ && c.Status == "True" })
+}
+
+// deleteManagedSeed deletes ManagedSeed garden/<name>, waits until it is gone and checks that its Seed is gone too.
+func (m *msLandscape) deleteManagedSeed(name string) {
+	m.t.Helper()
+	begin := time.Now()
+	m.do(http.MethodDelete, "/apis/seedmanagement.gardener.cloud/v1alpha1/namespaces/garden/managedseeds/"+name, "", http.StatusOK)
+	m.wait("ManagedSeed "+name+" gone", 4*time.Minute, func() bool {
+		return m.gone("/apis/seedmanagement.gardener.cloud/v1alpha1/namespaces/garden/managedseeds/" + name)
+	})
+	m.t.Logf("ManagedSeed delete → gone: %v", time.Since(begin).Round(100*time.Millisecond))
+	if !m.gone("/apis/core.gardener.cloud/v1beta1/seeds/" + name) {
+		m.t.Fatalf("Seed %s still there after its ManagedSeed is gone", name)
+	}
+}
