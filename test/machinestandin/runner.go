@@ -144,12 +144,12 @@ func (r *Runner) Run(ctx context.Context) error {
 	t := time.NewTicker(r.cfg.Interval)
 	defer t.Stop()
 	for {
-		switch real, err := r.shootHasNodes(ctx); {
+		switch machines, err := r.shootHasNodes(ctx); {
 		case err != nil:
 			if ctx.Err() == nil {
 				r.cfg.Log.Warn("stand-in machine runner: list the shoot's Nodes", "err", err)
 			}
-		case real:
+		case machines:
 			r.stopAll()
 		default:
 			r.agent.sync(ctx)
