@@ -314,15 +314,9 @@ func (e *managedSeedEnv) do(t *testing.T, method, path, body string, want int) [
 	return out
 }
 
-func (e *managedSeedEnv) get(path string, v any) bool {
-	code, out, err := e.l.Do(e.ctx, http.MethodGet, path, nil)
-	return err == nil && code == http.StatusOK && json.Unmarshal(out, v) == nil
-}
+func (e *managedSeedEnv) get(path string, v any) bool { return hubGet(e.ctx, e.l, path, v) }
 
-func (e *managedSeedEnv) gone(path string) bool {
-	code, _, err := e.l.Do(e.ctx, http.MethodGet, path, nil)
-	return err == nil && code == http.StatusNotFound
-}
+func (e *managedSeedEnv) gone(path string) bool { return hubGone(e.ctx, e.l, path) }
 
 // wait polls cond until it holds; after timeout it logs the local seed's agent pod and fails.
 func (e *managedSeedEnv) wait(t *testing.T, what string, timeout time.Duration, cond func() bool) {
@@ -357,20 +351,7 @@ func (e *managedSeedEnv) deleteShoot(t *testing.T, name string) {
 }
 
 // registered: the ManagedSeed is ShootReconciled and SeedRegistered, its Seed GardenletReady.
-func (e *managedSeedEnv) registered(name string) bool {
-	type cond struct{ Type, Status string }
-	var ms, seed struct {
-		Status struct{ Conditions []cond } `json:"status"`
-	}
-	if !e.get("/apis/seedmanagement.gardener.cloud/v1alpha1/namespaces/garden/managedseeds/"+name, &ms) ||
-		!e.get("/apis/core.gardener.cloud/v1beta1/seeds/"+name, &seed) {
-		return false
-	}
-	has := func(cs []cond, typ string) bool {
-		return slices.ContainsFunc(cs, func(c cond) bool { return c.Type == typ && c.Status == "True" })
-	}
-	return has(ms.Status.Conditions, "SeedRegistered") && has(ms.Status.Conditions, "ShootReconciled") && has(seed.Status.Conditions, "GardenletReady")
-}
+func (e *managedSeedEnv) registered(name string) bool { return managedSeedRegistered(e.ctx, e.l, name) }
 
 // standIn starts the stand-in machine runner of a shoot in project garden, through the hub's tunnel with an admin
 // kubeconfig from trellisctl; it runs until the test ends (stopStandIns).

@@ -248,14 +248,20 @@ func (m *msLandscape) do(method, path, body string, want int) []byte {
 }
 
 // get reads path from the hub into v and reports whether that worked.
-func (m *msLandscape) get(path string, v any) bool {
-	code, out, err := m.l.Do(m.ctx, http.MethodGet, path, nil)
+func (m *msLandscape) get(path string, v any) bool { return hubGet(m.ctx, m.l, path, v) }
+
+// gone reports whether the hub answers 404 for path.
+func (m *msLandscape) gone(path string) bool { return hubGone(m.ctx, m.l, path) }
+
+// hubGet reads path from the landscape's hub into v and reports whether that worked.
+func hubGet(ctx context.Context, l *landscape.Landscape, path string, v any) bool {
+	code, out, err := l.Do(ctx, http.MethodGet, path, nil)
 	return err == nil && code == http.StatusOK && json.Unmarshal(out, v) == nil
 }
 
-// gone reports whether the hub answers 404 for path.
-func (m *msLandscape) gone(path string) bool {
-	code, _, err := m.l.Do(m.ctx, http.MethodGet, path, nil)
+// hubGone reports whether the landscape's hub answers 404 for path.
+func hubGone(ctx context.Context, l *landscape.Landscape, path string) bool {
+	code, _, err := l.Do(ctx, http.MethodGet, path, nil)
 	return err == nil && code == http.StatusNotFound
 }
 
@@ -320,12 +326,16 @@ func (m *msLandscape) createManagedSeed(name, networks, deployment string) {
 
 // registered reports whether ManagedSeed garden/<name> has SeedRegistered and ShootReconciled True and its Seed
 // GardenletReady True.
-func (m *msLandscape) registered(name string) bool {
+func (m *msLandscape) registered(name string) bool { return managedSeedRegistered(m.ctx, m.l, name) }
+
+// managedSeedRegistered reports whether ManagedSeed garden/<name> has SeedRegistered and ShootReconciled True and
+// its Seed GardenletReady True.
+func managedSeedRegistered(ctx context.Context, l *landscape.Landscape, name string) bool {
 	var ms, seed struct {
 		Status struct{ Conditions []hubCondition } `json:"status"`
 	}
-	return m.get("/apis/seedmanagement.gardener.cloud/v1alpha1/namespaces/garden/managedseeds/"+name, &ms) &&
-		m.get("/apis/core.gardener.cloud/v1beta1/seeds/"+name, &seed) &&
+	return hubGet(ctx, l, "/apis/seedmanagement.gardener.cloud/v1alpha1/namespaces/garden/managedseeds/"+name, &ms) &&
+		hubGet(ctx, l, "/apis/core.gardener.cloud/v1beta1/seeds/"+name, &seed) &&
 		conditionTrue(ms.Status.Conditions, "SeedRegistered") && conditionTrue(ms.Status.Conditions, "ShootReconciled") &&
 		conditionTrue(seed.Status.Conditions, "GardenletReady")
 }
