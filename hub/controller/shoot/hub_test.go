@@ -9,6 +9,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clocktesting "k8s.io/utils/clock/testing"
 
@@ -56,11 +57,20 @@ func newGarden(t *testing.T, now time.Time) *garden {
 func (g *garden) createShoot(s *corev1beta1.Shoot) {
 	g.t.Helper()
 	out := controllertest.Create(g.t, g.shoots, s)
-	if s.Status != nil {
+	if s.Status == nil {
+		return
+	}
+	// The controllers may write the shoot as soon as it exists: the status goes onto its newest version.
+	for attempt := 0; ; attempt++ {
 		out.Status = s.Status
-		if _, err := g.shoots.UpdateStatus(g.t.Context(), out); err != nil {
+		_, err := g.shoots.UpdateStatus(g.t.Context(), out)
+		if err == nil {
+			return
+		}
+		if !apierrors.IsConflict(err) || attempt == 10 {
 			g.t.Fatal(err)
 		}
+		out = g.shoot(s.GetMetadata().GetNamespace(), s.GetMetadata().GetName())
 	}
 }
 
