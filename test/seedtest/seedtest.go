@@ -304,6 +304,12 @@ func start(ctx context.Context, dir string, o options) (_ *Seed, err error) {
 		return nil, fmt.Errorf("start seed (etcd %s, kube-apiserver %s): %w", bins.etcd, bins.apiserver, err)
 	}
 	s.Config = cfg
+	// envtest writes webhook serving certificates into os.TempDir on every start and removes them only in Stop, which
+	// a seed process ended by SIGKILL (a landscape's localseed past its stop timeout) never reaches. A seed serves no
+	// webhooks: they go at once.
+	if d := s.env.WebhookInstallOptions.LocalServingCertDir; d != "" {
+		_ = os.RemoveAll(d)
+	}
 	if s.Client, err = kubernetes.NewForConfig(cfg); err != nil {
 		return nil, err
 	}
