@@ -36,9 +36,9 @@ const (
 	localPathRole        = "system:local-path-provisioner"
 	storageClassStandard = "standard"
 	provisionerLocalPath = "rancher.io/local-path"
-	// localPathRoot is the machines' directory of the volumes: one directory per shoot (its UID), a directory per
-	// volume in it.
-	localPathRoot = "/var/lib/local-path-provisioner"
+	// LocalStorageRoot is the machines' directory of the volumes: one directory per shoot (its UID,
+	// LocalStoragePath), a directory per volume in it.
+	LocalStorageRoot = "/var/lib/local-path-provisioner"
 )
 
 // localStorage reports whether the shoot gets the local provider's storage: provider type local, with workers.
@@ -47,7 +47,7 @@ func (op *operation) localStorage() bool {
 }
 
 // LocalStoragePath is the directory on the shoot's machines that holds the volumes of the shoot with UID uid.
-func LocalStoragePath(uid string) string { return path.Join(localPathRoot, uid) }
+func LocalStoragePath(uid string) string { return path.Join(LocalStorageRoot, uid) }
 
 // localPathConfigData is local-path-provisioner's configuration: every node keeps its volumes under dir, made and
 // removed by helper pods of helperImage.

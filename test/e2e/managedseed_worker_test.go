@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/trellis-dev/trellis/agent/managedseed"
+	agentshoot "github.com/trellis-dev/trellis/agent/shoot"
 	"github.com/trellis-dev/trellis/test/landscape"
 	"github.com/trellis-dev/trellis/test/machinestandin"
 )
@@ -44,6 +45,18 @@ func TestManagedSeedWithRealWorker(t *testing.T) {
 	}
 	bins := landscapeBinaries(t)
 	ctl := trellisctlBinary(t)
+	if free, err := exec.Command("free", "-m").Output(); err == nil {
+		t.Logf("memory before the landscape:\n%s", free)
+	}
+	// The hosted shoot's volumes lie in soil's directory of its machines (agent/shoot's LocalStoragePath), the
+	// host's file system: removed once the landscape is down, whether or not the shoot's deletion removed them.
+	var soilUID string
+	t.Cleanup(func() {
+		if soilUID != "" {
+			_ = os.RemoveAll(agentshoot.LocalStoragePath(soilUID))
+		}
+		_ = os.Remove(agentshoot.LocalStorageRoot) // unless other shoots' volumes are there
+	})
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
 	defer cancel()
 	start := time.Now()
@@ -185,7 +198,7 @@ func TestManagedSeedWithRealWorker(t *testing.T) {
 		t.Errorf("the stand-in runner started the agent %d times on a shoot with Nodes", n)
 	}
 
-	m.hostedShoot(ctl, dir, shoot, node, shootCS)
+	m.hostedShoot(ctl, dir, shoot, node, shootCS, &soilUID)
 
 	begin = time.Now()
 	m.deleteManagedSeed("soil")
@@ -219,11 +232,12 @@ const hostedLabel = "seed.trellis.dev/hosts"
 // reconciled, its control plane (etcd on a volume of the shoot's default StorageClass, kube-apiserver,
 // kube-controller-manager) running as pods on soil's machine node from the images the machine imported; its
 // kube-apiserver answers through the hub's tunnel and soil's agent; then it is deleted, and with it its namespace in
-// soil and its volumes. example is the example shoot (its Kubernetes version and cloud profile).
-func (m *msLandscape) hostedShoot(ctl, dir string, example map[string]any, node string, soilCS kubernetes.Interface) {
+// soil and its volumes. example is the example shoot (its Kubernetes version and cloud profile); soilUID receives the
+// UID of shoot soil, whose directory on its machines holds the volumes.
+func (m *msLandscape) hostedShoot(ctl, dir string, example map[string]any, node string, soilCS kubernetes.Interface, soilUID *string) {
 	t, ctx := m.t, m.ctx
-	t.Helper()
 	begin := time.Now()
+	phase := begin
 	var seed struct {
 		Metadata struct{ Labels map[string]string }  `json:"metadata"`
 		Status   struct{ Conditions []hubCondition } `json:"status"`
@@ -240,8 +254,7 @@ func (m *msLandscape) hostedShoot(ctl, dir string, example map[string]any, node 
 	if !m.get("/apis/core.gardener.cloud/v1beta1/namespaces/garden/shoots/soil", &soil) || soil.Metadata.UID == "" {
 		t.Fatal("shoot soil has no UID")
 	}
-	// The hosted shoot's volumes lie in soil's directory of its machines; gone with them, unless the test failed.
-	t.Cleanup(func() { _ = os.RemoveAll(filepath.Join("/var/lib/local-path-provisioner", soil.Metadata.UID)) })
+	*soilUID = soil.Metadata.UID
 
 	spec := example["spec"].(map[string]any)
 	sprout, _ := json.Marshal(map[string]any{"metadata": map[string]any{"name": "sprout", "namespace": "garden"}, "spec": map[string]any{
@@ -279,6 +292,12 @@ func (m *msLandscape) hostedShoot(ctl, dir string, example map[string]any, node 
 		if p.Spec.NodeName != node {
 			t.Errorf("pod %s of the hosted control plane on %q, want soil's machine %s", p.Name, p.Spec.NodeName, node)
 		}
+		// The images of the parent's image vector, which the machine imported (nothing is pulled here).
+		for _, c := range p.Spec.Containers {
+			if !strings.HasPrefix(c.Image, "local.trellis.dev/") {
+				t.Errorf("pod %s runs %s, want an image of the landscape's vector", p.Name, c.Image)
+			}
+		}
 		for _, prefix := range []string{"etcd-main", "etcd-events", "kube-apiserver", "kube-controller-manager"} {
 			if strings.HasPrefix(p.Name, prefix) {
 				running[prefix] = true
@@ -291,6 +310,9 @@ func (m *msLandscape) hostedShoot(ctl, dir string, example map[string]any, node 
 	pvcs, err := soilCS.CoreV1().PersistentVolumeClaims(s.Status.TechnicalID).List(ctx, kmetav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if len(pvcs.Items) != 2 {
+		t.Errorf("%d volume claims in soil's namespace %s, want etcd-main's and etcd-events'", len(pvcs.Items), s.Status.TechnicalID)
 	}
 	for _, c := range pvcs.Items {
 		if c.Status.Phase != corev1.ClaimBound || c.Spec.StorageClassName == nil || *c.Spec.StorageClassName != "standard" {
@@ -340,7 +362,8 @@ func (m *msLandscape) hostedShoot(ctl, dir string, example map[string]any, node 
 		pvs, err := soilCS.CoreV1().PersistentVolumes().List(ctx, kmetav1.ListOptions{})
 		return err == nil && len(pvs.Items) == 0
 	})
-	t.Logf("hosted shoot delete → its namespace and volumes gone from soil: %v", time.Since(begin).Round(100*time.Millisecond))
+	t.Logf("hosted shoot delete → its namespace and volumes gone from soil: %v; the hosted shoot's phase: %v", time.Since(begin).Round(100*time.Millisecond),
+		time.Since(phase).Round(100*time.Millisecond))
 }
 
 // shootAgentState describes the agent's pods in the shoot and their logs, for a failing test.
