@@ -34,8 +34,10 @@ import (
 // chart's configuration gives (the hub's forwarder on the host's end of the seed node's link, which the machine
 // reaches through the seed node's namespace). provider-local's ControllerInstallation for the new Seed runs as its
 // chart's pod in the shoot as well (the machine imports its image): the Seed's ExtensionsReady turns True. A stand-in
-// machine runner watching the same shoot never starts: the shoot has Nodes. Deleting the ManagedSeed removes the Seed
-// and the agent's release from the shoot, and the Seed does not come back.
+// machine runner watching the same shoot never starts: the shoot has Nodes. The ready Seed then hosts a second,
+// workerless shoot, its control plane as pods on the machine (hostedShoot). Deleting the ManagedSeed removes the Seed
+// and the agent's release from the shoot, and the Seed does not come back. It logs every phase's duration and the
+// machine's memory (free -m) before the landscape and while both control planes run (docs/agent.md).
 func TestManagedSeedWithRealWorker(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a landscape of real binaries with a node and a shoot with a machine")
