@@ -84,3 +84,36 @@ func FuzzAgentConfig(f *testing.F) {
 		}
 	})
 }
+
+// TestValuesImageVector: with mergeWithParent (Gardener's default) the new agent gets this agent's image vector as
+// the chart's imageVector value; without it, or when this agent has none, the chart's default stays.
+func TestValuesImageVector(t *testing.T) {
+	const vector = "images:\n- name: etcd\n  repository: local.trellis.dev/etcd\n  tag: v3\n"
+	cfg := `{"seedConfig":{"spec":` + seedSpecJSON + `}}`
+	for _, tc := range []struct {
+		name   string
+		merge  bool
+		parent string
+		want   any
+	}{
+		{"merged", true, vector, vector},
+		{"not merged", false, vector, nil},
+		{"parent without a vector", true, "", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &Controller{cfg: Config{HubAddress: "hub:1", HubCA: func() []byte { return []byte("ca") }}}
+			if tc.parent != "" {
+				c.cfg.ImageVector = []byte(tc.parent)
+			}
+			ms := managedSeed(cfg)
+			ms.Spec.Gardenlet.MergeWithParent = &tc.merge
+			v, err := c.values(ms)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := v["imageVector"]; got != tc.want {
+				t.Errorf("imageVector %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

@@ -34,6 +34,10 @@ type Config struct {
 	HubAddress string
 	// HubCA returns the PEM bundle that verifies the hub, for the new agents: this agent's own (required).
 	HubCA func() []byte
+	// ImageVector is this agent's image vector of the shoot control plane (the content of its
+	// controllers.shoot.controlPlane.imageVector), which the new agents get with mergeWithParent (Gardener's parent
+	// gardenlet's imageVectorOverwrite); nil leaves the chart's default (the agent's embedded vector).
+	ImageVector []byte
 	// Chart is the agent chart's archive; nil takes the embedded deploy/charts/trellis-agent.
 	Chart []byte
 	// PollInterval is how often a ManagedSeed is looked at while its Seed is not ready or not gone yet; default 2 s.

@@ -13,8 +13,9 @@
 //     logFormat are passed on too);
 //   - installs release "trellis-agent" in namespace garden of the shoot with Helm, through the shoot's
 //     kube-apiserver as the agent's own user (shoot.AdminREST): the hub's address and CA bundle are this agent's own
-//     (Gardener's mergeWithParent of the garden connection), the image is spec.gardenlet.deployment.image when set
-//     (else the chart's), one replica (the agent has no leader election), the deployment's pod labels and
+//     (Gardener's mergeWithParent of the garden connection), with mergeWithParent also this agent's image vector of
+//     the shoot control plane (Config.ImageVector, the chart's imageVector), the image is
+//     spec.gardenlet.deployment.image when set (else the chart's), one replica (the agent has no leader election), the deployment's pod labels and
 //     annotations; while the shoot holds no agent credentials (Secret garden/gardenlet-kubeconfig), a fresh bootstrap
 //     token the controller creates on the hub (kube-system/bootstrap-token-<id>, valid for TokenValidity, described
 //     as the new seed's, so the hub lets it bootstrap that seed's agent only) is passed in bootstrap.token, and
@@ -29,6 +30,6 @@
 //
 // Differences from Gardener: spec.gardenlet.deployment.replicaCount is not applied (one agent per seed), bootstrap
 // mode ServiceAccount is refused (the hub has no service accounts for agents), and of the parent's configuration
-// only the hub connection is merged. Tokens are remembered in memory: after a restart of the agent a ManagedSeed
-// still bootstrapping gets a new token, and the old one expires.
+// only the hub connection and the image vector are merged. Tokens are remembered in memory: after a restart of the
+// agent a ManagedSeed still bootstrapping gets a new token, and the old one expires.
 package managedseed

@@ -240,6 +240,10 @@ func (c *Controller) values(ms *seedmanagementv1alpha1.ManagedSeed) (map[string]
 		"hub":          map[string]any{"address": c.cfg.HubAddress, "caBundle": string(c.cfg.HubCA())},
 		"config":       cfg,
 	}
+	// Gardener's mergeWithParent takes the parent gardenlet's image vector overwrite into the new gardenlet's values.
+	if ms.GetSpec().GetGardenlet().GetMergeWithParent() && len(c.cfg.ImageVector) > 0 {
+		v["imageVector"] = string(c.cfg.ImageVector)
+	}
 	d := ms.GetSpec().GetGardenlet().GetDeployment()
 	if img := d.GetImage(); img != nil {
 		image := map[string]any{}

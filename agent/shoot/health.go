@@ -144,8 +144,8 @@ func probe(ctx context.Context, cfg *rest.Config) error {
 
 // systemComponents checks what the agent deployed into the shoot, as Gardener's care checks the ManagedResources of
 // the system components: for a shoot with workers the kube-proxy DaemonSet of every worker pool and the CoreDNS
-// Deployment rolled out and ready (Progressing while a rollout is under way, False when a pod is not ready), and
-// every pod of the shoot's kube-system running and ready.
+// Deployment (and local-path-provisioner's in a shoot of provider type local) rolled out and ready (Progressing while
+// a rollout is under way, False when a pod is not ready), and every pod of the shoot's kube-system running and ready.
 func systemComponents(ctx context.Context, cs kubernetes.Interface, s *corev1beta1.Shoot) check {
 	var progressing, bad []string
 	judge := func(name string, o client.Object, err error) {
@@ -166,6 +166,10 @@ func systemComponents(ctx context.Context, cs kubernetes.Interface, s *corev1bet
 	if len(workers) > 0 {
 		d, err := cs.AppsV1().Deployments(kmetav1.NamespaceSystem).Get(ctx, coreDNS, kmetav1.GetOptions{})
 		judge("Deployment "+coreDNS, d, err)
+		if s.GetSpec().GetProvider().GetType() == providerLocal {
+			d, err := cs.AppsV1().Deployments(kmetav1.NamespaceSystem).Get(ctx, localPathProvisioner, kmetav1.GetOptions{})
+			judge("Deployment "+localPathProvisioner, d, err)
+		}
 		for _, w := range workers {
 			name := kubeProxyDaemonSetName(w.GetName())
 			ds, err := cs.AppsV1().DaemonSets(kmetav1.NamespaceSystem).Get(ctx, name, kmetav1.GetOptions{})
@@ -197,7 +201,11 @@ func systemComponents(ctx context.Context, cs kubernetes.Interface, s *corev1bet
 	}
 	msg := fmt.Sprintf("All %d pods in the shoot's kube-system are ready.", len(pods.Items))
 	if len(workers) > 0 {
-		msg = fmt.Sprintf("kube-proxy of %d worker pools, CoreDNS and all %d pods in the shoot's kube-system are ready.", len(workers), len(pods.Items))
+		storage := ""
+		if s.GetSpec().GetProvider().GetType() == providerLocal {
+			storage = ", local-path-provisioner"
+		}
+		msg = fmt.Sprintf("kube-proxy of %d worker pools, CoreDNS%s and all %d pods in the shoot's kube-system are ready.", len(workers), storage, len(pods.Items))
 	}
 	return check{status: extensionsv1alpha1.ConditionTrue, reason: "SystemComponentsRunning", message: msg}
 }

@@ -103,6 +103,7 @@ func (op *operation) reconcileGraph() *flow.Graph {
 	// shoot-core-coredns), applied into the shoot once its API server answers; their health is the shoot care's.
 	kubeProxyTask := g.Add(flow.Task{Name: taskKubeProxy, Fn: op.deployKubeProxy, Skip: !runs || hib || workerless, Dependencies: []string{apiServer, etcdReady, system}, Timeout: t})
 	coreDNSTask := g.Add(flow.Task{Name: taskCoreDNS, Fn: op.deployCoreDNS, Skip: !runs || hib || workerless, Dependencies: []string{apiServer, etcdReady, system}, Timeout: t})
+	storage := g.Add(flow.Task{Name: taskLocalStorage, Fn: op.deployLocalStorage, Skip: !runs || hib || !op.localStorage(), Dependencies: []string{apiServer, etcdReady, system}, Timeout: t})
 	kcm := g.Add(flow.Task{Name: taskKCM, Fn: op.deployKubeControllerManager, Skip: !runs, Dependencies: []string{apiServer}, Timeout: t})
 	scheduler := g.Add(flow.Task{Name: taskScheduler, Fn: op.deployKubeScheduler, Skip: !runs || workerless, Dependencies: []string{apiServer}, Timeout: t})
 	after := g.Add(flow.Task{Name: taskExtAfterKAPI, Fn: op.extensionsFn(extensionsv1alpha1.AfterKubeAPIServer), Dependencies: []string{cp, apiServer}, Timeout: t})
@@ -114,7 +115,7 @@ func (op *operation) reconcileGraph() *flow.Graph {
 	cr := g.Add(flow.Task{Name: taskContainerRuntime, Fn: op.deployContainerRuntimes, Skip: workerless, Dependencies: []string{worker}, Timeout: t})
 	dns := g.Add(flow.Task{Name: taskDestroyDNS, Fn: op.destroyDNSRecords, Skip: !hib, Dependencies: []string{worker, afterWorker}, Timeout: t})
 	hibernate := g.Add(flow.Task{Name: taskHibernateCP, Fn: op.hibernateControlPlane, Skip: !runs || !hib,
-		Dependencies: []string{worker, afterWorker, dns, system, kubeProxyTask, coreDNSTask, kcm, scheduler, etcdReady}, Timeout: t})
+		Dependencies: []string{worker, afterWorker, dns, system, kubeProxyTask, coreDNSTask, storage, kcm, scheduler, etcdReady}, Timeout: t})
 	stale := g.Add(flow.Task{Name: taskStaleExtensions, Fn: op.deleteStaleExtensions, Dependencies: []string{after, afterWorker, cr, dns, hibernate}, Timeout: t})
 	g.Add(flow.Task{Name: taskCleanupSecrets, Fn: op.cleanupCredentials, Dependencies: []string{secrets, stale, rewriteAdd, rewriteRemove}, Timeout: t})
 	return g

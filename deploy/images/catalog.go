@@ -42,8 +42,9 @@ var NodeImages = []string{"pause", "busybox", "coredns", "local-path-provisioner
 var ControlPlaneImages = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "etcd-backup-restore"}
 
 // ShootSystemImages are the images of the system components the agent deploys into a shoot with workers (kube-proxy
-// and CoreDNS): the local machines import them, and the local image vector names them.
-var ShootSystemImages = []string{"kube-proxy", "coredns"}
+// and CoreDNS, and local-path-provisioner in shoots of provider type local, whose helper pods run busybox): the
+// local machines import them, and the local image vector names them.
+var ShootSystemImages = []string{"kube-proxy", "coredns", "local-path-provisioner"}
 
 // Catalog returns the specs of every image Trellis builds, from src. Versions of cached binaries come from their
 // cache directories; an image whose binary is missing fails only when it is built.

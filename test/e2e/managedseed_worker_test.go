@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/trellis-dev/trellis/agent/managedseed"
+	agentshoot "github.com/trellis-dev/trellis/agent/shoot"
 	"github.com/trellis-dev/trellis/test/landscape"
 	"github.com/trellis-dev/trellis/test/machinestandin"
 )
@@ -33,8 +34,10 @@ import (
 // chart's configuration gives (the hub's forwarder on the host's end of the seed node's link, which the machine
 // reaches through the seed node's namespace). provider-local's ControllerInstallation for the new Seed runs as its
 // chart's pod in the shoot as well (the machine imports its image): the Seed's ExtensionsReady turns True. A stand-in
-// machine runner watching the same shoot never starts: the shoot has Nodes. Deleting the ManagedSeed removes the Seed
-// and the agent's release from the shoot, and the Seed does not come back.
+// machine runner watching the same shoot never starts: the shoot has Nodes. The ready Seed then hosts a second,
+// workerless shoot, its control plane as pods on the machine (hostedShoot). Deleting the ManagedSeed removes the Seed
+// and the agent's release from the shoot, and the Seed does not come back. It logs every phase's duration and the
+// machine's memory (free -m) before the landscape and while both control planes run (docs/agent.md).
 func TestManagedSeedWithRealWorker(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a landscape of real binaries with a node and a shoot with a machine")
@@ -44,6 +47,18 @@ func TestManagedSeedWithRealWorker(t *testing.T) {
 	}
 	bins := landscapeBinaries(t)
 	ctl := trellisctlBinary(t)
+	if free, err := exec.Command("free", "-m").Output(); err == nil {
+		t.Logf("memory before the landscape:\n%s", free)
+	}
+	// The hosted shoot's volumes lie in soil's directory of its machines (agent/shoot's LocalStoragePath), the
+	// host's file system: removed once the landscape is down, whether or not the shoot's deletion removed them.
+	var soilUID string
+	t.Cleanup(func() {
+		if soilUID != "" {
+			_ = os.RemoveAll(agentshoot.LocalStoragePath(soilUID))
+		}
+		_ = os.Remove(agentshoot.LocalStorageRoot) // unless other shoots' volumes are there
+	})
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
 	defer cancel()
 	start := time.Now()
@@ -134,7 +149,7 @@ func TestManagedSeedWithRealWorker(t *testing.T) {
 	defer func() { stop(); wg.Wait() }()
 
 	begin = time.Now()
-	m.createManagedSeed("soil", `{"nodes":"10.10.0.0/16","pods":"10.3.0.0/16","services":"10.4.0.0/16"}`,
+	m.createManagedSeed("soil", `{"nodes":"10.10.0.0/16","pods":"10.3.0.0/16","services":"10.4.0.0/16"}`, `{"`+hostedLabel+`":"soil"}`,
 		`{"image":{"repository":"`+repo+`","tag":"`+tag+`","pullPolicy":"Never"}}`)
 	m.wait("ManagedSeed soil registered with its Seed GardenletReady", 6*time.Minute, func() bool { return m.registered("soil") })
 	t.Logf("ManagedSeed create → Seed GardenletReady, SeedRegistered: %v", time.Since(begin).Round(100*time.Millisecond))
@@ -185,6 +200,9 @@ func TestManagedSeedWithRealWorker(t *testing.T) {
 		t.Errorf("the stand-in runner started the agent %d times on a shoot with Nodes", n)
 	}
 
+	m.hostedShoot(ctl, dir, shoot, node, shootCS, &soilUID)
+
+	begin = time.Now()
 	m.deleteManagedSeed("soil")
 	// The agent's release is gone from the shoot: its Deployment, its pod and Helm's release records.
 	m.wait("the agent's release and pod gone from the shoot", 2*time.Minute, func() bool {
@@ -203,6 +221,151 @@ func TestManagedSeedWithRealWorker(t *testing.T) {
 	if !m.gone("/apis/core.gardener.cloud/v1beta1/seeds/soil") {
 		t.Fatal("Seed soil is back after its agent's removal")
 	}
+	t.Logf("ManagedSeed delete → the agent's release gone from the shoot: %v; the whole test: %v", time.Since(begin).Round(100*time.Millisecond),
+		time.Since(start).Round(100*time.Millisecond))
+}
+
+// hostedLabel is the label of the ManagedSeed's Seed that the hosted shoot's seed selector asks for.
+const hostedLabel = "seed.trellis.dev/hosts"
+
+// hostedShoot runs a second shoot on the ManagedSeed's Seed soil: once the Seed is ready as the scheduler wants it
+// (GardenletReady, ExtensionsReady, SeedSystemComponentsHealthy), a workerless shoot garden/sprout whose seed
+// selector only soil's label matches (seed local fits it otherwise: same provider and region) is scheduled there and
+// reconciled, its control plane (etcd on a volume of the shoot's default StorageClass, kube-apiserver,
+// kube-controller-manager) running as pods on soil's machine node from the images the machine imported; its
+// kube-apiserver answers through the hub's tunnel and soil's agent; then it is deleted, and with it its namespace in
+// soil and its volumes. example is the example shoot (its Kubernetes version and cloud profile); soilUID receives the
+// UID of shoot soil, whose directory on its machines holds the volumes.
+func (m *msLandscape) hostedShoot(ctl, dir string, example map[string]any, node string, soilCS kubernetes.Interface, soilUID *string) {
+	t, ctx := m.t, m.ctx
+	begin := time.Now()
+	phase := begin
+	var seed struct {
+		Metadata struct{ Labels map[string]string }  `json:"metadata"`
+		Status   struct{ Conditions []hubCondition } `json:"status"`
+	}
+	m.wait("Seed soil ready for shoots", 3*time.Minute, func() bool {
+		return m.get("/apis/core.gardener.cloud/v1beta1/seeds/soil", &seed) && seed.Metadata.Labels[hostedLabel] == "soil" &&
+			conditionTrue(seed.Status.Conditions, "GardenletReady") && conditionTrue(seed.Status.Conditions, "ExtensionsReady") &&
+			conditionTrue(seed.Status.Conditions, "SeedSystemComponentsHealthy")
+	})
+	t.Logf("Seed soil SeedSystemComponentsHealthy (and GardenletReady, ExtensionsReady) %v after ExtensionsReady", time.Since(begin).Round(100*time.Millisecond))
+	var soil struct {
+		Metadata struct{ UID string } `json:"metadata"`
+	}
+	if !m.get("/apis/core.gardener.cloud/v1beta1/namespaces/garden/shoots/soil", &soil) || soil.Metadata.UID == "" {
+		t.Fatal("shoot soil has no UID")
+	}
+	*soilUID = soil.Metadata.UID
+
+	spec := example["spec"].(map[string]any)
+	sprout, _ := json.Marshal(map[string]any{"metadata": map[string]any{"name": "sprout", "namespace": "garden"}, "spec": map[string]any{
+		"cloudProfile": spec["cloudProfile"], "region": "local", "provider": map[string]any{"type": "local"},
+		"kubernetes": spec["kubernetes"], "seedSelector": map[string]any{"matchLabels": map[string]string{hostedLabel: "soil"}}}})
+	begin = time.Now()
+	m.do(http.MethodPost, "/apis/core.gardener.cloud/v1beta1/namespaces/garden/shoots", string(sprout), http.StatusCreated)
+	var s struct {
+		Spec   struct{ SeedName string }    `json:"spec"`
+		Status struct{ TechnicalID string } `json:"status"`
+	}
+	m.wait("shoot sprout scheduled", time.Minute, func() bool {
+		return m.get("/apis/core.gardener.cloud/v1beta1/namespaces/garden/shoots/sprout", &s) && s.Spec.SeedName != ""
+	})
+	if s.Spec.SeedName != "soil" {
+		t.Fatalf("shoot sprout scheduled onto seed %q, want soil", s.Spec.SeedName)
+	}
+	t.Logf("hosted shoot create → scheduled onto soil: %v", time.Since(begin).Round(100*time.Millisecond))
+	m.shootSucceeded("sprout", 8*time.Minute)
+	t.Logf("hosted shoot create → Succeeded: %v", time.Since(begin).Round(100*time.Millisecond))
+	if !m.get("/apis/core.gardener.cloud/v1beta1/namespaces/garden/shoots/sprout", &s) || s.Status.TechnicalID == "" {
+		t.Fatal("shoot sprout has no technical ID")
+	}
+
+	// Its control plane runs in soil, on soil's machine.
+	pods, err := soilCS.CoreV1().Pods(s.Status.TechnicalID).List(ctx, kmetav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	running := map[string]bool{}
+	for _, p := range pods.Items {
+		if p.Status.Phase != corev1.PodRunning || p.DeletionTimestamp != nil {
+			continue
+		}
+		if p.Spec.NodeName != node {
+			t.Errorf("pod %s of the hosted control plane on %q, want soil's machine %s", p.Name, p.Spec.NodeName, node)
+		}
+		// The images of the parent's image vector, which the machine imported (nothing is pulled here).
+		for _, c := range p.Spec.Containers {
+			if !strings.HasPrefix(c.Image, "local.trellis.dev/") {
+				t.Errorf("pod %s runs %s, want an image of the landscape's vector", p.Name, c.Image)
+			}
+		}
+		for _, prefix := range []string{"etcd-main", "etcd-events", "kube-apiserver", "kube-controller-manager"} {
+			if strings.HasPrefix(p.Name, prefix) {
+				running[prefix] = true
+			}
+		}
+	}
+	if len(running) != 4 {
+		t.Errorf("running in soil's namespace %s: %v, want etcd-main, etcd-events, kube-apiserver, kube-controller-manager", s.Status.TechnicalID, running)
+	}
+	pvcs, err := soilCS.CoreV1().PersistentVolumeClaims(s.Status.TechnicalID).List(ctx, kmetav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pvcs.Items) != 2 {
+		t.Errorf("%d volume claims in soil's namespace %s, want etcd-main's and etcd-events'", len(pvcs.Items), s.Status.TechnicalID)
+	}
+	for _, c := range pvcs.Items {
+		if c.Status.Phase != corev1.ClaimBound || c.Spec.StorageClassName == nil || *c.Spec.StorageClassName != "standard" {
+			t.Errorf("volume claim %s: %s, class %v, want Bound of soil's default class standard", c.Name, c.Status.Phase, c.Spec.StorageClassName)
+		}
+	}
+	if free, err := exec.CommandContext(ctx, "free", "-m").Output(); err == nil {
+		t.Logf("memory with both control planes (soil's on seed local, sprout's on soil's machine):\n%s", free)
+	}
+
+	// Its kube-apiserver answers with an admin kubeconfig from the hub: the hub's tunnel, soil's agent.
+	kc := m.shootKubeconfig(ctl, dir, "sprout")
+	rc, err := clientcmd.BuildConfigFromFlags("", kc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc.Timeout = 20 * time.Second
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.wait("shoot sprout's kube-apiserver answering", time.Minute, func() bool {
+		_, err := cs.CoreV1().Namespaces().Get(ctx, "kube-system", kmetav1.GetOptions{})
+		return err == nil
+	})
+	if v, err := cs.Discovery().ServerVersion(); err != nil {
+		t.Errorf("shoot sprout's version: %v", err)
+	} else {
+		t.Logf("shoot sprout's kube-apiserver %s answers through the hub's tunnel", v.GitVersion)
+	}
+
+	// Delete it: its namespace in soil goes, with its volumes.
+	begin = time.Now()
+	path := "/apis/core.gardener.cloud/v1beta1/namespaces/garden/shoots/sprout"
+	m.do(http.MethodPatch, path, `{"metadata":{"annotations":{"confirmation.gardener.cloud/deletion":"true"}}}`, http.StatusOK)
+	code, out, err := m.l.Do(ctx, http.MethodDelete, path, nil)
+	if err != nil || (code != http.StatusOK && code != http.StatusAccepted) {
+		t.Fatalf("delete shoot sprout: %d %v %s", code, err, out)
+	}
+	m.wait("shoot sprout gone", 5*time.Minute, func() bool { return m.gone(path) })
+	t.Logf("hosted shoot delete → gone: %v", time.Since(begin).Round(100*time.Millisecond))
+	m.wait("shoot sprout's namespace and volumes gone from soil", 2*time.Minute, func() bool {
+		_, err := soilCS.CoreV1().Namespaces().Get(ctx, s.Status.TechnicalID, kmetav1.GetOptions{})
+		if !apierrors.IsNotFound(err) {
+			return false
+		}
+		pvs, err := soilCS.CoreV1().PersistentVolumes().List(ctx, kmetav1.ListOptions{})
+		return err == nil && len(pvs.Items) == 0
+	})
+	t.Logf("hosted shoot delete → its namespace and volumes gone from soil: %v; the hosted shoot's phase: %v", time.Since(begin).Round(100*time.Millisecond),
+		time.Since(phase).Round(100*time.Millisecond))
 }
 
 // shootAgentState describes the agent's pods in the shoot and their logs, for a failing test.
@@ -310,8 +473,8 @@ func (m *msLandscape) shootKubeconfig(ctl, dir, name string) string {
 }
 
 // createManagedSeed creates ManagedSeed garden/<name> for shoot garden/<name>, its Seed a provider-local seed with
-// networks (JSON) and deployment (JSON of spec.gardenlet.deployment, "" for none).
-func (m *msLandscape) createManagedSeed(name, networks, deployment string) {
+// networks (JSON), labels (JSON, "" for none) and deployment (JSON of spec.gardenlet.deployment, "" for none).
+func (m *msLandscape) createManagedSeed(name, networks, labels, deployment string) {
 	m.t.Helper()
 	seedSpec := `{"provider":{"type":"local","region":"local"},"ingress":{"domain":"ingress.` + name + `.seed.example.com","controller":{"kind":"nginx"}},` +
 		`"dns":{"provider":{"type":"local","credentialsRef":{"apiVersion":"v1","kind":"Secret","namespace":"garden","name":"` + landscape.DNSSecretName + `"}}},` +
@@ -319,8 +482,11 @@ func (m *msLandscape) createManagedSeed(name, networks, deployment string) {
 	if deployment != "" {
 		deployment = `"deployment":` + deployment + `,`
 	}
+	if labels != "" {
+		labels = `"metadata":{"labels":` + labels + `},`
+	}
 	m.do(http.MethodPost, "/apis/seedmanagement.gardener.cloud/v1alpha1/namespaces/garden/managedseeds", `{"metadata":{"name":"`+name+`"},"spec":{"shoot":{"name":"`+name+`"},`+
-		`"gardenlet":{`+deployment+`"config":{"apiVersion":"gardenlet.config.gardener.cloud/v1alpha1","kind":"GardenletConfiguration","seedConfig":{"spec":`+seedSpec+`}}}}}`,
+		`"gardenlet":{`+deployment+`"config":{"apiVersion":"gardenlet.config.gardener.cloud/v1alpha1","kind":"GardenletConfiguration","seedConfig":{`+labels+`"spec":`+seedSpec+`}}}}}`,
 		http.StatusCreated)
 }
 

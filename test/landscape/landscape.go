@@ -41,7 +41,8 @@ type Landscape struct {
 	imageVector string
 	agentImage  agentImageRef // with agent pods
 	// machineImages are the image archives of this build that the shoots' machines import besides their own: the
-	// agent's and provider-local's, which a ManagedSeed's agent and its ControllerInstallation run there.
+	// agent's and provider-local's, which a ManagedSeed's agent and its ControllerInstallation run there, and the
+	// shoot control plane's, which that agent runs there for the shoots of its seed.
 	machineImages []string
 	hub           *binproc.Process
 	hubc          *hubClient
@@ -143,6 +144,9 @@ func Start(ctx context.Context, cfg Config) (_ *Landscape, err error) {
 			return nil, err
 		}
 		l.cfg.NodeImages = append(l.cfg.NodeImages, localnode.ControlPlaneArchives(l.cfg.TestBinDir)...)
+		// A shoot with machines may become a seed (a ManagedSeed) whose agent, with this vector, runs other shoots'
+		// control planes there: the machines import the same images.
+		l.machineImages = append(l.machineImages, localnode.ControlPlaneArchives(l.cfg.TestBinDir)...)
 	}
 	for _, sc := range cfg.Seeds {
 		l.seeds = append(l.seeds, l.newSeed(sc, l.ProviderLocal && !podMode))

@@ -387,7 +387,8 @@ func (l *Landscape) newSeed(sc SeedConfig, hasProviderLocal bool) *Seed {
 		seedArgs = append(seedArgs, "--node", "--node-images", strings.Join(l.cfg.NodeImages, ","),
 			"--machine-provider-port", strconv.Itoa(MachineProviderPort))
 		if len(l.machineImages) > 0 {
-			// The agent a ManagedSeed deploys into a shoot, and its provider-local, run on the shoot's machines.
+			// The agent a ManagedSeed deploys into a shoot, its provider-local and its shoots' control planes run on
+			// the shoot's machines.
 			seedArgs = append(seedArgs, "--machine-images", strings.Join(l.machineImages, ","))
 		}
 	}

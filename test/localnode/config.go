@@ -17,7 +17,7 @@ import (
 var nodeImageNames = []string{"pause", "busybox", "coredns", "local-path-provisioner"}
 
 // machineImageNames are the images every machine of a shoot imports (Config.Machine): its sandbox, the tools image,
-// and the shoot's system components (kube-proxy, CoreDNS) that the agent deploys.
+// and the shoot's system components (kube-proxy, CoreDNS, local-path-provisioner) that the agent deploys.
 var machineImageNames = append([]string{"pause", "busybox"}, images.ShootSystemImages...)
 
 // files are the node's configuration files and sockets.
@@ -218,7 +218,8 @@ func ControlPlaneArchives(testbin string) []string {
 
 // ControlPlaneImageVector is an image vector for the agent (agent/shoot/imagevector's form) that runs every shoot's
 // control plane from the images of ControlPlaneArchives, and the system components in its shoots from the images its
-// machines import (images.ShootSystemImages), whatever the shoot's Kubernetes version.
+// machines import (images.ShootSystemImages, and busybox for local-path-provisioner's helper pods), whatever the
+// shoot's Kubernetes version.
 func ControlPlaneImageVector(testbin string) ([]byte, error) {
 	var b strings.Builder
 	b.WriteString("images:\n")
@@ -230,5 +231,12 @@ func ControlPlaneImageVector(testbin string) ([]byte, error) {
 		repo, tag, _ := strings.Cut(strings.TrimPrefix(ref, images.Registry+"/"), ":")
 		fmt.Fprintf(&b, "- name: %s\n  repository: %s/%s\n  tag: %q\n", name, images.Registry, repo, tag)
 	}
+	// The helper pods of local-path-provisioner run the tools image, which every machine imports.
+	ref, err := ImageRef(testbin, "busybox")
+	if err != nil {
+		return nil, err
+	}
+	repo, tag, _ := strings.Cut(strings.TrimPrefix(ref, images.Registry+"/"), ":")
+	fmt.Fprintf(&b, "- name: local-path-helper\n  repository: %s/%s\n  tag: %q\n", images.Registry, repo, tag)
 	return []byte(b.String()), nil
 }

@@ -33,7 +33,8 @@ type Config struct {
 	// Kubeconfig reaches the seed's kube-apiserver (on host loopback) as an administrator; the node's components use
 	// its credentials, through the forwarder on the slot's HostIP.
 	Kubeconfig []byte
-	// Images are further image archives to import (e.g. provider-local's from `make images`).
+	// Images are further image archives to import (e.g. provider-local's from `make images`); a machine imports them
+	// while its kubelet bootstraps, so that they are there before its start returns.
 	Images []string
 	// Log receives the node's progress; nil discards it.
 	Log *slog.Logger
@@ -203,7 +204,8 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	return n, nil
 }
 
-// startContainerd starts containerd and imports the images named (from testbin/images) and the configured ones.
+// startContainerd starts containerd and imports the images named (from testbin/images) and, unless the node is a
+// machine (which imports them while its kubelet bootstraps: startMachine), the configured ones.
 func (n *Node) startContainerd(ctx context.Context, bins binaries, files files, images []string) error {
 	ctrd, err := n.start(ctx, "containerd", true, bins.containerd, "--config", files.containerd)
 	if err != nil {
@@ -216,6 +218,14 @@ func (n *Node) startContainerd(ctx context.Context, bins binaries, files files, 
 	if err != nil {
 		return err
 	}
+	if n.cfg.Machine == nil {
+		archives = append(archives, n.cfg.Images...)
+	}
+	return importImages(ctx, bins, files, archives)
+}
+
+// importImages imports image archives into the node's containerd.
+func importImages(ctx context.Context, bins binaries, files files, archives []string) error {
 	for _, a := range archives {
 		out, err := exec.CommandContext(ctx, bins.ctr, "--address", files.containerdSocket, "-n", "k8s.io", "images",
 			"import", "--no-unpack=false", a).CombinedOutput()
@@ -259,6 +269,11 @@ func (n *Node) startMachine(ctx context.Context, bins binaries) error {
 	if err != nil {
 		return err
 	}
+	// The further images (Config.Images: what a ManagedSeed runs on the machine) are not needed before the shoot is
+	// reconciled, which waits for this machine: they are imported while kubelet bootstraps.
+	if err := importImages(ctx, bins, files, cfg.Images); err != nil {
+		return err
+	}
 	// kubelet writes its kubeconfig at once and bootstraps in the background; the certificate it names comes once the
 	// shoot's kube-controller-manager signed the CSR.
 	if err := waitFile(ctx, kubelet, filepath.Join(cfg.Slot.StateDir(), "kubelet", "pki", "kubelet-client-current.pem")); err != nil {
@@ -277,7 +292,7 @@ func labelFlag(labels map[string]string) string {
 	return strings.Join(parts, ",")
 }
 
-// imageArchives returns the archives of the images named (from testbin/images) and the configured ones.
+// imageArchives returns the archives of the images named (from testbin/images).
 func (n *Node) imageArchives(names []string) ([]string, error) {
 	var archives []string
 	for _, name := range names {
@@ -287,7 +302,7 @@ func (n *Node) imageArchives(names []string) ([]string, error) {
 		}
 		archives = append(archives, a)
 	}
-	return append(archives, n.cfg.Images...), nil
+	return archives, nil
 }
 
 // waitReady waits for the Node object to be Ready.

@@ -24,6 +24,11 @@ const (
 	// KubeProxy and CoreDNS are the system components the agent deploys into a shoot with workers.
 	KubeProxy = "kube-proxy"
 	CoreDNS   = "coredns"
+	// LocalPathProvisioner and LocalPathHelper are the storage provisioner the agent deploys into a shoot of
+	// provider type local with workers (Gardener: provider-local's shoot-system-components) and the image of its
+	// helper pods, which create and remove the volumes' directories.
+	LocalPathProvisioner = "local-path-provisioner"
+	LocalPathHelper      = "local-path-helper"
 )
 
 //go:embed images.yaml

@@ -18,6 +18,8 @@ func TestDefault(t *testing.T) {
 		ETCDBackupRestore:     "ghcr.io/trellis-dev/trellis/etcd-backup-restore:latest",
 		KubeProxy:             "registry.k8s.io/kube-proxy:v1.31.1",
 		CoreDNS:               "registry.k8s.io/coredns/coredns:v1.12.1",
+		LocalPathProvisioner:  "docker.io/rancher/local-path-provisioner:v0.0.30",
+		LocalPathHelper:       "docker.io/library/busybox:1.37.0",
 	} {
 		if got, err := v.Image(c, "1.31.1"); err != nil || got != want {
 			t.Errorf("%s: %q %v, want %q", c, got, err, want)
