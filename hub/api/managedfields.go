@@ -154,13 +154,16 @@ func (c fieldsTypeConverter) ObjectToTyped(obj runtime.Object, opts ...typed.Val
 	return c.TypeConverter.ObjectToTyped(obj, opts...)
 }
 
-// newFieldsObject is obj, a message of kind gvk, as the field managers see it.
-func newFieldsObject(obj store.Object, gvk schema.GroupVersionKind) (*fieldsObject, error) {
-	b, err := kjson.Marshal(obj)
-	if err != nil {
-		return nil, apierrors.NewInternalError(err)
+// newFieldsObject is obj, a message of kind gvk, as the field managers see it; doc is obj's JSON when the caller has
+// it (kjson.Marshal), else nil.
+func newFieldsObject(obj store.Object, doc []byte, gvk schema.GroupVersionKind) (*fieldsObject, error) {
+	if doc == nil {
+		var err error
+		if doc, err = kjson.Marshal(obj); err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
 	}
-	content, err := decodeJSONObject(b)
+	content, err := decodeJSONObject(doc)
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
 	}
@@ -185,6 +188,11 @@ func jsonToUnstructured(doc []byte, gvk schema.GroupVersionKind) (*unstructured.
 // the fields it changed. reset is an update whose body had an empty managedFields list. Failures leave obj without
 // managedFields, as kube-apiserver's UpdateNoErrors does.
 func (s *Server[T, L, E, PE]) recordUpdate(ctx context.Context, sub string, live, obj T, reset bool) error {
+	return s.recordUpdateJSON(ctx, sub, live, nil, obj, reset)
+}
+
+// recordUpdateJSON is recordUpdate with liveJSON, the JSON of live (kjson.Marshal) when the caller has it.
+func (s *Server[T, L, E, PE]) recordUpdateJSON(ctx context.Context, sub string, live T, liveJSON []byte, obj T, reset bool) error {
 	fm := s.fields[sub]
 	if fm == nil {
 		return nil
@@ -193,7 +201,7 @@ func (s *Server[T, L, E, PE]) recordUpdate(ctx context.Context, sub string, live
 	if any(live) != nil && live.ProtoReflect().IsValid() {
 		l = live
 	}
-	mf, err := recordWrite(fm, s.gvk(), l, obj, managerName(ctx), reset)
+	mf, err := recordWrite(fm, s.gvk(), l, liveJSON, obj, managerName(ctx), reset)
 	if err != nil {
 		return err
 	}
@@ -201,17 +209,18 @@ func (s *Server[T, L, E, PE]) recordUpdate(ctx context.Context, sub string, live
 	return nil
 }
 
-// recordWrite is recordUpdate with fm for objects of kind gvk (live nil for a create): obj's new managedFields.
-func recordWrite(fm *managedfields.FieldManager, gvk schema.GroupVersionKind, live, obj store.Object, manager string, reset bool) ([]*metav1.ManagedFieldsEntry, error) {
+// recordWrite is recordUpdate with fm for objects of kind gvk (live nil for a create; liveJSON its JSON or nil):
+// obj's new managedFields.
+func recordWrite(fm *managedfields.FieldManager, gvk schema.GroupVersionKind, live store.Object, liveJSON []byte, obj store.Object, manager string, reset bool) ([]*metav1.ManagedFieldsEntry, error) {
 	liveO := &fieldsObject{Unstructured: unstructured.Unstructured{Object: map[string]any{}}}
 	liveO.SetGroupVersionKind(gvk)
 	if live != nil {
 		var err error
-		if liveO, err = newFieldsObject(live, gvk); err != nil {
+		if liveO, err = newFieldsObject(live, liveJSON, gvk); err != nil {
 			return nil, err
 		}
 	}
-	newO, err := newFieldsObject(obj, gvk)
+	newO, err := newFieldsObject(obj, nil, gvk)
 	if err != nil {
 		return nil, err
 	}

@@ -707,7 +707,8 @@ func (s *Server[T, L, E, PE]) Patch(ctx context.Context, req *metav1.PatchReques
 		switch {
 		case applying:
 		case req.GetSubresource() == "":
-			err = s.recordUpdate(ctx, "", curT, obj, resetsManagedFields(patched))
+			// doc is curT's JSON: the field manager reads the live object from it.
+			err = s.recordUpdateJSON(ctx, "", curT, doc, obj, resetsManagedFields(patched))
 		default:
 			err = s.recordSubresource(ctx, req.GetSubresource(), curT, obj)
 		}
