@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
 
@@ -356,6 +357,12 @@ func plainJSON(doc []byte) bool {
 // (k8s.io/apimachinery/pkg/util/json): objects as map[string]any (the last of duplicate names wins), arrays as []any,
 // integers that fit as int64, other numbers as float64, invalid UTF-8 as U+FFFD.
 func decodeJSONObject(doc []byte) (map[string]any, error) {
+	// Compact, valid JSON (what kjson writes) is read by a byte scanner; anything else (invalid UTF-8, errors) by
+	// jsontext's decoder.
+	r := jsonReader{doc: doc}
+	if v, ok := r.object(); ok && r.end() {
+		return v, nil
+	}
 	dec := jsontext.NewDecoder(bytes.NewReader(doc), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
 	if dec.PeekKind() != '{' {
 		if _, err := dec.ReadToken(); err != nil {
@@ -371,6 +378,211 @@ func decodeJSONObject(doc []byte) (map[string]any, error) {
 		return nil, errors.New("unexpected data after the JSON object")
 	}
 	return v.(map[string]any), nil
+}
+
+// jsonReader reads valid JSON into the unstructured form; ok false when the document is not valid JSON or has a
+// string with invalid UTF-8 (which the caller leaves to jsontext's decoder).
+type jsonReader struct {
+	doc []byte
+	i   int
+}
+
+func (r *jsonReader) space() {
+	for r.i < len(r.doc) {
+		switch r.doc[r.i] {
+		case ' ', '\t', '\n', '\r':
+			r.i++
+		default:
+			return
+		}
+	}
+}
+
+func (r *jsonReader) end() bool {
+	r.space()
+	return r.i == len(r.doc)
+}
+
+func (r *jsonReader) value() (any, bool) {
+	r.space()
+	if r.i >= len(r.doc) {
+		return nil, false
+	}
+	switch c := r.doc[r.i]; {
+	case c == '{':
+		return r.object()
+	case c == '[':
+		r.i++
+		a := []any{}
+		r.space()
+		if r.i < len(r.doc) && r.doc[r.i] == ']' {
+			r.i++
+			return a, true
+		}
+		for {
+			v, ok := r.value()
+			if !ok {
+				return nil, false
+			}
+			a = append(a, v)
+			r.space()
+			if r.i >= len(r.doc) {
+				return nil, false
+			}
+			r.i++
+			switch r.doc[r.i-1] {
+			case ',':
+			case ']':
+				return a, true
+			default:
+				return nil, false
+			}
+		}
+	case c == '"':
+		return r.str()
+	case c == 't':
+		return true, r.literal("true")
+	case c == 'f':
+		return false, r.literal("false")
+	case c == 'n':
+		return nil, r.literal("null")
+	default:
+		return r.number()
+	}
+}
+
+func (r *jsonReader) literal(lit string) bool {
+	if !bytes.HasPrefix(r.doc[r.i:], []byte(lit)) {
+		return false
+	}
+	r.i += len(lit)
+	return true
+}
+
+func (r *jsonReader) object() (map[string]any, bool) {
+	r.space()
+	if r.i >= len(r.doc) || r.doc[r.i] != '{' {
+		return nil, false
+	}
+	r.i++
+	m := map[string]any{}
+	r.space()
+	if r.i < len(r.doc) && r.doc[r.i] == '}' {
+		r.i++
+		return m, true
+	}
+	for {
+		r.space()
+		if r.i >= len(r.doc) || r.doc[r.i] != '"' {
+			return nil, false
+		}
+		k, ok := r.str()
+		if !ok {
+			return nil, false
+		}
+		r.space()
+		if r.i >= len(r.doc) || r.doc[r.i] != ':' {
+			return nil, false
+		}
+		r.i++
+		v, ok := r.value()
+		if !ok {
+			return nil, false
+		}
+		m[k] = v
+		r.space()
+		if r.i >= len(r.doc) {
+			return nil, false
+		}
+		r.i++
+		switch r.doc[r.i-1] {
+		case ',':
+		case '}':
+			return m, true
+		default:
+			return nil, false
+		}
+	}
+}
+
+// str reads a string at r.i (a '"'): in place when it has no escapes, else through jsontext.AppendUnquote.
+func (r *jsonReader) str() (string, bool) {
+	start := r.i
+	r.i++
+	plain, ascii := true, true
+	for r.i < len(r.doc) {
+		switch c := r.doc[r.i]; {
+		case c == '"':
+			r.i++
+			if plain {
+				body := r.doc[start+1 : r.i-1]
+				if !ascii && !utf8.Valid(body) {
+					return "", false
+				}
+				return string(body), true
+			}
+			out, err := jsontext.AppendUnquote(nil, r.doc[start:r.i])
+			if err != nil {
+				return "", false
+			}
+			return string(out), true
+		case c == '\\':
+			plain = false
+			r.i += 2
+		case c < 0x20:
+			return "", false
+		default:
+			if c >= 0x80 {
+				ascii = false
+			}
+			r.i++
+		}
+	}
+	return "", false
+}
+
+// number reads a JSON number as apimachinery does: int64 when it has no '.' and fits, else float64.
+func (r *jsonReader) number() (any, bool) {
+	start := r.i
+	digits := func() bool {
+		n := r.i
+		for r.i < len(r.doc) && r.doc[r.i] >= '0' && r.doc[r.i] <= '9' {
+			r.i++
+		}
+		return r.i > n
+	}
+	if r.i < len(r.doc) && r.doc[r.i] == '-' {
+		r.i++
+	}
+	intStart := r.i
+	if !digits() || (r.doc[intStart] == '0' && r.i-intStart > 1) {
+		return nil, false
+	}
+	isInt := true
+	if r.i < len(r.doc) && r.doc[r.i] == '.' {
+		r.i++
+		isInt = false
+		if !digits() {
+			return nil, false
+		}
+	}
+	if r.i < len(r.doc) && (r.doc[r.i] == 'e' || r.doc[r.i] == 'E') {
+		r.i++
+		if r.i < len(r.doc) && (r.doc[r.i] == '+' || r.doc[r.i] == '-') {
+			r.i++
+		}
+		if !digits() {
+			return nil, false
+		}
+	}
+	lit := string(r.doc[start:r.i])
+	if isInt {
+		if n, err := strconv.ParseInt(lit, 10, 64); err == nil {
+			return n, true
+		}
+	}
+	f, err := strconv.ParseFloat(lit, 64)
+	return f, err == nil
 }
 
 func decodeJSONValue(dec *jsontext.Decoder) (any, error) {

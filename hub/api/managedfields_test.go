@@ -203,10 +203,12 @@ func TestDecodeJSONObject(t *testing.T) {
 		`{"a":null,"b":true,"c":false,"d":"s\u00e9\n","e":[],"f":{},"g":[1,-2,3.5,1e3,1.0,9223372036854775807,9223372036854775808,-0]}`,
 		`{"a":{"b":{"c":[{"d":1},[2,[3]]]}},"a":"last wins"}`,
 		` {"x" : [ "y" , { } ] } `,
+		`{"q":"a\"b\\c\/d\n","neg":-0.5e-3,"exp":2E+2,"zero":0,"big":-9223372036854775809,"e":[ ],"t":[true,false,null]}`,
 	} {
 		compareJSONObject(t, []byte(doc))
 	}
-	for _, bad := range []string{``, `[]`, `"s"`, `{"a":}`, `{"a":1} x`, `{"a":1`, `{"a":[1,]}`, `{1:2}`} {
+	for _, bad := range []string{``, `[]`, `"s"`, `{"a":}`, `{"a":1} x`, `{"a":1`, `{"a":[1,]}`, `{1:2}`,
+		`{"a":01}`, `{"a":1.}`, `{"a":-}`, `{"a":.5}`, `{"a":1e}`, "{\"a\":\"\x01\"}", `{"a":"\x"}`, `{"a":tru}`, `{"a" 1}`, `{"a":1,}`, `{"a":[1 2]}`} {
 		if _, err := decodeJSONObject([]byte(bad)); err == nil {
 			t.Errorf("decodeJSONObject(%q) succeeded", bad)
 		}
