@@ -28,7 +28,7 @@ import (
 // recordWriteUnstructured is recordWrite as apimachinery's field manager does it on unstructured objects (JSON read
 // by apimachinery's decoder, managedFields converted through the unstructured map): the reference recordWrite must
 // match.
-func recordWriteUnstructured(t *testing.T, fm *managedfields.FieldManager, gvk schema.GroupVersionKind, live, obj store.Object, manager string, reset bool) []*metav1.ManagedFieldsEntry {
+func recordWriteUnstructured(t testing.TB, fm *managedfields.FieldManager, gvk schema.GroupVersionKind, live, obj store.Object, manager string, reset bool) []*metav1.ManagedFieldsEntry {
 	t.Helper()
 	toU := func(o store.Object) *unstructured.Unstructured {
 		b, err := kjson.Marshal(o)
@@ -66,7 +66,7 @@ func recordWriteUnstructured(t *testing.T, fm *managedfields.FieldManager, gvk s
 	return mf
 }
 
-func exampleShoot(t *testing.T) *corev1beta1.Shoot {
+func exampleShoot(t testing.TB) *corev1beta1.Shoot {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(gardenerexamples.Dir(t), "90-shoot.yaml"))
 	if err != nil {
@@ -261,4 +261,36 @@ func TestSortedJSON(t *testing.T) {
 			t.Errorf("sortedJSON(%s) = %s, want %s", doc, got, want)
 		}
 	}
+}
+
+// BenchmarkRecordWrite records a label change of Gardener's example Shoot by a second manager (an update's
+// managedFields work), as the hub does it and on unstructured objects (the reference).
+func BenchmarkRecordWrite(b *testing.B) {
+	k, _ := KindFor("core.gardener.cloud/v1beta1", "Shoot")
+	fms, err := newFieldManagers(typeConverter(b), k)
+	if err != nil {
+		b.Fatal(err)
+	}
+	gvk := k.GroupVersionKind()
+	live := exampleShoot(b)
+	live.Metadata.Uid = "u1"
+	if live.Metadata.ManagedFields, err = recordWrite(fms[""], gvk, nil, nil, live, "creator", false); err != nil {
+		b.Fatal(err)
+	}
+	next := proto.Clone(live).(*corev1beta1.Shoot)
+	next.Metadata.Labels = map[string]string{"a": "b"}
+	b.Run("hub", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := recordWrite(fms[""], gvk, live, nil, proto.Clone(next).(store.Object), "labeler", false); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("unstructured", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			recordWriteUnstructured(b, fms[""], gvk, live, proto.Clone(next).(store.Object), "labeler", false)
+		}
+	})
 }
