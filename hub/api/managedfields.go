@@ -425,17 +425,8 @@ func (r *jsonReader) value() (any, bool) {
 				return nil, false
 			}
 			a = append(a, v)
-			r.space()
-			if r.i >= len(r.doc) {
-				return nil, false
-			}
-			r.i++
-			switch r.doc[r.i-1] {
-			case ',':
-			case ']':
-				return a, true
-			default:
-				return nil, false
+			if done, ok := r.separator(']'); !ok || done {
+				return a, ok
 			}
 		}
 	case c == '"':
@@ -490,19 +481,26 @@ func (r *jsonReader) object() (map[string]any, bool) {
 			return nil, false
 		}
 		m[k] = v
-		r.space()
-		if r.i >= len(r.doc) {
-			return nil, false
-		}
-		r.i++
-		switch r.doc[r.i-1] {
-		case ',':
-		case '}':
-			return m, true
-		default:
-			return nil, false
+		if done, ok := r.separator('}'); !ok || done {
+			return m, ok
 		}
 	}
+}
+
+// separator reads what follows a member of an object or array: a ',' (more follow) or end, its closing bracket.
+func (r *jsonReader) separator(end byte) (done, ok bool) {
+	r.space()
+	if r.i >= len(r.doc) {
+		return false, false
+	}
+	r.i++
+	switch r.doc[r.i-1] {
+	case ',':
+		return false, true
+	case end:
+		return true, true
+	}
+	return false, false
 }
 
 // str reads a string at r.i (a '"'): in place when it has no escapes, else through jsontext.AppendUnquote.
