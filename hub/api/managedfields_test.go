@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -130,9 +131,13 @@ func TestRecordWriteMatchesUnstructured(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		liveJSONBefore := bytes.Clone(liveJSON)
 		got, err := recordWrite(fms[sub], gvk, live, liveJSON, obj, manager, reset)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
+		}
+		if !bytes.Equal(liveJSON, liveJSONBefore) {
+			t.Fatalf("%s: recordWrite changed the live object's JSON (shared with the watch cache)", name)
 		}
 		if live != nil && !proto.Equal(live, liveBefore) {
 			t.Fatalf("%s: recordWrite changed the live object", name)
@@ -293,4 +298,48 @@ func BenchmarkRecordWrite(b *testing.B) {
 			recordWriteUnstructured(b, fms[""], gvk, live, proto.Clone(next).(store.Object), "labeler", false)
 		}
 	})
+}
+
+// TestPatchFuncsLeaveDocument: a patch is applied to the JSON the watch cache memoized of the current object
+// (Server.memoizedJSON), shared with every reader: no patch type (a strategic merge patch without the kinds' patch
+// metadata is a merge patch here) and no server-side apply may write into it.
+func TestPatchFuncsLeaveDocument(t *testing.T) {
+	k, _ := KindFor("core.gardener.cloud/v1beta1", "Shoot")
+	fms, err := newFieldManagers(typeConverter(t), k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Server[*corev1beta1.Shoot, *corev1beta1.ShootList, corev1beta1.ShootWatchEvent, *corev1beta1.ShootWatchEvent]{kind: k, reg: &Registry{}, fields: fms}
+	shoot := exampleShoot(t)
+	doc, err := kjson.Marshal(shoot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shared := bytes.Clone(doc)
+	for _, p := range []struct{ typ, patch string }{
+		{PatchTypeMerge, `{"metadata":{"labels":{"a":"b"}},"spec":{"region":null}}`},
+		{PatchTypeStrategic, `{"metadata":{"annotations":{"x":"y"}}}`},
+		{PatchTypeJSON, `[{"op":"add","path":"/metadata/labels","value":{"c":"d"}},{"op":"remove","path":"/spec/purpose"}]`},
+	} {
+		apply, err := s.patchFunc(p.typ, []byte(p.patch))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := apply(shared); err != nil {
+			t.Fatalf("%s: %v", p.typ, err)
+		}
+		if !bytes.Equal(shared, doc) {
+			t.Fatalf("%s patch changed the document it was applied to", p.typ)
+		}
+	}
+	applied, err := parseApplyPatch([]byte(`{"apiVersion":"core.gardener.cloud/v1beta1","kind":"Shoot","metadata":{"name":"crazy-botany","labels":{"e":"f"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := applyPatch(fms[""], k.GroupVersionKind(), shared, applied, "applier", false); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(shared, doc) {
+		t.Fatal("server-side apply changed the document it was applied to")
+	}
 }
