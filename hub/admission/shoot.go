@@ -74,7 +74,9 @@ func validateShoot(ctx context.Context, r Reader, s, old *corev1beta1.Shoot) fie
 	}
 	// Like the references below, the spec rules apply on create and when the spec changes: a shoot stored before a
 	// rule existed still takes the agents' metadata writes (finalizers), e.g. while it is being deleted.
-	if old == nil || !proto.Equal(s.GetSpec(), old.GetSpec()) {
+	// Compared once: the spec of a Shoot is most of it.
+	specUnchanged := old != nil && proto.Equal(s.GetSpec(), old.GetSpec())
+	if !specUnchanged {
 		errs = append(errs, validateShootSpecRules(s)...)
 	}
 	errs = append(errs, validateShootOperation(s, old)...)
@@ -86,7 +88,7 @@ func validateShoot(ctx context.Context, r Reader, s, old *corev1beta1.Shoot) fie
 	if len(errs) > 0 {
 		return errs
 	}
-	if old != nil && proto.Equal(s.GetSpec(), old.GetSpec()) {
+	if specUnchanged {
 		return nil
 	}
 	return append(errs, admitShoot(ctx, r, s, old)...)

@@ -16,17 +16,16 @@ import (
 	"github.com/trellis-dev/trellis/proto/kjson"
 )
 
-// FuzzApply feeds server-side apply patches to the apply path of a ConfigMap and a Shoot (the field managers over
-// the hub's OpenAPI schemas, as the hub builds them): it must never panic; a patch is refused with a Kubernetes
-// status (400, 409), or the merged object decodes as the kind and carries managedFields that decode.
-func FuzzApply(f *testing.F) {
+// typeConverter is server-side apply's type converter over the hub's OpenAPI schemas, as the hub builds it.
+func typeConverter(t testing.TB) managedfields.TypeConverter {
+	t.Helper()
 	raw, err := openapidocs.FS.ReadFile("swagger.json")
 	if err != nil {
-		f.Fatal(err)
+		t.Fatal(err)
 	}
 	var doc spec.Swagger
 	if err := json.Unmarshal(raw, &doc); err != nil {
-		f.Fatal(err)
+		t.Fatal(err)
 	}
 	defs := map[string]*spec.Schema{}
 	for name, d := range doc.Definitions {
@@ -34,8 +33,16 @@ func FuzzApply(f *testing.F) {
 	}
 	tc, err := managedfields.NewTypeConverter(defs, false)
 	if err != nil {
-		f.Fatal(err)
+		t.Fatal(err)
 	}
+	return tc
+}
+
+// FuzzApply feeds server-side apply patches to the apply path of a ConfigMap and a Shoot (the field managers over
+// the hub's OpenAPI schemas, as the hub builds them): it must never panic; a patch is refused with a Kubernetes
+// status (400, 409), or the merged object decodes as the kind and carries managedFields that decode.
+func FuzzApply(f *testing.F) {
+	tc := typeConverter(f)
 	type target struct {
 		kind Kind
 		live string

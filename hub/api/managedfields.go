@@ -6,7 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"strconv"
 	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/go-json-experiment/json/jsontext"
 
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/proto"
@@ -18,12 +24,13 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/structured-merge-diff/v6/typed"
 	"sigs.k8s.io/yaml"
 
 	"github.com/trellis-dev/trellis/gateway"
+	"github.com/trellis-dev/trellis/hub/store"
 	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
 	"github.com/trellis-dev/trellis/proto/kjson"
 )
@@ -52,7 +59,7 @@ func newFieldManagers(tc managedfields.TypeConverter, k Kind) (fieldManagers, er
 	}
 	conv := unstructuredConverter{gvk: gvk}
 	for _, sub := range subs {
-		fm, err := managedfields.NewDefaultFieldManager(tc, conv, conv, conv, gvk, gvk.GroupVersion(), sub, nil)
+		fm, err := managedfields.NewDefaultFieldManager(fieldsTypeConverter{tc}, conv, conv, conv, gvk, gvk.GroupVersion(), sub, nil)
 		if err != nil {
 			return nil, fmt.Errorf("kind %s: %w", k.id(), err)
 		}
@@ -117,21 +124,62 @@ func metadataTrue(ctx context.Context, key string) bool {
 	return len(v) > 0 && v[0] == "true"
 }
 
-// toUnstructured is obj's JSON as an unstructured object of the kind.
-func (s *Server[T, L, E, PE]) toUnstructured(obj T) (*unstructured.Unstructured, error) {
-	b, err := kjson.Marshal(obj)
+// fieldsObject is an object as the field managers see it: its JSON as an unstructured object, and its
+// metadata.managedFields as typed entries that the field managers read and write through the metav1.Object accessor
+// (GetManagedFields, SetManagedFields) without converting them to and from the unstructured map by reflection, what
+// unstructured.Unstructured does. The map keeps the managedFields of the JSON (the live object's, which the
+// comparison of the live and the new object sees as kube-apiserver's does) until SetManagedFields replaces them.
+type fieldsObject struct {
+	unstructured.Unstructured
+	managed []kmetav1.ManagedFieldsEntry
+}
+
+// GetManagedFields returns the typed managed fields.
+func (o *fieldsObject) GetManagedFields() []kmetav1.ManagedFieldsEntry { return o.managed }
+
+// SetManagedFields sets the typed managed fields; nil also removes them from the map, as Unstructured does.
+func (o *fieldsObject) SetManagedFields(m []kmetav1.ManagedFieldsEntry) {
+	o.managed = m
+	if m == nil {
+		o.Unstructured.SetManagedFields(nil)
+	}
+}
+
+// fieldsTypeConverter is the field managers' type converter: a fieldsObject is typed by its unstructured content.
+type fieldsTypeConverter struct{ managedfields.TypeConverter }
+
+func (c fieldsTypeConverter) ObjectToTyped(obj runtime.Object, opts ...typed.ValidationOptions) (*typed.TypedValue, error) {
+	if o, ok := obj.(*fieldsObject); ok {
+		obj = &o.Unstructured
+	}
+	return c.TypeConverter.ObjectToTyped(obj, opts...)
+}
+
+// newFieldsObject is obj, a message of kind gvk, as the field managers see it; doc is obj's JSON when the caller has
+// it (kjson.Marshal), else nil.
+func newFieldsObject(obj store.Object, doc []byte, gvk schema.GroupVersionKind) (*fieldsObject, error) {
+	if doc == nil {
+		var err error
+		if doc, err = kjson.Marshal(obj); err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+	}
+	content, err := decodeJSONObject(doc)
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
 	}
-	return jsonToUnstructured(b, s.gvk())
+	o := &fieldsObject{Unstructured: unstructured.Unstructured{Object: content}, managed: toKubeManagedFields(obj.GetMetadata().GetManagedFields())}
+	o.SetGroupVersionKind(gvk)
+	return o, nil
 }
 
 // jsonToUnstructured reads the JSON of an object of kind gvk.
 func jsonToUnstructured(doc []byte, gvk schema.GroupVersionKind) (*unstructured.Unstructured, error) {
-	u := &unstructured.Unstructured{Object: map[string]any{}}
-	if err := utiljson.Unmarshal(doc, &u.Object); err != nil {
+	content, err := decodeJSONObject(doc)
+	if err != nil {
 		return nil, apierrors.NewBadRequest(err.Error())
 	}
+	u := &unstructured.Unstructured{Object: content}
 	u.SetGroupVersionKind(gvk)
 	return u, nil
 }
@@ -141,34 +189,51 @@ func jsonToUnstructured(doc []byte, gvk schema.GroupVersionKind) (*unstructured.
 // the fields it changed. reset is an update whose body had an empty managedFields list. Failures leave obj without
 // managedFields, as kube-apiserver's UpdateNoErrors does.
 func (s *Server[T, L, E, PE]) recordUpdate(ctx context.Context, sub string, live, obj T, reset bool) error {
+	return s.recordUpdateJSON(ctx, sub, live, nil, obj, reset)
+}
+
+// recordUpdateJSON is recordUpdate with liveJSON, the JSON of live (kjson.Marshal) when the caller has it.
+func (s *Server[T, L, E, PE]) recordUpdateJSON(ctx context.Context, sub string, live T, liveJSON []byte, obj T, reset bool) error {
 	fm := s.fields[sub]
 	if fm == nil {
 		return nil
 	}
-	var liveU runtime.Object
+	var l store.Object
 	if any(live) != nil && live.ProtoReflect().IsValid() {
-		u, err := s.toUnstructured(live)
-		if err != nil {
-			return err
-		}
-		liveU = u
-	} else {
-		liveU, _ = unstructuredConverter{}.New(s.gvk())
+		l = live
 	}
-	newU, err := s.toUnstructured(obj)
+	mf, err := recordWrite(fm, s.gvk(), l, liveJSON, obj, managerName(ctx), reset)
 	if err != nil {
 		return err
 	}
-	if reset {
-		newU.SetManagedFields([]kmetav1.ManagedFieldsEntry{})
-	}
-	out := fm.UpdateNoErrors(liveU, newU, managerName(ctx))
-	u, ok := out.(*unstructured.Unstructured)
-	if !ok {
-		return apierrors.NewInternalError(fmt.Errorf("field manager returned %T", out))
-	}
-	s.meta(obj).ManagedFields = fromKubeManagedFields(u.GetManagedFields())
+	s.meta(obj).ManagedFields = mf
 	return nil
+}
+
+// recordWrite is recordUpdate with fm for objects of kind gvk (live nil for a create; liveJSON its JSON or nil):
+// obj's new managedFields.
+func recordWrite(fm *managedfields.FieldManager, gvk schema.GroupVersionKind, live store.Object, liveJSON []byte, obj store.Object, manager string, reset bool) ([]*metav1.ManagedFieldsEntry, error) {
+	liveO := &fieldsObject{Unstructured: unstructured.Unstructured{Object: map[string]any{}}}
+	liveO.SetGroupVersionKind(gvk)
+	if live != nil {
+		var err error
+		if liveO, err = newFieldsObject(live, liveJSON, gvk); err != nil {
+			return nil, err
+		}
+	}
+	newO, err := newFieldsObject(obj, nil, gvk)
+	if err != nil {
+		return nil, err
+	}
+	if reset {
+		newO.managed = []kmetav1.ManagedFieldsEntry{}
+	}
+	out := fm.UpdateNoErrors(liveO, newO, manager)
+	o, ok := out.(*fieldsObject)
+	if !ok {
+		return nil, apierrors.NewInternalError(fmt.Errorf("field manager returned %T", out))
+	}
+	return fromKubeManagedFields(o.managed), nil
 }
 
 func (s *Server[T, L, E, PE]) gvk() schema.GroupVersionKind { return s.kind.GroupVersionKind() }
@@ -227,7 +292,8 @@ func applyPatch(fm *managedfields.FieldManager, gvk schema.GroupVersionKind, doc
 	return runtime.Encode(unstructured.UnstructuredJSONScheme, out)
 }
 
-// fromKubeManagedFields converts managed fields to the proto's.
+// fromKubeManagedFields converts managed fields to the proto's, as the JSON of an unstructured object carries them
+// (what kube-apiserver stores for a custom resource): times in whole seconds, fieldsV1 with its keys sorted.
 func fromKubeManagedFields(in []kmetav1.ManagedFieldsEntry) []*metav1.ManagedFieldsEntry {
 	if len(in) == 0 {
 		return nil
@@ -239,14 +305,331 @@ func fromKubeManagedFields(in []kmetav1.ManagedFieldsEntry) []*metav1.ManagedFie
 			Subresource: e.Subresource,
 		}
 		if e.Time != nil {
-			pe.Time = timestamppb.New(e.Time.Time)
+			pe.Time = timestamppb.New(e.Time.Truncate(time.Second))
 		}
 		if e.FieldsV1 != nil {
-			pe.FieldsV1 = &metav1.RawExtension{Raw: e.FieldsV1.GetRawBytes()}
+			pe.FieldsV1 = &metav1.RawExtension{Raw: sortedJSON(e.FieldsV1.GetRawBytes())}
 		}
 		out = append(out, pe)
 	}
 	return out
+}
+
+// sortedJSON returns a JSON object with the keys of every object sorted, as encoding/json writes a map (doc as it
+// is when it does not decode). A document of printable ASCII without characters encoding/json escapes (<, >, &) and
+// without escapes other than \" is sorted in place (RFC 8785's canonical form, the same bytes for such documents),
+// what every fieldsV1 but those naming unusual keys is.
+func sortedJSON(doc []byte) []byte {
+	if plainJSON(doc) {
+		v := jsontext.Value(bytes.Clone(doc))
+		if v.Canonicalize() == nil {
+			return v
+		}
+	}
+	m, err := decodeJSONObject(doc)
+	if err != nil {
+		return doc
+	}
+	out, err := json.Marshal(m)
+	if err != nil {
+		return doc
+	}
+	return out
+}
+
+// plainJSON reports whether doc is printable ASCII without <, >, & and without escapes other than \".
+func plainJSON(doc []byte) bool {
+	for i := 0; i < len(doc); i++ {
+		switch c := doc[i]; {
+		case c < 0x20 || c > 0x7e || c == '<' || c == '>' || c == '&':
+			return false
+		case c == '\\':
+			if i+1 >= len(doc) || doc[i+1] != '"' {
+				return false
+			}
+			i++
+		}
+	}
+	return true
+}
+
+// decodeJSONObject reads a JSON object into the unstructured form, as apimachinery's JSON decoder reads it
+// (k8s.io/apimachinery/pkg/util/json): objects as map[string]any (the last of duplicate names wins), arrays as []any,
+// integers that fit as int64, other numbers as float64, invalid UTF-8 as U+FFFD.
+func decodeJSONObject(doc []byte) (map[string]any, error) {
+	// Compact, valid JSON (what kjson writes) is read by a byte scanner; anything else (invalid UTF-8, errors) by
+	// jsontext's decoder.
+	r := jsonReader{doc: doc}
+	if v, ok := r.object(); ok && r.end() {
+		return v, nil
+	}
+	dec := jsontext.NewDecoder(bytes.NewReader(doc), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
+	if dec.PeekKind() != '{' {
+		if _, err := dec.ReadToken(); err != nil {
+			return nil, err
+		}
+		return nil, errors.New("the JSON document is not an object")
+	}
+	v, err := decodeJSONValue(dec)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := dec.ReadToken(); err != io.EOF {
+		return nil, errors.New("unexpected data after the JSON object")
+	}
+	return v.(map[string]any), nil
+}
+
+// jsonReader reads valid JSON into the unstructured form; ok false when the document is not valid JSON or has a
+// string with invalid UTF-8 (which the caller leaves to jsontext's decoder).
+type jsonReader struct {
+	doc []byte
+	i   int
+}
+
+func (r *jsonReader) space() {
+	for r.i < len(r.doc) {
+		switch r.doc[r.i] {
+		case ' ', '\t', '\n', '\r':
+			r.i++
+		default:
+			return
+		}
+	}
+}
+
+func (r *jsonReader) end() bool {
+	r.space()
+	return r.i == len(r.doc)
+}
+
+func (r *jsonReader) value() (any, bool) {
+	r.space()
+	if r.i >= len(r.doc) {
+		return nil, false
+	}
+	switch c := r.doc[r.i]; {
+	case c == '{':
+		return r.object()
+	case c == '[':
+		r.i++
+		a := []any{}
+		r.space()
+		if r.i < len(r.doc) && r.doc[r.i] == ']' {
+			r.i++
+			return a, true
+		}
+		for {
+			v, ok := r.value()
+			if !ok {
+				return nil, false
+			}
+			a = append(a, v)
+			if done, ok := r.separator(']'); !ok || done {
+				return a, ok
+			}
+		}
+	case c == '"':
+		return r.str()
+	case c == 't':
+		return true, r.literal("true")
+	case c == 'f':
+		return false, r.literal("false")
+	case c == 'n':
+		return nil, r.literal("null")
+	default:
+		return r.number()
+	}
+}
+
+func (r *jsonReader) literal(lit string) bool {
+	if !bytes.HasPrefix(r.doc[r.i:], []byte(lit)) {
+		return false
+	}
+	r.i += len(lit)
+	return true
+}
+
+func (r *jsonReader) object() (map[string]any, bool) {
+	r.space()
+	if r.i >= len(r.doc) || r.doc[r.i] != '{' {
+		return nil, false
+	}
+	r.i++
+	m := map[string]any{}
+	r.space()
+	if r.i < len(r.doc) && r.doc[r.i] == '}' {
+		r.i++
+		return m, true
+	}
+	for {
+		r.space()
+		if r.i >= len(r.doc) || r.doc[r.i] != '"' {
+			return nil, false
+		}
+		k, ok := r.str()
+		if !ok {
+			return nil, false
+		}
+		r.space()
+		if r.i >= len(r.doc) || r.doc[r.i] != ':' {
+			return nil, false
+		}
+		r.i++
+		v, ok := r.value()
+		if !ok {
+			return nil, false
+		}
+		m[k] = v
+		if done, ok := r.separator('}'); !ok || done {
+			return m, ok
+		}
+	}
+}
+
+// separator reads what follows a member of an object or array: a ',' (more follow) or end, its closing bracket.
+func (r *jsonReader) separator(end byte) (done, ok bool) {
+	r.space()
+	if r.i >= len(r.doc) {
+		return false, false
+	}
+	r.i++
+	switch r.doc[r.i-1] {
+	case ',':
+		return false, true
+	case end:
+		return true, true
+	}
+	return false, false
+}
+
+// str reads a string at r.i (a '"'): in place when it has no escapes, else through jsontext.AppendUnquote.
+func (r *jsonReader) str() (string, bool) {
+	start := r.i
+	r.i++
+	plain, ascii := true, true
+	for r.i < len(r.doc) {
+		switch c := r.doc[r.i]; {
+		case c == '"':
+			r.i++
+			if plain {
+				body := r.doc[start+1 : r.i-1]
+				if !ascii && !utf8.Valid(body) {
+					return "", false
+				}
+				return string(body), true
+			}
+			out, err := jsontext.AppendUnquote(nil, r.doc[start:r.i])
+			if err != nil {
+				return "", false
+			}
+			return string(out), true
+		case c == '\\':
+			plain = false
+			r.i += 2
+		case c < 0x20:
+			return "", false
+		default:
+			if c >= 0x80 {
+				ascii = false
+			}
+			r.i++
+		}
+	}
+	return "", false
+}
+
+// number reads a JSON number as apimachinery does: int64 when it has no '.' and fits, else float64.
+func (r *jsonReader) number() (any, bool) {
+	start := r.i
+	digits := func() bool {
+		n := r.i
+		for r.i < len(r.doc) && r.doc[r.i] >= '0' && r.doc[r.i] <= '9' {
+			r.i++
+		}
+		return r.i > n
+	}
+	if r.i < len(r.doc) && r.doc[r.i] == '-' {
+		r.i++
+	}
+	intStart := r.i
+	if !digits() || (r.doc[intStart] == '0' && r.i-intStart > 1) {
+		return nil, false
+	}
+	isInt := true
+	if r.i < len(r.doc) && r.doc[r.i] == '.' {
+		r.i++
+		isInt = false
+		if !digits() {
+			return nil, false
+		}
+	}
+	if r.i < len(r.doc) && (r.doc[r.i] == 'e' || r.doc[r.i] == 'E') {
+		r.i++
+		if r.i < len(r.doc) && (r.doc[r.i] == '+' || r.doc[r.i] == '-') {
+			r.i++
+		}
+		if !digits() {
+			return nil, false
+		}
+	}
+	lit := string(r.doc[start:r.i])
+	if isInt {
+		if n, err := strconv.ParseInt(lit, 10, 64); err == nil {
+			return n, true
+		}
+	}
+	f, err := strconv.ParseFloat(lit, 64)
+	return f, err == nil
+}
+
+func decodeJSONValue(dec *jsontext.Decoder) (any, error) {
+	tok, err := dec.ReadToken()
+	if err != nil {
+		return nil, err
+	}
+	switch tok.Kind() {
+	case 'n':
+		return nil, nil
+	case 'f', 't':
+		return tok.Bool(), nil
+	case '"':
+		return tok.String(), nil
+	case '0':
+		lit := tok.String()
+		if !strings.Contains(lit, ".") {
+			if i, err := strconv.ParseInt(lit, 10, 64); err == nil {
+				return i, nil
+			}
+		}
+		return strconv.ParseFloat(lit, 64)
+	case '{':
+		m := map[string]any{}
+		for dec.PeekKind() != '}' {
+			name, err := dec.ReadToken()
+			if err != nil {
+				return nil, err
+			}
+			k := name.String()
+			if m[k], err = decodeJSONValue(dec); err != nil {
+				return nil, err
+			}
+		}
+		_, err := dec.ReadToken()
+		return m, err
+	case '[':
+		a := []any{}
+		for dec.PeekKind() != ']' {
+			v, err := decodeJSONValue(dec)
+			if err != nil {
+				return nil, err
+			}
+			a = append(a, v)
+		}
+		_, err := dec.ReadToken()
+		return a, err
+	}
+	return nil, fmt.Errorf("unexpected JSON token %v", tok)
 }
 
 // toKubeManagedFields converts the proto's managed fields to apimachinery's (validated with the metadata).

@@ -579,7 +579,7 @@ func (s *Server[T, L, E, PE]) update(ctx context.Context, obj T, sub string) (T,
 			s.plugin.PrepareUpdate(next, old)
 		}
 		if sub == "" {
-			err = s.recordUpdate(ctx, sub, old, next, reset)
+			err = s.recordUpdateJSON(ctx, sub, old, s.memoizedJSON(cur), next, reset)
 		} else {
 			err = s.recordSubresource(ctx, sub, old, next)
 		}
@@ -660,9 +660,11 @@ func (s *Server[T, L, E, PE]) Patch(ctx context.Context, req *metav1.PatchReques
 		if err != nil {
 			return nil, err
 		}
-		doc, err := kjson.Marshal(curT)
-		if err != nil {
-			return nil, apierrors.NewInternalError(err)
+		doc := s.memoizedJSON(cur)
+		if doc == nil {
+			if doc, err = kjson.Marshal(curT); err != nil {
+				return nil, apierrors.NewInternalError(err)
+			}
 		}
 		patched, err := apply(doc)
 		if err != nil {
@@ -707,7 +709,8 @@ func (s *Server[T, L, E, PE]) Patch(ctx context.Context, req *metav1.PatchReques
 		switch {
 		case applying:
 		case req.GetSubresource() == "":
-			err = s.recordUpdate(ctx, "", curT, obj, resetsManagedFields(patched))
+			// doc is curT's JSON: the field manager reads the live object from it.
+			err = s.recordUpdateJSON(ctx, "", curT, doc, obj, resetsManagedFields(patched))
 		default:
 			err = s.recordSubresource(ctx, req.GetSubresource(), curT, obj)
 		}
@@ -729,6 +732,22 @@ func (s *Server[T, L, E, PE]) Patch(ctx context.Context, req *metav1.PatchReques
 		return zero, err
 	}
 	return s.out(out)
+}
+
+// memoizedJSON returns the JSON of cur, the stored state a write applies to, when a read or a watch of that version
+// serialized it (store.Collection.MemoizedEncoding), else nil. The bytes are shared with the watch cache: the patch
+// appliers and the field manager only read them (TestPatchFuncsLeaveDocument), and the capacity is cut to the length
+// so that an append copies.
+func (s *Server[T, L, E, PE]) memoizedJSON(cur store.Object) []byte {
+	if s.conv != nil {
+		return nil
+	}
+	md := cur.GetMetadata()
+	b := s.coll.MemoizedEncoding(md.GetNamespace(), md.GetName(), md.GetResourceVersion())
+	if b == nil {
+		return nil
+	}
+	return b[:len(b):len(b)]
 }
 
 // applyCreate creates the object a server-side apply names when it does not exist: the apply merged into an empty

@@ -186,6 +186,24 @@ func (c *Collection) CachedEncoding(obj Object, encode func(Object) ([]byte, err
 	return data, nil
 }
 
+// MemoizedEncoding returns the encoding CachedEncoding memoized for the cached state of an object when that state is
+// at resourceVersion (the state a write applies to), else nil: a write reuses what a read or a watch serialized of
+// the version it replaces, without encoding (and memoizing) a version that is about to be replaced.
+func (c *Collection) MemoizedEncoding(namespace, name, resourceVersion string) []byte {
+	ch := c.cache
+	ch.mu.RLock()
+	e := ch.items[objectKey(namespace, name)]
+	ch.mu.RUnlock()
+	if e == nil {
+		return nil
+	}
+	m := e.encoded.Load()
+	if m == nil || m.obj.GetMetadata().GetResourceVersion() != resourceVersion {
+		return nil
+	}
+	return m.data
+}
+
 // Outdated returns Conflict when resourceVersion, an update's precondition, cannot hold because the cached object is
 // already newer (resourceVersions only grow); nil when it may hold (the cache may lag behind: the write's
 // compare-and-swap decides). Writers check it before the work of a write (validation, copies, admission), so that an

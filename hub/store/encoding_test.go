@@ -29,7 +29,17 @@ func TestCachedEncodingFollowsTheCachedState(t *testing.T) {
 		return []byte(o.GetMetadata().GetResourceVersion() + "/" + o.(*corev1beta1.Shoot).GetSpec().GetRegion()), nil
 	}
 	cached, _ := shoots.Get(ctx, "garden-a", "s1")
+	rv := cached.GetMetadata().GetResourceVersion()
+	if m := shoots.MemoizedEncoding("garden-a", "s1", rv); m != nil {
+		t.Fatalf("memoized encoding %q before any was made", m)
+	}
 	a, _ := shoots.CachedEncoding(cached, encode)
+	if m := shoots.MemoizedEncoding("garden-a", "s1", rv); string(m) != string(a) {
+		t.Fatalf("memoized encoding %q, want %q", m, a)
+	}
+	if m := shoots.MemoizedEncoding("garden-a", "s1", "1"); m != nil {
+		t.Fatalf("memoized encoding of another version: %q", m)
+	}
 	b, _ := shoots.CachedEncoding(cached, encode)
 	if string(a) != string(b) || calls.Load() != 1 {
 		t.Fatalf("cached object encoded %d times (%q, %q), want once", calls.Load(), a, b)
@@ -45,6 +55,13 @@ func TestCachedEncodingFollowsTheCachedState(t *testing.T) {
 		t.Fatal(err)
 	}
 	cur, _ := shoots.Get(ctx, "garden-a", "s1")
+	// The memo of the replaced version is still that version's (a write deciding on a stale cache applies to it).
+	if m := shoots.MemoizedEncoding("garden-a", "s1", rv); m != nil && string(m) != string(a) {
+		t.Fatalf("memoized encoding of the replaced version after the update: %q, want %q", m, a)
+	}
+	if m := shoots.MemoizedEncoding("garden-a", "s1", cur.GetMetadata().GetResourceVersion()); m != nil {
+		t.Fatalf("memoized encoding %q of the new version before any was made", m)
+	}
 	c, _ := shoots.CachedEncoding(cur, encode)
 	if string(c) == string(a) || string(c) != cur.GetMetadata().GetResourceVersion()+"/r2" {
 		t.Fatalf("after update: %q (before %q)", c, a)

@@ -97,7 +97,18 @@ func (s *shape) desiredEqual(a, b Object) bool {
 		if ha != hb {
 			return false
 		}
-		if ha && !am.Get(fd).Equal(bm.Get(fd)) {
+		if !ha {
+			continue
+		}
+		va, vb := am.Get(fd), bm.Get(fd)
+		if fd.Message() != nil && !fd.IsList() && !fd.IsMap() {
+			// proto.Equal takes the generated messages' fast path; Value.Equal walks them by reflection.
+			if !proto.Equal(va.Message().Interface(), vb.Message().Interface()) {
+				return false
+			}
+			continue
+		}
+		if !va.Equal(vb) {
 			return false
 		}
 	}

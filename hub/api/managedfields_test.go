@@ -1,0 +1,345 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+	kmetav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
+	"k8s.io/apimachinery/pkg/util/managedfields"
+
+	"github.com/trellis-dev/trellis/hub/store"
+	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
+	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
+	"github.com/trellis-dev/trellis/proto/kjson"
+	"github.com/trellis-dev/trellis/test/gardenerexamples"
+)
+
+// recordWriteUnstructured is recordWrite as apimachinery's field manager does it on unstructured objects (JSON read
+// by apimachinery's decoder, managedFields converted through the unstructured map): the reference recordWrite must
+// match.
+func recordWriteUnstructured(t testing.TB, fm *managedfields.FieldManager, gvk schema.GroupVersionKind, live, obj store.Object, manager string, reset bool) []*metav1.ManagedFieldsEntry {
+	t.Helper()
+	toU := func(o store.Object) *unstructured.Unstructured {
+		b, err := kjson.Marshal(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		u := &unstructured.Unstructured{Object: map[string]any{}}
+		if err := utiljson.Unmarshal(b, &u.Object); err != nil {
+			t.Fatal(err)
+		}
+		u.SetGroupVersionKind(gvk)
+		return u
+	}
+	liveU := &unstructured.Unstructured{Object: map[string]any{}}
+	liveU.SetGroupVersionKind(gvk)
+	if live != nil {
+		liveU = toU(live)
+	}
+	newU := toU(obj)
+	if reset {
+		newU.SetManagedFields([]kmetav1.ManagedFieldsEntry{})
+	}
+	out := fm.UpdateNoErrors(liveU, newU, manager).(*unstructured.Unstructured)
+	var mf []*metav1.ManagedFieldsEntry
+	for _, e := range out.GetManagedFields() {
+		pe := &metav1.ManagedFieldsEntry{Manager: e.Manager, Operation: string(e.Operation), ApiVersion: e.APIVersion, FieldsType: e.FieldsType, Subresource: e.Subresource}
+		if e.Time != nil {
+			pe.Time = timestamppb.New(e.Time.Time)
+		}
+		if e.FieldsV1 != nil {
+			pe.FieldsV1 = &metav1.RawExtension{Raw: e.FieldsV1.GetRawBytes()}
+		}
+		mf = append(mf, pe)
+	}
+	return mf
+}
+
+func exampleShoot(t testing.TB) *corev1beta1.Shoot {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(gardenerexamples.Dir(t), "90-shoot.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, _, _ := strings.Cut(string(data), "\n---")
+	j, err := kjson.YAMLToJSON([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := utiljson.Unmarshal(j, &m); err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(gardenerexamples.Fill(m))
+	if err != nil {
+		t.Fatal(err)
+	}
+	shoot := &corev1beta1.Shoot{}
+	if err := kjson.Unmarshal(b, shoot); err != nil {
+		t.Fatal(err)
+	}
+	return shoot
+}
+
+// TestRecordWriteMatchesUnstructured runs a sequence of writes of Gardener's example Shoot by several managers
+// (create, label and spec changes, a body with its own managedFields, a status write, a reset) through recordWrite
+// and through the field manager on unstructured objects: the managedFields must be the same, with times in whole
+// seconds and fieldsV1 keys sorted.
+func TestRecordWriteMatchesUnstructured(t *testing.T) {
+	tc := typeConverter(t)
+	k, ok := KindFor("core.gardener.cloud/v1beta1", "Shoot")
+	if !ok {
+		t.Fatal("no Shoot kind")
+	}
+	fms, err := newFieldManagers(tc, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gvk := k.GroupVersionKind()
+	base := exampleShoot(t)
+	base.Metadata.Uid = "u1"
+
+	var live store.Object
+	step := func(name, sub, manager string, reset bool, change func(s *corev1beta1.Shoot)) {
+		t.Helper()
+		obj := proto.Clone(base).(*corev1beta1.Shoot)
+		if live != nil {
+			obj = proto.Clone(live).(*corev1beta1.Shoot)
+		}
+		change(obj)
+		liveBefore := proto.Clone(obj)
+		if live != nil {
+			liveBefore = proto.Clone(live)
+		}
+		want := recordWriteUnstructured(t, fms[sub], gvk, live, proto.Clone(obj).(store.Object), manager, reset)
+		var liveJSON []byte
+		if live != nil && name != "labels" {
+			// The JSON a patch has of the live object (every step but one).
+			if liveJSON, err = kjson.Marshal(live); err != nil {
+				t.Fatal(err)
+			}
+		}
+		liveJSONBefore := bytes.Clone(liveJSON)
+		got, err := recordWrite(fms[sub], gvk, live, liveJSON, obj, manager, reset)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if !bytes.Equal(liveJSON, liveJSONBefore) {
+			t.Fatalf("%s: recordWrite changed the live object's JSON (shared with the watch cache)", name)
+		}
+		if live != nil && !proto.Equal(live, liveBefore) {
+			t.Fatalf("%s: recordWrite changed the live object", name)
+		}
+		if len(got) == 0 && !reset {
+			t.Fatalf("%s: no managedFields", name)
+		}
+		for i := range got {
+			if ts := got[i].GetTime(); ts != nil && ts.GetNanos() != 0 {
+				t.Errorf("%s: entry %d has a time with fractional seconds: %v", name, i, ts.AsTime())
+			}
+		}
+		// Both ran time.Now(): compare without the times, which may lie on either side of a second.
+		strip := func(mf []*metav1.ManagedFieldsEntry) []*metav1.ManagedFieldsEntry {
+			var out []*metav1.ManagedFieldsEntry
+			for _, e := range mf {
+				e = proto.Clone(e).(*metav1.ManagedFieldsEntry)
+				e.Time = nil
+				out = append(out, e)
+			}
+			return out
+		}
+		if g, w := strip(got), strip(want); len(g) != len(w) || !equalEntries(g, w) {
+			t.Fatalf("%s: managedFields differ:\n got %v\nwant %v", name, g, w)
+		}
+		obj.Metadata.ManagedFields = got
+		obj.Metadata.ResourceVersion = ""
+		live = obj
+	}
+	step("create", "", "creator", false, func(*corev1beta1.Shoot) {})
+	step("labels", "", "labeler", false, func(s *corev1beta1.Shoot) {
+		s.Metadata.Labels = map[string]string{"a": "1", "b": "2"}
+	})
+	step("spec", "", "creator", false, func(s *corev1beta1.Shoot) {
+		s.Spec.Region = "europe-west-1"
+		s.Spec.Provider.Workers = s.Spec.Provider.Workers[:1]
+	})
+	step("own managedFields", "", "editor", false, func(s *corev1beta1.Shoot) {
+		s.Metadata.ManagedFields = []*metav1.ManagedFieldsEntry{{
+			Manager: "claimed", Operation: "Update", ApiVersion: "core.gardener.cloud/v1beta1", FieldsType: "FieldsV1",
+			Time: timestamppb.New(time.Unix(1700000000, 5)), FieldsV1: &metav1.RawExtension{Raw: []byte(`{"f:spec":{"f:purpose":{}}}`)},
+		}}
+		s.Metadata.Annotations = map[string]string{"x": "y"}
+	})
+	step("status", SubresourceStatus, "gardenlet", false, func(s *corev1beta1.Shoot) {
+		s.Status = &corev1beta1.ShootStatus{TechnicalId: "shoot--dev--x", Gardener: &corev1beta1.Gardener{Id: "g", Name: "g", Version: "1"}}
+	})
+	step("no change", "", "labeler", false, func(*corev1beta1.Shoot) {})
+	// A reset empties managedFields, and an update of an object without them records none, as in Kubernetes.
+	step("reset", "", "resetter", true, func(s *corev1beta1.Shoot) {
+		s.Metadata.Labels["c"] = "3"
+	})
+}
+
+func equalEntries(a, b []*metav1.ManagedFieldsEntry) bool {
+	for i := range a {
+		if !proto.Equal(a[i], b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// TestDecodeJSONObject compares decodeJSONObject with apimachinery's JSON decoder on documents of every JSON type.
+func TestDecodeJSONObject(t *testing.T) {
+	for _, doc := range []string{
+		`{}`,
+		`{"a":null,"b":true,"c":false,"d":"s\u00e9\n","e":[],"f":{},"g":[1,-2,3.5,1e3,1.0,9223372036854775807,9223372036854775808,-0]}`,
+		`{"a":{"b":{"c":[{"d":1},[2,[3]]]}},"a":"last wins"}`,
+		` {"x" : [ "y" , { } ] } `,
+		`{"q":"a\"b\\c\/d\n","neg":-0.5e-3,"exp":2E+2,"zero":0,"big":-9223372036854775809,"e":[ ],"t":[true,false,null]}`,
+	} {
+		compareJSONObject(t, []byte(doc))
+	}
+	for _, bad := range []string{``, `[]`, `"s"`, `{"a":}`, `{"a":1} x`, `{"a":1`, `{"a":[1,]}`, `{1:2}`,
+		`{"a":01}`, `{"a":1.}`, `{"a":-}`, `{"a":.5}`, `{"a":1e}`, "{\"a\":\"\x01\"}", `{"a":"\x"}`, `{"a":tru}`, `{"a" 1}`, `{"a":1,}`, `{"a":[1 2]}`} {
+		if _, err := decodeJSONObject([]byte(bad)); err == nil {
+			t.Errorf("decodeJSONObject(%q) succeeded", bad)
+		}
+	}
+}
+
+func compareJSONObject(t *testing.T, doc []byte) {
+	t.Helper()
+	var want map[string]any
+	werr := utiljson.Unmarshal(doc, &want)
+	got, gerr := decodeJSONObject(doc)
+	if werr == nil && want != nil && utf8.Valid(doc) && !strings.Contains(string(doc), `\u`) {
+		if gerr != nil {
+			t.Fatalf("decodeJSONObject(%q): %v; apimachinery reads %v", doc, gerr, want)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("decodeJSONObject(%q) = %#v, apimachinery reads %#v", doc, got, want)
+		}
+	}
+	if gerr == nil && werr != nil {
+		t.Fatalf("decodeJSONObject(%q) accepted what apimachinery refuses: %v", doc, werr)
+	}
+}
+
+// FuzzDecodeJSONObject compares decodeJSONObject with apimachinery's JSON decoder.
+func FuzzDecodeJSONObject(f *testing.F) {
+	f.Add([]byte(`{"a":[1,2.5,"x",null,true,{"b":{}}]}`))
+	f.Add([]byte(`{"a":1e400}`))
+	f.Fuzz(func(t *testing.T, doc []byte) { compareJSONObject(t, doc) })
+}
+
+// TestSortedJSON compares sortedJSON's in-place sorting with encoding/json's sorting of the decoded document.
+func TestSortedJSON(t *testing.T) {
+	for _, doc := range []string{
+		`{"f:spec":{"f:b":{},"f:a":{},".":{}},"f:metadata":{"f:labels":{"f:x":{}}}}`,
+		`{"f:ports":{"k:{\"port\":80,\"protocol\":\"TCP\"}":{},"k:{\"port\":443,\"protocol\":\"TCP\"}":{"f:name":{}}}}`,
+		`{"f:list":{"v:\"b\"":{},"v:\"a\"":{},"i:10":{},"i:9":{}}}`,
+		`{"f:a&b":{},"f:<":{},"f:\u00e9":{},"f:é":{},"f:\n":{},"f:\\":{}}`,
+		` { "f:z" : { } , "f:y" : { } } `,
+	} {
+		m, err := decodeJSONObject([]byte(doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := sortedJSON([]byte(doc)); string(got) != string(want) {
+			t.Errorf("sortedJSON(%s) = %s, want %s", doc, got, want)
+		}
+	}
+}
+
+// BenchmarkRecordWrite records a label change of Gardener's example Shoot by a second manager (an update's
+// managedFields work), as the hub does it and on unstructured objects (the reference).
+func BenchmarkRecordWrite(b *testing.B) {
+	k, _ := KindFor("core.gardener.cloud/v1beta1", "Shoot")
+	fms, err := newFieldManagers(typeConverter(b), k)
+	if err != nil {
+		b.Fatal(err)
+	}
+	gvk := k.GroupVersionKind()
+	live := exampleShoot(b)
+	live.Metadata.Uid = "u1"
+	if live.Metadata.ManagedFields, err = recordWrite(fms[""], gvk, nil, nil, live, "creator", false); err != nil {
+		b.Fatal(err)
+	}
+	next := proto.Clone(live).(*corev1beta1.Shoot)
+	next.Metadata.Labels = map[string]string{"a": "b"}
+	b.Run("hub", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := recordWrite(fms[""], gvk, live, nil, proto.Clone(next).(store.Object), "labeler", false); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("unstructured", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			recordWriteUnstructured(b, fms[""], gvk, live, proto.Clone(next).(store.Object), "labeler", false)
+		}
+	})
+}
+
+// TestPatchFuncsLeaveDocument: a patch is applied to the JSON the watch cache memoized of the current object
+// (Server.memoizedJSON), shared with every reader: no patch type (a strategic merge patch without the kinds' patch
+// metadata is a merge patch here) and no server-side apply may write into it.
+func TestPatchFuncsLeaveDocument(t *testing.T) {
+	k, _ := KindFor("core.gardener.cloud/v1beta1", "Shoot")
+	fms, err := newFieldManagers(typeConverter(t), k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Server[*corev1beta1.Shoot, *corev1beta1.ShootList, corev1beta1.ShootWatchEvent, *corev1beta1.ShootWatchEvent]{kind: k, reg: &Registry{}, fields: fms}
+	shoot := exampleShoot(t)
+	doc, err := kjson.Marshal(shoot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shared := bytes.Clone(doc)
+	for _, p := range []struct{ typ, patch string }{
+		{PatchTypeMerge, `{"metadata":{"labels":{"a":"b"}},"spec":{"region":null}}`},
+		{PatchTypeStrategic, `{"metadata":{"annotations":{"x":"y"}}}`},
+		{PatchTypeJSON, `[{"op":"add","path":"/metadata/labels","value":{"c":"d"}},{"op":"remove","path":"/spec/purpose"}]`},
+	} {
+		apply, err := s.patchFunc(p.typ, []byte(p.patch))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := apply(shared); err != nil {
+			t.Fatalf("%s: %v", p.typ, err)
+		}
+		if !bytes.Equal(shared, doc) {
+			t.Fatalf("%s patch changed the document it was applied to", p.typ)
+		}
+	}
+	applied, err := parseApplyPatch([]byte(`{"apiVersion":"core.gardener.cloud/v1beta1","kind":"Shoot","metadata":{"name":"crazy-botany","labels":{"e":"f"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := applyPatch(fms[""], k.GroupVersionKind(), shared, applied, "applier", false); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(shared, doc) {
+		t.Fatal("server-side apply changed the document it was applied to")
+	}
+}
