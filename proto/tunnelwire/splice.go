@@ -23,24 +23,28 @@ func tcpOf(c any) *net.TCPConn {
 }
 
 // Splice copies from src to dst until src ends (nil) or either fails, calling progress with the count of each piece
-// it moved (counters, idle timers). Between two TCP connections on Linux the bytes never enter user space: each piece
-// is what src has to read at the time, moved with splice(2) (net.TCPConn.ReadFrom of an io.LimitedReader), and a
-// wait holds no buffer. Otherwise a src that writes itself (io.WriterTo, a tunnel call's connection) does, and
-// anything else is copied with Copy.
+// it moved (counters, idle timers). Between two TCP connections on Linux the bytes never enter user space: they move
+// with splice(2) through a pooled pipe, each piece what src holds when it is asked (up to the pipe's capacity), and a
+// wait holds neither pipe nor buffer. Otherwise a src that writes itself (io.WriterTo, a tunnel call's connection)
+// does, and anything else is copied with Copy (also the rest of a splice that could get no pipe).
 func Splice(dst, src net.Conn, progress func(int)) (int64, error) {
 	if progress == nil {
 		progress = func(int) {}
 	}
+	var spliced int64
 	if d, s := tcpOf(dst), tcpOf(src); d != nil && s != nil {
-		if n, ok, err := splice(d, s, progress); ok {
+		n, ok, err := splice(d, s, progress)
+		if ok {
 			return n, err
 		}
+		spliced = n
 	}
 	w := progressWriter{w: dst, progress: progress}
 	if wt, ok := src.(io.WriterTo); ok && tcpOf(src) == nil {
 		return wt.WriteTo(w)
 	}
-	return Copy(w, src)
+	n, err := Copy(w, src)
+	return spliced + n, err
 }
 
 // progressWriter reports each write's count. It is a plain writer (no ReadFrom), so copies go through Write.

@@ -13,19 +13,12 @@ import (
 // Splice between TCP connections moves every byte, reports each piece as it moves (a trickle is counted before the
 // stream ends: counters and idle timers stay current), and ends with nil at the source's end.
 func TestSplice(t *testing.T) {
-	in, srcEnd := tcpPair(t)  // the test writes in; Splice reads srcEnd
-	dstEnd, out := tcpPair(t) // Splice writes dstEnd; the test reads out
-	if _, ok := srcEnd.(*net.TCPConn); !ok {
-		t.Fatalf("a %T", srcEnd)
+	r := startSplice(t)
+	in, out := r.in, r.out
+	if _, ok := r.srcEnd.(*net.TCPConn); !ok {
+		t.Fatalf("a %T", r.srcEnd)
 	}
-	var moved atomic.Int64
-	done := make(chan error, 1)
-	var n int64
-	go func() {
-		var err error
-		n, err = Splice(dstEnd, srcEnd, func(m int) { moved.Add(int64(m)) })
-		done <- err
-	}()
+	moved := &r.moved
 
 	if _, err := in.Write([]byte("trickle")); err != nil {
 		t.Fatal(err)
@@ -48,16 +41,38 @@ func TestSplice(t *testing.T) {
 		t.Fatalf("read %d bytes (%v), want the %d written", len(got), err, len(data))
 	}
 	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("Splice at the source's end: %v", err)
+	case <-r.done:
+		if r.err != nil {
+			t.Fatalf("Splice at the source's end: %v", r.err)
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("Splice did not end with its source")
 	}
-	if want := int64(len(data) + 7); n != want || moved.Load() != want {
-		t.Fatalf("Splice returned %d, reported %d, want %d", n, moved.Load(), want)
+	if want := int64(len(data) + 7); r.n != want || moved.Load() != want {
+		t.Fatalf("Splice returned %d, reported %d, want %d", r.n, moved.Load(), want)
 	}
+}
+
+// spliceRun is a Splice between two TCP pairs: the test writes in (Splice reads srcEnd) and reads out (Splice
+// writes dstEnd); done is closed when Splice returned n and err.
+type spliceRun struct {
+	in, srcEnd, dstEnd, out net.Conn
+	moved                   atomic.Int64 // what progress reported
+	done                    chan struct{}
+	n                       int64
+	err                     error
+}
+
+func startSplice(t testing.TB) *spliceRun {
+	r := &spliceRun{done: make(chan struct{})}
+	r.in, r.srcEnd = tcpPair(t)
+	r.dstEnd, r.out = tcpPair(t)
+	go func() {
+		defer close(r.done)
+		r.n, r.err = Splice(r.dstEnd, r.srcEnd, func(m int) { r.moved.Add(int64(m)) })
+	}()
+	t.Cleanup(func() { r.srcEnd.Close(); r.dstEnd.Close(); <-r.done })
+	return r
 }
 
 // PeekByte leaves the byte in the socket: a read after it sees it again.

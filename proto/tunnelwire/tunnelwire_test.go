@@ -10,7 +10,7 @@ import (
 )
 
 // tcpPair is a connected pair of loopback TCP connections.
-func tcpPair(t *testing.T) (a, b net.Conn) {
+func tcpPair(t testing.TB) (a, b net.Conn) {
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
