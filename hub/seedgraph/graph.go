@@ -58,7 +58,9 @@ type node struct {
 	declOut, declIn []Ref
 
 	children map[*node]*edge
-	parents  map[*node]*edge
+	// parents counts the nodes whose children hold this one: only whether there are any matters (gc), and a map of
+	// them cost a map per referenced object and, for an object every seed references, one entry per seed.
+	parents int
 	// seeds are the seeds the node belongs to.
 	seeds memberships
 }
@@ -265,7 +267,7 @@ func (g *Graph) apply(ref Ref, obj store.Object, rev int64) {
 }
 
 func (g *Graph) gc(n *node) {
-	if n.obj == nil && len(n.parents) == 0 && len(n.children) == 0 && n.seeds.len() == 0 && g.nodes[n.ref] == n {
+	if n.obj == nil && n.parents == 0 && len(n.children) == 0 && n.seeds.len() == 0 && g.nodes[n.ref] == n {
 		delete(g.nodes, n.ref)
 	}
 }
@@ -279,10 +281,8 @@ func (g *Graph) link(p, c *node, rev int64) {
 	if p.children == nil {
 		p.children = map[*node]*edge{}
 	}
-	if c.parents == nil {
-		c.parents = map[*node]*edge{}
-	}
-	p.children[c], c.parents[p] = e, e
+	p.children[c] = e
+	c.parents++
 	for s, m := range p.seeds.all {
 		g.add(c, s, max(m.since, rev))
 	}
@@ -297,7 +297,7 @@ func (g *Graph) unlink(p, c *node) {
 		return
 	}
 	delete(p.children, c)
-	delete(c.parents, p)
+	c.parents--
 	for s := range p.seeds.all {
 		g.remove(c, s)
 	}
