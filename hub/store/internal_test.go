@@ -114,15 +114,8 @@ func TestConfigValidate(t *testing.T) {
 // TestRelist checks the path taken when the cache's watch revision was compacted: the state is reloaded and the
 // watchers, whose history is gone, end with Expired.
 func TestRelist(t *testing.T) {
-	s, err := Open(t.Context(), Config{DataDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, c := openTestStore(t, t.TempDir())
 	defer s.Close()
-	c, err := s.Register(t.Context(), testResource())
-	if err != nil {
-		t.Fatal(err)
-	}
 	obj, err := c.Create(t.Context(), newTestObject("a"))
 	if err != nil {
 		t.Fatal(err)
@@ -167,6 +160,21 @@ func TestRelist(t *testing.T) {
 	}
 }
 
+// openTestStore opens a store on dir with testResource registered.
+func openTestStore(t *testing.T, dir string) (*Store, *Collection) {
+	t.Helper()
+	s, err := Open(t.Context(), Config{DataDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := s.Register(t.Context(), testResource())
+	if err != nil {
+		s.Close()
+		t.Fatal(err)
+	}
+	return s, c
+}
+
 func testResource() Resource {
 	return Resource{Resource: "namespaces", New: func() Object { return &kcorev1.Namespace{} }}
 }
@@ -188,14 +196,7 @@ func mustEncode(t *testing.T, c *Collection, name string) []byte {
 // event's previous value is the preceding event's object, and the newest state is the cache's own object.
 func TestBackfillSharesObjects(t *testing.T) {
 	dir := t.TempDir()
-	s, err := Open(t.Context(), Config{DataDir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := s.Register(t.Context(), testResource())
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, c := openTestStore(t, dir)
 	obj, err := c.Create(t.Context(), newTestObject("a"))
 	if err != nil {
 		t.Fatal(err)
@@ -209,14 +210,8 @@ func TestBackfillSharesObjects(t *testing.T) {
 	}
 	s.Close()
 
-	s, err = Open(t.Context(), Config{DataDir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, c = openTestStore(t, dir)
 	defer s.Close()
-	if c, err = s.Register(t.Context(), testResource()); err != nil {
-		t.Fatal(err)
-	}
 	<-c.cache.backfilled
 	c.cache.mu.RLock()
 	defer c.cache.mu.RUnlock()
