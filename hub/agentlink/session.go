@@ -62,7 +62,9 @@ type session struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 
-	mu      sync.Mutex
+	mu sync.Mutex
+	// pending and order are the queue; both are dropped when it empties (a map keeps its buckets after deletes, and
+	// the first sync queues the whole seed), so an idle session holds none.
 	pending map[seedgraph.Ref]struct{}
 	order   []seedgraph.Ref
 	head    int
@@ -147,6 +149,9 @@ func (ss *session) Notify(ref seedgraph.Ref) {
 func (ss *session) enqueue(ref seedgraph.Ref) {
 	ss.mu.Lock()
 	if _, ok := ss.pending[ref]; !ok {
+		if ss.pending == nil {
+			ss.pending = map[seedgraph.Ref]struct{}{}
+		}
 		ss.pending[ref] = struct{}{}
 		ss.order = append(ss.order, ref)
 	}
@@ -187,7 +192,7 @@ func (ss *session) pop(n int) (refs []seedgraph.Ref, marker, empty bool) {
 		delete(ss.pending, r)
 	}
 	if ss.head == len(ss.order) {
-		ss.order, ss.head = ss.order[:0], 0
+		ss.pending, ss.order, ss.head = nil, nil, 0
 	} else if ss.head > 1024 && ss.head > len(ss.order)/2 {
 		ss.order = append(ss.order[:0:0], ss.order[ss.head:]...)
 		ss.head = 0
@@ -511,7 +516,7 @@ func (ss *session) batches(refs []seedgraph.Ref) []*agentv1.AssignmentBatch {
 		if ok {
 			a.ResourceVersion, _ = strconv.ParseInt(m.Object.GetMetadata().GetResourceVersion(), 10, 64)
 			a.Traceparent = ss.srv.cfg.Traces.LookupObject(a.ResourceVersion, tracing.ObjectKey(ref.Resource, ref.Namespace, ref.Name))
-			obj, err := ss.srv.encoder.encode(ref, m.Object)
+			obj, err := ss.srv.encoder.encode(ref, m)
 			if err != nil {
 				ss.srv.cfg.Log.Error("cannot encode assignment", "resource", ref.Resource, "key", ref.Key(), "err", err)
 				continue
@@ -610,14 +615,20 @@ type encoded struct {
 
 func newEncoder() *encoder { return &encoder{memo: map[seedgraph.Ref]encoded{}} }
 
-// encode returns obj as an Any, memoized per object state (the store's objects are immutable and shared, so a state
-// is its pointer): objects many seeds share, such as cloud profiles, are marshalled once per change, not once per
-// agent. The returned Any is shared and must not be modified.
-func (e *encoder) encode(ref seedgraph.Ref, obj store.Object) (*anypb.Any, error) {
+// encode returns m's object as an Any. The encodings of objects several seeds share, such as cloud profiles, are
+// memoized per object state (the store's objects are immutable and shared, so a state is its pointer): they are
+// marshalled once per change, not once per agent. An object of one seed (its Seed, its Shoots) is marshalled for each
+// send instead: it goes to one agent, and holding its encoding would cost every agent a few KiB for as long as the
+// object does not change. The returned Any is shared and must not be modified.
+func (e *encoder) encode(ref seedgraph.Ref, m seedgraph.Member) (*anypb.Any, error) {
+	obj := m.Object
+	if !m.Shared {
+		return anypb.New(obj)
+	}
 	e.mu.Lock()
-	if m, ok := e.memo[ref]; ok && m.obj == obj {
+	if c, ok := e.memo[ref]; ok && c.obj == obj {
 		e.mu.Unlock()
-		return m.any, nil
+		return c.any, nil
 	}
 	e.mu.Unlock()
 	a, err := anypb.New(obj)

@@ -24,10 +24,19 @@ type Source struct {
 	Digest func(obj store.Object) string
 }
 
-// seen is what a source remembers of an object: the keys its last state mapped to, and its digest.
+// seen is what a source remembers of an object: the keys its last state mapped to (nil: only the object's own key,
+// which is the map's, so that the common case costs no slice per object), and its digest.
 type seen struct {
 	keys   []Key
 	digest string
+}
+
+// keysOf returns the keys e names for the object self.
+func (e seen) keysOf(self Key) []Key {
+	if e.keys == nil {
+		return []Key{self}
+	}
+	return e.keys
 }
 
 // retryWatch is how long a source waits before it watches again after the store refused a watch.
@@ -82,7 +91,10 @@ func (s Source) follow(ctx context.Context, clk clock.Clock, log *slog.Logger, e
 // restart forgets what the source knew after its history ran out: everything it knew of is enqueued once (an object
 // deleted meanwhile is never seen again), and the next watch starts from the current state.
 func (s Source) restart(last map[Key]seen, enqueue func(Key)) string {
-	for _, e := range last {
+	for self, e := range last {
+		if e.keys == nil {
+			enqueue(self)
+		}
 		for _, k := range e.keys {
 			enqueue(k)
 		}
@@ -95,27 +107,35 @@ func (s Source) restart(last map[Key]seen, enqueue func(Key)) string {
 func (s Source) handle(ev store.Event, last map[Key]seen, enqueue func(Key)) {
 	md := ev.Object.GetMetadata()
 	self := Key{Namespace: md.GetNamespace(), Name: md.GetName()}
-	keys := []Key{self}
+	cur := seen{} // keys nil: self alone
 	if s.Map != nil {
-		keys = s.Map(ev.Object)
+		cur.keys = s.Map(ev.Object)
+		if len(cur.keys) == 1 && cur.keys[0] == self {
+			cur.keys = nil
+		} else if cur.keys == nil {
+			cur.keys = []Key{}
+		}
 	}
 	prev, had := last[self]
 	if ev.Type == store.Deleted {
 		delete(last, self)
 	} else {
-		var digest string
 		if s.Digest != nil {
-			digest = s.Digest(ev.Object)
+			cur.digest = s.Digest(ev.Object)
 		}
-		if had && s.Digest != nil && digest == prev.digest && slices.Equal(keys, prev.keys) {
+		if had && s.Digest != nil && cur.digest == prev.digest && (cur.keys == nil) == (prev.keys == nil) && slices.Equal(cur.keys, prev.keys) {
 			return
 		}
-		last[self] = seen{keys: keys, digest: digest}
+		last[self] = cur
 	}
+	keys := cur.keysOf(self)
 	for _, k := range keys {
 		enqueue(k)
 	}
-	for _, k := range prev.keys {
+	if !had {
+		return
+	}
+	for _, k := range prev.keysOf(self) {
 		if !slices.Contains(keys, k) {
 			enqueue(k)
 		}

@@ -39,6 +39,8 @@ type Member struct {
 	// Version is the revision at which the seed's agent has the object as it is now: the later of the object's
 	// resourceVersion and the revision since which it belongs to the seed.
 	Version int64
+	// Shared is whether the object belonged to more than one seed when it was read (a CloudProfile, a Project).
+	Shared bool
 }
 
 type edge struct {
@@ -56,11 +58,85 @@ type node struct {
 	declOut, declIn []Ref
 
 	children map[*node]*edge
-	parents  map[*node]*edge
-	// count holds, per seed, 1 for direct membership plus 1 per parent in that seed; since holds when the count
-	// last left zero.
-	count map[string]int
-	since map[string]int64
+	// parents counts the nodes whose children hold this one: only whether there are any matters (gc), and a map of
+	// them cost a map per referenced object and, for an object every seed references, one entry per seed.
+	parents int
+	// seeds are the seeds the node belongs to.
+	seeds memberships
+}
+
+// membership is a node's standing in one seed: count is 1 for direct membership plus 1 per parent in that seed,
+// since is when the count last left zero.
+type membership struct {
+	count int
+	since int64
+}
+
+// memberships holds a node's memberships by seed. Most nodes belong to one seed, which is held inline (a map per node
+// cost hundreds of bytes per object, with 10,000 seeds tens of MiB); a map holds them once a second seed comes.
+type memberships struct {
+	one  string
+	oneM membership // count 0: no inline membership
+	more map[string]membership
+}
+
+func (m *memberships) get(seed string) membership {
+	if m.more != nil {
+		return m.more[seed]
+	}
+	if m.oneM.count > 0 && m.one == seed {
+		return m.oneM
+	}
+	return membership{}
+}
+
+// set records v (count > 0) for seed.
+func (m *memberships) set(seed string, v membership) {
+	switch {
+	case m.more != nil:
+		m.more[seed] = v
+	case m.oneM.count == 0 || m.one == seed:
+		m.one, m.oneM = seed, v
+	default:
+		m.more = map[string]membership{m.one: m.oneM, seed: v}
+		m.one, m.oneM = "", membership{}
+	}
+}
+
+func (m *memberships) delete(seed string) {
+	if m.more != nil {
+		delete(m.more, seed)
+		if len(m.more) == 0 {
+			m.more = nil
+		}
+	} else if m.one == seed {
+		m.one, m.oneM = "", membership{}
+	}
+}
+
+func (m *memberships) len() int {
+	if m.more != nil {
+		return len(m.more)
+	}
+	if m.oneM.count > 0 {
+		return 1
+	}
+	return 0
+}
+
+// all yields every seed with its membership (an iterator, so that callers may change other nodes meanwhile).
+func (m *memberships) all(yield func(string, membership) bool) {
+	if m.more == nil {
+		if m.oneM.count > 0 {
+			yield(m.one, m.oneM)
+		}
+		return
+	}
+	for s, v := range m.more {
+		if !yield(s, v) {
+			return
+		}
+	}
 }
 
 // Graph holds the objects of the followed resources and which seeds each belongs to.
@@ -181,7 +257,7 @@ func (g *Graph) apply(ref Ref, obj store.Object, rev int64) {
 		g.link(g.node(r), n, rev)
 	}
 	n.direct, n.declOut, n.declIn = direct, out, in
-	for s := range n.count {
+	for s := range n.seeds.all {
 		g.notify(s, n.ref)
 	}
 	for _, t := range touched {
@@ -191,7 +267,7 @@ func (g *Graph) apply(ref Ref, obj store.Object, rev int64) {
 }
 
 func (g *Graph) gc(n *node) {
-	if n.obj == nil && len(n.parents) == 0 && len(n.children) == 0 && len(n.count) == 0 && g.nodes[n.ref] == n {
+	if n.obj == nil && n.parents == 0 && len(n.children) == 0 && n.seeds.len() == 0 && g.nodes[n.ref] == n {
 		delete(g.nodes, n.ref)
 	}
 }
@@ -205,12 +281,10 @@ func (g *Graph) link(p, c *node, rev int64) {
 	if p.children == nil {
 		p.children = map[*node]*edge{}
 	}
-	if c.parents == nil {
-		c.parents = map[*node]*edge{}
-	}
-	p.children[c], c.parents[p] = e, e
-	for s, since := range p.since {
-		g.add(c, s, max(since, rev))
+	p.children[c] = e
+	c.parents++
+	for s, m := range p.seeds.all {
+		g.add(c, s, max(m.since, rev))
 	}
 }
 
@@ -223,21 +297,19 @@ func (g *Graph) unlink(p, c *node) {
 		return
 	}
 	delete(p.children, c)
-	delete(c.parents, p)
-	for s := range p.count {
+	c.parents--
+	for s := range p.seeds.all {
 		g.remove(c, s)
 	}
 }
 
 func (g *Graph) add(n *node, seed string, since int64) {
-	if n.count == nil {
-		n.count, n.since = map[string]int{}, map[string]int64{}
-	}
-	n.count[seed]++
-	if n.count[seed] > 1 {
+	if m := n.seeds.get(seed); m.count > 0 {
+		m.count++
+		n.seeds.set(seed, m)
 		return
 	}
-	n.since[seed] = since
+	n.seeds.set(seed, membership{count: 1, since: since})
 	m := g.bySeed[seed]
 	if m == nil {
 		m = map[*node]struct{}{}
@@ -251,14 +323,15 @@ func (g *Graph) add(n *node, seed string, since int64) {
 }
 
 func (g *Graph) remove(n *node, seed string) {
-	if n.count[seed] == 0 {
+	m := n.seeds.get(seed)
+	if m.count == 0 {
 		return
 	}
-	if n.count[seed]--; n.count[seed] > 0 {
+	if m.count--; m.count > 0 {
+		n.seeds.set(seed, m)
 		return
 	}
-	delete(n.count, seed)
-	delete(n.since, seed)
+	n.seeds.delete(seed)
 	if m := g.bySeed[seed]; m != nil {
 		delete(m, n)
 		if len(m) == 0 {
@@ -282,7 +355,7 @@ func (g *Graph) Belongs(seed, resource, namespace, name string) bool {
 	g.mu.RLock()
 	defer g.mu.RUnlock()
 	n := g.nodes[Ref{Resource: resource, Namespace: namespace, Name: name}]
-	return n != nil && n.obj != nil && n.count[seed] > 0
+	return n != nil && n.obj != nil && n.seeds.get(seed).count > 0
 }
 
 // HasPath reports whether the graph relates the object to seed: it exists and belongs to the seed (Belongs), or it
@@ -297,7 +370,7 @@ func (g *Graph) HasPath(seed, resource, namespace, name string) bool {
 	n := g.nodes[Ref{Resource: resource, Namespace: namespace, Name: name}]
 	// A node without its object has no membership of its own (no direct seeds, no inherited ones: both come from
 	// the object): its count holds only the edges from the objects that reference it.
-	return n != nil && n.count[seed] > 0
+	return n != nil && n.seeds.get(seed).count > 0
 }
 
 // Seeds returns the seeds an existing object belongs to.
@@ -308,8 +381,8 @@ func (g *Graph) Seeds(resource, namespace, name string) []string {
 	if n == nil || n.obj == nil {
 		return nil
 	}
-	seeds := make([]string, 0, len(n.count))
-	for s := range n.count {
+	seeds := make([]string, 0, n.seeds.len())
+	for s := range n.seeds.all {
 		seeds = append(seeds, s)
 	}
 	return seeds
@@ -320,14 +393,14 @@ func (g *Graph) Get(seed string, ref Ref) (Member, bool) {
 	g.mu.RLock()
 	defer g.mu.RUnlock()
 	n := g.nodes[ref]
-	if n == nil || n.obj == nil || n.count[seed] == 0 {
+	if n == nil || n.obj == nil || n.seeds.get(seed).count == 0 {
 		return Member{}, false
 	}
 	return n.member(seed), true
 }
 
 func (n *node) member(seed string) Member {
-	return Member{Ref: n.ref, Object: n.obj, Version: max(n.rv, n.since[seed])}
+	return Member{Ref: n.ref, Object: n.obj, Version: max(n.rv, n.seeds.get(seed).since), Shared: n.seeds.len() > 1}
 }
 
 // Members returns every existing object of seed.

@@ -82,10 +82,16 @@ func TestMembershipThroughReferences(t *testing.T) {
 		t.Fatal("shoot moved to b still belongs to a")
 	}
 	m, _ = g.Get("a", Ref{Resource: resources.Secrets, Namespace: "garden-dev", Name: "provider-secret"})
-	if m.Version != 10 {
-		t.Fatalf("secret kept belonging to a since 10, version = %d", m.Version)
+	if m.Version != 10 || !m.Shared {
+		t.Fatalf("secret kept belonging to a since 10 and is shared with b: version = %d, shared = %v", m.Version, m.Shared)
+	}
+	if m, _ := g.Get("b", Ref{Resource: resources.Shoots, Namespace: "garden-dev", Name: "s1"}); m.Shared {
+		t.Fatal("shoot s1 belongs to b alone but is reported shared")
 	}
 	g.Remove(resources.Shoots, "garden-dev", "s2", 13)
+	if m, _ := g.Get("b", Ref{Resource: resources.Secrets, Namespace: "garden-dev", Name: "provider-secret"}); m.Shared || m.Version != 12 {
+		t.Fatalf("secret left a: it belongs to b alone since 12, got version %d shared %v", m.Version, m.Shared)
+	}
 	if g.Belongs("a", resources.Secrets, "garden-dev", "provider-secret") || g.Belongs("a", resources.CloudProfiles, "", "local") {
 		t.Fatal("after the last shoot of a is gone its references must leave a")
 	}
@@ -108,6 +114,16 @@ func TestMembershipThroughReferences(t *testing.T) {
 		if r.Resource == resources.Secrets {
 			t.Fatalf("seed a heard about a secret that is not its own: %v", ra.refs)
 		}
+	}
+
+	// Once nothing exists, nothing is kept: a node without object, edges or seeds is dropped.
+	g.Remove(resources.Shoots, "garden-dev", "s1", 16)
+	for _, r := range []Ref{{resources.Secrets, "garden-dev", "provider-secret"}, {resources.SecretBindings, "garden-dev", "provider"},
+		{resources.CloudProfiles, "", "local"}, {resources.Seeds, "", "a"}, {resources.Seeds, "", "b"}} {
+		g.Remove(r.Resource, r.Namespace, r.Name, 17)
+	}
+	if len(g.nodes) != 0 {
+		t.Fatalf("nodes left after every object was removed: %d", len(g.nodes))
 	}
 }
 

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"strconv"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -42,7 +43,30 @@ func (ch *cache) backfill(ctx context.Context, cur int64) {
 	if ch.history.oldest != cur {
 		return // re-listed meanwhile: this history belongs to an older state
 	}
+	ch.shareWithItems(evs)
 	ch.history.prepend(evs, oldest)
+}
+
+// shareWithItems has the backfilled events hold the cache's own objects where they are the same state (the same key
+// and resourceVersion), so that the history of a restarted hub costs no more than one that was filled live, whose
+// events hold the objects the cache held. It runs under ch.mu.
+func (ch *cache) shareWithItems(evs []event) {
+	same := func(key string, obj Object) Object {
+		if obj == nil {
+			return nil
+		}
+		if e := ch.items[key]; e != nil && e.obj.GetMetadata().GetResourceVersion() == obj.GetMetadata().GetResourceVersion() {
+			return e.obj
+		}
+		return obj
+	}
+	for i := range evs {
+		ev := &evs[i]
+		ev.prev = same(ev.key, ev.prev)
+		if ev.typ != Deleted {
+			ev.obj = same(ev.key, ev.obj)
+		}
+	}
 }
 
 // readHistory returns the events of the resource in (from, to] and the revision after which they are complete.
@@ -52,6 +76,9 @@ func (ch *cache) readHistory(ctx context.Context, from, to int64) (evs []event, 
 	wch := ch.c.store.client.Watch(wctx, ch.c.prefix,
 		clientv3.WithPrefix(), clientv3.WithRev(from+1), clientv3.WithPrevKV(), clientv3.WithProgressNotify())
 	oldest = from
+	// The state each key was left in by the events read so far: the previous value of its next event is that state,
+	// decoded once for both events (as the live cache shares them).
+	latest := map[string]Object{}
 	// Without events beyond to, only a progress notification says that everything up to it was delivered.
 	nudge := time.NewTicker(progressNudge)
 	defer nudge.Stop()
@@ -88,11 +115,17 @@ func (ch *cache) readHistory(ctx context.Context, from, to int64) (evs []event, 
 				if rev > to {
 					return evs, oldest, true
 				}
-				ev, good := ch.historyEvent(e)
+				ev, good := ch.historyEvent(e, latest)
 				if !good {
 					// An event that cannot be rebuilt cuts the history: resuming from before it is impossible.
 					evs, oldest = evs[:0], rev
+					clear(latest)
 					continue
+				}
+				if ev.typ == Deleted {
+					delete(latest, ev.key)
+				} else {
+					latest[ev.key] = ev.obj
 				}
 				evs = append(evs, ev)
 			}
@@ -104,13 +137,16 @@ func (ch *cache) readHistory(ctx context.Context, from, to int64) (evs []event, 
 	}
 }
 
-// historyEvent rebuilds a cache event from an etcd event with its previous value.
-func (ch *cache) historyEvent(e *clientv3.Event) (event, bool) {
+// historyEvent rebuilds a cache event from an etcd event with its previous value; latest holds the objects of the
+// events before it by key, and a previous value that is one of them is not decoded again.
+func (ch *cache) historyEvent(e *clientv3.Event, latest map[string]Object) (event, bool) {
 	full := string(e.Kv.Key)
 	ev := event{key: full[len(ch.c.prefix):], rev: e.Kv.ModRevision}
 	var err error
 	if e.PrevKv != nil {
-		if ev.prev, err = ch.c.decode(full, e.PrevKv.Value, e.PrevKv.ModRevision); err != nil {
+		if o := latest[ev.key]; o != nil && o.GetMetadata().GetResourceVersion() == strconv.FormatInt(e.PrevKv.ModRevision, 10) {
+			ev.prev = o
+		} else if ev.prev, err = ch.c.decode(full, e.PrevKv.Value, e.PrevKv.ModRevision); err != nil {
 			return ev, false
 		}
 	}

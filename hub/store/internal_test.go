@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -113,15 +114,8 @@ func TestConfigValidate(t *testing.T) {
 // TestRelist checks the path taken when the cache's watch revision was compacted: the state is reloaded and the
 // watchers, whose history is gone, end with Expired.
 func TestRelist(t *testing.T) {
-	s, err := Open(t.Context(), Config{DataDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, c := openTestStore(t, t.TempDir())
 	defer s.Close()
-	c, err := s.Register(t.Context(), testResource())
-	if err != nil {
-		t.Fatal(err)
-	}
 	obj, err := c.Create(t.Context(), newTestObject("a"))
 	if err != nil {
 		t.Fatal(err)
@@ -166,6 +160,21 @@ func TestRelist(t *testing.T) {
 	}
 }
 
+// openTestStore opens a store on dir with testResource registered.
+func openTestStore(t *testing.T, dir string) (*Store, *Collection) {
+	t.Helper()
+	s, err := Open(t.Context(), Config{DataDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := s.Register(t.Context(), testResource())
+	if err != nil {
+		s.Close()
+		t.Fatal(err)
+	}
+	return s, c
+}
+
 func testResource() Resource {
 	return Resource{Resource: "namespaces", New: func() Object { return &kcorev1.Namespace{} }}
 }
@@ -181,4 +190,44 @@ func mustEncode(t *testing.T, c *Collection, name string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestBackfillSharesObjects: a restarted store's history holds each object state once, as one filled live does: an
+// event's previous value is the preceding event's object, and the newest state is the cache's own object.
+func TestBackfillSharesObjects(t *testing.T) {
+	dir := t.TempDir()
+	s, c := openTestStore(t, dir)
+	obj, err := c.Create(t.Context(), newTestObject("a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		next := clone(obj).(*kcorev1.Namespace)
+		next.Metadata.Labels = map[string]string{"step": strconv.Itoa(i)}
+		if obj, err = c.Update(t.Context(), next); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Close()
+
+	s, c = openTestStore(t, dir)
+	defer s.Close()
+	<-c.cache.backfilled
+	c.cache.mu.RLock()
+	defer c.cache.mu.RUnlock()
+	h := &c.cache.history
+	if len(h.buf) != 3 {
+		t.Fatalf("history after the restart holds %d events, want 3", len(h.buf))
+	}
+	for i := 1; i < len(h.buf); i++ {
+		if h.at(i).prev != h.at(i-1).obj {
+			t.Fatalf("event %d: its previous value is decoded again instead of being event %d's object", i, i-1)
+		}
+	}
+	if h.at(2).obj != c.cache.items["a"].obj {
+		t.Fatal("the newest event's object is not the cache's")
+	}
+	if got := h.at(2).obj.GetMetadata().GetLabels()["step"]; got != "1" {
+		t.Fatalf("newest state: label step = %q", got)
+	}
 }

@@ -1078,7 +1078,9 @@ func testWatchResumeAfterRestart(t *testing.T, e *env) {
 	}
 	e.reopen()
 	w := e.watch("", store.WatchOptions{ResourceVersion: s.GetMetadata().GetResourceVersion()})
-	expectEvent(t, w, store.Modified, "garden-a/s1")
+	if ev := expectEvent(t, w, store.Modified, "garden-a/s1"); ev.Object.(*corev1beta1.Shoot).GetSpec().GetRegion() != "r2" {
+		t.Fatalf("MODIFIED after restart: %v", ev.Object)
+	}
 	ev := expectEvent(t, w, store.Deleted, "garden-a/s1")
 	if ev.Object.(*corev1beta1.Shoot).GetSpec().GetRegion() != "r2" {
 		t.Fatalf("DELETED after restart: %v", ev.Object)
