@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -1197,19 +1198,28 @@ func testWatchSlowConsumer(t *testing.T, e *env) {
 	slow := e.watch("", store.WatchOptions{})
 	fast := e.watch("", store.WatchOptions{})
 	const n = 1200
+	// The writers stay at most `lead` events ahead of the fast watcher, so that a loaded machine, which may starve
+	// its receiving goroutine, never makes it fall behind the store's bound as well; the slow one never reads.
+	const lead = 400
+	var got atomic.Int64
 	var received sync.WaitGroup
 	received.Go(func() {
 		for i := 0; i < n; i++ {
 			if ev := watchNext(t, fast); ev.Type != store.Added {
 				t.Errorf("fast watcher: %s %v", ev.Type, ev.Err)
+				got.Store(n) // release the writers
 				return
 			}
+			got.Add(1)
 		}
 	})
 	var wg sync.WaitGroup
 	for g := range 8 {
 		wg.Go(func() {
 			for i := g; i < n; i += 8 {
+				for int64(i)-got.Load() > lead {
+					time.Sleep(time.Millisecond)
+				}
 				if _, err := e.shoots.Create(e.ctx, NewShoot("garden-a", fmt.Sprintf("s%04d", i), "seed", nil)); err != nil {
 					t.Errorf("create: %v", err)
 					return
