@@ -184,10 +184,30 @@ func (c *Config) Validate() error {
 	return errors.Join(errs...)
 }
 
+// pickFreePort returns a port that was free on host a moment ago (a variable: a test hands out a taken one).
+var pickFreePort = func(host string) (string, error) {
+	lis, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	if err != nil {
+		return "", err
+	}
+	defer lis.Close()
+	_, port, err := net.SplitHostPort(lis.Addr().String())
+	return port, err
+}
+
+// freePortWanted reports whether addr (a Config listen address) leaves the port to loopbackAddr.
+func freePortWanted(addr string) bool {
+	if addr == "" {
+		return true
+	}
+	_, port, err := net.SplitHostPort(addr)
+	return err == nil && port == "0"
+}
+
 // loopbackAddr returns addr with a free port when its port is 0 or addr is empty (then on 127.0.0.1), and the
 // address clients dial: an unspecified host (0.0.0.0, ::, "") is reached on 127.0.0.1. A free port is found by
-// listening on it and closing the listener: another process may take it before the hub does, in which case the hub
-// fails to start and says so in its log.
+// listening on it and closing the listener: another process may take it before the hub does; the hub then fails to
+// start, saying so in its log, and Start tries other free ports.
 func loopbackAddr(addr string) (listen, dial string, err error) {
 	if addr == "" {
 		addr = "127.0.0.1:0"
@@ -197,12 +217,9 @@ func loopbackAddr(addr string) (listen, dial string, err error) {
 		return "", "", err
 	}
 	if port == "0" {
-		lis, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
-		if err != nil {
+		if port, err = pickFreePort(host); err != nil {
 			return "", "", fmt.Errorf("find a free port on %q: %w", host, err)
 		}
-		_, port, _ = net.SplitHostPort(lis.Addr().String())
-		_ = lis.Close()
 	}
 	listen = net.JoinHostPort(host, port)
 	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {

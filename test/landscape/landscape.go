@@ -104,9 +104,9 @@ func Start(ctx context.Context, cfg Config) (_ *Landscape, err error) {
 		return nil, fmt.Errorf("hub gRPC listen address: %w", err)
 	}
 	l.HubAddr, l.GRPCAddr, l.HubURL = dial, grpcDial, "https://"+dial
-	args := []string{"--data-dir", hubDir, "--listen", listen, "--grpc-listen", grpcListen, "--log-format", "text", "--tunnel-listen", cfg.TunnelListen}
+	var hostArgs []string
 	if l.agentPods() {
-		args = append(args, slotHosts()...)
+		hostArgs = slotHosts()
 		archive, repo, tag, err := l.binaryImage("trellis-agent")
 		if err != nil {
 			return nil, fmt.Errorf("trellis-agent image: %w", err)
@@ -116,7 +116,12 @@ func Start(ctx context.Context, cfg Config) (_ *Landscape, err error) {
 		l.agentImage = agentImageRef{repository: repo, tag: tag}
 		l.logf("agents: image %s:%s (%s) runs as the trellis-agent chart's pod in every seed", repo, tag, archive)
 	}
-	l.hub = l.newProcess("hub", "trellis-hub", nil, append(args, cfg.HubArgs...)...)
+	hubProcess := func(listen, grpcListen string) *binproc.Process {
+		args := []string{"--data-dir", hubDir, "--listen", listen, "--grpc-listen", grpcListen, "--log-format", "text", "--tunnel-listen", cfg.TunnelListen}
+		args = append(append(args, hostArgs...), cfg.HubArgs...)
+		return l.newProcess("hub", "trellis-hub", nil, args...)
+	}
+	l.hub = hubProcess(listen, grpcListen)
 	// With nodes, provider-local runs as its chart's pod from an image of this build (providerpod.go).
 	providerValues := DefaultProviderLocalValues()
 	podMode := cfg.Node && l.ProviderLocal && !cfg.ManualProviderLocal
@@ -159,12 +164,34 @@ func Start(ctx context.Context, cfg Config) (_ *Landscape, err error) {
 			return nil, err
 		}
 	}
-	l.logf("hub: starting on %s, agents on %s (log %s)", l.HubURL, l.GRPCAddr, l.hub.LogPath())
-	if err := l.hub.Start(); err != nil {
-		return nil, err
-	}
-	if err := l.waitHub(ctx); err != nil {
-		return nil, err
+	for attempt := 1; ; attempt++ {
+		l.logf("hub: starting on %s, agents on %s (log %s)", l.HubURL, l.GRPCAddr, l.hub.LogPath())
+		if err := l.hub.Start(); err != nil {
+			return nil, err
+		}
+		err := l.waitHub(ctx)
+		if err == nil {
+			break
+		}
+		// A free port found here can be taken by another process before the hub binds it (tests running beside
+		// each other): with ports of our choosing, other ones are tried.
+		if attempt == 3 || !strings.Contains(l.hub.Tail(2<<10), "address already in use") ||
+			!freePortWanted(cfg.HubListen) || !freePortWanted(cfg.HubGRPCListen) {
+			return nil, err
+		}
+		select {
+		case <-l.failures: // the exit just reported
+		default:
+		}
+		if listen, dial, err = loopbackAddr(cfg.HubListen); err != nil {
+			return nil, err
+		}
+		if grpcListen, grpcDial, err = loopbackAddr(cfg.HubGRPCListen); err != nil {
+			return nil, err
+		}
+		l.HubAddr, l.GRPCAddr, l.HubURL = dial, grpcDial, "https://"+dial
+		l.logf("hub: a port was taken before the hub bound it; trying %s and %s", listen, grpcListen)
+		l.hub = hubProcess(listen, grpcListen)
 	}
 	l.logf("hub: ready")
 	for _, b := range seedSecrets() {

@@ -82,9 +82,30 @@ func TestLandscape(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 
+	// The hub's first free port is taken before the hub binds it, as by a test running beside this one: Start
+	// tries other ports.
+	held, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	_, heldPort, _ := net.SplitHostPort(held.Addr().String())
+	pick, taken := pickFreePort, false
+	pickFreePort = func(host string) (string, error) {
+		if !taken {
+			taken = true
+			return heldPort, nil
+		}
+		return pick(host)
+	}
+	t.Cleanup(func() { pickFreePort = pick })
+
 	l, err := Start(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if _, port, _ := net.SplitHostPort(l.HubAddr); port == heldPort {
+		t.Errorf("the hub's address %s is the taken port", l.HubAddr)
 	}
 	stopped := false
 	t.Cleanup(func() {
