@@ -180,7 +180,8 @@ func Start(ctx context.Context, cfg Config) (_ *Landscape, err error) {
 			return nil, err
 		}
 		select {
-		case <-l.failures: // the exit just reported
+		case exited := <-l.failures: // the exit just reported, not a failure of the landscape
+			l.logf("hub: %v", exited)
 		default:
 		}
 		if listen, dial, err = loopbackAddr(cfg.HubListen); err != nil {
