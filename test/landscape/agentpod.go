@@ -164,17 +164,36 @@ func (l *Landscape) startAgentPod(ctx context.Context, s *Seed, freshHub bool) e
 		return fmt.Errorf("seed %s: install the agent's chart: %w", s.Name, err)
 	}
 	s.AgentPod = true
-	return l.waitFor(ctx, s.seed, "its agent's pod ready (Seed "+GardenletReady+")", func(ctx context.Context) (bool, error) {
+	var available bool
+	var ready *condition
+	err = l.waitFor(ctx, s.seed, "its agent's pod ready (Seed "+GardenletReady+")", func(ctx context.Context) (bool, error) {
 		d, err := s.Client.AppsV1().Deployments(AgentNamespace).Get(ctx, AgentRelease, kmetav1.GetOptions{})
-		if err != nil || !localnode.DeploymentAvailable(d) {
+		if available = err == nil && localnode.DeploymentAvailable(d); !available {
 			return false, nil
 		}
-		c, err := l.hubc.seedCondition(ctx, s.Name, GardenletReady)
-		if err != nil || c == nil {
+		if ready, err = l.hubc.seedCondition(ctx, s.Name, GardenletReady); err != nil || ready == nil {
 			return false, err
 		}
-		return c.Status == "True", nil
+		return ready.Status == "True", nil
 	})
+	if err != nil {
+		// What the wait saw last, and the agent's own account, for the failure's reader.
+		err = fmt.Errorf("%w\nthe agent's Deployment available: %v; the Seed's %s: %+v", err, available, GardenletReady, ready)
+		lctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		if logs, lerr := s.AgentPodLogs(lctx); lerr == nil {
+			err = fmt.Errorf("%w\nthe agent's pod:\n%s", err, tailString(logs, 8<<10))
+		}
+	}
+	return err
+}
+
+// tailString is the last n bytes of s.
+func tailString(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return "…" + s[len(s)-n:]
 }
 
 // agentImageRef is the agent's image in pod mode.
