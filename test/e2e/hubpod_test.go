@@ -297,7 +297,7 @@ func (a *hubPodAgent) wait(what string, cond func() bool) {
 	for !cond() {
 		select {
 		case <-a.ctx.Done():
-			a.t.Logf("the agent's pod:\n%s", tailOf(a.logs(time.Time{}), 8000))
+			a.t.Logf("the agent's pod:\n%s", landscape.TailOf(a.logs(time.Time{}), 8000))
 			a.t.Fatalf("%s: not before the test's deadline", what)
 		case <-time.After(250 * time.Millisecond):
 		}

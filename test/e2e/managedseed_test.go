@@ -325,7 +325,7 @@ func (e *managedSeedEnv) wait(t *testing.T, what string, timeout time.Duration, 
 	for !cond() {
 		if time.Now().After(deadline) || e.ctx.Err() != nil {
 			if logs, err := e.l.Seed("local").AgentPodLogs(context.Background()); err == nil {
-				t.Logf("the agent's pod:\n%s", tailOf(logs, 8000))
+				t.Logf("the agent's pod:\n%s", landscape.TailOf(logs, 8000))
 			}
 			t.Fatalf("%s: not after %v", what, timeout)
 		}
@@ -385,7 +385,7 @@ func (e *managedSeedEnv) standIn(t *testing.T, shoot string) *machinestandin.Run
 		if t.Failed() {
 			for _, path := range append([]string{r.LogPath()}, r.ExtensionLogPaths()...) {
 				if b, err := os.ReadFile(path); err == nil {
-					t.Logf("the stand-in's %s of %s:\n%s", filepath.Base(path), shoot, tailOf(string(b), 6000))
+					t.Logf("the stand-in's %s of %s:\n%s", filepath.Base(path), shoot, landscape.TailOf(string(b), 6000))
 				}
 			}
 		}
@@ -426,11 +426,4 @@ func (e *managedSeedEnv) logSetEvents(t *testing.T, name string) {
 	for _, ev := range events.Items {
 		t.Logf("event of ManagedSeedSet %s: %s %s: %s", name, ev.Type, ev.Reason, ev.Message)
 	}
-}
-
-func tailOf(s string, n int) string {
-	if len(s) > n {
-		return s[len(s)-n:]
-	}
-	return s
 }

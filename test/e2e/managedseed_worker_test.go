@@ -72,7 +72,7 @@ func TestManagedSeedWithRealWorker(t *testing.T) {
 	var shootCS kubernetes.Interface
 	m := &msLandscape{ctx: ctx, t: t, l: l, onTimeout: func() {
 		if shootCS != nil {
-			t.Logf("the shoot's agent pod:\n%s", tailOf(shootAgentState(ctx, shootCS), 8000))
+			t.Logf("the shoot's agent pod:\n%s", landscape.TailOf(shootAgentState(ctx, shootCS), 8000))
 		}
 	}}
 
@@ -435,7 +435,7 @@ func (m *msLandscape) wait(what string, timeout time.Duration, cond func() bool)
 	for !cond() {
 		if time.Now().After(deadline) {
 			if logs, err := m.l.Seed("local").AgentPodLogs(m.ctx); err == nil {
-				m.t.Logf("the seed's agent pod:\n%s", tailOf(logs, 6000))
+				m.t.Logf("the seed's agent pod:\n%s", landscape.TailOf(logs, 6000))
 			}
 			if m.onTimeout != nil {
 				m.onTimeout()

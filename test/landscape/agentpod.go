@@ -182,18 +182,18 @@ func (l *Landscape) startAgentPod(ctx context.Context, s *Seed, freshHub bool) e
 		lctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
 		if logs, lerr := s.AgentPodLogs(lctx); lerr == nil {
-			err = fmt.Errorf("%w\nthe agent's pod:\n%s", err, tailString(logs, 8<<10))
+			err = fmt.Errorf("%w\nthe agent's pod:\n%s", err, TailOf(logs, 8<<10))
 		}
 	}
 	return err
 }
 
-// tailString is the last n bytes of s.
-func tailString(s string, n int) string {
-	if len(s) <= n {
-		return s
+// TailOf is the last n bytes of s, for logs in failure messages.
+func TailOf(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
 	}
-	return "…" + s[len(s)-n:]
+	return s
 }
 
 // agentImageRef is the agent's image in pod mode.
