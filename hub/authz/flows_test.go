@@ -37,6 +37,26 @@ type agentAPI struct {
 	events  kcorev1.EventServiceClient
 }
 
+// updateShootStatus writes shoot's status as the agent does: the hub's own controllers may write the shoot between
+// the agent's read and its write, and like the gardenlet the agent then reads the shoot again and writes its status
+// onto the newer version.
+func updateShootStatus(ctx context.Context, t *testing.T, shoots corev1beta1.ShootServiceClient, shoot *corev1beta1.Shoot) *corev1beta1.Shoot {
+	t.Helper()
+	written, err := shoots.UpdateStatus(ctx, shoot)
+	for attempt := 0; status.Code(err) == codes.Aborted && attempt < 5; attempt++ {
+		latest, gerr := shoots.Get(ctx, &metav1.GetRequest{Namespace: shoot.GetMetadata().GetNamespace(), Name: shoot.GetMetadata().GetName()})
+		if gerr != nil {
+			t.Fatal(gerr)
+		}
+		latest.Status = shoot.Status
+		written, err = shoots.UpdateStatus(ctx, latest)
+	}
+	if err != nil {
+		t.Fatalf("update the status of shoot %s/%s: %v", shoot.GetMetadata().GetNamespace(), shoot.GetMetadata().GetName(), err)
+	}
+	return written
+}
+
 func newAgentAPI(t *testing.T, h *hubtest.Hub, seed string) agentAPI {
 	cert := clientCert(t, h, []string{auth.SeedsGroup}, auth.SeedUserName(seed))
 	return newAgentAPIWith(seed, grpcConn(t, h, &cert))
@@ -114,21 +134,7 @@ func TestSeedAgentShootFlowWrites(t *testing.T) {
 		Gardener:           &corev1beta1.Gardener{Id: "agent-a", Name: "trellis-agent", Version: "dev"},
 		Hibernated:         proto.Bool(false),
 	}
-	// The hub's own controllers may write the shoot between the two writes; like the gardenlet, the agent then
-	// reads the shoot again and writes its status onto the newer version.
-	written, err := a.shoots.UpdateStatus(ctx, own)
-	for attempt := 0; status.Code(err) == codes.Aborted && attempt < 5; attempt++ {
-		latest, gerr := a.shoots.Get(ctx, &metav1.GetRequest{Namespace: "garden-dev", Name: "s-a"})
-		if gerr != nil {
-			t.Fatal(gerr)
-		}
-		latest.Status = own.Status
-		own = latest
-		written, err = a.shoots.UpdateStatus(ctx, own)
-	}
-	if err != nil {
-		t.Fatalf("update the shoot's status: %v", err)
-	}
+	written := updateShootStatus(ctx, t, a.shoots, own)
 	if !proto.Equal(written.GetStatus(), own.GetStatus()) {
 		t.Errorf("status written:\n%v\nwant\n%v", written.GetStatus(), own.GetStatus())
 	}
@@ -294,9 +300,7 @@ func TestShootMigrationThroughBinding(t *testing.T) {
 		t.Fatal(err)
 	}
 	own.Status = &corev1beta1.ShootStatus{SeedName: proto.String("a"), LastOperation: &metav1.LastOperation{Type: "Reconcile", State: "Succeeded", Progress: proto.Int32(100)}}
-	if _, err := a.shoots.UpdateStatus(ctx, own); err != nil {
-		t.Fatal(err)
-	}
+	own = updateShootStatus(ctx, t, a.shoots, own)
 
 	// A plain update or patch does not move a shoot; an agent may not bind, not even its own shoot.
 	code, body := do(t, h, h.HTTP, h.Token, "PATCH", shoot, `{"spec":{"seedName":"b"}}`)
@@ -355,9 +359,7 @@ func TestShootMigrationThroughBinding(t *testing.T) {
 	}
 	cur.Status.SeedName = nil
 	cur.Status.LastOperation = &metav1.LastOperation{Type: "Migrate", State: "Succeeded", Progress: proto.Int32(100)}
-	if _, err := a.shoots.UpdateStatus(ctx, cur); err != nil {
-		t.Fatalf("source clears status.seedName: %v", err)
-	}
+	updateShootStatus(ctx, t, a.shoots, cur)
 	// The seed graph follows the write asynchronously: the source loses the shoot once the graph has seen it.
 	waitFor(t, "the source is denied the shoot it handed over", func() bool {
 		_, err := a.shoots.Get(ctx, &metav1.GetRequest{Namespace: "garden-dev", Name: "s-a"})
@@ -369,9 +371,7 @@ func TestShootMigrationThroughBinding(t *testing.T) {
 	}
 	cur.Status.SeedName = proto.String("b")
 	cur.Status.LastOperation = &metav1.LastOperation{Type: "Restore", State: "Succeeded", Progress: proto.Int32(100)}
-	if _, err := b.shoots.UpdateStatus(ctx, cur); err != nil {
-		t.Fatalf("destination restores: %v", err)
-	}
+	updateShootStatus(ctx, t, b.shoots, cur)
 	mustAdmin(t, h, 200, "PATCH", shoot, `{"spec":{"hibernation":{"enabled":true}}}`)
 
 	// Scheduling through the binding subresource, over gRPC; the seed must exist.

@@ -197,9 +197,7 @@ func TestSeedAgentAccess(t *testing.T) {
 
 	// Writes to its own shoot: status yes, delete and create no.
 	own.Status = &corev1beta1.ShootStatus{TechnicalId: "shoot--dev--s-a"}
-	if _, err := shoots.UpdateStatus(ctx, own); err != nil {
-		t.Errorf("update status of own shoot: %v", err)
-	}
+	updateShootStatus(ctx, t, shoots, own)
 	if _, err := shoots.Patch(ctx, &metav1.PatchRequest{Namespace: "garden-dev", Name: "s-a", Subresource: "status", PatchType: "application/merge-patch+json",
 		Patch: &metav1.RawExtension{Raw: []byte(`{"status":{"hibernated":false,"observedGeneration":1}}`)}}); err != nil {
 		t.Errorf("patch status of own shoot: %v", err)

@@ -91,9 +91,7 @@ func TestSeedAgentGetsMissingReferencedObjects(t *testing.T) {
 		t.Fatal(err)
 	}
 	own.Status = &corev1beta1.ShootStatus{TechnicalId: "shoot--dev--s-a"}
-	if _, err := a.shoots.UpdateStatus(ctx, own); err != nil {
-		t.Fatal(err)
-	}
+	updateShootStatus(ctx, t, a.shoots, own)
 	entry := objectnames.BackupEntryName("shoot--dev--s-a", own.GetMetadata().GetUid())
 	getEntry := func(ag agentAPI, name string) error {
 		_, err := ag.entries.Get(ctx, &metav1.GetRequest{Namespace: "garden-dev", Name: name})
