@@ -239,8 +239,8 @@ bench-cli: build
 	$(GO) run ./test/bench/cli -trellisctl bin/trellisctl -kubectl $(TESTBIN_CACHE)/kubectl-$(KUBE_VERSION)/kubectl $(BENCH_ARGS)
 
 ## bench-tunnel: tunnels through a real hub, agent and seed kube-apiserver: seed API request latency (hub vs direct,
-## p50/p99), passthrough round trips, 100 MB streams (tunnel vs direct, with heartbeat acks and another tunnel's round
-## trips meanwhile), memory of 1,000 idle tunnels; then with the hub as its own process: its memory per idle tunnel
+## p50/p99), passthrough round trips, 100 MB streams (tunnel vs direct; then through the tunnel with heartbeat acks and
+## another tunnel's round trips timed meanwhile), memory of 1,000 idle tunnels; then with the hub as its own process: its memory per idle tunnel
 ## and per watch, 1,000 watches through the hub against direct (event delays); then 1,000 watches through 100 agents
 ## (hub RSS per open tunnel, event delays and deliveries/s against direct); one run, results in bin/bench/tunnel.json,
 ## tunnel-process.json and tunnel-agents.json. TRELLIS_BENCH_PARTS picks parts of the first;
