@@ -42,17 +42,26 @@ type agentAPI struct {
 // onto the newer version.
 func updateShootStatus(ctx context.Context, t *testing.T, shoots corev1beta1.ShootServiceClient, shoot *corev1beta1.Shoot) *corev1beta1.Shoot {
 	t.Helper()
-	written, err := shoots.UpdateStatus(ctx, shoot)
+	return writeShoot(ctx, t, shoots, shoot, shoots.UpdateStatus, func(latest *corev1beta1.Shoot) { latest.Status = shoot.Status })
+}
+
+// writeShoot writes shoot with write; on a conflict (a write of the hub's controllers came between) it reads the
+// shoot again, applies change to that version and writes it, as the agent does.
+func writeShoot(ctx context.Context, t *testing.T, shoots corev1beta1.ShootServiceClient, shoot *corev1beta1.Shoot,
+	write func(context.Context, *corev1beta1.Shoot, ...grpc.CallOption) (*corev1beta1.Shoot, error), change func(latest *corev1beta1.Shoot),
+) *corev1beta1.Shoot {
+	t.Helper()
+	written, err := write(ctx, shoot)
 	for attempt := 0; status.Code(err) == codes.Aborted && attempt < 5; attempt++ {
 		latest, gerr := shoots.Get(ctx, &metav1.GetRequest{Namespace: shoot.GetMetadata().GetNamespace(), Name: shoot.GetMetadata().GetName()})
 		if gerr != nil {
 			t.Fatal(gerr)
 		}
-		latest.Status = shoot.Status
-		written, err = shoots.UpdateStatus(ctx, latest)
+		change(latest)
+		written, err = write(ctx, latest)
 	}
 	if err != nil {
-		t.Fatalf("update the status of shoot %s/%s: %v", shoot.GetMetadata().GetNamespace(), shoot.GetMetadata().GetName(), err)
+		t.Fatalf("write shoot %s/%s: %v", shoot.GetMetadata().GetNamespace(), shoot.GetMetadata().GetName(), err)
 	}
 	return written
 }
@@ -118,9 +127,10 @@ func TestSeedAgentShootFlowWrites(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	own.Metadata.Finalizers = append(own.Metadata.Finalizers, "gardener")
-	if own, err = a.shoots.Update(ctx, own); err != nil || !slices.Contains(own.GetMetadata().GetFinalizers(), "gardener") {
-		t.Fatalf("add the finalizer: %v", err)
+	addFinalizer := func(s *corev1beta1.Shoot) { s.Metadata.Finalizers = append(s.Metadata.Finalizers, "gardener") }
+	addFinalizer(own)
+	if own = writeShoot(ctx, t, a.shoots, own, a.shoots.Update, addFinalizer); !slices.Contains(own.GetMetadata().GetFinalizers(), "gardener") {
+		t.Fatalf("add the finalizer: got %v", own.GetMetadata().GetFinalizers())
 	}
 	now := timestamppb.New(time.Now().Truncate(time.Second))
 	own.Status = &corev1beta1.ShootStatus{
