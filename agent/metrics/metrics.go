@@ -26,19 +26,9 @@ var (
 		Subsystem: "workqueue", Name: "adds_total",
 		Help: "Total number of adds handled by workqueue",
 	}, []string{"name", "controller"})
-	latency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Subsystem: "workqueue", Name: "queue_duration_seconds",
-		Help:    "How long in seconds an item stays in workqueue before being requested",
-		Buckets: prometheus.ExponentialBuckets(10e-9, 10, 12), NativeHistogramBucketFactor: 1.1,
-		NativeHistogramMaxBucketNumber: 100, NativeHistogramMinResetDuration: time.Hour,
-	}, []string{"name", "controller"})
-	workDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Subsystem: "workqueue", Name: "work_duration_seconds",
-		Help:    "How long in seconds processing an item from workqueue takes.",
-		Buckets: prometheus.ExponentialBuckets(10e-9, 10, 12), NativeHistogramBucketFactor: 1.1,
-		NativeHistogramMaxBucketNumber: 100, NativeHistogramMinResetDuration: time.Hour,
-	}, []string{"name", "controller"})
-	unfinished = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	latency      = queueHistogram("queue_duration_seconds", "How long in seconds an item stays in workqueue before being requested")
+	workDuration = queueHistogram("work_duration_seconds", "How long in seconds processing an item from workqueue takes.")
+	unfinished   = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Subsystem: "workqueue", Name: "unfinished_work_seconds",
 		Help: "How many seconds of work has been done that is in progress and hasn't been observed by work_duration. " +
 			"Large values indicate stuck threads. One can deduce the number of stuck threads by observing the rate " +
@@ -53,6 +43,15 @@ var (
 		Help: "Total number of items added to the workqueue with a non-zero delay (rate-limited requeues, explicit RequeueAfter or AddAfter calls)",
 	}, []string{"name", "controller"})
 )
+
+// queueHistogram is a work queue histogram of durations, with controller-runtime's buckets.
+func queueHistogram(name, help string) *prometheus.HistogramVec {
+	return prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Subsystem: "workqueue", Name: name, Help: help,
+		Buckets: prometheus.ExponentialBuckets(10e-9, 10, 12), NativeHistogramBucketFactor: 1.1,
+		NativeHistogramMaxBucketNumber: 100, NativeHistogramMinResetDuration: time.Hour,
+	}, []string{"name", "controller"})
+}
 
 // init connects client-go's request and work queue metrics to Registry. client-go takes the first registration of
 // each and ignores later ones.
@@ -72,30 +71,24 @@ func (requestResult) Increment(_ context.Context, code, method, host string) {
 // queueMetrics gives every named work queue its series, labelled with its name as queue and as controller.
 type queueMetrics struct{}
 
-func (queueMetrics) NewDepthMetric(name string) workqueue.GaugeMetric {
-	return depth.WithLabelValues(name, name, "")
+func (queueMetrics) NewDepthMetric(n string) workqueue.GaugeMetric {
+	return depth.WithLabelValues(n, n, "")
 }
-
-func (queueMetrics) NewAddsMetric(name string) workqueue.CounterMetric {
-	return adds.WithLabelValues(name, name)
+func (queueMetrics) NewAddsMetric(n string) workqueue.CounterMetric {
+	return adds.WithLabelValues(n, n)
 }
-
-func (queueMetrics) NewLatencyMetric(name string) workqueue.HistogramMetric {
-	return latency.WithLabelValues(name, name)
+func (queueMetrics) NewLatencyMetric(n string) workqueue.HistogramMetric {
+	return latency.WithLabelValues(n, n)
 }
-
-func (queueMetrics) NewWorkDurationMetric(name string) workqueue.HistogramMetric {
-	return workDuration.WithLabelValues(name, name)
+func (queueMetrics) NewWorkDurationMetric(n string) workqueue.HistogramMetric {
+	return workDuration.WithLabelValues(n, n)
 }
-
-func (queueMetrics) NewUnfinishedWorkSecondsMetric(name string) workqueue.SettableGaugeMetric {
-	return unfinished.WithLabelValues(name, name)
+func (queueMetrics) NewUnfinishedWorkSecondsMetric(n string) workqueue.SettableGaugeMetric {
+	return unfinished.WithLabelValues(n, n)
 }
-
-func (queueMetrics) NewLongestRunningProcessorSecondsMetric(name string) workqueue.SettableGaugeMetric {
-	return longestRunning.WithLabelValues(name, name)
+func (queueMetrics) NewLongestRunningProcessorSecondsMetric(n string) workqueue.SettableGaugeMetric {
+	return longestRunning.WithLabelValues(n, n)
 }
-
-func (queueMetrics) NewRetriesMetric(name string) workqueue.CounterMetric {
-	return retries.WithLabelValues(name, name)
+func (queueMetrics) NewRetriesMetric(n string) workqueue.CounterMetric {
+	return retries.WithLabelValues(n, n)
 }
