@@ -27,15 +27,7 @@ var version = ""
 // packages initialized before main's have sampled a few allocations already; nothing is sampled after.
 func init() { runtime.MemProfileRate = 0 }
 
-// gcPercent is the agent's GOGC when the environment sets none: the heap grows to 1.5 times the live heap between
-// collections instead of 2. With one seed and 20 shoots reconciling that keeps the agent's RSS about 6 MiB lower
-// (its live heap is up to about 12 MiB) for a few percent more CPU; docs/benchmarks.md, "The agent's footprint".
-const gcPercent = 50
-
 func main() {
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(gcPercent)
-	}
 	os.Exit(run(os.Args[1:], os.Stderr))
 }
 
