@@ -137,13 +137,17 @@ lint: $(TOOLS)/buf $(TOOLS)/golangci-lint
 	@$(MAKE) --no-print-directory lint-deps
 
 ## lint-deps (part of lint): what each binary links, all of its dependencies, which depguard's per-import rules do not
-## see: trellis-agent nothing of the hub, the gateway, the CLI or etcd's server; trellisctl and provider-local nothing
-## of the hub or the agent (docs/architecture.md).
+## see: trellis-agent nothing of the hub, the gateway, the CLI or etcd's server, nor the parts of client-go and
+## controller-runtime that would link every typed client, informer and lister of client-go (a whole clientset, leader
+## election, events, controller-runtime's cluster, manager and metrics registry, the apiextensions clientset:
+## docs/benchmarks.md, "The agent's footprint"); trellisctl and provider-local nothing of the hub or the agent
+## (docs/architecture.md).
 .PHONY: lint-deps
 lint-deps:
 	@fail=0; check() { bad=$$($(GO) list -deps ./cmd/$$1 | grep -E "$$2" || true); \
 		if [ -n "$$bad" ]; then echo "cmd/$$1 links what it must not:"; echo "$$bad" | head -5; fail=1; fi; }; \
 	check trellis-agent '^github.com/trellis-dev/trellis/(hub|gateway|ctl)(/|$$)|^go.etcd.io/etcd/server/'; \
+	check trellis-agent '^k8s.io/client-go/(kubernetes|informers|tools/leaderelection|tools/events)$$|^sigs.k8s.io/controller-runtime/pkg/(cluster|manager|metrics)$$|^k8s.io/apiextensions-apiserver/pkg/client/'; \
 	check trellisctl '^github.com/trellis-dev/trellis/(hub|agent|extsdk|gateway)(/|$$)|^go.etcd.io/etcd/server/'; \
 	check provider-local '^github.com/trellis-dev/trellis/(hub|agent|gateway|ctl)(/|$$)|^go.etcd.io/etcd/server/'; \
 	exit $$fail

@@ -18,7 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc"
-	"k8s.io/client-go/kubernetes"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -40,8 +40,8 @@ type Config struct {
 	// SeedRESTConfig reaches the seed cluster; nil builds it from Configuration.SeedClientConnection (a kubeconfig
 	// file, or the in-cluster configuration).
 	SeedRESTConfig *rest.Config
-	// SeedClient is the seed cluster's clientset; nil builds it from SeedRESTConfig.
-	SeedClient kubernetes.Interface
+	// SeedClient is the seed cluster's core client (a client-go clientset is one); nil builds it from SeedRESTConfig.
+	SeedClient SeedClient
 	// SeedHealth checks the seed's health for heartbeats; nil uses GET /healthz on the seed's kube-apiserver (200 is
 	// healthy).
 	SeedHealth func(ctx context.Context) error
@@ -56,6 +56,19 @@ type Config struct {
 	DialService func(ctx context.Context, network, address string) (net.Conn, error)
 }
 
+// SeedClient is what the agent uses of a client-go clientset of the seed cluster, apart from the seed-side
+// controllers: the core API, for its credentials Secret, the Services tunnels reach, and /healthz (through the
+// core client's REST client). A clientset of package k8s.io/client-go/kubernetes is one.
+type SeedClient interface {
+	CoreV1() corev1client.CoreV1Interface
+}
+
+// coreClient is a SeedClient of a core client alone, so that the agent does not link every typed client of a
+// clientset.
+type coreClient struct{ core corev1client.CoreV1Interface }
+
+func (c coreClient) CoreV1() corev1client.CoreV1Interface { return c.core }
+
 // Agent is a seed agent. Create it with New and run it with Run.
 type Agent struct {
 	cfg      config.AgentConfiguration
@@ -69,7 +82,7 @@ type Agent struct {
 	secrets  *identity.SecretStore
 	creds    identity.Holder
 
-	seedClient  kubernetes.Interface
+	seedClient  SeedClient
 	dialService func(ctx context.Context, network, address string) (net.Conn, error)
 	proxyOnce   sync.Once
 	proxy       http.Handler // the seed API proxy of tunnels (tunnel.go)
@@ -140,10 +153,11 @@ func New(cfg Config) (*Agent, error) {
 	}
 	seedClient := cfg.SeedClient
 	if seedClient == nil {
-		var err error
-		if seedClient, err = kubernetes.NewForConfig(restCfg); err != nil {
+		core, err := corev1client.NewForConfig(restCfg)
+		if err != nil {
 			return nil, fmt.Errorf("seed client: %w", err)
 		}
+		seedClient = coreClient{core}
 	}
 	health := cfg.SeedHealth
 	if health == nil {
@@ -159,7 +173,7 @@ func New(cfg Config) (*Agent, error) {
 		rand:     cfg.Rand,
 		hook:     cfg.RotationDeadline,
 		health:   health,
-		secrets:  &identity.SecretStore{Client: seedClient, Namespace: ref.Namespace, Name: ref.Name},
+		secrets:  &identity.SecretStore{Client: seedClient.CoreV1(), Namespace: ref.Namespace, Name: ref.Name},
 		cache:    cache.New(),
 		seedREST: restCfg,
 		gardener: gardenerIdentity(cfg.Version),

@@ -11,12 +11,13 @@ import (
 	"google.golang.org/grpc"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsclientset "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	"github.com/trellis-dev/trellis/agent/backoff"
 	"github.com/trellis-dev/trellis/agent/backupbucket"
@@ -110,30 +111,56 @@ type runner interface {
 	Run(ctx context.Context) error
 }
 
-// seedSide is the agent's seed side: a client and informer cache of the seed cluster, and the controllers.
+// seedSide is the agent's seed side: clients and an informer cache of the seed cluster, and the controllers.
 type seedSide struct {
-	seed        cluster.Cluster
+	informers   cache.Cache   // the seed's informers, for the client's cached reads
+	client      client.Client // reads the extension kinds from informers, the rest from the API server
+	direct      client.Client // reads everything from the API server
 	controllers []runner
 }
 
-// newSeedSide builds the seed client and every seed-side controller, without starting anything. An error means a
-// controller cannot be built, and the agent does not start.
-func (a *Agent) newSeedSide() (*seedSide, error) {
-	seed, err := cluster.New(a.seedREST, func(o *cluster.Options) {
-		o.Scheme = Scheme()
-		// Waits poll extension objects, so those are read from informers; the rest is read directly (the shoot
-		// control planes' Deployments and StatefulSets too: informers would hold every workload of the seed, and need
-		// the right to list and watch them all).
-		o.Client.Cache = &client.CacheOptions{DisableFor: []client.Object{
+// newSeedClients are the seed side's informer cache, its client that reads from the cache, and a client without one,
+// over one HTTP client and REST mapper (what a controller-runtime cluster builds, without its event recorders).
+func newSeedClients(cfg *rest.Config, scheme *runtime.Scheme) (*seedSide, error) {
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, err
+	}
+	mapper, err := apiutil.NewDynamicRESTMapper(cfg, hc)
+	if err != nil {
+		return nil, fmt.Errorf("REST mapper: %w", err)
+	}
+	informers, err := cache.New(cfg, cache.Options{HTTPClient: hc, Scheme: scheme, Mapper: mapper})
+	if err != nil {
+		return nil, fmt.Errorf("cache: %w", err)
+	}
+	// Waits poll extension objects, so those are read from informers; the rest is read directly (the shoot control
+	// planes' Deployments and StatefulSets too: informers would hold every workload of the seed, and need the right
+	// to list and watch them all).
+	cached, err := client.New(cfg, client.Options{HTTPClient: hc, Scheme: scheme, Mapper: mapper,
+		Cache: &client.CacheOptions{Reader: informers, DisableFor: []client.Object{
 			&corev1.Secret{}, &corev1.ConfigMap{}, &corev1.Namespace{}, &corev1.Service{}, &corev1.Node{}, &corev1.Pod{},
 			&corev1.PersistentVolumeClaim{}, &appsv1.Deployment{}, &appsv1.StatefulSet{},
-		}}
-	})
+		}}})
+	if err != nil {
+		return nil, err
+	}
+	direct, err := client.New(cfg, client.Options{HTTPClient: hc, Scheme: scheme, Mapper: mapper})
+	if err != nil {
+		return nil, err
+	}
+	return &seedSide{informers: informers, client: cached, direct: direct}, nil
+}
+
+// newSeedSide builds the seed clients and every seed-side controller, without starting anything. An error means a
+// controller cannot be built, and the agent does not start.
+func (a *Agent) newSeedSide() (*seedSide, error) {
+	side, err := newSeedClients(a.seedREST, Scheme())
 	if err != nil {
 		return nil, fmt.Errorf("seed client: %w", err)
 	}
 	hub := hubLink{a}
-	base := controller.Base{SeedName: a.seedName, Cache: a.cache, Hub: hub, Seed: seed.GetClient(), Log: a.log}
+	base := controller.Base{SeedName: a.seedName, Cache: a.cache, Hub: hub, Seed: side.client, Log: a.log}
 	c := a.cfg.Controllers.Shoot
 	shootBase := base
 	shootBase.Workers, shootBase.SyncPeriod = int(*c.ConcurrentSyncs), c.SyncPeriod.Duration
@@ -176,8 +203,8 @@ func (a *Agent) newSeedSide() (*seedSide, error) {
 	if err != nil {
 		return nil, fmt.Errorf("seed discovery client: %w", err)
 	}
-	care, err := seedcare.New(seedcare.Config{SeedName: a.seedName, Cache: a.cache, Hub: hub, Seed: seed.GetClient(),
-		SeedReader: seed.GetAPIReader(), Log: a.log, SyncPeriod: a.cfg.Controllers.SeedCare.SyncPeriod.Duration,
+	care, err := seedcare.New(seedcare.Config{SeedName: a.seedName, Cache: a.cache, Hub: hub, Seed: side.client,
+		SeedReader: side.direct, Log: a.log, SyncPeriod: a.cfg.Controllers.SeedCare.SyncPeriod.Duration,
 		Identity: a.gardener, Versions: versions})
 	if err != nil {
 		return nil, err
@@ -191,7 +218,7 @@ func (a *Agent) newSeedSide() (*seedSide, error) {
 		return nil, err
 	}
 	required, err := controllerinstallation.NewRequired(controllerinstallation.RequiredConfig{SeedName: a.seedName, Cache: a.cache,
-		Hub: hub, Informers: seed.GetCache(), Log: a.log})
+		Hub: hub, Informers: side.informers, Log: a.log})
 	if err != nil {
 		return nil, err
 	}
@@ -207,7 +234,8 @@ func (a *Agent) newSeedSide() (*seedSide, error) {
 	if selfUpgrade != nil {
 		controllers = append(controllers, selfUpgrade)
 	}
-	return &seedSide{seed: seed, controllers: controllers}, nil
+	side.controllers = controllers
+	return side, nil
 }
 
 // The environment through which the trellis-agent chart tells the agent its own release (and pod), for the self-upgrade.
@@ -242,7 +270,7 @@ func (a *Agent) newGardenletController(base controller.Base, releases *helmrelea
 func (s *seedSide) run(ctx context.Context, a *Agent) error {
 	b := &backoff.Backoff{Initial: time.Second, Max: 30 * time.Second, Rand: a.rand}
 	for {
-		err := a.installCRDs(ctx)
+		err := a.installCRDs(ctx, s.direct)
 		if err == nil {
 			break
 		}
@@ -262,20 +290,20 @@ func (s *seedSide) run(ctx context.Context, a *Agent) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	wg.Go(func() {
-		if err := s.seed.Start(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		if err := s.informers.Start(ctx); err != nil && !errors.Is(err, context.Canceled) {
 			a.log.Error("seed cache stopped", "err", err)
 		}
 	})
 	// Start the informers of every extension kind now, so that the first shoot does not wait for them.
 	for _, obj := range append([]client.Object{&extensionsv1alpha1.Cluster{}}, objectsOf(extensionsv1alpha1.ObjectKinds())...) {
-		if _, err := s.seed.GetCache().GetInformer(ctx, obj); err != nil {
+		if _, err := s.informers.GetInformer(ctx, obj); err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
 			return fmt.Errorf("seed informer of %T: %w", obj, err)
 		}
 	}
-	if !s.seed.GetCache().WaitForCacheSync(ctx) {
+	if !s.informers.WaitForCacheSync(ctx) {
 		return nil // ctx ended
 	}
 	if _, err := a.HubConn(ctx); err != nil {
@@ -294,14 +322,10 @@ func (s *seedSide) run(ctx context.Context, a *Agent) error {
 	return nil
 }
 
-// installCRDs installs or upgrades the extension CRDs the agent ships.
-func (a *Agent) installCRDs(ctx context.Context) error {
-	cs, err := apiextensionsclientset.NewForConfig(a.seedREST)
-	if err != nil {
-		return fmt.Errorf("apiextensions client: %w", err)
-	}
+// installCRDs installs or upgrades the extension CRDs the agent ships, with the seed client c.
+func (a *Agent) installCRDs(ctx context.Context, c client.Client) error {
 	begin := time.Now()
-	if err := crds.Install(ctx, cs); err != nil {
+	if err := crds.Install(ctx, c); err != nil {
 		return err
 	}
 	a.crdsInstalled.Store(true)

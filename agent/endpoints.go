@@ -12,22 +12,18 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	// Its package initialization installs controller-runtime's client-go workqueue metrics provider (workqueue_*
-	// in controller-runtime's registry), which the agent's queues (agent/keyqueue, client-go work queues) report to.
-	_ "sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/trellis-dev/trellis/agent/metrics"
 )
 
-// The agent's own metrics. Besides them /metrics serves controller-runtime's registry, which holds client-go's
-// request metrics of the seed client (rest_client_requests_total, rest_client_request_duration_seconds: the
-// client-go metrics adapter), the work queues' depths and latencies (workqueue_*), and the flows' and Helm's
-// metrics the agent's packages register there.
+// The agent's own metrics. Besides them /metrics serves the agent's shared registry (agent/metrics), which holds
+// client-go's request metrics (rest_client_requests_total), the work queues' depths and latencies (workqueue_*),
+// and the flows' and Helm's metrics the agent's packages register there.
 func (a *Agent) newRegistry() *prometheus.Registry {
 	reg := prometheus.NewRegistry()
-	// The Go runtime's and the process's metrics go to controller-runtime's registry, which some parts of the
-	// process (a controller-runtime manager) fill with them already.
+	// The Go runtime's and the process's metrics go to the shared registry, once per process.
 	for _, c := range []prometheus.Collector{collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
-		if err := ctrlmetrics.Registry.Register(c); err != nil && !errors.As(err, new(prometheus.AlreadyRegisteredError)) {
+		if err := metrics.Registry.Register(c); err != nil && !errors.As(err, new(prometheus.AlreadyRegisteredError)) {
 			a.log.Warn("cannot register the runtime's metrics", "err", err)
 		}
 	}
@@ -134,7 +130,7 @@ func (a *Agent) listenEndpoints() ([]*http.Server, []net.Listener, error) {
 		}
 		_, _ = w.Write([]byte("ok"))
 	})
-	metrics := promhttp.HandlerFor(prometheus.Gatherers{a.registry, ctrlmetrics.Registry}, promhttp.HandlerOpts{ErrorLog: nil})
+	scrape := promhttp.HandlerFor(prometheus.Gatherers{a.registry, metrics.Registry}, promhttp.HandlerOpts{ErrorLog: nil})
 	var (
 		servers   []*http.Server
 		listeners []net.Listener
@@ -161,10 +157,10 @@ func (a *Agent) listenEndpoints() ([]*http.Server, []net.Listener, error) {
 	}
 	metric := health
 	if cfg.Metrics == cfg.HealthProbes {
-		probes.Handle("GET /metrics", metrics)
+		probes.Handle("GET /metrics", scrape)
 	} else {
 		mux := http.NewServeMux()
-		mux.Handle("GET /metrics", metrics)
+		mux.Handle("GET /metrics", scrape)
 		if metric, err = serve(cfg.Metrics, mux); err != nil {
 			return fail("metrics", err)
 		}

@@ -6,15 +6,15 @@ import (
 	"fmt"
 	"net/http"
 
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 )
 
 // apiserverHealth checks the seed as gardenlet's lease controller does: GET /healthz on its kube-apiserver must
-// answer 200.
-func apiserverHealth(client kubernetes.Interface) func(ctx context.Context) error {
+// answer 200. The request goes through the core client's REST client (its path replaced).
+func apiserverHealth(client SeedClient) func(ctx context.Context) error {
 	return func(ctx context.Context) error {
-		rc := client.Discovery().RESTClient()
-		if rc == nil {
+		rc := client.CoreV1().RESTClient()
+		if r, ok := rc.(*rest.RESTClient); rc == nil || (ok && r == nil) { // a fake clientset's core client has none
 			return errors.New("the seed client has no REST client for /healthz")
 		}
 		var code int

@@ -9,7 +9,6 @@ import (
 	"github.com/go-logr/logr"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsclientset "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -162,7 +161,7 @@ func startSeed() (*rest.Config, func()) {
 		_ = seed.Close()
 		_ = os.RemoveAll(dir)
 	}
-	ac, err := apiextensionsclientset.NewForConfig(seed.Config)
+	ac, err := client.New(seed.Config, client.Options{})
 	if err == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		err = crds.Install(ctx, ac)

@@ -4,7 +4,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/trellis-dev/trellis/agent/metrics"
 )
 
 // The operations of operationDuration's operation label: the Helm action an Apply or Uninstall ran, or none when
@@ -18,7 +19,7 @@ const (
 
 // operationDuration is the run time of each Apply and Uninstall (the wait for the release's lock included) by the
 // Helm action it ran and its outcome ("success" or "error"); its _count is the number of operations. It is
-// registered with controller-runtime's registry, which the agent's /metrics serves, as the flows' metrics are.
+// registered with the agent's shared registry (agent/metrics), which the agent's /metrics serves.
 var operationDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 	Name:    "trellis_agent_helm_operation_duration_seconds",
 	Help:    "Run time of the agent's Helm release operations (ControllerInstallations) by operation (install, upgrade, uninstall, none) and outcome (success, error).",
@@ -26,7 +27,7 @@ var operationDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 }, []string{"operation", "outcome"})
 
 func init() {
-	ctrlmetrics.Registry.MustRegister(operationDuration)
+	metrics.Registry.MustRegister(operationDuration)
 	// Every series exists from the start, so that rates and alerts see zeros rather than nothing.
 	for _, op := range []string{opInstall, opUpgrade, opUninstall, opNone} {
 		for _, outcome := range []string{"success", "error"} {

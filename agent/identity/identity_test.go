@@ -169,7 +169,7 @@ func TestSecretStore(t *testing.T) {
 	ctx := context.Background()
 	seed := seedtest.StartShared(t) // a real kube-apiserver
 	client, ns := seed.Client, seed.Namespace(t)
-	s := &identity.SecretStore{Client: client, Namespace: ns, Name: "gardenlet-kubeconfig"}
+	s := &identity.SecretStore{Client: client.CoreV1(), Namespace: ns, Name: "gardenlet-kubeconfig"}
 	if c, err := s.Load(ctx); c != nil || err != nil {
 		t.Fatalf("Load without a secret = %v, %v", c, err)
 	}

@@ -7,7 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/util/retry"
 )
 
@@ -16,15 +16,15 @@ const KubeconfigKey = "kubeconfig"
 
 // SecretStore keeps the credentials as a kubeconfig in a Secret of the seed cluster.
 type SecretStore struct {
-	// Client reaches the seed cluster.
-	Client kubernetes.Interface
+	// Client reaches the seed cluster's Secrets (a core client, or a clientset's CoreV1()).
+	Client corev1client.SecretsGetter
 	// Namespace and Name name the Secret (Gardener: garden/gardenlet-kubeconfig).
 	Namespace, Name string
 }
 
 // Load returns the stored credentials; nil and no error when the Secret or its kubeconfig key does not exist.
 func (s *SecretStore) Load(ctx context.Context) (*Credentials, error) {
-	sec, err := s.Client.CoreV1().Secrets(s.Namespace).Get(ctx, s.Name, metav1.GetOptions{})
+	sec, err := s.Client.Secrets(s.Namespace).Get(ctx, s.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}
@@ -48,7 +48,7 @@ func (s *SecretStore) Save(ctx context.Context, c *Credentials) error {
 	if err != nil {
 		return err
 	}
-	secrets := s.Client.CoreV1().Secrets(s.Namespace)
+	secrets := s.Client.Secrets(s.Namespace)
 	sec := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: s.Namespace, Name: s.Name},
 		Type:       corev1.SecretTypeOpaque,

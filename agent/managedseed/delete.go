@@ -77,7 +77,7 @@ func (c *Controller) delete(ctx context.Context, ms *seedmanagementv1alpha1.Mana
 // undeploy uninstalls the agent's release from the shoot and deletes the garden namespace; it reports whether the
 // namespace is gone.
 func (c *Controller) undeploy(ctx context.Context, s *corev1beta1.Shoot) (bool, error) {
-	rc, cs, err := c.shootClients(ctx, s)
+	rc, core, err := c.shootClients(ctx, s)
 	if err != nil {
 		return false, err
 	}
@@ -88,14 +88,14 @@ func (c *Controller) undeploy(ctx context.Context, s *corev1beta1.Shoot) (bool, 
 	if err := rels.Uninstall(ctx, Release, Namespace); err != nil {
 		return false, fmt.Errorf("remove the agent from the shoot: %w", err)
 	}
-	ns, err := cs.CoreV1().Namespaces().Get(ctx, Namespace, kmetav1.GetOptions{})
+	ns, err := core.Namespaces().Get(ctx, Namespace, kmetav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 		return true, nil
 	case err != nil:
 		return false, fmt.Errorf("read namespace %s in the shoot: %w", Namespace, err)
 	case ns.DeletionTimestamp == nil:
-		if err := cs.CoreV1().Namespaces().Delete(ctx, Namespace, kmetav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		if err := core.Namespaces().Delete(ctx, Namespace, kmetav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			return false, fmt.Errorf("delete namespace %s in the shoot: %w", Namespace, err)
 		}
 	}

@@ -14,7 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	kmetav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 
 	"github.com/trellis-dev/trellis/agent/cache"
@@ -146,8 +146,8 @@ func (c *Controller) getSeed(ctx context.Context, name string) (*corev1beta1.See
 	return seed, nil
 }
 
-// shootClients are the REST configuration and clientset of the shoot's kube-apiserver.
-func (c *Controller) shootClients(ctx context.Context, s *corev1beta1.Shoot) (*rest.Config, kubernetes.Interface, error) {
+// shootClients are the REST configuration and core client of the shoot's kube-apiserver.
+func (c *Controller) shootClients(ctx context.Context, s *corev1beta1.Shoot) (*rest.Config, corev1client.CoreV1Interface, error) {
 	ns := s.GetStatus().GetTechnicalId()
 	if ns == "" {
 		return nil, nil, fmt.Errorf("shoot %s/%s has no technical ID yet", s.GetMetadata().GetNamespace(), s.GetMetadata().GetName())
@@ -162,11 +162,11 @@ func (c *Controller) shootClients(ctx context.Context, s *corev1beta1.Shoot) (*r
 	if err != nil {
 		return nil, nil, fmt.Errorf("shoot %s/%s's API server: %w", s.GetMetadata().GetNamespace(), s.GetMetadata().GetName(), err)
 	}
-	cs, err := kubernetes.NewForConfig(rc)
+	core, err := corev1client.NewForConfig(rc)
 	if err != nil {
 		return nil, nil, err
 	}
-	return rc, cs, nil
+	return rc, core, nil
 }
 
 // releases is a Helm manager for the shoot's kube-apiserver.
@@ -177,13 +177,13 @@ func (c *Controller) releases(rc *rest.Config) (*helmrelease.Manager, error) {
 // deploy installs or upgrades the agent's release in the shoot, with a bootstrap token while the shoot holds no
 // agent credentials, and deletes the token once it does.
 func (c *Controller) deploy(ctx context.Context, ms *seedmanagementv1alpha1.ManagedSeed, s *corev1beta1.Shoot) error {
-	rc, cs, err := c.shootClients(ctx, s)
+	rc, core, err := c.shootClients(ctx, s)
 	if err != nil {
 		return err
 	}
-	if _, err := cs.CoreV1().Namespaces().Get(ctx, Namespace, kmetav1.GetOptions{}); apierrors.IsNotFound(err) {
+	if _, err := core.Namespaces().Get(ctx, Namespace, kmetav1.GetOptions{}); apierrors.IsNotFound(err) {
 		ns := &corev1.Namespace{ObjectMeta: kmetav1.ObjectMeta{Name: Namespace}}
-		if _, err := cs.CoreV1().Namespaces().Create(ctx, ns, kmetav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		if _, err := core.Namespaces().Create(ctx, ns, kmetav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("create namespace %s in the shoot: %w", Namespace, err)
 		}
 	} else if err != nil {
@@ -197,7 +197,7 @@ func (c *Controller) deploy(ctx context.Context, ms *seedmanagementv1alpha1.Mana
 	registered := false
 	switch mode := ms.GetSpec().GetGardenlet().GetBootstrap(); mode {
 	case "", "BootstrapToken":
-		_, err := cs.CoreV1().Secrets(Namespace).Get(ctx, KubeconfigSecret, kmetav1.GetOptions{})
+		_, err := core.Secrets(Namespace).Get(ctx, KubeconfigSecret, kmetav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err):
 			tok, err := c.token(ctx, key, ms.GetMetadata().GetName())

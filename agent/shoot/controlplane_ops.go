@@ -15,7 +15,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	kmetav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	rbacv1client "k8s.io/client-go/kubernetes/typed/rbac/v1"
 	"k8s.io/client-go/rest"
@@ -286,7 +285,7 @@ func (op *operation) shootClients(ctx context.Context) (rbac rbacv1client.RbacV1
 
 // shootClientset is a clientset of the shoot's kube-apiserver as "gardener" (system:masters) over one connection
 // pool, which closeIdle closes (see shootRBAC), issuing its certificate first if needed.
-func (op *operation) shootClientset(ctx context.Context) (cs kubernetes.Interface, closeIdle func(), err error) {
+func (op *operation) shootClientset(ctx context.Context) (cs clientset, closeIdle func(), err error) {
 	set, err := op.credentialSet(ctx)
 	if err != nil {
 		return nil, nil, err
@@ -302,7 +301,7 @@ func (op *operation) shootClientset(ctx context.Context) (cs kubernetes.Interfac
 	if err != nil {
 		return nil, nil, err
 	}
-	if cs, err = kubernetes.NewForConfigAndClient(cfg, hc); err != nil {
+	if cs, err = newClientset(cfg, hc); err != nil {
 		hc.CloseIdleConnections()
 		return nil, nil, err
 	}

@@ -11,7 +11,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	kmetav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -43,7 +42,7 @@ func (c *Controller) ownChecks(ctx context.Context, s *corev1beta1.Shoot, ns str
 	workers := len(s.GetSpec().GetProvider().GetWorkers()) > 0
 	out := map[string]check{}
 
-	var cs kubernetes.Interface
+	var cs clientset
 	api := check{status: extensionsv1alpha1.ConditionTrue, reason: "HealthzRequestSucceeded", message: "API server /livez and /readyz answer."}
 	cfg, err := c.shootREST(ctx, ns)
 	if err == nil {
@@ -55,7 +54,7 @@ func (c *Controller) ownChecks(ctx context.Context, s *corev1beta1.Shoot, ns str
 			// A shoot's client dials through the seed (cfg.Dial): client-go does not cache its transport, so its
 			// connections are closed here rather than left idle for every care run.
 			defer hc.CloseIdleConnections()
-			cs, err = kubernetes.NewForConfigAndClient(cfg, hc)
+			cs, err = newClientset(cfg, hc)
 		}
 	}
 	if err != nil {
@@ -146,7 +145,7 @@ func probe(ctx context.Context, cfg *rest.Config) error {
 // the system components: for a shoot with workers the kube-proxy DaemonSet of every worker pool and the CoreDNS
 // Deployment (and local-path-provisioner's in a shoot of provider type local) rolled out and ready (Progressing while
 // a rollout is under way, False when a pod is not ready), and every pod of the shoot's kube-system running and ready.
-func systemComponents(ctx context.Context, cs kubernetes.Interface, s *corev1beta1.Shoot) check {
+func systemComponents(ctx context.Context, cs clientset, s *corev1beta1.Shoot) check {
 	var progressing, bad []string
 	judge := func(name string, o client.Object, err error) {
 		if err != nil {

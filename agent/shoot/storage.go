@@ -17,7 +17,6 @@ import (
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
 	storagev1ac "k8s.io/client-go/applyconfigurations/storage/v1"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/trellis-dev/trellis/agent/shoot/imagevector"
 )
@@ -79,10 +78,10 @@ spec:
 // deployLocalStorage applies local-path-provisioner and the default StorageClass into a shoot of provider type
 // local with workers.
 func (op *operation) deployLocalStorage(ctx context.Context) error {
-	return op.inShoot(ctx, func(cs kubernetes.Interface) error { return op.applyLocalStorage(ctx, cs) })
+	return op.inShoot(ctx, func(cs clientset) error { return op.applyLocalStorage(ctx, cs) })
 }
 
-func (op *operation) applyLocalStorage(ctx context.Context, cs kubernetes.Interface) error {
+func (op *operation) applyLocalStorage(ctx context.Context, cs clientset) error {
 	img, err := op.image(imagevector.LocalPathProvisioner)
 	if err != nil {
 		return err

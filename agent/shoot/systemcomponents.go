@@ -21,7 +21,6 @@ import (
 	discoveryv1ac "k8s.io/client-go/applyconfigurations/discovery/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/trellis-dev/trellis/agent/shoot/imagevector"
 )
@@ -160,11 +159,11 @@ iptables: {localhostNodePorts: false}
 // of pools no longer in the spec are deleted. It also writes the endpoints of Service default/kubernetes (the
 // kube-apiserver runs with --endpoint-reconciler-type=none): the address the kubelets use.
 func (op *operation) deployKubeProxy(ctx context.Context) error {
-	return op.inShoot(ctx, func(cs kubernetes.Interface) error { return op.applyKubeProxy(ctx, cs) })
+	return op.inShoot(ctx, func(cs clientset) error { return op.applyKubeProxy(ctx, cs) })
 }
 
 // inShoot runs fn with a clientset of the shoot (shootClientset), closing its connections after.
-func (op *operation) inShoot(ctx context.Context, fn func(kubernetes.Interface) error) error {
+func (op *operation) inShoot(ctx context.Context, fn func(clientset) error) error {
 	cs, closeIdle, err := op.shootClientset(ctx)
 	if err != nil {
 		return err
@@ -173,7 +172,7 @@ func (op *operation) inShoot(ctx context.Context, fn func(kubernetes.Interface) 
 	return fn(cs)
 }
 
-func (op *operation) applyKubeProxy(ctx context.Context, cs kubernetes.Interface) error {
+func (op *operation) applyKubeProxy(ctx context.Context, cs clientset) error {
 	addr, err := op.apiServerAddress(ctx)
 	if err != nil {
 		return err
@@ -241,7 +240,7 @@ func (op *operation) applyKubeProxy(ctx context.Context, cs kubernetes.Interface
 
 // applyServiceAccount applies the ServiceAccount kube-system/<name> and the ClusterRoleBinding binding of it to the
 // ClusterRole role.
-func applyServiceAccount(ctx context.Context, cs kubernetes.Interface, name, binding, role string) error {
+func applyServiceAccount(ctx context.Context, cs clientset, name, binding, role string) error {
 	sys := kmetav1.NamespaceSystem
 	if _, err := cs.CoreV1().ServiceAccounts(sys).Apply(ctx, corev1ac.ServiceAccount(name, sys).WithLabels(systemLabels), applyOptions); err != nil {
 		return err
@@ -308,7 +307,7 @@ func kubeProxyDaemonSet(pool, image, checksum string, labels map[string]string) 
 // applyAPIServerEndpoints writes the EndpointSlice of Service default/kubernetes (what kube-proxy and CoreDNS read):
 // the kube-apiserver at addr:443, as the kube-apiserver's own endpoint reconciler would. The deprecated Endpoints
 // object is not written.
-func applyAPIServerEndpoints(ctx context.Context, cs kubernetes.Interface, addr string) error {
+func applyAPIServerEndpoints(ctx context.Context, cs clientset, addr string) error {
 	const name = "kubernetes"
 	ns := kmetav1.NamespaceDefault
 	family := discoveryv1.AddressTypeIPv4
@@ -331,10 +330,10 @@ func applyAPIServerEndpoints(ctx context.Context, cs kubernetes.Interface, addr 
 // the Deployment coredns (two replicas spread over nodes, listening on 8053 as non-root) and Service kube-dns at
 // the cluster DNS address (the 10th of the service network, the kubelets' clusterDNS).
 func (op *operation) deployCoreDNS(ctx context.Context) error {
-	return op.inShoot(ctx, func(cs kubernetes.Interface) error { return op.applyCoreDNS(ctx, cs) })
+	return op.inShoot(ctx, func(cs clientset) error { return op.applyCoreDNS(ctx, cs) })
 }
 
-func (op *operation) applyCoreDNS(ctx context.Context, cs kubernetes.Interface) error {
+func (op *operation) applyCoreDNS(ctx context.Context, cs clientset) error {
 	dns, err := op.serviceIP(clusterDNSIndex)
 	if err != nil {
 		return err

@@ -10,7 +10,6 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsclientset "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -58,7 +57,7 @@ func TestRun(t *testing.T) {
 	}()
 	waitFor(t, "the wait for CRDs", func() bool { return strings.Contains(out.String(), "Waiting for the extension CRDs") })
 
-	ax, err := apiextensionsclientset.NewForConfig(seed.Config)
+	ax, err := client.New(seed.Config, client.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

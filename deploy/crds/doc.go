@@ -8,7 +8,7 @@
 //
 // The agent calls Install on start:
 //
-//	c, _ := apiextensionsclientset.NewForConfig(seedRESTConfig)
+//	c, _ := client.New(seedRESTConfig, client.Options{}) // controller-runtime's client; no kinds needed
 //	if err := crds.Install(ctx, c); err != nil { ... }
 //
 // Install server-side applies every CRD with field manager FieldManager (creating it or updating the fields Trellis

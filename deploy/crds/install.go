@@ -8,10 +8,11 @@ import (
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apiextensionsclientset "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 const (
@@ -24,8 +25,9 @@ const (
 )
 
 // Install applies every CRD of CRDs() and waits until each is Established. It is idempotent and upgrades CRDs that
-// an older version installed.
-func Install(ctx context.Context, c apiextensionsclientset.Interface) error {
+// an older version installed. c needs no kinds in its scheme (it is used with unstructured objects, which a client
+// with a cache also reads from the API server).
+func Install(ctx context.Context, c client.Client) error {
 	all, err := CRDs()
 	if err != nil {
 		return err
@@ -40,16 +42,14 @@ func Install(ctx context.Context, c apiextensionsclientset.Interface) error {
 //
 // Established says the CRD's names are served. When an already established CRD is updated, Apply returns at once
 // and kube-apiserver starts validating and pruning with the new schema moments later.
-func Apply(ctx context.Context, c apiextensionsclientset.Interface, crds []*apiextensionsv1.CustomResourceDefinition) error {
-	api := c.ApiextensionsV1().CustomResourceDefinitions()
-	force := true
+func Apply(ctx context.Context, c client.Client, crds []*apiextensionsv1.CustomResourceDefinition) error {
 	for _, crd := range crds {
 		body, err := applyBody(crd)
 		if err != nil {
 			return fmt.Errorf("CRD %s: %w", crd.Name, err)
 		}
-		if _, err := api.Patch(ctx, crd.Name, types.ApplyPatchType, body,
-			metav1.PatchOptions{FieldManager: FieldManager, Force: &force}); err != nil {
+		if err := c.Patch(ctx, crdObject(crd.Name), client.RawPatch(types.ApplyPatchType, body),
+			client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
 			return fmt.Errorf("apply CRD %s: %w", crd.Name, err)
 		}
 	}
@@ -62,6 +62,14 @@ func Apply(ctx context.Context, c apiextensionsclientset.Interface, crds []*apie
 		}
 	}
 	return nil
+}
+
+// crdObject is the CRD named name as an unstructured object, to apply to or read into.
+func crdObject(name string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
+	u.SetName(name)
+	return u
 }
 
 // applyBody is the apply configuration of crd: only what Trellis means to own (name, labels, annotations, spec).
@@ -87,13 +95,17 @@ func applyBody(crd *apiextensionsv1.CustomResourceDefinition) ([]byte, error) {
 
 // waitEstablished polls the CRD until its Established condition is True. A NamesAccepted condition of False fails at
 // once: the CRD will never be established.
-func waitEstablished(ctx context.Context, c apiextensionsclientset.Interface, name string) error {
+func waitEstablished(ctx context.Context, c client.Client, name string) error {
 	var last string
 	err := wait.PollUntilContextCancel(ctx, pollInterval, true, func(ctx context.Context) (bool, error) {
-		crd, err := c.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
+		u := crdObject(name)
+		if err := c.Get(ctx, client.ObjectKey{Name: name}, u); err != nil {
 			last = err.Error()
 			return false, nil
+		}
+		var crd apiextensionsv1.CustomResourceDefinition
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &crd); err != nil {
+			return false, fmt.Errorf("decode CRD %s: %w", name, err)
 		}
 		for _, cond := range crd.Status.Conditions {
 			switch {

@@ -36,12 +36,16 @@ func TestInstall(t *testing.T) {
 		t.Fatal(err)
 	}
 	api := c.ApiextensionsV1().CustomResourceDefinitions()
+	cl, err := client.New(s.Config, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	want, err := CRDs()
 	if err != nil {
 		t.Fatal(err)
 	}
 
-	if err := Install(ctx, c); err != nil {
+	if err := Install(ctx, cl); err != nil {
 		t.Fatalf("install: %v", err)
 	}
 	versions := map[string]string{}
@@ -64,7 +68,7 @@ func TestInstall(t *testing.T) {
 	}
 
 	// Installing again is a no-op: the server keeps every CRD as it is.
-	if err := Install(ctx, c); err != nil {
+	if err := Install(ctx, cl); err != nil {
 		t.Fatalf("install again: %v", err)
 	}
 	for name, rv := range versions {
@@ -91,7 +95,7 @@ func TestInstall(t *testing.T) {
 	ext.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"] = spec
 	ext.Spec.Versions[0].AdditionalPrinterColumns = append(ext.Spec.Versions[0].AdditionalPrinterColumns,
 		apiextensionsv1.CustomResourceColumnDefinition{Name: "Test", Type: "string", JSONPath: ".spec.trellisTest"})
-	if err := Apply(ctx, c, newer); err != nil {
+	if err := Apply(ctx, cl, newer); err != nil {
 		t.Fatalf("upgrade: %v", err)
 	}
 	got, err := api.Get(ctx, crdName, metav1.GetOptions{})
@@ -103,10 +107,6 @@ func TestInstall(t *testing.T) {
 	}
 	if cols := got.Spec.Versions[0].AdditionalPrinterColumns; cols[len(cols)-1].Name != "Test" {
 		t.Errorf("upgraded CRD printer columns: %+v", cols)
-	}
-	cl, err := client.New(s.Config, client.Options{})
-	if err != nil {
-		t.Fatal(err)
 	}
 	ns := s.Namespace(t)
 	// The seed serves the new schema shortly after the update: retry with new objects until the field survives.
@@ -130,7 +130,7 @@ func TestInstall(t *testing.T) {
 	}
 
 	// Installing the shipped CRDs again takes the field back out: Trellis owns it.
-	if err := Install(ctx, c); err != nil {
+	if err := Install(ctx, cl); err != nil {
 		t.Fatalf("install after upgrade: %v", err)
 	}
 	if got, err = api.Get(ctx, crdName, metav1.GetOptions{}); err != nil {
@@ -146,7 +146,7 @@ func TestApplyFailsClearly(t *testing.T) {
 	s := seedtest.StartShared(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	c, err := apiextensionsclientset.NewForConfig(s.Config)
+	c, err := client.New(s.Config, client.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +173,7 @@ func TestObjectsRoundTrip(t *testing.T) {
 	s := seedtest.StartShared(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	ac, err := apiextensionsclientset.NewForConfig(s.Config)
+	ac, err := client.New(s.Config, client.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

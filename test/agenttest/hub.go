@@ -9,7 +9,6 @@ import (
 
 	"google.golang.org/grpc"
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsclientset "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	metav1k "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -141,7 +140,7 @@ func (h *Hub) StartSeed(t testing.TB, name, spec string, cluster *seedtest.Seed,
 	t.Helper()
 	ctx := context.Background()
 	s := &Seed{Name: name, Cluster: cluster}
-	cs, err := apiextensionsclientset.NewForConfig(cluster.Config)
+	cs, err := client.New(cluster.Config, client.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

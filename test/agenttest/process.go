@@ -12,8 +12,8 @@ import (
 	"time"
 
 	kcorev1 "k8s.io/api/core/v1"
-	apiextensionsclientset "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/trellis-dev/trellis/agent"
 	"github.com/trellis-dev/trellis/agent/config"
@@ -75,7 +75,7 @@ func StartHubProcess(t testing.TB, dir string, args ...string) (*binproc.Hub, st
 func StartAgentOn(t testing.TB, h *binproc.Hub, grpcAddr, name, spec string, cluster *seedtest.Seed, configure func(*config.AgentConfiguration), mutate ...func(*agent.Config)) (*Agent, *config.AgentConfiguration) {
 	t.Helper()
 	ctx := context.Background()
-	cs, err := apiextensionsclientset.NewForConfig(cluster.Config)
+	cs, err := client.New(cluster.Config, client.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,6 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
-	apiextensionsclientset "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -55,7 +54,7 @@ func Scheme() *runtime.Scheme {
 func InstallCRDs(t testing.TB, seed *seedtest.Seed) {
 	t.Helper()
 	v, _ := installed.LoadOrStore(seed, sync.OnceValue(func() error {
-		c, err := apiextensionsclientset.NewForConfig(seed.Config)
+		c, err := client.New(seed.Config, client.Options{})
 		if err != nil {
 			return err
 		}
