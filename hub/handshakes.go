@@ -1,9 +1,11 @@
 package hub
 
 import (
+	"crypto/tls"
 	"errors"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc/credentials"
@@ -130,4 +132,48 @@ func (s *slots) release() {
 		}
 	}
 	s.free++
+}
+
+// listenerCreds are the TLS credentials of the gRPC-only listener with the configuration the trust material gives now
+// (trust.listenerConfig): gRPC's TLS credentials, made once per configuration. gRPC's credentials for a configuration
+// that names another per client (tls.Config.GetConfigForClient, which the hub's CA rotation needs) clone that one at
+// every handshake to add gRPC's defaults, and the connection keeps its clone: about 0.5 KiB per agent for as long as it
+// is connected, the same configuration ten thousand times.
+type listenerCreds struct {
+	// TransportCredentials are those of the first configuration, for what is not a server handshake (Info, ...).
+	credentials.TransportCredentials
+	current func() *tls.Config
+	last    atomic.Pointer[credsOf]
+}
+
+// credsOf are gRPC's TLS credentials of one configuration.
+type credsOf struct {
+	cfg   *tls.Config
+	creds credentials.TransportCredentials
+}
+
+func newListenerCreds(current func() *tls.Config) *listenerCreds {
+	l := &listenerCreds{current: current}
+	l.TransportCredentials = l.of(current())
+	return l
+}
+
+// of returns the credentials of cfg, made when cfg is another configuration than the last one's.
+func (l *listenerCreds) of(cfg *tls.Config) credentials.TransportCredentials {
+	if c := l.last.Load(); c != nil && c.cfg == cfg {
+		return c.creds
+	}
+	c := &credsOf{cfg: cfg, creds: credentials.NewTLS(cfg)}
+	l.last.Store(c)
+	return c.creds
+}
+
+// ServerHandshake runs the TLS handshake with the current configuration.
+func (l *listenerCreds) ServerHandshake(conn net.Conn) (net.Conn, credentials.AuthInfo, error) {
+	return l.of(l.current()).ServerHandshake(conn)
+}
+
+// Clone returns credentials that follow the same configurations.
+func (l *listenerCreds) Clone() credentials.TransportCredentials {
+	return newListenerCreds(l.current)
 }

@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/experimental"
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/tap"
@@ -93,11 +92,11 @@ func (h *Hub) newServers(ctx context.Context, trust *trust, ca *pki.Authority, a
 	s := &servers{grpc: grpc.NewServer(grpcOpts...)}
 	services.registerOn(s.grpc)
 	if h.cfg.GRPCListen != "" || h.cfg.GRPCListener != nil {
-		tc, err := trust.serverConfig([]string{"h2"}, nativeTLS)
+		current, err := trust.listenerConfig(nativeTLS)
 		if err != nil {
 			return nil, err
 		}
-		s.native = grpc.NewServer(append(grpcOpts, nativeOptions(tc, link.TapHandle, m.handshakesRefused.Inc)...)...)
+		s.native = grpc.NewServer(append(grpcOpts, nativeOptions(current, link.TapHandle, m.handshakesRefused.Inc)...)...)
 		services.registerOn(s.native)
 	}
 	rest, err := h.handlers(ctx, authn, reg, st, m, ic.errors, tunnels, ca, routes)
@@ -305,19 +304,20 @@ func nativeTLS(m tlsMaterial) *tls.Config {
 }
 
 // nativeOptions configure the gRPC-only listener for many long-lived agent connections: TLS with optional client
-// certificates (agents present theirs), keepalive pings as often as every 20 s allowed (agents ping every 30 s, also
-// without streams), and small per-connection buffers with a shared write buffer — with 10,000 agents the default 32 KiB
-// read and write buffers alone would take 640 MB.
+// certificates (agents present theirs) and the configuration current gives at each handshake, keepalive pings as
+// often as every 20 s allowed (agents ping every 30 s, also without streams), and small per-connection buffers with a
+// shared write buffer — with 10,000 agents the default 32 KiB read and write buffers alone would take 640 MB.
 //
 // A restarted hub meets all its agents at once, and TLS handshakes are what that reconnect storm costs: session tickets
 // are encrypted with a key every replica derives from the CA (ticketKey), so agents resume their sessions across
 // restarts without certificate verification or signatures, and the key exchange is X25519 (the default hybrid
 // post-quantum exchange takes about half the CPU of a full handshake). The handshakes are worked on a few at a time
 // (boundedHandshakes) and session starts are admitted (agentlink.Server.TapHandle), so a storm converges.
-func nativeOptions(tc *tls.Config, streams tap.ServerInHandle, handshakeRefused func()) []grpc.ServerOption {
+func nativeOptions(current func() *tls.Config, streams tap.ServerInHandle, handshakeRefused func()) []grpc.ServerOption {
 	return []grpc.ServerOption{
-		// A few handshakes at a time, the rest queued (boundedHandshakes).
-		grpc.Creds(newBoundedHandshakes(credentials.NewTLS(tc), handshakeRefused)),
+		// A few handshakes at a time, the rest queued (boundedHandshakes), each with the configuration of the
+		// current material (listenerCreds).
+		grpc.Creds(newBoundedHandshakes(newListenerCreds(current), handshakeRefused)),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 20 * time.Second, PermitWithoutStream: true}),
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: time.Minute, Timeout: 20 * time.Second}),
 		// No read buffer: crypto/tls holds each record decrypted, so gRPC's framer reads frames from memory anyway.

@@ -66,6 +66,23 @@ func newTrust(authority *pki.Authority, hosts []string, caFile string, fixed *tl
 // serverConfig returns the configuration of a listener whose configuration build makes from the current material.
 // build must set NextProtos itself (the returned configuration's are only what the server announces before).
 func (t *trust) serverConfig(nextProtos []string, build func(m tlsMaterial) *tls.Config) (*tls.Config, error) {
+	current, err := t.listenerConfig(build)
+	if err != nil {
+		return nil, err
+	}
+	return &tls.Config{
+		MinVersion: tls.VersionTLS12,
+		NextProtos: nextProtos,
+		GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
+			return current(), nil
+		},
+	}, nil
+}
+
+// listenerConfig registers a listener whose configuration build makes from the current material, and returns the
+// function that gives its current configuration (a new one after each change of the material, the same one until
+// then).
+func (t *trust) listenerConfig(build func(m tlsMaterial) *tls.Config) (func() *tls.Config, error) {
 	l := &trustedListener{build: build}
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -75,13 +92,7 @@ func (t *trust) serverConfig(nextProtos []string, build func(m tlsMaterial) *tls
 	}
 	l.cur.Store(build(m))
 	t.listeners = append(t.listeners, l)
-	return &tls.Config{
-		MinVersion: tls.VersionTLS12,
-		NextProtos: nextProtos,
-		GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
-			return l.cur.Load(), nil
-		},
-	}, nil
+	return l.cur.Load, nil
 }
 
 // OnChange registers f to run after each change of the CA or its rotation state.
