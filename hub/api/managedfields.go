@@ -27,6 +27,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/structured-merge-diff/v6/typed"
+	"sigs.k8s.io/structured-merge-diff/v6/value"
 	"sigs.k8s.io/yaml"
 
 	"github.com/trellis-dev/trellis/gateway"
@@ -132,6 +133,22 @@ func metadataTrue(ctx context.Context, key string) bool {
 type fieldsObject struct {
 	unstructured.Unstructured
 	managed []kmetav1.ManagedFieldsEntry
+	// live is, on the new object of a write, the live object it replaces (fieldsTypeConverter types the new object
+	// against it); nil otherwise.
+	live *fieldsObject
+	// members are the JSON bytes of the members of the object's top level that the byte scanner read (nil when it
+	// did not read the document), but apiVersion, kind and metadata, which the field manager may change in the map.
+	members map[string][]byte
+	// typed memoizes a live object's typing with typed.AllowDuplicates (what an update's field manager asks for): the
+	// new object's typing types its live object first, and the field manager's own request for it then gets the same.
+	// A live object is not changed by the field manager; the new object is (its managedFields), and is not memoized.
+	typed *typedResult
+}
+
+// typedResult is an object's typing: its typed value, or why it does not fit the schema.
+type typedResult struct {
+	tv  *typed.TypedValue
+	err error
 }
 
 // GetManagedFields returns the typed managed fields.
@@ -146,29 +163,144 @@ func (o *fieldsObject) SetManagedFields(m []kmetav1.ManagedFieldsEntry) {
 }
 
 // fieldsTypeConverter is the field managers' type converter: a fieldsObject is typed by its unstructured content.
+// An update's new object (fieldsObject.live set) is typed against its live object: the members of its top level
+// that are equal to the live object's are not validated again (typedAgainstLive).
 type fieldsTypeConverter struct{ managedfields.TypeConverter }
 
 func (c fieldsTypeConverter) ObjectToTyped(obj runtime.Object, opts ...typed.ValidationOptions) (*typed.TypedValue, error) {
-	if o, ok := obj.(*fieldsObject); ok {
-		obj = &o.Unstructured
+	o, ok := obj.(*fieldsObject)
+	if !ok {
+		return c.TypeConverter.ObjectToTyped(obj, opts...)
 	}
-	return c.TypeConverter.ObjectToTyped(obj, opts...)
+	if len(opts) != 1 || opts[0] != typed.AllowDuplicates {
+		return c.TypeConverter.ObjectToTyped(&o.Unstructured, opts...)
+	}
+	if o.live != nil {
+		r := c.typeObject(o)
+		return r.tv, r.err
+	}
+	if o.typed == nil {
+		tv, err := c.TypeConverter.ObjectToTyped(&o.Unstructured, typed.AllowDuplicates)
+		o.typed = &typedResult{tv: tv, err: err}
+	}
+	return o.typed.tv, o.typed.err
+}
+
+// typeObject types o, a new object, with typed.AllowDuplicates against its live object.
+func (c fieldsTypeConverter) typeObject(o *fieldsObject) *typedResult {
+	if o.live.GroupVersionKind() != o.GroupVersionKind() {
+		tv, err := c.TypeConverter.ObjectToTyped(&o.Unstructured, typed.AllowDuplicates)
+		return &typedResult{tv: tv, err: err}
+	}
+	live, err := c.ObjectToTyped(o.live, typed.AllowDuplicates)
+	if err != nil {
+		// The field manager fails the write's recording on either object's error, whichever it types first.
+		return &typedResult{err: err}
+	}
+	if tv, err, ok := typedAgainstLive(o, live); ok {
+		return &typedResult{tv: tv, err: err}
+	}
+	tv, err := c.TypeConverter.ObjectToTyped(&o.Unstructured, typed.AllowDuplicates)
+	return &typedResult{tv: tv, err: err}
+}
+
+// typedAgainstLive types o, a new object, with the schema and type of live, the typed value of o.live (an object of
+// the same kind, validated with typed.AllowDuplicates): the members of o's top level that are equal to its live
+// object's fit the schema as those do, so only the others are validated, each
+// against its field's type (structured-merge-diff validates the members of an object one by one, each against its
+// field's type alone). ok is false when the schema's root type is not an object of declared fields (the caller
+// validates the whole object then).
+func typedAgainstLive(o *fieldsObject, live *typed.TypedValue) (tv *typed.TypedValue, err error, ok bool) {
+	s, ref := live.Schema(), live.TypeRef()
+	root, found := s.Resolve(ref)
+	if !found || root.Map == nil {
+		return nil, nil, false
+	}
+	content, liveContent := o.Object, o.live.Object
+	for k, v := range content {
+		if b, lb := o.members[k], o.live.members[k]; b != nil && lb != nil && bytes.Equal(b, lb) {
+			// The same JSON: the same value (sameMember).
+			continue
+		}
+		if lv, present := liveContent[k]; present && equalJSONValue(v, lv) {
+			continue
+		}
+		f, declared := root.Map.FindField(k)
+		if !declared {
+			return nil, nil, false
+		}
+		if _, err := typed.AsTyped(value.NewValueInterface(v), s, f.Type, typed.AllowDuplicates); err != nil {
+			return nil, err, true
+		}
+	}
+	return typed.AsTypedUnvalidated(value.NewValueInterface(content), s, ref), nil, true
+}
+
+// equalJSONValue reports whether a and b, values of the unstructured form (decodeJSONObject), are equal: of the same
+// Go types and values.
+func equalJSONValue(a, b any) bool {
+	switch a := a.(type) {
+	case map[string]any:
+		b, ok := b.(map[string]any)
+		if !ok || len(a) != len(b) {
+			return false
+		}
+		for k, av := range a {
+			bv, ok := b[k]
+			if !ok || !equalJSONValue(av, bv) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		b, ok := b.([]any)
+		if !ok || len(a) != len(b) {
+			return false
+		}
+		for i := range a {
+			if !equalJSONValue(a[i], b[i]) {
+				return false
+			}
+		}
+		return true
+	case string:
+		b, ok := b.(string)
+		return ok && a == b
+	case int64:
+		b, ok := b.(int64)
+		return ok && a == b
+	case float64:
+		b, ok := b.(float64)
+		return ok && a == b
+	case bool:
+		b, ok := b.(bool)
+		return ok && a == b
+	case nil:
+		return b == nil
+	}
+	return false
 }
 
 // newFieldsObject is obj, a message of kind gvk, as the field managers see it; doc is obj's JSON when the caller has
-// it (kjson.Marshal), else nil.
-func newFieldsObject(obj store.Object, doc []byte, gvk schema.GroupVersionKind) (*fieldsObject, error) {
+// it (kjson.Marshal), else nil. like, when not nil, is another object read by newFieldsObject (the live object of
+// the write): members of obj's top level with the same JSON as like's take like's values (sameMember), shared.
+func newFieldsObject(obj store.Object, doc []byte, gvk schema.GroupVersionKind, like *fieldsObject) (*fieldsObject, error) {
 	if doc == nil {
 		var err error
 		if doc, err = kjson.Marshal(obj); err != nil {
 			return nil, apierrors.NewInternalError(err)
 		}
 	}
-	content, err := decodeJSONObject(doc)
-	if err != nil {
-		return nil, apierrors.NewInternalError(err)
+	o := &fieldsObject{managed: toKubeManagedFields(obj.GetMetadata().GetManagedFields())}
+	if content, members, ok := decodeJSONMembers(doc, like); ok {
+		o.Object, o.members = content, members
+	} else {
+		content, err := decodeJSONObject(doc)
+		if err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+		o.Object = content
 	}
-	o := &fieldsObject{Unstructured: unstructured.Unstructured{Object: content}, managed: toKubeManagedFields(obj.GetMetadata().GetManagedFields())}
 	o.SetGroupVersionKind(gvk)
 	return o, nil
 }
@@ -217,14 +349,15 @@ func recordWrite(fm *managedfields.FieldManager, gvk schema.GroupVersionKind, li
 	liveO.SetGroupVersionKind(gvk)
 	if live != nil {
 		var err error
-		if liveO, err = newFieldsObject(live, liveJSON, gvk); err != nil {
+		if liveO, err = newFieldsObject(live, liveJSON, gvk, nil); err != nil {
 			return nil, err
 		}
 	}
-	newO, err := newFieldsObject(obj, nil, gvk)
+	newO, err := newFieldsObject(obj, nil, gvk, liveO)
 	if err != nil {
 		return nil, err
 	}
+	newO.live = liveO
 	if reset {
 		newO.managed = []kmetav1.ManagedFieldsEntry{}
 	}
@@ -360,7 +493,7 @@ func decodeJSONObject(doc []byte) (map[string]any, error) {
 	// Compact, valid JSON (what kjson writes) is read by a byte scanner; anything else (invalid UTF-8, errors) by
 	// jsontext's decoder.
 	r := jsonReader{doc: doc}
-	if v, ok := r.object(); ok && r.end() {
+	if v, ok := r.object(false); ok && r.end() {
 		return v, nil
 	}
 	dec := jsontext.NewDecoder(bytes.NewReader(doc), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
@@ -380,11 +513,28 @@ func decodeJSONObject(doc []byte) (map[string]any, error) {
 	return v.(map[string]any), nil
 }
 
+// decodeJSONMembers is decodeJSONObject by the byte scanner alone (ok false when it does not read doc), with the JSON
+// of the members of the top level (but apiVersion, kind and metadata); members with the same JSON as like's take
+// like's values (shared: neither object's map may change them).
+func decodeJSONMembers(doc []byte, like *fieldsObject) (content map[string]any, members map[string][]byte, ok bool) {
+	r := jsonReader{doc: doc, members: map[string][]byte{}, like: like}
+	if content, ok = r.object(true); !ok || !r.end() {
+		return nil, nil, false
+	}
+	return content, r.members, true
+}
+
 // jsonReader reads valid JSON into the unstructured form; ok false when the document is not valid JSON or has a
 // string with invalid UTF-8 (which the caller leaves to jsontext's decoder).
 type jsonReader struct {
 	doc []byte
 	i   int
+	// members, when not nil, receives the JSON of the members of the top-level object (a top object), but those
+	// the field manager may change in the map (apiVersion, kind, metadata).
+	members map[string][]byte
+	// like is an object read before (with its members): a member of the top-level object with the same JSON as
+	// one of like's members takes like's value instead of being read again.
+	like *fieldsObject
 }
 
 func (r *jsonReader) space() {
@@ -410,7 +560,7 @@ func (r *jsonReader) value() (any, bool) {
 	}
 	switch c := r.doc[r.i]; {
 	case c == '{':
-		return r.object()
+		return r.object(false)
 	case c == '[':
 		r.i++
 		a := []any{}
@@ -450,7 +600,9 @@ func (r *jsonReader) literal(lit string) bool {
 	return true
 }
 
-func (r *jsonReader) object() (map[string]any, bool) {
+// object reads an object at r.i; top is the document's top level, whose members r.members records and r.like
+// may give.
+func (r *jsonReader) object(top bool) (map[string]any, bool) {
 	r.space()
 	if r.i >= len(r.doc) || r.doc[r.i] != '{' {
 		return nil, false
@@ -476,8 +628,17 @@ func (r *jsonReader) object() (map[string]any, bool) {
 			return nil, false
 		}
 		r.i++
-		v, ok := r.value()
-		if !ok {
+		var v any
+		if top && r.members != nil && k != "apiVersion" && k != "kind" && k != "metadata" {
+			r.space()
+			start := r.i
+			if v, ok = r.sameMember(k); !ok {
+				if v, ok = r.value(); !ok {
+					return nil, false
+				}
+			}
+			r.members[k] = r.doc[start:r.i:r.i]
+		} else if v, ok = r.value(); !ok {
 			return nil, false
 		}
 		m[k] = v
@@ -485,6 +646,33 @@ func (r *jsonReader) object() (map[string]any, bool) {
 			return m, ok
 		}
 	}
+}
+
+// sameMember returns r.like's value of member k when the document has the same JSON at r.i as r.like has for k,
+// and moves past it: the same bytes read to the same value. A JSON value ends where its bytes say (objects, arrays
+// and strings at their closing bracket or quote; numbers and literals where the next byte cannot continue them),
+// so the bytes of like's member at r.i are the whole value at r.i when the byte after them ends a value.
+func (r *jsonReader) sameMember(k string) (any, bool) {
+	if r.like == nil {
+		return nil, false
+	}
+	lb, ok := r.like.members[k]
+	if !ok || !bytes.HasPrefix(r.doc[r.i:], lb) {
+		return nil, false
+	}
+	if end := r.i + len(lb); end < len(r.doc) {
+		switch r.doc[end] {
+		case ',', '}', ' ', '\t', '\n', '\r':
+		default:
+			return nil, false
+		}
+	}
+	v, ok := r.like.Object[k]
+	if !ok {
+		return nil, false
+	}
+	r.i += len(lb)
+	return v, true
 }
 
 // separator reads what follows a member of an object or array: a ',' (more follow) or end, its closing bracket.
