@@ -26,8 +26,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/structured-merge-diff/v6/typed"
-	"sigs.k8s.io/structured-merge-diff/v6/value"
 	"sigs.k8s.io/yaml"
 
 	"github.com/trellis-dev/trellis/gateway"
@@ -139,16 +137,14 @@ type fieldsObject struct {
 	// members are the JSON bytes of the members of the object's top level that the byte scanner read (nil when it
 	// did not read the document), but apiVersion, kind and metadata, which the field manager may change in the map.
 	members map[string][]byte
+	// known, on a live object, are the members of its top level known to fit the schema (fittingMembers); fits,
+	// on a new object, says that it was typed and fitted.
+	known *knownMembers
+	fits  bool
 	// typed memoizes a live object's typing with typed.AllowDuplicates (what an update's field manager asks for): the
 	// new object's typing types its live object first, and the field manager's own request for it then gets the same.
 	// A live object is not changed by the field manager; the new object is (its managedFields), and is not memoized.
 	typed *typedResult
-}
-
-// typedResult is an object's typing: its typed value, or why it does not fit the schema.
-type typedResult struct {
-	tv  *typed.TypedValue
-	err error
 }
 
 // GetManagedFields returns the typed managed fields.
@@ -160,125 +156,6 @@ func (o *fieldsObject) SetManagedFields(m []kmetav1.ManagedFieldsEntry) {
 	if m == nil {
 		o.Unstructured.SetManagedFields(nil)
 	}
-}
-
-// fieldsTypeConverter is the field managers' type converter: a fieldsObject is typed by its unstructured content.
-// An update's new object (fieldsObject.live set) is typed against its live object: the members of its top level
-// that are equal to the live object's are not validated again (typedAgainstLive).
-type fieldsTypeConverter struct{ managedfields.TypeConverter }
-
-func (c fieldsTypeConverter) ObjectToTyped(obj runtime.Object, opts ...typed.ValidationOptions) (*typed.TypedValue, error) {
-	o, ok := obj.(*fieldsObject)
-	if !ok {
-		return c.TypeConverter.ObjectToTyped(obj, opts...)
-	}
-	if len(opts) != 1 || opts[0] != typed.AllowDuplicates {
-		return c.TypeConverter.ObjectToTyped(&o.Unstructured, opts...)
-	}
-	if o.live != nil {
-		r := c.typeObject(o)
-		return r.tv, r.err
-	}
-	if o.typed == nil {
-		tv, err := c.TypeConverter.ObjectToTyped(&o.Unstructured, typed.AllowDuplicates)
-		o.typed = &typedResult{tv: tv, err: err}
-	}
-	return o.typed.tv, o.typed.err
-}
-
-// typeObject types o, a new object, with typed.AllowDuplicates against its live object.
-func (c fieldsTypeConverter) typeObject(o *fieldsObject) *typedResult {
-	if o.live.GroupVersionKind() != o.GroupVersionKind() {
-		tv, err := c.TypeConverter.ObjectToTyped(&o.Unstructured, typed.AllowDuplicates)
-		return &typedResult{tv: tv, err: err}
-	}
-	live, err := c.ObjectToTyped(o.live, typed.AllowDuplicates)
-	if err != nil {
-		// The field manager fails the write's recording on either object's error, whichever it types first.
-		return &typedResult{err: err}
-	}
-	if tv, err, ok := typedAgainstLive(o, live); ok {
-		return &typedResult{tv: tv, err: err}
-	}
-	tv, err := c.TypeConverter.ObjectToTyped(&o.Unstructured, typed.AllowDuplicates)
-	return &typedResult{tv: tv, err: err}
-}
-
-// typedAgainstLive types o, a new object, with the schema and type of live, the typed value of o.live (an object of
-// the same kind, validated with typed.AllowDuplicates): the members of o's top level that are equal to its live
-// object's fit the schema as those do, so only the others are validated, each
-// against its field's type (structured-merge-diff validates the members of an object one by one, each against its
-// field's type alone). ok is false when the schema's root type is not an object of declared fields (the caller
-// validates the whole object then).
-func typedAgainstLive(o *fieldsObject, live *typed.TypedValue) (tv *typed.TypedValue, err error, ok bool) {
-	s, ref := live.Schema(), live.TypeRef()
-	root, found := s.Resolve(ref)
-	if !found || root.Map == nil {
-		return nil, nil, false
-	}
-	content, liveContent := o.Object, o.live.Object
-	for k, v := range content {
-		if b, lb := o.members[k], o.live.members[k]; b != nil && lb != nil && bytes.Equal(b, lb) {
-			// The same JSON: the same value (sameMember).
-			continue
-		}
-		if lv, present := liveContent[k]; present && equalJSONValue(v, lv) {
-			continue
-		}
-		f, declared := root.Map.FindField(k)
-		if !declared {
-			return nil, nil, false
-		}
-		if _, err := typed.AsTyped(value.NewValueInterface(v), s, f.Type, typed.AllowDuplicates); err != nil {
-			return nil, err, true
-		}
-	}
-	return typed.AsTypedUnvalidated(value.NewValueInterface(content), s, ref), nil, true
-}
-
-// equalJSONValue reports whether a and b, values of the unstructured form (decodeJSONObject), are equal: of the same
-// Go types and values.
-func equalJSONValue(a, b any) bool {
-	switch a := a.(type) {
-	case map[string]any:
-		b, ok := b.(map[string]any)
-		if !ok || len(a) != len(b) {
-			return false
-		}
-		for k, av := range a {
-			bv, ok := b[k]
-			if !ok || !equalJSONValue(av, bv) {
-				return false
-			}
-		}
-		return true
-	case []any:
-		b, ok := b.([]any)
-		if !ok || len(a) != len(b) {
-			return false
-		}
-		for i := range a {
-			if !equalJSONValue(a[i], b[i]) {
-				return false
-			}
-		}
-		return true
-	case string:
-		b, ok := b.(string)
-		return ok && a == b
-	case int64:
-		b, ok := b.(int64)
-		return ok && a == b
-	case float64:
-		b, ok := b.(float64)
-		return ok && a == b
-	case bool:
-		b, ok := b.(bool)
-		return ok && a == b
-	case nil:
-		return b == nil
-	}
-	return false
 }
 
 // newFieldsObject is obj, a message of kind gvk, as the field managers see it; doc is obj's JSON when the caller has
@@ -334,7 +211,7 @@ func (s *Server[T, L, E, PE]) recordUpdateJSON(ctx context.Context, sub string, 
 	if any(live) != nil && live.ProtoReflect().IsValid() {
 		l = live
 	}
-	mf, err := recordWrite(fm, s.gvk(), l, liveJSON, obj, managerName(ctx), reset)
+	mf, err := recordWrite(fm, s.gvk(), l, liveJSON, obj, managerName(ctx), reset, s.fitting)
 	if err != nil {
 		return err
 	}
@@ -343,8 +220,11 @@ func (s *Server[T, L, E, PE]) recordUpdateJSON(ctx context.Context, sub string, 
 }
 
 // recordWrite is recordUpdate with fm for objects of kind gvk (live nil for a create; liveJSON its JSON or nil):
-// obj's new managedFields.
-func recordWrite(fm *managedfields.FieldManager, gvk schema.GroupVersionKind, live store.Object, liveJSON []byte, obj store.Object, manager string, reset bool) ([]*metav1.ManagedFieldsEntry, error) {
+// obj's new managedFields. fitting, when not nil, remembers what the write typed of obj for the next write of the
+// object, and gives what an earlier write typed of it.
+func recordWrite(fm *managedfields.FieldManager, gvk schema.GroupVersionKind, live store.Object, liveJSON []byte, obj store.Object, manager string, reset bool, fitting *fittingMembers) ([]*metav1.ManagedFieldsEntry, error) {
+	md := obj.GetMetadata()
+	key := objectKey(md.GetNamespace(), md.GetName())
 	liveO := &fieldsObject{Unstructured: unstructured.Unstructured{Object: map[string]any{}}}
 	liveO.SetGroupVersionKind(gvk)
 	if live != nil {
@@ -352,6 +232,7 @@ func recordWrite(fm *managedfields.FieldManager, gvk schema.GroupVersionKind, li
 		if liveO, err = newFieldsObject(live, liveJSON, gvk, nil); err != nil {
 			return nil, err
 		}
+		liveO.known = fitting.get(key)
 	}
 	newO, err := newFieldsObject(obj, nil, gvk, liveO)
 	if err != nil {
@@ -366,8 +247,14 @@ func recordWrite(fm *managedfields.FieldManager, gvk schema.GroupVersionKind, li
 	if !ok {
 		return nil, apierrors.NewInternalError(fmt.Errorf("field manager returned %T", out))
 	}
+	if newO.fits {
+		fitting.put(key, newO.members)
+	}
 	return fromKubeManagedFields(o.managed), nil
 }
+
+// objectKey names an object within its kind.
+func objectKey(namespace, name string) string { return namespace + "/" + name }
 
 func (s *Server[T, L, E, PE]) gvk() schema.GroupVersionKind { return s.kind.GroupVersionKind() }
 
