@@ -189,6 +189,7 @@ func (s *Server[T, L, E, PE]) checkScope(namespace string) error {
 }
 
 func (s *Server[T, L, E, PE]) validate(ctx context.Context, obj, old T) error {
+	ctx = admission.WithSpecComparison(ctx)
 	var oldMeta *metav1.ObjectMeta
 	if any(old) != nil && old.ProtoReflect().IsValid() {
 		oldMeta = old.GetMetadata()
