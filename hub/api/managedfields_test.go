@@ -270,22 +270,30 @@ func TestSortedJSON(t *testing.T) {
 	}
 }
 
+// createdShoot is Gardener's example Shoot (uid u1) with the managedFields of its create by "creator", recorded by
+// the Shoot's field managers (and remembered in fitting when not nil); with those field managers and the kind.
+func createdShoot(t testing.TB, fitting *fittingMembers) (*corev1beta1.Shoot, fieldManagers, schema.GroupVersionKind) {
+	t.Helper()
+	k, _ := KindFor("core.gardener.cloud/v1beta1", "Shoot")
+	fms, err := newFieldManagers(typeConverter(t), k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gvk := k.GroupVersionKind()
+	s := exampleShoot(t)
+	s.Metadata.Uid = "u1"
+	if s.Metadata.ManagedFields, err = recordWrite(fms[""], gvk, nil, nil, s, "creator", false, fitting); err != nil || len(s.Metadata.ManagedFields) == 0 {
+		t.Fatalf("create: %v, %d entries", err, len(s.Metadata.ManagedFields))
+	}
+	return s, fms, gvk
+}
+
 // BenchmarkRecordWrite records a label change of Gardener's example Shoot by a second manager (an update's
 // managedFields work, after the create's), as the hub does it and on unstructured objects (the reference).
 func BenchmarkRecordWrite(b *testing.B) {
-	k, _ := KindFor("core.gardener.cloud/v1beta1", "Shoot")
-	fms, err := newFieldManagers(typeConverter(b), k)
-	if err != nil {
-		b.Fatal(err)
-	}
-	gvk := k.GroupVersionKind()
-	live := exampleShoot(b)
-	live.Metadata.Uid = "u1"
 	// The hub remembers what the create typed for the update (fittingMembers).
 	fitting := newFittingMembers()
-	if live.Metadata.ManagedFields, err = recordWrite(fms[""], gvk, nil, nil, live, "creator", false, fitting); err != nil {
-		b.Fatal(err)
-	}
+	live, fms, gvk := createdShoot(b, fitting)
 	next := proto.Clone(live).(*corev1beta1.Shoot)
 	next.Metadata.Labels = map[string]string{"a": "b"}
 	b.Run("hub", func(b *testing.B) {
@@ -416,17 +424,7 @@ func isContainer(v any) bool {
 // either object does not fit the schema, as on unstructured objects: a worker pool without a name (the key of the
 // workers list) in the new object's changed spec, in the live object's spec that the new one keeps or changes.
 func TestRecordWriteTypedAgainstLive(t *testing.T) {
-	k, _ := KindFor("core.gardener.cloud/v1beta1", "Shoot")
-	fms, err := newFieldManagers(typeConverter(t), k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	gvk := k.GroupVersionKind()
-	valid := exampleShoot(t)
-	valid.Metadata.Uid = "u1"
-	if valid.Metadata.ManagedFields, err = recordWrite(fms[""], gvk, nil, nil, valid, "creator", false, nil); err != nil || len(valid.Metadata.ManagedFields) == 0 {
-		t.Fatalf("create: %v, %d entries", err, len(valid.Metadata.ManagedFields))
-	}
+	valid, fms, gvk := createdShoot(t, nil)
 	unnamed := proto.Clone(valid).(*corev1beta1.Shoot)
 	unnamed.Spec.Provider.Workers[0].Name = ""
 	labeled := func(s *corev1beta1.Shoot) *corev1beta1.Shoot {
@@ -452,6 +450,7 @@ func TestRecordWriteTypedAgainstLive(t *testing.T) {
 		for _, withJSON := range []bool{false, true} {
 			var liveJSON []byte
 			if withJSON && live != nil {
+				var err error
 				if liveJSON, err = kjson.Marshal(live); err != nil {
 					t.Fatal(err)
 				}

@@ -153,21 +153,23 @@ func equalJSONValue(a, b any) bool {
 		}
 		return true
 	case string:
-		b, ok := b.(string)
-		return ok && a == b
+		return equalScalar(a, b)
 	case int64:
-		b, ok := b.(int64)
-		return ok && a == b
+		return equalScalar(a, b)
 	case float64:
-		b, ok := b.(float64)
-		return ok && a == b
+		return equalScalar(a, b)
 	case bool:
-		b, ok := b.(bool)
-		return ok && a == b
+		return equalScalar(a, b)
 	case nil:
 		return b == nil
 	}
 	return false
+}
+
+// equalScalar reports whether b is a T equal to a.
+func equalScalar[T comparable](a T, b any) bool {
+	bv, ok := b.(T)
+	return ok && a == bv
 }
 
 // fittingMembersMax bounds the objects fittingMembers remembers, per kind.

@@ -18,19 +18,9 @@ import (
 // fails as on unstructured objects; a new object that did not fit is not remembered.
 func TestFittingMembers(t *testing.T) {
 	tc := typeConverter(t)
-	k, _ := KindFor("core.gardener.cloud/v1beta1", "Shoot")
-	fms, err := newFieldManagers(tc, k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	gvk := k.GroupVersionKind()
 	fitting := newFittingMembers()
-	valid := exampleShoot(t)
-	valid.Metadata.Uid = "u1"
+	valid, fms, gvk := createdShoot(t, fitting)
 	key := objectKey(valid.Metadata.Namespace, valid.Metadata.Name)
-	if valid.Metadata.ManagedFields, err = recordWrite(fms[""], gvk, nil, nil, valid, "creator", false, fitting); err != nil || len(valid.Metadata.ManagedFields) == 0 {
-		t.Fatalf("create: %v, %d entries", err, len(valid.Metadata.ManagedFields))
-	}
 	known := fitting.get(key)
 	if known == nil || len(known.d) == 0 {
 		t.Fatal("the create's object is not remembered")
