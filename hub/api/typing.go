@@ -66,7 +66,7 @@ func (c fieldsTypeConverter) typeNew(o *fieldsObject) *typedResult {
 		// The field manager fails the write's recording on either object's error, whichever it types first.
 		return &typedResult{err: err}
 	}
-	tv, err, ok := typedMembers(o.Object, live.Schema(), live.TypeRef(), func(k string, v any) bool {
+	r, ok := typedMembers(o.Object, live.Schema(), live.TypeRef(), func(k string, v any) bool {
 		if b, lb := o.members[k], o.live.members[k]; b != nil && lb != nil && bytes.Equal(b, lb) {
 			return true // the same JSON: the same value (sameMember)
 		}
@@ -76,7 +76,7 @@ func (c fieldsTypeConverter) typeNew(o *fieldsObject) *typedResult {
 	if !ok {
 		return c.whole(o)
 	}
-	return &typedResult{tv: tv, err: err}
+	return r
 }
 
 // typeLive types o, a live object, with typed.AllowDuplicates, validating the members of its top level that are
@@ -92,23 +92,24 @@ func (c fieldsTypeConverter) typeLive(o *fieldsObject) *typedResult {
 	if err != nil {
 		return c.whole(o)
 	}
-	tv, err, ok := typedMembers(o.Object, root.Schema(), root.TypeRef(), func(k string, _ any) bool {
+	r, ok := typedMembers(o.Object, root.Schema(), root.TypeRef(), func(k string, _ any) bool {
 		b, read := o.members[k]
 		return read && o.known.fits(k, b)
 	})
 	if !ok {
 		return c.whole(o)
 	}
-	return &typedResult{tv: tv, err: err}
+	return r
 }
 
 // typedMembers types content, an object's unstructured content, as type ref of schema s, validating each member of
-// its top level for which fits is false against its field's type. ok is false when the root type is not an object
+// its top level for which fits is false against its field's type: its typed value, or the first member's error. ok
+// is false when the root type is not an object
 // or a member is not one of its declared fields (the caller types the whole object then).
-func typedMembers(content map[string]any, s *schema.Schema, ref schema.TypeRef, fits func(k string, v any) bool) (tv *typed.TypedValue, err error, ok bool) {
+func typedMembers(content map[string]any, s *schema.Schema, ref schema.TypeRef, fits func(k string, v any) bool) (r *typedResult, ok bool) {
 	root, found := s.Resolve(ref)
 	if !found || root.Map == nil {
-		return nil, nil, false
+		return nil, false
 	}
 	for k, v := range content {
 		if fits(k, v) {
@@ -116,13 +117,14 @@ func typedMembers(content map[string]any, s *schema.Schema, ref schema.TypeRef, 
 		}
 		f, declared := root.Map.FindField(k)
 		if !declared {
-			return nil, nil, false
+			return nil, false
 		}
 		if _, err := typed.AsTyped(value.NewValueInterface(v), s, f.Type, typed.AllowDuplicates); err != nil {
-			return nil, err, true
+			return &typedResult{err: err}, true
 		}
 	}
-	return typed.AsTypedUnvalidated(value.NewValueInterface(content), s, ref), nil, true
+	// Validated member by member above (or known to fit): AsTyped would validate the whole object again.
+	return &typedResult{tv: typed.AsTypedUnvalidated(value.NewValueInterface(content), s, ref)}, true //nolint:staticcheck // SA1019: see above
 }
 
 // equalJSONValue reports whether a and b, values of the unstructured form (decodeJSONObject), are equal: of the same
