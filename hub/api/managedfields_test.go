@@ -97,8 +97,8 @@ func exampleShoot(t testing.TB) *corev1beta1.Shoot {
 
 // TestRecordWriteMatchesUnstructured runs a sequence of writes of Gardener's example Shoot by several managers
 // (create, label and spec changes, a body with its own managedFields, a status write, a reset) through recordWrite
-// and through the field manager on unstructured objects: the managedFields must be the same, with times in whole
-// seconds and fieldsV1 keys sorted.
+// (each write remembering what it typed for the next, as in the hub) and through the field manager on unstructured
+// objects: the managedFields must be the same, with times in whole seconds and fieldsV1 keys sorted.
 func TestRecordWriteMatchesUnstructured(t *testing.T) {
 	tc := typeConverter(t)
 	k, ok := KindFor("core.gardener.cloud/v1beta1", "Shoot")
@@ -112,6 +112,8 @@ func TestRecordWriteMatchesUnstructured(t *testing.T) {
 	gvk := k.GroupVersionKind()
 	base := exampleShoot(t)
 	base.Metadata.Uid = "u1"
+	// As in the hub, each write remembers what it typed for the next (fittingMembers).
+	fitting := newFittingMembers()
 
 	var live store.Object
 	step := func(name, sub, manager string, reset bool, change func(s *corev1beta1.Shoot)) {
@@ -134,7 +136,7 @@ func TestRecordWriteMatchesUnstructured(t *testing.T) {
 			}
 		}
 		liveJSONBefore := bytes.Clone(liveJSON)
-		got, err := recordWrite(fms[sub], gvk, live, liveJSON, obj, manager, reset, nil)
+		got, err := recordWrite(fms[sub], gvk, live, liveJSON, obj, manager, reset, fitting)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
