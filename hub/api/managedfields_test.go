@@ -553,3 +553,25 @@ func TestTypedAgainstLive(t *testing.T) {
 		}
 	}
 }
+
+// FuzzDecodeJSONMembers: a document read with another's members (decodeJSONMembers with like) reads as
+// decodeJSONObject reads it.
+func FuzzDecodeJSONMembers(f *testing.F) {
+	f.Add([]byte(`{"spec":{"a":[1,2]},"n":12,"metadata":{"x":1}}`), []byte(`{"spec":{"a":[1,2]},"n":123,"metadata":{"x":1}}`))
+	f.Add([]byte(`{"s":"a\"","t":true}`), []byte(`{"s":"a\"","t":truex}`))
+	f.Fuzz(func(t *testing.T, likeDoc, doc []byte) {
+		content, members, ok := decodeJSONMembers(likeDoc, nil)
+		if !ok {
+			return
+		}
+		like := &fieldsObject{Unstructured: unstructured.Unstructured{Object: content}, members: members}
+		got, _, ok := decodeJSONMembers(doc, like)
+		if !ok {
+			return
+		}
+		want, err := decodeJSONObject(doc)
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s with %s: read %#v, decodeJSONObject reads %#v (%v)", doc, likeDoc, got, want, err)
+		}
+	})
+}
