@@ -87,7 +87,7 @@ func seedExtensions(s *corev1beta1.Seed) []requiredExtension {
 // resource without primary: false). It refuses with 403 Forbidden and Gardener's words, one line per field
 // ("given Shoot uses non-registered provider type: spec.provider.type (\"foo\")"), each also a cause at its field.
 func admitShootExtensions(ctx context.Context, r Reader, s, old *corev1beta1.Shoot) error {
-	if configFrom(ctx).AllowUnregisteredExtensions || old != nil && proto.Equal(s.GetSpec(), old.GetSpec()) {
+	if configFrom(ctx).AllowUnregisteredExtensions || old != nil && shootSpecEqual(ctx, s, old) {
 		return nil
 	}
 	return registeredExtensions(ctx, r, shoots, s.GetMetadata().GetName(), shootExtensions(s))

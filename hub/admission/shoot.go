@@ -75,7 +75,7 @@ func validateShoot(ctx context.Context, r Reader, s, old *corev1beta1.Shoot) fie
 	// Like the references below, the spec rules apply on create and when the spec changes: a shoot stored before a
 	// rule existed still takes the agents' metadata writes (finalizers), e.g. while it is being deleted.
 	// Compared once: the spec of a Shoot is most of it.
-	specUnchanged := old != nil && proto.Equal(s.GetSpec(), old.GetSpec())
+	specUnchanged := old != nil && shootSpecEqual(ctx, s, old)
 	if !specUnchanged {
 		errs = append(errs, validateShootSpecRules(s)...)
 	}

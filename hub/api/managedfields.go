@@ -26,7 +26,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/structured-merge-diff/v6/typed"
 	"sigs.k8s.io/yaml"
 
 	"github.com/trellis-dev/trellis/gateway"
@@ -132,6 +131,20 @@ func metadataTrue(ctx context.Context, key string) bool {
 type fieldsObject struct {
 	unstructured.Unstructured
 	managed []kmetav1.ManagedFieldsEntry
+	// live is, on the new object of a write, the live object it replaces (fieldsTypeConverter types the new object
+	// against it); nil otherwise.
+	live *fieldsObject
+	// members are the JSON bytes of the members of the object's top level that the byte scanner read (nil when it
+	// did not read the document), but apiVersion, kind and metadata, which the field manager may change in the map.
+	members map[string][]byte
+	// known, on a live object, are the members of its top level known to fit the schema (fittingMembers); fits,
+	// on a new object, says that it was typed and fitted.
+	known *knownMembers
+	fits  bool
+	// typed memoizes a live object's typing with typed.AllowDuplicates (what an update's field manager asks for): the
+	// new object's typing types its live object first, and the field manager's own request for it then gets the same.
+	// A live object is not changed by the field manager; the new object is (its managedFields), and is not memoized.
+	typed *typedResult
 }
 
 // GetManagedFields returns the typed managed fields.
@@ -145,30 +158,26 @@ func (o *fieldsObject) SetManagedFields(m []kmetav1.ManagedFieldsEntry) {
 	}
 }
 
-// fieldsTypeConverter is the field managers' type converter: a fieldsObject is typed by its unstructured content.
-type fieldsTypeConverter struct{ managedfields.TypeConverter }
-
-func (c fieldsTypeConverter) ObjectToTyped(obj runtime.Object, opts ...typed.ValidationOptions) (*typed.TypedValue, error) {
-	if o, ok := obj.(*fieldsObject); ok {
-		obj = &o.Unstructured
-	}
-	return c.TypeConverter.ObjectToTyped(obj, opts...)
-}
-
 // newFieldsObject is obj, a message of kind gvk, as the field managers see it; doc is obj's JSON when the caller has
-// it (kjson.Marshal), else nil.
-func newFieldsObject(obj store.Object, doc []byte, gvk schema.GroupVersionKind) (*fieldsObject, error) {
+// it (kjson.Marshal), else nil. like, when not nil, is another object read by newFieldsObject (the live object of
+// the write): members of obj's top level with the same JSON as like's take like's values (sameMember), shared.
+func newFieldsObject(obj store.Object, doc []byte, gvk schema.GroupVersionKind, like *fieldsObject) (*fieldsObject, error) {
 	if doc == nil {
 		var err error
 		if doc, err = kjson.Marshal(obj); err != nil {
 			return nil, apierrors.NewInternalError(err)
 		}
 	}
-	content, err := decodeJSONObject(doc)
-	if err != nil {
-		return nil, apierrors.NewInternalError(err)
+	o := &fieldsObject{managed: toKubeManagedFields(obj.GetMetadata().GetManagedFields())}
+	if content, members, ok := decodeJSONMembers(doc, like); ok {
+		o.Object, o.members = content, members
+	} else {
+		content, err := decodeJSONObject(doc)
+		if err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+		o.Object = content
 	}
-	o := &fieldsObject{Unstructured: unstructured.Unstructured{Object: content}, managed: toKubeManagedFields(obj.GetMetadata().GetManagedFields())}
 	o.SetGroupVersionKind(gvk)
 	return o, nil
 }
@@ -202,7 +211,7 @@ func (s *Server[T, L, E, PE]) recordUpdateJSON(ctx context.Context, sub string, 
 	if any(live) != nil && live.ProtoReflect().IsValid() {
 		l = live
 	}
-	mf, err := recordWrite(fm, s.gvk(), l, liveJSON, obj, managerName(ctx), reset)
+	mf, err := recordWrite(fm, s.gvk(), l, liveJSON, obj, managerName(ctx), reset, s.fitting)
 	if err != nil {
 		return err
 	}
@@ -211,20 +220,25 @@ func (s *Server[T, L, E, PE]) recordUpdateJSON(ctx context.Context, sub string, 
 }
 
 // recordWrite is recordUpdate with fm for objects of kind gvk (live nil for a create; liveJSON its JSON or nil):
-// obj's new managedFields.
-func recordWrite(fm *managedfields.FieldManager, gvk schema.GroupVersionKind, live store.Object, liveJSON []byte, obj store.Object, manager string, reset bool) ([]*metav1.ManagedFieldsEntry, error) {
+// obj's new managedFields. fitting, when not nil, remembers what the write typed of obj for the next write of the
+// object, and gives what an earlier write typed of it.
+func recordWrite(fm *managedfields.FieldManager, gvk schema.GroupVersionKind, live store.Object, liveJSON []byte, obj store.Object, manager string, reset bool, fitting *fittingMembers) ([]*metav1.ManagedFieldsEntry, error) {
+	md := obj.GetMetadata()
+	key := objectKey(md.GetNamespace(), md.GetName())
 	liveO := &fieldsObject{Unstructured: unstructured.Unstructured{Object: map[string]any{}}}
 	liveO.SetGroupVersionKind(gvk)
 	if live != nil {
 		var err error
-		if liveO, err = newFieldsObject(live, liveJSON, gvk); err != nil {
+		if liveO, err = newFieldsObject(live, liveJSON, gvk, nil); err != nil {
 			return nil, err
 		}
+		liveO.known = fitting.get(key)
 	}
-	newO, err := newFieldsObject(obj, nil, gvk)
+	newO, err := newFieldsObject(obj, nil, gvk, liveO)
 	if err != nil {
 		return nil, err
 	}
+	newO.live = liveO
 	if reset {
 		newO.managed = []kmetav1.ManagedFieldsEntry{}
 	}
@@ -233,8 +247,14 @@ func recordWrite(fm *managedfields.FieldManager, gvk schema.GroupVersionKind, li
 	if !ok {
 		return nil, apierrors.NewInternalError(fmt.Errorf("field manager returned %T", out))
 	}
+	if newO.fits {
+		fitting.put(key, newO.members)
+	}
 	return fromKubeManagedFields(o.managed), nil
 }
+
+// objectKey names an object within its kind.
+func objectKey(namespace, name string) string { return namespace + "/" + name }
 
 func (s *Server[T, L, E, PE]) gvk() schema.GroupVersionKind { return s.kind.GroupVersionKind() }
 
@@ -360,7 +380,7 @@ func decodeJSONObject(doc []byte) (map[string]any, error) {
 	// Compact, valid JSON (what kjson writes) is read by a byte scanner; anything else (invalid UTF-8, errors) by
 	// jsontext's decoder.
 	r := jsonReader{doc: doc}
-	if v, ok := r.object(); ok && r.end() {
+	if v, ok := r.object(false); ok && r.end() {
 		return v, nil
 	}
 	dec := jsontext.NewDecoder(bytes.NewReader(doc), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
@@ -380,11 +400,28 @@ func decodeJSONObject(doc []byte) (map[string]any, error) {
 	return v.(map[string]any), nil
 }
 
+// decodeJSONMembers is decodeJSONObject by the byte scanner alone (ok false when it does not read doc), with the JSON
+// of the members of the top level (but apiVersion, kind and metadata); members with the same JSON as like's take
+// like's values (shared: neither object's map may change them).
+func decodeJSONMembers(doc []byte, like *fieldsObject) (content map[string]any, members map[string][]byte, ok bool) {
+	r := jsonReader{doc: doc, members: map[string][]byte{}, like: like}
+	if content, ok = r.object(true); !ok || !r.end() {
+		return nil, nil, false
+	}
+	return content, r.members, true
+}
+
 // jsonReader reads valid JSON into the unstructured form; ok false when the document is not valid JSON or has a
 // string with invalid UTF-8 (which the caller leaves to jsontext's decoder).
 type jsonReader struct {
 	doc []byte
 	i   int
+	// members, when not nil, receives the JSON of the members of the top-level object (a top object), but those
+	// the field manager may change in the map (apiVersion, kind, metadata).
+	members map[string][]byte
+	// like is an object read before (with its members): a member of the top-level object with the same JSON as
+	// one of like's members takes like's value instead of being read again.
+	like *fieldsObject
 }
 
 func (r *jsonReader) space() {
@@ -410,7 +447,7 @@ func (r *jsonReader) value() (any, bool) {
 	}
 	switch c := r.doc[r.i]; {
 	case c == '{':
-		return r.object()
+		return r.object(false)
 	case c == '[':
 		r.i++
 		a := []any{}
@@ -450,7 +487,9 @@ func (r *jsonReader) literal(lit string) bool {
 	return true
 }
 
-func (r *jsonReader) object() (map[string]any, bool) {
+// object reads an object at r.i; top is the document's top level, whose members r.members records and r.like
+// may give.
+func (r *jsonReader) object(top bool) (map[string]any, bool) {
 	r.space()
 	if r.i >= len(r.doc) || r.doc[r.i] != '{' {
 		return nil, false
@@ -476,8 +515,17 @@ func (r *jsonReader) object() (map[string]any, bool) {
 			return nil, false
 		}
 		r.i++
-		v, ok := r.value()
-		if !ok {
+		var v any
+		if top && r.members != nil && k != "apiVersion" && k != "kind" && k != "metadata" {
+			r.space()
+			start := r.i
+			if v, ok = r.sameMember(k); !ok {
+				if v, ok = r.value(); !ok {
+					return nil, false
+				}
+			}
+			r.members[k] = r.doc[start:r.i:r.i]
+		} else if v, ok = r.value(); !ok {
 			return nil, false
 		}
 		m[k] = v
@@ -485,6 +533,33 @@ func (r *jsonReader) object() (map[string]any, bool) {
 			return m, ok
 		}
 	}
+}
+
+// sameMember returns r.like's value of member k when the document has the same JSON at r.i as r.like has for k,
+// and moves past it: the same bytes read to the same value. A JSON value ends where its bytes say (objects, arrays
+// and strings at their closing bracket or quote; numbers and literals where the next byte cannot continue them),
+// so the bytes of like's member at r.i are the whole value at r.i when the byte after them ends a value.
+func (r *jsonReader) sameMember(k string) (any, bool) {
+	if r.like == nil {
+		return nil, false
+	}
+	lb, ok := r.like.members[k]
+	if !ok || !bytes.HasPrefix(r.doc[r.i:], lb) {
+		return nil, false
+	}
+	if end := r.i + len(lb); end < len(r.doc) {
+		switch r.doc[end] {
+		case ',', '}', ' ', '\t', '\n', '\r':
+		default:
+			return nil, false
+		}
+	}
+	v, ok := r.like.Object[k]
+	if !ok {
+		return nil, false
+	}
+	r.i += len(lb)
+	return v, true
 }
 
 // separator reads what follows a member of an object or array: a ',' (more follow) or end, its closing bracket.

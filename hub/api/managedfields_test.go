@@ -18,6 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/managedfields"
+	"sigs.k8s.io/structured-merge-diff/v6/typed"
+	"sigs.k8s.io/structured-merge-diff/v6/value"
 
 	"github.com/trellis-dev/trellis/hub/store"
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
@@ -95,8 +97,8 @@ func exampleShoot(t testing.TB) *corev1beta1.Shoot {
 
 // TestRecordWriteMatchesUnstructured runs a sequence of writes of Gardener's example Shoot by several managers
 // (create, label and spec changes, a body with its own managedFields, a status write, a reset) through recordWrite
-// and through the field manager on unstructured objects: the managedFields must be the same, with times in whole
-// seconds and fieldsV1 keys sorted.
+// (each write remembering what it typed for the next, as in the hub) and through the field manager on unstructured
+// objects: the managedFields must be the same, with times in whole seconds and fieldsV1 keys sorted.
 func TestRecordWriteMatchesUnstructured(t *testing.T) {
 	tc := typeConverter(t)
 	k, ok := KindFor("core.gardener.cloud/v1beta1", "Shoot")
@@ -110,6 +112,8 @@ func TestRecordWriteMatchesUnstructured(t *testing.T) {
 	gvk := k.GroupVersionKind()
 	base := exampleShoot(t)
 	base.Metadata.Uid = "u1"
+	// As in the hub, each write remembers what it typed for the next (fittingMembers).
+	fitting := newFittingMembers()
 
 	var live store.Object
 	step := func(name, sub, manager string, reset bool, change func(s *corev1beta1.Shoot)) {
@@ -132,7 +136,7 @@ func TestRecordWriteMatchesUnstructured(t *testing.T) {
 			}
 		}
 		liveJSONBefore := bytes.Clone(liveJSON)
-		got, err := recordWrite(fms[sub], gvk, live, liveJSON, obj, manager, reset)
+		got, err := recordWrite(fms[sub], gvk, live, liveJSON, obj, manager, reset, fitting)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -268,26 +272,36 @@ func TestSortedJSON(t *testing.T) {
 	}
 }
 
-// BenchmarkRecordWrite records a label change of Gardener's example Shoot by a second manager (an update's
-// managedFields work), as the hub does it and on unstructured objects (the reference).
-func BenchmarkRecordWrite(b *testing.B) {
+// createdShoot is Gardener's example Shoot (uid u1) with the managedFields of its create by "creator", recorded by
+// the Shoot's field managers (and remembered in fitting when not nil); with those field managers and the kind.
+func createdShoot(t testing.TB, fitting *fittingMembers) (*corev1beta1.Shoot, fieldManagers, schema.GroupVersionKind) {
+	t.Helper()
 	k, _ := KindFor("core.gardener.cloud/v1beta1", "Shoot")
-	fms, err := newFieldManagers(typeConverter(b), k)
+	fms, err := newFieldManagers(typeConverter(t), k)
 	if err != nil {
-		b.Fatal(err)
+		t.Fatal(err)
 	}
 	gvk := k.GroupVersionKind()
-	live := exampleShoot(b)
-	live.Metadata.Uid = "u1"
-	if live.Metadata.ManagedFields, err = recordWrite(fms[""], gvk, nil, nil, live, "creator", false); err != nil {
-		b.Fatal(err)
+	s := exampleShoot(t)
+	s.Metadata.Uid = "u1"
+	if s.Metadata.ManagedFields, err = recordWrite(fms[""], gvk, nil, nil, s, "creator", false, fitting); err != nil || len(s.Metadata.ManagedFields) == 0 {
+		t.Fatalf("create: %v, %d entries", err, len(s.Metadata.ManagedFields))
 	}
+	return s, fms, gvk
+}
+
+// BenchmarkRecordWrite records a label change of Gardener's example Shoot by a second manager (an update's
+// managedFields work, after the create's), as the hub does it and on unstructured objects (the reference).
+func BenchmarkRecordWrite(b *testing.B) {
+	// The hub remembers what the create typed for the update (fittingMembers).
+	fitting := newFittingMembers()
+	live, fms, gvk := createdShoot(b, fitting)
 	next := proto.Clone(live).(*corev1beta1.Shoot)
 	next.Metadata.Labels = map[string]string{"a": "b"}
 	b.Run("hub", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := recordWrite(fms[""], gvk, live, nil, proto.Clone(next).(store.Object), "labeler", false); err != nil {
+			if _, err := recordWrite(fms[""], gvk, live, nil, proto.Clone(next).(store.Object), "labeler", false, fitting); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -342,4 +356,222 @@ func TestPatchFuncsLeaveDocument(t *testing.T) {
 	if !bytes.Equal(shared, doc) {
 		t.Fatal("server-side apply changed the document it was applied to")
 	}
+}
+
+// TestDecodeJSONMembers: a document read with another object's members (an update's new object read with its live
+// object) reads as without them; a member whose JSON is the other's takes the other's value (shared), and no other:
+// not one whose JSON only starts with the other's, and never apiVersion, kind or metadata (the field manager changes
+// those in the map: sharing them would change the live object).
+func TestDecodeJSONMembers(t *testing.T) {
+	docs := []string{
+		`{"apiVersion":"v1","kind":"K","metadata":{"name":"a","managedFields":[{"manager":"m"}]},"spec":{"a":[1,{"b":"c"}]},"n":12,"s":"x","t":true,"status":{}}`,
+		`{"apiVersion":"v1","kind":"K","metadata":{"name":"a","managedFields":[{"manager":"m"}]},"spec":{"a":[1,{"b":"c"}]},"n":123,"s":"xy","t":true,"status":{}}`,
+		`{"apiVersion":"v1","kind":"K","metadata":{"name":"a"},"spec":{"a":[1,{"b":"c"}],"d":1},"n":12.5,"s":"x","t":truex}`,
+		`{"spec":{"a":[1,{"b":"c"}]},"n":12e1,"spec":{"a":[1,{"b":"c"}]},"s":"x\"","t":true}`,
+		`{"spec":{"a":[1,{"b":"c"}]}}`,
+		`{}`,
+	}
+	for _, ld := range docs {
+		content, members, ok := decodeJSONMembers([]byte(ld), nil)
+		if !ok {
+			continue
+		}
+		like := &fieldsObject{Unstructured: unstructured.Unstructured{Object: content}, members: members}
+		for _, d := range docs {
+			want, werr := decodeJSONObject([]byte(d))
+			got, gotMembers, ok := decodeJSONMembers([]byte(d), like)
+			if !ok {
+				if werr == nil {
+					t.Errorf("%s with %s: not read; decodeJSONObject reads it", d, ld)
+				}
+				continue
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("%s with %s: read %#v, want %#v", d, ld, got, want)
+			}
+			for k, v := range got {
+				shared := sameReference(v, content[k])
+				if wantShared := gotMembers[k] != nil && bytes.Equal(gotMembers[k], members[k]) && isContainer(v); shared != wantShared {
+					t.Errorf("%s with %s: member %s shared %v, want %v", d, ld, k, shared, wantShared)
+				}
+				if _, ok := gotMembers[k]; ok == (k == "apiVersion" || k == "kind" || k == "metadata") {
+					t.Errorf("%s with %s: member %s recorded %v", d, ld, k, ok)
+				}
+			}
+		}
+	}
+}
+
+// sameReference reports whether a and b are the same map or slice (not equal ones).
+func sameReference(a, b any) bool {
+	if !isContainer(a) || !isContainer(b) {
+		return false
+	}
+	va, vb := reflect.ValueOf(a), reflect.ValueOf(b)
+	return va.Kind() == vb.Kind() && va.Len() > 0 && va.UnsafePointer() == vb.UnsafePointer()
+}
+
+func isContainer(v any) bool {
+	switch v := v.(type) {
+	case map[string]any:
+		return len(v) > 0
+	case []any:
+		return len(v) > 0
+	}
+	return false
+}
+
+// TestRecordWriteTypedAgainstLive: an update's new object is typed against its live object, validating only what
+// differs from it; the recording must still fail (no managedFields, as kube-apiserver's UpdateNoErrors) whenever
+// either object does not fit the schema, as on unstructured objects: a worker pool without a name (the key of the
+// workers list) in the new object's changed spec, in the live object's spec that the new one keeps or changes.
+func TestRecordWriteTypedAgainstLive(t *testing.T) {
+	valid, fms, gvk := createdShoot(t, nil)
+	unnamed := proto.Clone(valid).(*corev1beta1.Shoot)
+	unnamed.Spec.Provider.Workers[0].Name = ""
+	labeled := func(s *corev1beta1.Shoot) *corev1beta1.Shoot {
+		s = proto.Clone(s).(*corev1beta1.Shoot)
+		s.Metadata.Labels = map[string]string{"a": "b"}
+		return s
+	}
+	for _, c := range []struct {
+		name      string
+		live, obj *corev1beta1.Shoot
+		recorded  bool
+	}{
+		{"valid, label", valid, labeled(valid), true},
+		{"create unnamed", nil, unnamed, false},
+		{"valid, unnamed worker", valid, labeled(unnamed), false},
+		{"unnamed worker kept, label", unnamed, labeled(unnamed), false},
+		{"unnamed worker named", unnamed, labeled(valid), false},
+	} {
+		var live store.Object
+		if c.live != nil {
+			live = c.live
+		}
+		for _, withJSON := range []bool{false, true} {
+			var liveJSON []byte
+			if withJSON && live != nil {
+				var err error
+				if liveJSON, err = kjson.Marshal(live); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want := recordWriteUnstructured(t, fms[""], gvk, live, proto.Clone(c.obj).(store.Object), "labeler", false)
+			got, err := recordWrite(fms[""], gvk, live, liveJSON, proto.Clone(c.obj).(store.Object), "labeler", false, nil)
+			if err != nil {
+				t.Fatalf("%s: %v", c.name, err)
+			}
+			if (len(want) > 0) != c.recorded {
+				t.Fatalf("%s: the reference recorded %d entries, want recorded %v", c.name, len(want), c.recorded)
+			}
+			if len(got) != len(want) {
+				t.Errorf("%s (live JSON %v): %d entries, the reference %d", c.name, withJSON, len(got), len(want))
+			}
+		}
+	}
+}
+
+// TestTypedAgainstLive: fieldsTypeConverter types an update's new object against its live object; it fails exactly
+// when typing both objects on their own fails (what the field manager does), also for values the comparison of
+// the two objects would not notice (a number where the schema has a string), and types a fitting object as typing
+// it on its own does.
+func TestTypedAgainstLive(t *testing.T) {
+	tc := typeConverter(t)
+	k, _ := KindFor("core.gardener.cloud/v1beta1", "Shoot")
+	gvk := k.GroupVersionKind()
+	doc, err := kjson.Marshal(exampleShoot(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := func(change func(map[string]any), like *fieldsObject) *fieldsObject {
+		t.Helper()
+		content, members, ok := decodeJSONMembers(doc, nil)
+		if !ok {
+			t.Fatal("example shoot not read")
+		}
+		if change != nil {
+			change(content)
+			members = nil // changed after reading: the JSON no longer says what the map holds
+		} else if like != nil {
+			content, members, _ = decodeJSONMembers(doc, like)
+		}
+		o := &fieldsObject{Unstructured: unstructured.Unstructured{Object: content}, members: members}
+		o.SetGroupVersionKind(gvk)
+		return o
+	}
+	spec := func(key string, v any) func(map[string]any) {
+		return func(m map[string]any) { m["spec"].(map[string]any)[key] = v }
+	}
+	label := func(m map[string]any) {
+		m["metadata"].(map[string]any)["labels"] = map[string]any{"a": "b"}
+	}
+	both := func(fs ...func(map[string]any)) func(map[string]any) {
+		return func(m map[string]any) {
+			for _, f := range fs {
+				f(m)
+			}
+		}
+	}
+	for _, c := range []struct {
+		name          string
+		live, obj     func(map[string]any)
+		fits, sameDoc bool
+	}{
+		{name: "same JSON", fits: true, sameDoc: true},
+		{name: "label", obj: label, fits: true},
+		{name: "region", obj: spec("region", "elsewhere"), fits: true},
+		{name: "region a number", obj: spec("region", int64(5))},
+		{name: "undeclared field", obj: spec("nonsense", "x")},
+		{name: "live region a number, kept", live: spec("region", int64(5)), obj: both(spec("region", int64(5)), label)},
+		{name: "live region a number, fixed", live: spec("region", int64(5)), obj: spec("region", "elsewhere")},
+		{name: "undeclared top-level field", obj: func(m map[string]any) { m["nonsense"] = true }},
+	} {
+		live := read(c.live, nil)
+		var obj *fieldsObject
+		if c.sameDoc {
+			obj = read(nil, live)
+		} else {
+			obj = read(c.obj, nil)
+		}
+		obj.live = live
+		got, gerr := fieldsTypeConverter{tc}.ObjectToTyped(obj, typed.AllowDuplicates)
+		want, werr := tc.ObjectToTyped(&obj.Unstructured, typed.AllowDuplicates)
+		if _, lerr := tc.ObjectToTyped(&live.Unstructured, typed.AllowDuplicates); werr == nil {
+			werr = lerr
+		}
+		if (gerr == nil) != c.fits || (werr == nil) != c.fits {
+			t.Fatalf("%s: typed against the live object: %v; on their own: %v; want fitting %v", c.name, gerr, werr, c.fits)
+		}
+		if c.fits && !value.Equals(got.AsValue(), want.AsValue()) {
+			t.Errorf("%s: typed value differs from typing the object on its own", c.name)
+		}
+		if lt, err := (fieldsTypeConverter{tc}).ObjectToTyped(live, typed.AllowDuplicates); (err == nil) != (c.live == nil) || live.typed == nil {
+			t.Errorf("%s: the live object's typing: %v (memoized %v)", c.name, err, live.typed != nil)
+		} else if err == nil && lt != live.typed.tv {
+			t.Errorf("%s: the live object was typed again", c.name)
+		}
+	}
+}
+
+// FuzzDecodeJSONMembers: a document read with another's members (decodeJSONMembers with like) reads as
+// decodeJSONObject reads it.
+func FuzzDecodeJSONMembers(f *testing.F) {
+	f.Add([]byte(`{"spec":{"a":[1,2]},"n":12,"metadata":{"x":1}}`), []byte(`{"spec":{"a":[1,2]},"n":123,"metadata":{"x":1}}`))
+	f.Add([]byte(`{"s":"a\"","t":true}`), []byte(`{"s":"a\"","t":truex}`))
+	f.Fuzz(func(t *testing.T, likeDoc, doc []byte) {
+		content, members, ok := decodeJSONMembers(likeDoc, nil)
+		if !ok {
+			return
+		}
+		like := &fieldsObject{Unstructured: unstructured.Unstructured{Object: content}, members: members}
+		got, _, ok := decodeJSONMembers(doc, like)
+		if !ok {
+			return
+		}
+		want, err := decodeJSONObject(doc)
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s with %s: read %#v, decodeJSONObject reads %#v (%v)", doc, likeDoc, got, want, err)
+		}
+	})
 }

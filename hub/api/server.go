@@ -57,6 +57,8 @@ type Server[T store.Object, L proto.Message, E any, PE interface {
 	conv   *converter // nil when the served shape is the stored one
 	// fields record metadata.managedFields and merge server-side applies; nil without a type converter.
 	fields fieldManagers
+	// fitting remembers what the field managers typed of each object for its next write; nil without them.
+	fitting *fittingMembers
 
 	apiVersionField, kindField, metadataField, statusField protoreflect.FieldDescriptor
 	listItems, listMeta, listAPIVersion, listKind          protoreflect.FieldDescriptor
@@ -107,6 +109,9 @@ func newServer[T store.Object, L proto.Message, E any, PE interface {
 	}
 	if s.fields, err = newFieldManagers(r.typeConverter, k); err != nil {
 		return nil, err
+	}
+	if s.fields != nil {
+		s.fitting = newFittingMembers()
 	}
 	coll, err := r.collection(k, s.storedNew())
 	if err != nil {
@@ -184,6 +189,7 @@ func (s *Server[T, L, E, PE]) checkScope(namespace string) error {
 }
 
 func (s *Server[T, L, E, PE]) validate(ctx context.Context, obj, old T) error {
+	ctx = admission.WithSpecComparison(ctx)
 	var oldMeta *metav1.ObjectMeta
 	if any(old) != nil && old.ProtoReflect().IsValid() {
 		oldMeta = old.GetMetadata()

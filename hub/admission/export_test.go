@@ -1,0 +1,4 @@
+package admission
+
+// ShootSpecEqual is shootSpecEqual, for the tests.
+var ShootSpecEqual = shootSpecEqual
