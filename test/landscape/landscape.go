@@ -191,6 +191,9 @@ func Start(ctx context.Context, cfg Config) (_ *Landscape, err error) {
 			return nil, err
 		}
 		l.HubAddr, l.GRPCAddr, l.HubURL = dial, grpcDial, "https://"+dial
+		// The failed hub may have written its admin token before it failed to bind, and the wait then made a
+		// client of the old address: the next wait makes one of the new.
+		l.hubc = nil
 		l.logf("hub: a port was taken before the hub bound it; trying %s and %s", listen, grpcListen)
 		l.hub = hubProcess(listen, grpcListen)
 	}
