@@ -24,6 +24,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"golang.org/x/time/rate"
+
 	"github.com/trellis-dev/trellis/test/bench/benchcmd"
 	"github.com/trellis-dev/trellis/test/bench/procstat"
 	"github.com/trellis-dev/trellis/test/binproc"
@@ -64,6 +66,7 @@ type config struct {
 	hubBin       string
 	n, c         int
 	watchUpdates int
+	watchRate    float64
 	lists        int
 	out          string
 	seed         uint64
@@ -96,6 +99,9 @@ func (c *config) validate() error {
 	if c.watchUpdates < 1 {
 		errs = append(errs, errors.New("-watch-updates must be positive"))
 	}
+	if c.watchRate < 0 {
+		errs = append(errs, errors.New("-watch-rate must not be negative"))
+	}
 	if c.lists < 1 || c.lists > 1000 {
 		errs = append(errs, errors.New("-lists must be between 1 and 1000"))
 	}
@@ -119,6 +125,7 @@ func main() {
 	flag.IntVar(&cfg.n, "n", 10000, "number of shoots")
 	flag.IntVar(&cfg.c, "c", 16, "concurrent HTTP/2 clients, one connection each")
 	flag.IntVar(&cfg.watchUpdates, "watch-updates", 2000, "updates whose watch latency is measured (at most -n)")
+	flag.Float64Var(&cfg.watchRate, "watch-rate", 0, "PUTs per second of the watch phase, spread over the clients (0: as fast as the clients go, which measures the watch under a saturating write load; a rate the target keeps up with measures delivery without queueing)")
 	flag.IntVar(&cfg.lists, "lists", 10, "lists of the whole collection, and as many with a label selector")
 	flag.StringVar(&cfg.out, "out", "", "write the results as JSON to this file")
 	flag.Uint64Var(&cfg.seed, "seed", 1, "seed of the random choices")
@@ -291,7 +298,7 @@ type runReport struct {
 
 func newReport(cfg config, name string) *report {
 	return &report{
-		Target: name, N: cfg.n, C: cfg.c, WatchUpdates: cfg.watchUpdates, Lists: cfg.lists, Seed: cfg.seed,
+		Target: name, N: cfg.n, C: cfg.c, WatchUpdates: cfg.watchUpdates, WatchRate: cfg.watchRate, Lists: cfg.lists, Seed: cfg.seed,
 		GoVersion: runtime.Version(), CPUs: runtime.NumCPU(),
 	}
 }
@@ -429,6 +436,7 @@ type report struct {
 	N               int           `json:"n"`
 	C               int           `json:"c"`
 	WatchUpdates    int           `json:"watchUpdates"`
+	WatchRate       float64       `json:"watchRate,omitempty"`
 	Lists           int           `json:"lists"`
 	Seed            uint64        `json:"seed"`
 	GoVersion       string        `json:"goVersion"`
@@ -1037,7 +1045,14 @@ func (b *bench) watchPhase(ctx context.Context, rvFrom int64) {
 	// The stamped updates: distinct shoots chosen at random, sent by all clients.
 	pick := rand.New(rand.NewPCG(b.cfg.seed, 7)).Perm(b.cfg.n)[:b.cfg.watchUpdates]
 	var sent atomic.Int64
+	pace := rate.NewLimiter(rate.Inf, 0)
+	if b.cfg.watchRate > 0 {
+		pace = rate.NewLimiter(rate.Limit(b.cfg.watchRate), 1)
+	}
 	upd := b.runPhase(ctx, "watch-put", len(pick), func(ctx context.Context, c *client, k int) error {
+		if err := pace.Wait(ctx); err != nil {
+			return err
+		}
 		if err := b.update(ctx, c, pick[k], true); err != nil {
 			return err
 		}
