@@ -49,6 +49,13 @@ type Landscape struct {
 	seeds         []*Seed
 	lock          *os.File
 	failures      chan error
+	// hubExits orders the reports of hub exits against the hub's replacement during Start (ports taken): a report of
+	// a replaced hub process is not a failure of the landscape, whether it came before the replacement (then it is
+	// taken back) or after (then it is not made).
+	hubExits struct {
+		sync.Mutex
+		current int // the hub process whose exit is a failure
+	}
 
 	stopOnce sync.Once
 	stopErr  error
@@ -119,7 +126,17 @@ func Start(ctx context.Context, cfg Config) (_ *Landscape, err error) {
 	hubProcess := func(listen, grpcListen string) *binproc.Process {
 		args := []string{"--data-dir", hubDir, "--listen", listen, "--grpc-listen", grpcListen, "--log-format", "text", "--tunnel-listen", cfg.TunnelListen}
 		args = append(append(args, hostArgs...), cfg.HubArgs...)
-		return l.newProcess("hub", "trellis-hub", nil, args...)
+		l.hubExits.Lock()
+		l.hubExits.current++
+		gen := l.hubExits.current
+		l.hubExits.Unlock()
+		return l.newProcessReporting("hub", "trellis-hub", nil, func(err error) {
+			l.hubExits.Lock()
+			defer l.hubExits.Unlock()
+			if gen == l.hubExits.current {
+				l.report(hubExit{gen: gen, err: err, log: filepath.Join(l.LogDir, "hub.log")})
+			}
+		}, args...)
 	}
 	l.hub = hubProcess(listen, grpcListen)
 	// With nodes, provider-local runs as its chart's pod from an image of this build (providerpod.go).
@@ -179,11 +196,6 @@ func Start(ctx context.Context, cfg Config) (_ *Landscape, err error) {
 			!freePortWanted(cfg.HubListen) || !freePortWanted(cfg.HubGRPCListen) {
 			return nil, err
 		}
-		select {
-		case exited := <-l.failures: // the exit just reported, not a failure of the landscape
-			l.logf("hub: %v", exited)
-		default:
-		}
 		if listen, dial, err = loopbackAddr(cfg.HubListen); err != nil {
 			return nil, err
 		}
@@ -196,6 +208,7 @@ func Start(ctx context.Context, cfg Config) (_ *Landscape, err error) {
 		l.hubc = nil
 		l.logf("hub: a port was taken before the hub bound it; trying %s and %s", listen, grpcListen)
 		l.hub = hubProcess(listen, grpcListen)
+		l.takeBackHubExits()
 	}
 	l.logf("hub: ready")
 	for _, b := range seedSecrets() {
@@ -395,6 +408,13 @@ func (l *Landscape) waitFor(ctx context.Context, p *binproc.Process, what string
 // newProcess returns the process of binary bin of BinDir with env added to the landscape's environment, logging to
 // <LogDir>/<name>.log.
 func (l *Landscape) newProcess(name, bin string, env []string, args ...string) *binproc.Process {
+	return l.newProcessReporting(name, bin, env, func(err error) {
+		l.report(fmt.Errorf("%s exited unexpectedly (%v); see %s", name, err, filepath.Join(l.LogDir, name+".log")))
+	}, args...)
+}
+
+// newProcessReporting is newProcess with exited called for a run that ends while nobody stopped it.
+func (l *Landscape) newProcessReporting(name, bin string, env []string, exited func(error), args ...string) *binproc.Process {
 	return binproc.New(binproc.Config{
 		Name:    name,
 		Path:    filepath.Join(l.cfg.BinDir, bin),
@@ -402,13 +422,48 @@ func (l *Landscape) newProcess(name, bin string, env []string, args ...string) *
 		Env:     env,
 		Dir:     l.Dir,
 		LogPath: filepath.Join(l.LogDir, name+".log"),
-		Exited: func(name string, err error) {
-			select {
-			case l.failures <- fmt.Errorf("%s exited unexpectedly (%v); see %s", name, err, filepath.Join(l.LogDir, name+".log")):
-			default:
-			}
-		},
+		Exited:  func(_ string, err error) { exited(err) },
 	})
+}
+
+// report hands a failure to Failures; it is dropped while 16 are unread.
+func (l *Landscape) report(err error) {
+	select {
+	case l.failures <- err:
+	default:
+	}
+}
+
+// hubExit is the failure a hub process' exit reports; gen tells the hub processes of one Start apart.
+type hubExit struct {
+	gen int
+	err error
+	log string
+}
+
+func (e hubExit) Error() string {
+	return fmt.Sprintf("hub exited unexpectedly (%v); see %s", e.err, e.log)
+}
+
+// takeBackHubExits removes the reports of hub processes that were replaced (see hubExits) from the failures not yet
+// read, keeping the others in their order.
+func (l *Landscape) takeBackHubExits() {
+	l.hubExits.Lock()
+	defer l.hubExits.Unlock()
+	var keep []error
+	for done := false; !done; {
+		select {
+		case err := <-l.failures:
+			if h := (hubExit{}); !errors.As(err, &h) || h.gen == l.hubExits.current {
+				keep = append(keep, err)
+			}
+		default:
+			done = true
+		}
+	}
+	for _, err := range keep {
+		l.report(err)
+	}
 }
 
 func (l *Landscape) logf(format string, args ...any) {
