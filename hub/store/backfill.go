@@ -48,23 +48,16 @@ func (ch *cache) backfill(ctx context.Context, cur int64) {
 }
 
 // shareWithItems has the backfilled events hold the cache's own objects where they are the same state (the same key
-// and resourceVersion), so that the history of a restarted hub costs no more than one that was filled live, whose
-// events hold the objects the cache held. It runs under ch.mu.
+// and resourceVersion); every other state stays encoded, as the history filled live keeps superseded states. It runs
+// under ch.mu.
 func (ch *cache) shareWithItems(evs []event) {
-	same := func(key string, obj Object) Object {
-		if obj == nil {
-			return nil
-		}
-		if e := ch.items[key]; e != nil && e.obj.GetMetadata().GetResourceVersion() == obj.GetMetadata().GetResourceVersion() {
-			return e.obj
-		}
-		return obj
-	}
 	for i := range evs {
 		ev := &evs[i]
-		ev.prev = same(ev.key, ev.prev)
-		if ev.typ != Deleted {
-			ev.obj = same(ev.key, ev.obj)
+		if ev.typ == Deleted {
+			continue
+		}
+		if e := ch.items[ev.key]; e != nil && e.obj.GetMetadata().GetResourceVersion() == strconv.FormatInt(ev.objEnc.rev, 10) {
+			ev.obj, ev.objEnc = e.obj, stored{}
 		}
 	}
 }
@@ -76,9 +69,9 @@ func (ch *cache) readHistory(ctx context.Context, from, to int64) (evs []event, 
 	wch := ch.c.store.client.Watch(wctx, ch.c.prefix,
 		clientv3.WithPrefix(), clientv3.WithRev(from+1), clientv3.WithPrevKV(), clientv3.WithProgressNotify())
 	oldest = from
-	// The state each key was left in by the events read so far: the previous value of its next event is that state,
-	// decoded once for both events (as the live cache shares them).
-	latest := map[string]Object{}
+	// The revision of the state each key was left in by the events read so far: the previous value of its next event
+	// is that state, checked once for both events.
+	latest := map[string]int64{}
 	// Without events beyond to, only a progress notification says that everything up to it was delivered.
 	nudge := time.NewTicker(progressNudge)
 	defer nudge.Stop()
@@ -125,7 +118,7 @@ func (ch *cache) readHistory(ctx context.Context, from, to int64) (evs []event, 
 				if ev.typ == Deleted {
 					delete(latest, ev.key)
 				} else {
-					latest[ev.key] = ev.obj
+					latest[ev.key] = ev.rev
 				}
 				evs = append(evs, ev)
 			}
@@ -137,31 +130,31 @@ func (ch *cache) readHistory(ctx context.Context, from, to int64) (evs []event, 
 	}
 }
 
-// historyEvent rebuilds a cache event from an etcd event with its previous value; latest holds the objects of the
-// events before it by key, and a previous value that is one of them is not decoded again.
-func (ch *cache) historyEvent(e *clientv3.Event, latest map[string]Object) (event, bool) {
+// historyEvent rebuilds a cache event from an etcd event with its previous value, the states kept encoded; latest
+// holds the revision of each key's state after the events before it, whose decoding was checked then. A state that
+// does not decode makes the event one that cannot be rebuilt.
+func (ch *cache) historyEvent(e *clientv3.Event, latest map[string]int64) (event, bool) {
 	full := string(e.Kv.Key)
-	ev := event{key: full[len(ch.c.prefix):], rev: e.Kv.ModRevision}
-	var err error
-	if e.PrevKv != nil {
-		if o := latest[ev.key]; o != nil && o.GetMetadata().GetResourceVersion() == strconv.FormatInt(e.PrevKv.ModRevision, 10) {
-			ev.prev = o
-		} else if ev.prev, err = ch.c.decode(full, e.PrevKv.Value, e.PrevKv.ModRevision); err != nil {
-			return ev, false
-		}
+	ev := event{key: full[len(ch.c.prefix):], rev: e.Kv.ModRevision, prevEnc: storedOf(e.PrevKv)}
+	decodes := func(s stored) bool {
+		_, err := ch.c.decode(full, s.value, s.rev)
+		return err == nil
+	}
+	if ev.prevEnc.value != nil && latest[ev.key] != ev.prevEnc.rev && !decodes(ev.prevEnc) {
+		return ev, false
 	}
 	if e.Type == mvccpb.DELETE {
-		if ev.prev == nil {
+		if ev.prevEnc.value == nil {
 			return ev, false
 		}
-		ev.typ, ev.obj = Deleted, ch.c.withRevision(ev.prev, ev.rev)
+		ev.typ, ev.objEnc = Deleted, stored{value: ev.prevEnc.value, rev: ev.rev}
 		return ev, true
 	}
-	if ev.obj, err = ch.c.decode(full, e.Kv.Value, e.Kv.ModRevision); err != nil {
+	if ev.objEnc = storedOf(e.Kv); ev.objEnc.value == nil || !decodes(ev.objEnc) {
 		return ev, false
 	}
 	ev.typ = Modified
-	if ev.prev == nil {
+	if ev.prevEnc.value == nil {
 		ev.typ = Added
 	}
 	return ev, true

@@ -230,6 +230,8 @@ type decodedEvent struct {
 	delete bool
 	obj    Object // new state of a put; nil if undecodable
 	prev   Object // decoded PrevKv of a delete, used only if the cache lacks the key
+	// prevEnc is PrevKv as stored: the history keeps the superseded state so (history.supersede).
+	prevEnc stored
 }
 
 // apply brings the cache forward by a batch of etcd events and hands them to the watchers. Events at or below the
@@ -257,6 +259,7 @@ func (ch *cache) apply(evs []*clientv3.Event) {
 		if d.delete && ev.PrevKv != nil {
 			d.prev, _ = ch.c.decode(full, ev.PrevKv.Value, ev.PrevKv.ModRevision)
 		}
+		d.prevEnc = storedOf(ev.PrevKv)
 		batch = append(batch, d)
 	}
 
@@ -288,6 +291,7 @@ func (ch *cache) apply(evs []*clientv3.Event) {
 		}
 		ch.history.add(ev)
 		ch.dispatch(&ev)
+		ch.history.supersede(d.key, d.prevEnc)
 	}
 	ch.setRev(last)
 	ch.mu.Unlock()

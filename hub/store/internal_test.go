@@ -8,6 +8,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
 
 	kcorev1 "github.com/trellis-dev/trellis/proto/gen/trellis/kubernetes/core/v1"
 	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
@@ -192,11 +193,10 @@ func mustEncode(t *testing.T, c *Collection, name string) []byte {
 	return b
 }
 
-// TestBackfillSharesObjects: a restarted store's history holds each object state once, as one filled live does: an
-// event's previous value is the preceding event's object, and the newest state is the cache's own object.
-func TestBackfillSharesObjects(t *testing.T) {
-	dir := t.TempDir()
-	s, c := openTestStore(t, dir)
+// historySteps creates namespace "a" and labels it step=0, then step=1; it returns the revision before the create.
+func historySteps(t *testing.T, c *Collection) int64 {
+	t.Helper()
+	before := c.cache.rev.Load()
 	obj, err := c.Create(t.Context(), newTestObject("a"))
 	if err != nil {
 		t.Fatal(err)
@@ -208,26 +208,150 @@ func TestBackfillSharesObjects(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	s.Close()
+	waitCache(t, c, obj.GetMetadata().GetResourceVersion())
+	return before
+}
 
-	s, c = openTestStore(t, dir)
-	defer s.Close()
-	<-c.cache.backfilled
+// waitCache waits until the collection's cache has applied the revision rv.
+func waitCache(t *testing.T, c *Collection, rv string) {
+	t.Helper()
+	rev, err := strconv.ParseInt(rv, 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); c.cache.rev.Load() < rev; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the cache did not reach revision %d", rev)
+		}
+	}
+}
+
+// checkHistoryStates: the history holds the newest state as the cache's own object and every superseded state
+// encoded only, each at the revision its event wrote.
+func checkHistoryStates(t *testing.T, c *Collection) {
+	t.Helper()
 	c.cache.mu.RLock()
 	defer c.cache.mu.RUnlock()
 	h := &c.cache.history
 	if len(h.buf) != 3 {
-		t.Fatalf("history after the restart holds %d events, want 3", len(h.buf))
+		t.Fatalf("the history holds %d events, want 3", len(h.buf))
 	}
-	for i := 1; i < len(h.buf); i++ {
-		if h.at(i).prev != h.at(i-1).obj {
-			t.Fatalf("event %d: its previous value is decoded again instead of being event %d's object", i, i-1)
+	for i := range 2 {
+		if e := h.at(i); e.obj != nil || e.objEnc.value == nil || e.objEnc.rev != e.rev {
+			t.Fatalf("event %d: superseded state decoded %v, encoded at revision %d (event's %d)", i, e.obj != nil, e.objEnc.rev, e.rev)
+		}
+	}
+	for i := 1; i < 3; i++ {
+		if e := h.at(i); e.prev != nil || e.prevEnc.rev != h.at(i-1).rev {
+			t.Fatalf("event %d: previous state decoded %v, encoded at revision %d, want %d", i, e.prev != nil, e.prevEnc.rev, h.at(i-1).rev)
 		}
 	}
 	if h.at(2).obj != c.cache.items["a"].obj {
 		t.Fatal("the newest event's object is not the cache's")
 	}
-	if got := h.at(2).obj.GetMetadata().GetLabels()["step"]; got != "1" {
-		t.Fatalf("newest state: label step = %q", got)
+}
+
+// checkReplay: a watch from before the create replays the three states with their labels and resourceVersions, and
+// a watch for step=0 sees the object leave its selection as DELETED with the step=0 state at the leaving revision.
+func checkReplay(t *testing.T, c *Collection, from int64) {
+	t.Helper()
+	revs := make([]int64, 3)
+	c.cache.mu.RLock()
+	for i := range revs {
+		revs[i] = c.cache.history.at(i).rev
 	}
+	c.cache.mu.RUnlock()
+	next := func(w Watcher) Event {
+		t.Helper()
+		select {
+		case ev := <-w.Events():
+			return ev
+		case <-time.After(10 * time.Second):
+			t.Fatal("no event")
+		}
+		return Event{}
+	}
+	w, err := c.Watch(t.Context(), "", WatchOptions{ResourceVersion: strconv.FormatInt(from, 10)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	for i, want := range []struct {
+		typ  EventType
+		step string
+	}{{Added, ""}, {Modified, "0"}, {Modified, "1"}} {
+		ev := next(w)
+		md := ev.Object.GetMetadata()
+		if ev.Type != want.typ || md.GetLabels()["step"] != want.step || md.GetResourceVersion() != strconv.FormatInt(revs[i], 10) {
+			t.Fatalf("replayed event %d: %s step=%q at %s, want %s step=%q at %d", i, ev.Type, md.GetLabels()["step"], md.GetResourceVersion(), want.typ, want.step, revs[i])
+		}
+	}
+	sel, err := labels.Parse("step=0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws, err := c.Watch(t.Context(), "", WatchOptions{ResourceVersion: strconv.FormatInt(from, 10), Labels: sel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Stop()
+	if ev := next(ws); ev.Type != Added || ev.Object.GetMetadata().GetLabels()["step"] != "0" {
+		t.Fatalf("selected replay: %s %v, want ADDED step=0", ev.Type, ev.Object.GetMetadata().GetLabels())
+	}
+	if ev := next(ws); ev.Type != Deleted || ev.Object.GetMetadata().GetLabels()["step"] != "0" || ev.Object.GetMetadata().GetResourceVersion() != strconv.FormatInt(revs[2], 10) {
+		t.Fatalf("selected replay: %s %v at %s, want DELETED step=0 at %d", ev.Type, ev.Object.GetMetadata().GetLabels(), ev.Object.GetMetadata().GetResourceVersion(), revs[2])
+	}
+}
+
+// TestHistoryKeepsSupersededStatesEncoded: the live history holds a state decoded only while it is the cache's
+// object, replays the encoded ones as they were, and a deletion leaves the last state encoded, replayed at the
+// deletion's revision.
+func TestHistoryKeepsSupersededStatesEncoded(t *testing.T) {
+	s, c := openTestStore(t, t.TempDir())
+	defer s.Close()
+	from := historySteps(t, c)
+	checkHistoryStates(t, c)
+	checkReplay(t, c, from)
+
+	gone, deleted, err := c.Delete(t.Context(), "", "a", nil)
+	if err != nil || !deleted {
+		t.Fatalf("delete: %v, %v", deleted, err)
+	}
+	waitCache(t, c, gone.GetMetadata().GetResourceVersion())
+	c.cache.mu.RLock()
+	h := &c.cache.history
+	last, before := *h.at(len(h.buf) - 1), *h.at(len(h.buf) - 2)
+	c.cache.mu.RUnlock()
+	if last.typ != Deleted || last.obj != nil || last.prev != nil || last.objEnc.rev != last.rev || before.obj != nil {
+		t.Fatalf("after the delete: newest %s decoded %v/%v at %d (event %d), the state before it decoded %v",
+			last.typ, last.obj != nil, last.prev != nil, last.objEnc.rev, last.rev, before.obj != nil)
+	}
+	w, err := c.Watch(t.Context(), "", WatchOptions{ResourceVersion: strconv.FormatInt(before.rev, 10)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	select {
+	case ev := <-w.Events():
+		if md := ev.Object.GetMetadata(); ev.Type != Deleted || md.GetLabels()["step"] != "1" || md.GetResourceVersion() != strconv.FormatInt(last.rev, 10) {
+			t.Fatalf("replayed deletion: %s step=%q at %s, want DELETED step=1 at %d", ev.Type, md.GetLabels()["step"], md.GetResourceVersion(), last.rev)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no replayed deletion")
+	}
+}
+
+// TestBackfillSharesObjects: a restarted store's history is kept as one filled live is: the newest state is the
+// cache's own object, every superseded state encoded, and a watch from before them replays them as they were.
+func TestBackfillSharesObjects(t *testing.T) {
+	dir := t.TempDir()
+	s, c := openTestStore(t, dir)
+	from := historySteps(t, c)
+	s.Close()
+
+	s, c = openTestStore(t, dir)
+	defer s.Close()
+	<-c.cache.backfilled
+	checkHistoryStates(t, c)
+	checkReplay(t, c, from)
 }

@@ -273,23 +273,49 @@ func (w *watcher) convert(ev *event) (Event, bool) {
 	if w.namespace != "" && namespaceOfKey(ev.key) != w.namespace {
 		return Event{}, false
 	}
-	prevMatch := ev.prev != nil && w.pred.matches(ev.prev)
+	prev := w.ch.prevOf(ev)
+	prevMatch := prev != nil && w.pred.matches(prev)
 	if ev.typ == Deleted {
 		if prevMatch {
-			return Event{Type: Deleted, Object: ev.obj}, true
+			if obj := w.ch.objOf(ev); obj != nil {
+				return Event{Type: Deleted, Object: obj}, true
+			}
 		}
 		return Event{}, false
 	}
-	curMatch := w.pred.matches(ev.obj)
+	obj := w.ch.objOf(ev)
+	if obj == nil {
+		return Event{}, false
+	}
+	curMatch := w.pred.matches(obj)
 	switch {
 	case curMatch && prevMatch:
-		return Event{Type: Modified, Object: ev.obj}, true
+		return Event{Type: Modified, Object: obj}, true
 	case curMatch:
-		return Event{Type: Added, Object: ev.obj}, true
+		return Event{Type: Added, Object: obj}, true
 	case prevMatch:
-		return Event{Type: Deleted, Object: w.ch.c.withRevision(ev.prev, ev.rev)}, true
+		return Event{Type: Deleted, Object: w.ch.c.withRevision(prev, ev.rev)}, true
 	}
 	return Event{}, false
+}
+
+// objOf returns the state after ev, decoding it where the history keeps it encoded; nil if it no longer decodes
+// (logged: it did when it was written).
+func (ch *cache) objOf(ev *event) Object { return ch.state(ev.key, ev.obj, ev.objEnc) }
+
+// prevOf returns the state before ev (nil for Added), decoding it where the history keeps it encoded.
+func (ch *cache) prevOf(ev *event) Object { return ch.state(ev.key, ev.prev, ev.prevEnc) }
+
+func (ch *cache) state(key string, obj Object, enc stored) Object {
+	if obj != nil || enc.value == nil {
+		return obj
+	}
+	obj, err := ch.c.decode(ch.c.prefix+key, enc.value, enc.rev)
+	if err != nil {
+		ch.log.Error("a state in the watch history no longer decodes; its event is left out of a replay", "key", key, "err", err)
+		return nil
+	}
+	return obj
 }
 
 // dispatch queues an event for every watcher it concerns; mu must be held for writing.
