@@ -422,6 +422,19 @@ func (ch *cache) index(e *entry, add bool) {
 }
 
 // rangeOf returns the sorted entries of a namespace (all entries for ""); mu must be held.
+// selected returns the entries pred may match in namespace ("" for all): the one object its field selector names,
+// or the namespace's range.
+func (ch *cache) selected(namespace string, pred predicate) []*entry {
+	key, ok := pred.single(ch.c.res.Namespaced, namespace)
+	if !ok {
+		return ch.rangeOf(namespace)
+	}
+	if e := ch.items[key]; e != nil {
+		return []*entry{e}
+	}
+	return nil
+}
+
 func (ch *cache) rangeOf(namespace string) []*entry {
 	if namespace == "" {
 		return ch.sorted

@@ -99,7 +99,9 @@ func (c *Collection) fresh(ctx context.Context) error {
 // read would make wrong (creating an object another leader may just have created), as Gardener's controllers read
 // through the API server instead of their informer caches for such decisions.
 func (c *Collection) Sync(ctx context.Context) error {
-	resp, err := c.store.client.Get(ctx, c.prefix, clientv3.WithPrefix(), clientv3.WithCountOnly(), clientv3.WithLimit(1))
+	// Any linearizable read answers with the current revision; one of a single key (the prefix itself, never an
+	// object's) costs a lookup, where counting the prefix's keys walked every object of the resource.
+	resp, err := c.store.client.Get(ctx, c.prefix, clientv3.WithCountOnly())
 	if err != nil {
 		return c.internal("read the current revision", err)
 	}

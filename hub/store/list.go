@@ -107,6 +107,7 @@ func (c *Collection) List(ctx context.Context, namespace string, o ListOptions) 
 		return res, nil
 	}
 	res.Items = []Object{}
+	entries = ch.selected(namespace, pred)
 	for i, e := range entries {
 		if !pred.matches(e.obj) {
 			continue

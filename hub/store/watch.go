@@ -104,7 +104,7 @@ func (c *Collection) Watch(ctx context.Context, namespace string, o WatchOptions
 	}
 	ch.mu.Lock()
 	if from < 0 {
-		for _, e := range ch.rangeOf(namespace) {
+		for _, e := range ch.selected(namespace, pred) {
 			if pred.matches(e.obj) {
 				w.queue = append(w.queue, queued{ev: Event{Type: Added, Object: e.obj}})
 			}

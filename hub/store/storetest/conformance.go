@@ -639,6 +639,12 @@ func testClusterScoped(t *testing.T, e *env) {
 	if err != nil || len(list.Items) != 1 {
 		t.Fatalf("list namespaces: %v %v", list, err)
 	}
+	w, err := e.namespaces.Watch(e.ctx, "", store.WatchOptions{Fields: fields.ParseSelectorOrDie("metadata.name=garden-a")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	expectEvent(t, w, store.Added, "garden-a")
 }
 
 func testSelectors(t *testing.T, e *env) {
@@ -690,8 +696,24 @@ func testSelectors(t *testing.T, e *env) {
 	check(list("", "", "metadata.name=s1"), "garden-a-x/s1", "garden-a/s1", "garden-b/s1")
 	check(list("", "", "metadata.namespace=garden-b,metadata.name!=s1"), "garden-b/s3")
 	check(list("", "env=prod", "spec.seedName!=seed-1"), "garden-a/s1", "garden-b/s3")
+	// A selector that names one object exactly (looked up, not matched against every object).
+	check(list("garden-a", "", "metadata.name=s1"), "garden-a/s1")
+	check(list("", "", "metadata.namespace=garden-b,metadata.name=s1"), "garden-b/s1")
+	check(list("garden-a", "", "metadata.namespace=garden-b,metadata.name=s1"))
+	check(list("garden-a", "", "metadata.name=s9"))
+	check(list("", "env=dev", "metadata.namespace=garden-a,metadata.name=s1"))
+	check(list("garden-a", "", "metadata.name=s1,metadata.name=s2"))
+	check(list("garden-a", "", "metadata.name==s2,spec.seedName=seed-1"), "garden-a/s2")
+	check(list("garden-a", "", "metadata.name=s2,spec.seedName!=seed-1"))
+	w := e.watch("garden-a", store.WatchOptions{Fields: fields.ParseSelectorOrDie("metadata.name=s2")})
+	expectEvent(t, w, store.Added, "garden-a/s2")
+	expectQuiet(t, w, 50*time.Millisecond)
+	res, err := e.namespaces.List(e.ctx, "", store.ListOptions{Fields: fields.ParseSelectorOrDie("metadata.name=garden-none")})
+	if err != nil || len(res.Items) != 0 {
+		t.Fatalf("cluster-scoped list by a missing name: %v, %v", res, err)
+	}
 
-	_, err := e.shoots.List(e.ctx, "", store.ListOptions{Fields: fields.ParseSelectorOrDie("spec.unknown=x")})
+	_, err = e.shoots.List(e.ctx, "", store.ListOptions{Fields: fields.ParseSelectorOrDie("spec.unknown=x")})
 	expectErr(t, err, apierrors.IsBadRequest, "unsupported field")
 	if !strings.Contains(err.Error(), "spec.unknown") {
 		t.Fatalf("error does not name the field: %v", err)
