@@ -109,4 +109,3 @@ func (p predicate) single(namespaced bool, namespace string) (string, bool) {
 	}
 	return namespace + "/" + name, true
 }
-

@@ -122,10 +122,12 @@ func (c *Collection) Watch(ctx context.Context, namespace string, o WatchOptions
 			ch.mu.Unlock()
 			return nil, apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d)", from, oldest))
 		}
-		for _, ev := range evs {
-			if out, ok := w.convert(ev); ok {
-				w.queue = append(w.queue, queued{ev: out})
-			}
+		// The events are copied under the lock and converted by the watcher's goroutine (run): a state the history
+		// keeps encoded is decoded there, not while the cache is locked.
+		replay := make([]event, len(evs))
+		for i, ev := range evs {
+			replay[i] = *ev
+			w.queue = append(w.queue, queued{replay: &replay[i]})
 		}
 	}
 	ch.watchers[w] = struct{}{}
@@ -164,6 +166,8 @@ type watcher struct {
 type queued struct {
 	ev   Event
 	live bool
+	// replay, when set, is an event of the history to convert (and decode) before it is sent, in place of ev.
+	replay *event
 }
 
 func (w *watcher) Events() <-chan Event { return w.out }
@@ -194,7 +198,14 @@ func (w *watcher) run(ctx, storeCtx context.Context) {
 		w.queue = nil
 		w.mu.Unlock()
 		for _, q := range batch {
-			if !send(q.ev) {
+			ev := q.ev
+			if q.replay != nil {
+				var ok bool
+				if ev, ok = w.convert(q.replay); !ok {
+					continue
+				}
+			}
+			if !send(ev) {
 				return
 			}
 			if q.live {
@@ -273,8 +284,13 @@ func (w *watcher) convert(ev *event) (Event, bool) {
 	if w.namespace != "" && namespaceOfKey(ev.key) != w.namespace {
 		return Event{}, false
 	}
-	prev := w.ch.prevOf(ev)
-	prevMatch := prev != nil && w.pred.matches(prev)
+	// Without a selector only whether there was a previous state matters: it is not decoded.
+	var prev Object
+	prevMatch := ev.prev != nil || ev.prevEnc.value != nil
+	if prevMatch && !w.pred.everything() {
+		prev = w.ch.prevOf(ev)
+		prevMatch = prev != nil && w.pred.matches(prev)
+	}
 	if ev.typ == Deleted {
 		if prevMatch {
 			if obj := w.ch.objOf(ev); obj != nil {
