@@ -1193,6 +1193,9 @@ func (w *watcher) run(ctx context.Context, c *client, path string) {
 	}
 	r := bufio.NewReaderSize(resp.Body, 1<<20)
 	caught := w.startCaught
+	// The first event carrying a PUT's stamp is the PUT's own; with the loops on, their later writes of the same
+	// shoot (labels and finalizers the PUT's body lacked) carry the stamp too and are not the PUT's delivery.
+	stamps := map[string]string{}
 	for events := 0; events < 10_000_000; events++ {
 		line, err := r.ReadBytes('\n')
 		recv := time.Now()
@@ -1228,7 +1231,8 @@ func (w *watcher) run(ctx context.Context, c *client, path string) {
 					caught = true
 					close(w.caughtUp)
 				}
-			} else if s := ev.Object.Metadata.Annotations[sentAtAnno]; s != "" && s != "0" {
+			} else if s := ev.Object.Metadata.Annotations[sentAtAnno]; s != "" && s != "0" && stamps[ev.Object.Metadata.Name] != s {
+				stamps[ev.Object.Metadata.Name] = s
 				sentAt, _ := strconv.ParseInt(s, 10, 64)
 				select {
 				case w.live <- liveEvent{name: ev.Object.Metadata.Name, sent: time.Unix(0, sentAt), recvAt: recv}:
