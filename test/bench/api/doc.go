@@ -10,7 +10,8 @@
 //	patch   JSON merge patch of a label and an annotation of every shoot
 //	list    -lists times the whole collection and -lists times with a label selector matching 10 %
 //	watch   one watcher on the collection from the resourceVersion after the creates: it first replays the updates,
-//	        then -watch-updates PUTs carry a send timestamp annotation and the watcher measures sent → received;
+//	        then -watch-updates PUTs carry a send timestamp annotation and the watcher measures sent → received
+//	        by the first event of each timestamp (with -loops the loops' later writes of the shoot carry it too);
 //	        they go as fast as the clients go (the watch under a saturating write load), or at -watch-rate PUTs/s
 //	        (delivery without the queueing of an overloaded server)
 //	delete  DELETE every shoot
