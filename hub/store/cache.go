@@ -421,9 +421,8 @@ func (ch *cache) index(e *entry, add bool) {
 	}
 }
 
-// rangeOf returns the sorted entries of a namespace (all entries for ""); mu must be held.
 // selected returns the entries pred may match in namespace ("" for all): the one object its field selector names,
-// or the namespace's range.
+// or the namespace's range; mu must be held.
 func (ch *cache) selected(namespace string, pred predicate) []*entry {
 	key, ok := pred.single(ch.c.res.Namespaced, namespace)
 	if !ok {
@@ -435,6 +434,7 @@ func (ch *cache) selected(namespace string, pred predicate) []*entry {
 	return nil
 }
 
+// rangeOf returns the sorted entries of a namespace (all entries for ""); mu must be held.
 func (ch *cache) rangeOf(namespace string) []*entry {
 	if namespace == "" {
 		return ch.sorted

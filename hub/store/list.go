@@ -90,7 +90,7 @@ func (c *Collection) List(ctx context.Context, namespace string, o ListOptions) 
 	ch.mu.RLock()
 	defer ch.mu.RUnlock()
 	rev := ch.rev.Load()
-	entries := ch.rangeOf(namespace)
+	entries := ch.selected(namespace, pred) // the namespace's range unless a field selector names one object
 	res := &ListResult{ResourceVersion: strconv.FormatInt(rev, 10)}
 	if pred.everything() {
 		n := len(entries)
@@ -107,7 +107,6 @@ func (c *Collection) List(ctx context.Context, namespace string, o ListOptions) 
 		return res, nil
 	}
 	res.Items = []Object{}
-	entries = ch.selected(namespace, pred)
 	for i, e := range entries {
 		if !pred.matches(e.obj) {
 			continue
