@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -245,24 +246,11 @@ func TestTunnelBench(t *testing.T) {
 	// must not hold them up. That probe costs CPU of its own (a round trip a millisecond through both relays), so the
 	// ratio to direct is taken from the streams without it, and the stream's rate beside the probe is reported apart.
 	stream := func(through bool) (mibps, cpuPerMiB float64) {
-		c := dialTarget(through)
-		defer c.Close()
 		cpu0 := cpuTime()
-		start := time.Now()
-		if _, err := c.Write([]byte{'s'}); err != nil {
-			t.Fatal(err)
-		}
-		n, _ := io.Copy(io.Discard, c)
-		if n < streamBytes {
-			t.Fatalf("streamed %d bytes", n)
-		}
-		mib := float64(n) / (1 << 20)
-		return mib / time.Since(start).Seconds(), float64((cpuTime() - cpu0).Microseconds()) / mib
+		mibps, mib := streamOnce(t, dialTarget(through))
+		return mibps, float64((cpuTime() - cpu0).Microseconds()) / mib
 	}
-	nstreams := streams
-	if n, err := strconv.Atoi(os.Getenv("TRELLIS_BENCH_STREAMS")); err == nil && n > 0 {
-		nstreams = n
-	}
+	nstreams := streamCount()
 	if run("throughput") {
 		var ratios, tunnelRates, directRates, probedRates, cpuRatios, cpuTunnel, cpuDirect []string
 		var ratioValues []float64
@@ -301,12 +289,9 @@ func TestTunnelBench(t *testing.T) {
 		close(stop)
 		wg.Wait()
 		probe.Close()
-		slices.Sort(ratioValues)
-		quartile := func(q int) string { return fmt.Sprintf("%.0f%%", 100*ratioValues[(len(ratioValues)-1)*q/4]) }
-		r := map[string]any{"tunnelMiBps": tunnelRates, "directMiBps": directRates, "ratio": ratios, "tunnelBesideProbeMiBps": probedRates,
-			"ratioQuartiles":             []string{quartile(0), quartile(1), quartile(2), quartile(3), quartile(4)},
-			"ratioOfTotals":              fmt.Sprintf("%.0f%%", 100*directSeconds/tunnelSeconds), // the same bytes each way: time direct over time through the tunnel
-			"cpuPerByteTunnelOverDirect": cpuRatios, "cpuMsPerMiBTunnel": cpuTunnel, "cpuMsPerMiBDirect": cpuDirect}
+		r := ratioSummary(ratioValues, tunnelSeconds, directSeconds)
+		maps.Copy(r, map[string]any{"tunnelMiBps": tunnelRates, "directMiBps": directRates, "ratio": ratios, "tunnelBesideProbeMiBps": probedRates,
+			"cpuPerByteTunnelOverDirect": cpuRatios, "cpuMsPerMiBTunnel": cpuTunnel, "cpuMsPerMiBDirect": cpuDirect})
 		if len(acks) > 0 {
 			a := percentiles(acks)
 			r["heartbeatAckDuringStream"] = map[string]any{"n": len(acks), "p50": a.P50.String(), "p99": a.P99.String()}
@@ -374,6 +359,46 @@ func TestTunnelBench(t *testing.T) {
 	t.Logf("tunnel benchmark:\n%s", out)
 	_ = os.MkdirAll("../../../bin/bench", 0o755)
 	_ = os.WriteFile("../../../bin/bench/tunnel.json", out, 0o644)
+}
+
+// streamOnce asks the target at c for a stream (streamBytes), reads it to the end, closes c and returns the rate in
+// MiB/s and the MiB read.
+func streamOnce(t *testing.T, c *tls.Conn) (mibps, mib float64) {
+	t.Helper()
+	defer c.Close()
+	start := time.Now()
+	if _, err := c.Write([]byte{'s'}); err != nil {
+		t.Fatal(err)
+	}
+	n, _ := io.Copy(io.Discard, c)
+	if n < streamBytes {
+		t.Fatalf("streamed %d bytes", n)
+	}
+	mib = float64(n) / (1 << 20)
+	return mib / time.Since(start).Seconds(), mib
+}
+
+// streamCount is how many streams each way the throughput parts run: streams, or TRELLIS_BENCH_STREAMS.
+func streamCount() int {
+	if n, err := strconv.Atoi(os.Getenv("TRELLIS_BENCH_STREAMS")); err == nil && n > 0 {
+		return n
+	}
+	return streams
+}
+
+// ratioSummary is the ratios (tunnel ÷ direct) of stream pairs: their quartiles, and the ratio of the summed times
+// (the same bytes each way).
+func ratioSummary(ratios []float64, tunnelSecondsPerMiB, directSecondsPerMiB float64) map[string]any {
+	sorted := slices.Sorted(slices.Values(ratios))
+	quartile := func(q int) string { return fmt.Sprintf("%.0f%%", 100*sorted[(len(sorted)-1)*q/4]) }
+	return map[string]any{"ratioQuartiles": []string{quartile(0), quartile(1), quartile(2), quartile(3), quartile(4)},
+		"ratioOfTotals": fmt.Sprintf("%.0f%%", 100*directSecondsPerMiB/tunnelSecondsPerMiB)}
+}
+
+// median is the median of v, rounded to an integer.
+func median(v []float64) int {
+	s := slices.Sorted(slices.Values(v))
+	return int(s[len(s)/2])
 }
 
 // cpuTime is the CPU time the process has used, user and system.

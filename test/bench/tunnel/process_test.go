@@ -38,6 +38,8 @@ const (
 // from /proc and its /debug/pprof), with the seed's agent, the clients and the stand-in target in this process:
 //
 //   - 1,000 idle passthrough tunnels: the hub's memory and goroutines per tunnel;
+//   - a 100 MB stream through a passthrough tunnel against direct (streamCount pairs), with the hub's relay in its own
+//     process, as deployed;
 //   - 1,000 watches of ConfigMaps held open through the seed API route, and 1,000 straight to the seed's
 //     kube-apiserver: the hub's memory and goroutines per watch, this process's per watch through the hub (the agent
 //     and the clients) less per direct watch (the clients): the agent's share; and the delay of each of 50 events
@@ -97,7 +99,28 @@ func TestTunnelProcessBench(t *testing.T) {
 		c.Close()
 	}
 
-	// 2. Watches through the hub, then as many straight to the seed.
+	// 2. Throughput of a 100 MB stream through the hub's process against direct, alternating: the deployed shape,
+	// the hub's relay in a process of its own (TestTunnelBench measures the same with the hub in this process).
+	dialTLS := func(addr string, cfg *tls.Config) *tls.Conn {
+		c, err := tls.DialWithDialer(&net.Dialer{Timeout: 10 * time.Second}, "tcp", addr, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	var ratios, tunnelRates, directRates []float64
+	var tunnelSeconds, directSeconds float64
+	for range streamCount() {
+		tm, _ := streamOnce(t, dialTLS(tunnelAddr, cfg))
+		dm, _ := streamOnce(t, dialTLS(targetAddr, targetTLS))
+		ratios, tunnelRates, directRates = append(ratios, tm/dm), append(tunnelRates, tm), append(directRates, dm)
+		tunnelSeconds, directSeconds = tunnelSeconds+1/tm, directSeconds+1/dm
+	}
+	tp := ratioSummary(ratios, tunnelSeconds, directSeconds)
+	tp["tunnelMiBpsMedian"], tp["directMiBpsMedian"] = median(tunnelRates), median(directRates)
+	report["throughput100MB"] = tp
+
+	// 3. Watches through the hub, then as many straight to the seed.
 	wns := "bench-watch"
 	if _, err := cluster.Client.CoreV1().Namespaces().Create(ctx, &kcorev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: wns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
