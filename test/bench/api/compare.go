@@ -93,28 +93,22 @@ func ratios(benches []*bench) []ratioRow {
 		}
 		row := ratioRow{Phase: p.Name, Unit: unit, Values: map[string]float64{base.t.name: value(p)},
 			Ratios: map[string]float64{}, Goal: map[string]string{}, OK: map[string]bool{}}
+		of := func(t *bench) (float64, bool) {
+			if q := t.rep.phase(p.Name); q != nil {
+				return value(q), true
+			}
+			return 0, false
+		}
 		for _, b := range benches[1:] {
 			q := b.rep.phase(p.Name)
 			if q == nil {
 				continue
 			}
 			row.Values[b.t.name] = value(q)
-			fast, slow := value(p), value(q) // hub ÷ peer, hub ÷ before
-			if b.t.loops {
-				fast, slow = value(q), value(p) // hub+loops ÷ hub
-				if lb := loopsBase(benches, b); lb != nil {
-					if r := lb.rep.phase(p.Name); r != nil {
-						slow = value(r) // before+loops ÷ before
-					}
-				}
+			r, ok := speedRatio(benches, b, of, higherIsBetter) // 0 when not ok
+			if ok {
+				row.Ratios[b.t.name] = r
 			}
-			if !higherIsBetter {
-				fast, slow = slow, fast
-			}
-			if slow > 0 {
-				row.Ratios[b.t.name] = fast / slow
-			}
-			r := row.Ratios[b.t.name]
 			switch {
 			case b.t.loops:
 				row.Goal[b.t.name], row.OK[b.t.name] = fmt.Sprintf("≥ %.1f", loopsGoal), r >= loopsGoal
@@ -136,6 +130,34 @@ func ratios(benches []*bench) []ratioRow {
 	return rows
 }
 
+// speedRatio is target b's ratio of a value (value reads it; false: the target lacks it) as a speed, so for a
+// latency (higherIsBetter false) the inverse: the base target's over b's (hub ÷ peer, hub ÷ before), or for a target
+// with its loops on b's over its loops-off twin's (hub+loops ÷ hub, before+loops ÷ before, the base where the twin
+// lacks the value). ok is false when the base or b lacks the value or the divisor is not positive.
+func speedRatio(benches []*bench, b *bench, value func(*bench) (float64, bool), higherIsBetter bool) (float64, bool) {
+	ours, okOurs := value(benches[0])
+	theirs, okTheirs := value(b)
+	if !okOurs || !okTheirs {
+		return 0, false
+	}
+	fast, slow := ours, theirs
+	if b.t.loops {
+		fast, slow = theirs, ours
+		if lb := loopsBase(benches, b); lb != nil {
+			if v, ok := value(lb); ok {
+				slow = v
+			}
+		}
+	}
+	if !higherIsBetter {
+		fast, slow = slow, fast
+	}
+	if slow <= 0 {
+		return 0, false
+	}
+	return fast / slow, true
+}
+
 // deliveryRow compares the watch's delivery: the p99 of event received − PUT answer received, which leaves out the
 // PUT's own latency that the watch row's sent → received includes. The PUT commits before it is answered, so
 // delivery from the commit is this plus the answer's way back to the client; the watch row bounds it from above.
@@ -144,25 +166,19 @@ func ratios(benches []*bench) []ratioRow {
 func deliveryRow(benches []*bench, errors int) ratioRow {
 	base := benches[0]
 	value := func(b *bench) float64 { return b.rep.Watch.AfterAckP99Ms }
-	positive := func(v float64) float64 { return max(v, 0.01) }
+	positive := func(b *bench) (float64, bool) { return max(value(b), 0.01), b.rep.Watch.LiveEvents > 0 }
 	row := ratioRow{Phase: "watch", Unit: "p99 ms after answer", Values: map[string]float64{base.t.name: value(base)},
 		Ratios: map[string]float64{}, Goal: map[string]string{}, OK: map[string]bool{}}
 	for _, b := range benches[1:] {
 		row.Values[b.t.name] = value(b)
-		if b.rep.Watch.LiveEvents == 0 {
+		r, ok := speedRatio(benches, b, positive, false)
+		if !ok {
 			continue
 		}
+		row.Ratios[b.t.name] = r
 		if b.t.loops {
-			base := base
-			if lb := loopsBase(benches, b); lb != nil {
-				base = lb
-			}
-			r := positive(value(base)) / positive(value(b)) // hub+loops ÷ hub, as speeds
-			row.Ratios[b.t.name] = r
 			row.Goal[b.t.name], row.OK[b.t.name] = fmt.Sprintf("≥ %.1f", loopsGoal), r >= loopsGoal
-			continue
 		}
-		row.Ratios[b.t.name] = positive(value(b)) / positive(value(base))
 	}
 	row.Goal[base.t.name], row.OK[base.t.name] = fmt.Sprintf("≤ %.0f ms", watchP99Goal),
 		base.rep.Watch.LiveEvents > 0 && value(base) <= watchP99Goal && errors == 0
