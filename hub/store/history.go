@@ -1,7 +1,6 @@
 package store
 
 import (
-	"bytes"
 	"sort"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -29,12 +28,14 @@ type stored struct {
 	rev   int64
 }
 
-// storedOf keeps a copy of kv's value (the watch response's buffer is not kept alive by it).
+// storedOf keeps kv's value. It is not copied: the etcd client decodes each watch response with protobuf-go, which
+// gives every bytes field an array of its own (gRPC's receive buffer is pooled and reused, never aliased), so the
+// value keeps nothing else of the response alive.
 func storedOf(kv *mvccpb.KeyValue) stored {
 	if kv == nil || len(kv.Value) == 0 {
 		return stored{}
 	}
-	return stored{value: bytes.Clone(kv.Value), rev: kv.ModRevision}
+	return stored{value: kv.Value, rev: kv.ModRevision}
 }
 
 // history is a ring of the last capacity events. Every event with a revision above oldest is in it, so a watch can
