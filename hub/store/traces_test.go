@@ -88,4 +88,23 @@ func TestTracesFollowIntent(t *testing.T) {
 	if got := traces.Lookup(rev(obj)); got != changeTrace || changeTrace == createTrace {
 		t.Fatalf("after a spec change the trace is %q, want the change's %q", got, changeTrace)
 	}
+
+	// A loop may write the next version before the writer of the one it saw has recorded that version's trace (the
+	// watch delivers the commit first): the loop's version continues the trace of that write still in flight. Here
+	// the in-flight write is an untraced create whose writer is held between the commit and the record (Begin).
+	fresh, err := shoots.Create(t.Context(), storetest.NewShoot("garden-a", "t", "seed", nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	inFlightTrace := "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+	end := traces.Begin(tracing.ObjectKey("shoots.core.gardener.cloud", "garden-a", "t"), inFlightTrace)
+	labelled = proto.Clone(fresh).(*corev1beta1.Shoot)
+	labelled.Metadata.Labels = map[string]string{"shoot.gardener.cloud/status": "progressing"}
+	if obj, err = shoots.Update(t.Context(), labelled); err != nil {
+		t.Fatal(err)
+	}
+	end(rev(fresh))
+	if got := traces.Lookup(rev(obj)); got != inFlightTrace {
+		t.Fatalf("a loop's write after a commit not yet recorded has trace %q, want the write in flight's %q", got, inFlightTrace)
+	}
 }

@@ -419,14 +419,16 @@ func (c *Collection) guaranteed(ctx context.Context, namespace, name string, dry
 		if err := waitWrite(ctx); err != nil {
 			return nil, false, err
 		}
-		// The trace the new version continues: the request's when it asks for work, else the replaced version's.
+		// The trace the new version continues: the request's when it asks for work, else the replaced version's, also
+		// while the writer of that version has not recorded it yet (a loop reacting to a create it saw in the cache).
 		var tp string
+		traceKey := tracing.ObjectKey(c.gr.String(), namespace, name)
 		if requested && (p.delete || p.next == nil || intentChanged(c.shape.metaOf(cur), c.shape.metaOf(p.next))) {
 			tp = tracing.Traceparent(ctx)
 		} else {
-			tp = c.store.cfg.Traces.Lookup(curRev)
+			tp = c.store.cfg.Traces.LookupObject(curRev, traceKey)
 		}
-		endTrace := c.store.cfg.Traces.Begin(tracing.ObjectKey(c.gr.String(), namespace, name), tp)
+		endTrace := c.store.cfg.Traces.Begin(traceKey, tp)
 		resp, err := c.store.client.Txn(ctx).
 			If(clientv3.Compare(clientv3.ModRevision(key), "=", curRev)).
 			Then(op).
