@@ -28,7 +28,6 @@ func TestLocalSeedNodes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a landscape of real binaries with nodes")
 	}
-	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("a local node needs root")
 	}
