@@ -201,13 +201,16 @@ testbin-kube:
 	@for b in $(KUBE_BINARIES); do ln -sfn $(TESTBIN_CACHE)/$$b-$(KUBE_VERSION)/$$b bin/testbin/$$b; done
 
 ## test: every test, with short fuzz runs; needs testbin, and the tools (ctl/ctlgen's test runs buf with the plugins).
-## The packages in TEST_FIRST, the longest, start first (go test runs packages in the order given); the fuzz phase
-## runs beside go test at a lower CPU priority (nice 10), on the cycles the node tests leave idle while they wait for
-## processes, pods and machines; its output (bin/fuzz.log) follows go test's, and either failing fails make test.
+## The packages in TEST_FIRST, the longest, start first (go test runs packages in the order given) and TEST_P packages
+## run at once: the two long ones and, in the third slot, all others from the start, on the CPU that the node tests
+## leave idle while they wait for processes, pods and machines (test/e2e runs its long tests two at a time, too). The
+## fuzz phase runs beside go test at a lower CPU priority (nice 10); its output (bin/fuzz.log) follows go test's, and
+## either failing fails make test.
 TEST_FIRST ?= ./test/e2e ./test/shootcontrolplane
+TEST_P ?= 3
 test: testbin build tools
 	@mkdir -p bin; nice -n 10 $(MAKE) --no-print-directory fuzz FUZZTIME=10000x >bin/fuzz.log 2>&1 & fuzz=$$!; \
-	$(GO) test -count=1 -timeout 30m $(TEST_FIRST) ./...; tests=$$?; \
+	$(GO) test -p $(TEST_P) -count=1 -timeout 30m $(TEST_FIRST) ./...; tests=$$?; \
 	wait $$fuzz; fuzzed=$$?; cat bin/fuzz.log; \
 	if [ $$fuzzed -ne 0 ]; then echo "make test: the fuzz phase failed (bin/fuzz.log)"; fi; \
 	[ $$tests -eq 0 ] && [ $$fuzzed -eq 0 ]

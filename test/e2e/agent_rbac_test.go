@@ -98,6 +98,7 @@ func TestAgentRBACIsWhatTheAgentDoes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a landscape of real binaries with a node")
 	}
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("a local node needs root")
 	}

@@ -48,6 +48,7 @@ func TestHubChartOnNode(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a seed with a real node")
 	}
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("a local node needs root")
 	}

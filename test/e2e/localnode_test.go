@@ -28,6 +28,7 @@ func TestLocalSeedNodes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a landscape of real binaries with nodes")
 	}
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("a local node needs root")
 	}
@@ -212,9 +213,7 @@ func TestLocalSeedNodes(t *testing.T) {
 		t.Fatalf("stop landscape: %v", err)
 	}
 	for _, s := range slots {
-		if left := s.Leftovers(); len(left) > 0 {
-			t.Errorf("node %s left on the machine: %v", s.Name(), left)
-		}
+		localnode.CheckFreed(t, "node "+s.Name(), s.Index)
 	}
 	if after, err := localnode.HostKubeChains(); err != nil || strings.Join(after, ",") != strings.Join(before, ",") {
 		t.Errorf("host iptables KUBE-* chains before %v, after %v (%v)", before, after, err)

@@ -42,6 +42,7 @@ func TestManagedSeedWithRealWorker(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a landscape of real binaries with a node and a shoot with a machine")
 	}
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("a local node needs root")
 	}

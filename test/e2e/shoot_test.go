@@ -294,6 +294,7 @@ func TestShootLifecycle(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a landscape of real binaries")
 	}
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	l := startLandscape(ctx, t, landscape.Config{

@@ -65,6 +65,7 @@ type Server struct {
 	mu       sync.Mutex
 	machines map[string]*machine
 	closed   bool
+	stopErrs []error // of machines' node Stops (leftovers among them), for tests
 }
 
 // machine is one machine; ready is closed once its start has ended (node set, or err).
@@ -308,7 +309,20 @@ func (s *Server) stop(m *machine) error {
 		s.log.Info("machine deleted", "machine", m.name, "err", err)
 	}
 	s.forget(m)
+	if err != nil {
+		s.mu.Lock()
+		s.stopErrs = append(s.stopErrs, fmt.Errorf("machine %s: %w", m.name, err))
+		s.mu.Unlock()
+	}
 	return err
+}
+
+// StopErrors returns what the deletions of machines so far failed with, for tests: a node's Stop fails when it
+// leaves anything on the machine, checked while it still holds its slot.
+func (s *Server) StopErrors() []error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.stopErrs)
 }
 
 // Close refuses new machines and stops every machine.

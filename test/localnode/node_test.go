@@ -89,9 +89,7 @@ func TestNode(t *testing.T) {
 	if err := s.Node.Stop(); err != nil {
 		t.Fatalf("stop node: %v", err)
 	}
-	if left := slot.Leftovers(); len(left) > 0 {
-		t.Errorf("left on the machine after the stop: %v", left)
-	}
+	localnode.CheckFreed(t, "node "+slot.Name(), slot.Index)
 	if after := kubeChains(t); strings.Join(after, ",") != strings.Join(before, ",") {
 		t.Errorf("host iptables chains KUBE-* before %v, after %v", before, after)
 	}
@@ -198,16 +196,12 @@ func TestTwoNodes(t *testing.T) {
 	if err := a.Node.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	if left := sa.Leftovers(); len(left) > 0 {
-		t.Errorf("node %s left %v", a.Node.Name, left)
-	}
+	localnode.CheckFreed(t, "node "+a.Node.Name, sa.Index)
 	runPod(b) // the other node is untouched
 	if err := b.Node.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	if left := sb.Leftovers(); len(left) > 0 {
-		t.Errorf("node %s left %v", b.Node.Name, left)
-	}
+	localnode.CheckFreed(t, "node "+b.Node.Name, sb.Index)
 }
 
 func nodeSlot(t *testing.T, s *seedtest.Seed) *localnode.Slot {

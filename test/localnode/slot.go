@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // Slots is how many nodes can run on one machine at once.
@@ -217,3 +218,49 @@ func parseRoutes(r io.Reader) ([]route, error) {
 // SlotAt returns slot i's networks and names without reserving it: for looking at what a node of that slot left
 // (Leftovers).
 func SlotAt(i int) *Slot { return newSlot(i) }
+
+// LeftoversOfFreed lists what a stopped node left in slot i, looked at while holding the slot: once a node has
+// released its slot, another node (of another test, another package) may take it at once, and its processes and
+// mounts are not the stopped node's leftovers. held is false when another node holds the slot after a few tries
+// (another Reserve looks at free slots briefly): the slot was taken again, and what a node Stop released it had
+// already been checked by that Stop (Node.Stop fails on leftovers, looked at before its release).
+func LeftoversOfFreed(i int) (left []string, held bool, err error) {
+	s := newSlot(i)
+	for try := 0; ; try++ {
+		ok, err := s.tryLock()
+		if err != nil {
+			return nil, false, err
+		}
+		if ok {
+			break
+		}
+		if try == 40 {
+			return nil, false, nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	defer s.unlock()
+	return s.Leftovers(), true, nil
+}
+
+// Reporter is what CheckFreed reports to: a *testing.T.
+type Reporter interface {
+	Helper()
+	Errorf(format string, args ...any)
+	Logf(format string, args ...any)
+}
+
+// CheckFreed reports an error for whatever the stopped node `what` left in slot i (LeftoversOfFreed), and logs that
+// it could not look when another node holds the slot.
+func CheckFreed(r Reporter, what string, i int) {
+	r.Helper()
+	left, held, err := LeftoversOfFreed(i)
+	switch {
+	case err != nil:
+		r.Errorf("%s: %v", what, err)
+	case !held:
+		r.Logf("%s: slot %d is another node's now (the node's Stop checked it before releasing it)", what, i)
+	case len(left) > 0:
+		r.Errorf("%s left on this machine: %v", what, left)
+	}
+}
