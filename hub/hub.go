@@ -53,6 +53,10 @@ type Config struct {
 	// TunnelAdvertiseAddress is host:port of TunnelListen as clients reach it: the server of the shoot kubeconfigs the
 	// hub issues and of the shoots' external advertised address. Default: TunnelListen's address.
 	TunnelAdvertiseAddress string
+	// TunnelPeerAddress is host:port of TunnelListen as the other hub replicas reach it: a shoot API connection that
+	// reaches a replica other than the one serving the seed's agent is forwarded there. Default: TunnelListen's
+	// address as it listens, when that names a host (not 0.0.0.0 or ::); else none, and such connections are refused.
+	TunnelPeerAddress string
 	// ShootKubeconfigMaxExpiration shortens the shoot kubeconfigs asked for longer (default 24 h; package kubeconfig).
 	ShootKubeconfigMaxExpiration time.Duration
 	// TunnelMaxPerSeed and TunnelMaxPerClient bound the open tunnels per seed and per client (defaults 1000 and 100);
@@ -194,6 +198,11 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("tunnel-advertise-address: %w", err))
 		}
 	}
+	if c.TunnelPeerAddress != "" {
+		if _, _, err := net.SplitHostPort(c.TunnelPeerAddress); err != nil {
+			errs = append(errs, fmt.Errorf("tunnel-peer-address: %w", err))
+		}
+	}
 	if c.ShootKubeconfigMaxExpiration < 0 {
 		errs = append(errs, errors.New("shoot-kubeconfig-max-expiration: must not be negative"))
 	}
@@ -230,6 +239,7 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.TunnelListen, "tunnel-listen", "127.0.0.1:8445", "TLS-passthrough address of shoot API servers, routed by SNI api.<shoot>.<project>.<tunnel-domain> through the seeds' agents (empty: none)")
 	fs.StringVar(&c.TunnelDomain, "tunnel-domain", tunnel.DefaultDomain, "domain of shoot API names on --tunnel-listen")
 	fs.StringVar(&c.TunnelAdvertiseAddress, "tunnel-advertise-address", "", "host:port of --tunnel-listen as clients reach it: the server of the shoot kubeconfigs the hub issues (default: the --tunnel-listen address)")
+	fs.StringVar(&c.TunnelPeerAddress, "tunnel-peer-address", "", "host:port of --tunnel-listen as the other hub replicas reach it, to forward shoot API connections to the replica serving the seed's agent (default: the --tunnel-listen address as it listens, unless unspecified like 0.0.0.0)")
 	fs.DurationVar(&c.ShootKubeconfigMaxExpiration, "shoot-kubeconfig-max-expiration", 0, "longest lifetime of the shoot kubeconfigs the hub issues (shoots/adminkubeconfig, shoots/viewerkubeconfig); longer requests are shortened (default 24h)")
 	fs.IntVar(&c.TunnelMaxPerSeed, "tunnel-max-per-seed", 0, "most open tunnels (shoot API) and requests in flight (seed API) per seed (default 1000)")
 	fs.IntVar(&c.TunnelMaxPerClient, "tunnel-max-per-client", 0, "most open tunnels per client: source IP (shoot API), hub user (seed API) (default 100)")
@@ -422,6 +432,9 @@ func (h *Hub) Run(ctx context.Context) error {
 	srv, err := h.newServers(ctx, trust, ca, authn, *services, registry, st, metrics, auditor, tunnels, link, kubeconfigs.Routes)
 	if err != nil {
 		return err
+	}
+	if srv.tunnelLis != nil {
+		link.SetTunnelPeerAddress(h.tunnelPeerAddress(srv.tunnelLis.Addr())) // before link.Run records the replica
 	}
 	// The audit backends outlive the servers' shutdown, so the last requests' events are written too.
 	auditCtx, stopAudit := context.WithCancel(context.WithoutCancel(ctx))

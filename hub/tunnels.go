@@ -3,6 +3,7 @@ package hub
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"strings"
 
@@ -20,10 +21,22 @@ import (
 // newTunnels builds the tunnel endpoints (package tunnel) over the agent link.
 func (h *Hub) newTunnels(reg *api.Registry, link *agentlink.Server, promReg prometheus.Registerer) (*tunnel.Tunnels, error) {
 	return tunnel.New(tunnel.Config{
-		Dialer: link, Shoots: shootSeeds{reg}, Domain: h.tunnelDomain(),
+		Dialer: link, Shoots: shootSeeds{reg}, Peers: link, Domain: h.tunnelDomain(),
 		MaxPerSeed: h.cfg.TunnelMaxPerSeed, MaxPerClient: h.cfg.TunnelMaxPerClient, IdleTimeout: h.cfg.TunnelIdleTimeout,
 		Registerer: promReg, Log: h.log.With("component", "tunnel"),
 	})
+}
+
+// tunnelPeerAddress is where the other replicas reach the SNI listener at lis: Config.TunnelPeerAddress, else lis'
+// address unless it is unspecified (0.0.0.0, ::), when it is "" (no forwarding to this replica).
+func (h *Hub) tunnelPeerAddress(lis net.Addr) string {
+	if h.cfg.TunnelPeerAddress != "" {
+		return h.cfg.TunnelPeerAddress
+	}
+	if a, ok := lis.(*net.TCPAddr); ok && !a.IP.IsUnspecified() {
+		return a.String()
+	}
+	return ""
 }
 
 // seedAPIAuthorizer lets cluster admins, and nobody else, use a seed's API through the hub.

@@ -156,7 +156,7 @@ func TestHubChartArgsAreTheHubs(t *testing.T) {
 			if err := cfg.Validate(); err != nil {
 				t.Errorf("trellis-hub refuses the chart's configuration: %v", err)
 			}
-			if name == "ha" && (len(cfg.EtcdEndpoints) != 3 || cfg.TLSCertFile == "" || cfg.TunnelListen == "") {
+			if name == "ha" && (len(cfg.EtcdEndpoints) != 3 || cfg.TLSCertFile == "" || cfg.TunnelListen == "" || cfg.TunnelPeerAddress != "10.1.2.3:8445") {
 				t.Errorf("parsed %+v", cfg)
 			}
 		})

@@ -85,8 +85,8 @@ func (l *dataListener) sort(c net.Conn) {
 	_ = c.SetReadDeadline(time.Now().Add(sniffTimeout))
 	first, c, err := tunnelwire.PeekByte(c)
 	if err == nil && first == tunnelwire.DataPrefaceMagic[0] {
-		l.s.serveData(c)
 		stop()
+		l.s.serveData(l.ctx, c, true)
 		return
 	}
 	if !stop() || err != nil {
@@ -110,44 +110,118 @@ func (l *dataListener) Close() error {
 }
 
 // serveData serves a data connection: it reads the preface and, if the token is good, answers DataAccepted and hands
-// the connection to the DialTunnel waiting for it; otherwise it closes the connection. Every outcome is counted.
-func (s *Server) serveData(c net.Conn) {
-	result := s.acceptData(c)
+// the connection to the DialTunnel waiting for it; otherwise it closes the connection. A connection for a tunnel of
+// another replica (the agent reached this one: a load balancer, or a name of several addresses) is sent on to that
+// replica's SNI listener, when mayForward (it came from an agent, not from another replica), and relayed until it
+// ends or ctx does. Every outcome is counted.
+func (s *Server) serveData(ctx context.Context, c net.Conn, mayForward bool) {
+	result, up := s.acceptData(ctx, c, mayForward)
 	s.metrics.dataConns.WithLabelValues(result).Inc()
-	if result != "accepted" {
+	switch {
+	case up != nil:
+		relay(ctx, c, up)
+	case result != "accepted":
 		_ = c.Close()
 		s.cfg.Log.Info("tunnel data connection refused", "remote", c.RemoteAddr().String(), "reason", result)
 	}
 }
 
-func (s *Server) acceptData(c net.Conn) string {
+// ServeForwardedData serves a data connection that another replica forwarded to this one's SNI listener (package
+// tunnel's Peers): as one from an agent, but never forwarded again.
+func (s *Server) ServeForwardedData(ctx context.Context, c net.Conn) { s.serveData(ctx, c, false) }
+
+// acceptData reads c's data preface and claims its tunnel (result "accepted"), or forwards it (result "forwarded",
+// and the connection to the tunnel's replica), or says why not.
+func (s *Server) acceptData(ctx context.Context, c net.Conn, mayForward bool) (string, net.Conn) {
 	_ = c.SetDeadline(time.Now().Add(dataPrefaceTimeout))
 	id, token, err := tunnelwire.ReadDataPreface(c)
 	if err != nil {
-		return "bad-preface"
+		return "bad-preface", nil
 	}
 	tc, ok := c.(*net.TCPConn)
 	if !ok {
-		return "bad-preface" // only TCP connections are spliced; a listener of others gets none
+		return "bad-preface", nil // only TCP connections are spliced; a listener of others gets none
 	}
 	p, result := s.claimData(id, token)
 	if p == nil {
-		return result
+		if result == "unknown" && mayForward && id[:replicaTagLen] != s.tag {
+			if up := s.forwardData(ctx, id, token); up != nil {
+				_ = c.SetDeadline(time.Time{})
+				return "forwarded", up
+			}
+		}
+		return result, nil
 	}
 	_, err = c.Write([]byte(tunnelwire.DataAccepted))
 	_ = c.SetDeadline(time.Time{})
 	s.tunnelMu.Lock()
 	defer s.tunnelMu.Unlock()
 	if s.pending[id] != p {
-		return "gone" // DialTunnel gave up meanwhile
+		return "gone", nil // DialTunnel gave up meanwhile
 	}
 	delete(s.pending, id)
 	if err != nil {
 		p.accepted <- acceptResult{err: err}
-		return "gone"
+		return "gone", nil
 	}
 	p.accepted <- acceptResult{conn: tc} // buffered; DialTunnel takes it or closes it
-	return "accepted"
+	return "accepted", nil
+}
+
+// forwardData connects to the SNI listener of the replica whose tunnel id is id and sends it the data preface, nil
+// when that replica is unknown or unreachable (the agent then falls back to the agent link).
+func (s *Server) forwardData(ctx context.Context, id string, token []byte) net.Conn {
+	if s.presence == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, dataPrefaceTimeout)
+	defer cancel()
+	addr, err := s.presence.peerByTag(ctx, id[:replicaTagLen])
+	if err != nil || addr == "" {
+		return nil
+	}
+	preface, err := tunnelwire.DataPreface(id, token)
+	if err != nil {
+		return nil
+	}
+	up, err := (&net.Dialer{}).DialContext(ctx, "tcp", addr)
+	if err != nil {
+		s.cfg.Log.Info("tunnel data connection not forwarded", "replica", addr, "err", err)
+		return nil
+	}
+	if _, err := up.Write(preface); err != nil {
+		_ = up.Close()
+		return nil
+	}
+	return up
+}
+
+// relay copies both ways between a forwarded data connection and the connection to its replica until both directions
+// ended or ctx does: an end (FIN) is passed on as a half-close, a broken connection (a reset: the agent's end of a
+// data connection ends so) breaks the other with a reset too.
+func relay(ctx context.Context, a, b net.Conn) {
+	stop := context.AfterFunc(ctx, func() { _ = a.Close(); _ = b.Close() })
+	defer stop()
+	one := func(dst, src net.Conn) {
+		_, err := tunnelwire.Splice(dst, src, nil)
+		if err != nil {
+			if tc, ok := dst.(*net.TCPConn); ok {
+				_ = tc.SetLinger(0)
+			}
+			_ = dst.Close()
+			_ = src.Close()
+			return
+		}
+		if cw, ok := dst.(interface{ CloseWrite() error }); ok {
+			_ = cw.CloseWrite()
+		}
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { one(a, b) })
+	one(b, a)
+	wg.Wait()
+	_ = a.Close()
+	_ = b.Close()
 }
 
 // claimData checks a data preface's token against the pending tunnel it names, in constant time, and claims the

@@ -2,10 +2,14 @@ package agentlink
 
 import (
 	"context"
+	"crypto/sha256"
 	"crypto/x509"
+	"encoding/hex"
 	"encoding/pem"
 	"log/slog"
 	"math/rand/v2"
+	"net"
+	"strings"
 	"sync"
 	"time"
 
@@ -26,7 +30,8 @@ import (
 const PresencePrefix = "/agentlink/presence/"
 
 // ReplicasPrefix is where, under the store prefix, each replica serving agents keeps a key bound to its presence
-// lease: the replicas count them to share the fleet's Lease write budget.
+// lease: the replicas count them to share the fleet's Lease write budget. Its value is the address at which the other
+// replicas reach its SNI listener ("" without one), to forward shoot API connections to the replica of a seed's agent.
 const ReplicasPrefix = "/agentlink/replicas/"
 
 // presence keeps one etcd key per seed whose agent has a healthy session in this replica, bound to the replica's
@@ -37,6 +42,7 @@ type presence struct {
 	prefix   string
 	replicas string // ReplicasPrefix under the store prefix
 	replica  string
+	peer     string // the SNI listener's address for the other replicas (SetTunnelPeerAddress)
 	ttl      int64
 	log      *slog.Logger
 	metrics  *metrics
@@ -103,7 +109,7 @@ func (p *presence) run(ctx context.Context, granted chan<- struct{}) error {
 			continue
 		}
 		// The replica counts as serving while its lease lives; without the key it is only not counted (countReplicas).
-		if _, err := p.cli.Put(ctx, p.replicas+p.replica, "", clientv3.WithLease(lease.ID)); err != nil && ctx.Err() == nil {
+		if _, err := p.cli.Put(ctx, p.replicas+p.replica, p.peer, clientv3.WithLease(lease.ID)); err != nil && ctx.Err() == nil {
 			p.log.Warn("presence: cannot record the replica", "err", err)
 		}
 		// Everything desired is recorded again under the new lease.
@@ -178,6 +184,61 @@ func (p *presence) writeLoop(ctx context.Context, lease clientv3.LeaseID, ka <-c
 			puts = puts[n:]
 		}
 	}
+}
+
+// tunnelPeer returns the SNI listener address of the replica that records seed's agent as present, "" when none
+// does, this replica does, or that replica has no SNI listener.
+func (p *presence) tunnelPeer(ctx context.Context, seed string) (string, error) {
+	resp, err := p.cli.Get(ctx, p.key(seed))
+	if err != nil || len(resp.Kvs) == 0 {
+		return "", err
+	}
+	replica, _, _ := strings.Cut(string(resp.Kvs[0].Value), "/")
+	if replica == p.replica {
+		return "", nil
+	}
+	if resp, err = p.cli.Get(ctx, p.replicas+replica); err != nil || len(resp.Kvs) == 0 {
+		return "", err
+	}
+	return string(resp.Kvs[0].Value), nil
+}
+
+// replicaTag is the first characters of every tunnel id a replica makes (hex of its id's hash): a data connection
+// that reaches another replica names the one it belongs to.
+func replicaTag(replica string) string {
+	h := sha256.Sum256([]byte(replica))
+	return hex.EncodeToString(h[:])[:replicaTagLen]
+}
+
+// replicaTagLen is the length of a replicaTag; the rest of a tunnel id is random.
+const replicaTagLen = 12
+
+// peerByTag returns the SNI listener address of the serving replica whose replicaTag is tag, "" when none is known.
+func (p *presence) peerByTag(ctx context.Context, tag string) (string, error) {
+	resp, err := p.cli.Get(ctx, p.replicas, clientv3.WithPrefix())
+	if err != nil {
+		return "", err
+	}
+	for _, kv := range resp.Kvs {
+		if replicaTag(strings.TrimPrefix(string(kv.Key), p.replicas)) == tag {
+			return string(kv.Value), nil
+		}
+	}
+	return "", nil
+}
+
+// isPeer reports whether host is the host of a serving replica's SNI listener address.
+func (p *presence) isPeer(ctx context.Context, host string) bool {
+	resp, err := p.cli.Get(ctx, p.replicas, clientv3.WithPrefix())
+	if err != nil {
+		return false
+	}
+	for _, kv := range resp.Kvs {
+		if h, _, err := net.SplitHostPort(string(kv.Value)); err == nil && h == host {
+			return true
+		}
+	}
+	return false
 }
 
 // countReplicas returns how many replicas serve agents (at least 1: this one, whose key may not be written yet).

@@ -25,7 +25,7 @@ func newMetrics(reg prometheus.Registerer, s *Server) *metrics {
 		}, []string{"purpose"}),
 		dataConns: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "trellis_tunnel_data_connections_total",
-			Help: "Data connections of passthrough tunnels on the agent port, by result (accepted, unknown, reused, expired, bad-token, bad-preface, gone).",
+			Help: "Data connections of passthrough tunnels on the agent port, by result (accepted, forwarded, unknown, reused, expired, bad-token, bad-preface, gone).",
 		}, []string{"result"}),
 	}
 	if reg != nil {

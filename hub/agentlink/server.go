@@ -152,6 +152,7 @@ func (c *Config) defaults() {
 // Server implements agentv1.AgentServiceServer.
 type Server struct {
 	cfg      Config
+	tag      string // replicaTag of cfg.ReplicaID, the start of every tunnel id
 	colls    collections
 	presence *presence
 	leases   *leaseWriter
@@ -213,7 +214,7 @@ type collections struct {
 // New returns the agent link. Run must be running for sessions to be served.
 func New(cfg Config) (*Server, error) {
 	cfg.defaults()
-	s := &Server{cfg: cfg, sessions: map[string]*session{}, ready: make(chan struct{}), encoder: newEncoder(),
+	s := &Server{cfg: cfg, tag: replicaTag(cfg.ReplicaID), sessions: map[string]*session{}, ready: make(chan struct{}), encoder: newEncoder(),
 		starts: make(chan struct{}, cfg.MaxStarts), statusWrites: make(chan struct{}, maxStatusWrites)}
 	for gr, dst := range map[schema.GroupResource]**store.Collection{
 		{Group: "certificates.k8s.io", Resource: "certificatesigningrequests"}: &s.colls.csrs,

@@ -3,6 +3,7 @@ package agentlink
 import (
 	"context"
 	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -46,6 +47,26 @@ type acceptResult struct {
 	err  error
 }
 
+// SetTunnelPeerAddress records addr with this replica, before Run: the address at which the other replicas reach its
+// SNI listener, to forward the shoot API connections of seeds whose agents have their sessions here (TunnelPeer).
+func (s *Server) SetTunnelPeerAddress(addr string) { s.presence.peer = addr }
+
+// TunnelPeer returns the SNI listener address of the other replica that serves seed's agent, "" when no other
+// replica records the agent as present (package tunnel's Peers).
+func (s *Server) TunnelPeer(ctx context.Context, seed string) (string, error) {
+	return s.presence.tunnelPeer(ctx, seed)
+}
+
+// IsPeer reports whether host is the host of a serving replica's SNI listener address (package tunnel's Peers).
+func (s *Server) IsPeer(ctx context.Context, host string) bool { return s.presence.isPeer(ctx, host) }
+
+// newTunnelID returns a tunnel id of this replica: its tag, then random hex digits (tunnelwire.TunnelIDLen in all).
+func (s *Server) newTunnelID() string {
+	b := make([]byte, (tunnelwire.TunnelIDLen-replicaTagLen)/2)
+	_, _ = rand.Read(b)
+	return s.tag + hex.EncodeToString(b)
+}
+
 // DialTunnel asks the agent of seed to connect to target and returns the tunnel as a connection. It fails at once
 // with ErrNotConnected when the seed has no session here, and with the agent's reason when it could not reach the
 // target. Closing the connection ends the tunnel; when the agent's connection breaks, reads and writes fail.
@@ -56,7 +77,7 @@ func (s *Server) DialTunnel(ctx context.Context, seed string, target *agentv1.Tu
 	if ss == nil {
 		return nil, fmt.Errorf("seed %q: %w", seed, ErrNotConnected)
 	}
-	id := newSessionID() + newSessionID()
+	id := s.newTunnelID()
 	p := &pendingTunnel{seed: seed, accepted: make(chan acceptResult, 1)}
 	open := &agentv1.OpenTunnel{TunnelId: id, Target: target}
 	if !s.cfg.NoDataConnections && target.GetKind() == agentv1.TunnelTarget_KIND_SHOOT_API_SERVER {

@@ -18,6 +18,7 @@ type metrics struct {
 	open     *prometheus.GaugeVec
 	bytes    *prometheus.CounterVec
 	failures *prometheus.CounterVec
+	forwards *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -28,9 +29,11 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Bytes carried by tunnels, by kind and direction (to-seed, from-seed)."}, []string{"kind", "direction"}),
 		failures: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "trellis_tunnel_dial_failures_total",
 			Help: "Tunnels that could not be opened, by kind and reason (not-connected, limit, unknown-name, target, bad-hello)."}, []string{"kind", "reason"}),
+		forwards: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "trellis_tunnel_forwarded_total",
+			Help: "Shoot API connections forwarded between hub replicas, by direction (out: to the replica of the seed's agent; in: from another replica)."}, []string{"direction"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.open, m.bytes, m.failures)
+		reg.MustRegister(m.open, m.bytes, m.failures, m.forwards)
 	}
 	return m
 }

@@ -3,6 +3,7 @@ package tunnel
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -32,19 +33,42 @@ func (t *Tunnels) Serve(ctx context.Context, lis net.Listener) error {
 			}
 			return err
 		}
-		wg.Go(func() { t.passthrough(ctx, c) })
+		wg.Go(func() { t.serveConn(ctx, c) })
 	}
 }
 
-func (t *Tunnels) passthrough(ctx context.Context, c net.Conn) {
+// serveConn serves one connection of the SNI listener: a data connection forwarded by another replica goes to Peers,
+// anything else is a client's connection to a shoot's API server (passthrough).
+func (t *Tunnels) serveConn(ctx context.Context, c net.Conn) {
+	_ = c.SetReadDeadline(time.Now().Add(t.cfg.HelloTimeout))
+	stop := context.AfterFunc(ctx, func() { _ = c.SetReadDeadline(time.Now()) })
+	kind, c, err := t.sniff(ctx, c)
+	stop()
+	if err == nil && kind == forwardedData {
+		if t.cfg.Peers == nil {
+			_ = c.Close()
+			return
+		}
+		t.cfg.Peers.ServeForwardedData(ctx, c)
+		return
+	}
+	t.passthrough(ctx, c, kind == forwardedHello, err)
+}
+
+// passthrough pipes a client's connection (forwarded: by another replica) whose ClientHello is still to be read,
+// unless sniffing it failed (err).
+func (t *Tunnels) passthrough(ctx context.Context, c net.Conn, forwarded bool, err error) {
 	defer c.Close()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stop := context.AfterFunc(ctx, func() { _ = c.Close() })
 	defer stop()
 	log := t.cfg.Log.With("client", c.RemoteAddr().String())
-	_ = c.SetReadDeadline(time.Now().Add(t.cfg.HelloTimeout))
-	name, hello, err := readClientHello(c)
+	var name string
+	var hello []byte
+	if err == nil {
+		name, hello, err = readClientHello(c)
+	}
 	_ = c.SetReadDeadline(time.Time{})
 	if err != nil {
 		t.metrics.failures.WithLabelValues(kindShootAPI, "bad-hello").Inc()
@@ -62,7 +86,13 @@ func (t *Tunnels) passthrough(ctx context.Context, c net.Conn) {
 		log.Info("tunnel refused", "err", err)
 		return
 	}
-	client, _, _ := net.SplitHostPort(c.RemoteAddr().String())
+	client := "" // a forwarded connection's client was counted by the replica that forwarded it
+	if forwarded {
+		t.metrics.forwards.WithLabelValues("in").Inc()
+		log = log.With("forwardedBy", c.RemoteAddr().String())
+	} else {
+		client, _, _ = net.SplitHostPort(c.RemoteAddr().String())
+	}
 	release, err := t.limits.acquire(seed, client)
 	if err != nil {
 		t.metrics.failures.WithLabelValues(kindShootAPI, "limit").Inc()
@@ -71,6 +101,17 @@ func (t *Tunnels) passthrough(ctx context.Context, c net.Conn) {
 	}
 	up, err := t.cfg.Dialer.DialTunnel(ctx, seed, &agentv1.TunnelTarget{
 		Kind: agentv1.TunnelTarget_KIND_SHOOT_API_SERVER, ShootNamespace: ShootNamespace(project, shoot)})
+	sent := false // the ClientHello went on with the forward preface
+	if errors.Is(err, agentlink.ErrNotConnected) && !forwarded {
+		// The agent's session may be with another replica: that one opens the tunnel.
+		if fwd, ferr := t.forward(ctx, seed, hello); ferr != nil {
+			err = fmt.Errorf("%w; %w", err, ferr)
+		} else if fwd != nil {
+			up, err, sent = fwd, nil, true
+			t.metrics.forwards.WithLabelValues("out").Inc()
+			log.Info("tunnel forwarded to the replica of the seed's agent", "seed", seed, "replica", fwd.RemoteAddr().String())
+		}
+	}
 	if err != nil {
 		release()
 		t.metrics.failures.WithLabelValues(kindShootAPI, failureReason(err)).Inc()
@@ -81,8 +122,10 @@ func (t *Tunnels) passthrough(ctx context.Context, c net.Conn) {
 	open.Inc()
 	defer func() { open.Dec(); release() }()
 	defer up.Close()
-	if _, err := up.Write(hello); err != nil {
-		return
+	if !sent {
+		if _, err := up.Write(hello); err != nil {
+			return
+		}
 	}
 	t.metrics.bytes.WithLabelValues(kindShootAPI, "to-seed").Add(float64(len(hello)))
 	t.pipe(ctx, c, up, kindShootAPI)

@@ -32,6 +32,9 @@ type Shoots interface {
 type Config struct {
 	Dialer Dialer
 	Shoots Shoots
+	// Peers finds the replica that serves a seed's agent, for shoot API connections that reach another replica
+	// (optional: without it, they are refused as when the agent is not connected).
+	Peers Peers
 	// Domain is the domain of shoot API names: api.<shoot>.<project>.<Domain> (--tunnel-domain).
 	Domain string
 	// MaxPerSeed bounds the open tunnels (and seed API requests in flight) per seed (default 1000).
@@ -134,18 +137,21 @@ type errLimit struct{ what string }
 
 func (e errLimit) Error() string { return e.what }
 
-// acquire counts a tunnel of seed for client, or says which limit it would exceed; release undoes it.
+// acquire counts a tunnel of seed for client, or says which limit it would exceed; release undoes it. A client ""
+// is not counted (a connection another replica forwarded, which counted its client).
 func (l *limits) acquire(seed, client string) (release func(), err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.seeds[seed] >= l.perSeed {
 		return nil, errLimit{fmt.Sprintf("seed %q has %d open tunnels, the most allowed", seed, l.perSeed)}
 	}
-	if l.clients[client] >= l.perClient {
+	if client != "" && l.clients[client] >= l.perClient {
 		return nil, errLimit{fmt.Sprintf("client %q has %d open tunnels, the most allowed", client, l.perClient)}
 	}
 	l.seeds[seed]++
-	l.clients[client]++
+	if client != "" {
+		l.clients[client]++
+	}
 	var once sync.Once
 	return func() {
 		once.Do(func() {
@@ -153,6 +159,9 @@ func (l *limits) acquire(seed, client string) (release func(), err error) {
 			defer l.mu.Unlock()
 			if l.seeds[seed]--; l.seeds[seed] == 0 {
 				delete(l.seeds, seed)
+			}
+			if client == "" {
+				return
 			}
 			if l.clients[client]--; l.clients[client] == 0 {
 				delete(l.clients, client)

@@ -34,16 +34,9 @@ func TestPassthroughDataConnection(t *testing.T) {
 			e.shootAPIServer(t, "dev", "raw", echoTarget(t))
 			sni := tunnel.ShootServerName("raw", "dev", tunnel.DefaultDomain)
 
-			c := dialShoot(t, e, sni)
+			c := dialShoot(t, e.hub.TunnelAddr(), sni)
 			defer c.Close()
-			data := make([]byte, 4<<20)
-			_, _ = rand.Read(data)
-			go func() { _, _ = c.Write(data) }()
-			got := make([]byte, len(data))
-			_ = c.SetReadDeadline(time.Now().Add(60 * time.Second))
-			if _, err := io.ReadFull(c, got); err != nil || !bytes.Equal(got, data) {
-				t.Fatalf("echo through the tunnel: %v (equal %v)", err, bytes.Equal(got, data))
-			}
+			data := echo(t, c, 4<<20)
 			accepted := e.metric(t, "trellis_tunnel_data_connections_total", `result="accepted"`)
 			if want := map[bool]float64{true: 1, false: 0}[dataConns]; accepted != want {
 				t.Errorf("data connections accepted: %v, want %v", accepted, want)
@@ -85,7 +78,7 @@ func TestPassthroughFallsBack(t *testing.T) {
 	// Two tunnels: the first tries a data connection and falls back, the second does not try again (the session
 	// pauses data connections after a failure).
 	for range 2 {
-		c := dialShoot(t, e, tunnel.ShootServerName("fallback", "dev", tunnel.DefaultDomain))
+		c := dialShoot(t, e.hub.TunnelAddr(), tunnel.ShootServerName("fallback", "dev", tunnel.DefaultDomain))
 		if _, err := c.Write([]byte("through the agent link")); err != nil {
 			t.Fatal(err)
 		}
@@ -105,6 +98,19 @@ func TestPassthroughFallsBack(t *testing.T) {
 // returns its address and the count.
 func tlsOnlyProxy(t *testing.T, upstream string) (string, *atomic.Int64) {
 	t.Helper()
+	return sortingProxy(t, func(first byte) string {
+		if first == 0x16 {
+			return upstream
+		}
+		return ""
+	})
+}
+
+// sortingProxy forwards each connection to the address that route gives for its first byte, as a load balancer might
+// send an agent's connections to different hub replicas, or closes (and counts) it when route gives none; it returns
+// its address and the count.
+func sortingProxy(t *testing.T, route func(first byte) string) (string, *atomic.Int64) {
+	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -112,11 +118,11 @@ func tlsOnlyProxy(t *testing.T, upstream string) (string, *atomic.Int64) {
 	var refused atomic.Int64
 	serveConns(t, lis, func(c net.Conn, track func(net.Conn)) {
 		first := make([]byte, 1)
-		if _, err := io.ReadFull(c, first); err != nil || first[0] != 0x16 {
+		if _, err := io.ReadFull(c, first); err != nil || route(first[0]) == "" {
 			refused.Add(1)
 			return
 		}
-		up, err := net.Dial("tcp", upstream)
+		up, err := net.Dial("tcp", route(first[0]))
 		if err != nil {
 			return
 		}
@@ -169,10 +175,10 @@ func serveConns(t *testing.T, lis net.Listener, handle func(c net.Conn, track fu
 	})
 }
 
-// dialShoot opens a TLS connection to the shoot's API through the hub's SNI listener (not verifying the target).
-func dialShoot(t *testing.T, e *env, sni string) *tls.Conn {
+// dialShoot opens a TLS connection to the shoot's API through the SNI listener at addr (not verifying the target).
+func dialShoot(t *testing.T, addr, sni string) *tls.Conn {
 	t.Helper()
-	raw, err := net.DialTimeout("tcp", e.hub.TunnelAddr(), 20*time.Second)
+	raw, err := net.DialTimeout("tcp", addr, 20*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,6 +190,20 @@ func dialShoot(t *testing.T, e *env, sni string) *tls.Conn {
 	}
 	_ = c.SetDeadline(time.Time{})
 	return c
+}
+
+// echo sends n random bytes through c to an echoTarget, checks that the same come back and returns them.
+func echo(t *testing.T, c net.Conn, n int) []byte {
+	t.Helper()
+	data := make([]byte, n)
+	_, _ = rand.Read(data)
+	go func() { _, _ = c.Write(data) }()
+	got := make([]byte, len(data))
+	_ = c.SetReadDeadline(time.Now().Add(60 * time.Second))
+	if _, err := io.ReadFull(c, got); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("echo through the tunnel: %v (equal %v)", err, bytes.Equal(got, data))
+	}
+	return data
 }
 
 // echoTarget is a TLS server (httptest's certificate) that echoes what each connection sends; it returns its address.

@@ -165,7 +165,13 @@ func (e *env) ok(t *testing.T, kubeconfig string, args ...string) string {
 // metric returns the sum of the hub's samples of a metric whose line contains every part.
 func (e *env) metric(t *testing.T, parts ...string) float64 {
 	t.Helper()
-	code, body := e.hub.Do(t, "GET", "/metrics", nil)
+	return hubMetric(t, e.hub, parts...)
+}
+
+// hubMetric returns the sum of h's samples of a metric whose line contains every part.
+func hubMetric(t *testing.T, h *agenttest.Hub, parts ...string) float64 {
+	t.Helper()
+	code, body := h.Do(t, "GET", "/metrics", nil)
 	if code != 200 {
 		t.Fatalf("metrics: %d", code)
 	}

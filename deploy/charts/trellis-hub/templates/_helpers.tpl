@@ -101,6 +101,7 @@ spec:
     - --grpc-listen=0.0.0.0:{{ .Values.service.ports.agent }}
     {{- if .Values.tunnel.enabled }}
     - --tunnel-listen=0.0.0.0:{{ .Values.service.ports.tunnel }}
+    - --tunnel-peer-address=$(POD_IP):{{ .Values.service.ports.tunnel }}
     {{- with .Values.tunnel.domain }}
     - --tunnel-domain={{ . }}
     {{- end }}
