@@ -413,7 +413,7 @@ func (h *Hub) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	tunnels, err := h.newTunnels(registry, link, metrics.registry)
+	tunnels, err := h.newTunnels(registry, link, ca, metrics.registry)
 	if err != nil {
 		return err
 	}

@@ -34,14 +34,16 @@ func TestSniff(t *testing.T) {
 		err   string
 		rest  string
 	}{
-		"a ClientHello":                 {peers: peersAt{"127.0.0.1"}, send: "\x16\x03\x01hello", rest: "\x16\x03\x01hello"},
-		"anything else":                 {peers: peersAt{"127.0.0.1"}, send: "GET / HTTP/1.1\r\n", rest: "GET / HTTP/1.1\r\n"},
-		"a data preface":                {send: "TRELLIS-TUNNEL-DATA/1 x", kind: forwardedData, rest: "TRELLIS-TUNNEL-DATA/1 x"},
-		"forwarded by a replica":        {peers: peersAt{"127.0.0.1"}, send: forwardPreface + "\x16\x03\x01hello", kind: forwardedHello, rest: "\x16\x03\x01hello"},
-		"forwarded by no replica":       {peers: peersAt{"10.0.0.1"}, send: forwardPreface + "\x16", err: "no hub replica's host"},
-		"forwarded, no replicas known":  {send: forwardPreface + "\x16", err: "no hub replica's host"},
-		"another preface":               {peers: peersAt{"127.0.0.1"}, send: "FORWARDED TRELLIS-TUNNEL/2\n\x16", err: "neither a TLS ClientHello"},
-		"the preface's start, then EOF": {peers: peersAt{"127.0.0.1"}, send: "FORW", err: "forward preface"},
+		"a ClientHello":                  {peers: peersAt{"127.0.0.1"}, send: "\x16\x03\x01hello", rest: "\x16\x03\x01hello"},
+		"anything else":                  {peers: peersAt{"127.0.0.1"}, send: "GET / HTTP/1.1\r\n", rest: "GET / HTTP/1.1\r\n"},
+		"a data preface":                 {send: "TRELLIS-TUNNEL-DATA/1 x", kind: forwardedData, rest: "TRELLIS-TUNNEL-DATA/1 x"},
+		"forwarded by a replica":         {peers: peersAt{"127.0.0.1"}, send: forwardPreface + "\x16\x03\x01hello", kind: forwardedHello, rest: "\x16\x03\x01hello"},
+		"a seed API forward":             {peers: peersAt{"127.0.0.1"}, send: seedAPIForwardPreface + "\x16", kind: forwardedSeedAPI, rest: "\x16"},
+		"a seed API forward, no replica": {peers: peersAt{"10.0.0.1"}, send: seedAPIForwardPreface + "\x16", err: "no hub replica's host"},
+		"forwarded by no replica":        {peers: peersAt{"10.0.0.1"}, send: forwardPreface + "\x16", err: "no hub replica's host"},
+		"forwarded, no replicas known":   {send: forwardPreface + "\x16", err: "no hub replica's host"},
+		"another preface":                {peers: peersAt{"127.0.0.1"}, send: "FORWARDED TRELLIS-TUNNEL/2\n\x16", err: "neither a TLS ClientHello"},
+		"the preface's start, then EOF":  {peers: peersAt{"127.0.0.1"}, send: "FORW", err: "forward preface"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			tu, err := New(Config{Dialer: noDialer{}, Peers: c.peers})
@@ -75,7 +77,7 @@ func TestSniff(t *testing.T) {
 // FuzzSniff: whatever a connection begins with, sniff returns; a forward preface is taken only whole, and otherwise
 // nothing is consumed.
 func FuzzSniff(f *testing.F) {
-	for _, seed := range []string{"\x16\x03\x01", forwardPreface + "\x16", "TRELLIS-TUNNEL-DATA/1 ", "FORWARDED", "", "F"} {
+	for _, seed := range []string{"\x16\x03\x01", forwardPreface + "\x16", seedAPIForwardPreface, "TRELLIS-TUNNEL-DATA/1 ", "FORWARDED", "", "F"} {
 		f.Add([]byte(seed))
 	}
 	tu, err := New(Config{Dialer: noDialer{}, Peers: peersAt{"pipe"}})
@@ -92,7 +94,7 @@ func FuzzSniff(f *testing.F) {
 		}
 		got, _ := io.ReadAll(rest)
 		switch kind {
-		case forwardedHello:
+		case forwardedHello, forwardedSeedAPI:
 			t.Fatalf("a forward preface honoured from a pipe, no replica's host: %q", data)
 		case clientHello, forwardedData:
 			if string(got) != string(data) {

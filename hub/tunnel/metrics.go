@@ -30,7 +30,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		failures: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "trellis_tunnel_dial_failures_total",
 			Help: "Tunnels that could not be opened, by kind and reason (not-connected, limit, unknown-name, target, bad-hello)."}, []string{"kind", "reason"}),
 		forwards: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "trellis_tunnel_forwarded_total",
-			Help: "Shoot API connections forwarded between hub replicas, by direction (out: to the replica of the seed's agent; in: from another replica)."}, []string{"direction"}),
+			Help: "Tunnels forwarded between hub replicas, by kind and direction (out: to the replica of the seed's agent; in: from another replica)."}, []string{"kind", "direction"}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.open, m.bytes, m.failures, m.forwards)

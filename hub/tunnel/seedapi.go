@@ -43,6 +43,15 @@ func (t *Tunnels) SeedAPI(authorize Authorize, writeError func(http.ResponseWrit
 				return nil, err
 			}
 			c, err := t.cfg.Dialer.DialTunnel(ctx, seed, &agentv1.TunnelTarget{Kind: agentv1.TunnelTarget_KIND_SEED_API_SERVER})
+			if errors.Is(err, agentlink.ErrNotConnected) {
+				// The agent's session may be with another replica: that one opens the tunnel.
+				if fwd, ferr := t.forwardSeedAPI(ctx, seed); ferr != nil {
+					err = fmt.Errorf("%w; %w", err, ferr)
+				} else if fwd != nil {
+					c, err = fwd, nil
+					t.metrics.forwards.WithLabelValues(kindSeedAPI, "out").Inc()
+				}
+			}
 			if err != nil {
 				t.metrics.failures.WithLabelValues(kindSeedAPI, failureReason(err)).Inc()
 				return nil, err

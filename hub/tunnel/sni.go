@@ -52,6 +52,10 @@ func (t *Tunnels) serveConn(ctx context.Context, c net.Conn) {
 		t.cfg.Peers.ServeForwardedData(ctx, c)
 		return
 	}
+	if err == nil && kind == forwardedSeedAPI {
+		t.serveSeedAPIForward(ctx, c)
+		return
+	}
 	t.passthrough(ctx, c, kind == forwardedHello, err)
 }
 
@@ -88,7 +92,7 @@ func (t *Tunnels) passthrough(ctx context.Context, c net.Conn, forwarded bool, e
 	}
 	client := "" // a forwarded connection's client was counted by the replica that forwarded it
 	if forwarded {
-		t.metrics.forwards.WithLabelValues("in").Inc()
+		t.metrics.forwards.WithLabelValues(kindShootAPI, "in").Inc()
 		log = log.With("forwardedBy", c.RemoteAddr().String())
 	} else {
 		client, _, _ = net.SplitHostPort(c.RemoteAddr().String())
@@ -108,7 +112,7 @@ func (t *Tunnels) passthrough(ctx context.Context, c net.Conn, forwarded bool, e
 			err = fmt.Errorf("%w; %w", err, ferr)
 		} else if fwd != nil {
 			up, err, sent = fwd, nil, true
-			t.metrics.forwards.WithLabelValues("out").Inc()
+			t.metrics.forwards.WithLabelValues(kindShootAPI, "out").Inc()
 			log.Info("tunnel forwarded to the replica of the seed's agent", "seed", seed, "replica", fwd.RemoteAddr().String())
 		}
 	}

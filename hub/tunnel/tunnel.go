@@ -35,6 +35,9 @@ type Config struct {
 	// Peers finds the replica that serves a seed's agent, for shoot API connections that reach another replica
 	// (optional: without it, they are refused as when the agent is not connected).
 	Peers Peers
+	// Replicas is the TLS between replicas for seed API tunnels forwarded among them (optional: without it, a seed
+	// API request on another replica than the agent's is a 503).
+	Replicas ReplicaTLS
 	// Domain is the domain of shoot API names: api.<shoot>.<project>.<Domain> (--tunnel-domain).
 	Domain string
 	// MaxPerSeed bounds the open tunnels (and seed API requests in flight) per seed (default 1000).

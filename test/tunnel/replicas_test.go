@@ -63,7 +63,7 @@ func TestShootAPIThroughAnyReplica(t *testing.T) {
 
 	c := dialShoot(t, b.TunnelAddr(), sni)
 	echo(t, c, 1<<20)
-	if out, in := hubMetric(t, b, "trellis_tunnel_forwarded_total", `direction="out"`), e.metric(t, "trellis_tunnel_forwarded_total", `direction="in"`); out != 1 || in != 1 {
+	if out, in := hubMetric(t, b, "trellis_tunnel_forwarded_total", `kind="shoot-api"`, `direction="out"`), e.metric(t, "trellis_tunnel_forwarded_total", `kind="shoot-api"`, `direction="in"`); out != 1 || in != 1 {
 		t.Errorf("forwarded: %v out of b, %v into a; want 1 and 1", out, in)
 	}
 	if open := e.metric(t, "trellis_tunnel_open", `kind="shoot-api"`); open != 1 {
@@ -112,7 +112,38 @@ func TestShootAPIThroughAnyReplica(t *testing.T) {
 	agenttest.Eventually(t, "replica b counts the refusal", func() bool {
 		return hubMetric(t, b, "trellis_tunnel_dial_failures_total", `kind="shoot-api"`, `reason="not-connected"`) == 1
 	})
-	if in := e.metric(t, "trellis_tunnel_forwarded_total", `direction="in"`); in != 1 {
+	if in := e.metric(t, "trellis_tunnel_forwarded_total", `kind="shoot-api"`, `direction="in"`); in != 1 {
 		t.Errorf("forwarded into replica a: %v, want still 1", in)
+	}
+
+	// The seed API through replica b: b forwards the tunnel to replica a over TLS between the replicas (certificates
+	// of the hub's CA), and the seed sees the hub user, impersonated by the agent.
+	code, body := b.Do(t, "POST", tunnel.SeedAPIPath("local")+"/apis/authentication.k8s.io/v1/selfsubjectreviews",
+		`{"apiVersion":"authentication.k8s.io/v1","kind":"SelfSubjectReview"}`, "Content-Type", "application/json")
+	if code != 201 || !strings.Contains(string(body), `"username":"trellis:admin"`) {
+		t.Fatalf("seed API through replica b: %d %s", code, body)
+	}
+	if code, body := b.Do(t, "GET", tunnel.SeedAPIPath("local")+"/api/v1/namespaces/kube-system", nil); code != 200 || !strings.Contains(string(body), `"name":"kube-system"`) {
+		t.Fatalf("seed API through replica b: %d %s", code, body)
+	}
+	if out, in := hubMetric(t, b, "trellis_tunnel_forwarded_total", `kind="seed-api"`, `direction="out"`), e.metric(t, "trellis_tunnel_forwarded_total", `kind="seed-api"`, `direction="in"`); out < 1 || out != in {
+		t.Errorf("seed API tunnels forwarded: %v out of b, %v into a; want as many, at least 1", out, in)
+	}
+	// Only a replica's certificate opens one: the preface, then TLS with a client certificate of another name.
+	raw, err = net.DialTimeout("tcp", e.hub.TunnelAddr(), 20*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	_, _ = io.WriteString(raw, "FORWARDED TRELLIS-SEED-API\n")
+	_ = raw.SetDeadline(time.Now().Add(30 * time.Second))
+	other := tls.Client(raw, &tls.Config{InsecureSkipVerify: true, Certificates: []tls.Certificate{seedCert(t, e.hub, "local")}}) //nolint:gosec // refused on the client certificate
+	if err := other.Handshake(); err == nil {
+		if _, err = io.WriteString(other, "local\n"); err == nil {
+			_, err = io.ReadFull(other, make([]byte, 3))
+		}
+		if err == nil {
+			t.Fatal("a seed's certificate opened a forwarded seed API tunnel")
+		}
 	}
 }
