@@ -85,8 +85,8 @@ func (l *dataListener) sort(c net.Conn) {
 	_ = c.SetReadDeadline(time.Now().Add(sniffTimeout))
 	first, c, err := tunnelwire.PeekByte(c)
 	if err == nil && first == tunnelwire.DataPrefaceMagic[0] {
-		stop()
 		l.s.serveData(l.ctx, c, true)
+		stop()
 		return
 	}
 	if !stop() || err != nil {

@@ -74,13 +74,16 @@ const (
 
 // sniff reads the forward preface if c begins with one and returns what c begins with and the connection to read the
 // rest from. A connection that begins with the preface's first byte but not with the whole preface, or whose preface
-// comes from a host that is no replica's, is an error.
+// or data preface comes from a host that is no replica's, is an error.
 func (t *Tunnels) sniff(ctx context.Context, c net.Conn) (connKind, net.Conn, error) {
 	first, c, err := tunnelwire.PeekByte(c)
 	switch {
 	case err != nil:
 		return clientHello, c, err
 	case first == tunnelwire.DataPrefaceMagic[0]:
+		if !t.fromPeer(ctx, c) {
+			return clientHello, c, fmt.Errorf("a data connection from %s, which is no hub replica's host", c.RemoteAddr())
+		}
 		return forwardedData, c, nil
 	case first != forwardPreface[0]:
 		return clientHello, c, nil
@@ -97,11 +100,16 @@ func (t *Tunnels) sniff(ctx context.Context, c net.Conn) (connKind, net.Conn, er
 	default:
 		return clientHello, c, errors.New("neither a TLS ClientHello nor a replica's forward preface")
 	}
-	host, _, _ := net.SplitHostPort(c.RemoteAddr().String())
-	if t.cfg.Peers == nil || !t.cfg.Peers.IsPeer(ctx, host) {
-		return clientHello, c, fmt.Errorf("a forward preface from %s, which is no hub replica's host", host)
+	if !t.fromPeer(ctx, c) {
+		return clientHello, c, fmt.Errorf("a forward preface from %s, which is no hub replica's host", c.RemoteAddr())
 	}
 	return kind, c, nil
+}
+
+// fromPeer reports whether c comes from the host of a replica's SNI listener address.
+func (t *Tunnels) fromPeer(ctx context.Context, c net.Conn) bool {
+	host, _, _ := net.SplitHostPort(c.RemoteAddr().String())
+	return t.cfg.Peers != nil && t.cfg.Peers.IsPeer(ctx, host)
 }
 
 // forward connects to the replica that serves seed's agent, if another one does, and sends it the forward preface

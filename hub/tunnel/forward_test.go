@@ -36,7 +36,8 @@ func TestSniff(t *testing.T) {
 	}{
 		"a ClientHello":                  {peers: peersAt{"127.0.0.1"}, send: "\x16\x03\x01hello", rest: "\x16\x03\x01hello"},
 		"anything else":                  {peers: peersAt{"127.0.0.1"}, send: "GET / HTTP/1.1\r\n", rest: "GET / HTTP/1.1\r\n"},
-		"a data preface":                 {send: "TRELLIS-TUNNEL-DATA/1 x", kind: forwardedData, rest: "TRELLIS-TUNNEL-DATA/1 x"},
+		"a data preface":                 {peers: peersAt{"127.0.0.1"}, send: "TRELLIS-TUNNEL-DATA/1 x", kind: forwardedData, rest: "TRELLIS-TUNNEL-DATA/1 x"},
+		"a data preface, no replica":     {peers: peersAt{"10.0.0.1"}, send: "TRELLIS-TUNNEL-DATA/1 x", err: "no hub replica's host"},
 		"forwarded by a replica":         {peers: peersAt{"127.0.0.1"}, send: forwardPreface + "\x16\x03\x01hello", kind: forwardedHello, rest: "\x16\x03\x01hello"},
 		"a seed API forward":             {peers: peersAt{"127.0.0.1"}, send: seedAPIForwardPreface + "\x16", kind: forwardedSeedAPI, rest: "\x16"},
 		"a seed API forward, no replica": {peers: peersAt{"10.0.0.1"}, send: seedAPIForwardPreface + "\x16", err: "no hub replica's host"},
@@ -96,7 +97,9 @@ func FuzzSniff(f *testing.F) {
 		switch kind {
 		case forwardedHello, forwardedSeedAPI:
 			t.Fatalf("a forward preface honoured from a pipe, no replica's host: %q", data)
-		case clientHello, forwardedData:
+		case forwardedData:
+			t.Fatalf("a data connection taken from a pipe, no replica's host: %q", data)
+		case clientHello:
 			if string(got) != string(data) {
 				t.Fatalf("read %q after sniffing %q", got, data)
 			}
