@@ -100,28 +100,17 @@ func target(t *testing.T) (addr string, cfg *tls.Config) {
 	return lis.Addr().String(), &tls.Config{RootCAs: pool, ServerName: "example.com"}
 }
 
-type stats struct{ P50, P99 time.Duration }
-
-func percentiles(d []time.Duration) stats {
-	slices.Sort(d)
-	return stats{P50: d[len(d)/2], P99: d[len(d)*99/100]}
-}
-
-func TestTunnelBench(t *testing.T) {
-	if os.Getenv("TRELLIS_BENCH") == "" {
-		t.Skip("a benchmark: make bench-tunnel")
-	}
+// startBench starts a hub (changed by hubOpts) and a seed with its agent, a shoot on it whose kube-apiserver Service
+// the agent reaches at the target, and returns them, the target's address and client configuration, and the shoot's
+// tunnel name.
+func startBench(t *testing.T, hubOpts ...func(*hub.Config)) (h *agenttest.Hub, seed *agenttest.Seed, targetAddr string, targetTLS *tls.Config, sni string) {
+	t.Helper()
 	ctx := context.Background()
-	// TRELLIS_BENCH_PARTS (comma-separated: seedapi, roundtrip, throughput, idle) runs some parts only.
-	run := func(part string) bool {
-		parts := os.Getenv("TRELLIS_BENCH_PARTS")
-		return parts == "" || slices.Contains(strings.Split(parts, ","), part)
-	}
-	h := agenttest.StartHub(t, func(c *hub.Config) {
+	h = agenttest.StartHub(t, append([]func(*hub.Config){func(c *hub.Config) {
 		c.TunnelListen, c.TunnelMaxPerSeed, c.TunnelMaxPerClient = "127.0.0.1:0", 10*idle, 10*idle
 		c.HeartbeatInterval = heartbeat
-	})
-	targetAddr, targetTLS := target(t)
+	}}, hubOpts...)...)
+	targetAddr, targetTLS = target(t)
 	var svcAddr string
 	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
 		if addr != svcAddr {
@@ -129,7 +118,7 @@ func TestTunnelBench(t *testing.T) {
 		}
 		return (&net.Dialer{}).DialContext(ctx, network, targetAddr)
 	}
-	seed := h.StartSeed(t, "local", agenttest.SeedSpec, seedtest.Start(t), func(c *agent.Config) { c.DialService = dial })
+	seed = h.StartSeed(t, "local", agenttest.SeedSpec, seedtest.Start(t), func(c *agent.Config) { c.DialService = dial })
 	h.Store(t, &corev1beta1.Project{ApiVersion: "core.gardener.cloud/v1beta1", Kind: "Project", Metadata: &pmetav1.ObjectMeta{Name: "dev"},
 		Spec: &corev1beta1.ProjectSpec{Namespace: ptr("garden-dev")}})
 	h.Store(t, &corev1beta1.Shoot{ApiVersion: "core.gardener.cloud/v1beta1", Kind: "Shoot",
@@ -144,7 +133,46 @@ func TestTunnelBench(t *testing.T) {
 		t.Fatal(err)
 	}
 	svcAddr = net.JoinHostPort(svc.Spec.ClusterIP, "443")
-	sni := tunnel.ShootServerName("bench", "dev", tunnel.DefaultDomain)
+	return h, seed, targetAddr, targetTLS, tunnel.ShootServerName("bench", "dev", tunnel.DefaultDomain)
+}
+
+// dialVia opens a TLS connection to the target: through the SNI listener at listener with the shoot's name sni (the
+// target's certificate checked for its own name), or directly when listener is "".
+func dialVia(t *testing.T, listener, sni, targetAddr string, targetTLS *tls.Config) *tls.Conn {
+	t.Helper()
+	addr, cfg := targetAddr, targetTLS.Clone()
+	if listener != "" {
+		addr = listener
+		cfg.ServerName = sni
+		cfg.InsecureSkipVerify = true //nolint:gosec // verified against example.com below
+		cfg.VerifyConnection = func(cs tls.ConnectionState) error {
+			return cs.PeerCertificates[0].VerifyHostname("example.com")
+		}
+	}
+	c, err := tls.Dial("tcp", addr, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+type stats struct{ P50, P99 time.Duration }
+
+func percentiles(d []time.Duration) stats {
+	slices.Sort(d)
+	return stats{P50: d[len(d)/2], P99: d[len(d)*99/100]}
+}
+
+func TestTunnelBench(t *testing.T) {
+	if os.Getenv("TRELLIS_BENCH") == "" {
+		t.Skip("a benchmark: make bench-tunnel")
+	}
+	// TRELLIS_BENCH_PARTS (comma-separated: seedapi, roundtrip, throughput, idle) runs some parts only.
+	run := func(part string) bool {
+		parts := os.Getenv("TRELLIS_BENCH_PARTS")
+		return parts == "" || slices.Contains(strings.Split(parts, ","), part)
+	}
+	h, seed, targetAddr, targetTLS, sni := startBench(t)
 	report := map[string]any{"cpus": runtime.NumCPU()}
 	if la, err := os.ReadFile("/proc/loadavg"); err == nil {
 		report["loadavgBefore"] = strings.TrimSpace(string(la))
@@ -200,20 +228,10 @@ func TestTunnelBench(t *testing.T) {
 	// 2. Passthrough round trips: one byte each way on an established TLS connection, through the SNI listener and
 	// directly to the target.
 	dialTarget := func(through bool) *tls.Conn {
-		addr, cfg := targetAddr, targetTLS.Clone()
 		if through {
-			addr = h.TunnelAddr()
-			cfg.ServerName = sni
-			cfg.InsecureSkipVerify = true //nolint:gosec // verified against example.com below
-			cfg.VerifyConnection = func(cs tls.ConnectionState) error {
-				return cs.PeerCertificates[0].VerifyHostname("example.com")
-			}
+			return dialVia(t, h.TunnelAddr(), sni, targetAddr, targetTLS)
 		}
-		c, err := tls.Dial("tcp", addr, cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return c
+		return dialVia(t, "", sni, targetAddr, targetTLS)
 	}
 	roundTrips := func(c *tls.Conn) stats {
 		defer c.Close()
