@@ -38,7 +38,8 @@ func (t *Tunnels) Serve(ctx context.Context, lis net.Listener) error {
 }
 
 // serveConn serves one connection of the SNI listener: a data connection forwarded by another replica goes to Peers,
-// anything else is a client's connection to a shoot's API server (passthrough).
+// a seed API tunnel forwarded by another replica is served here, anything else is a client's connection to a shoot's
+// API server (passthrough).
 func (t *Tunnels) serveConn(ctx context.Context, c net.Conn) {
 	_ = c.SetReadDeadline(time.Now().Add(t.cfg.HelloTimeout))
 	stop := context.AfterFunc(ctx, func() { _ = c.SetReadDeadline(time.Now()) })
