@@ -129,7 +129,7 @@ func (r replicaTLS) Server() *tls.Config {
 	}}
 }
 
-func (r replicaTLS) Client(string) (*tls.Config, error) {
+func (r replicaTLS) Client() (*tls.Config, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, err

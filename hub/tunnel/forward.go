@@ -36,9 +36,9 @@ type ReplicaTLS interface {
 	// Server is the configuration of the receiving side: the replica's serving certificate, client certificates of
 	// the CA required.
 	Server() *tls.Config
-	// Client returns the configuration of the forwarding side for a replica at host: a fresh client certificate of
-	// ReplicaIdentity, the CA's bundle to verify the other's serving certificate for host.
-	Client(host string) (*tls.Config, error)
+	// Client returns the configuration of the forwarding side: a fresh client certificate of ReplicaIdentity, the
+	// CA's bundle to verify the other's serving certificate.
+	Client() (*tls.Config, error)
 }
 
 // ReplicaIdentity is the common name of the client certificates replicas present to each other.
@@ -59,7 +59,7 @@ const seedAPIForwardPreface = "FORWARDED TRELLIS-SEED-API\n"
 // seedAPIForwardTimeout bounds a seed API forward's handshake, the seed's name and the answer.
 const seedAPIForwardTimeout = 15 * time.Second
 
-// forwardTimeout bounds the connect to the other replica.
+// forwardTimeout bounds the connect to the other replica and the write of its preface.
 const forwardTimeout = 5 * time.Second
 
 // connKind is what a connection on the SNI listener begins with.
@@ -112,10 +112,9 @@ func (t *Tunnels) fromPeer(ctx context.Context, c net.Conn) bool {
 	return t.cfg.Peers != nil && t.cfg.Peers.IsPeer(ctx, host)
 }
 
-// forward connects to the replica that serves seed's agent, if another one does, and sends it the forward preface
-// and the client's ClientHello: that replica opens the tunnel, and c's bytes go through it untouched. It returns nil
-// when no other replica serves the seed.
-func (t *Tunnels) forward(ctx context.Context, seed string, hello []byte) (net.Conn, error) {
+// dialReplica connects to the replica that serves seed's agent, if another one does, and writes preface: nil when no
+// other replica serves the seed.
+func (t *Tunnels) dialReplica(ctx context.Context, seed, preface string) (net.Conn, error) {
 	if t.cfg.Peers == nil {
 		return nil, nil
 	}
@@ -126,11 +125,12 @@ func (t *Tunnels) forward(ctx context.Context, seed string, hello []byte) (net.C
 	ctx, cancel := context.WithTimeout(ctx, forwardTimeout)
 	defer cancel()
 	up, err := (&net.Dialer{}).DialContext(ctx, "tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("forward to the replica at %s: %w", addr, err)
+	if err == nil {
+		if _, err = io.WriteString(up, preface); err != nil {
+			_ = up.Close()
+		}
 	}
-	if _, err := up.Write(append([]byte(forwardPreface), hello...)); err != nil {
-		_ = up.Close()
+	if err != nil {
 		return nil, fmt.Errorf("forward to the replica at %s: %w", addr, err)
 	}
 	return up, nil
@@ -139,36 +139,27 @@ func (t *Tunnels) forward(ctx context.Context, seed string, hello []byte) (net.C
 // forwardSeedAPI opens a seed API tunnel through the replica that serves seed's agent, if another one does: TLS
 // between the replicas, the seed's name, the other's "OK". It returns nil when no other replica serves the seed.
 func (t *Tunnels) forwardSeedAPI(ctx context.Context, seed string) (net.Conn, error) {
-	if t.cfg.Peers == nil || t.cfg.Replicas == nil {
+	if t.cfg.Replicas == nil {
 		return nil, nil
 	}
-	addr, err := t.cfg.Peers.TunnelPeer(ctx, seed)
-	if err != nil || addr == "" {
+	raw, err := t.dialReplica(ctx, seed, seedAPIForwardPreface)
+	if err != nil || raw == nil {
 		return nil, err
 	}
-	host, _, err := net.SplitHostPort(addr)
+	cfg, err := t.cfg.Replicas.Client()
 	if err != nil {
-		return nil, err
-	}
-	cfg, err := t.cfg.Replicas.Client(host)
-	if err != nil {
+		_ = raw.Close()
 		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, seedAPIForwardTimeout)
 	defer cancel()
-	raw, err := (&net.Dialer{}).DialContext(ctx, "tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("forward to the replica at %s: %w", addr, err)
-	}
 	c := tls.Client(raw, cfg)
 	dl, _ := ctx.Deadline()
 	_ = raw.SetDeadline(dl)
 	answer := make([]byte, 3)
-	if _, err = raw.Write([]byte(seedAPIForwardPreface)); err == nil {
-		if err = c.HandshakeContext(ctx); err == nil {
-			if _, err = c.Write([]byte(seed + "\n")); err == nil {
-				_, err = io.ReadFull(c, answer)
-			}
+	if err = c.HandshakeContext(ctx); err == nil {
+		if _, err = c.Write([]byte(seed + "\n")); err == nil {
+			_, err = io.ReadFull(c, answer)
 		}
 	}
 	if err == nil && string(answer) != "OK\n" {
@@ -176,7 +167,7 @@ func (t *Tunnels) forwardSeedAPI(ctx context.Context, seed string) (net.Conn, er
 	}
 	if err != nil {
 		_ = c.Close()
-		return nil, fmt.Errorf("forward to the replica at %s: %w", addr, err)
+		return nil, fmt.Errorf("forward to the replica at %s: %w", raw.RemoteAddr(), err)
 	}
 	_ = raw.SetDeadline(time.Time{})
 	return c, nil

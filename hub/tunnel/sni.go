@@ -106,13 +106,12 @@ func (t *Tunnels) passthrough(ctx context.Context, c net.Conn, forwarded bool, e
 	}
 	up, err := t.cfg.Dialer.DialTunnel(ctx, seed, &agentv1.TunnelTarget{
 		Kind: agentv1.TunnelTarget_KIND_SHOOT_API_SERVER, ShootNamespace: ShootNamespace(project, shoot)})
-	sent := false // the ClientHello went on with the forward preface
 	if errors.Is(err, agentlink.ErrNotConnected) && !forwarded {
-		// The agent's session may be with another replica: that one opens the tunnel.
-		if fwd, ferr := t.forward(ctx, seed, hello); ferr != nil {
+		// The agent's session may be with another replica: that one opens the tunnel (the ClientHello follows).
+		if fwd, ferr := t.dialReplica(ctx, seed, forwardPreface); ferr != nil {
 			err = fmt.Errorf("%w; %w", err, ferr)
 		} else if fwd != nil {
-			up, err, sent = fwd, nil, true
+			up, err = fwd, nil
 			t.metrics.forwards.WithLabelValues(kindShootAPI, "out").Inc()
 			log.Info("tunnel forwarded to the replica of the seed's agent", "seed", seed, "replica", fwd.RemoteAddr().String())
 		}
@@ -127,10 +126,8 @@ func (t *Tunnels) passthrough(ctx context.Context, c net.Conn, forwarded bool, e
 	open.Inc()
 	defer func() { open.Dec(); release() }()
 	defer up.Close()
-	if !sent {
-		if _, err := up.Write(hello); err != nil {
-			return
-		}
+	if _, err := up.Write(hello); err != nil {
+		return
 	}
 	t.metrics.bytes.WithLabelValues(kindShootAPI, "to-seed").Add(float64(len(hello)))
 	t.pipe(ctx, c, up, kindShootAPI)

@@ -219,12 +219,12 @@ func parseRoutes(r io.Reader) ([]route, error) {
 // (Leftovers).
 func SlotAt(i int) *Slot { return newSlot(i) }
 
-// LeftoversOfFreed lists what a stopped node left in slot i, looked at while holding the slot: once a node has
+// leftoversOfFreed lists what a stopped node left in slot i, looked at while holding the slot: once a node has
 // released its slot, another node (of another test, another package) may take it at once, and its processes and
-// mounts are not the stopped node's leftovers. held is false when another node holds the slot after a few tries
-// (another Reserve looks at free slots briefly): the slot was taken again, and what a node Stop released it had
-// already been checked by that Stop (Node.Stop fails on leftovers, looked at before its release).
-func LeftoversOfFreed(i int) (left []string, held bool, err error) {
+// mounts are not the stopped node's leftovers. held is false when another node still holds the slot after a few tries
+// (another Reserve looks at free slots briefly): the slot was taken again, and the Stop that released it had already
+// checked it (Node.Stop fails on leftovers, looked at before its release).
+func leftoversOfFreed(i int) (left []string, held bool, err error) {
 	s := newSlot(i)
 	for try := 0; ; try++ {
 		ok, err := s.tryLock()
@@ -250,11 +250,11 @@ type Reporter interface {
 	Logf(format string, args ...any)
 }
 
-// CheckFreed reports an error for whatever the stopped node `what` left in slot i (LeftoversOfFreed), and logs that
+// CheckFreed reports an error for whatever the stopped node `what` left in slot i (leftoversOfFreed), and logs that
 // it could not look when another node holds the slot.
 func CheckFreed(r Reporter, what string, i int) {
 	r.Helper()
-	left, held, err := LeftoversOfFreed(i)
+	left, held, err := leftoversOfFreed(i)
 	switch {
 	case err != nil:
 		r.Errorf("%s: %v", what, err)
