@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
+	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -664,6 +665,41 @@ func TestHubRestartResumeDropsWhatLeft(t *testing.T) {
 	e.waitCache(t, ta, "a")
 	if st := ta.Status(); st.CSRsSent != 1 || st.LastError != nil {
 		t.Fatalf("CSRs sent %d (want 1), last error %v", st.CSRsSent, st.LastError)
+	}
+}
+
+// TestIdleAgentAdvancesItsVersions: while nothing changes for its seed, the hub's heartbeat acks carry the versions
+// through which it has sent everything (every ten heartbeat intervals), and the agent records them, so an idle agent
+// resumes from a recent version after a restart instead of an old one. The test writes Secrets no object of the seed
+// references (the hub sends the agent nothing for them) until one such write is covered by the agent's versions
+// without any batch in between (its cache unchanged); a batch for the seed meanwhile (the hub's loops) starts over.
+func TestIdleAgentAdvancesItsVersions(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.hub.Store(t, shootFixtures("a")...)
+	ta := agenttest.StartAgent(t, e.config(t))
+	agenttest.Eventually(t, "the seed registered", func() bool { return ta.Status().SeedRegistered })
+	e.waitCache(t, ta, "a")
+	deadline := time.Now().Add(agenttest.WaitTimeout)
+	for i := 0; ; i++ {
+		before := ta.Cache().Snapshot()
+		name := fmt.Sprintf("unrelated-%d", i)
+		e.hub.Store(t, agentsim.Secret("garden", name))
+		rv := e.rv(t, "", "secrets", "garden", name)
+		// Ten heartbeat intervals after the versions last sent, and then the next ack; twice that.
+		wait := time.Now().Add(24 * agenttest.HubHeartbeat)
+		for time.Now().Before(wait) && ta.Cache().SyncedVersions()[resources.Secrets] < rv {
+			time.Sleep(20 * time.Millisecond)
+		}
+		got := ta.Cache().SyncedVersions()[resources.Secrets]
+		switch changed := !cmp.Equal(before, ta.Cache().Snapshot()); {
+		case got >= rv && !changed:
+			return
+		case got < rv && !changed:
+			t.Fatalf("the idle agent's version of secrets is %d after %s, want at least %d (the hub's acks carry it)", got, 24*agenttest.HubHeartbeat, rv)
+		case time.Now().After(deadline):
+			t.Fatal("a batch for the seed came in every attempt")
+		}
 	}
 }
 

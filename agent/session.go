@@ -162,6 +162,8 @@ func (s *session) receive(ctx context.Context) error {
 		switch m := msg.GetMessage().(type) {
 		case *agentv1.HubMessage_HeartbeatAck:
 			s.acked(m.HeartbeatAck.GetSequence())
+			// Messages are handled in order, so every batch the hub sent before this ack is in the cache.
+			s.a.cache.SetSynced(m.HeartbeatAck.GetSyncedVersions(), m.HeartbeatAck.GetSyncedRevision())
 		case *agentv1.HubMessage_Assignments:
 			if err := s.apply(m.Assignments); err != nil {
 				return err

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	agentv1 "github.com/trellis-dev/trellis/proto/gen/trellis/agent/v1"
+	"github.com/trellis-dev/trellis/proto/resources"
 )
 
 // Traceparent is the W3C trace context the hub sent with the version of an object that asked for work: its creation,
@@ -244,6 +245,24 @@ func (c *Cache) AddEventHandler(resource string, h Handler) (remove func()) {
 		c.hmu.Lock()
 		defer c.hmu.Unlock()
 		c.handlers[resource] = slices.DeleteFunc(c.handlers[resource], func(r *registration) bool { return r == reg })
+	}
+}
+
+// SetSynced records what a heartbeat acknowledgement says the hub has sent every change through: versions, as a
+// batch's synced versions are recorded, or revision (when not zero) for every resource the hub streams
+// (resources.Streamed). The hub attaches them while nothing is queued for the agent, after every batch before them,
+// so that an idle agent resumes from a recent version.
+func (c *Cache) SetSynced(versions map[string]int64, revision int64) {
+	if len(versions) == 0 && revision == 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	maps.Copy(c.versions, versions)
+	if revision != 0 {
+		for _, r := range resources.Streamed {
+			c.versions[r] = revision
+		}
 	}
 }
 

@@ -141,6 +141,25 @@ func TestApplyHandlersAndVersions(t *testing.T) {
 	}
 }
 
+// TestSetSynced: a heartbeat ack's versions are recorded as a batch's, and its revision becomes the version of every
+// streamed resource; an ack with neither changes nothing.
+func TestSetSynced(t *testing.T) {
+	c := cache.New()
+	c.SetSynced(map[string]int64{resources.Shoots: 5}, 0)
+	c.SetSynced(nil, 0)
+	if diff := cmp.Diff(map[string]int64{resources.Shoots: 5}, c.SyncedVersions()); diff != "" {
+		t.Fatalf("synced versions after an ack's versions (-want +got):\n%s", diff)
+	}
+	c.SetSynced(nil, 9)
+	want := map[string]int64{}
+	for _, r := range resources.Streamed {
+		want[r] = 9
+	}
+	if diff := cmp.Diff(want, c.SyncedVersions()); diff != "" {
+		t.Fatalf("synced versions after an ack's revision (-want +got):\n%s", diff)
+	}
+}
+
 func TestCompleteSyncDropsUnlisted(t *testing.T) {
 	c := cache.New()
 	if err := c.Apply(&agentv1.AssignmentBatch{Assignments: []*agentv1.Assignment{

@@ -158,6 +158,7 @@ type Server struct {
 	leases   *leaseWriter
 	metrics  *metrics
 	encoder  *encoder
+	synced   atomic.Pointer[syncedAt] // the latest SyncedVersions map built (syncedVersions)
 
 	mu       sync.Mutex
 	sessions map[string]*session // by seed: one agent per seed

@@ -27,6 +27,7 @@ import (
 	"github.com/trellis-dev/trellis/agent/hubdial"
 	"github.com/trellis-dev/trellis/agent/identity"
 	agentv1 "github.com/trellis-dev/trellis/proto/gen/trellis/agent/v1"
+	"github.com/trellis-dev/trellis/proto/resources"
 )
 
 // CSR makes a key and a certificate request for seed; mutate may change the template (tests of refusals).
@@ -324,10 +325,15 @@ func (a *Agent) Session(ctx context.Context) error {
 			if v, ok := sent.LoadAndDelete(m.HeartbeatAck.GetSequence()); ok && a.OnHeartbeatAck != nil {
 				a.OnHeartbeatAck(now.Sub(v.(time.Time)))
 			}
-			if sv := m.HeartbeatAck.GetSyncedVersions(); len(sv) > 0 {
+			if sv, rev := m.HeartbeatAck.GetSyncedVersions(), m.HeartbeatAck.GetSyncedRevision(); len(sv) > 0 || rev != 0 {
 				a.mu.Lock()
 				for r, v := range sv {
 					a.synced[r] = v
+				}
+				if rev != 0 {
+					for _, r := range resources.Streamed {
+						a.synced[r] = rev
+					}
 				}
 				a.mu.Unlock()
 			}

@@ -10,7 +10,8 @@
 //	           certificates in the data dir, so -reuse skips all of it on the next run
 //	connect    runs the N agents (2 s heartbeats), their starts spread over -ramp, and times until every agent has
 //	           received its first SyncComplete
-//	steady     after the fleet has settled, measures for -window: the hub's RSS (VmRSS), its CPU (utime+stime) as % of
+//	steady     after the fleet has settled and the hub's own loops have worked off the fleet's arrival (the etcd
+//	           revisions are the agent link's Lease writes alone; at most -loops-idle-max), measures for -window: the hub's RSS (VmRSS), its CPU (utime+stime) as % of
 //	           one core, the heartbeat ack round trip seen by the agents, and the agent link's etcd writes
 //	           (trellis_agentlink_etcd_writes_total; the etcd revision is read too, as a cross-check)
 //	assign     updates -updates shoots (a label each) through ShootService.Update at -update-rate and times, per

@@ -42,6 +42,7 @@ type config struct {
 	createConc     int
 	syncTimeout    time.Duration
 	settleMax      time.Duration
+	loopsIdleMax   time.Duration
 	window         time.Duration
 	updates        int
 	updateRate     float64
@@ -108,6 +109,7 @@ func main() {
 	flag.IntVar(&cfg.createConc, "create-concurrency", 32, "object creations in flight")
 	flag.DurationVar(&cfg.syncTimeout, "sync-timeout", 10*time.Minute, "time limit for every agent to sync")
 	flag.DurationVar(&cfg.settleMax, "settle-max", 90*time.Second, "longest wait after sync for the link's writes and queues to go quiet")
+	flag.DurationVar(&cfg.loopsIdleMax, "loops-idle-max", 10*time.Minute, "then the longest wait for the hub's own loops to work off the fleet's arrival (0: measure at once)")
 	flag.DurationVar(&cfg.window, "window", 30*time.Second, "steady-state measurement window")
 	flag.IntVar(&cfg.steadyAttempts, "steady-attempts", 3, "steady-state windows at most, while other processes disturb them (the quietest is reported)")
 	flag.IntVar(&cfg.updates, "updates", 1000, "shoot updates of the assignment latency phase (0 skips it)")
@@ -329,6 +331,11 @@ func run(ctx context.Context, cfg config) (*report, error) {
 	rep.Connect.PresenceWrites = w1["presence"] - w0["presence"]
 	rep.Connect.SessionsStarted = m1["trellis_agentlink_sessions_started_total"] - m0["trellis_agentlink_sessions_started_total"]
 	rep.Connect.AssignmentsToSync = m1["trellis_agentlink_assignments_total"] - m0["trellis_agentlink_assignments_total"]
+	idleStart := time.Now()
+	if rep.Connect.LoopWrites, err = loopsIdle(ctx, h, admin, cfg.loopsIdleMax); err != nil {
+		return rep, err
+	}
+	rep.Connect.LoopsIdleSec = secs(time.Since(idleStart))
 
 	// ---- steady state ----
 	if err := steady(ctx, cfg, h, admin, f, rep, rssBefore); err != nil {
@@ -535,6 +542,61 @@ func settle(ctx context.Context, h *hub, maxWait time.Duration) (map[string]floa
 	}
 }
 
+// loopsIdle waits until the hub's own loops (scheduler, controller-manager) have worked off what the fleet's arrival
+// gave them — a ControllerInstallation and the ExtensionsReady condition per Seed, the status label per Shoot, … at
+// the loops' lane rate (--loop-qps) — so that the steady window measures the agent link and not that backlog: until
+// the etcd revisions of 5 s are at most the agent link's own writes plus one, twice in a row, at most maxWait. It
+// returns the revisions written meanwhile that were not the agent link's.
+func loopsIdle(ctx context.Context, h *hub, admin *client, maxWait time.Duration) (int64, error) {
+	if maxWait <= 0 {
+		return 0, nil
+	}
+	// sample returns the etcd revision and the agent link's writes so far.
+	sample := func() (int64, float64, error) {
+		rev, err := revision(ctx, admin)
+		if err != nil {
+			return 0, 0, err
+		}
+		m, err := h.metrics(ctx)
+		if err != nil {
+			return 0, 0, err
+		}
+		return rev, sum(agentWrites(m)), nil
+	}
+	deadline := time.Now().Add(maxWait)
+	first, w0, err := sample()
+	if err != nil {
+		return 0, err
+	}
+	prevRev, prevW, quiet := first, w0, 0
+	for {
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(5 * time.Second):
+		}
+		rev, w, err := sample()
+		if err != nil {
+			return 0, err
+		}
+		if float64(rev-prevRev) <= w-prevW+1 {
+			quiet++
+		} else {
+			quiet = 0
+		}
+		prevRev, prevW = rev, w
+		other := rev - first - int64(w-w0)
+		if quiet >= 2 {
+			logf("the hub's loops are idle (%d writes of theirs since the sync)", other)
+			return other, nil
+		}
+		if time.Now().After(deadline) {
+			logf("the hub's loops were not idle within %s (%d writes of theirs since the sync); measuring anyway", maxWait, other)
+			return other, nil
+		}
+	}
+}
+
 // steady measures the steady state; when other processes took more than twice -quiet-threshold of a core during the
 // window, it measures again (up to -steady-attempts windows) and keeps the quietest window.
 func steady(ctx context.Context, cfg config, h *hub, admin *client, f *fleet, rep *report, rssBefore int64) error {
@@ -625,6 +687,11 @@ func steadyOnce(ctx context.Context, cfg config, h *hub, admin *client, f *fleet
 	s.HubGoroutines = m1["go_goroutines"]
 	s.HubHeapInuseBytes = m1["go_memstats_heap_inuse_bytes"]
 	s.HubGCs = m1["go_gc_duration_seconds_count"] - m0["go_gc_duration_seconds_count"]
+	s.HubAllocBytesPerSec = round2((m1["go_memstats_alloc_bytes_total"] - m0["go_memstats_alloc_bytes_total"]) / w)
+	if hb := m1["trellis_agentlink_heartbeats_total"] - m0["trellis_agentlink_heartbeats_total"]; hb > 0 {
+		s.HubAllocBytesPerHeartbeat = round2((m1["go_memstats_alloc_bytes_total"] - m0["go_memstats_alloc_bytes_total"]) / hb)
+		s.HubMallocsPerHeartbeat = round2((m1["go_memstats_mallocs_total"] - m0["go_memstats_mallocs_total"]) / hb)
+	}
 	s.HubGCPauseMaxMs = round2(1000 * m1[`go_gc_duration_seconds{quantile="1"}`])
 	s.HubMem = map[string]float64{}
 	for k, v := range m1 {

@@ -74,7 +74,9 @@ type connectReport struct {
 	BenchCPUSec       float64 `json:"benchCPUSeconds"`
 	OtherCPUSec       float64 `json:"otherCPUSeconds"`
 	HubRSSBytesAfter  int64   `json:"hubRSSBytesAfter"`
-	SettleSec         float64 `json:"settleSeconds"` // after sync, until the link's writes and queues were quiet
+	SettleSec         float64 `json:"settleSeconds"`    // after sync, until the link's writes and queues were quiet
+	LoopsIdleSec      float64 `json:"loopsIdleSeconds"` // then until the hub's own loops had no more writes to make
+	LoopWrites        int64   `json:"loopWrites"`       // the etcd writes that were not the agent link's meanwhile
 	SeedStatusWrites  float64 `json:"seedStatusWrites"`
 	PresenceWrites    float64 `json:"presenceWrites"`
 	SessionsStarted   float64 `json:"sessionsStarted"`
@@ -110,8 +112,13 @@ type steadyReport struct {
 	HubMem            map[string]float64 `json:"hubGoMemStats"` // go_memstats_* at the end of the window
 	HubGCs            float64            `json:"hubGCs"`
 	HubGCPauseMaxMs   float64            `json:"hubGCPauseMaxMs"` // the longest recent stop-the-world pause
-	QuietWaitSec      float64            `json:"quietWaitSeconds"`
-	Timeline          []second           `json:"timeline"` // per second of the window
+	// What the hub allocated in the window (go_memstats_alloc_bytes_total, mallocs_total): the rate sets how often
+	// it collects, and every collection's mark phase delays acks (mark assists).
+	HubAllocBytesPerSec       float64  `json:"hubAllocBytesPerSecond"`
+	HubAllocBytesPerHeartbeat float64  `json:"hubAllocBytesPerHeartbeat"` // everything the hub allocated ÷ heartbeats
+	HubMallocsPerHeartbeat    float64  `json:"hubMallocsPerHeartbeat"`
+	QuietWaitSec              float64  `json:"quietWaitSeconds"`
+	Timeline                  []second `json:"timeline"` // per second of the window
 }
 
 type attemptSummary struct {
@@ -286,8 +293,8 @@ func (r *report) print() {
 	}
 	c := r.Connect
 	fmt.Printf("connect: %d TCP connections accepted on the machine for %d agents, %.2f per agent (%d listen queue overflows, %d drops)\n", c.TCPAccepted, r.N, float64(c.TCPAccepted)/float64(r.N), c.ListenOverflows, c.ListenDrops)
-	fmt.Printf("connect: %d/%d synced in %.2f s (starts spread over %.1f s; per agent start → synced p50 %.0f ms, p99 %.0f ms, max %.0f ms); hub CPU %.1f s, bench CPU %.1f s, other CPU %.1f s; settled after %.1f s more\n",
-		c.Synced, r.N, c.AllSyncedSec, r.RampMs/1000, c.AgentSyncP50Ms, c.AgentSyncP99Ms, c.AgentSyncMaxMs, c.HubCPUSec, c.BenchCPUSec, c.OtherCPUSec, c.SettleSec)
+	fmt.Printf("connect: %d/%d synced in %.2f s (starts spread over %.1f s; per agent start → synced p50 %.0f ms, p99 %.0f ms, max %.0f ms); hub CPU %.1f s, bench CPU %.1f s, other CPU %.1f s; settled after %.1f s more; the hub's loops idle after %.1f s more (%d writes of theirs)\n",
+		c.Synced, r.N, c.AllSyncedSec, r.RampMs/1000, c.AgentSyncP50Ms, c.AgentSyncP99Ms, c.AgentSyncMaxMs, c.HubCPUSec, c.BenchCPUSec, c.OtherCPUSec, c.SettleSec, c.LoopsIdleSec, c.LoopWrites)
 
 	if r.Steady.WindowSec > 0 {
 		r.printPhases()
@@ -311,7 +318,8 @@ func (r *report) printPhases() {
 	fmt.Fprintf(tw, "hub RSS\t%.1f MiB at the end, %.1f MiB max (%.1f KiB per agent)\t\n", mib(st.HubRSSBytes), mib(st.HubRSSMaxBytes), st.RSSPerAgentKiB)
 	fmt.Fprintf(tw, "hub Go memory\theap in use %.1f MiB (live after last GC ≈ next GC target %.1f MiB / 2), stacks %.1f MiB, runtime sys %.1f MiB; %.0f goroutines\t\n",
 		st.HubHeapInuseBytes/(1<<20), st.HubMem["go_memstats_next_gc_bytes"]/(1<<20), st.HubMem["go_memstats_stack_inuse_bytes"]/(1<<20), st.HubMem["go_memstats_sys_bytes"]/(1<<20), st.HubGoroutines)
-	fmt.Fprintf(tw, "hub GC\t%.0f cycles in the window, longest recent pause %.2f ms\t\n", st.HubGCs, st.HubGCPauseMaxMs)
+	fmt.Fprintf(tw, "hub GC\t%.0f cycles in the window, longest recent pause %.2f ms; allocated %.1f MiB/s (%.0f bytes, %.1f objects per heartbeat)\t\n",
+		st.HubGCs, st.HubGCPauseMaxMs, st.HubAllocBytesPerSec/(1<<20), st.HubAllocBytesPerHeartbeat, st.HubMallocsPerHeartbeat)
 	fmt.Fprintf(tw, "CPU (%% of one core)\thub %.1f %%, bench %.1f %%, other processes %.1f %% (waited %.0f s for a quiet machine)\t\n", st.HubCPUPercent, st.BenchCPUPercent, st.OtherCPUPercent, st.QuietWaitSec)
 	if len(st.Timeline) > 0 {
 		var p99s []string

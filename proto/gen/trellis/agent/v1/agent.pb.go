@@ -925,9 +925,15 @@ type HeartbeatAck struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Sequence is the heartbeat's sequence.
 	Sequence int64 `protobuf:"varint,1,opt,name=sequence,proto3" json:"sequence,omitempty"`
-	// SyncedVersions, when set, advances the agent's resume versions as AssignmentBatch.synced_versions does: the hub
-	// attaches it now and then while nothing is queued for the agent, so an idle agent resumes from a recent version.
+	// SyncedVersions, when set, advances the agent's resume versions as AssignmentBatch.synced_versions does. Hubs
+	// send synced_revision instead; an agent reads both.
 	SyncedVersions map[string]int64 `protobuf:"bytes,2,rep,name=synced_versions,json=syncedVersions,proto3" json:"synced_versions,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	// SyncedRevision, when not zero, is the version through which the hub has sent every change of every resource it
+	// streams (the resources of AssignmentBatch.synced_versions) that concerns the agent's seed: the agent's resume
+	// version of each becomes it. The hub attaches it now and then while nothing is queued for the agent, after every
+	// batch before it, so that an idle agent resumes from a recent version. One number instead of a map per ack: at
+	// 10,000 agents the map's encoding was a sixth of what the hub allocated.
+	SyncedRevision int64 `protobuf:"varint,3,opt,name=synced_revision,json=syncedRevision,proto3" json:"synced_revision,omitempty"`
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
 }
@@ -974,6 +980,13 @@ func (x *HeartbeatAck) GetSyncedVersions() map[string]int64 {
 		return x.SyncedVersions
 	}
 	return nil
+}
+
+func (x *HeartbeatAck) GetSyncedRevision() int64 {
+	if x != nil {
+		return x.SyncedRevision
+	}
+	return 0
 }
 
 // RenewCertificate asks the agent to send a CertificateRequest for a new client certificate.
@@ -1422,10 +1435,11 @@ const file_trellis_agent_v1_agent_proto_rawDesc = "" +
 	"\bsequence\x18\x01 \x01(\x03R\bsequence\x127\n" +
 	"\tsent_time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\bsentTime\x12!\n" +
 	"\fseed_healthy\x18\x03 \x01(\bR\vseedHealthy\x12\x18\n" +
-	"\amessage\x18\x04 \x01(\tR\amessage\"\xca\x01\n" +
+	"\amessage\x18\x04 \x01(\tR\amessage\"\xf3\x01\n" +
 	"\fHeartbeatAck\x12\x1a\n" +
 	"\bsequence\x18\x01 \x01(\x03R\bsequence\x12[\n" +
-	"\x0fsynced_versions\x18\x02 \x03(\v22.trellis.agent.v1.HeartbeatAck.SyncedVersionsEntryR\x0esyncedVersions\x1aA\n" +
+	"\x0fsynced_versions\x18\x02 \x03(\v22.trellis.agent.v1.HeartbeatAck.SyncedVersionsEntryR\x0esyncedVersions\x12'\n" +
+	"\x0fsynced_revision\x18\x03 \x01(\x03R\x0esyncedRevision\x1aA\n" +
 	"\x13SyncedVersionsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"*\n" +
