@@ -932,7 +932,7 @@ type HeartbeatAck struct {
 	// streams (the resources of AssignmentBatch.synced_versions) that concerns the agent's seed: the agent's resume
 	// version of each becomes it. The hub attaches it now and then while nothing is queued for the agent, after every
 	// batch before it, so that an idle agent resumes from a recent version. One number instead of a map per ack: at
-	// 10,000 agents the map's encoding was a sixth of what the hub allocated.
+	// 10,000 agents the map's encoding was a sixth of the objects the hub allocated.
 	SyncedRevision int64 `protobuf:"varint,3,opt,name=synced_revision,json=syncedRevision,proto3" json:"synced_revision,omitempty"`
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
