@@ -11,9 +11,14 @@
 //	connect    runs the N agents (2 s heartbeats), their starts spread over -ramp, and times until every agent has
 //	           received its first SyncComplete
 //	steady     after the fleet has settled and the hub's own loops have worked off the fleet's arrival (the etcd
-//	           revisions are the agent link's Lease writes alone; at most -loops-idle-max), measures for -window: the hub's RSS (VmRSS), its CPU (utime+stime) as % of
-//	           one core, the heartbeat ack round trip seen by the agents, and the agent link's etcd writes
-//	           (trellis_agentlink_etcd_writes_total; the etcd revision is read too, as a cross-check)
+//	           revisions are the agent link's Lease writes alone; at most -loops-idle-max), measures for -window:
+//	           the hub's RSS (VmRSS), its CPU (utime+stime) as % of one core, what it allocated per heartbeat, the
+//	           heartbeat ack round trip seen by the agents, and the agent link's etcd writes
+//	           (trellis_agentlink_etcd_writes_total; the etcd revision is read too, as a cross-check); per second,
+//	           the acks' p99, the CPU of each process and which process completed a garbage collection. A
+//	           collection's mark phase holds up the acks of the process that collects; the ack budget is checked
+//	           without the seconds around this load generator's own collections, and the p99 without either
+//	           process's is printed too
 //	assign     updates -updates shoots (a label each) through ShootService.Update at -update-rate and times, per
 //	           update, when Update returned (commit, with the new resourceVersion) → when the owning agent's
 //	           OnAssignment saw that resourceVersion; also update sent → received, which cannot be negative

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -638,7 +639,8 @@ func steadyOnce(ctx context.Context, cfg config, h *hub, admin *client, f *fleet
 	var rssMax int64
 	end := time.Now().Add(cfg.window)
 	var seconds []cpuDelta // per second of the window
-	prev := cpu0
+	var gcs []gcCount      // the collections each process completed in each second
+	prev, prevGC := cpu0, countGCs(ctx, h)
 	for time.Now().Before(end) {
 		if r, _ := h.rss(); r > rssMax {
 			rssMax = r
@@ -649,7 +651,9 @@ func steadyOnce(ctx context.Context, cfg config, h *hub, admin *client, f *fleet
 		case <-time.After(min(time.Second, time.Until(end))):
 		}
 		seconds = append(seconds, prev.delta(h))
-		prev = snapshot(h)
+		gc := countGCs(ctx, h)
+		gcs = append(gcs, gcCount{hub: gc.hub - prevGC.hub, bench: gc.bench - prevGC.bench})
+		prev, prevGC = snapshot(h), gc
 	}
 	acks, ackAt := f.stopAcks()
 	c := cpu0.delta(h)
@@ -674,7 +678,9 @@ func steadyOnce(ctx context.Context, cfg config, h *hub, admin *client, f *fleet
 	s.HubCPUPercent, s.BenchCPUPercent, s.OtherCPUPercent = c.hubPct, c.benchPct, c.otherPct
 	s.HeartbeatsPerSec = round2((m1["trellis_agentlink_heartbeats_total"] - m0["trellis_agentlink_heartbeats_total"]) / w)
 	s.Acks = len(acks)
-	s.Timeline = timeline(cpu0.at, seconds, acks, ackAt)
+	s.Timeline = timeline(cpu0.at, seconds, gcs, acks, ackAt)
+	s.AckP99NoBenchGCMs, s.AcksNoBenchGC = p99Without(cpu0.at, gcs, acks, ackAt, func(g gcCount) bool { return g.bench > 0 })
+	s.AckP99NoGCMs, s.AcksNoGC = p99Without(cpu0.at, gcs, acks, ackAt, func(g gcCount) bool { return g.bench > 0 || g.hub > 0 })
 	q := quantiles(acks, 0.5, 0.9, 0.99, 0.999, 1)
 	s.AckP50Ms, s.AckP90Ms, s.AckP99Ms, s.AckP999Ms, s.AckMaxMs = ms(q[0]), ms(q[1]), ms(q[2]), ms(q[3]), ms(q[4])
 	w0, w1 := agentWrites(m0), agentWrites(m1)
@@ -703,8 +709,49 @@ func steadyOnce(ctx context.Context, cfg config, h *hub, admin *client, f *fleet
 	return nil
 }
 
+// gcCount counts garbage collections of the hub (go_gc_duration_seconds_count) and of this process.
+type gcCount struct{ hub, bench int64 }
+
+// countGCs returns the collections so far; the hub's count stays 0 when its metrics cannot be read. Every
+// collection's mark phase delays the acks of the process that collects (mark assists), so the timeline shows in which
+// second each process collected.
+func countGCs(ctx context.Context, h *hub) gcCount {
+	var c gcCount
+	if m, err := h.metrics(ctx); err == nil {
+		c.hub = int64(m["go_gc_duration_seconds_count"])
+	}
+	sample := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}}
+	metrics.Read(sample)
+	if sample[0].Value.Kind() == metrics.KindUint64 {
+		c.bench = int64(sample[0].Value.Uint64())
+	}
+	return c
+}
+
+// p99Without returns the p99 of the acks that arrived outside the seconds around the collections skip picks (the
+// second before a completed collection, its own and the next: its mark phase and the acks it held up) and how many
+// acks that left. This process's own collections delay its agents' receipt of acks as the hub's delay the hub's
+// answers (mark assists park the goroutines that allocate), which says nothing of the hub.
+func p99Without(start time.Time, gcs []gcCount, rtt []time.Duration, at []time.Time, skip func(gcCount) bool) (float64, int) {
+	out := make([]bool, len(gcs)+1)
+	for k, g := range gcs {
+		if skip(g) {
+			for j := max(0, k-1); j <= k+1 && j < len(out); j++ {
+				out[j] = true
+			}
+		}
+	}
+	var kept []time.Duration
+	for i, t := range at {
+		if k := int(t.Sub(start) / time.Second); k < 0 || k >= len(out) || !out[k] {
+			kept = append(kept, rtt[i])
+		}
+	}
+	return ms(quantiles(kept, 0.99)[0]), len(kept)
+}
+
 // timeline puts the window's acks (by arrival) next to the CPU use of each second.
-func timeline(start time.Time, seconds []cpuDelta, rtt []time.Duration, at []time.Time) []second {
+func timeline(start time.Time, seconds []cpuDelta, gcs []gcCount, rtt []time.Duration, at []time.Time) []second {
 	out := make([]second, len(seconds))
 	byS := make([][]time.Duration, len(seconds))
 	for i, t := range at {
@@ -716,7 +763,7 @@ func timeline(start time.Time, seconds []cpuDelta, rtt []time.Duration, at []tim
 	for k, d := range seconds {
 		q := quantiles(byS[k], 0.5, 0.99, 1)
 		out[k] = second{S: k, Acks: len(byS[k]), AckP50Ms: ms(q[0]), AckP99Ms: ms(q[1]), AckMaxMs: ms(q[2]),
-			HubCPUPct: d.hubPct, BenchCPUPct: d.benchPct, OtherCPUPct: d.otherPct}
+			HubCPUPct: d.hubPct, BenchCPUPct: d.benchPct, OtherCPUPct: d.otherPct, HubGCs: gcs[k].hub, BenchGCs: gcs[k].bench}
 	}
 	return out
 }
