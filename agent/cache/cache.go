@@ -250,7 +250,7 @@ func (c *Cache) AddEventHandler(resource string, h Handler) (remove func()) {
 
 // SetSynced records what a heartbeat acknowledgement says the hub has sent every change through: versions, as a
 // batch's synced versions are recorded, or revision (when not zero) for every resource the hub streams
-// (resources.Streamed). The hub attaches them while nothing is queued for the agent, after every batch before them,
+// (resources.SyncedAt). The hub attaches them while nothing is queued for the agent, after every batch before them,
 // so that an idle agent resumes from a recent version.
 func (c *Cache) SetSynced(versions map[string]int64, revision int64) {
 	if len(versions) == 0 && revision == 0 {
@@ -260,9 +260,7 @@ func (c *Cache) SetSynced(versions map[string]int64, revision int64) {
 	defer c.mu.Unlock()
 	maps.Copy(c.versions, versions)
 	if revision != 0 {
-		for _, r := range resources.Streamed {
-			c.versions[r] = revision
-		}
+		maps.Copy(c.versions, resources.SyncedAt(revision))
 	}
 }
 

@@ -527,10 +527,7 @@ func (s *Server) syncedVersions(rev int64) map[string]int64 {
 	if c := s.synced.Load(); c != nil && c.rev == rev {
 		return c.versions
 	}
-	m := make(map[string]int64, len(resources.Streamed))
-	for _, r := range resources.Streamed {
-		m[r] = rev
-	}
+	m := resources.SyncedAt(rev)
 	s.synced.Store(&syncedAt{rev: rev, versions: m})
 	return m
 }

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -327,13 +328,9 @@ func (a *Agent) Session(ctx context.Context) error {
 			}
 			if sv, rev := m.HeartbeatAck.GetSyncedVersions(), m.HeartbeatAck.GetSyncedRevision(); len(sv) > 0 || rev != 0 {
 				a.mu.Lock()
-				for r, v := range sv {
-					a.synced[r] = v
-				}
+				maps.Copy(a.synced, sv)
 				if rev != 0 {
-					for _, r := range resources.Streamed {
-						a.synced[r] = rev
-					}
+					maps.Copy(a.synced, resources.SyncedAt(rev))
 				}
 				a.mu.Unlock()
 			}
