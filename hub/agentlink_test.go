@@ -37,6 +37,7 @@ type linkEnv struct {
 	h        *hubtest.Hub
 	dialer   agentsim.Dialer
 	registry *api.Registry // the hub's
+	lis      *bufconn.Listener
 }
 
 func startLink(t *testing.T) *linkEnv {
@@ -48,7 +49,7 @@ func startLink(t *testing.T) *linkEnv {
 	})
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(h.CA)
-	return &linkEnv{t: t, h: h, registry: h.Registry(), dialer: agentsim.Dialer{
+	return &linkEnv{t: t, h: h, registry: h.Registry(), lis: lis, dialer: agentsim.Dialer{
 		Target: "passthrough:///bufnet", CA: pool,
 		Options: []grpc.DialOption{grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) })},
 	}}

@@ -323,6 +323,10 @@ func nativeOptions(current func() *tls.Config, streams tap.ServerInHandle, hands
 		// No read buffer: crypto/tls holds each record decrypted, so gRPC's framer reads frames from memory anyway.
 		grpc.ReadBufferSize(0),
 		grpc.WriteBufferSize(4 << 10), // grpc shares write buffers by default (SharedWriteBuffer is deprecated)
+		// No HPACK dynamic table for the agents' request headers: an agent opens its session stream once and makes
+		// few other calls, so indexing their headers saves a few bytes a call, while each connection's table would
+		// keep up to 4 KiB of them for as long as the agent stays connected (about 900 bytes an agent measured).
+		grpc.HeaderTableSize(0),
 		// Tunnels move bulk bytes: buffers that are not zeroed on every use (docs/tunnels.md).
 		experimental.BufferPool(tunnelwire.BufferPool),
 		// Fixed windows turn off gRPC's bandwidth-delay estimation, which would answer the data of every heartbeat

@@ -160,36 +160,9 @@ func New(cfg Config) (*Controller, error) {
 			workqueue.TypedRateLimitingQueueConfig[Key]{Name: cfg.Name, Clock: cfg.Clock,
 				DelayingQueue: workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[Key]{
 					Name: cfg.Name, Clock: cfg.Clock,
-					Queue: workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[Key]{Name: cfg.Name, Clock: cfg.Clock, Queue: new(fifo)}),
+					Queue: newQueue(),
 				})}),
 	}, nil
-}
-
-// fifo is the order of a controller's queue: client-go's default, a slice, except that it lets go of its array when
-// it runs empty. The default keeps the array of its longest burst (the initial list of every object, and at a
-// fleet's connect every Seed and Shoot again) for as long as the queue never grows past it: one Key per object and
-// controller, for good.
-type fifo []Key
-
-// Touch does nothing: an item queued again keeps its place.
-func (q *fifo) Touch(Key) {}
-
-// Push appends k.
-func (q *fifo) Push(k Key) { *q = append(*q, k) }
-
-// Len is the number of keys queued.
-func (q *fifo) Len() int { return len(*q) }
-
-// Pop takes the first key.
-func (q *fifo) Pop() Key {
-	k := (*q)[0]
-	if len(*q) == 1 {
-		*q = nil
-		return k
-	}
-	(*q)[0] = Key{} // the array keeps its slots until it is let go of; the key's strings need not stay
-	*q = (*q)[1:]
-	return k
 }
 
 // Name is the controller's name, as configured.
