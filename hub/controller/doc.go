@@ -1,7 +1,8 @@
 // Package controller owns the framework the hub's leader-only control loops are built on, in the spirit of
 // controller-runtime's, over the hub's own store instead of a Kubernetes API: a rate-limited work queue of object keys
-// (client-go's workqueue), fed by watches of store collections that map each change to the keys it concerns, a
-// periodic resync, and workers calling a one-method Reconciler.
+// (client-go's delaying and rate-limiting queues around the hub's own queue, which lets go of a burst's memory), fed
+// by watches of store collections that map each change to the keys it concerns, a periodic resync, and workers
+// calling a one-method Reconciler.
 //
 // Sources. A Source watches one collection from its current state on (every existing object arrives as an ADDED
 // event first) and resumes from the last revision it saw when the watch ends; when the history no longer covers that
