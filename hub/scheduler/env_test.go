@@ -86,6 +86,18 @@ func (e *env) events(shoot, reason string) []*kcorev1.Event {
 	return controllertest.Events(e.t, e.c.events, "garden-dev", shoot, reason)
 }
 
+// eventsWritten waits until the shoot has an event of reason and returns its events of reason: a running scheduler
+// writes events off its workers' path (eventSink), after the write they are about.
+func (e *env) eventsWritten(shoot, reason string) []*kcorev1.Event {
+	e.t.Helper()
+	var evs []*kcorev1.Event
+	controllertest.Eventually(e.t, reason+" event of "+shoot, func() bool {
+		evs = e.events(shoot, reason)
+		return len(evs) > 0
+	})
+	return evs
+}
+
 // placed waits until every named shoot is on its seed.
 func (e *env) placed(want map[string]string) {
 	e.t.Helper()

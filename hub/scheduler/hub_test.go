@@ -40,7 +40,7 @@ func TestSchedulesPendingShoots(t *testing.T) {
 	e.placed(map[string]string{"second": "aws-b", "us": "aws-us"}) // aws-a still counts two
 	e.shoot("third")
 	e.placed(map[string]string{"third": "aws-a"}) // 2:2, the first by name
-	if evs := e.events("first", EventSchedulingSuccessful); len(evs) != 1 || evs[0].GetMessage() != "Scheduled to seed 'aws-b'" {
+	if evs := e.eventsWritten("first", EventSchedulingSuccessful); len(evs) != 1 || evs[0].GetMessage() != "Scheduled to seed 'aws-b'" {
 		t.Fatalf("events of first: %v", evs)
 	}
 	controllertest.Consistently(t, "the custom scheduler's shoot stays unscheduled", 200*time.Millisecond, func() bool { return e.seedOf("custom") == "" })
@@ -55,12 +55,12 @@ func TestUnschedulableUntilASeedIsUsable(t *testing.T) {
 	e.run(Config{RetryMin: never, RetryMax: never})
 	e.shoot("s")
 	e.pendingWith("s", "Failed to schedule Shoot: none of the 2 seeds is valid for scheduling (not deleting, visible and ready)")
-	if evs := e.events("s", EventSchedulingFailed); len(evs) != 1 || evs[0].GetType() != "Warning" {
+	if evs := e.eventsWritten("s", EventSchedulingFailed); len(evs) != 1 || evs[0].GetType() != "Warning" {
 		t.Fatalf("events %v", evs)
 	}
 	e.setCondition("aws-b", ConditionBackupBucketsReady, "True")
 	e.placed(map[string]string{"s": "aws-b"})
-	if len(e.events("s", EventSchedulingSuccessful)) != 1 {
+	if len(e.eventsWritten("s", EventSchedulingSuccessful)) != 1 {
 		t.Fatal("no SchedulingSuccessful event")
 	}
 }
