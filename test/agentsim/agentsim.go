@@ -252,6 +252,7 @@ func (a *Agent) Session(ctx context.Context) error {
 		a.mu.Unlock()
 	}()
 	var sent sync.Map // heartbeat sequence → send time
+	var acked int64   // the highest heartbeat sequence acknowledged (receiving goroutine only)
 	var lastRecv atomic.Int64
 	var welcomed atomic.Bool
 	start := time.Now()
@@ -323,8 +324,12 @@ func (a *Agent) Session(ctx context.Context) error {
 			}
 			a.mu.Unlock()
 		case *agentv1.HubMessage_HeartbeatAck:
-			if v, ok := sent.LoadAndDelete(m.HeartbeatAck.GetSequence()); ok && a.OnHeartbeatAck != nil {
-				a.OnHeartbeatAck(now.Sub(v.(time.Time)))
+			// Acks are cumulative, as the real agent takes them: heartbeats the hub answered with one later ack (its
+			// sender was behind) are acknowledged by it, and their round trips end now.
+			for ; acked < m.HeartbeatAck.GetSequence(); acked++ {
+				if v, ok := sent.LoadAndDelete(acked + 1); ok && a.OnHeartbeatAck != nil {
+					a.OnHeartbeatAck(now.Sub(v.(time.Time)))
+				}
 			}
 			if sv, rev := m.HeartbeatAck.GetSyncedVersions(), m.HeartbeatAck.GetSyncedRevision(); len(sv) > 0 || rev != 0 {
 				a.mu.Lock()
