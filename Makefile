@@ -204,12 +204,15 @@ testbin-kube:
 ## The packages in TEST_FIRST, the longest, start first (go test runs packages in the order given) and TEST_P packages
 ## run at once: the two long ones and, in the third slot, all others from the start, on the CPU that the node tests
 ## leave idle while they wait for processes, pods and machines (test/e2e runs its long tests two at a time, too). The
-## fuzz phase runs beside go test at a lower CPU priority (nice 10); its output (bin/fuzz.log) follows go test's, and
-## either failing fails make test.
+## fuzz phase runs beside go test at a lower CPU priority (nice 10), one worker per target, from the seed corpora only
+## (a fresh FUZZCACHE, bin/fuzz/corpus: the machine's accumulated corpora would make every run slower than the last);
+## its output (bin/fuzz.log) follows go test's, and either failing fails make test.
 TEST_FIRST ?= ./test/e2e ./test/shootcontrolplane
 TEST_P ?= 3
 test: testbin build tools
-	@mkdir -p bin; nice -n 10 $(MAKE) --no-print-directory fuzz FUZZTIME=10000x >bin/fuzz.log 2>&1 & fuzz=$$!; \
+	@mkdir -p bin; rm -rf bin/fuzz/corpus; \
+	nice -n 10 $(MAKE) --no-print-directory fuzz FUZZTIME=10000x FUZZPARALLEL=1 FUZZCACHE=$(CURDIR)/bin/fuzz/corpus \
+		>bin/fuzz.log 2>&1 & fuzz=$$!; \
 	$(GO) test -p $(TEST_P) -count=1 -timeout 30m $(TEST_FIRST) ./...; tests=$$?; \
 	wait $$fuzz; fuzzed=$$?; cat bin/fuzz.log; \
 	if [ $$fuzzed -ne 0 ]; then echo "make test: the fuzz phase failed (bin/fuzz.log)"; fi; \
@@ -219,15 +222,20 @@ test: testbin build tools
 ## built once, runs each of its targets in the package's directory with go test's corpus cache: a number of executions (10000x) or a duration (30s). make test uses
 ## a count: Go 1.26's fuzzing coordinator can fail a duration-bounded run with a spurious "context deadline exceeded"
 ## when its deadline meets a busy worker (go.dev/issue/75804, fixed in Go 1.27), which a count never hits.
+## FUZZCACHE: where the corpora a run finds are kept and read again (default Go's own, $GOCACHE/fuzz, which
+## `go test -fuzz` shares); FUZZPARALLEL: worker processes per target (default GOMAXPROCS).
 FUZZTIME ?= 30s
+FUZZCACHE ?=
+FUZZPARALLEL ?=
 fuzz:
-	@set -e; mkdir -p bin/fuzz; cache=$$($(GO) env GOCACHE)/fuzz; mod=$$($(GO) list -m); \
+	@set -e; mkdir -p bin/fuzz; cache=$(or $(FUZZCACHE),$$($(GO) env GOCACHE)/fuzz); mod=$$($(GO) list -m); \
 	for dir in $$(grep -rl --include='*_test.go' -E '^func Fuzz[A-Za-z0-9_]*\(' . | grep -v '^./bin/' | xargs -n1 dirname | sort -u); do \
 		pkg=$$mod/$${dir#./}; bin=$(CURDIR)/bin/fuzz/$$(echo $${dir#./} | tr / _).test; \
 		echo "fuzz: build $$pkg"; $(GO) test -c -fuzz=. -o $$bin $$dir; \
 		for f in $$(sed -n -E 's/^func (Fuzz[A-Za-z0-9_]*)\(.*/\1/p' $$dir/*_test.go | sort -u); do \
 			echo "fuzz $$pkg $$f"; \
-			(cd $$dir && $$bin -test.run '^$$' -test.fuzz "^$$f$$" -test.fuzztime $(FUZZTIME) -test.fuzzcachedir $$cache/$$pkg/$$f); \
+			(cd $$dir && $$bin -test.run '^$$' -test.fuzz "^$$f$$" -test.fuzztime $(FUZZTIME) \
+				-test.fuzzcachedir $$cache/$$pkg $(if $(FUZZPARALLEL),-test.parallel $(FUZZPARALLEL))); \
 		done; done
 
 ## bench-api: REST benchmark of 10,000 realistic shoots against a real hub (create, get, update, patch, list, watch,
