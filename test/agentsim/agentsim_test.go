@@ -2,12 +2,8 @@ package agentsim
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"math/big"
 	"net"
 	"sync"
 	"testing"
@@ -18,6 +14,7 @@ import (
 	"google.golang.org/grpc/test/bufconn"
 
 	agentv1 "github.com/trellis-dev/trellis/proto/gen/trellis/agent/v1"
+	"github.com/trellis-dev/trellis/test/hubtest"
 )
 
 // coalescingHub is a stand-in for the hub: it answers the first two heartbeats of a session with one acknowledgement
@@ -52,26 +49,12 @@ func (coalescingHub) Connect(stream agentv1.AgentService_ConnectServer) error {
 // TestCumulativeAckMeasuresEveryHeartbeat: an acknowledgement acknowledges every heartbeat up to its sequence, as the
 // real agent takes it, so the simulator reports a round trip for each of them (none is left out of the latencies).
 func TestCumulativeAckMeasuresEveryHeartbeat(t *testing.T) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, IsCA: true, BasicConstraintsValid: true,
-		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ca := hubtest.NewCA(t, "hub", false)
 	pool := x509.NewCertPool()
-	pool.AddCert(cert)
+	pool.AddCert(ca.Cert)
 
 	lis := bufconn.Listen(1 << 20)
-	srv := grpc.NewServer(grpc.Creds(credentials.NewTLS(&tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}})))
+	srv := grpc.NewServer(grpc.Creds(credentials.NewTLS(&tls.Config{Certificates: []tls.Certificate{ca.ServingCert(t, "127.0.0.1")}})))
 	agentv1.RegisterAgentServiceServer(srv, coalescingHub{})
 	go func() { _ = srv.Serve(lis) }()
 	defer srv.Stop()

@@ -166,13 +166,11 @@ func TestOperated(t *testing.T) {
 		// Whether the spans are missing or in another trace: the create's spans by name, every store.Create of shoots
 		// with its trace, and every trace with its spans per service.
 		t.Logf("the create's trace %x: %v", create.GetTraceId(), byService)
+		traces := map[string]map[string]int{}
 		for _, s := range rcv.Spans() {
 			if s.Scope == create.Scope && s.GetName() == create.GetName() {
 				t.Logf("%s in trace %x, span %x, parent %x, status %v", s.GetName(), s.GetTraceId(), s.GetSpanId(), s.GetParentSpanId(), s.GetStatus())
 			}
-		}
-		traces := map[string]map[string]int{}
-		for _, s := range rcv.Spans() {
 			id := fmt.Sprintf("%x", s.GetTraceId())
 			if traces[id] == nil {
 				traces[id] = map[string]int{}
