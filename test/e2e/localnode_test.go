@@ -187,10 +187,12 @@ func TestLocalSeedNodes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := localnode.Probe(ctx, localnode.ProbeConfig{Client: local.Client, Kubeconfig: local.Kubeconfig,
-		Namespace: created.Name, Testbin: testBinDir(t)}); err != nil {
+	res, err := localnode.Probe(ctx, localnode.ProbeConfig{Client: local.Client, Kubeconfig: local.Kubeconfig,
+		Namespace: created.Name, Testbin: testBinDir(t)})
+	if err != nil {
 		t.Fatalf("seed local: %v", err)
 	}
+	t.Logf("seed local: the probe's client reached its Service at attempt %d", res.ClientAttempts)
 	busybox, err := localnode.ImageRef(testBinDir(t), "busybox")
 	if err != nil {
 		t.Fatal(err)

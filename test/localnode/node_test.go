@@ -64,7 +64,7 @@ func TestNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("2-replica Deployment available in %v", res.Available.Round(time.Millisecond))
+	t.Logf("2-replica Deployment available in %v; the client reached the Service at attempt %d", res.Available.Round(time.Millisecond), res.ClientAttempts)
 	if !slot.ServiceCIDR.Contains(mustAddr(t, res.ClusterIP)) {
 		t.Errorf("Service ClusterIP %s is outside the slot's service network %s", res.ClusterIP, slot.ServiceCIDR)
 	}

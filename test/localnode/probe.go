@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -39,6 +41,9 @@ type ProbeResult struct {
 	ClusterIP string
 	// Available is how long the 2-replica web Deployment took to be available.
 	Available time.Duration
+	// ClientAttempts is how many tries the client pod took to resolve the Service and fetch the page (it retries
+	// until kube-proxy has programmed the new ClusterIP).
+	ClientAttempts int
 }
 
 // Probe checks what a seed needs of its node, end to end through the seed's kube-apiserver: a 2-replica web
@@ -96,19 +101,27 @@ func Probe(ctx context.Context, pc ProbeConfig) (ProbeResult, error) {
 		ObjectMeta: metav1.ObjectMeta{Name: "client"},
 		Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{
 			Name: "client", Image: busybox, ImagePullPolicy: corev1.PullNever,
-			Command: []string{"sh", "-c", "nslookup web." + ns + ".svc.cluster.local && wget -q -O - http://web." + ns + "/index.html"},
+			// kube-proxy programs a new Service's ClusterIP a moment after the Service exists (at least its
+			// minSyncPeriod, longer on a loaded machine), and until then a SYN to it goes unanswered: a client
+			// retries, as users' clients do, each attempt bounded so that one lost SYN cannot take TCP's two minutes.
+			Command: []string{"sh", "-c", "for i in $(seq 30); do " +
+				"if timeout 5 nslookup web." + ns + ".svc.cluster.local && timeout 5 wget -q -O - http://web." + ns + "/index.html; " +
+				"then echo \"attempt $i\"; exit 0; fi; sleep 1; done; exit 1"},
 		}}},
 	}, metav1.CreateOptions{})
 	if err != nil {
 		return res, err
 	}
-	phase, err := WaitPodDone(ctx, c, ns, "client")
-	if err != nil {
-		return res, err
-	}
+	phase, waitErr := WaitPodDone(ctx, c, ns, "client")
 	logs, err := c.CoreV1().Pods(ns).GetLogs("client", &corev1.PodLogOptions{}).DoRaw(ctx)
+	if waitErr != nil {
+		return res, fmt.Errorf("%w; its logs (%v):\n%s", waitErr, err, logs)
+	}
 	if err != nil {
 		return res, fmt.Errorf("logs of pod client through the apiserver: %w", err)
+	}
+	if m := regexp.MustCompile(`attempt (\d+)`).FindSubmatch(logs); m != nil {
+		res.ClientAttempts, _ = strconv.Atoi(string(m[1]))
 	}
 	if phase != corev1.PodSucceeded || !strings.Contains(string(logs), svc.Spec.ClusterIP) || !strings.Contains(string(logs), ProbePage) {
 		return res, fmt.Errorf("pod client %s; its logs do not show the Service's ClusterIP %s and the page:\n%s", phase, svc.Spec.ClusterIP, logs)
