@@ -254,12 +254,27 @@ func AdminToken(dataDir string) (string, error) {
 
 // FreeAddr returns a loopback address with a port nobody listens on now.
 func FreeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	addrs, err := FreeAddrs(1)
 	if err != nil {
 		return "", err
 	}
-	defer l.Close()
-	return l.Addr().String(), nil
+	return addrs[0], nil
+}
+
+// FreeAddrs returns n loopback addresses with distinct ports nobody listens on now. Each port's listener stays open
+// until all are chosen: the kernel may hand out a port again once its listener is closed, and two of a process's
+// addresses (an etcd member's client and another's peer URL) then collide.
+func FreeAddrs(n int) ([]string, error) {
+	addrs := make([]string, 0, n)
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		defer l.Close()
+		addrs = append(addrs, l.Addr().String())
+	}
+	return addrs, nil
 }
 
 // noTunnelListener returns the flag that turns the hub's TLS-passthrough listener off, unless args set it.

@@ -2,6 +2,7 @@ package binproc_test
 
 import (
 	"context"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -81,5 +82,29 @@ func TestHub(t *testing.T) {
 	}
 	if all, _ := os.ReadFile(badLog); strings.Count(string(all), "=== trellis-hub start") != 1 {
 		t.Errorf("a start that failed for another reason than a taken port was tried again:\n%s", all)
+	}
+}
+
+// TestFreeAddrsAreDistinct takes many addresses at once: no two share a port (the kernel hands out a closed
+// listener's port again, which once gave an etcd member's client URL the port of another member's peer URL), and
+// each port can be listened on afterwards.
+func TestFreeAddrsAreDistinct(t *testing.T) {
+	addrs, err := binproc.FreeAddrs(500)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, a := range addrs {
+		if seen[a] {
+			t.Fatalf("%s handed out twice", a)
+		}
+		seen[a] = true
+	}
+	for _, a := range addrs[:10] {
+		l, err := net.Listen("tcp", a)
+		if err != nil {
+			t.Fatalf("listen on a free address: %v", err)
+		}
+		_ = l.Close()
 	}
 }

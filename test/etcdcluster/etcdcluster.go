@@ -68,19 +68,39 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	if err := c.writePKI(); err != nil {
 		return nil, err
 	}
+	// A free port can be taken by another process before its member binds it: then, and only then, start the
+	// cluster again on other ports.
+	var err error
+	for range 3 {
+		if err = c.start(ctx); err == nil {
+			return c, nil
+		}
+		c.Stop()
+		if ctx.Err() != nil || !strings.Contains(err.Error(), "address already in use") {
+			break
+		}
+		for i := range cfg.Members {
+			if rerr := os.RemoveAll(filepath.Join(cfg.Dir, memberName(i))); rerr != nil {
+				return nil, errors.Join(err, rerr)
+			}
+		}
+	}
+	return nil, err
+}
+
+// start starts every member on free ports and waits until the cluster is ready.
+func (c *Cluster) start(ctx context.Context) error {
+	cfg := c.cfg
+	addrs, err := binproc.FreeAddrs(2 * cfg.Members)
+	if err != nil {
+		return err
+	}
+	c.clients, c.members = nil, nil
 	peers := make([]string, cfg.Members)
 	var initial []string
 	for i := range cfg.Members {
-		client, err := binproc.FreeAddr()
-		if err != nil {
-			return nil, err
-		}
-		peer, err := binproc.FreeAddr()
-		if err != nil {
-			return nil, err
-		}
-		c.clients = append(c.clients, "https://"+client)
-		peers[i] = "https://" + peer
+		c.clients = append(c.clients, "https://"+addrs[2*i])
+		peers[i] = "https://" + addrs[2*i+1]
 		initial = append(initial, memberName(i)+"="+peers[i])
 	}
 	pki := filepath.Join(cfg.Dir, "pki")
@@ -103,16 +123,11 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		p := binproc.New(binproc.Config{Name: memberName(i), Path: cfg.Bin, Args: args,
 			LogPath: filepath.Join(cfg.Dir, memberName(i)+".log")})
 		if err := p.Start(); err != nil {
-			c.Stop()
-			return nil, err
+			return err
 		}
 		c.members = append(c.members, p)
 	}
-	if err := c.waitReady(ctx); err != nil {
-		c.Stop()
-		return nil, err
-	}
-	return c, nil
+	return c.waitReady(ctx)
 }
 
 func memberName(i int) string { return "member-" + strconv.Itoa(i) }
@@ -174,9 +189,14 @@ func (c *Cluster) waitReady(ctx context.Context) error {
 			if err == nil {
 				break
 			}
-			if !c.members[i].Running() {
-				cli.Close()
-				return fmt.Errorf("etcd %s exited: %v; log:\n%s", memberName(i), c.members[i].Err(), c.members[i].TailLines(20))
+			// Any member that exited fails the start (one that could not bind its port leaves the others without a
+			// quorum), with its log since this start.
+			for j, m := range c.members {
+				if !m.Running() {
+					cli.Close()
+					log, _ := m.LogSinceStart()
+					return fmt.Errorf("etcd %s exited: %v; log:\n%s", memberName(j), m.Err(), log)
+				}
 			}
 			if ctx.Err() != nil || time.Now().After(deadline) {
 				cli.Close()

@@ -87,12 +87,12 @@ func NewEtcd(t testing.TB) *Etcd {
 	var lastErr error
 	for attempt := 0; attempt < 3; attempt++ {
 		e := &Etcd{
-			t:         t,
-			bin:       bin,
-			dir:       t.TempDir(),
-			clientURL: "http://127.0.0.1:" + strconv.Itoa(freePort(t)),
-			peerURL:   "http://127.0.0.1:" + strconv.Itoa(freePort(t)),
+			t:   t,
+			bin: bin,
+			dir: t.TempDir(),
 		}
+		ports := freePorts(t, 2)
+		e.clientURL, e.peerURL = "http://127.0.0.1:"+strconv.Itoa(ports[0]), "http://127.0.0.1:"+strconv.Itoa(ports[1])
 		if lastErr = e.Start(); lastErr == nil {
 			t.Cleanup(e.Stop)
 			return e
@@ -174,12 +174,18 @@ func (e *Etcd) Stop() {
 	e.cmd = nil
 }
 
-func freePort(t testing.TB) int {
+// freePorts returns n distinct loopback ports nobody listens on now: each listener stays open until all are chosen,
+// since the kernel may hand out a closed listener's port again.
+func freePorts(t testing.TB, n int) []int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("free port: %v", err)
+	ports := make([]int, 0, n)
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatalf("free port: %v", err)
+		}
+		defer l.Close()
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return ports
 }

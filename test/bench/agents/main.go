@@ -237,13 +237,13 @@ func run(ctx context.Context, cfg config) (*report, error) {
 		if fi, err := os.Stat(h.logPath); err == nil {
 			h.logStart = fi.Size()
 		}
-		if h.addr, err = binproc.FreeAddr(); err != nil {
+		addrs, err := binproc.FreeAddrs(2)
+		if err != nil {
 			return nil, err
 		}
+		h.addr = addrs[0]
 		if cfg.agentPort {
-			if h.grpcAddr, err = binproc.FreeAddr(); err != nil {
-				return nil, err
-			}
+			h.grpcAddr = addrs[1]
 		}
 		startup, err := h.start(ctx)
 		defer func() { h.stop(syscall.SIGTERM) }()

@@ -140,13 +140,9 @@ func startReplicaSet(ctx context.Context, cfg config, dir string) (*replicaSet, 
 	if rs.etcd, err = etcdcluster.Start(ctx, etcdcluster.Config{Bin: etcdBin, Dir: filepath.Join(dir, "etcd"), Members: 3}); err != nil {
 		return nil, err
 	}
-	for range cfg.replicas {
-		a, err := binproc.FreeAddr()
-		if err != nil {
-			rs.stop()
-			return nil, err
-		}
-		rs.grpc = append(rs.grpc, a)
+	if rs.grpc, err = binproc.FreeAddrs(cfg.replicas); err != nil {
+		rs.stop()
+		return nil, err
 	}
 	var env []string
 	if cfg.hubMemLimit != "" {
