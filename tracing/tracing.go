@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -120,9 +121,9 @@ type Index struct {
 	byRev map[int64]string
 	order []int64 // ring of the revisions in byRev
 	next  int
-	// pending holds the traceparent of each object's write in flight (Begin), by ObjectKey: the write's revision is
+	// pending holds the traceparents of each object's writes in flight (Begin), by ObjectKey: the write's revision is
 	// known only once etcd committed it, and the watch may deliver the new version before the writer recorded it.
-	pending map[string]pendingWrite
+	pending map[string][]pendingWrite
 	seq     uint64
 }
 
@@ -141,6 +142,10 @@ func ObjectKey(resource, namespace, name string) string {
 // answers it for a revision not recorded yet, so a watcher that sees the commit before the writer records it still
 // continues the trace. end(rev) records traceparent for the committed revision rev; end(0) (the write failed)
 // records nothing. Nothing when traceparent is empty.
+//
+// Writes of one object may overlap (the hub's loops write the same shoot at once): each stays pending until its own
+// end, so a write that lost the compare-and-swap and ends first does not hide the winner's, which a watcher (and the
+// loser, deciding again on the winner's version) may already see.
 func (x *Index) Begin(key, traceparent string) (end func(rev int64)) {
 	if x == nil || traceparent == "" {
 		return func(int64) {}
@@ -148,24 +153,28 @@ func (x *Index) Begin(key, traceparent string) (end func(rev int64)) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if x.pending == nil {
-		x.pending = map[string]pendingWrite{}
+		x.pending = map[string][]pendingWrite{}
 	}
 	x.seq++
 	seq := x.seq
-	x.pending[key] = pendingWrite{traceparent: traceparent, seq: seq}
+	x.pending[key] = append(x.pending[key], pendingWrite{traceparent: traceparent, seq: seq})
 	return func(rev int64) {
 		if rev > 0 {
 			x.put(rev, traceparent)
 		}
 		x.mu.Lock()
 		defer x.mu.Unlock()
-		if x.pending[key].seq == seq {
+		writes := slices.DeleteFunc(x.pending[key], func(w pendingWrite) bool { return w.seq == seq })
+		if len(writes) == 0 {
 			delete(x.pending, key)
+		} else {
+			x.pending[key] = writes
 		}
 	}
 }
 
-// LookupObject is Lookup, or while rev is not recorded yet the traceparent of the object's write in flight (Begin).
+// LookupObject is Lookup, or while rev is not recorded yet the traceparent of the object's write in flight (Begin):
+// of several, the one begun last.
 func (x *Index) LookupObject(rev int64, key string) string {
 	if x == nil {
 		return ""
@@ -175,7 +184,10 @@ func (x *Index) LookupObject(rev int64, key string) string {
 	if tp, ok := x.byRev[rev]; ok {
 		return tp
 	}
-	return x.pending[key].traceparent
+	if writes := x.pending[key]; len(writes) > 0 {
+		return writes[len(writes)-1].traceparent
+	}
+	return ""
 }
 
 // NewIndex returns an index of at most size revisions.

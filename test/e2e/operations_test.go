@@ -180,6 +180,26 @@ func TestOperated(t *testing.T) {
 		for id, services := range traces {
 			t.Logf("trace %s: %v", id, services)
 		}
+		// Where the agent's flow got its trace: its span's parent, and the spans of that trace whose parent is not
+		// among the received ones (the trace's roots).
+		byID := map[string]tracingtest.Span{}
+		for _, s := range rcv.Spans() {
+			byID[string(s.GetSpanId())] = s
+		}
+		for _, s := range rcv.Spans() {
+			if s.Service != "trellis-agent" || s.GetName() != "shoot reconcile" {
+				continue
+			}
+			parent, ok := byID[string(s.GetParentSpanId())]
+			t.Logf("the agent's %q in trace %x, parent %x (received: %v %s %s), start %d", s.GetName(), s.GetTraceId(),
+				s.GetParentSpanId(), ok, parent.Service, parent.GetName(), s.GetStartTimeUnixNano())
+			for _, r := range rcv.Trace(s) {
+				if _, ok := byID[string(r.GetParentSpanId())]; !ok {
+					t.Logf("  root of that trace: %s %s %s, parent %x, start %d", r.Service, r.Scope, r.GetName(), r.GetParentSpanId(), r.GetStartTimeUnixNano())
+				}
+			}
+		}
+		t.Logf("the create's store.Create started at %d", create.GetStartTimeUnixNano())
 	}
 }
 
