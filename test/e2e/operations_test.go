@@ -166,8 +166,13 @@ func TestOperated(t *testing.T) {
 		// Whether the spans are missing or in another trace: the create's spans by name, every store.Create of shoots
 		// with its trace, and every trace with its spans per service.
 		t.Logf("the create's trace %x: %v", create.GetTraceId(), byService)
+		// Then where the agent's flow got its trace: its span's parent, and the roots of its trace (spans whose parent
+		// was not received).
+		spans := rcv.Spans()
 		traces := map[string]map[string]int{}
-		for _, s := range rcv.Spans() {
+		byID := map[string]tracingtest.Span{}
+		var flows []tracingtest.Span
+		for _, s := range spans {
 			if s.Scope == create.Scope && s.GetName() == create.GetName() {
 				t.Logf("%s in trace %x, span %x, parent %x, status %v", s.GetName(), s.GetTraceId(), s.GetSpanId(), s.GetParentSpanId(), s.GetStatus())
 			}
@@ -176,25 +181,20 @@ func TestOperated(t *testing.T) {
 				traces[id] = map[string]int{}
 			}
 			traces[id][s.Service]++
+			byID[string(s.GetSpanId())] = s
+			if s.Service == "trellis-agent" && s.GetName() == "shoot reconcile" {
+				flows = append(flows, s)
+			}
 		}
 		for id, services := range traces {
 			t.Logf("trace %s: %v", id, services)
 		}
-		// Where the agent's flow got its trace: its span's parent, and the spans of that trace whose parent is not
-		// among the received ones (the trace's roots).
-		byID := map[string]tracingtest.Span{}
-		for _, s := range rcv.Spans() {
-			byID[string(s.GetSpanId())] = s
-		}
-		for _, s := range rcv.Spans() {
-			if s.Service != "trellis-agent" || s.GetName() != "shoot reconcile" {
-				continue
-			}
+		for _, s := range flows {
 			parent, ok := byID[string(s.GetParentSpanId())]
 			t.Logf("the agent's %q in trace %x, parent %x (received: %v %s %s), start %d", s.GetName(), s.GetTraceId(),
 				s.GetParentSpanId(), ok, parent.Service, parent.GetName(), s.GetStartTimeUnixNano())
-			for _, r := range rcv.Trace(s) {
-				if _, ok := byID[string(r.GetParentSpanId())]; !ok {
+			for _, r := range spans {
+				if _, ok := byID[string(r.GetParentSpanId())]; !ok && string(r.GetTraceId()) == string(s.GetTraceId()) {
 					t.Logf("  root of that trace: %s %s %s, parent %x, start %d", r.Service, r.Scope, r.GetName(), r.GetParentSpanId(), r.GetStartTimeUnixNano())
 				}
 			}

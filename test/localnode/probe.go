@@ -24,6 +24,9 @@ import (
 // ProbePage is what the probe's web server serves.
 const ProbePage = "hello from the node\n"
 
+// clientAttempt is the line the probe's client pod logs when it reached the Service.
+var clientAttempt = regexp.MustCompile(`attempt (\d+)`)
+
 // ProbeConfig says where Probe runs.
 type ProbeConfig struct {
 	// Client and Kubeconfig (a file, for kubectl) reach the seed.
@@ -120,7 +123,7 @@ func Probe(ctx context.Context, pc ProbeConfig) (ProbeResult, error) {
 	if err != nil {
 		return res, fmt.Errorf("logs of pod client through the apiserver: %w", err)
 	}
-	if m := regexp.MustCompile(`attempt (\d+)`).FindSubmatch(logs); m != nil {
+	if m := clientAttempt.FindSubmatch(logs); m != nil {
 		res.ClientAttempts, _ = strconv.Atoi(string(m[1]))
 	}
 	if phase != corev1.PodSucceeded || !strings.Contains(string(logs), svc.Spec.ClusterIP) || !strings.Contains(string(logs), ProbePage) {
