@@ -29,6 +29,9 @@ type Config struct {
 	Authenticate func(r *http.Request) (context.Context, error)
 	// ObjectJSON returns the memoized JSON of objects served from the hub's cache (see Marshaler.ObjectJSON).
 	ObjectJSON func(m proto.Message) ([]byte, bool)
+	// ObjectDeflated returns the Segment of ObjectJSON's JSON after dict (and a comma), memoized with it (see
+	// Marshaler.ObjectDeflated).
+	ObjectDeflated func(m proto.Message, dict []byte, comma bool) ([]byte, bool)
 	// PublicError maps an error to what the client may see before it is written (the hub hides internal errors'
 	// detail behind a request id, api.Errors); nil writes errors as they are.
 	PublicError func(ctx context.Context, err error) error
@@ -45,7 +48,7 @@ func New(ctx context.Context, cfg Config) (http.Handler, error) {
 	if public == nil {
 		public = func(_ context.Context, err error) error { return err }
 	}
-	mux := newMux(cfg.ObjectJSON, public)
+	mux := newMux(cfg.ObjectJSON, cfg.ObjectDeflated, public)
 	for _, reg := range cfg.Routes {
 		if err := reg(ctx, mux); err != nil {
 			return nil, err
@@ -54,8 +57,9 @@ func New(ctx context.Context, cfg Config) (http.Handler, error) {
 	return &handler{mux: mux, authenticate: cfg.Authenticate, public: public}, nil
 }
 
-func newMux(objectJSON func(proto.Message) ([]byte, bool), public func(context.Context, error) error) *runtime.ServeMux {
-	strict, lenient := &Marshaler{ObjectJSON: objectJSON}, &Marshaler{Lenient: true, ObjectJSON: objectJSON}
+func newMux(objectJSON func(proto.Message) ([]byte, bool), objectDeflated func(proto.Message, []byte, bool) ([]byte, bool), public func(context.Context, error) error) *runtime.ServeMux {
+	strict := &Marshaler{ObjectJSON: objectJSON, ObjectDeflated: objectDeflated}
+	lenient := &Marshaler{Lenient: true, ObjectJSON: objectJSON, ObjectDeflated: objectDeflated}
 	return runtime.NewServeMux(
 		runtime.WithMarshalerOption(runtime.MIMEWildcard, strict),
 		runtime.WithMarshalerOption(MIMEJSON, strict),
@@ -63,7 +67,7 @@ func newMux(objectJSON func(proto.Message) ([]byte, bool), public func(context.C
 		runtime.WithMarshalerOption("application/json-patch+json", strict),
 		runtime.WithMarshalerOption("application/strategic-merge-patch+json", strict),
 		// Server-side apply's YAML (or JSON) body, read into JSON; answers are JSON.
-		runtime.WithMarshalerOption(PatchTypeApply, &Marshaler{ReadYAML: true, ObjectJSON: objectJSON}),
+		runtime.WithMarshalerOption(PatchTypeApply, &Marshaler{ReadYAML: true, ObjectJSON: objectJSON, ObjectDeflated: objectDeflated}),
 		runtime.WithMarshalerOption(mimeJSONLenient, lenient),
 		runtime.WithMarshalerOption(MIMEYAML, &Marshaler{YAML: true, ObjectJSON: objectJSON}),
 		runtime.WithErrorHandler(func(_ context.Context, _ *runtime.ServeMux, _ runtime.Marshaler, w http.ResponseWriter, r *http.Request, err error) {
@@ -72,6 +76,7 @@ func newMux(objectJSON func(proto.Message) ([]byte, bool), public func(context.C
 		runtime.WithRoutingErrorHandler(routingErrorHandler),
 		runtime.WithOutgoingHeaderMatcher(func(string) (string, bool) { return "", false }),
 		runtime.WithForwardResponseOption(setHTTPCode),
+		runtime.WithForwardResponseRewriter(compressibleAnswer),
 		runtime.WithIncomingHeaderMatcher(incomingHeader),
 	)
 }
@@ -99,6 +104,17 @@ func setHTTPCode(ctx context.Context, w http.ResponseWriter, m proto.Message) er
 		}
 	}
 	return nil
+}
+
+type precompressKey struct{}
+
+// compressibleAnswer hands the marshaler an answer it may gzip itself: one for a request that reaches its client
+// through Compress unchanged (ServeHTTP marks it).
+func compressibleAnswer(ctx context.Context, resp proto.Message) (any, error) {
+	if cw, ok := ctx.Value(precompressKey{}).(*compressWriter); ok {
+		return &compressible{msg: resp, w: cw}, nil
+	}
+	return resp, nil
 }
 
 // SetHTTPCode is called by a gRPC handler to choose the REST success code.
@@ -136,6 +152,9 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), d)
 		defer cancel()
 		r = r.WithContext(ctx)
+	}
+	if cw := compressorFor(r); cw != nil && r.Method == http.MethodGet && !strings.Contains(r.URL.Path, "/watch/") {
+		r = r.WithContext(context.WithValue(r.Context(), precompressKey{}, cw))
 	}
 	h.mux.ServeHTTP(w, r)
 }

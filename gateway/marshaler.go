@@ -37,6 +37,10 @@ type Marshaler struct {
 	// ObjectJSON, when set, returns the memoized JSON of an object served from the hub's cache (false for other
 	// messages); lists and gets are then assembled from it instead of being encoded anew.
 	ObjectJSON func(m proto.Message) ([]byte, bool)
+	// ObjectDeflated, when set, returns the bytes of the Segment of ObjectJSON's JSON of an object after dict and, if
+	// comma, a comma (NextSegment), memoized with the JSON (false when ObjectJSON has none): gzipped answers are
+	// joined from them instead of being compressed anew.
+	ObjectDeflated func(m proto.Message, dict []byte, comma bool) ([]byte, bool)
 }
 
 var _ runtime.Marshaler = (*Marshaler)(nil)
@@ -59,14 +63,18 @@ func (m *Marshaler) Marshal(v any) ([]byte, error) {
 }
 
 func (m *Marshaler) marshalJSON(v any) ([]byte, error) {
+	if c, ok := v.(*compressible); ok {
+		if m.YAML {
+			return m.marshalJSON(c.msg) // YAML is compressed as it is written, if large enough
+		}
+		return m.marshalCompressible(c)
+	}
 	x, ok := v.(proto.Message)
 	if !ok {
 		return json.Marshal(v)
 	}
-	if m.ObjectJSON != nil {
-		if b, ok := m.ObjectJSON(x); ok {
-			return b, nil
-		}
+	if b, ok := m.objectJSON(x); ok {
+		return b, nil
 	}
 	if isList(x) {
 		return m.marshalList(x)
@@ -149,6 +157,33 @@ func isList(m proto.Message) bool {
 // marshalList writes a list as Kubernetes does (items always present, [] when empty), with each item's JSON taken
 // from ObjectJSON when it has it.
 func (m *Marshaler) marshalList(list proto.Message) ([]byte, error) {
+	pieces, size, err := m.listPieces(list)
+	if err != nil {
+		return nil, err
+	}
+	return joinPieces(pieces, size), nil
+}
+
+// piece is a part of an answer's JSON: an object's (obj set; after a comma if comma), or the glue of a list.
+type piece struct {
+	data  []byte
+	obj   proto.Message
+	comma bool
+}
+
+func joinPieces(pieces []piece, size int) []byte {
+	out := make([]byte, 0, size)
+	for _, p := range pieces {
+		if p.comma {
+			out = append(out, ',')
+		}
+		out = append(out, p.data...)
+	}
+	return out
+}
+
+// listPieces returns a list's JSON in pieces, and their total size: the head, each item, and the end.
+func (m *Marshaler) listPieces(list proto.Message) ([]piece, int, error) {
 	src := list.ProtoReflect()
 	itemsField := src.Descriptor().Fields().ByName("items")
 	head := src.Type().New()
@@ -160,37 +195,89 @@ func (m *Marshaler) marshalList(list proto.Message) ([]byte, error) {
 	})
 	hb, err := kjson.Marshal(head.Interface())
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
+	open := hb[: len(hb)-1 : len(hb)-1]
+	if len(hb) > 2 {
+		open = append(open, ',')
+	}
+	open = append(open, `"items":[`...)
 	items := src.Get(itemsField).List()
-	parts := make([][]byte, items.Len())
-	size := len(hb) + 16
+	pieces := make([]piece, 0, items.Len()+2)
+	pieces = append(pieces, piece{data: open})
+	size := len(open) + len(listEnd)
 	for i := range items.Len() {
 		item := items.Get(i).Message().Interface()
-		var b []byte
-		ok := false
-		if m.ObjectJSON != nil {
-			b, ok = m.ObjectJSON(item)
-		}
+		b, ok := m.objectJSON(item)
 		if !ok {
 			if b, err = kjson.Marshal(item); err != nil {
-				return nil, err
+				return nil, 0, err
 			}
 		}
-		parts[i] = b
-		size += len(b) + 1
-	}
-	out := make([]byte, 0, size)
-	out = append(out, hb[:len(hb)-1]...)
-	if len(hb) > 2 {
-		out = append(out, ',')
-	}
-	out = append(out, `"items":[`...)
-	for i, p := range parts {
+		pieces = append(pieces, piece{data: b, obj: item, comma: i > 0})
+		size += len(b)
 		if i > 0 {
-			out = append(out, ',')
+			size++
 		}
-		out = append(out, p...)
 	}
-	return append(out, "]}"...), nil
+	return append(pieces, piece{data: listEnd}), size, nil
+}
+
+var listEnd = []byte("]}")
+
+// compressible is an answer for a client that takes gzip, whose bytes reach the client unchanged through w (see
+// Compress): the forward response rewriter hands it to the marshaler.
+type compressible struct {
+	msg proto.Message
+	w   *compressWriter
+}
+
+// marshalCompressible writes c's message as JSON, gzipped when it reaches CompressThreshold: the objects' memoized
+// deflate segments (ObjectDeflated, else compressed here) and the glue stored, joined into one gzip member.
+func (m *Marshaler) marshalCompressible(c *compressible) ([]byte, error) {
+	var pieces []piece
+	size := 0
+	if b, ok := m.objectJSON(c.msg); ok {
+		pieces, size = []piece{{data: b, obj: c.msg}}, len(b)
+	} else if isList(c.msg) {
+		var err error
+		if pieces, size, err = m.listPieces(c.msg); err != nil {
+			return nil, err
+		}
+	} else {
+		return kjson.Marshal(c.msg) // not from the cache: compressed as it is written, if large enough
+	}
+	if size < CompressThreshold {
+		return joinPieces(pieces, size), nil
+	}
+	parts := make([]gzipPart, len(pieces))
+	out := len(gzipHeader) + len(finalBlock) + 8
+	var dict []byte // the bytes before the piece: the piece before it, as far as a segment looks back
+	for i, p := range pieces {
+		parts[i] = gzipPart{comma: p.comma, data: p.data}
+		if p.obj == nil {
+			out += len(p.data) + 5*(len(p.data)/0xffff+1)
+		} else {
+			d, ok := []byte(nil), false
+			if m.ObjectDeflated != nil {
+				d, ok = m.ObjectDeflated(p.obj, dict, p.comma)
+			}
+			if !ok {
+				d = NextSegment(nil, p.data, dict, p.comma).Bytes()
+			}
+			parts[i].deflated = d
+			out += len(d)
+		}
+		dict = p.data
+	}
+	b := appendGzip(make([]byte, 0, out), parts)
+	c.w.precompressed()
+	return b, nil
+}
+
+func (m *Marshaler) objectJSON(x proto.Message) ([]byte, bool) {
+	if m.ObjectJSON == nil {
+		return nil, false
+	}
+	return m.ObjectJSON(x)
 }

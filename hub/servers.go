@@ -157,7 +157,7 @@ func (h *Hub) newServers(ctx context.Context, trust *trust, ca *pki.Authority, a
 // REST gateway. This is the one place where HTTP handlers are mounted; mount new ones (the dashboard) here.
 func (h *Hub) handlers(ctx context.Context, authn *auth.Authenticator, reg *api.Registry, st *store.Store, m *metrics, errs api.Errors, tunnels *tunnel.Tunnels, ca *pki.Authority, routes []api.Routes) (http.Handler, error) {
 	// The REST gateway calls the kinds' servers in-process; it authenticates requests itself.
-	gwCfg := gateway.Config{Logger: h.log, ObjectJSON: reg.ObjectJSON, PublicError: errs.Public,
+	gwCfg := gateway.Config{Logger: h.log, ObjectJSON: reg.ObjectJSON, ObjectDeflated: reg.ObjectDeflated, PublicError: errs.Public,
 		Authenticate: func(r *http.Request) (context.Context, error) { return authenticateHTTP(authn, r) }}
 	for _, rt := range append(reg.Routes(), routes...) {
 		gwCfg.Routes = append(gwCfg.Routes, rt)
@@ -195,7 +195,8 @@ func (h *Hub) handlers(ctx context.Context, authn *auth.Authenticator, reg *api.
 	mux.Handle(tunnel.SeedAPIPrefix, tunnels.SeedAPI(seedAPIAuthorizer(authn), gateway.WriteError))
 	// Gets and lists asking for a Table (kubectl get) are answered with the kinds' printer columns.
 	// Protobuf bodies and answers of Kubernetes' kinds are translated to and from the JSON the gateway serves.
-	mux.Handle("/", discoveryOr(authn, disc, m.http(kubeproto.Handler(table.Handler(rest, now), gateway.WriteError))))
+	// Answers of 128 KiB or more go out gzipped to clients that take it, as kube-apiserver's.
+	mux.Handle("/", discoveryOr(authn, disc, gateway.Compress(m.http(kubeproto.Handler(table.Handler(rest, now), gateway.WriteError)))))
 	// The access reviews (kubectl auth can-i, whoami), answered by the kinds' authorizer; every user but bootstrap
 	// tokens may ask about itself.
 	reviews := review.Handler(review.Config{

@@ -133,6 +133,8 @@ func Handler(next http.Handler, writeError func(http.ResponseWriter, error)) htt
 		}
 		r = r.Clone(r.Context())
 		r.Header.Set("Accept", "application/json")
+		// Re-encoded here: compressed, if at all, as it leaves (gateway.Compress).
+		r.Header.Del("Accept-Encoding")
 		rec := httptest.NewRecorder() // the answer to re-encode
 		next.ServeHTTP(rec, r)
 		for k, vs := range rec.Header() {

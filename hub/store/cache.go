@@ -37,10 +37,11 @@ type entry struct {
 	encoded atomic.Pointer[encoding]
 }
 
-// encoding is one serialization of one cached object.
+// encoding is one serialization of one cached object, and what was derived from it (CachedDerivedEncoding).
 type encoding struct {
-	obj  Object
-	data []byte
+	obj     Object
+	data    []byte
+	derived atomic.Pointer[any]
 }
 
 // cache is the watch cache of one resource: the objects at revision rev, sorted by key, the secondary indexes, the

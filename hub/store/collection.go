@@ -168,24 +168,53 @@ func (c *Collection) ByIndex(ctx context.Context, index, value string) ([]Object
 // its caching objects. Objects that are not the cached state (results of writes, converted objects) are encoded
 // without memoization. encode must be deterministic and the same for every caller of a collection.
 func (c *Collection) CachedEncoding(obj Object, encode func(Object) ([]byte, error)) ([]byte, error) {
+	m, err := c.cachedEncoding(obj, encode)
+	if err != nil {
+		return nil, err
+	}
+	return m.data, nil
+}
+
+// CachedDerivedEncoding returns derive(data, memo), where data is CachedEncoding's encoding of obj and memo what
+// derive returned for that encoding the last time (nil the first time): the result is kept with the encoding, so a
+// caller derives again only when what it derives from changed (the REST gateway's deflate segment of an object, which
+// depends on the object before it in a list too). derive may return memo unchanged.
+func (c *Collection) CachedDerivedEncoding(obj Object, encode func(Object) ([]byte, error), derive func(data []byte, memo any) any) (any, error) {
+	m, err := c.cachedEncoding(obj, encode)
+	if err != nil {
+		return nil, err
+	}
+	var memo any
+	if p := m.derived.Load(); p != nil {
+		memo = *p
+	}
+	v := derive(m.data, memo)
+	m.derived.Store(&v)
+	return v, nil
+}
+
+// cachedEncoding returns obj's memoized encoding, or a new one, memoized when obj is the cached state of its object.
+func (c *Collection) cachedEncoding(obj Object, encode func(Object) ([]byte, error)) (*encoding, error) {
 	md := obj.GetMetadata()
 	ch := c.cache
 	ch.mu.RLock()
 	e := ch.items[objectKey(md.GetNamespace(), md.GetName())]
 	cached := e != nil && e.obj == obj
 	ch.mu.RUnlock()
-	if !cached {
-		return encode(obj)
-	}
-	if m := e.encoded.Load(); m != nil && m.obj == obj {
-		return m.data, nil
+	if cached {
+		if m := e.encoded.Load(); m != nil && m.obj == obj {
+			return m, nil
+		}
 	}
 	data, err := encode(obj)
 	if err != nil {
 		return nil, err
 	}
-	e.encoded.Store(&encoding{obj: obj, data: data})
-	return data, nil
+	m := &encoding{obj: obj, data: data}
+	if cached {
+		e.encoded.Store(m)
+	}
+	return m, nil
 }
 
 // MemoizedEncoding returns the encoding CachedEncoding memoized for the cached state of an object when that state is

@@ -71,3 +71,43 @@ func TestCachedEncodingFollowsTheCachedState(t *testing.T) {
 		t.Fatalf("old state encoded as %q, want %q", old, a)
 	}
 }
+
+func TestCachedDerivedEncodingKeepsWhatWasDerived(t *testing.T) {
+	ctx := context.Background()
+	st := storetest.NewStore(t)
+	shoots, err := st.Register(ctx, storetest.Shoots())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := shoots.Create(ctx, storetest.NewShoot("garden-a", "s1", "seed", nil)); err != nil {
+		t.Fatal(err)
+	}
+	encode := func(o store.Object) ([]byte, error) { return []byte(o.GetMetadata().GetResourceVersion()), nil }
+	var seen []any
+	derive := func(data []byte, memo any) any {
+		seen = append(seen, memo)
+		if memo != nil {
+			return memo
+		}
+		return "derived from " + string(data)
+	}
+	cached, _ := shoots.Get(ctx, "garden-a", "s1")
+	a, _ := shoots.CachedDerivedEncoding(cached, encode, derive)
+	b, _ := shoots.CachedDerivedEncoding(cached, encode, derive)
+	want := "derived from " + cached.GetMetadata().GetResourceVersion()
+	if a != want || b != want || len(seen) != 2 || seen[0] != nil || seen[1] != want {
+		t.Fatalf("derived %v, %v; derive saw the memos %v", a, b, seen)
+	}
+	// A new version of the object starts without a memo.
+	next := proto.Clone(cached).(*corev1beta1.Shoot)
+	next.Spec.Region = "r2"
+	if _, err := shoots.Update(ctx, next); err != nil {
+		t.Fatal(err)
+	}
+	cur, _ := shoots.Get(ctx, "garden-a", "s1")
+	seen = nil
+	c, _ := shoots.CachedDerivedEncoding(cur, encode, derive)
+	if c != "derived from "+cur.GetMetadata().GetResourceVersion() || len(seen) != 1 || seen[0] != nil {
+		t.Fatalf("after an update: derived %v; derive saw the memos %v", c, seen)
+	}
+}

@@ -63,6 +63,7 @@ func Handler(next http.Handler, now func() time.Time) http.Handler {
 		r2 := r.Clone(r.Context())
 		r2.URL.RawQuery = q.Encode()
 		r2.Header.Set("Accept", "application/json")
+		r2.Header.Del("Accept-Encoding") // re-encoded here: compressed, if at all, as it leaves (gateway.Compress)
 		if q.Get("watch") == "true" || q.Get("watch") == "1" || strings.Contains(r.URL.Path, "/watch/") {
 			tw := &watchWriter{w: w, v: v, include: kmetav1.IncludeObjectPolicy(include), now: now}
 			next.ServeHTTP(tw, r2)

@@ -86,7 +86,7 @@ func ratios(benches []*bench) []ratioRow {
 		unit, value := "ops/s", func(p *phase) float64 { return p.OpsPerSec }
 		higherIsBetter := true
 		switch p.Name {
-		case "list-all", "list-10%":
+		case "list-all", "list-10%", "list-all-plain", "list-10%-plain":
 			unit, value, higherIsBetter = "p50 ms", func(p *phase) float64 { return p.P50Ms }, false
 		case "watch":
 			unit, value, higherIsBetter = "p99 ms", func(p *phase) float64 { return p.P99Ms }, false
@@ -115,7 +115,7 @@ func ratios(benches []*bench) []ratioRow {
 			case b.t.hub != nil:
 			case slices.Contains([]string{"create", "get", "update", "patch", "delete"}, p.Name):
 				row.Goal[b.t.name], row.OK[b.t.name] = fmt.Sprintf("≥ %.0f×", peerOpsGoal), r >= peerOpsGoal
-			case p.Name == "list-all" || p.Name == "list-10%":
+			case strings.HasPrefix(p.Name, "list-"):
 				row.Goal[b.t.name], row.OK[b.t.name] = fmt.Sprintf("≥ %.0f×", peerListGoal), r >= peerListGoal
 			}
 		}

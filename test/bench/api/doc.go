@@ -8,7 +8,9 @@
 //	update  PUT every shoot with changed labels and its current resourceVersion (on 409 Conflict: GET and PUT again,
 //	        as client-go's RetryOnConflict, counted in the phase's note)
 //	patch   JSON merge patch of a label and an annotation of every shoot
-//	list    -lists times the whole collection and -lists times with a label selector matching 10 %
+//	list    -lists times the whole collection and -lists times with a label selector matching 10 %, first with gzip
+//	        accepted (Go's transport asks for it and decompresses, as client-go and kubectl), then again without
+//	        compression (phases list-all-plain, list-10%-plain); each list reports the bytes read from the connection
 //	watch   one watcher on the collection from the resourceVersion after the creates: it first replays the updates,
 //	        then -watch-updates PUTs carry a send timestamp annotation and the watcher measures sent → received
 //	        by the first event of each timestamp (with -loops the loops' later writes of the shoot carry it too);

@@ -384,6 +384,7 @@ type client struct {
 	url   string
 	token string
 	rnd   *rand.Rand
+	wire  atomic.Int64 // bytes read from the connection
 }
 
 // do sends one request and reads the whole response.
@@ -489,6 +490,10 @@ type listSample struct {
 	Ms       float64 `json:"ms"`
 	Items    int     `json:"items"`
 	Bytes    int     `json:"bytes"`
+	// WireBytes is what the client read from its connection for the list (TLS records of the answer, compressed
+	// when it was), Gzip whether it asked for gzip.
+	WireBytes int64 `json:"wireBytes"`
+	Gzip      bool  `json:"gzip"`
 }
 
 type watchReport struct {
@@ -930,11 +935,24 @@ func (b *bench) finish(p *phase, s cpuSnapshot) {
 // listPhase lists the whole collection and then a tenth of it by label selector, -lists times each, one list at a
 // time. The latency is the time to the last byte of the answer; the items are counted outside of it.
 func (b *bench) listPhase(ctx context.Context) {
-	c := b.clients[0]
+	// As kubectl and client-go by default (Accept-Encoding: gzip, decompressed by Go's transport), then without
+	// compression, as Kubernetes' control-plane components ask on local networks (rest.Config.DisableCompression).
+	plain := b.t.newClient(len(b.clients), b.cfg.seed, 60*time.Second)
+	plain.http.Transport.(*http.Transport).DisableCompression = true
+	defer plain.http.CloseIdleConnections()
+	for _, variant := range []struct {
+		c      *client
+		suffix string
+	}{{b.clients[0], ""}, {plain, "-plain"}} {
+		b.listVariant(ctx, variant.c, variant.suffix)
+	}
+}
+
+func (b *bench) listVariant(ctx context.Context, c *client, suffix string) {
 	for _, sel := range []bool{false, true} {
-		name := "list-all"
+		name := "list-all" + suffix
 		if sel {
-			name = "list-10%"
+			name = "list-10%" + suffix
 		}
 		snap := b.snapshot()
 		rec := &recorder{}
@@ -948,9 +966,11 @@ func (b *bench) listPhase(ctx context.Context) {
 				p += "?labelSelector=" + selector
 				want = (b.cfg.n - g + groups - 1) / groups // indices i < n with i % groups == g
 			}
+			wire0 := c.wire.Load()
 			t0 := time.Now()
 			code, body, err := c.do(ctx, http.MethodGet, p, nil)
 			d := time.Since(t0)
+			wire := c.wire.Load() - wire0
 			err = expect("GET", p, code, body, err, http.StatusOK)
 			items := -1
 			if err == nil {
@@ -970,7 +990,8 @@ func (b *bench) listPhase(ctx context.Context) {
 			} else {
 				rec.add([]time.Duration{d}, nil, 1)
 			}
-			b.rep.ListSamples = append(b.rep.ListSamples, listSample{Selector: selector, Ms: ms(d), Items: items, Bytes: len(body)})
+			b.rep.ListSamples = append(b.rep.ListSamples, listSample{Selector: selector, Ms: ms(d), Items: items, Bytes: len(body),
+				WireBytes: wire, Gzip: suffix == ""})
 		}
 		rec.notRun = b.cfg.lists - rec.ops
 		ph := rec.phase(name, time.Since(start))
@@ -981,6 +1002,11 @@ func (b *bench) listPhase(ctx context.Context) {
 			ph.Budget, ph.BudgetOK = fmt.Sprintf("p50 < %s", budget), &ok
 		}
 		ph.Note = "ops/s = lists/s, one client"
+		if suffix != "" {
+			ph.Note += ", no compression"
+		} else {
+			ph.Note += ", gzip accepted"
+		}
 		fmt.Printf("  %-8s done: %d lists, %d errors, p50 %.1f ms\n", name, ph.Ops, ph.Errors, ph.P50Ms)
 	}
 }
@@ -1340,7 +1366,11 @@ func (b *bench) print() {
 		if s.Selector != "" {
 			sel = s.Selector
 		}
-		fmt.Printf("  list %-30s %8.2f ms  %6d items  %6.1f MB\n", sel, s.Ms, s.Items, float64(s.Bytes)/1e6)
+		enc := "identity"
+		if s.Gzip {
+			enc = "gzip accepted"
+		}
+		fmt.Printf("  list %-30s %8.2f ms  %6d items  %6.1f MB, %6.2f MB read (%s)\n", sel, s.Ms, s.Items, float64(s.Bytes)/1e6, float64(s.WireBytes)/1e6, enc)
 	}
 	w := rep.Watch
 	fmt.Printf("\nwatch from resourceVersion %d: replayed %d events (want %d) in %.0f ms, then %d of %d stamped updates arrived; event types %v\n",

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"context"
 	"crypto/tls"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/trellis-dev/trellis/test/bench/procstat"
@@ -37,13 +40,36 @@ func hubTarget(name string, h *hubProc, loops bool, prereqs func() []prerequisit
 }
 
 func (t *target) newClient(id int, seed uint64, timeout time.Duration) *client {
+	c := &client{url: t.url, token: t.token, rnd: rand.New(rand.NewPCG(seed, uint64(id)))}
+	dialer := &net.Dialer{Timeout: 30 * time.Second}
 	tr := &http.Transport{
 		TLSClientConfig:     t.tls.Clone(),
 		ForceAttemptHTTP2:   true,
 		MaxIdleConnsPerHost: 1,
 		IdleConnTimeout:     5 * time.Minute,
+		// The connection counts what it reads: the bytes of answers as sent (TLS records, compressed or not).
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			conn, err := dialer.DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			return &countingConn{Conn: conn, read: &c.wire}, nil
+		},
 	}
-	return &client{http: &http.Client{Transport: tr, Timeout: timeout}, url: t.url, token: t.token, rnd: rand.New(rand.NewPCG(seed, uint64(id)))}
+	c.http = &http.Client{Transport: tr, Timeout: timeout}
+	return c
+}
+
+// countingConn adds what it reads to read.
+type countingConn struct {
+	net.Conn
+	read *atomic.Int64
+}
+
+func (c *countingConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	c.read.Add(int64(n))
+	return n, err
 }
 
 // cpu is the user+system CPU time of the target's processes so far.

@@ -1,0 +1,344 @@
+package gateway
+
+import (
+	"bytes"
+	"compress/gzip"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+
+	"google.golang.org/protobuf/proto"
+
+	kcorev1 "github.com/trellis-dev/trellis/proto/gen/trellis/kubernetes/core/v1"
+	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
+	"github.com/trellis-dev/trellis/proto/kjson"
+)
+
+func TestAcceptsGzip(t *testing.T) {
+	for header, want := range map[string]bool{
+		"":                      false,
+		"gzip":                  true,
+		"GZip":                  true,
+		"x-gzip":                true,
+		"gzip, deflate, br":     true,
+		"deflate, gzip;q=0.5":   true,
+		"gzip;q=0":              false,
+		"gzip; q=0.000":         false,
+		"gzip;q=0.001":          true,
+		"identity":              false,
+		"*":                     true,
+		"*;q=0":                 false,
+		"*, gzip;q=0":           false, // refused by name
+		"gzip;q=0, *":           false,
+		"gzip;q=bad":            false,
+		"gzip;q=2":              false,
+		"br;q=1, gzip ; Q=0.8 ": true,
+		"gzipped":               false,
+		"deflate":               false,
+	} {
+		if got := AcceptsGzip(header); got != want {
+			t.Errorf("AcceptsGzip(%q) = %v, want %v", header, got, want)
+		}
+	}
+}
+
+// FuzzAcceptsGzip: any header value is read without a panic, and only one that names gzip or * can take gzip.
+func FuzzAcceptsGzip(f *testing.F) {
+	for _, s := range []string{"gzip", "gzip;q=0", "*;q=0.5, gzip;q=0", "deflate, br", "x-gzip;q=1.0;level=3", ";;,,=q"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, header string) {
+		got := AcceptsGzip(header)
+		lower := strings.ToLower(header)
+		if got && !strings.Contains(lower, "gzip") && !strings.Contains(lower, "*") {
+			t.Fatalf("AcceptsGzip(%q) = true without gzip or *", header)
+		}
+	})
+}
+
+// gunzipOne decodes data as exactly one gzip member.
+func gunzipOne(t testing.TB, data []byte) []byte {
+	t.Helper()
+	zr, err := gzip.NewReader(bytes.NewReader(data))
+	if err != nil {
+		t.Fatalf("gzip header: %v", err)
+	}
+	zr.Multistream(false)
+	out, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatalf("gzip body: %v", err)
+	}
+	if rest, _ := io.ReadAll(zr); len(rest) > 0 {
+		t.Fatalf("%d bytes after the member", len(rest))
+	}
+	return out
+}
+
+// parts makes a list's parts of data: every third after a comma, every second with its segment, made with the part
+// before it as the dictionary, as the marshaler does.
+func parts(data [][]byte, deflate func(i int) bool) ([]gzipPart, []byte) {
+	var ps []gzipPart
+	var want, dict []byte
+	for i, d := range data {
+		p := gzipPart{data: d, comma: i%3 == 1}
+		if deflate(i) {
+			p.deflated = NextSegment(nil, d, dict, p.comma).Bytes()
+		}
+		if p.comma {
+			want = append(want, ',')
+		}
+		want = append(want, d...)
+		ps, dict = append(ps, p), d
+	}
+	return ps, want
+}
+
+func TestAppendGzipJoinsSegmentsAndStoredParts(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(1, 2))
+	word := func(n int) []byte {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = "abcdefgh{}\":,"[rnd.IntN(13)]
+		}
+		return b
+	}
+	for _, sizes := range [][]int{
+		{},
+		{0},
+		{1, 0, 1},
+		{70000},               // a stored part split into two blocks
+		{100, 9800, 2, 65535}, // exactly one full stored block
+		{65536, 131072, 5, 40000, 40000},
+	} {
+		var data [][]byte
+		for _, n := range sizes {
+			data = append(data, word(n))
+		}
+		ps, want := parts(data, func(i int) bool { return i%2 == 1 })
+		if got := gunzipOne(t, appendGzip(nil, ps)); !bytes.Equal(got, want) {
+			t.Fatalf("sizes %v: decoded %d bytes, want %d", sizes, len(got), len(want))
+		}
+	}
+}
+
+func TestAppendGzipWrongSegmentFailsTheChecksum(t *testing.T) {
+	parts := []gzipPart{{data: []byte(`{"a":1}`), deflated: NextSegment(nil, []byte(`{"a":2}`), nil, false).Bytes()}}
+	zr, err := gzip.NewReader(bytes.NewReader(appendGzip(nil, parts)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.ReadAll(zr); err == nil {
+		t.Fatal("a segment of other bytes than its part's decoded without an error")
+	}
+}
+
+// TestSegmentsOfSimilarObjects: with the item before as dictionary, a list of similar objects compresses about as one
+// stream does, and a segment is made again only for another dictionary or comma.
+func TestSegmentsOfSimilarObjects(t *testing.T) {
+	var data [][]byte
+	for i := range 200 {
+		data = append(data, fmt.Appendf(nil, `{"apiVersion":"core.gardener.cloud/v1beta1","kind":"Shoot","metadata":{"name":"shoot-%03d","namespace":"garden-dev","uid":"%08x"},"spec":{"region":"eu-west-%d","kubernetes":{"version":"1.31.%d"}}}`, i, i*7919, i%3, i%7))
+	}
+	withDict, want := parts(data, func(int) bool { return true })
+	var independent []gzipPart
+	for _, p := range withDict {
+		q := p
+		q.deflated = NextSegment(nil, p.data, nil, p.comma).Bytes()
+		independent = append(independent, q)
+	}
+	a, b := appendGzip(nil, withDict), appendGzip(nil, independent)
+	if !bytes.Equal(gunzipOne(t, a), want) || !bytes.Equal(gunzipOne(t, b), want) {
+		t.Fatal("a list of segments does not decode to its JSON")
+	}
+	if len(a)*3 > len(b) {
+		t.Errorf("segments with the item before as dictionary: %d bytes, without: %d; want at most a third", len(a), len(b))
+	}
+
+	s := NextSegment(nil, data[1], data[0], true)
+	if NextSegment(s, data[1], data[0], true) != s {
+		t.Error("a segment was made again for the same dictionary")
+	}
+	if NextSegment(s, data[1], data[2], true) == s || NextSegment(s, data[1], data[0], false) == s {
+		t.Error("a segment made after other bytes was reused")
+	}
+	// Listed in turn after two different items (the whole collection, a list by label): both are kept.
+	s1 := NextSegment(nil, data[5], data[4], true)
+	s2 := NextSegment(s1, data[5], data[0], true)
+	s3 := NextSegment(s2, data[5], data[4], true)
+	s4 := NextSegment(s3, data[5], data[0], true)
+	if !bytes.Equal(s3.Bytes(), s1.Bytes()) || !bytes.Equal(s4.Bytes(), s2.Bytes()) || &s3.Bytes()[0] != &s1.Bytes()[0] || &s4.Bytes()[0] != &s2.Bytes()[0] {
+		t.Error("a segment made after either of two items in turn was made again")
+	}
+	if s := NextSegment(s4, data[5], data[9], true); s.alt == nil || &s.alt.Bytes()[0] != &s2.Bytes()[0] || s.alt.alt != nil {
+		t.Error("a third dictionary did not keep the latest other segment as the only alt")
+	}
+	long := bytes.Repeat([]byte("x"), maxDict)
+	s = NextSegment(nil, data[1], append([]byte("different start"), long...), false)
+	if NextSegment(s, data[1], append([]byte("another start"), long...), false) != s {
+		t.Error("bytes beyond deflate's window changed the segment")
+	}
+}
+
+// FuzzAppendGzip: whatever the parts, which of them have segments and after which commas, the member decodes to
+// their concatenation.
+func FuzzAppendGzip(f *testing.F) {
+	f.Add([]byte(`{"kind":"ShootList","items":[{"metadata":{"name":"a"}},{}]}`), uint64(0b1010), uint8(7))
+	f.Add([]byte{}, uint64(0), uint8(1))
+	f.Fuzz(func(t *testing.T, data []byte, deflate uint64, cut uint8) {
+		var pieces [][]byte
+		for i := 0; ; i++ {
+			n := min(len(data), int(cut)%64+i%3)
+			pieces, data = append(pieces, data[:n]), data[n:]
+			if n == 0 {
+				break
+			}
+		}
+		ps, want := parts(pieces, func(i int) bool { return deflate>>(i%64)&1 == 1 })
+		if got := gunzipOne(t, appendGzip(nil, ps)); !bytes.Equal(got, want) {
+			t.Fatalf("decoded %q, want %q", got, want)
+		}
+	})
+}
+
+func TestCompressWriter(t *testing.T) {
+	big := bytes.Repeat([]byte(`{"metadata":{"name":"x"}},`), CompressThreshold/20)
+	cases := []struct {
+		name           string
+		method, path   string
+		acceptEncoding string
+		handler        func(w http.ResponseWriter, r *http.Request)
+		wantGzip       bool
+		wantBody       []byte
+	}{
+		{name: "large answer", method: "GET", path: "/api/v1/configmaps", acceptEncoding: "gzip",
+			handler: func(w http.ResponseWriter, _ *http.Request) {
+				w.Header().Set("Content-Length", strconv.Itoa(len(big)))
+				_, _ = w.Write(big)
+			}, wantGzip: true, wantBody: big},
+		{name: "large answer in small writes, sized by Content-Length", method: "GET", path: "/x", acceptEncoding: "gzip",
+			handler: func(w http.ResponseWriter, _ *http.Request) {
+				w.Header().Set("Content-Length", strconv.Itoa(len(big)))
+				for b := big; len(b) > 0; b = b[min(len(b), 1000):] {
+					_, _ = w.Write(b[:min(len(b), 1000)])
+				}
+			}, wantGzip: true, wantBody: big},
+		{name: "small answer", method: "GET", path: "/x", acceptEncoding: "gzip",
+			handler: func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte(`{}`)) }, wantBody: []byte(`{}`)},
+		{name: "not accepted", method: "GET", path: "/x", acceptEncoding: "gzip;q=0",
+			handler: func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(big) }, wantBody: big},
+		{name: "error status", method: "GET", path: "/x", acceptEncoding: "gzip",
+			handler: func(w http.ResponseWriter, _ *http.Request) {
+				w.WriteHeader(http.StatusInternalServerError)
+				_, _ = w.Write(big)
+			}, wantBody: big},
+		{name: "watch", method: "GET", path: "/x?watch=true", acceptEncoding: "gzip",
+			handler: func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(big) }, wantBody: big},
+		{name: "not a GET", method: "POST", path: "/x", acceptEncoding: "gzip",
+			handler: func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(big) }, wantBody: big},
+		{name: "encoded by the handler", method: "GET", path: "/x", acceptEncoding: "gzip",
+			handler: func(w http.ResponseWriter, _ *http.Request) {
+				w.Header().Set("Content-Encoding", "br")
+				_, _ = w.Write(big)
+			}, wantBody: big},
+		{name: "precompressed", method: "GET", path: "/x", acceptEncoding: "gzip",
+			handler: func(w http.ResponseWriter, r *http.Request) {
+				cw := compressorFor(r)
+				if cw == nil {
+					panic("no compressor")
+				}
+				b := appendGzip(nil, []gzipPart{{data: big, deflated: NextSegment(nil, big, nil, false).Bytes()}})
+				cw.precompressed()
+				w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+				_, _ = w.Write(b)
+			}, wantGzip: true, wantBody: big},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			req := httptest.NewRequest(c.method, c.path, nil)
+			req.Header.Set("Accept-Encoding", c.acceptEncoding)
+			rec := httptest.NewRecorder()
+			Compress(http.HandlerFunc(c.handler)).ServeHTTP(rec, req)
+			body := rec.Body.Bytes()
+			enc := rec.Header().Get("Content-Encoding")
+			if c.wantGzip {
+				if enc != "gzip" || !strings.Contains(rec.Header().Get("Vary"), "Accept-Encoding") {
+					t.Fatalf("Content-Encoding %q, Vary %q: want gzip, Accept-Encoding", enc, rec.Header().Get("Vary"))
+				}
+				if cl := rec.Header().Get("Content-Length"); cl != "" && cl != strconv.Itoa(len(body)) {
+					t.Fatalf("Content-Length %s for %d bytes", cl, len(body))
+				}
+				body = gunzipOne(t, body)
+			} else if enc == "gzip" {
+				t.Fatal("compressed")
+			}
+			if !bytes.Equal(body, c.wantBody) {
+				t.Fatalf("body of %d bytes, want %d", len(body), len(c.wantBody))
+			}
+		})
+	}
+}
+
+func ExampleAcceptsGzip() {
+	fmt.Println(AcceptsGzip("gzip, deflate"), AcceptsGzip("gzip;q=0, *"), AcceptsGzip("identity"))
+	// Output: true false false
+}
+
+// benchList is a ConfigMapList of n items of about 9 KB of similar JSON each, with memoized JSON and segments as the
+// hub's cache keeps them.
+func benchList(n int) (*kcorev1.ConfigMapList, *Marshaler) {
+	list := &kcorev1.ConfigMapList{ApiVersion: "v1", Kind: "ConfigMapList", Metadata: &metav1.ListMeta{ResourceVersion: "7"}}
+	jsonMemo := map[proto.Message][]byte{}
+	segMemo := map[proto.Message]*Segment{}
+	for i := range n {
+		data := map[string]string{}
+		for k := range 60 {
+			data[fmt.Sprintf("key-%02d", k)] = fmt.Sprintf("value %d of item %d: %x", k, i, i*7919+k)
+		}
+		cm := &kcorev1.ConfigMap{Metadata: &metav1.ObjectMeta{Name: fmt.Sprintf("cm-%05d", i), Namespace: "garden-dev",
+			Labels: map[string]string{"app": "bench", "group": fmt.Sprint(i % 10)}}, Data: data}
+		list.Items = append(list.Items, cm)
+		jsonMemo[cm], _ = kjson.Marshal(cm)
+	}
+	m := &Marshaler{
+		ObjectJSON: func(x proto.Message) ([]byte, bool) { b, ok := jsonMemo[x]; return b, ok },
+		ObjectDeflated: func(x proto.Message, dict []byte, comma bool) ([]byte, bool) {
+			s := NextSegment(segMemo[x], jsonMemo[x], dict, comma)
+			segMemo[x] = s
+			return s.Bytes(), true
+		},
+	}
+	return list, m
+}
+
+// BenchmarkListAnswer: a list of 2,000 items as the gateway answers it, plain and gzipped from memoized segments
+// (after a first list has made them); the client's side (TLS, decompression) is not in it.
+func BenchmarkListAnswer(b *testing.B) {
+	list, m := benchList(2000)
+	plain, err := m.Marshal(list)
+	if err != nil {
+		b.Fatal(err)
+	}
+	c := &compressible{msg: list, w: &compressWriter{ResponseWriter: httptest.NewRecorder()}}
+	gz, err := m.Marshal(c)
+	if err != nil || !bytes.Equal(gunzipOne(b, gz), plain) {
+		b.Fatalf("gzipped list: %v", err)
+	}
+	b.Logf("list of %d bytes, %d gzipped (%.1f×)", len(plain), len(gz), float64(len(plain))/float64(len(gz)))
+	b.Run("plain", func(b *testing.B) {
+		for b.Loop() {
+			_, _ = m.Marshal(list)
+		}
+		b.SetBytes(int64(len(plain)))
+	})
+	b.Run("gzip", func(b *testing.B) {
+		for b.Loop() {
+			_, _ = m.Marshal(c)
+		}
+		b.SetBytes(int64(len(plain)))
+	})
+}
