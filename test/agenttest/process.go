@@ -32,16 +32,21 @@ import (
 // restart the hub, or measure it apart from the agents (its RSS), use it instead of StartHub.
 func StartHubProcess(t testing.TB, dir string, args ...string) (*binproc.Hub, string) {
 	t.Helper()
+	h := StartHubProcessListening(t, dir, []string{"--grpc-listen"}, args...)
+	return h, h.Listen["--grpc-listen"]
+}
+
+// StartHubProcessListening is StartHubProcess with the listener flags that the hub is given free addresses for
+// (binproc.HubConfig.PickListen; the hub's Listen has them), chosen again when another process took one before the
+// hub bound it.
+func StartHubProcessListening(t testing.TB, dir string, listen []string, args ...string) *binproc.Hub {
+	t.Helper()
 	ctx := context.Background()
 	if err := binproc.Build(ctx, dir, "github.com/trellis-dev/trellis/cmd/trellis-hub"); err != nil {
 		t.Fatal(err)
 	}
-	grpcAddr, err := binproc.FreeAddr()
-	if err != nil {
-		t.Fatal(err)
-	}
 	h, err := binproc.StartHub(ctx, binproc.HubConfig{Bin: filepath.Join(dir, "trellis-hub"), DataDir: filepath.Join(dir, "data"),
-		Args: append([]string{"--grpc-listen", grpcAddr}, args...)})
+		Args: args, PickListen: listen})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +70,7 @@ func StartHubProcess(t testing.TB, dir string, args ...string) (*binproc.Hub, st
 	if code, out, err := h.Do(ctx, http.MethodPost, "/apis/core.gardener.cloud/v1beta1/controllerregistrations", reg); err != nil || code != http.StatusCreated && code != http.StatusConflict {
 		t.Fatalf("register provider-local: %d %s %v", code, out, err)
 	}
-	return h, grpcAddr
+	return h
 }
 
 // StartAgentOn runs an agent for seed name (spec: its seedConfig spec) on cluster against the hub process h, whose

@@ -24,9 +24,13 @@ type HubConfig struct {
 	DataDir string
 	// Addr is its --listen address; empty picks a free loopback port (and another if that one was taken meanwhile).
 	Addr string
-	// Args are more flags, such as --grpc-listen "". Unless they name --tunnel-listen, the hub runs without its
-	// TLS-passthrough listener, whose fixed default port (127.0.0.1:8445) several hubs on one machine would share.
+	// Args are more flags, such as --grpc-listen "". Unless they or PickListen name --tunnel-listen, the hub runs
+	// without its TLS-passthrough listener, whose fixed default port (127.0.0.1:8445) several hubs on one machine
+	// would share.
 	Args []string
+	// PickListen names more listener flags (--grpc-listen, --tunnel-listen) to give free loopback addresses, chosen
+	// with --listen's when Addr is empty and chosen again with it when one was taken meanwhile (Hub.Listen).
+	PickListen []string
 	// Env is added to the parent's environment (GOMEMLIMIT=...).
 	Env []string
 	// LogPath receives its output, appended; default <DataDir>/../hub.log.
@@ -46,6 +50,8 @@ type Hub struct {
 	cfg HubConfig
 	// URL is https://<Addr>.
 	URL string
+	// Listen holds the addresses StartHub chose for HubConfig.PickListen, by flag.
+	Listen map[string]string
 	// Pool holds the hub's CA certificate, and Token is the admin token; both are read when the hub is ready.
 	Pool  *x509.CertPool
 	Token string
@@ -70,17 +76,26 @@ func StartHub(ctx context.Context, cfg HubConfig) (*Hub, error) {
 	if cfg.ReadyTimeout <= 0 {
 		cfg.ReadyTimeout = 20 * time.Second
 	}
-	pick := cfg.Addr == ""
+	pick := cfg.Addr == "" || len(cfg.PickListen) > 0
+	base := cfg
 	var lastErr error
 	for range 3 {
+		cfg = base
+		picked := map[string]string{}
 		if pick {
-			addr, err := FreeAddr()
+			addrs, err := FreeAddrs(1 + len(cfg.PickListen))
 			if err != nil {
 				return nil, err
 			}
-			cfg.Addr = addr
+			if cfg.Addr == "" {
+				cfg.Addr = addrs[0]
+			}
+			for i, flag := range cfg.PickListen {
+				picked[flag] = addrs[i+1]
+				cfg.Args = append(cfg.Args[:len(cfg.Args):len(cfg.Args)], flag, addrs[i+1])
+			}
 		}
-		h := &Hub{cfg: cfg, URL: "https://" + cfg.Addr}
+		h := &Hub{cfg: cfg, URL: "https://" + cfg.Addr, Listen: picked}
 		h.Process = New(Config{Name: "trellis-hub", Path: cfg.Bin, Args: append(append([]string{"--data-dir", cfg.DataDir, "--listen", cfg.Addr}, noTunnelListener(cfg.Args)...), cfg.Args...),
 			Env: cfg.Env, LogPath: cfg.LogPath, Exited: cfg.Exited})
 		if lastErr = h.Restart(ctx); lastErr == nil {

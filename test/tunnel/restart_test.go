@@ -19,7 +19,6 @@ import (
 	"github.com/trellis-dev/trellis/agent"
 	"github.com/trellis-dev/trellis/hub/tunnel"
 	"github.com/trellis-dev/trellis/test/agenttest"
-	"github.com/trellis-dev/trellis/test/binproc"
 	"github.com/trellis-dev/trellis/test/seedtest"
 )
 
@@ -36,11 +35,8 @@ const backWithin = 10 * time.Second
 func TestHubRestart(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	tunnelAddr, err := binproc.FreeAddr()
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, grpcAddr := agenttest.StartHubProcess(t, dir, "--tunnel-listen", tunnelAddr, "--heartbeat-interval", "500ms")
+	h := agenttest.StartHubProcessListening(t, dir, []string{"--grpc-listen", "--tunnel-listen"}, "--heartbeat-interval", "500ms")
+	grpcAddr, tunnelAddr := h.Listen["--grpc-listen"], h.Listen["--tunnel-listen"]
 
 	// The seed and its agent, in this process.
 	cluster := seedtest.Start(t)

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -158,15 +157,15 @@ func TestKubectlStreamsThroughHub(t *testing.T) {
 			acancel()
 			lcancel()
 
-			// port-forward: a local port reaches the pod's httpd through the hub.
-			port := freePort(t)
+			// port-forward: a local port, which kubectl chooses and names, reaches the pod's httpd through the hub.
 			pctx, pcancel := context.WithCancel(ctx)
 			defer pcancel()
-			pf := kubectl(pctx, "port-forward", "pod/bb", fmt.Sprintf("%d:8080", port), "--address", "127.0.0.1")
+			pf := kubectl(pctx, "port-forward", "pod/bb", ":8080", "--address", "127.0.0.1")
 			plines := streamLines(t, pf)
-			waitLine(t, plines, "Forwarding from 127.0.0.1:", 30*time.Second)
+			fwd := waitLine(t, plines, "Forwarding from 127.0.0.1:", 30*time.Second) // "... 127.0.0.1:<port> -> 8080"
+			local, _, _ := strings.Cut(strings.TrimPrefix(fwd, "Forwarding from "), " ")
 			for i := range 3 { // several connections over the one upgraded stream
-				resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/index.html", port))
+				resp, err := http.Get("http://" + local + "/index.html")
 				if err != nil {
 					t.Fatalf("GET %d through port-forward: %v", i, err)
 				}
@@ -209,8 +208,8 @@ func streamLines(t *testing.T, cmd *exec.Cmd) <-chan string {
 	return lines
 }
 
-// waitLine reads lines until one starts with prefix.
-func waitLine(t *testing.T, lines <-chan string, prefix string, d time.Duration) {
+// waitLine reads lines until one starts with prefix and returns it.
+func waitLine(t *testing.T, lines <-chan string, prefix string, d time.Duration) string {
 	t.Helper()
 	timeout := time.After(d)
 	for {
@@ -220,20 +219,10 @@ func waitLine(t *testing.T, lines <-chan string, prefix string, d time.Duration)
 				t.Fatalf("the stream ended before a line %q", prefix)
 			}
 			if strings.HasPrefix(l, prefix) {
-				return
+				return l
 			}
 		case <-timeout:
 			t.Fatalf("no line %q within %v", prefix, d)
 		}
 	}
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }

@@ -49,12 +49,9 @@ func TestTunnelProcessBench(t *testing.T) {
 		t.Skip("a benchmark: make bench-tunnel")
 	}
 	ctx := context.Background()
-	tunnelAddr, err := binproc.FreeAddr()
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, grpcAddr := agenttest.StartHubProcess(t, t.TempDir(), "--tunnel-listen", tunnelAddr,
+	h := agenttest.StartHubProcessListening(t, t.TempDir(), []string{"--grpc-listen", "--tunnel-listen"},
 		"--tunnel-max-per-seed", strconv.Itoa(4*watches), "--tunnel-max-per-client", strconv.Itoa(4*watches))
+	grpcAddr, tunnelAddr := h.Listen["--grpc-listen"], h.Listen["--tunnel-listen"]
 	targetAddr, targetTLS := target(t)
 	var svcAddr string
 	var svcMu sync.Mutex
