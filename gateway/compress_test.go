@@ -317,6 +317,51 @@ func benchList(n int) (*kcorev1.ConfigMapList, *Marshaler) {
 
 // BenchmarkListAnswer: a list of 2,000 items as the gateway answers it, plain and gzipped from memoized segments
 // (after a first list has made them); the client's side (TLS, decompression) is not in it.
+// TestListOfSmallItemsIsCompressedAsOneStream: a list of small items is not joined from segments, whose own overhead
+// would outweigh what they save, but handed on plain for Compress to gzip as one stream.
+func TestListOfSmallItemsIsCompressedAsOneStream(t *testing.T) {
+	list, m := benchList(2000)
+	for _, it := range list.Items {
+		it.Data = map[string]string{"k": it.GetMetadata().GetName()} // about 120 bytes of JSON each
+	}
+	want, err := (&Marshaler{}).Marshal(list)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.ObjectJSON, m.ObjectDeflated = nil, nil // not memoized: the items changed
+	cw := &compressWriter{ResponseWriter: httptest.NewRecorder()}
+	got, err := m.Marshal(&compressible{msg: list, w: cw})
+	if err != nil || !bytes.Equal(got, want) || cw.pre || len(want) < CompressThreshold {
+		t.Fatalf("list of %d bytes of small items: %v, precompressed %v, %d bytes answered", len(want), err, cw.pre, len(got))
+	}
+}
+
+// TestGzippedListOfRandomItems: a list whose items barely compress is never larger gzipped than stored blocks of it
+// (an item whose segment would be larger than itself goes in stored).
+func TestGzippedListOfRandomItems(t *testing.T) {
+	list, m := benchList(200)
+	rnd := rand.New(rand.NewPCG(3, 4))
+	for _, it := range list.Items {
+		b := make([]byte, 1500)
+		for i := range b {
+			b[i] = byte('!' + rnd.IntN(90))
+		}
+		it.Data = map[string]string{"k": strings.ReplaceAll(strings.ReplaceAll(string(b), `"`, "#"), `\`, "#")}
+	}
+	m.ObjectJSON, m.ObjectDeflated = nil, nil
+	want, err := (&Marshaler{}).Marshal(list)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gz, err := m.Marshal(&compressible{msg: list, w: &compressWriter{ResponseWriter: httptest.NewRecorder()}})
+	if err != nil || !bytes.Equal(gunzipOne(t, gz), want) {
+		t.Fatalf("gzipped list of random items: %v", err)
+	}
+	if len(gz) > len(want)+len(list.Items)*11+64 {
+		t.Errorf("%d bytes gzipped for %d of JSON: more than stored blocks take", len(gz), len(want))
+	}
+}
+
 func BenchmarkListAnswer(b *testing.B) {
 	list, m := benchList(2000)
 	plain, err := m.Marshal(list)

@@ -247,7 +247,9 @@ func (m *Marshaler) marshalCompressible(c *compressible) ([]byte, error) {
 	} else {
 		return kjson.Marshal(c.msg) // not from the cache: compressed as it is written, if large enough
 	}
-	if size < CompressThreshold {
+	if size < CompressThreshold || size < smallItems*len(pieces) {
+		// Small, or of small items, whose segments' own overhead (a block header and the sync flush, 10 to 20
+		// bytes each) would outweigh what they save: Compress gzips it as one stream as it is written.
 		return joinPieces(pieces, size), nil
 	}
 	parts := make([]gzipPart, len(pieces))
@@ -265,8 +267,16 @@ func (m *Marshaler) marshalCompressible(c *compressible) ([]byte, error) {
 			if !ok {
 				d = NextSegment(nil, p.data, dict, p.comma).Bytes()
 			}
-			parts[i].deflated = d
-			out += len(d)
+			stored := len(p.data) + 5*(len(p.data)/0xffff+1)
+			if p.comma {
+				stored += 6
+			}
+			if len(d) < stored {
+				parts[i].deflated = d
+				out += len(d)
+			} else { // what did not compress is cheaper stored
+				out += stored
+			}
 		}
 		dict = p.data
 	}
@@ -274,6 +284,9 @@ func (m *Marshaler) marshalCompressible(c *compressible) ([]byte, error) {
 	c.w.precompressed()
 	return b, nil
 }
+
+// smallItems is the mean size of a list's items below which it is gzipped as one stream, not joined from segments.
+const smallItems = 1 << 10
 
 func (m *Marshaler) objectJSON(x proto.Message) ([]byte, bool) {
 	if m.ObjectJSON == nil {
