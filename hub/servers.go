@@ -183,7 +183,7 @@ func (h *Hub) handlers(ctx context.Context, authn *auth.Authenticator, reg *api.
 	if err != nil {
 		return nil, fmt.Errorf("openapi: %w", err)
 	}
-	mux.Handle("/openapi/", requireToken(authn, apiDocs))
+	mux.Handle("/openapi/", requireToken(authn, gateway.Compress(apiDocs)))
 	now := h.cfg.Now
 	if now == nil {
 		now = time.Now
