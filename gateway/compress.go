@@ -21,12 +21,13 @@ import (
 const CompressThreshold = 128 << 10
 
 // Compress gzips the answers to GET requests (not watches) that accept gzip (Accept-Encoding) and are at least
-// CompressThreshold bytes, as kube-apiserver does: a list of 2,000 shoots is 38 MB of JSON and some 5 MB gzipped,
+// CompressThreshold bytes, as kube-apiserver does: a list of 2,000 shoots is 38 MB of JSON and under 1 MB gzipped,
 // which is what a client far from the hub waits for. client-go and kubectl accept gzip unless told not to
 // (rest.Config's DisableCompression), and decompress transparently. Lists and gets that the gateway assembles from
 // the watch cache go out pre-compressed from each object's memoized deflate segment (see Marshaler.ObjectDeflated),
-// so a gzipped list costs the hub less than the plain one; other answers (Tables, protobuf, YAML, errors above the
-// threshold) are compressed as they are written, at gzip's fastest level as kube-apiserver's.
+// so a gzipped list costs the hub less than the plain one; other answers (Tables, protobuf, YAML, lists of small
+// items, the OpenAPI documents) are compressed as they are written, at gzip's fastest level as kube-apiserver's.
+// Only 200 answers are compressed.
 //
 // Handlers inside that re-encode the gateway's answer (Tables, protobuf) must take Accept-Encoding off the request
 // they hand on, as a proxy would: the gateway pre-compresses only for a request that still accepts gzip.
