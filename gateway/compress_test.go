@@ -337,7 +337,7 @@ func TestListOfSmallItemsIsCompressedAsOneStream(t *testing.T) {
 }
 
 // TestGzippedListOfRandomItems: a list whose items barely compress is never larger gzipped than stored blocks of it
-// (an item whose segment would be larger than itself goes in stored).
+// (the compressor stores a block that would not shrink).
 func TestGzippedListOfRandomItems(t *testing.T) {
 	list, m := benchList(200)
 	rnd := rand.New(rand.NewPCG(3, 4))

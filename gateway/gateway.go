@@ -153,7 +153,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		defer cancel()
 		r = r.WithContext(ctx)
 	}
-	if cw := compressorFor(r); cw != nil && r.Method == http.MethodGet && !strings.Contains(r.URL.Path, "/watch/") {
+	if cw := compressorFor(r); cw != nil {
 		r = r.WithContext(context.WithValue(r.Context(), precompressKey{}, cw))
 	}
 	h.mux.ServeHTTP(w, r)

@@ -258,7 +258,7 @@ func (m *Marshaler) marshalCompressible(c *compressible) ([]byte, error) {
 	for i, p := range pieces {
 		parts[i] = gzipPart{comma: p.comma, data: p.data}
 		if p.obj == nil {
-			out += len(p.data) + 5*(len(p.data)/0xffff+1)
+			out += len(p.data) + 5*(len(p.data)/0xffff+1) // stored blocks
 		} else {
 			d, ok := []byte(nil), false
 			if m.ObjectDeflated != nil {
@@ -267,16 +267,8 @@ func (m *Marshaler) marshalCompressible(c *compressible) ([]byte, error) {
 			if !ok {
 				d = NextSegment(nil, p.data, dict, p.comma).Bytes()
 			}
-			stored := len(p.data) + 5*(len(p.data)/0xffff+1)
-			if p.comma {
-				stored += 6
-			}
-			if len(d) < stored {
-				parts[i].deflated = d
-				out += len(d)
-			} else { // what did not compress is cheaper stored
-				out += stored
-			}
+			parts[i].deflated = d
+			out += len(d)
 		}
 		dict = p.data
 	}

@@ -17,7 +17,7 @@ import (
 	"github.com/trellis-dev/trellis/test/hubtest"
 )
 
-// get sends a GET with the given headers and returns the answer with its body as sent (not decompressed).
+// rawGet sends a GET with the given headers and returns the answer with its body as sent (not decompressed).
 func rawGet(t *testing.T, h *hubtest.Hub, path string, header ...string) (*http.Response, []byte) {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodGet, h.URL+path, nil)

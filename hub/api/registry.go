@@ -229,9 +229,10 @@ func (r *Registry) ObjectDeflated(m proto.Message, dict []byte, comma bool) ([]b
 	if c == nil || obj.GetMetadata() == nil {
 		return nil, false
 	}
-	v, err := c.CachedDerivedEncoding(obj, encodeJSON, func(data []byte, memo any) any {
+	v, err := c.CachedDerivedEncoding(obj, encodeJSON, func(data []byte, memo any) (any, bool) {
 		s, _ := memo.(*gateway.Segment)
-		return gateway.NextSegment(s, data, dict, comma)
+		next := gateway.NextSegment(s, data, dict, comma)
+		return next, next != s
 	})
 	if err != nil {
 		return nil, false

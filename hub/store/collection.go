@@ -168,19 +168,32 @@ func (c *Collection) ByIndex(ctx context.Context, index, value string) ([]Object
 // its caching objects. Objects that are not the cached state (results of writes, converted objects) are encoded
 // without memoization. encode must be deterministic and the same for every caller of a collection.
 func (c *Collection) CachedEncoding(obj Object, encode func(Object) ([]byte, error)) ([]byte, error) {
-	m, err := c.cachedEncoding(obj, encode)
+	e := c.cachedEntry(obj)
+	if e == nil {
+		return encode(obj)
+	}
+	m, err := e.encoding(obj, encode)
 	if err != nil {
 		return nil, err
 	}
 	return m.data, nil
 }
 
-// CachedDerivedEncoding returns derive(data, memo), where data is CachedEncoding's encoding of obj and memo what
-// derive returned for that encoding the last time (nil the first time): the result is kept with the encoding, so a
-// caller derives again only when what it derives from changed (the REST gateway's deflate segment of an object, which
-// depends on the object before it in a list too). derive may return memo unchanged.
-func (c *Collection) CachedDerivedEncoding(obj Object, encode func(Object) ([]byte, error), derive func(data []byte, memo any) any) (any, error) {
-	m, err := c.cachedEncoding(obj, encode)
+// CachedDerivedEncoding returns what derive makes of data, CachedEncoding's encoding of obj, given memo, what derive
+// made of that encoding the last time (nil the first time). A result derive reports as changed is kept with the
+// encoding, so a caller derives anew only when what it derives from changed (the REST gateway's deflate segment of
+// an object, which depends on the object before it in a list too). derive returns memo and false when it still holds.
+func (c *Collection) CachedDerivedEncoding(obj Object, encode func(Object) ([]byte, error), derive func(data []byte, memo any) (v any, changed bool)) (any, error) {
+	e := c.cachedEntry(obj)
+	if e == nil {
+		data, err := encode(obj)
+		if err != nil {
+			return nil, err
+		}
+		v, _ := derive(data, nil)
+		return v, nil
+	}
+	m, err := e.encoding(obj, encode)
 	if err != nil {
 		return nil, err
 	}
@@ -188,32 +201,37 @@ func (c *Collection) CachedDerivedEncoding(obj Object, encode func(Object) ([]by
 	if p := m.derived.Load(); p != nil {
 		memo = *p
 	}
-	v := derive(m.data, memo)
-	m.derived.Store(&v)
+	v, changed := derive(m.data, memo)
+	if changed {
+		m.derived.Store(&v)
+	}
 	return v, nil
 }
 
-// cachedEncoding returns obj's memoized encoding, or a new one, memoized when obj is the cached state of its object.
-func (c *Collection) cachedEncoding(obj Object, encode func(Object) ([]byte, error)) (*encoding, error) {
+// cachedEntry returns obj's entry in the watch cache when obj is its cached state, else nil.
+func (c *Collection) cachedEntry(obj Object) *entry {
 	md := obj.GetMetadata()
 	ch := c.cache
 	ch.mu.RLock()
 	e := ch.items[objectKey(md.GetNamespace(), md.GetName())]
-	cached := e != nil && e.obj == obj
 	ch.mu.RUnlock()
-	if cached {
-		if m := e.encoded.Load(); m != nil && m.obj == obj {
-			return m, nil
-		}
+	if e == nil || e.obj != obj {
+		return nil
+	}
+	return e
+}
+
+// encoding returns e's memoized encoding of obj, its cached state, encoding and memoizing it first when there is none.
+func (e *entry) encoding(obj Object, encode func(Object) ([]byte, error)) (*encoding, error) {
+	if m := e.encoded.Load(); m != nil && m.obj == obj {
+		return m, nil
 	}
 	data, err := encode(obj)
 	if err != nil {
 		return nil, err
 	}
 	m := &encoding{obj: obj, data: data}
-	if cached {
-		e.encoded.Store(m)
-	}
+	e.encoded.Store(m)
 	return m, nil
 }
 

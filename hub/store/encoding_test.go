@@ -84,12 +84,12 @@ func TestCachedDerivedEncodingKeepsWhatWasDerived(t *testing.T) {
 	}
 	encode := func(o store.Object) ([]byte, error) { return []byte(o.GetMetadata().GetResourceVersion()), nil }
 	var seen []any
-	derive := func(data []byte, memo any) any {
+	derive := func(data []byte, memo any) (any, bool) {
 		seen = append(seen, memo)
 		if memo != nil {
-			return memo
+			return memo, false
 		}
-		return "derived from " + string(data)
+		return "derived from " + string(data), true
 	}
 	cached, _ := shoots.Get(ctx, "garden-a", "s1")
 	a, _ := shoots.CachedDerivedEncoding(cached, encode, derive)
