@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"weak"
 
 	"github.com/klauspost/compress/flate"
 	"github.com/klauspost/compress/gzip"
@@ -196,8 +197,8 @@ var flateWriters = sync.Pool{New: func() any {
 // for the client); the segment is made anew only when the object or the one before it changed. A segment starts at a
 // byte boundary and ends with a sync flush (an empty stored block, not final), so segments join into one stream.
 type Segment struct {
-	key  uint64 // what it was made after: the dictionary's hash, and whether a comma leads
-	data []byte
+	after segmentKey // what it was made after
+	data  []byte
 	// alt is the segment made before it after other bytes (without an alt of its own): an object is listed after
 	// one item in the whole collection and after another in a list by label, and a client that asks for both in
 	// turn finds both kept.
@@ -207,42 +208,70 @@ type Segment struct {
 // Bytes returns the segment's part of the deflate stream.
 func (s *Segment) Bytes() []byte { return s.data }
 
+// Before is what a segment follows in an answer: Dict, the bytes before it, of which the last 32 KiB (deflate's
+// window) count; Comma, whether a comma leads the segment; and Held, whether Dict is an object's JSON that is never
+// changed while anything refers to it (an encoding the watch cache memoized, or one made for this answer alone; never
+// a buffer that is reused). A segment knows held bytes by identity, as one allocation, and others by a hash of their
+// content: a list's items are known at the cost of a pointer, not of hashing every item again for every list.
+type Before struct {
+	Dict  []byte
+	Comma bool
+	Held  bool
+}
+
+// segmentKey is what a segment was made after. held is the dictionary's first byte when it was held: a weak pointer
+// compares equal only to one made from the same allocation (at the same offset), also after that allocation was
+// freed and its address reused, and it does not keep the bytes alive.
+type segmentKey struct {
+	held  weak.Pointer[byte]
+	sum   uint64 // the dictionary's hash, when not held
+	n     int
+	comma bool
+}
+
 // dictSeed keys segments by their dictionary within this process.
 var dictSeed = maphash.MakeSeed()
 
 // maxDict is deflate's window: the bytes before a segment that it can refer to.
 const maxDict = 32 << 10
 
-// NextSegment returns the segment of json after dict (the answer's bytes before it, of which the last 32 KiB count)
-// and, if comma, a comma: memo, or the one it keeps as alt, when made after the same, else a new one.
-func NextSegment(memo *Segment, json, dict []byte, comma bool) *Segment {
-	dict = dict[max(0, len(dict)-maxDict):]
-	key := maphash.Bytes(dictSeed, dict) &^ 1
-	if comma {
-		key |= 1
+func keyOf(before Before) segmentKey {
+	dict := before.Dict[max(0, len(before.Dict)-maxDict):]
+	k := segmentKey{n: len(dict), comma: before.Comma}
+	if before.Held && len(dict) > 0 {
+		k.held = weak.Make(&dict[0])
+	} else {
+		k.sum = maphash.Bytes(dictSeed, dict)
 	}
+	return k
+}
+
+// NextSegment returns the segment of json after before: memo, or the one it keeps as alt, when made after the same,
+// else a new one.
+func NextSegment(memo *Segment, json []byte, before Before) *Segment {
+	key := keyOf(before)
 	if memo != nil {
-		if memo.key == key {
+		if memo.after == key {
 			return memo
 		}
-		if a := memo.alt; a != nil && a.key == key {
-			return &Segment{key: a.key, data: a.data, alt: &Segment{key: memo.key, data: memo.data}}
+		if a := memo.alt; a != nil && a.after == key {
+			return &Segment{after: a.after, data: a.data, alt: &Segment{after: memo.after, data: memo.data}}
 		}
 	}
 	var buf bytes.Buffer
 	buf.Grow(len(json)/8 + 64)
 	fw := flateWriters.Get().(*flate.Writer)
-	fw.ResetDict(&buf, dict)
-	if comma {
+	fw.ResetDict(&buf, before.Dict[max(0, len(before.Dict)-maxDict):])
+	if before.Comma {
 		_, _ = fw.Write(commaByte) // a bytes.Buffer does not fail
 	}
 	_, _ = fw.Write(json)
 	_ = fw.Flush()
 	fw.ResetDict(nil, nil)
 	flateWriters.Put(fw)
-	seg := &Segment{key: key, data: buf.Bytes()}
+	seg := &Segment{after: key, data: buf.Bytes()}
 	if memo != nil {
-		seg.alt = &Segment{key: memo.key, data: memo.data}
+		seg.alt = &Segment{after: memo.after, data: memo.data}
 	}
 	return seg
 }

@@ -8,9 +8,11 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"google.golang.org/protobuf/proto"
 
@@ -87,7 +89,7 @@ func parts(data [][]byte, deflate func(i int) bool) ([]gzipPart, []byte) {
 	for i, d := range data {
 		p := gzipPart{data: d, comma: i%3 == 1}
 		if deflate(i) {
-			p.deflated = NextSegment(nil, d, dict, p.comma).Bytes()
+			p.deflated = NextSegment(nil, d, Before{Dict: dict, Comma: p.comma, Held: i%2 == 0}).Bytes()
 		}
 		if p.comma {
 			want = append(want, ',')
@@ -127,7 +129,7 @@ func TestAppendGzipJoinsSegmentsAndStoredParts(t *testing.T) {
 }
 
 func TestAppendGzipWrongSegmentFailsTheChecksum(t *testing.T) {
-	parts := []gzipPart{{data: []byte(`{"a":1}`), deflated: NextSegment(nil, []byte(`{"a":2}`), nil, false).Bytes()}}
+	parts := []gzipPart{{data: []byte(`{"a":1}`), deflated: NextSegment(nil, []byte(`{"a":2}`), Before{}).Bytes()}}
 	zr, err := gzip.NewReader(bytes.NewReader(appendGzip(nil, parts)))
 	if err != nil {
 		t.Fatal(err)
@@ -135,6 +137,61 @@ func TestAppendGzipWrongSegmentFailsTheChecksum(t *testing.T) {
 	if _, err := io.ReadAll(zr); err == nil {
 		t.Fatal("a segment of other bytes than its part's decoded without an error")
 	}
+}
+
+// TestHeldDictionaryIsKnownByIdentity: after held bytes, a segment is found again for the same allocation, made again
+// for equal bytes in another one, and made again when the allocation it was made after was freed and its address
+// given to other bytes (the weak pointer's identity, not the address, is what counts).
+func TestHeldDictionaryIsKnownByIdentity(t *testing.T) {
+	json := []byte(`{"kind":"ConfigMap","data":{"k":"the item after the dictionary"}}`)
+	dict := bytes.Repeat([]byte(`{"kind":"ConfigMap","data":{"k":"held"}}`), 100)
+	held := func(d []byte) Before { return Before{Dict: d, Comma: true, Held: true} }
+	s := NextSegment(nil, json, held(dict))
+	if NextSegment(s, json, held(dict)) != s {
+		t.Error("a segment after the same held bytes was made again")
+	}
+	if NextSegment(s, json, held(bytes.Clone(dict))) == s {
+		t.Error("a segment was reused after equal bytes of another allocation")
+	}
+	if NextSegment(s, json, Before{Dict: dict, Comma: true}) == s {
+		t.Error("a segment made after held bytes was reused after hashed ones")
+	}
+
+	// Free the dictionary and allocate bytes of its size until one lands at its address.
+	const size = 4096
+	old := make([]byte, size)
+	for i := range old {
+		old[i] = 'a'
+	}
+	addr := uintptr(unsafe.Pointer(&old[0]))
+	s = NextSegment(nil, json, held(old))
+	old = nil
+	tries := 0
+	for range 20 {
+		runtime.GC()
+		batch := make([][]byte, 0, 2048) // held for the round, so that each allocation takes another free slot
+		for range cap(batch) {
+			tries++
+			b := make([]byte, size)
+			for i := range b {
+				b[i] = 'b'
+			}
+			if uintptr(unsafe.Pointer(&b[0])) != addr {
+				batch = append(batch, b)
+				continue
+			}
+			next := NextSegment(s, json, held(b))
+			if next == s {
+				t.Fatal("a segment was reused after other bytes at the address of the freed dictionary")
+			}
+			parts := []gzipPart{{data: b}, {data: json, comma: true, deflated: next.Bytes()}}
+			if want := append(append(bytes.Clone(b), ','), json...); !bytes.Equal(gunzipOne(t, appendGzip(nil, parts)), want) {
+				t.Fatal("the segment made after the new bytes does not decode")
+			}
+			return
+		}
+	}
+	t.Fatalf("no allocation reused the freed dictionary's address in %d tries", tries)
 }
 
 // TestSegmentsOfSimilarObjects: with the item before as dictionary, a list of similar objects compresses about as one
@@ -148,7 +205,7 @@ func TestSegmentsOfSimilarObjects(t *testing.T) {
 	var independent []gzipPart
 	for _, p := range withDict {
 		q := p
-		q.deflated = NextSegment(nil, p.data, nil, p.comma).Bytes()
+		q.deflated = NextSegment(nil, p.data, Before{Comma: p.comma}).Bytes()
 		independent = append(independent, q)
 	}
 	a, b := appendGzip(nil, withDict), appendGzip(nil, independent)
@@ -159,27 +216,28 @@ func TestSegmentsOfSimilarObjects(t *testing.T) {
 		t.Errorf("segments with the item before as dictionary: %d bytes, without: %d; want at most a third", len(a), len(b))
 	}
 
-	s := NextSegment(nil, data[1], data[0], true)
-	if NextSegment(s, data[1], data[0], true) != s {
+	after := func(dict []byte, comma bool) Before { return Before{Dict: dict, Comma: comma} }
+	s := NextSegment(nil, data[1], after(data[0], true))
+	if NextSegment(s, data[1], after(data[0], true)) != s {
 		t.Error("a segment was made again for the same dictionary")
 	}
-	if NextSegment(s, data[1], data[2], true) == s || NextSegment(s, data[1], data[0], false) == s {
+	if NextSegment(s, data[1], after(data[2], true)) == s || NextSegment(s, data[1], after(data[0], false)) == s {
 		t.Error("a segment made after other bytes was reused")
 	}
 	// Listed in turn after two different items (the whole collection, a list by label): both are kept.
-	s1 := NextSegment(nil, data[5], data[4], true)
-	s2 := NextSegment(s1, data[5], data[0], true)
-	s3 := NextSegment(s2, data[5], data[4], true)
-	s4 := NextSegment(s3, data[5], data[0], true)
+	s1 := NextSegment(nil, data[5], after(data[4], true))
+	s2 := NextSegment(s1, data[5], after(data[0], true))
+	s3 := NextSegment(s2, data[5], after(data[4], true))
+	s4 := NextSegment(s3, data[5], after(data[0], true))
 	if !bytes.Equal(s3.Bytes(), s1.Bytes()) || !bytes.Equal(s4.Bytes(), s2.Bytes()) || &s3.Bytes()[0] != &s1.Bytes()[0] || &s4.Bytes()[0] != &s2.Bytes()[0] {
 		t.Error("a segment made after either of two items in turn was made again")
 	}
-	if s := NextSegment(s4, data[5], data[9], true); s.alt == nil || &s.alt.Bytes()[0] != &s2.Bytes()[0] || s.alt.alt != nil {
+	if s := NextSegment(s4, data[5], after(data[9], true)); s.alt == nil || &s.alt.Bytes()[0] != &s2.Bytes()[0] || s.alt.alt != nil {
 		t.Error("a third dictionary did not keep the latest other segment as the only alt")
 	}
 	long := bytes.Repeat([]byte("x"), maxDict)
-	s = NextSegment(nil, data[1], append([]byte("different start"), long...), false)
-	if NextSegment(s, data[1], append([]byte("another start"), long...), false) != s {
+	s = NextSegment(nil, data[1], after(append([]byte("different start"), long...), false))
+	if NextSegment(s, data[1], after(append([]byte("another start"), long...), false)) != s {
 		t.Error("bytes beyond deflate's window changed the segment")
 	}
 }
@@ -251,7 +309,7 @@ func TestCompressWriter(t *testing.T) {
 				if cw == nil {
 					panic("no compressor")
 				}
-				b := appendGzip(nil, []gzipPart{{data: big, deflated: NextSegment(nil, big, nil, false).Bytes()}})
+				b := appendGzip(nil, []gzipPart{{data: big, deflated: NextSegment(nil, big, Before{}).Bytes()}})
 				cw.precompressed()
 				w.Header().Set("Content-Length", strconv.Itoa(len(b)))
 				_, _ = w.Write(b)
@@ -306,8 +364,8 @@ func benchList(n int) (*kcorev1.ConfigMapList, *Marshaler) {
 	}
 	m := &Marshaler{
 		ObjectJSON: func(x proto.Message) ([]byte, bool) { b, ok := jsonMemo[x]; return b, ok },
-		ObjectDeflated: func(x proto.Message, dict []byte, comma bool) ([]byte, bool) {
-			s := NextSegment(segMemo[x], jsonMemo[x], dict, comma)
+		ObjectDeflated: func(x proto.Message, before Before) ([]byte, bool) {
+			s := NextSegment(segMemo[x], jsonMemo[x], before)
 			segMemo[x] = s
 			return s.Bytes(), true
 		},

@@ -29,9 +29,9 @@ type Config struct {
 	Authenticate func(r *http.Request) (context.Context, error)
 	// ObjectJSON returns the memoized JSON of objects served from the hub's cache (see Marshaler.ObjectJSON).
 	ObjectJSON func(m proto.Message) ([]byte, bool)
-	// ObjectDeflated returns the Segment of ObjectJSON's JSON after dict (and a comma), memoized with it (see
+	// ObjectDeflated returns the Segment of ObjectJSON's JSON after before, memoized with it (see
 	// Marshaler.ObjectDeflated).
-	ObjectDeflated func(m proto.Message, dict []byte, comma bool) ([]byte, bool)
+	ObjectDeflated func(m proto.Message, before Before) ([]byte, bool)
 	// PublicError maps an error to what the client may see before it is written (the hub hides internal errors'
 	// detail behind a request id, api.Errors); nil writes errors as they are.
 	PublicError func(ctx context.Context, err error) error
@@ -57,7 +57,7 @@ func New(ctx context.Context, cfg Config) (http.Handler, error) {
 	return &handler{mux: mux, authenticate: cfg.Authenticate, public: public}, nil
 }
 
-func newMux(objectJSON func(proto.Message) ([]byte, bool), objectDeflated func(proto.Message, []byte, bool) ([]byte, bool), public func(context.Context, error) error) *runtime.ServeMux {
+func newMux(objectJSON func(proto.Message) ([]byte, bool), objectDeflated func(proto.Message, Before) ([]byte, bool), public func(context.Context, error) error) *runtime.ServeMux {
 	strict := &Marshaler{ObjectJSON: objectJSON, ObjectDeflated: objectDeflated}
 	lenient := &Marshaler{Lenient: true, ObjectJSON: objectJSON, ObjectDeflated: objectDeflated}
 	return runtime.NewServeMux(

@@ -37,10 +37,10 @@ type Marshaler struct {
 	// ObjectJSON, when set, returns the memoized JSON of an object served from the hub's cache (false for other
 	// messages); lists and gets are then assembled from it instead of being encoded anew.
 	ObjectJSON func(m proto.Message) ([]byte, bool)
-	// ObjectDeflated, when set, returns the bytes of the Segment of ObjectJSON's JSON of an object after dict and, if
-	// comma, a comma (NextSegment), memoized with the JSON (false when ObjectJSON has none): gzipped answers are
+	// ObjectDeflated, when set, returns the bytes of the Segment of ObjectJSON's JSON of an object after before
+	// (NextSegment), memoized with the JSON (false when ObjectJSON has none): gzipped answers are
 	// joined from them instead of being compressed anew.
-	ObjectDeflated func(m proto.Message, dict []byte, comma bool) ([]byte, bool)
+	ObjectDeflated func(m proto.Message, before Before) ([]byte, bool)
 }
 
 var _ runtime.Marshaler = (*Marshaler)(nil)
@@ -254,23 +254,24 @@ func (m *Marshaler) marshalCompressible(c *compressible) ([]byte, error) {
 	}
 	parts := make([]gzipPart, len(pieces))
 	out := len(gzipHeader) + len(finalBlock) + 8
-	var dict []byte // the bytes before the piece: the piece before it, as far as a segment looks back
+	var before Before // the piece before: an object's JSON is held (memoized, or made for this answer)
 	for i, p := range pieces {
+		before.Comma = p.comma
 		parts[i] = gzipPart{comma: p.comma, data: p.data}
 		if p.obj == nil {
 			out += len(p.data) + 5*(len(p.data)/0xffff+1) // stored blocks
 		} else {
 			d, ok := []byte(nil), false
 			if m.ObjectDeflated != nil {
-				d, ok = m.ObjectDeflated(p.obj, dict, p.comma)
+				d, ok = m.ObjectDeflated(p.obj, before)
 			}
 			if !ok {
-				d = NextSegment(nil, p.data, dict, p.comma).Bytes()
+				d = NextSegment(nil, p.data, before).Bytes()
 			}
 			parts[i].deflated = d
 			out += len(d)
 		}
-		dict = p.data
+		before.Dict, before.Held = p.data, p.obj != nil
 	}
 	b := appendGzip(make([]byte, 0, out), parts)
 	c.w.precompressed()

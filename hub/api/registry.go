@@ -217,10 +217,9 @@ func (r *Registry) ObjectJSON(m proto.Message) ([]byte, bool) {
 	return r.objectJSON(obj)
 }
 
-// ObjectDeflated returns the deflate segment (gateway.Segment) of ObjectJSON's JSON of m with dict and, if comma, a
-// comma before it, memoized with the JSON in the watch cache; false when ObjectJSON has none. The REST gateway joins
+// ObjectDeflated returns the deflate segment (gateway.Segment) of ObjectJSON's JSON of m after before, memoized with the JSON in the watch cache; false when ObjectJSON has none. The REST gateway joins
 // them into gzipped lists and gets.
-func (r *Registry) ObjectDeflated(m proto.Message, dict []byte, comma bool) ([]byte, bool) {
+func (r *Registry) ObjectDeflated(m proto.Message, before gateway.Before) ([]byte, bool) {
 	obj, ok := m.(store.Object)
 	if !ok {
 		return nil, false
@@ -231,7 +230,7 @@ func (r *Registry) ObjectDeflated(m proto.Message, dict []byte, comma bool) ([]b
 	}
 	v, err := c.CachedDerivedEncoding(obj, encodeJSON, func(data []byte, memo any) (any, bool) {
 		s, _ := memo.(*gateway.Segment)
-		next := gateway.NextSegment(s, data, dict, comma)
+		next := gateway.NextSegment(s, data, before)
 		return next, next != s
 	})
 	if err != nil {

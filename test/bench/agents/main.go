@@ -768,7 +768,7 @@ func timeline(start time.Time, seconds []cpuDelta, gcs []gcCount, rtt []time.Dur
 	return out
 }
 
-// profile saves the hub's heap profile and a CPU profile at steady state.
+// profile saves the hub's heap profile and a CPU profile at steady state, and a heap profile after it.
 func profile(ctx context.Context, cfg config, h *hub) []string {
 	base := cfg.out[:len(cfg.out)-len(filepath.Ext(cfg.out))]
 	var out []string
@@ -776,6 +776,9 @@ func profile(ctx context.Context, cfg config, h *hub) []string {
 		{"heap", "?gc=1", base + "-heap.pprof"},
 		{"goroutine", "", base + "-goroutine.pprof"},
 		{"profile", "?seconds=" + strconv.Itoa(cfg.profileSec), base + "-cpu.pprof"},
+		// A second heap profile after the CPU profile: its allocations less the first's are the steady state's
+		// (go tool pprof -sample_index=alloc_space -diff_base <out>-heap.pprof <out>-heap-end.pprof).
+		{"heap", "?gc=1", base + "-heap-end.pprof"},
 	} {
 		logf("saving the hub's %s profile to %s", p.name, p.path)
 		if err := h.saveProfile(ctx, p.name, p.query, p.path); err != nil {

@@ -39,13 +39,13 @@ func loopsPrerequisites() []prerequisite {
 	return out
 }
 
-// writePhases are the phases -cpuprofile profiles.
-var writePhases = []string{"create", "update", "patch", "delete"}
+// profiledPhases are the phases -cpuprofile profiles.
+var profiledPhases = []string{"create", "update", "patch", "list", "delete"}
 
 // profile runs fn, the phase named phase; with -cpuprofile and a hub target, a CPU profile of the hub covering the
-// first -profile-seconds of a write phase is saved as <dir>/<target>-<phase>.pprof.
+// first -profile-seconds of a write phase or the list phase is saved as <dir>/<target>-<phase>.pprof.
 func (b *bench) profile(ctx context.Context, phase string, fn func()) {
-	if b.cfg.cpuprofile == "" || b.t.hub == nil || !slices.Contains(writePhases, phase) {
+	if b.cfg.cpuprofile == "" || b.t.hub == nil || !slices.Contains(profiledPhases, phase) {
 		fn()
 		return
 	}
