@@ -294,27 +294,45 @@ var finalBlock = []byte{0x03, 0x00}
 // appendGzip appends one gzip member holding the parts' bytes in order, made of their segments and stored blocks
 // (RFC 1951 3.2.4) for the parts without one, with the CRC-32 and size of the whole (RFC 1952).
 func appendGzip(out []byte, parts []gzipPart) []byte {
-	out = append(out, gzipHeader...)
-	crc, size := uint32(0), uint32(0)
+	j := gzipJoiner{out: out}
+	j.begin()
 	for _, p := range parts {
-		if p.comma {
-			crc = crc32.Update(crc, crc32.IEEETable, commaByte)
-			size++
-		}
-		crc = crc32.Update(crc, crc32.IEEETable, p.data)
-		size += uint32(len(p.data)) //nolint:gosec // ISIZE is the size modulo 2^32
-		if p.deflated != nil {
-			out = append(out, p.deflated...)
-			continue
-		}
-		if p.comma {
-			out = appendStored(out, commaByte)
-		}
-		out = appendStored(out, p.data)
+		j.add(p)
 	}
-	out = append(out, finalBlock...)
-	out = binary.LittleEndian.AppendUint32(out, crc)
-	return binary.LittleEndian.AppendUint32(out, size)
+	j.end()
+	return j.out
+}
+
+// gzipJoiner appends one gzip member to out part by part (appendGzip); its owner may take out's bytes away between
+// parts, to send the member as it is joined.
+type gzipJoiner struct {
+	out       []byte
+	crc, size uint32
+}
+
+func (j *gzipJoiner) begin() { j.out = append(j.out, gzipHeader...) }
+
+func (j *gzipJoiner) add(p gzipPart) {
+	if p.comma {
+		j.crc = crc32.Update(j.crc, crc32.IEEETable, commaByte)
+		j.size++
+	}
+	j.crc = crc32.Update(j.crc, crc32.IEEETable, p.data)
+	j.size += uint32(len(p.data)) //nolint:gosec // ISIZE is the size modulo 2^32
+	if p.deflated != nil {
+		j.out = append(j.out, p.deflated...)
+		return
+	}
+	if p.comma {
+		j.out = appendStored(j.out, commaByte)
+	}
+	j.out = appendStored(j.out, p.data)
+}
+
+func (j *gzipJoiner) end() {
+	j.out = append(j.out, finalBlock...)
+	j.out = binary.LittleEndian.AppendUint32(j.out, j.crc)
+	j.out = binary.LittleEndian.AppendUint32(j.out, j.size)
 }
 
 // appendStored appends d as stored blocks of at most 65,535 bytes each.

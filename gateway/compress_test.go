@@ -64,6 +64,27 @@ func FuzzAcceptsGzip(f *testing.F) {
 }
 
 // gunzipOne decodes data as exactly one gzip member.
+// marshalGzipped is m's answer to msg for a client that takes gzip: what it wrote and what it returned.
+func marshalGzipped(m *Marshaler, msg proto.Message) ([]byte, error) {
+	rec := httptest.NewRecorder()
+	cw := &compressWriter{ResponseWriter: rec}
+	rest, err := m.Marshal(&compressible{msg: msg, w: cw})
+	if err != nil {
+		return nil, err
+	}
+	if len(rest) > 0 && !cw.pre {
+		return nil, fmt.Errorf("%d bytes returned, not precompressed", len(rest))
+	}
+	return append(rec.Body.Bytes(), rest...), nil
+}
+
+// discardWriter is a ResponseWriter that keeps nothing.
+type discardWriter struct{}
+
+func (discardWriter) Header() http.Header         { return http.Header{} }
+func (discardWriter) Write(p []byte) (int, error) { return len(p), nil }
+func (discardWriter) WriteHeader(int)             {}
+
 func gunzipOne(t testing.TB, data []byte) []byte {
 	t.Helper()
 	zr, err := gzip.NewReader(bytes.NewReader(data))
@@ -394,6 +415,49 @@ func TestListOfSmallItemsIsCompressedAsOneStream(t *testing.T) {
 	}
 }
 
+// TestGzippedListGoesOutAsItIsJoined: a gzipped list is written a chunk at a time while it is joined, so the client
+// inflates its first items while the hub joins the rest; the chunks make up the whole member.
+func TestGzippedListGoesOutAsItIsJoined(t *testing.T) {
+	list, m := benchList(2000)
+	plain, err := m.Marshal(list)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &chunkRecorder{}
+	cw := &compressWriter{ResponseWriter: w}
+	rest, err := m.Marshal(&compressible{msg: list, w: cw})
+	if err != nil || !cw.pre {
+		t.Fatalf("gzipped list: %v, precompressed %v", err, cw.pre)
+	}
+	if !bytes.Equal(gunzipOne(t, append(w.body, rest...)), plain) {
+		t.Fatal("the chunks and the rest do not decode to the list")
+	}
+	if len(w.writes) < 4 {
+		t.Fatalf("%d bytes gzipped went out in %d writes before the rest (%d bytes)", len(w.body)+len(rest), len(w.writes), len(rest))
+	}
+	for i, n := range w.writes {
+		if n < streamChunk || n > 2*streamChunk {
+			t.Errorf("write %d of %d bytes; want a chunk of about %d", i, n, streamChunk)
+		}
+	}
+	if len(rest) > 2*streamChunk {
+		t.Errorf("%d bytes left for the caller", len(rest))
+	}
+}
+
+// chunkRecorder is a ResponseWriter that keeps the body and the size of each write.
+type chunkRecorder struct {
+	discardWriter
+	body   []byte
+	writes []int
+}
+
+func (c *chunkRecorder) Write(p []byte) (int, error) {
+	c.body = append(c.body, p...)
+	c.writes = append(c.writes, len(p))
+	return len(p), nil
+}
+
 // TestGzippedListOfRandomItems: a list whose items barely compress is never larger gzipped than stored blocks of it
 // (the compressor stores a block that would not shrink).
 func TestGzippedListOfRandomItems(t *testing.T) {
@@ -411,7 +475,7 @@ func TestGzippedListOfRandomItems(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gz, err := m.Marshal(&compressible{msg: list, w: &compressWriter{ResponseWriter: httptest.NewRecorder()}})
+	gz, err := marshalGzipped(m, list)
 	if err != nil || !bytes.Equal(gunzipOne(t, gz), want) {
 		t.Fatalf("gzipped list of random items: %v", err)
 	}
@@ -426,8 +490,7 @@ func BenchmarkListAnswer(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	c := &compressible{msg: list, w: &compressWriter{ResponseWriter: httptest.NewRecorder()}}
-	gz, err := m.Marshal(c)
+	gz, err := marshalGzipped(m, list)
 	if err != nil || !bytes.Equal(gunzipOne(b, gz), plain) {
 		b.Fatalf("gzipped list: %v", err)
 	}
@@ -439,6 +502,7 @@ func BenchmarkListAnswer(b *testing.B) {
 		b.SetBytes(int64(len(plain)))
 	})
 	b.Run("gzip", func(b *testing.B) {
+		c := &compressible{msg: list, w: &compressWriter{ResponseWriter: discardWriter{}}}
 		for b.Loop() {
 			_, _ = m.Marshal(c)
 		}

@@ -233,7 +233,8 @@ type compressible struct {
 }
 
 // marshalCompressible writes c's message as JSON, gzipped when it reaches CompressThreshold: the objects' memoized
-// deflate segments (ObjectDeflated, else compressed here) and the glue stored, joined into one gzip member.
+// deflate segments (ObjectDeflated, else compressed here) and the glue stored, joined into one gzip member, which it
+// writes to c's writer as it goes and returns the end of.
 func (m *Marshaler) marshalCompressible(c *compressible) ([]byte, error) {
 	var pieces []piece
 	size := 0
@@ -252,15 +253,16 @@ func (m *Marshaler) marshalCompressible(c *compressible) ([]byte, error) {
 		// bytes each) would outweigh what they save: Compress gzips it as one stream as it is written.
 		return joinPieces(pieces, size), nil
 	}
-	parts := make([]gzipPart, len(pieces))
-	out := len(gzipHeader) + len(finalBlock) + 8
+	// The member goes out as it is joined, a chunk at a time: the client inflates the first items while the hub joins
+	// the rest. Nothing after the first chunk can fail but the connection, and then the client is gone.
+	c.w.precompressed()
+	j := gzipJoiner{out: make([]byte, 0, 2*streamChunk)}
+	j.begin()
 	var before Before // the piece before: an object's JSON is held (memoized, or made for this answer)
-	for i, p := range pieces {
+	for _, p := range pieces {
 		before.Comma = p.comma
-		parts[i] = gzipPart{comma: p.comma, data: p.data}
-		if p.obj == nil {
-			out += len(p.data) + 5*(len(p.data)/0xffff+1) // stored blocks
-		} else {
+		part := gzipPart{comma: p.comma, data: p.data}
+		if p.obj != nil {
 			d, ok := []byte(nil), false
 			if m.ObjectDeflated != nil {
 				d, ok = m.ObjectDeflated(p.obj, before)
@@ -268,15 +270,23 @@ func (m *Marshaler) marshalCompressible(c *compressible) ([]byte, error) {
 			if !ok {
 				d = NextSegment(nil, p.data, before).Bytes()
 			}
-			parts[i].deflated = d
-			out += len(d)
+			part.deflated = d
+		}
+		j.add(part)
+		if len(j.out) >= streamChunk {
+			if _, err := c.w.Write(j.out); err != nil {
+				return nil, nil //nolint:nilerr // the answer has begun: nothing more can reach the client
+			}
+			j.out = j.out[:0]
 		}
 		before.Dict, before.Held = p.data, p.obj != nil
 	}
-	b := appendGzip(make([]byte, 0, out), parts)
-	c.w.precompressed()
-	return b, nil
+	j.end()
+	return j.out, nil // the rest, written by the caller
 }
+
+// streamChunk is about how much of a gzipped answer joined from segments the marshaler writes at a time.
+const streamChunk = 32 << 10
 
 // smallItems is the mean size of a list's items below which it is gzipped as one stream, not joined from segments.
 const smallItems = 1 << 10
