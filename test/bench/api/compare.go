@@ -40,7 +40,7 @@ func loopsPrerequisites() []prerequisite {
 }
 
 // profiledPhases are the phases -cpuprofile profiles.
-var profiledPhases = []string{"create", "update", "patch", "list", "delete"}
+var profiledPhases = []string{"create", "get", "update", "patch", "list", "delete"}
 
 // profile runs fn, the phase named phase; with -cpuprofile and a hub target, a CPU profile of the hub covering the
 // first -profile-seconds of a write phase or the list phase is saved as <dir>/<target>-<phase>.pprof.

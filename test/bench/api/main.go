@@ -137,7 +137,7 @@ func main() {
 	flag.BoolVar(&cfg.loops, "loops", false, "run the same workload against a second hub with its scheduler and controllers on (3 seeds, the shoots unschedulable), in turn with the hub with its loops off, and print the ratios")
 	flag.StringVar(&cfg.compare, "compare", "", "another hub binary (an earlier build) to run the same workload against in the same run, as target \"before\" (and \"before+loops\" with -loops)")
 	flag.StringVar(&cfg.testbin, "testbin", "bin/testbin", "directory with etcd and kube-apiserver for -peer")
-	flag.StringVar(&cfg.cpuprofile, "cpuprofile", "", "directory for CPU profiles of the hubs during the write phases (create, update, patch, delete) and the list phase, from their /debug/pprof/profile")
+	flag.StringVar(&cfg.cpuprofile, "cpuprofile", "", "directory for CPU profiles of the hubs during the write phases (create, update, patch, delete), the get phase and the list phase, from their /debug/pprof/profile")
 	flag.DurationVar(&cfg.profileFor, "profile-seconds", 5*time.Second, "length of each -cpuprofile profile, from the start of its phase")
 	tracing := flag.Bool("tracing", false, "run the hub with tracing at 100 % sampling, exporting to a span sink in the benchmark")
 	flag.Parse()
