@@ -38,8 +38,8 @@ type Marshaler struct {
 	// messages); lists and gets are then assembled from it instead of being encoded anew.
 	ObjectJSON func(m proto.Message) ([]byte, bool)
 	// ObjectDeflated, when set, returns the bytes of the Segment of ObjectJSON's JSON of an object after before
-	// (NextSegment), memoized with the JSON (false when ObjectJSON has none): gzipped answers are
-	// joined from them instead of being compressed anew.
+	// (NextSegment), memoized with the JSON (false when ObjectJSON has none): gzipped answers are joined from them
+	// instead of being compressed anew.
 	ObjectDeflated func(m proto.Message, before Before) ([]byte, bool)
 }
 

@@ -217,8 +217,9 @@ func (r *Registry) ObjectJSON(m proto.Message) ([]byte, bool) {
 	return r.objectJSON(obj)
 }
 
-// ObjectDeflated returns the deflate segment (gateway.Segment) of ObjectJSON's JSON of m after before, memoized with the JSON in the watch cache; false when ObjectJSON has none. The REST gateway joins
-// them into gzipped lists and gets.
+// ObjectDeflated returns the deflate segment (gateway.Segment) of ObjectJSON's JSON of m after before, memoized with
+// the JSON in the watch cache; false when ObjectJSON has none. The REST gateway joins them into gzipped lists and
+// gets.
 func (r *Registry) ObjectDeflated(m proto.Message, before gateway.Before) ([]byte, bool) {
 	obj, ok := m.(store.Object)
 	if !ok {
