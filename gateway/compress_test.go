@@ -63,7 +63,6 @@ func FuzzAcceptsGzip(f *testing.F) {
 	})
 }
 
-// gunzipOne decodes data as exactly one gzip member.
 // marshalGzipped is m's answer to msg for a client that takes gzip: what it wrote and what it returned.
 func marshalGzipped(m *Marshaler, msg proto.Message) ([]byte, error) {
 	rec := httptest.NewRecorder()
@@ -85,6 +84,7 @@ func (discardWriter) Header() http.Header         { return http.Header{} }
 func (discardWriter) Write(p []byte) (int, error) { return len(p), nil }
 func (discardWriter) WriteHeader(int)             {}
 
+// gunzipOne decodes data as exactly one gzip member.
 func gunzipOne(t testing.TB, data []byte) []byte {
 	t.Helper()
 	zr, err := gzip.NewReader(bytes.NewReader(data))
@@ -394,8 +394,6 @@ func benchList(n int) (*kcorev1.ConfigMapList, *Marshaler) {
 	return list, m
 }
 
-// BenchmarkListAnswer: a list of 2,000 items as the gateway answers it, plain and gzipped from memoized segments
-// (after a first list has made them); the client's side (TLS, decompression) is not in it.
 // TestListOfSmallItemsIsCompressedAsOneStream: a list of small items is not joined from segments, whose own overhead
 // would outweigh what they save, but handed on plain for Compress to gzip as one stream.
 func TestListOfSmallItemsIsCompressedAsOneStream(t *testing.T) {
@@ -484,6 +482,8 @@ func TestGzippedListOfRandomItems(t *testing.T) {
 	}
 }
 
+// BenchmarkListAnswer: a list of 2,000 items as the gateway answers it, plain and gzipped from memoized segments
+// (after a first list has made them); the client's side (TLS, decompression) is not in it.
 func BenchmarkListAnswer(b *testing.B) {
 	list, m := benchList(2000)
 	plain, err := m.Marshal(list)
