@@ -12,6 +12,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/trellis-dev/trellis/hub"
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
@@ -466,5 +467,78 @@ func TestGarbageCollection(t *testing.T) {
 			t.Fatalf("the dependent of a deleted owner is still there: %d %s", code, out)
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestGRPCWriteWithoutJSONFormIsInvalid: a gRPC request can carry what no JSON request can, a RawExtension whose bytes
+// are not JSON or a Timestamp outside years 1 to 9999. Such a write is refused as invalid at the field, and what is
+// stored stays as it was (no REST client could read the object otherwise).
+func TestGRPCWriteWithoutJSONFormIsInvalid(t *testing.T) {
+	h := hubtest.Start(t)
+	garden(t, h)
+	ctx := context.Background()
+	c := corev1beta1.NewShootServiceClient(h.GRPC(t))
+	notJSON := &metav1.RawExtension{Raw: []byte(`{"a":1} junk`)}
+	s := &corev1beta1.Shoot{
+		Metadata: &metav1.ObjectMeta{Name: "raw", Namespace: "garden-dev"},
+		Spec: &corev1beta1.ShootSpec{
+			CloudProfile: &corev1beta1.CloudProfileReference{Name: "local"}, Region: "local",
+			Kubernetes: &corev1beta1.Kubernetes{Version: "1.35.4"},
+			Provider:   &corev1beta1.Provider{Type: "local", InfrastructureConfig: notJSON},
+		},
+	}
+	wantInvalid := func(what string, err error, field string) {
+		t.Helper()
+		if status.Code(err) != codes.InvalidArgument || !strings.Contains(status.Convert(err).Message(), field+": Invalid value: ") {
+			t.Errorf("%s: want InvalidArgument at %s, got %v", what, field, err)
+		}
+	}
+	_, err := c.Create(ctx, s)
+	wantInvalid("create", err, "spec.provider.infrastructureConfig")
+	if code, body := h.Do(t, "GET", shoots+"/raw", nil); code != http.StatusNotFound {
+		t.Fatalf("after the refused create: %d %s", code, body)
+	}
+
+	s.Spec.Provider.InfrastructureConfig = &metav1.RawExtension{Raw: []byte(`{"kind":"InfrastructureConfig"}`)}
+	if _, err := c.Create(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	// The hub's controllers write the shoot too: each write starts from the current state.
+	current := func() *corev1beta1.Shoot {
+		t.Helper()
+		cur, err := c.Get(ctx, &metav1.GetRequest{Namespace: "garden-dev", Name: "raw"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cur
+	}
+	cur := current()
+	cur.Spec.Provider.ControlPlaneConfig = notJSON
+	_, err = c.Update(ctx, cur)
+	wantInvalid("update", err, "spec.provider.controlPlaneConfig")
+	cur = current()
+	cur.Status = &corev1beta1.ShootStatus{LastOperation: &metav1.LastOperation{
+		Type: "Create", State: "Processing", LastUpdateTime: &timestamppb.Timestamp{Seconds: 1 << 40},
+	}}
+	_, err = c.UpdateStatus(ctx, cur)
+	wantInvalid("status update", err, "status.lastOperation.lastUpdateTime")
+
+	code, body := h.Do(t, "GET", shoots+"/raw", nil)
+	if code != http.StatusOK {
+		t.Fatalf("get: %d %s", code, body)
+	}
+	var got struct {
+		Spec struct {
+			Provider struct{ ControlPlaneConfig json.RawMessage } `json:"provider"`
+		} `json:"spec"`
+		Status struct {
+			LastOperation json.RawMessage `json:"lastOperation"`
+		} `json:"status"`
+	}
+	if err := json.Unmarshal(body, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Spec.Provider.ControlPlaneConfig != nil || got.Status.LastOperation != nil {
+		t.Errorf("the refused writes changed the shoot: %s", body)
 	}
 }

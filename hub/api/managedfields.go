@@ -25,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/managedfields"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
@@ -234,7 +235,11 @@ func recordWrite(fm *managedfields.FieldManager, gvk schema.GroupVersionKind, li
 		}
 		liveO.known = fitting.get(key)
 	}
-	newO, err := newFieldsObject(obj, nil, gvk, liveO)
+	doc, err := kjson.Marshal(obj)
+	if err != nil {
+		return nil, unencodable(gvk, md.GetName(), err)
+	}
+	newO, err := newFieldsObject(obj, doc, gvk, liveO)
 	if err != nil {
 		return nil, err
 	}
@@ -251,6 +256,20 @@ func recordWrite(fm *managedfields.FieldManager, gvk schema.GroupVersionKind, li
 		fitting.put(key, newO.members)
 	}
 	return fromKubeManagedFields(o.managed), nil
+}
+
+// unencodable is the error for a written object that has no JSON form, err from kjson.Marshal. JSON requests cannot
+// carry one (the decoder checks what the encoder would refuse); a gRPC request can, e.g. a RawExtension whose bytes
+// are not JSON or a Timestamp outside years 1 to 9999, which kube-apiserver's decoder would have refused as a bad
+// request. It is refused as invalid at the field the encoder names, not stored, as no REST client could read it.
+func unencodable(gvk schema.GroupVersionKind, name string, err error) error {
+	var fe *kjson.FieldError
+	if !errors.As(err, &fe) {
+		return apierrors.NewInternalError(err)
+	}
+	return apierrors.NewInvalid(gvk.GroupKind(), name, field.ErrorList{
+		field.Invalid(field.NewPath(fe.Path), field.OmitValueType{}, fe.Err.Error()),
+	})
 }
 
 // objectKey names an object within its kind.

@@ -155,6 +155,13 @@ func main() {
 		os.Exit(2)
 	}
 	cfg.watchUpdates = min(cfg.watchUpdates, cfg.n)
+	if cfg.cpuprofile != "" {
+		// The profiles are written at the end of each phase: a directory that cannot be made fails the run now.
+		if err := os.MkdirAll(cfg.cpuprofile, 0o755); err != nil {
+			fmt.Fprintf(os.Stderr, "-cpuprofile: %v\n", err)
+			os.Exit(2)
+		}
+	}
 
 	// The run prints its report and writes the JSON itself: printing needs the benchmark's state.
 	benchcmd.Main("bench-api", cfg.timeout, "", func(ctx context.Context) (benchcmd.Report, bool, error) {
