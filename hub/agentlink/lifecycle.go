@@ -108,7 +108,9 @@ func (l *Lifecycle) followPresence(ctx context.Context) {
 		now := l.cfg.Now()
 		seen := map[string]bool{}
 		for _, kv := range resp.Kvs {
-			seen[strings.TrimPrefix(string(kv.Key), prefix)] = true
+			if presentValue(kv.Value) {
+				seen[strings.TrimPrefix(string(kv.Key), prefix)] = true
+			}
 		}
 		for seed := range l.present {
 			if !seen[seed] {
@@ -127,9 +129,10 @@ func (l *Lifecycle) followPresence(ctx context.Context) {
 			now := l.cfg.Now()
 			for _, ev := range wr.Events {
 				seed := strings.TrimPrefix(string(ev.Kv.Key), prefix)
-				if ev.Type == clientv3.EventTypePut {
+				if ev.Type == clientv3.EventTypePut && presentValue(ev.Kv.Value) {
 					l.present[seed] = true
-				} else {
+				} else if l.present[seed] {
+					// Gone, or its seed reported unhealthy: absent from now.
 					delete(l.present, seed)
 					l.lastSeen[seed] = now
 				}

@@ -1,6 +1,7 @@
 package agentlink
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"crypto/x509"
@@ -34,9 +35,12 @@ const PresencePrefix = "/agentlink/presence/"
 // replicas reach its SNI listener ("" without one), to forward shoot API connections to the replica of a seed's agent.
 const ReplicasPrefix = "/agentlink/replicas/"
 
-// presence keeps one etcd key per seed whose agent has a healthy session in this replica, bound to the replica's
-// etcd lease: a crashed replica's keys vanish with its lease, and heartbeats cost no writes — only a session's start,
-// end and health transitions do, batched into transactions.
+// presence keeps one etcd key per seed whose agent has a session in this replica, bound to the replica's etcd lease:
+// a crashed replica's keys vanish with its lease, and heartbeats cost no writes — only a session's start, end and
+// health transitions do, batched into transactions. The key's value names the replica and the session, and ends in
+// unhealthySuffix while the agent reports its seed unhealthy: such an agent does not count as present (Lifecycle), as
+// a gardenlet that cannot reach its seed stops renewing its Lease, but its tunnels are still found through the key
+// (tunnelPeer) — an operator reaches an unhealthy seed's API through any replica.
 type presence struct {
 	cli      *clientv3.Client
 	prefix   string
@@ -49,37 +53,55 @@ type presence struct {
 
 	mu      sync.Mutex
 	pending map[string]presenceOp
-	desired map[string]string // seed → session, for re-recording under a new lease
+	desired map[string]presenceOp // seed → its session's record, for re-recording under a new lease
 	wake    chan struct{}
 }
 
+// presenceOp is a change of a seed's presence key: the session's record (healthy or not), or its removal.
 type presenceOp struct {
-	session string
-	present bool
+	session          string
+	present, healthy bool
 }
+
+// unhealthySuffix ends the value of a presence key whose agent reports its seed unhealthy.
+const unhealthySuffix = " unhealthy"
+
+// presentValue reports whether a presence key's value counts its agent as present: its seed reported healthy.
+func presentValue(v []byte) bool { return !bytes.HasSuffix(v, []byte(unhealthySuffix)) }
 
 func newPresence(cli *clientv3.Client, prefix, replica string, ttl int64, log *slog.Logger, m *metrics) *presence {
 	return &presence{
 		cli: cli, prefix: prefix + PresencePrefix, replicas: prefix + ReplicasPrefix, replica: replica, ttl: ttl, log: log, metrics: m,
-		pending: map[string]presenceOp{}, desired: map[string]string{}, wake: make(chan struct{}, 1),
+		pending: map[string]presenceOp{}, desired: map[string]presenceOp{}, wake: make(chan struct{}, 1),
 	}
 }
 
 func (p *presence) key(seed string) string { return p.prefix + seed }
 
-func (p *presence) value(session string) string { return p.replica + "/" + session }
+func (p *presence) value(session string, healthy bool) string {
+	if healthy {
+		return p.replica + "/" + session
+	}
+	return p.replica + "/" + session + unhealthySuffix
+}
 
-// set records that seed's agent is (or is no longer) present through session. A removal by a session that has been
-// superseded by another is ignored.
-func (p *presence) set(seed, session string, present bool) {
+// set records that seed's agent has its session here, with its seed healthy or not.
+func (p *presence) set(seed, session string, healthy bool) {
+	p.change(seed, presenceOp{session: session, present: true, healthy: healthy})
+}
+
+// remove takes back session's record of seed; a removal by a session that has been superseded by another is ignored.
+func (p *presence) remove(seed, session string) { p.change(seed, presenceOp{session: session}) }
+
+func (p *presence) change(seed string, op presenceOp) {
 	p.mu.Lock()
 	cur, pending := p.pending[seed]
-	if present || !pending || cur.session == session {
-		p.pending[seed] = presenceOp{session: session, present: present}
+	if op.present || !pending || cur.session == op.session {
+		p.pending[seed] = op
 	}
-	if present {
-		p.desired[seed] = session
-	} else if p.desired[seed] == session {
+	if op.present {
+		p.desired[seed] = op
+	} else if p.desired[seed].session == op.session {
 		delete(p.desired, seed)
 	}
 	p.mu.Unlock()
@@ -114,9 +136,9 @@ func (p *presence) run(ctx context.Context, granted chan<- struct{}) error {
 		}
 		// Everything desired is recorded again under the new lease.
 		p.mu.Lock()
-		for seed, session := range p.desired {
+		for seed, op := range p.desired {
 			if _, ok := p.pending[seed]; !ok {
-				p.pending[seed] = presenceOp{session: session, present: true}
+				p.pending[seed] = op
 			}
 		}
 		p.mu.Unlock()
@@ -158,12 +180,17 @@ func (p *presence) writeLoop(ctx context.Context, lease clientv3.LeaseID, ka <-c
 		var puts []clientv3.Op
 		for seed, op := range ops {
 			if op.present {
-				puts = append(puts, clientv3.OpPut(p.key(seed), p.value(op.session), clientv3.WithLease(lease)))
+				puts = append(puts, clientv3.OpPut(p.key(seed), p.value(op.session, op.healthy), clientv3.WithLease(lease)))
 				continue
 			}
-			// Remove only our own record: a newer session of the seed, maybe in another replica, keeps its.
-			_, err := p.cli.Txn(ctx).If(clientv3.Compare(clientv3.Value(p.key(seed)), "=", p.value(op.session))).
-				Then(clientv3.OpDelete(p.key(seed))).Commit()
+			// Remove only our own record, healthy or not: a newer session of the seed, maybe in another replica,
+			// keeps its.
+			key := p.key(seed)
+			own := func(healthy bool) clientv3.Cmp {
+				return clientv3.Compare(clientv3.Value(key), "=", p.value(op.session, healthy))
+			}
+			_, err := p.cli.Txn(ctx).If(own(true)).Then(clientv3.OpDelete(key)).
+				Else(clientv3.OpTxn([]clientv3.Cmp{own(false)}, []clientv3.Op{clientv3.OpDelete(key)}, nil)).Commit()
 			p.metrics.writes.WithLabelValues("presence").Inc()
 			if err != nil && ctx.Err() == nil {
 				p.log.Warn("presence: delete failed", "seed", seed, "err", err)
@@ -186,8 +213,8 @@ func (p *presence) writeLoop(ctx context.Context, lease clientv3.LeaseID, ka <-c
 	}
 }
 
-// tunnelPeer returns the SNI listener address of the replica that records seed's agent as present, "" when none
-// does, this replica does, or that replica has no SNI listener.
+// tunnelPeer returns the SNI listener address of the replica that records a session of seed's agent (its seed healthy
+// or not), "" when none does, this replica does, or that replica has no SNI listener.
 func (p *presence) tunnelPeer(ctx context.Context, seed string) (string, error) {
 	resp, err := p.cli.Get(ctx, p.key(seed))
 	if err != nil || len(resp.Kvs) == 0 {

@@ -313,7 +313,7 @@ func (s *Server) serveSession(ctx context.Context, id Identity, stream agentv1.A
 	s.presence.set(ss.seed, ss.id, true)
 	s.leases.add(ss.seed)
 	defer func() {
-		s.presence.set(ss.seed, ss.id, false)
+		s.presence.remove(ss.seed, ss.id)
 		s.leases.remove(ss.seed, ss.id)
 	}()
 	ss.poke()
