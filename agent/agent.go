@@ -88,6 +88,7 @@ type Agent struct {
 	proxy       http.Handler // the seed API proxy of tunnels (tunnel.go)
 	proxyErr    error
 
+	sessionHub  atomic.Value // string: the address the session's connection to the hub reached (dial)
 	tlsMu       sync.Mutex
 	tlsFor      *identity.Credentials
 	tlsSessions tls.ClientSessionCache

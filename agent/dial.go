@@ -1,10 +1,12 @@
 package agent
 
 import (
+	"context"
 	"crypto/tls"
 	"fmt"
-	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
+	"net"
 
+	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/experimental"
 
@@ -34,8 +36,19 @@ func (a *Agent) dial(creds *identity.Credentials, mTLS bool) (*grpc.ClientConn, 
 		tlsCfg.GetClientCertificate = a.creds.GetClientCertificate
 		tlsCfg.ClientSessionCache = a.sessionCache(a.creds.Get())
 	}
+	opts := hubdial.Options(tlsCfg)
+	if mTLS {
+		// The session's connection: data connections go to the replica it reached (dataConnection).
+		opts = append(opts, grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
+			c, err := hubdial.Dial(ctx, addr)
+			if err == nil {
+				a.sessionHub.Store(c.RemoteAddr().String())
+			}
+			return c, err
+		}))
+	}
 	// The TCP connect fails fast, the TLS handshake may take long in a hub's reconnect storm (package hubdial).
-	conn, err := grpc.NewClient(hubdial.Target(a.cfg.HubClientConnection.Address), append(hubdial.Options(tlsCfg),
+	conn, err := grpc.NewClient(hubdial.Target(a.cfg.HubClientConnection.Address), append(opts,
 		// The agent's calls carry the trace of the work they belong to (a shoot's flow) to the hub.
 		grpc.WithStatsHandler(otelgrpc.NewClientHandler()),
 		grpc.WithUserAgent("trellis-agent/"+a.version),

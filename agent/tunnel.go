@@ -101,7 +101,7 @@ const dataConnectTimeout = 3 * time.Second
 const dataConnectPause = time.Minute
 
 // dataConnection opens the data connection of tunnel id (docs/tunnels.md): a TCP connection to the address the agent
-// reaches the hub at, on which it presents the tunnel's single-use token and waits for the hub's acceptance; the
+// reaches the hub at (of its addresses, the one the session's connection reached first), on which it presents the tunnel's single-use token and waits for the hub's acceptance; the
 // connection then carries the tunnel's bytes as they are (the client's TLS, end to end).
 func (a *Agent) dataConnection(ctx context.Context, id string, token []byte) (halfCloser, error) {
 	preface, err := tunnelwire.DataPreface(id, token)
@@ -110,7 +110,8 @@ func (a *Agent) dataConnection(ctx context.Context, id string, token []byte) (ha
 	}
 	ctx, cancel := context.WithTimeout(ctx, dataConnectTimeout)
 	defer cancel()
-	nc, err := hubdial.Dial(ctx, a.cfg.HubClientConnection.Address)
+	hub, _ := a.sessionHub.Load().(string)
+	nc, err := hubdial.DialPreferring(ctx, a.cfg.HubClientConnection.Address, hub)
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"time"
 
 	"golang.org/x/net/http/httpproxy"
@@ -68,14 +69,22 @@ func Target(address string) string { return "passthrough:///" + address }
 // environment, if any): the gRPC connections' dialer, whose handshake has the rest of the connect deadline
 // (HandshakeTimeout), and the dialer of tunnels' data connections.
 func Dial(ctx context.Context, addr string) (net.Conn, error) {
-	return dialVia(ctx, addr, httpproxy.FromEnvironment().ProxyFunc())
+	return dialVia(ctx, addr, httpproxy.FromEnvironment().ProxyFunc(), "")
+}
+
+// DialPreferring is Dial trying preferred (host:port) first when it is one of addr's addresses, then the others in a
+// random order: a tunnel's data connection goes to the hub replica that holds the agent's session (the address its
+// connection reached), which would otherwise forward it to that replica, one relay more (docs/tunnels.md). Through a
+// proxy, or when preferred is not among addr's addresses (a load balancer's), it is Dial.
+func DialPreferring(ctx context.Context, addr, preferred string) (net.Conn, error) {
+	return dialVia(ctx, addr, httpproxy.FromEnvironment().ProxyFunc(), preferred)
 }
 
 // dialVia connects to addr, through the HTTP CONNECT proxy that proxyFor names for it, as gRPC's own dialer does with
 // HTTPS_PROXY and NO_PROXY (a custom dialer turns gRPC's off): seeds behind firewalls often reach the hub only through a
 // proxy. The TCP connect (to the proxy, or to the hub) is bounded by DialTimeout; the CONNECT exchange by the
 // handshake's deadline in ctx.
-func dialVia(ctx context.Context, addr string, proxyFor func(*url.URL) (*url.URL, error)) (net.Conn, error) {
+func dialVia(ctx context.Context, addr string, proxyFor func(*url.URL) (*url.URL, error), preferred string) (net.Conn, error) {
 	d := net.Dialer{Timeout: DialTimeout}
 	proxy, err := proxyFor(&url.URL{Scheme: "https", Host: addr})
 	if err != nil {
@@ -94,7 +103,7 @@ func dialVia(ctx context.Context, addr string, proxyFor func(*url.URL) (*url.URL
 		for i, h := range hosts {
 			addrs[i] = net.JoinHostPort(h, port)
 		}
-		return DialFirst(ctx, addrs)
+		return dialPreferred(ctx, addrs, preferred)
 	}
 	proxyAddr := proxy.Host
 	if proxy.Port() == "" {
@@ -107,6 +116,28 @@ func dialVia(ctx context.Context, addr string, proxyFor func(*url.URL) (*url.URL
 	if err := connect(ctx, conn, addr, proxy); err != nil {
 		_ = conn.Close()
 		return nil, fmt.Errorf("proxy %s: %w", proxy.Redacted(), err)
+	}
+	return conn, nil
+}
+
+// dialPreferred is DialFirst trying preferred first when it is one of addrs.
+func dialPreferred(ctx context.Context, addrs []string, preferred string) (net.Conn, error) {
+	i := slices.Index(addrs, preferred)
+	if i < 0 {
+		return DialFirst(ctx, addrs)
+	}
+	d := net.Dialer{Timeout: DialTimeout}
+	conn, first := d.DialContext(ctx, "tcp", preferred)
+	if first == nil {
+		return conn, nil
+	}
+	rest := slices.Delete(slices.Clone(addrs), i, i+1)
+	if len(rest) == 0 || ctx.Err() != nil {
+		return nil, first
+	}
+	conn, err := DialFirst(ctx, rest)
+	if err != nil {
+		return nil, errors.Join(first, err)
 	}
 	return conn, nil
 }

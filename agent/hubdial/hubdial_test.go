@@ -80,7 +80,7 @@ func TestDialThroughProxy(t *testing.T) {
 	proxyURL := &url.URL{Scheme: "http", Host: proxyAddr, User: url.UserPassword("agent", "s3cret")}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	conn, err := dialVia(ctx, hub, func(*url.URL) (*url.URL, error) { return proxyURL, nil })
+	conn, err := dialVia(ctx, hub, func(*url.URL) (*url.URL, error) { return proxyURL, nil }, "")
 	if err != nil {
 		t.Fatalf("dial through the proxy: %v", err)
 	}
@@ -105,7 +105,7 @@ func TestDialProxyRefuses(t *testing.T) {
 	proxyAddr, _ := connectProxy(t, http.StatusProxyAuthRequired)
 	_, err := dialVia(context.Background(), "hub.example:8444", func(*url.URL) (*url.URL, error) {
 		return &url.URL{Scheme: "http", Host: proxyAddr}, nil
-	})
+	}, "")
 	if err == nil || !strings.Contains(err.Error(), "407") {
 		t.Fatalf("err = %v, want the proxy's 407", err)
 	}
@@ -114,7 +114,7 @@ func TestDialProxyRefuses(t *testing.T) {
 func TestDialDirectWithoutProxy(t *testing.T) {
 	hub := echoServer(t)
 	var asked *url.URL
-	conn, err := dialVia(context.Background(), hub, func(u *url.URL) (*url.URL, error) { asked = u; return nil, nil })
+	conn, err := dialVia(context.Background(), hub, func(u *url.URL) (*url.URL, error) { asked = u; return nil, nil }, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,5 +164,43 @@ func TestDialFirstSpreads(t *testing.T) {
 	}
 	if seen[a] == 0 || seen[b] == 0 {
 		t.Fatalf("connections per address %v: want both used", seen)
+	}
+}
+
+// TestDialPreferred: the preferred address (the replica of the agent's session) is tried first, and when it is down
+// the others are; an address that is not among the hub's is no preference.
+func TestDialPreferred(t *testing.T) {
+	a, b := echoServer(t), echoServer(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := l.Addr().String()
+	_ = l.Close()
+	seen := map[string]int{}
+	for _, c := range []struct {
+		addrs     []string
+		preferred string
+	}{{[]string{a, b}, b}, {[]string{dead, a}, dead}, {[]string{a, b}, "10.0.0.1:8444"}} {
+		for range 20 {
+			conn, err := dialPreferred(context.Background(), c.addrs, c.preferred)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := conn.RemoteAddr().String()
+			_ = conn.Close()
+			if c.preferred == b && got != b || c.preferred == dead && got != a {
+				t.Fatalf("preferring %s of %v: connected to %s", c.preferred, c.addrs, got)
+			}
+			if c.preferred == "10.0.0.1:8444" {
+				seen[got]++
+			}
+		}
+	}
+	if seen[a] == 0 || seen[b] == 0 {
+		t.Errorf("without a preference among the addresses, connections per address %v: want both used", seen)
+	}
+	if _, err := dialPreferred(context.Background(), []string{dead}, dead); err == nil || !strings.Contains(err.Error(), "refused") {
+		t.Errorf("err = %v, want the preferred address's refused connect", err)
 	}
 }
