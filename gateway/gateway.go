@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/proto"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"sigs.k8s.io/yaml"
 )
 
@@ -70,7 +72,9 @@ func newMux(objectJSON func(proto.Message) ([]byte, bool), objectDeflated func(p
 		runtime.WithMarshalerOption(PatchTypeApply, &Marshaler{ReadYAML: true, ObjectJSON: objectJSON, ObjectDeflated: objectDeflated}),
 		runtime.WithMarshalerOption(mimeJSONLenient, lenient),
 		runtime.WithMarshalerOption(MIMEYAML, &Marshaler{YAML: true, ObjectJSON: objectJSON}),
-		runtime.WithErrorHandler(func(_ context.Context, _ *runtime.ServeMux, _ runtime.Marshaler, w http.ResponseWriter, r *http.Request, err error) {
+		runtime.WithMarshalerOption(mimeYAMLLenient, &Marshaler{YAML: true, Lenient: true, ObjectJSON: objectJSON}),
+		runtime.WithErrorHandler(func(ctx context.Context, _ *runtime.ServeMux, _ runtime.Marshaler, w http.ResponseWriter, r *http.Request, err error) {
+			forwardWarnings(ctx, w)
 			writeStatus(w, StatusOf(public(r.Context(), err)))
 		}),
 		runtime.WithRoutingErrorHandler(routingErrorHandler),
@@ -94,6 +98,7 @@ func incomingHeader(key string) (string, bool) {
 }
 
 func setHTTPCode(ctx context.Context, w http.ResponseWriter, m proto.Message) error {
+	forwardWarnings(ctx, w)
 	md, ok := runtime.ServerMetadataFromContext(ctx)
 	if !ok {
 		return nil
@@ -120,6 +125,44 @@ func compressibleAnswer(ctx context.Context, resp proto.Message) (any, error) {
 // SetHTTPCode is called by a gRPC handler to choose the REST success code.
 func SetHTTPCode(ctx context.Context, code int) {
 	_ = grpc.SetHeader(ctx, metadata.Pairs(HeaderHTTPCode, strconv.Itoa(code)))
+}
+
+// HeaderWarning is gRPC response metadata by which a handler adds a warning to its answer (Warn): a REST client gets
+// each as a Warning header, as kube-apiserver sends its warnings; a gRPC client gets the metadata.
+const HeaderWarning = "x-trellis-warning"
+
+// Warn adds a warning to the answer of the call ctx belongs to (kube-apiserver's warning.AddWarning).
+func Warn(ctx context.Context, text string) {
+	_ = grpc.SetHeader(ctx, metadata.Pairs(HeaderWarning, text))
+}
+
+// UnknownFieldWarning is the warning for a field that ?fieldValidation=Warn dropped, kube-apiserver's text.
+func UnknownFieldWarning(path string) string { return fmt.Sprintf("unknown field %q", path) }
+
+// forwardWarnings writes the warnings a handler added (Warn) as Warning headers.
+func forwardWarnings(ctx context.Context, w http.ResponseWriter) {
+	if md, ok := runtime.ServerMetadataFromContext(ctx); ok {
+		for _, text := range md.HeaderMD.Get(HeaderWarning) {
+			addWarning(w.Header(), text)
+		}
+	}
+}
+
+// addWarning adds a Warning header of text (`299 - "text"`, RFC 7234's form as kube-apiserver writes it) unless h has
+// it already: kube-apiserver's recorder sends each warning once.
+func addWarning(h http.Header, text string) {
+	v, err := utilnet.NewWarningHeader(299, "-", text)
+	if err != nil || slices.Contains(h.Values("Warning"), v) {
+		return
+	}
+	h.Add("Warning", v)
+}
+
+// warningBody is the body of a request with ?fieldValidation=Warn: the decoder (Marshaler.NewDecoder) names each
+// unknown field it drops in a Warning header of the answer, before the answer is written.
+type warningBody struct {
+	io.ReadCloser
+	header http.Header
 }
 
 // handler adapts Kubernetes' REST conventions to the routes grpc-gateway knows and authenticates the caller.
@@ -156,6 +199,9 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if cw := compressorFor(r); cw != nil {
 		r = r.WithContext(context.WithValue(r.Context(), precompressKey{}, cw))
 	}
+	if r.Header.Get(MetadataFieldValidation) == "Warn" && r.Body != nil {
+		r.Body = &warningBody{ReadCloser: r.Body, header: w.Header()}
+	}
 	h.mux.ServeHTTP(w, r)
 }
 
@@ -175,6 +221,11 @@ func (h *handler) prepare(r *http.Request) *apierrors.StatusError {
 	}
 	if st := checkAccept(r.Header.Get("Accept")); st != nil {
 		return st
+	}
+	if len(r.Header.Values("Accept")) == 0 {
+		// kube-apiserver answers JSON when the client names no type; grpc-gateway would answer in the body's type
+		// (YAML for a YAML body).
+		r.Header.Set("Accept", MIMEJSON)
 	}
 	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if st := checkContentType(r.Method, ct); st != nil {
@@ -255,8 +306,11 @@ func (h *handler) prepare(r *http.Request) *apierrors.StatusError {
 	q.Del("watch")
 	switch opts.fieldValidation {
 	case "Ignore", "Warn":
-		if ct == "" || ct == MIMEJSON {
+		switch ct {
+		case "", MIMEJSON:
 			r.Header.Set("Content-Type", mimeJSONLenient)
+		case MIMEYAML:
+			r.Header.Set("Content-Type", mimeYAMLLenient)
 		}
 		r.Header.Set(MetadataFieldValidation, opts.fieldValidation)
 	}

@@ -21,8 +21,10 @@ import (
 const (
 	MIMEJSON = "application/json"
 	MIMEYAML = "application/yaml"
-	// mimeJSONLenient is set by the middleware for ?fieldValidation=Ignore|Warn: same JSON, unknown fields dropped.
+	// mimeJSONLenient and mimeYAMLLenient are set by the middleware for ?fieldValidation=Ignore|Warn: the same JSON
+	// or YAML, unknown fields dropped (and, for Warn, named in Warning headers: warningBody).
 	mimeJSONLenient = "application/x-trellis-json-lenient"
+	mimeYAMLLenient = "application/x-trellis-yaml-lenient"
 )
 
 // Marshaler is grpc-gateway's codec for Kubernetes JSON (or YAML). Watches do not pass through it: package api serves
@@ -83,7 +85,10 @@ func (m *Marshaler) marshalJSON(v any) ([]byte, error) {
 }
 
 // Unmarshal implements runtime.Marshaler.
-func (m *Marshaler) Unmarshal(data []byte, v any) error {
+func (m *Marshaler) Unmarshal(data []byte, v any) error { return m.unmarshal(data, v, nil) }
+
+// unmarshal is Unmarshal that, when Lenient, calls onUnknown (when not nil) with the path of each field it drops.
+func (m *Marshaler) unmarshal(data []byte, v any, onUnknown func(path string)) error {
 	msg, ok := v.(proto.Message)
 	if !ok {
 		// grpc-gateway decodes a body mapped to a message field through a pointer to that (nil) field.
@@ -92,7 +97,7 @@ func (m *Marshaler) Unmarshal(data []byte, v any) error {
 			if rv.Elem().IsNil() {
 				rv.Elem().Set(reflect.New(rv.Elem().Type().Elem()))
 			}
-			return m.Unmarshal(data, rv.Elem().Interface())
+			return m.unmarshal(data, rv.Elem().Interface(), onUnknown)
 		}
 		return json.Unmarshal(data, v)
 	}
@@ -112,7 +117,7 @@ func (m *Marshaler) Unmarshal(data []byte, v any) error {
 		raw.Raw = buf.Bytes()
 		return nil
 	}
-	return kjson.UnmarshalOptions{DiscardUnknown: m.Lenient}.Unmarshal(data, msg)
+	return kjson.UnmarshalOptions{DiscardUnknown: m.Lenient, OnUnknown: onUnknown}.Unmarshal(data, msg)
 }
 
 var protoMessageType = reflect.TypeFor[proto.Message]()
@@ -127,7 +132,11 @@ func (m *Marshaler) NewDecoder(r io.Reader) runtime.Decoder {
 		if len(data) > maxBody {
 			return fmt.Errorf("request body larger than %d bytes", maxBody)
 		}
-		return m.Unmarshal(data, v)
+		var onUnknown func(string)
+		if wb, ok := r.(*warningBody); ok {
+			onUnknown = func(path string) { addWarning(wb.header, UnknownFieldWarning(path)) }
+		}
+		return m.unmarshal(data, v, onUnknown)
 	})
 }
 

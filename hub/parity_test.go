@@ -28,8 +28,9 @@ func TestOptionsParityWithKubeAPIServer(t *testing.T) {
 	cms := "/api/v1/namespaces/" + ns + "/configmaps"
 
 	type answer struct {
-		code int
-		body map[string]any
+		code     int
+		body     map[string]any
+		warnings []string
 	}
 	send := func(client *http.Client, base, token, method, path, body string, header ...string) answer {
 		t.Helper()
@@ -52,7 +53,7 @@ func TestOptionsParityWithKubeAPIServer(t *testing.T) {
 		}
 		defer resp.Body.Close()
 		b, _ := io.ReadAll(resp.Body)
-		a := answer{code: resp.StatusCode}
+		a := answer{code: resp.StatusCode, warnings: resp.Header.Values("Warning")}
 		if err := json.Unmarshal(b, &a.body); err != nil {
 			t.Fatalf("%s %s: %d, not JSON: %s", method, path, resp.StatusCode, b)
 		}
@@ -139,6 +140,27 @@ func TestOptionsParityWithKubeAPIServer(t *testing.T) {
 			t.Errorf("%s %s:\n hub            %d %v %q\n kube-apiserver %d %v %q", r.method, r.path, hub.code, hub.body["reason"], hub.body["message"], kube.code, kube.body["reason"], kube.body["message"])
 		}
 	}
+	// fieldValidation=Warn drops unknown fields and names each in a Warning header, Ignore drops them silently, in
+	// JSON and YAML bodies, creates, updates and patches.
+	yaml := []string{"Content-Type", "application/yaml"}
+	for _, r := range []struct {
+		method, path, body string
+		header             []string
+		warnings           int
+	}{
+		{"POST", cms + "?fieldValidation=Warn", `{"metadata":{"name":"warned","bogus":1},"data":{"a":"1"},"spam":1}`, nil, 2},
+		{"PUT", cms + "/warned?fieldValidation=Warn", `{"metadata":{"name":"warned"},"data":{"a":"2"},"spam":2}`, nil, 1},
+		{"PATCH", cms + "/warned?fieldValidation=Warn", `{"data":{"a":"3"},"eggs":1}`, merge, 1},
+		{"POST", cms + "?fieldValidation=Warn", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: yaml-warned\nspam: 1\n", yaml, 1},
+		{"POST", cms + "?fieldValidation=Ignore", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: yaml-ignored\nspam: 1\n", yaml, 0},
+		{"POST", cms + "?fieldValidation=Ignore", `{"metadata":{"name":"ignored"},"spam":1}`, nil, 0},
+	} {
+		hub, kube := both(r.method, r.path, r.body, r.header...)
+		if hub.code != kube.code || hub.code >= 300 || len(hub.warnings) != r.warnings || strings.Join(hub.warnings, "|") != strings.Join(kube.warnings, "|") {
+			t.Errorf("%s %s:\n hub            %d %q\n kube-apiserver %d %q", r.method, r.path, hub.code, hub.warnings, kube.code, kube.warnings)
+		}
+	}
+
 	// The hub names the parameter that does not decode, where kube-apiserver gives the decoder's error alone.
 	hub, kube = both("GET", cms+"?limit=many", "")
 	if hub.code != kube.code || hub.body["message"] != "limit: "+kube.body["message"].(string) {

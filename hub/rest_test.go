@@ -474,7 +474,7 @@ func TestGarbageCollection(t *testing.T) {
 // are not JSON or a Timestamp outside years 1 to 9999. Such a write is refused as invalid at the field, and what is
 // stored stays as it was (no REST client could read the object otherwise).
 func TestGRPCWriteWithoutJSONFormIsInvalid(t *testing.T) {
-	h := hubtest.Start(t)
+	h := quietHub(t) // nothing else writes the shoot
 	garden(t, h)
 	ctx := context.Background()
 	c := corev1beta1.NewShootServiceClient(h.GRPC(t))
@@ -503,7 +503,6 @@ func TestGRPCWriteWithoutJSONFormIsInvalid(t *testing.T) {
 	if _, err := c.Create(ctx, s); err != nil {
 		t.Fatal(err)
 	}
-	// The hub's controllers write the shoot too: each write starts from the current state.
 	current := func() *corev1beta1.Shoot {
 		t.Helper()
 		cur, err := c.Get(ctx, &metav1.GetRequest{Namespace: "garden-dev", Name: "raw"})
@@ -540,5 +539,59 @@ func TestGRPCWriteWithoutJSONFormIsInvalid(t *testing.T) {
 	}
 	if got.Spec.Provider.ControlPlaneConfig != nil || got.Status.LastOperation != nil {
 		t.Errorf("the refused writes changed the shoot: %s", body)
+	}
+}
+
+// TestUnconditionalUpdates: an update without metadata.resourceVersion applies to the current object for the kinds
+// whose Kubernetes or Gardener strategy allows it (a CloudProfile, a ConfigMap) and is refused for the others (a
+// Shoot), as in kube-apiserver and gardener-apiserver.
+func TestUnconditionalUpdates(t *testing.T) {
+	h := hubtest.Start(t)
+	garden(t, h)
+	mustDo(t, h, 201, "POST", shoots, shoot("uncond", "garden-dev", "1.35.4"))
+	mustDo(t, h, 201, "POST", "/api/v1/namespaces/garden-dev/configmaps", `{"metadata":{"name":"uncond"},"data":{"a":"1"}}`)
+	for _, c := range []struct {
+		path string
+		want int
+	}{
+		{"/apis/core.gardener.cloud/v1beta1/cloudprofiles/local", http.StatusOK},
+		{"/api/v1/namespaces/garden-dev/configmaps/uncond", http.StatusOK},
+		{shoots + "/uncond", http.StatusUnprocessableEntity},
+	} {
+		code, body := h.Do(t, "GET", c.path, nil)
+		if code != http.StatusOK {
+			t.Fatalf("GET %s: %d %s", c.path, code, body)
+		}
+		var obj map[string]any
+		if err := json.Unmarshal(body, &obj); err != nil {
+			t.Fatal(err)
+		}
+		md := obj["metadata"].(map[string]any)
+		rv := md["resourceVersion"]
+		delete(md, "resourceVersion")
+		md["labels"] = map[string]any{"updated": "unconditionally"}
+		code, body = h.Do(t, "PUT", c.path, obj)
+		if code != c.want {
+			t.Errorf("PUT %s without resourceVersion: %d %s, want %d", c.path, code, body, c.want)
+			continue
+		}
+		if code != http.StatusOK {
+			if !strings.Contains(string(body), `metadata.resourceVersion: Invalid value: \"\": must be specified for an update`) {
+				t.Errorf("PUT %s without resourceVersion: %s", c.path, body)
+			}
+			continue
+		}
+		var out struct {
+			Metadata struct {
+				ResourceVersion string            `json:"resourceVersion"`
+				Labels          map[string]string `json:"labels"`
+			} `json:"metadata"`
+		}
+		if err := json.Unmarshal(body, &out); err != nil {
+			t.Fatal(err)
+		}
+		if out.Metadata.Labels["updated"] != "unconditionally" || out.Metadata.ResourceVersion == "" || out.Metadata.ResourceVersion == rv {
+			t.Errorf("PUT %s without resourceVersion answered %s", c.path, body)
+		}
 	}
 }

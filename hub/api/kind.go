@@ -52,3 +52,23 @@ func KindFor(apiVersion, kind string) (Kind, bool) {
 	}
 	return Kind{}, false
 }
+
+// UnconditionalUpdate reports whether an update of the kind may leave out metadata.resourceVersion and then applies
+// to the current object, as the kind's registry strategy allows in kube-apiserver or gardener-apiserver
+// (AllowUnconditionalUpdate, kubernetes' pkg/registry and Gardener's pkg/apiserver/registry). Other kinds refuse such
+// an update, as gardener-apiserver does for Shoots: "metadata.resourceVersion: must be specified for an update".
+func (k Kind) UnconditionalUpdate() bool { return unconditionalUpdates[k.GroupKind()] }
+
+var unconditionalUpdates = map[schema.GroupKind]bool{
+	{Kind: "ConfigMap"}: true, {Kind: "Event"}: true, {Kind: "Namespace"}: true, {Kind: "Secret"}: true,
+	{Kind: "ServiceAccount"}: true,
+	{Group: "certificates.k8s.io", Kind: "CertificateSigningRequest"}: true,
+	{Group: "rbac.authorization.k8s.io", Kind: "ClusterRole"}:         true,
+	{Group: "core.gardener.cloud", Kind: "CloudProfile"}:              true,
+	{Group: "core.gardener.cloud", Kind: "InternalSecret"}:            true,
+	{Group: "core.gardener.cloud", Kind: "NamespacedCloudProfile"}:    true,
+	{Group: "core.gardener.cloud", Kind: "Project"}:                   true,
+	{Group: "core.gardener.cloud", Kind: "Quota"}:                     true,
+	{Group: "core.gardener.cloud", Kind: "SecretBinding"}:             true,
+	{Group: "core.gardener.cloud", Kind: "Seed"}:                      true,
+}

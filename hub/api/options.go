@@ -14,6 +14,7 @@ import (
 	"github.com/trellis-dev/trellis/gateway"
 	"github.com/trellis-dev/trellis/hub/store"
 	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
+	"github.com/trellis-dev/trellis/proto/kjson"
 )
 
 // The options kinds kube-apiserver names when a write's options are invalid.
@@ -56,16 +57,22 @@ func dryRun(ctx context.Context, options string) (bool, error) {
 	return len(values) > 0, nil
 }
 
-// dropUnknown reports whether a patch's fieldValidation (gateway.MetadataFieldValidation) is Ignore or Warn: the
-// patched object's unknown fields are then dropped instead of refused.
-func dropUnknown(ctx context.Context) bool {
+// patchedDecoding is how a patched object is read by the patch's fieldValidation (gateway.MetadataFieldValidation):
+// Strict (the default) refuses unknown fields; Ignore drops them; Warn drops them and names each in a warning of the
+// answer (gateway.Warn), as kube-apiserver does.
+func patchedDecoding(ctx context.Context) kjson.UnmarshalOptions {
 	md, _ := metadata.FromIncomingContext(ctx)
+	var o kjson.UnmarshalOptions
 	for _, v := range md.Get(gateway.MetadataFieldValidation) {
-		if v == "Ignore" || v == "Warn" {
-			return true
+		switch v {
+		case "Ignore":
+			o.DiscardUnknown = true
+		case "Warn":
+			o.DiscardUnknown = true
+			o.OnUnknown = func(path string) { gateway.Warn(ctx, gateway.UnknownFieldWarning(path)) }
 		}
 	}
-	return false
+	return o
 }
 
 // Finalizers of deletion propagation, kube-apiserver's: the garbage collector removes them when it has orphaned

@@ -560,6 +560,9 @@ func (s *Server[T, L, E, PE]) update(ctx context.Context, obj T, sub string) (T,
 	}
 	// Validation runs against the state the write applies to (again when a concurrent write intervened).
 	reset := metadataTrue(ctx, gateway.MetadataResetManagedFields)
+	// Without a resourceVersion, a kind that allows it is updated whatever its current version (kube-apiserver sets
+	// the current one); others are refused by validation.
+	unconditional := sub == "" && md.GetResourceVersion() == "" && s.kind.UnconditionalUpdate()
 	out, err := w.GuaranteedUpdate(ctx, md.GetNamespace(), md.GetName(), status, func(cur store.Object) (store.Object, error) {
 		old, err := s.out(cur)
 		if err != nil {
@@ -580,6 +583,9 @@ func (s *Server[T, L, E, PE]) update(ctx context.Context, obj T, sub string) (T,
 		next, vctx := obj, ctx
 		if sub == SubresourceBinding {
 			next, vctx = s.bound(old, obj), admission.WithSubresource(ctx, sub)
+		}
+		if unconditional {
+			s.meta(next).ResourceVersion = old.GetMetadata().GetResourceVersion()
 		}
 		if sub == "" && s.plugin.PrepareUpdate != nil {
 			s.plugin.PrepareUpdate(next, old)
@@ -648,7 +654,7 @@ func (s *Server[T, L, E, PE]) Patch(ctx context.Context, req *metav1.PatchReques
 	} else {
 		apply, err = s.patchFunc(req.GetPatchType(), patch)
 	}
-	lenient := dropUnknown(ctx)
+	decoding := patchedDecoding(ctx)
 	if err != nil {
 		return zero, err
 	}
@@ -680,7 +686,7 @@ func (s *Server[T, L, E, PE]) Patch(ctx context.Context, req *metav1.PatchReques
 			return nil, apierrors.NewBadRequest(fmt.Sprintf("the patch could not be applied: %v", err))
 		}
 		obj := s.newT()
-		if err := (kjson.UnmarshalOptions{DiscardUnknown: lenient}).Unmarshal(patched, obj); err != nil {
+		if err := decoding.Unmarshal(patched, obj); err != nil {
 			return nil, decodeError(s.kind, req.GetName(), err)
 		}
 		if err := s.checkTypeMeta(obj); err != nil {
@@ -732,7 +738,7 @@ func (s *Server[T, L, E, PE]) Patch(ctx context.Context, req *metav1.PatchReques
 	})
 	if applying && apierrors.IsNotFound(err) && req.GetSubresource() == "" {
 		// Server-side apply creates what does not exist, as in Kubernetes.
-		return s.applyCreate(ctx, w, req, apply, lenient)
+		return s.applyCreate(ctx, w, req, apply, decoding)
 	}
 	if err != nil {
 		return zero, err
@@ -758,7 +764,7 @@ func (s *Server[T, L, E, PE]) memoizedJSON(cur store.Object) []byte {
 
 // applyCreate creates the object a server-side apply names when it does not exist: the apply merged into an empty
 // object, then written as a create (admission, defaulting, validation and quota of a create).
-func (s *Server[T, L, E, PE]) applyCreate(ctx context.Context, w writer, req *metav1.PatchRequest, apply func([]byte) ([]byte, error), lenient bool) (T, error) {
+func (s *Server[T, L, E, PE]) applyCreate(ctx context.Context, w writer, req *metav1.PatchRequest, apply func([]byte) ([]byte, error), decoding kjson.UnmarshalOptions) (T, error) {
 	var zero T
 	empty := s.newT()
 	if err := s.checkTypeMeta(empty); err != nil {
@@ -773,7 +779,7 @@ func (s *Server[T, L, E, PE]) applyCreate(ctx context.Context, w writer, req *me
 		return zero, err
 	}
 	obj := s.newT()
-	if err := (kjson.UnmarshalOptions{DiscardUnknown: lenient}).Unmarshal(merged, obj); err != nil {
+	if err := decoding.Unmarshal(merged, obj); err != nil {
 		return zero, decodeError(s.kind, req.GetName(), err)
 	}
 	md := s.meta(obj)
