@@ -31,7 +31,8 @@ func Builtin() Plugins {
 		kind(nil, validateConfigMap, nil),
 		kind(defaultSecretBinding, validateSecretBinding, nil),
 		kind(defaultSeed, validateSeed, validateSeedDelete).withAdmit(admitSeedExtensions),
-		kind(defaultShoot, validateShoot, validateShootDelete).withMustIncreaseGeneration(shootMustIncreaseGeneration).withAdmit(admitShootWrite),
+		kind(defaultShoot, validateShoot, validateShootDelete).withMustIncreaseGeneration(shootMustIncreaseGeneration).withAdmit(admitShootWrite).
+			withWarnings(warnShoot),
 		kind(nil, validateWorkloadIdentity, nil),
 	)
 }

@@ -70,6 +70,9 @@ type Plugin struct {
 	// (an apierrors.StatusError), e.g. 403 Forbidden for a shoot beyond its quotas as Gardener's admission plugins
 	// answer, where Validate's field errors give 422. old is nil on create.
 	Admit func(ctx context.Context, r Reader, obj, old store.Object) error
+	// Warnings are the warnings of a create or update that Validate and Admit let through, for the client (the
+	// strategies' WarningsOnCreate and WarningsOnUpdate); old is nil on create.
+	Warnings func(obj, old store.Object) []string
 	// ValidateDelete may refuse a delete, e.g. without Gardener's deletion confirmation.
 	ValidateDelete func(ctx context.Context, r Reader, obj store.Object) error
 	// MustIncreaseGeneration reports an update that moves metadata.generation although the desired state stays
@@ -120,6 +123,7 @@ type typed[T store.Object] struct {
 	prepareUpdate  func(obj, old T)
 	conceal        func(obj T) func(created T) T
 	mustIncrease   func(next, cur T) bool
+	warnings       func(obj, old T) []string
 }
 
 // kind starts the plugin of T (inferred from validate) with its defaulting, validation and delete validation; each
@@ -138,6 +142,7 @@ func (t typed[T]) withAdmit(f func(ctx context.Context, r Reader, obj, old T) er
 }
 func (t typed[T]) withPrepareUpdate(f func(obj, old T)) typed[T]        { t.prepareUpdate = f; return t }
 func (t typed[T]) withConceal(f func(obj T) func(created T) T) typed[T] { t.conceal = f; return t }
+func (t typed[T]) withWarnings(f func(obj, old T) []string) typed[T]    { t.warnings = f; return t }
 func (t typed[T]) withMustIncreaseGeneration(f func(next, cur T) bool) typed[T] {
 	t.mustIncrease = f
 	return t
@@ -170,6 +175,15 @@ func (t typed[T]) plugin() Plugin {
 				o = old.(T)
 			}
 			return t.admit(ctx, r, obj.(T), o)
+		}
+	}
+	if t.warnings != nil {
+		p.Warnings = func(obj, old store.Object) []string {
+			var o T
+			if old != nil {
+				o = old.(T)
+			}
+			return t.warnings(obj.(T), o)
 		}
 	}
 	if t.validateDelete != nil {

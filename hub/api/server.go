@@ -206,7 +206,14 @@ func (s *Server[T, L, E, PE]) validate(ctx context.Context, obj, old T) error {
 		return apierrors.NewInvalid(s.kind.GroupKind(), s.meta(obj).GetName(), errs)
 	}
 	if s.plugin.Admit != nil {
-		return s.plugin.Admit(ctx, s.reader, obj, o)
+		if err := s.plugin.Admit(ctx, s.reader, obj, o); err != nil {
+			return err
+		}
+	}
+	if s.plugin.Warnings != nil {
+		for _, w := range s.plugin.Warnings(obj, o) {
+			gateway.Warn(ctx, w)
+		}
 	}
 	return nil
 }

@@ -161,3 +161,36 @@ func TestKubectlServerSideApply(t *testing.T) {
 	}
 	contains(t, "controller-runtime's apply", ok("get", "configmap", "cr", "-o", "jsonpath={.data.x}"), "1")
 }
+
+// TestKubectlPrintsWarnings: the real kubectl prints the hub's warnings as it prints kube-apiserver's and
+// gardener-apiserver's: Gardener's warnings for a shoot that sets deprecated fields, and the unknown fields that
+// `--validate=warn` (fieldValidation=Warn) dropped, while the objects are written.
+func TestKubectlPrintsWarnings(t *testing.T) {
+	kubectl := kubectlBinary(t)
+	h := hubtest.Start(t, func(c *hub.Config) { c.Controllers, c.DisableScheduler = []string{"project"}, true })
+	shootGarden(t, h)
+	kc := kubectlAs(t, kubectl, h, h.Token)
+	shoot := writeTemp(t, `{"apiVersion":"core.gardener.cloud/v1beta1","kind":"Shoot","metadata":{"name":"warned"},
+		"spec":{"cloudProfile":{"name":"local"},"credentialsBindingName":"local","region":"local",
+		"kubernetes":{"version":"1.35.4","kubeAPIServer":{"enableAnonymousAuthentication":false},"kubeProxy":{"mode":"IPVS"}},
+		"provider":{"type":"local","workers":[{"name":"w1","minimum":1,"maximum":2,"machine":{"type":"m5.large"}}]},
+		"networking":{"type":"calico","nodes":"10.0.0.0/16"}}}`)
+	out, code := kc("create", "-f", shoot)
+	if code != 0 {
+		t.Fatalf("kubectl create: exit %d\n%s", code, out)
+	}
+	contains(t, "kubectl create of a shoot with deprecated fields", out,
+		"shoot.core.gardener.cloud/warned created",
+		"Warning: you are setting the spec.kubernetes.kubeAPIServer.enableAnonymousAuthentication field. The field is deprecated.",
+		"Warning: you are using IPVS mode for kube-proxy. The IPVS mode is deprecated starting with Kubernetes 1.35.")
+
+	cm := writeTemp(t, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"w","colour":"red"},"data":{"a":"1"},"spam":true}`)
+	out, code = kc("create", "--validate=warn", "-f", cm)
+	if code != 0 {
+		t.Fatalf("kubectl create --validate=warn: exit %d\n%s", code, out)
+	}
+	contains(t, "kubectl create --validate=warn", out, `Warning: unknown field "metadata.colour"`, `Warning: unknown field "spam"`, "configmap/w created")
+	if out, code = kc("create", "--validate=strict", "-f", cm); code == 0 || !strings.Contains(out, "unknown field") {
+		t.Errorf("kubectl create --validate=strict of unknown fields: exit %d\n%s", code, out)
+	}
+}
