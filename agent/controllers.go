@@ -173,7 +173,7 @@ func (a *Agent) newSeedSide() (*seedSide, error) {
 	if c.ControlPlane.ETCDSnapshotInterval != nil {
 		snapshotInterval = c.ControlPlane.ETCDSnapshotInterval.Duration
 	}
-	shoots, err := shoot.New(shoot.Config{Base: shootBase,
+	shoots, err := shoot.New(shoot.Config{Base: shootBase, Identity: a.gardener,
 		ETCDSnapshotInterval:    snapshotInterval,
 		ExtensionErrorThreshold: c.ExtensionErrorThreshold.Duration,
 		TaskTimeout:             c.TaskTimeout.Duration,

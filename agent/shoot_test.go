@@ -106,6 +106,16 @@ func (e *env) shootConfig(t *testing.T) *config.AgentConfiguration {
 	return cfg
 }
 
+// seedObject is the Seed "local" on e's hub.
+func seedObject(t *testing.T, e *env) *corev1beta1.Seed {
+	t.Helper()
+	o, err := e.hub.Collection(t, "core.gardener.cloud", "seeds").Get(context.Background(), "", "local")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o.(*corev1beta1.Seed)
+}
+
 func (e *env) shoot(t *testing.T, name string) *corev1beta1.Shoot {
 	t.Helper()
 	o, err := e.hub.Collection(t, "core.gardener.cloud", "shoots").Get(context.Background(), flowNamespace, name)
@@ -167,6 +177,10 @@ func TestShootFlows(t *testing.T) {
 	if got := s.GetStatus(); got.GetLastOperation().GetProgress() != 100 || got.GetObservedGeneration() != s.GetMetadata().GetGeneration() ||
 		got.GetSeedName() != "local" || got.GetTechnicalId() != ns || len(got.GetLastErrors()) != 0 {
 		t.Fatalf("status after create: %v", got)
+	}
+	// The agent that operated the shoot names itself, as gardenlet does (the Seed's status.gardener is the same).
+	if g, sg := s.GetStatus().GetGardener(), seedObject(t, e).GetStatus().GetGardener(); g.GetId() == "" || g.GetName() == "" || g.GetVersion() == "" || !proto.Equal(g, sg) {
+		t.Errorf("status.gardener %v, want the agent's identity as the seed shows it (%v)", g, sg)
 	}
 	if !contains(s.GetMetadata().GetFinalizers(), "gardener") {
 		t.Fatalf("finalizers %v, want gardener", s.GetMetadata().GetFinalizers())

@@ -31,6 +31,9 @@ import (
 // up-to-date shoot is reconciled anyway, is 1h as in gardenlet.
 type Config struct {
 	controller.Base
+	// Identity is the agent as a shoot's status.gardener names the gardenlet that last operated it (its id, name and
+	// version), written when an operation starts; nil leaves the field alone.
+	Identity *corev1beta1.Gardener
 	// WaitInterval is the poll interval of waits on extension objects (reads from the informer cache); default 100 ms.
 	WaitInterval time.Duration
 	// ExtensionErrorThreshold is how long an extension may report an error before the flow fails with it (Gardener's

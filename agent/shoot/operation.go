@@ -159,6 +159,10 @@ func (op *operation) run(ctx context.Context) error {
 	start := statusPatch{
 		"lastOperation": lastOperationJSON(op.d.Type, stateProcessing, 0, fmt.Sprintf("%s of the shoot started", op.d.Type), c.cfg.Now()),
 	}
+	if c.cfg.Identity != nil {
+		// The gardenlet that operates the shoot names itself, as gardenlet does at every operation's start.
+		start["gardener"] = jsonOf(c.cfg.Identity)
+	}
 	if op.d.Flow == FlowReconcile {
 		start["technicalID"] = op.ns
 		start["uid"] = op.shoot.GetMetadata().GetUid()
