@@ -20,5 +20,7 @@
 // agent's id, name and version, Config.Identity), kubernetesVersion (the seed cluster's gitVersion, Config.Versions),
 // clusterIdentity (once, when empty: the seed's ConfigMap kube-system/cluster-identity, else the UID of namespace
 // kube-system) and observedGeneration (the generation of the Seed in the agent's cache; a change of the Seed
-// triggers a sync). The hub's fields (GardenletReady, clientCertificateExpirationTimestamp) are left alone.
+// triggers a sync) with, when it moves, lastOperation as gardenlet's seed reconciler leaves it (Reconcile, Succeeded,
+// 100 %, "Seed cluster has been successfully reconciled."). The hub's fields (GardenletReady,
+// clientCertificateExpirationTimestamp) are left alone.
 package seedcare

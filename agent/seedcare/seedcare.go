@@ -222,12 +222,13 @@ type facts struct {
 	kubernetesVersion string                // "": unknown
 	clusterIdentity   string                // "": already set, or unknown
 	generation        int64
+	now               time.Time // when the facts were gathered: the lastOperation's time
 }
 
 // facts gathers the facts about seed (the cached Seed). A fact that cannot be read now is left out and logged; the
 // next sync tries again.
 func (c *Controller) facts(ctx context.Context, seed *corev1beta1.Seed) facts {
-	f := facts{gardener: c.cfg.Identity, generation: seed.GetMetadata().GetGeneration()}
+	f := facts{gardener: c.cfg.Identity, generation: seed.GetMetadata().GetGeneration(), now: c.cfg.Now()}
 	if c.cfg.Versions != nil {
 		if v, err := c.cfg.Versions.ServerVersion(); err != nil {
 			c.log.Warn("cannot read the seed cluster's version", "err", err)
@@ -264,7 +265,10 @@ func (c *Controller) clusterIdentity(ctx context.Context) (string, error) {
 }
 
 // apply writes the facts into st and reports whether it changed. The cluster identity is only ever set, never
-// changed (Gardener's is immutable), and the observed generation only moves forward.
+// changed (Gardener's is immutable), and the observed generation only moves forward. When it moves (or the Seed has
+// no lastOperation yet), the agent has taken the Seed's spec up: lastOperation reports a succeeded Reconcile with
+// gardenlet's text, as gardenlet's seed reconciler does at the end of its flow (the agent's own seed-side work, its
+// CRDs, is done before its controllers start).
 func (f facts) apply(st *corev1beta1.SeedStatus) bool {
 	if st == nil {
 		return f.gardener != nil || f.kubernetesVersion != "" || f.clusterIdentity != "" || f.generation > 0
@@ -279,8 +283,10 @@ func (f facts) apply(st *corev1beta1.SeedStatus) bool {
 	if f.clusterIdentity != "" && st.GetClusterIdentity() == "" {
 		st.ClusterIdentity, changed = proto.String(f.clusterIdentity), true
 	}
-	if f.generation > st.GetObservedGeneration() {
-		st.ObservedGeneration, changed = proto.Int64(f.generation), true
+	if f.generation > st.GetObservedGeneration() || st.LastOperation == nil && f.generation > 0 {
+		st.ObservedGeneration, changed = proto.Int64(max(f.generation, st.GetObservedGeneration())), true
+		st.LastOperation = &metav1.LastOperation{Type: "Reconcile", State: "Succeeded", Progress: proto.Int32(100),
+			Description: "Seed cluster has been successfully reconciled.", LastUpdateTime: timestamppb.New(f.now.UTC().Truncate(time.Second))}
 	}
 	return changed
 }

@@ -199,6 +199,17 @@ func TestSeedStatusFacts(t *testing.T) {
 	}
 	agenttest.Eventually(t, "the agent's facts in the seed's status", facts)
 	gen := seed.GetMetadata().GetGeneration()
+	// gardenlet's seed reconciler reports its end as a lastOperation (kubectl get seeds: LAST OPERATION).
+	reconciled := func(s *corev1beta1.Seed) bool {
+		op := s.GetStatus().GetLastOperation()
+		return op.GetType() == "Reconcile" && op.GetState() == "Succeeded" && op.GetProgress() == 100 &&
+			op.GetDescription() == "Seed cluster has been successfully reconciled." && op.GetLastUpdateTime() != nil
+	}
+	if !reconciled(seed) {
+		t.Errorf("lastOperation %v, want a succeeded Reconcile", seed.GetStatus().GetLastOperation())
+	}
+	first := seed.GetStatus().GetLastOperation().GetLastUpdateTime().AsTime()
+	time.Sleep(1100 * time.Millisecond) // the lastOperation's time has seconds
 
 	e.Update(t, "core.gardener.cloud", "seeds", "", "local", false, func(o store.Object) {
 		sd := o.(*corev1beta1.Seed)
@@ -207,6 +218,9 @@ func TestSeedStatusFacts(t *testing.T) {
 	agenttest.Eventually(t, "status.observedGeneration following the new generation", func() bool {
 		return facts() && seed.GetMetadata().GetGeneration() > gen
 	})
+	if !reconciled(seed) || !seed.GetStatus().GetLastOperation().GetLastUpdateTime().AsTime().After(first) {
+		t.Errorf("lastOperation after the spec change %v, want a newer succeeded Reconcile", seed.GetStatus().GetLastOperation())
+	}
 	w := watch(t, e, "local")
 	w.wait(t, "GardenletReady", "True", "GardenletReady")
 	if seed.GetStatus().GetClientCertificateExpirationTimestamp() == nil {
