@@ -120,35 +120,21 @@ func dialVia(ctx context.Context, addr string, proxyFor func(*url.URL) (*url.URL
 	return conn, nil
 }
 
-// dialPreferred is DialFirst trying preferred first when it is one of addrs.
-func dialPreferred(ctx context.Context, addrs []string, preferred string) (net.Conn, error) {
-	i := slices.Index(addrs, preferred)
-	if i < 0 {
-		return DialFirst(ctx, addrs)
-	}
-	d := net.Dialer{Timeout: DialTimeout}
-	conn, first := d.DialContext(ctx, "tcp", preferred)
-	if first == nil {
-		return conn, nil
-	}
-	rest := slices.Delete(slices.Clone(addrs), i, i+1)
-	if len(rest) == 0 || ctx.Err() != nil {
-		return nil, first
-	}
-	conn, err := DialFirst(ctx, rest)
-	if err != nil {
-		return nil, errors.Join(first, err)
-	}
-	return conn, nil
-}
-
 // DialFirst opens a TCP connection to the first of addrs (host:port each) that accepts one within DialTimeout, trying
 // them one after another in a random order: a fleet spreads over the hub's replicas, and a replica that is down costs a
 // refused connect. Only TCP connects are tried in turn; the TLS handshake follows once, with the replica that
 // accepted.
 func DialFirst(ctx context.Context, addrs []string) (net.Conn, error) {
+	return dialPreferred(ctx, addrs, "")
+}
+
+// dialPreferred is DialFirst trying preferred first when it is one of addrs.
+func dialPreferred(ctx context.Context, addrs []string, preferred string) (net.Conn, error) {
 	addrs = append([]string(nil), addrs...)
 	rand.Shuffle(len(addrs), func(i, j int) { addrs[i], addrs[j] = addrs[j], addrs[i] })
+	if i := slices.Index(addrs, preferred); i > 0 {
+		addrs[0], addrs[i] = addrs[i], addrs[0]
+	}
 	d := net.Dialer{Timeout: DialTimeout}
 	var errs []error
 	for _, a := range addrs {
