@@ -65,6 +65,15 @@ state = %[2]q
 [ttrpc]
   address = %[4]q
 
+[plugins."io.containerd.nri.v1.nri"]
+  # No NRI plugins here; enabled, it listens on the machine's one /run/nri/nri.sock.
+  disable = true
+
+[plugins."io.containerd.shim.v1.manager"]
+  # The shims' sockets in the node's run directory, which teardown removes; by default they go to /run/containerd/s,
+  # shared by every node, where each shim that teardown kills would leave its socket behind.
+  socket_dir = %[9]q
+
 [plugins."io.containerd.cri.v1.runtime"]
   # Processes here lack CAP_SYS_RESOURCE: without this every sandbox fails in runc.
   restrict_oom_score_adj = true
@@ -76,6 +85,9 @@ state = %[2]q
       runtime_type = "io.containerd.runc.v2"
       [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc.options]
         BinaryName = %[5]q
+        # runc's state in the node's run directory (by default /run/containerd/runc, where every container of a
+        # killed node would leave its state behind).
+        Root = %[10]q
         SystemdCgroup = false
   [plugins."io.containerd.cri.v1.runtime".cni]
     bin_dirs = [%[6]q]
@@ -90,7 +102,8 @@ state = %[2]q
   stream_server_address = "127.0.0.1"
   stream_server_port = "0"
 `, filepath.Join(s.StateDir(), "containerd"), filepath.Join(s.RunDir(), "containerd-state"), f.containerdSocket,
-		filepath.Join(s.RunDir(), "containerd", "containerd.sock.ttrpc"), bins.runc, bins.cniDir, cniConf, pause)
+		filepath.Join(s.RunDir(), "containerd", "containerd.sock.ttrpc"), bins.runc, bins.cniDir, cniConf, pause,
+		s.ShimSocketDir(), filepath.Join(s.RunDir(), "runc"))
 
 	cni := fmt.Sprintf(`{
   "cniVersion": "1.0.0",

@@ -86,6 +86,13 @@ func TestNode(t *testing.T) {
 	if t.Failed() {
 		return
 	}
+	// The shims' sockets and runc's state are in the node's run directory (not in the shared /run/containerd/s and
+	// /run/containerd/runc, where killed shims and containers leave them behind); Stop removes the directory.
+	for _, dir := range []string{slot.ShimSocketDir(), filepath.Join(slot.RunDir(), "runc", "k8s.io")} {
+		if entries, err := os.ReadDir(dir); err != nil || len(entries) == 0 {
+			t.Errorf("nothing in %s with pods running: %v", dir, err)
+		}
+	}
 	if err := s.Node.Stop(); err != nil {
 		t.Fatalf("stop node: %v", err)
 	}
