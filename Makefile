@@ -95,7 +95,7 @@ checkgenerate-extensions: generate-extensions
 ## build: build every binary into bin/.
 build:
 	@mkdir -p bin
-	$(GO) build -o bin/ $(addprefix ./cmd/,$(BINARIES))
+	$(GO) build -trimpath -o bin/ $(addprefix ./cmd/,$(BINARIES))
 
 ## dashboard (part of build): the web dashboard's page, dashboard/web (Svelte, Vite) built into dashboard/dist, which
 ## the hub embeds; dist is committed, so a clone compiles without Node.js. Rebuilt only when its sources changed, with
@@ -206,14 +206,16 @@ testbin-kube:
 ## leave idle while they wait for processes, pods and machines (test/e2e runs its long tests two at a time, too). The
 ## fuzz phase runs beside go test at a lower CPU priority (nice 10), one worker per target, from the seed corpora only
 ## (a fresh FUZZCACHE, bin/fuzz/corpus: the machine's accumulated corpora would make every run slower than the last);
-## its output (bin/fuzz.log) follows go test's, and either failing fails make test.
+## its output (bin/fuzz.log) follows go test's, and either failing fails make test. go test and the go builds the
+## tests run (GOFLAGS) use -trimpath: the module's packages, compiled without it, are cached per directory, so a fresh
+## clone would compile them all again; with it a clone reuses what any clone of the same sources compiled.
 TEST_FIRST ?= ./test/e2e ./test/shootcontrolplane
 TEST_P ?= 3
 test: testbin build tools
 	@mkdir -p bin; rm -rf bin/fuzz/corpus; \
 	nice -n 10 $(MAKE) --no-print-directory fuzz FUZZTIME=10000x FUZZPARALLEL=1 FUZZCACHE=$(CURDIR)/bin/fuzz/corpus \
 		>bin/fuzz.log 2>&1 & fuzz=$$!; \
-	$(GO) test -p $(TEST_P) -count=1 -timeout 30m $(TEST_FIRST) ./...; tests=$$?; \
+	GOFLAGS="$$GOFLAGS -trimpath" $(GO) test -p $(TEST_P) -count=1 -timeout 30m $(TEST_FIRST) ./...; tests=$$?; \
 	wait $$fuzz; fuzzed=$$?; cat bin/fuzz.log; \
 	if [ $$fuzzed -ne 0 ]; then echo "make test: the fuzz phase failed (bin/fuzz.log)"; fi; \
 	[ $$tests -eq 0 ] && [ $$fuzzed -eq 0 ]
