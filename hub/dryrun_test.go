@@ -167,7 +167,7 @@ func TestDryRunREST(t *testing.T) {
 	const secrets = "/api/v1/namespaces/garden-dev/secrets"
 	mustDo(t, h, 201, "POST", secrets, `{"metadata":{"name":"sec"},"stringData":{"k":"v1"}}`)
 	sh := strings.Replace(shoot("sh", "garden-dev", "1.35.4"), `"region":"local"`, `"region":"local","seedName":"s1"`, 1)
-	mustDo(t, h, 201, "POST", shoots, sh)
+	shRV := decodeObject(t, mustDo(t, h, 201, "POST", shoots, sh)).Metadata.ResourceVersion
 	cmEvents := restWatch(t, h, cms, listVersion(t, h, cms))
 	shootEvents := restWatch(t, h, shoots, listVersion(t, h, shoots))
 	before := readEtcd(t, h)
@@ -231,9 +231,9 @@ func TestDryRunREST(t *testing.T) {
 	}
 
 	// Subresources.
-	do(200, "PUT", shoots+"/sh/status?dryRun=All", `{"metadata":{"name":"sh","namespace":"garden-dev"},"status":{"seedName":"s1"}}`)
+	do(200, "PUT", shoots+"/sh/status?dryRun=All", `{"metadata":{"name":"sh","namespace":"garden-dev","resourceVersion":"`+shRV+`"},"status":{"seedName":"s1"}}`)
 	do(200, "PATCH", shoots+"/sh/status?dryRun=All", `{"status":{"seedName":"s1"}}`, "Content-Type", "application/merge-patch+json")
-	o = do(200, "PUT", shoots+"/sh/binding?dryRun=All", `{"metadata":{"name":"sh","namespace":"garden-dev"},"spec":{"seedName":"s2"}}`)
+	o = do(200, "PUT", shoots+"/sh/binding?dryRun=All", `{"metadata":{"name":"sh","namespace":"garden-dev","resourceVersion":"`+shRV+`"},"spec":{"seedName":"s2"}}`)
 	if o.Spec.SeedName != "s2" {
 		t.Errorf("dry-run binding answered seedName %q", o.Spec.SeedName)
 	}

@@ -2,10 +2,12 @@ package hub_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/client-go/rest"
 
@@ -161,9 +163,106 @@ func TestOptionsParityWithKubeAPIServer(t *testing.T) {
 		}
 	}
 
+	// Events as a Table: kube-apiserver's columns (LAST SEEN, TYPE, REASON, OBJECT, MESSAGE, the wide ones between and
+	// after, no NAME and AGE of their own) and cells, for an event of the core API and one with a series.
+	evs := "/api/v1/namespaces/" + ns + "/events"
+	for _, ev := range []string{
+		`{"metadata":{"name":"legacy"},"involvedObject":{"kind":"ConfigMap","name":"cm","namespace":"` + ns + `","fieldPath":"data"},
+			"reason":"Tested","message":" hello ","type":"Normal","source":{"component":"parity","host":"h1"},
+			"firstTimestamp":"2026-01-01T00:00:00Z","lastTimestamp":"2026-01-02T00:00:00Z","count":3}`,
+		`{"metadata":{"name":"series"},"involvedObject":{"kind":"Namespace","name":"` + ns + `","namespace":"` + ns + `"},
+			"reason":"Seen","message":"again","type":"Warning","eventTime":"2026-01-01T00:00:00.000000Z",
+			"series":{"count":2,"lastObservedTime":"2026-01-03T00:00:00.000000Z"},
+			"reportingComponent":"parity.test/ctrl","reportingInstance":"inst","action":"Check"}`,
+	} {
+		if hub, kube := both("POST", evs, ev); hub.code != 201 || kube.code != 201 {
+			t.Fatalf("create an event: hub %d %v, kube-apiserver %d %v", hub.code, hub.body, kube.code, kube.body)
+		}
+	}
+	hub, kube = both("GET", evs, "", "Accept", "application/json;as=Table;v=v1;g=meta.k8s.io")
+	columns := func(a answer) string {
+		var cs []string
+		defs, _ := a.body["columnDefinitions"].([]any)
+		for _, d := range defs {
+			d := d.(map[string]any)
+			cs = append(cs, fmt.Sprintf("%s/%v", strings.ToUpper(d["name"].(string)), d["priority"]))
+		}
+		return strings.Join(cs, " ")
+	}
+	cells := func(a answer) string {
+		var rs []string
+		rows, _ := a.body["rows"].([]any)
+		for _, r := range rows {
+			rs = append(rs, fmt.Sprint(r.(map[string]any)["cells"]))
+		}
+		return strings.Join(rs, "\n")
+	}
+	if hub.code != 200 || kube.code != 200 || columns(hub) != columns(kube) || cells(hub) != cells(kube) {
+		t.Errorf("events as a Table:\n hub            %d %s\n%s\n kube-apiserver %d %s\n%s", hub.code, columns(hub), cells(hub),
+			kube.code, columns(kube), cells(kube))
+	}
+
+	// Updates without metadata.resourceVersion: a ConfigMap's applies to the current object (its strategy allows
+	// it), a Shoot's and its status' are refused before validation, as kube-apiserver's generic registry refuses them
+	// for a custom resource (gardener-apiserver's Shoot registry is the same store, and its strategies do not allow
+	// them either). kube-apiserver serves Shoots from a CRD here, with a status subresource.
+	toKube := func(method, path, body string) answer {
+		return send(kubeHTTP, strings.TrimSuffix(seed.Config.Host, "/"), "", method, path, body)
+	}
+	if a := toKube("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", shootCRD); a.code != 201 {
+		t.Fatalf("Shoot CRD: kube-apiserver %d %v", a.code, a.body)
+	}
+	garden(t, h)
+	if a := toKube("POST", "/api/v1/namespaces", `{"metadata":{"name":"garden-dev"}}`); a.code != 201 {
+		t.Fatalf("namespace garden-dev: kube-apiserver %d %v", a.code, a.body)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		hub, kube = both("POST", shoots, shoot("uncond", "garden-dev", "1.35.4"))
+		if kube.code != 404 || time.Now().After(deadline) {
+			break // 404 until the CRD is established
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if hub.code != 201 || kube.code != 201 {
+		t.Fatalf("create a Shoot: hub %d %v, kube-apiserver %d %v", hub.code, hub.body, kube.code, kube.body)
+	}
+	for _, p := range []string{cms + "/cm", shoots + "/uncond", shoots + "/uncond/status"} {
+		hub, kube = both("GET", strings.TrimSuffix(p, "/status"), "")
+		unversioned := func(a answer) string {
+			delete(meta(a), "resourceVersion")
+			meta(a)["labels"] = map[string]any{"updated": "unconditionally"}
+			b, _ := json.Marshal(a.body)
+			return string(b)
+		}
+		hubPut := send(h.HTTP, h.URL, h.Token, "PUT", p, unversioned(hub))
+		kubePut := toKube("PUT", p, unversioned(kube))
+		details := func(a answer) any {
+			if d, ok := a.body["details"].(map[string]any); ok {
+				return d["kind"]
+			}
+			return nil
+		}
+		if hubPut.code != kubePut.code || hubPut.body["message"] != kubePut.body["message"] || details(hubPut) != details(kubePut) {
+			t.Errorf("PUT %s without resourceVersion:\n hub            %d %q %v\n kube-apiserver %d %q %v", p,
+				hubPut.code, hubPut.body["message"], details(hubPut), kubePut.code, kubePut.body["message"], details(kubePut))
+		}
+		if want := map[bool]int{true: 200, false: 422}[p == cms+"/cm"]; hubPut.code != want {
+			t.Errorf("PUT %s without resourceVersion: %d, want %d", p, hubPut.code, want)
+		}
+	}
+
 	// The hub names the parameter that does not decode, where kube-apiserver gives the decoder's error alone.
 	hub, kube = both("GET", cms+"?limit=many", "")
 	if hub.code != kube.code || hub.body["message"] != "limit: "+kube.body["message"].(string) {
 		t.Errorf("limit=many: hub %d %q, kube-apiserver %d %q", hub.code, hub.body["message"], kube.code, kube.body["message"])
 	}
 }
+
+// shootCRD serves core.gardener.cloud/v1beta1 Shoots in kube-apiserver, any content, with a status subresource.
+const shootCRD = `{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition",
+	"metadata":{"name":"shoots.core.gardener.cloud"},
+	"spec":{"group":"core.gardener.cloud","scope":"Namespaced",
+		"names":{"plural":"shoots","singular":"shoot","kind":"Shoot","listKind":"ShootList"},
+		"versions":[{"name":"v1beta1","served":true,"storage":true,"subresources":{"status":{}},
+			"schema":{"openAPIV3Schema":{"type":"object","x-kubernetes-preserve-unknown-fields":true}}}]}}`

@@ -184,7 +184,7 @@ func TestOptimisticConcurrencyGenerationAndStatus(t *testing.T) {
 		t.Fatalf("stale resourceVersion: want 409 Conflict, got %d %s", code, body)
 	}
 	// The status subresource changes status only, and not the generation.
-	st := `{"metadata":{"name":"occ","namespace":"garden-dev"},"spec":{"region":"ignored"},"status":{"technicalID":"shoot--dev--occ","lastOperation":{"type":"Create","state":"Processing","progress":10}}}`
+	st := `{"metadata":{"name":"occ","namespace":"garden-dev","resourceVersion":"` + md["resourceVersion"].(string) + `"},"spec":{"region":"ignored"},"status":{"technicalID":"shoot--dev--occ","lastOperation":{"type":"Create","state":"Processing","progress":10}}}`
 	out = mustDo(t, h, 200, "PUT", shoots+"/occ/status", st)
 	var afterStatus map[string]any
 	_ = json.Unmarshal(out, &afterStatus)
@@ -576,7 +576,7 @@ func TestUnconditionalUpdates(t *testing.T) {
 			continue
 		}
 		if code != http.StatusOK {
-			if !strings.Contains(string(body), `metadata.resourceVersion: Invalid value: \"\": must be specified for an update`) {
+			if !strings.Contains(string(body), `shoots.core.gardener.cloud \"uncond\" is invalid: metadata.resourceVersion: Invalid value: 0: must be specified for an update`) {
 				t.Errorf("PUT %s without resourceVersion: %s", c.path, body)
 			}
 			continue

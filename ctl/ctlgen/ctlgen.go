@@ -170,6 +170,7 @@ type kind struct {
 	group, version, resource string
 	namespaced               bool
 	shortNames, patchSubs    []string
+	unnamed                  bool
 	columns                  []*cliv1.Column
 	subresources             []subresource
 }
@@ -254,7 +255,7 @@ func kindOf(s *protogen.Service) (*kind, error) {
 		k.subresources = append(k.subresources, sub)
 	}
 	if r, ok := proto.GetExtension(k.msg.Desc.Options(), cliv1.E_Resource).(*cliv1.Resource); ok && r != nil {
-		k.shortNames = r.GetShortNames()
+		k.shortNames, k.unnamed = r.GetShortNames(), r.GetUnnamed()
 	}
 	cols, err := columns.Of(k.msg.Desc)
 	if err != nil {
@@ -362,11 +363,17 @@ func kebab(s string) string {
 }
 
 var formats = map[cliv1.Format]string{
-	cliv1.Format_FORMAT_AGE:            "FormatAge",
-	cliv1.Format_FORMAT_LAST_OPERATION: "FormatLastOperation",
-	cliv1.Format_FORMAT_HIBERNATION:    "FormatHibernation",
-	cliv1.Format_FORMAT_READY:          "FormatReady",
-	cliv1.Format_FORMAT_COUNT:          "FormatCount",
+	cliv1.Format_FORMAT_AGE:              "FormatAge",
+	cliv1.Format_FORMAT_LAST_OPERATION:   "FormatLastOperation",
+	cliv1.Format_FORMAT_HIBERNATION:      "FormatHibernation",
+	cliv1.Format_FORMAT_READY:            "FormatReady",
+	cliv1.Format_FORMAT_COUNT:            "FormatCount",
+	cliv1.Format_FORMAT_EVENT_LAST_SEEN:  "FormatEventLastSeen",
+	cliv1.Format_FORMAT_EVENT_FIRST_SEEN: "FormatEventFirstSeen",
+	cliv1.Format_FORMAT_EVENT_OBJECT:     "FormatEventObject",
+	cliv1.Format_FORMAT_EVENT_SOURCE:     "FormatEventSource",
+	cliv1.Format_FORMAT_EVENT_COUNT:      "FormatEventCount",
+	cliv1.Format_FORMAT_TRIMMED:          "FormatTrimmed",
 }
 
 func (k *kind) write(w *writer) {
@@ -396,6 +403,9 @@ func (k *kind) write(w *writer) {
 			w.p(line, "},")
 		}
 		w.p("},")
+	}
+	if k.unnamed {
+		w.p("Unnamed: true,")
 	}
 	if len(k.patchSubs) > 0 {
 		w.p("PatchSubresources: ", fmt.Sprintf("%#v", k.patchSubs), ",")

@@ -420,13 +420,19 @@ var All = []*resource.Kind{
 		Namespaced: true,
 		ShortNames: []string{"ev"},
 		Columns: []resource.Column{
+			{Name: "LAST SEEN", Path: ".", Format: resource.FormatEventLastSeen},
 			{Name: "TYPE", Path: ".type"},
 			{Name: "REASON", Path: ".reason"},
-			{Name: "KIND", Path: ".involvedObject.kind"},
-			{Name: "OBJECT", Path: ".involvedObject.name"},
-			{Name: "MESSAGE", Path: ".message"},
+			{Name: "OBJECT", Path: ".involvedObject", Format: resource.FormatEventObject},
+			{Name: "SUBOBJECT", Path: ".involvedObject.fieldPath", Priority: 1, Format: resource.FormatTrimmed},
+			{Name: "SOURCE", Path: ".", Priority: 1, Format: resource.FormatEventSource},
+			{Name: "MESSAGE", Path: ".message", Format: resource.FormatTrimmed},
+			{Name: "FIRST SEEN", Path: ".", Priority: 1, Format: resource.FormatEventFirstSeen},
+			{Name: "COUNT", Path: ".", Priority: 1, Format: resource.FormatEventCount},
+			{Name: "NAME", Path: ".metadata.name", Priority: 1},
 		},
-		New: func() proto.Message { return new(kcorev1.Event) },
+		Unnamed: true,
+		New:     func() proto.Message { return new(kcorev1.Event) },
 		Client: func(conn grpc.ClientConnInterface) resource.Client {
 			return resource.NewClient[*kcorev1.Event, *kcorev1.EventList, kcorev1.EventWatchEvent](kcorev1.NewEventServiceClient(conn))
 		},

@@ -279,11 +279,15 @@ func (t *table) row(o proto.Message, event string) error {
 		if nsCol {
 			h = append(h, "NAMESPACE")
 		}
-		h = append(h, "NAME")
+		if !p.kind.Unnamed {
+			h = append(h, "NAME")
+		}
 		for _, c := range t.cols {
 			h = append(h, c.Name)
 		}
-		h = append(h, "AGE")
+		if !p.kind.Unnamed {
+			h = append(h, "AGE")
+		}
 		fmt.Fprintln(t.tw, strings.Join(h, "\t"))
 	}
 	p.headered = true
@@ -299,11 +303,15 @@ func (t *table) row(o proto.Message, event string) error {
 	if nsCol {
 		cells = append(cells, md.GetNamespace())
 	}
-	cells = append(cells, md.GetName())
+	if !p.kind.Unnamed {
+		cells = append(cells, md.GetName())
+	}
 	for _, c := range t.cols {
 		cells = append(cells, Cell(c, v, p.opts.Now()))
 	}
-	cells = append(cells, Cell(ageColumn, v, p.opts.Now()))
+	if !p.kind.Unnamed {
+		cells = append(cells, Cell(ageColumn, v, p.opts.Now()))
+	}
 	_, err = fmt.Fprintln(t.tw, strings.Join(cells, "\t"))
 	return err
 }

@@ -3,6 +3,7 @@ package printer
 import (
 	"bytes"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -68,6 +69,56 @@ func TestShootTable(t *testing.T) {
 	_ = p.Print([]proto.Message{shoot}, false)
 	if !strings.Contains(b.String(), "TECHNICAL ID") || !strings.Contains(b.String(), "seed-1") || strings.Contains(b.String(), "NAMESPACE") {
 		t.Fatalf("wide:\n%s", b.String())
+	}
+}
+
+// TestEventTable: Events print kube-apiserver's columns, without NAME and AGE of their own (the kind is unnamed).
+func TestEventTable(t *testing.T) {
+	k := kindOf(t, "events")
+	ev := decodeKind(t, k, `{"metadata":{"name":"ev1","namespace":"garden-dev","creationTimestamp":"2030-01-01T03:04:05Z"},
+	  "involvedObject":{"kind":"Shoot","name":"local","namespace":"garden-dev"},"reason":"Reconciled","message":"  done\n",
+	  "type":"Normal","source":{"component":"gardenlet"},"firstTimestamp":"2030-01-01T03:04:05Z","lastTimestamp":"2030-01-02T02:04:05Z"}`)
+	series := decodeKind(t, k, `{"metadata":{"name":"ev2","namespace":"garden-dev"},"involvedObject":{"kind":"Seed"},
+	  "reason":"Flapping","type":"Warning","eventTime":"2030-01-02T00:04:05.000000Z","reportingComponent":"trellis.dev/care",
+	  "reportingInstance":"hub-0","series":{"count":7,"lastObservedTime":"2030-01-02T03:00:05.000000Z"}}`)
+	for _, c := range []struct {
+		format, header string
+		rows           []string
+	}{
+		{"", "LAST SEEN|TYPE|REASON|OBJECT|MESSAGE", []string{"60m|Normal|Reconciled|shoot/local|done", "4m|Warning|Flapping|seed|"}},
+		{"wide", "LAST SEEN|TYPE|REASON|OBJECT|SUBOBJECT|SOURCE|MESSAGE|FIRST SEEN|COUNT|NAME", []string{
+			"60m|Normal|Reconciled|shoot/local||gardenlet|done|24h|1|ev1",
+			"4m|Warning|Flapping|seed||trellis.dev/care, hub-0||3h|7|ev2"}},
+	} {
+		var b bytes.Buffer
+		p, err := New(&b, k, Options{Format: c.format, Now: func() time.Time { return now }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Print([]proto.Message{ev, series}, false); err != nil {
+			t.Fatal(err)
+		}
+		// Cells by the header's column offsets (an empty cell is only spaces).
+		lines := strings.Split(strings.TrimRight(b.String(), "\n"), "\n")
+		var starts []int
+		for _, loc := range regexp.MustCompile(`\S+( \S+)*`).FindAllStringIndex(lines[0], -1) {
+			starts = append(starts, loc[0])
+		}
+		var got []string
+		for _, l := range lines {
+			var cs []string
+			for i, start := range starts {
+				end := len(l)
+				if i+1 < len(starts) {
+					end = min(starts[i+1], len(l))
+				}
+				cs = append(cs, strings.TrimSpace(l[min(start, len(l)):end]))
+			}
+			got = append(got, strings.Join(cs, "|"))
+		}
+		if want := append([]string{c.header}, c.rows...); strings.Join(got, "\n") != strings.Join(want, "\n") {
+			t.Errorf("-o %q:\n%s\nwant\n%s", c.format, strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
 	}
 }
 

@@ -23,6 +23,8 @@ type Kind struct {
 	Namespaced bool
 	// Columns are the kind's own table columns, between NAME and AGE.
 	Columns []Column
+	// Unnamed tables have no NAME and AGE columns (Events, as in kube-apiserver).
+	Unnamed bool
 	// PatchSubresources are the subresources Patch takes besides the object itself ("status", "binding").
 	PatchSubresources []string
 	// Subresources are the RPCs of the service beyond Get, List, Watch, Create, Update, Patch and Delete.
@@ -100,6 +102,12 @@ const (
 	FormatHibernation
 	FormatReady
 	FormatCount
+	FormatEventLastSeen
+	FormatEventFirstSeen
+	FormatEventObject
+	FormatEventSource
+	FormatEventCount
+	FormatTrimmed
 )
 
 // Subresource is an RPC of a kind's service beyond the standard ones, e.g. UpdateStatus and UpdateBinding, which the

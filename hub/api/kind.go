@@ -56,7 +56,8 @@ func KindFor(apiVersion, kind string) (Kind, bool) {
 // UnconditionalUpdate reports whether an update of the kind may leave out metadata.resourceVersion and then applies
 // to the current object, as the kind's registry strategy allows in kube-apiserver or gardener-apiserver
 // (AllowUnconditionalUpdate, kubernetes' pkg/registry and Gardener's pkg/apiserver/registry). Other kinds refuse such
-// an update, as gardener-apiserver does for Shoots: "metadata.resourceVersion: must be specified for an update".
+// an update, of the object or of a subresource, as gardener-apiserver does for Shoots:
+// "metadata.resourceVersion: Invalid value: 0: must be specified for an update".
 func (k Kind) UnconditionalUpdate() bool { return unconditionalUpdates[k.GroupKind()] }
 
 var unconditionalUpdates = map[schema.GroupKind]bool{

@@ -568,9 +568,12 @@ func (s *Server[T, L, E, PE]) update(ctx context.Context, obj T, sub string) (T,
 	// Validation runs against the state the write applies to (again when a concurrent write intervened).
 	reset := metadataTrue(ctx, gateway.MetadataResetManagedFields)
 	// Without a resourceVersion, a kind that allows it is updated whatever its current version (kube-apiserver sets
-	// the current one); others are refused by validation.
+	// the current one), its status too; others are refused once the object is known to exist.
 	unconditional := sub == "" && md.GetResourceVersion() == "" && s.kind.UnconditionalUpdate()
 	out, err := w.GuaranteedUpdate(ctx, md.GetNamespace(), md.GetName(), status, func(cur store.Object) (store.Object, error) {
+		if md.GetResourceVersion() == "" && !s.kind.UnconditionalUpdate() {
+			return nil, s.resourceVersionRequired(md.GetName())
+		}
 		old, err := s.out(cur)
 		if err != nil {
 			return nil, err
@@ -620,6 +623,16 @@ func (s *Server[T, L, E, PE]) update(ctx context.Context, obj T, sub string) (T,
 		return zero, err
 	}
 	return s.out(out)
+}
+
+// resourceVersionRequired is kube-apiserver's refusal of an update without metadata.resourceVersion for a kind that
+// does not allow unconditional updates (its generic registry's, before validation): the resource in the kind's
+// place and the missing version as the number 0, "shoots.core.gardener.cloud "x" is invalid:
+// metadata.resourceVersion: Invalid value: 0: must be specified for an update".
+func (s *Server[T, L, E, PE]) resourceVersionRequired(name string) error {
+	gr := s.kind.GroupResource()
+	return apierrors.NewInvalid(schema.GroupKind{Group: gr.Group, Kind: gr.Resource}, name, field.ErrorList{
+		field.Invalid(field.NewPath("metadata", "resourceVersion"), uint64(0), "must be specified for an update")})
 }
 
 // Patch applies a JSON merge patch, strategic merge patch or JSON patch to the current object and writes the result, retrying on

@@ -328,7 +328,8 @@ func TestShootMigrationThroughBinding(t *testing.T) {
 	// The binding writes spec.seedName alone: other fields of the request are ignored, the status is kept, the
 	// generation moves.
 	code, body = do(t, h, h.HTTP, h.Token, "PUT", shoot+"/binding",
-		`{"apiVersion":"core.gardener.cloud/v1beta1","kind":"Shoot","metadata":{"name":"s-a","namespace":"garden-dev","labels":{"ignored":"true"}},"spec":{"seedName":"b","region":"elsewhere"}}`)
+		`{"apiVersion":"core.gardener.cloud/v1beta1","kind":"Shoot","metadata":{"name":"s-a","namespace":"garden-dev","resourceVersion":"`+
+			own.GetMetadata().GetResourceVersion()+`","labels":{"ignored":"true"}},"spec":{"seedName":"b","region":"elsewhere"}}`)
 	if code != 200 {
 		t.Fatalf("PUT binding: %d %s", code, body)
 	}

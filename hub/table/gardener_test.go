@@ -73,7 +73,7 @@ func TestColumnsAsGardener(t *testing.T) {
 		if !ok || !strings.Contains(k.Group, "gardener.cloud") {
 			continue
 		}
-		cols, err := kindColumns(k)
+		cols, _, err := kindColumns(k)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/reflect/protoregistry"
 	kmetav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -202,7 +203,7 @@ func Of(doc []byte, v string, include kmetav1.IncludeObjectPolicy, now time.Time
 	if !ok {
 		return nil, fmt.Errorf("no kind %s %s", head.APIVersion, kind)
 	}
-	cols, err := kindColumns(k)
+	cols, named, err := kindColumns(k)
 	if err != nil {
 		return nil, err
 	}
@@ -210,8 +211,10 @@ func Of(doc []byte, v string, include kmetav1.IncludeObjectPolicy, now time.Time
 	if list {
 		t.ListMeta = head.Metadata
 	}
-	t.ColumnDefinitions = append(t.ColumnDefinitions, kmetav1.TableColumnDefinition{Name: "Name", Type: "string", Format: "name",
-		Description: "Name must be unique within a namespace."})
+	if named {
+		t.ColumnDefinitions = append(t.ColumnDefinitions, kmetav1.TableColumnDefinition{Name: "Name", Type: "string", Format: "name",
+			Description: "Name must be unique within a namespace."})
+	}
 	for _, c := range cols {
 		t.ColumnDefinitions = append(t.ColumnDefinitions, kmetav1.TableColumnDefinition{Name: c.GetName(), Type: "string", Priority: c.GetPriority(),
 			Description: "JSONPath " + c.GetJsonPath()})
@@ -229,7 +232,10 @@ func Of(doc []byte, v string, include kmetav1.IncludeObjectPolicy, now time.Time
 		if err := json.Unmarshal(raw, &meta); err != nil {
 			return nil, err
 		}
-		row := kmetav1.TableRow{Cells: []any{meta.Metadata.Name}}
+		row := kmetav1.TableRow{Cells: []any{}}
+		if named {
+			row.Cells = append(row.Cells, meta.Metadata.Name)
+		}
 		for _, c := range cols {
 			row.Cells = append(row.Cells, columns.Cell(c.GetJsonPath(), c.GetFormat(), obj, now))
 		}
@@ -255,19 +261,24 @@ func Of(doc []byte, v string, include kmetav1.IncludeObjectPolicy, now time.Time
 // age is every table's AGE column, after the columns of priority 0.
 var age = &cliv1.Column{Name: "Age", JsonPath: ".metadata.creationTimestamp", Format: cliv1.Format_FORMAT_AGE}
 
-// kindColumns are the columns of kind k after NAME: its priority-0 columns, AGE, its wide columns.
-func kindColumns(k api.Kind) ([]*cliv1.Column, error) {
+// kindColumns are the columns of kind k after NAME: its priority-0 columns, AGE, its wide columns; named is false
+// for a kind whose tables have no NAME and AGE (trellis.cli.v1.Resource's unnamed).
+func kindColumns(k api.Kind) (cols []*cliv1.Column, named bool, err error) {
 	d, err := protoregistry.GlobalFiles.FindDescriptorByName(k.Message)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	md, ok := d.(protoreflect.MessageDescriptor)
 	if !ok {
-		return nil, fmt.Errorf("%s is not a message", k.Message)
+		return nil, false, fmt.Errorf("%s is not a message", k.Message)
 	}
 	all, err := columns.Of(md)
 	if err != nil {
-		return nil, err
+		return nil, false, err
+	}
+	r, _ := proto.GetExtension(md.Options(), cliv1.E_Resource).(*cliv1.Resource)
+	if r.GetUnnamed() {
+		return all, false, nil
 	}
 	var out, wide []*cliv1.Column
 	for _, c := range all {
@@ -277,7 +288,7 @@ func kindColumns(k api.Kind) ([]*cliv1.Column, error) {
 			out = append(out, c)
 		}
 	}
-	return append(append(out, age), wide...), nil
+	return append(append(out, age), wide...), true, nil
 }
 
 // decode decodes JSON with numbers as json.Number, as the columns' JSONPaths read it.

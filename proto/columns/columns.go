@@ -123,6 +123,36 @@ func Cell(path string, format cliv1.Format, v any, now time.Time) string {
 			return fmt.Sprint(len(x))
 		}
 		return "0"
+	case cliv1.Format_FORMAT_TRIMMED:
+		if len(vals) == 0 {
+			return ""
+		}
+		return strings.TrimSpace(jsonpath.Format(vals))
+	case cliv1.Format_FORMAT_EVENT_LAST_SEEN:
+		return eventLastSeen(first, now)
+	case cliv1.Format_FORMAT_EVENT_FIRST_SEEN:
+		return eventFirstSeen(first, now)
+	case cliv1.Format_FORMAT_EVENT_OBJECT:
+		ref, _ := first.(map[string]any)
+		kind, _ := ref["kind"].(string)
+		if name, _ := ref["name"].(string); name != "" {
+			return strings.ToLower(kind) + "/" + name
+		}
+		return strings.ToLower(kind)
+	case cliv1.Format_FORMAT_EVENT_SOURCE:
+		ev, _ := first.(map[string]any)
+		source, _ := ev["source"].(map[string]any)
+		component := firstString(source["component"], ev["reportingComponent"])
+		if instance := firstString(source["host"], ev["reportingInstance"]); instance != "" {
+			return component + ", " + instance
+		}
+		return component
+	case cliv1.Format_FORMAT_EVENT_COUNT:
+		ev, _ := first.(map[string]any)
+		if series, ok := ev["series"].(map[string]any); ok {
+			return numberOr(series["count"], "0")
+		}
+		return numberOr(ev["count"], "1")
 	}
 	if len(vals) == 0 {
 		return "<none>"
@@ -138,6 +168,46 @@ func Age(v any, now time.Time) string {
 		return "<unknown>"
 	}
 	return duration.HumanDuration(now.Sub(t))
+}
+
+// eventLastSeen is kube-apiserver's LAST SEEN of an Event: since its series' last observation, its lastTimestamp, or
+// as FIRST SEEN.
+func eventLastSeen(v any, now time.Time) string {
+	ev, _ := v.(map[string]any)
+	if series, ok := ev["series"].(map[string]any); ok {
+		return Age(series["lastObservedTime"], now)
+	}
+	if ev["lastTimestamp"] != nil {
+		return Age(ev["lastTimestamp"], now)
+	}
+	return eventFirstSeen(v, now)
+}
+
+// eventFirstSeen is kube-apiserver's FIRST SEEN of an Event: since its firstTimestamp, else its eventTime.
+func eventFirstSeen(v any, now time.Time) string {
+	ev, _ := v.(map[string]any)
+	if ev["firstTimestamp"] != nil {
+		return Age(ev["firstTimestamp"], now)
+	}
+	return Age(ev["eventTime"], now)
+}
+
+// firstString returns the first of vs that is a non-empty string.
+func firstString(vs ...any) string {
+	for _, v := range vs {
+		if s, _ := v.(string); s != "" {
+			return s
+		}
+	}
+	return ""
+}
+
+// numberOr renders a JSON number, or def when v is none or zero (a count of 0 is unset in kube-apiserver's table).
+func numberOr(v any, def string) string {
+	if n, ok := v.(json.Number); ok && n.String() != "0" {
+		return n.String()
+	}
+	return def
 }
 
 // lastOperation renders a LastOperation as Gardener's tables do.

@@ -41,25 +41,55 @@ const (
 	Format_FORMAT_READY Format = 4
 	// FORMAT_COUNT renders the number of entries of a list or a map (the DATA column of Secrets and ConfigMaps).
 	Format_FORMAT_COUNT Format = 5
+	// FORMAT_EVENT_LAST_SEEN renders a Kubernetes Event (the path selects the whole object) as kube-apiserver's LAST
+	// SEEN column does: the time since its series was last observed, else since lastTimestamp, else as FIRST SEEN.
+	Format_FORMAT_EVENT_LAST_SEEN Format = 6
+	// FORMAT_EVENT_FIRST_SEEN renders an Event (the whole object) as kube-apiserver's FIRST SEEN column does: the time
+	// since firstTimestamp, else since eventTime.
+	Format_FORMAT_EVENT_FIRST_SEEN Format = 7
+	// FORMAT_EVENT_OBJECT renders an ObjectReference as kube-apiserver's OBJECT column of Events does: the kind in
+	// lower case, a slash and the name ("shoot/local"), the kind alone without a name.
+	Format_FORMAT_EVENT_OBJECT Format = 8
+	// FORMAT_EVENT_SOURCE renders an Event (the whole object) as kube-apiserver's SOURCE column does: the source's
+	// component (else the reporting controller), with ", " and the host (else the reporting instance) when there is one.
+	Format_FORMAT_EVENT_SOURCE Format = 9
+	// FORMAT_EVENT_COUNT renders an Event (the whole object) as kube-apiserver's COUNT column does: its series' count,
+	// else its count, else 1.
+	Format_FORMAT_EVENT_COUNT Format = 10
+	// FORMAT_TRIMMED renders a string without surrounding white space and nothing at all (not <none>) when absent, as
+	// kube-apiserver's built-in tables print text (an Event's SUBOBJECT and MESSAGE).
+	Format_FORMAT_TRIMMED Format = 11
 )
 
 // Enum value maps for Format.
 var (
 	Format_name = map[int32]string{
-		0: "FORMAT_UNSPECIFIED",
-		1: "FORMAT_AGE",
-		2: "FORMAT_LAST_OPERATION",
-		3: "FORMAT_HIBERNATION",
-		4: "FORMAT_READY",
-		5: "FORMAT_COUNT",
+		0:  "FORMAT_UNSPECIFIED",
+		1:  "FORMAT_AGE",
+		2:  "FORMAT_LAST_OPERATION",
+		3:  "FORMAT_HIBERNATION",
+		4:  "FORMAT_READY",
+		5:  "FORMAT_COUNT",
+		6:  "FORMAT_EVENT_LAST_SEEN",
+		7:  "FORMAT_EVENT_FIRST_SEEN",
+		8:  "FORMAT_EVENT_OBJECT",
+		9:  "FORMAT_EVENT_SOURCE",
+		10: "FORMAT_EVENT_COUNT",
+		11: "FORMAT_TRIMMED",
 	}
 	Format_value = map[string]int32{
-		"FORMAT_UNSPECIFIED":    0,
-		"FORMAT_AGE":            1,
-		"FORMAT_LAST_OPERATION": 2,
-		"FORMAT_HIBERNATION":    3,
-		"FORMAT_READY":          4,
-		"FORMAT_COUNT":          5,
+		"FORMAT_UNSPECIFIED":      0,
+		"FORMAT_AGE":              1,
+		"FORMAT_LAST_OPERATION":   2,
+		"FORMAT_HIBERNATION":      3,
+		"FORMAT_READY":            4,
+		"FORMAT_COUNT":            5,
+		"FORMAT_EVENT_LAST_SEEN":  6,
+		"FORMAT_EVENT_FIRST_SEEN": 7,
+		"FORMAT_EVENT_OBJECT":     8,
+		"FORMAT_EVENT_SOURCE":     9,
+		"FORMAT_EVENT_COUNT":      10,
+		"FORMAT_TRIMMED":          11,
 	}
 )
 
@@ -175,7 +205,10 @@ type Resource struct {
 	ShortNames []string `protobuf:"bytes,1,rep,name=short_names,json=shortNames,proto3" json:"short_names,omitempty"`
 	// Categories are the groups of resources the kind belongs to, e.g. "all" (kubectl get all), as Kubernetes'
 	// discovery lists them.
-	Categories    []string `protobuf:"bytes,2,rep,name=categories,proto3" json:"categories,omitempty"`
+	Categories []string `protobuf:"bytes,2,rep,name=categories,proto3" json:"categories,omitempty"`
+	// Unnamed leaves the NAME and AGE columns out of the kind's tables, for a kind whose Kubernetes table has neither
+	// (Events: LAST SEEN, TYPE, REASON, OBJECT, MESSAGE, and the name among the wide columns).
+	Unnamed       bool `protobuf:"varint,3,opt,name=unnamed,proto3" json:"unnamed,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -222,6 +255,13 @@ func (x *Resource) GetCategories() []string {
 		return x.Categories
 	}
 	return nil
+}
+
+func (x *Resource) GetUnnamed() bool {
+	if x != nil {
+		return x.Unnamed
+	}
+	return false
 }
 
 var file_trellis_cli_v1_options_proto_extTypes = []protoimpl.ExtensionInfo{
@@ -280,13 +320,14 @@ const file_trellis_cli_v1_options_proto_rawDesc = "" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1b\n" +
 	"\tjson_path\x18\x02 \x01(\tR\bjsonPath\x12\x1a\n" +
 	"\bpriority\x18\x03 \x01(\x05R\bpriority\x12.\n" +
-	"\x06format\x18\x04 \x01(\x0e2\x16.trellis.cli.v1.FormatR\x06format\"K\n" +
+	"\x06format\x18\x04 \x01(\x0e2\x16.trellis.cli.v1.FormatR\x06format\"e\n" +
 	"\bResource\x12\x1f\n" +
 	"\vshort_names\x18\x01 \x03(\tR\n" +
 	"shortNames\x12\x1e\n" +
 	"\n" +
 	"categories\x18\x02 \x03(\tR\n" +
-	"categories*\x87\x01\n" +
+	"categories\x12\x18\n" +
+	"\aunnamed\x18\x03 \x01(\bR\aunnamed*\x9e\x02\n" +
 	"\x06Format\x12\x16\n" +
 	"\x12FORMAT_UNSPECIFIED\x10\x00\x12\x0e\n" +
 	"\n" +
@@ -294,7 +335,14 @@ const file_trellis_cli_v1_options_proto_rawDesc = "" +
 	"\x15FORMAT_LAST_OPERATION\x10\x02\x12\x16\n" +
 	"\x12FORMAT_HIBERNATION\x10\x03\x12\x10\n" +
 	"\fFORMAT_READY\x10\x04\x12\x10\n" +
-	"\fFORMAT_COUNT\x10\x05:O\n" +
+	"\fFORMAT_COUNT\x10\x05\x12\x1a\n" +
+	"\x16FORMAT_EVENT_LAST_SEEN\x10\x06\x12\x1b\n" +
+	"\x17FORMAT_EVENT_FIRST_SEEN\x10\a\x12\x17\n" +
+	"\x13FORMAT_EVENT_OBJECT\x10\b\x12\x17\n" +
+	"\x13FORMAT_EVENT_SOURCE\x10\t\x12\x16\n" +
+	"\x12FORMAT_EVENT_COUNT\x10\n" +
+	"\x12\x12\n" +
+	"\x0eFORMAT_TRIMMED\x10\v:O\n" +
 	"\x06column\x12\x1d.google.protobuf.FieldOptions\x18\x9d\x8f\x03 \x01(\v2\x16.trellis.cli.v1.ColumnR\x06column:S\n" +
 	"\acolumns\x12\x1f.google.protobuf.MessageOptions\x18\x9e\x8f\x03 \x03(\v2\x16.trellis.cli.v1.ColumnR\acolumns:W\n" +
 	"\bresource\x12\x1f.google.protobuf.MessageOptions\x18\x9f\x8f\x03 \x01(\v2\x18.trellis.cli.v1.ResourceR\bresourceB?Z=github.com/trellis-dev/trellis/proto/gen/trellis/cli/v1;cliv1b\x06proto3"

@@ -329,7 +329,7 @@ var File_trellis_kubernetes_core_v1_event_proto protoreflect.FileDescriptor
 
 const file_trellis_kubernetes_core_v1_event_proto_rawDesc = "" +
 	"\n" +
-	"&trellis/kubernetes/core/v1/event.proto\x12\x1atrellis.kubernetes.core.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1ctrellis/cli/v1/options.proto\x1a\x1atrellis/meta/v1/meta.proto\"\xae\a\n" +
+	"&trellis/kubernetes/core/v1/event.proto\x12\x1atrellis.kubernetes.core.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1ctrellis/cli/v1/options.proto\x1a\x1atrellis/meta/v1/meta.proto\"\xa9\b\n" +
 	"\x05Event\x12\x1f\n" +
 	"\vapi_version\x18\x01 \x01(\tR\n" +
 	"apiVersion\x12\x12\n" +
@@ -350,13 +350,20 @@ const file_trellis_kubernetes_core_v1_event_proto_rawDesc = "" +
 	"\x06action\x18\x0e \x01(\tR\x06action\x12:\n" +
 	"\arelated\x18\x0f \x01(\v2 .trellis.meta.v1.ObjectReferenceR\arelated\x12/\n" +
 	"\x13reporting_component\x18\x10 \x01(\tR\x12reportingComponent\x12-\n" +
-	"\x12reporting_instance\x18\x11 \x01(\tR\x11reportingInstance:\x87\x01\xf2\xf9\x18\r\n" +
+	"\x12reporting_instance\x18\x11 \x01(\tR\x11reportingInstance:\x82\x02\xf2\xf9\x18\x10\n" +
+	"\tLAST SEEN\x12\x01. \x06\xf2\xf9\x18\r\n" +
 	"\x04TYPE\x12\x05.type\xf2\xf9\x18\x11\n" +
-	"\x06REASON\x12\a.reason\xf2\xf9\x18\x1c\n" +
-	"\x04KIND\x12\x14.involvedObject.kind\xf2\xf9\x18\x1e\n" +
-	"\x06OBJECT\x12\x14.involvedObject.name\xf2\xf9\x18\x13\n" +
-	"\aMESSAGE\x12\b.message\xfa\xf9\x18\x04\n" +
-	"\x02evB\b\n" +
+	"\x06REASON\x12\a.reason\xf2\xf9\x18\x1b\n" +
+	"\x06OBJECT\x12\x0f.involvedObject \b\xf2\xf9\x18*\n" +
+	"\tSUBOBJECT\x12\x19.involvedObject.fieldPath\x18\x01 \v\xf2\xf9\x18\x0f\n" +
+	"\x06SOURCE\x12\x01.\x18\x01 \t\xf2\xf9\x18\x15\n" +
+	"\aMESSAGE\x12\b.message \v\xf2\xf9\x18\x13\n" +
+	"\n" +
+	"FIRST SEEN\x12\x01.\x18\x01 \a\xf2\xf9\x18\x0e\n" +
+	"\x05COUNT\x12\x01.\x18\x01 \n" +
+	"\xf2\xf9\x18\x18\n" +
+	"\x04NAME\x12\x0e.metadata.name\x18\x01\xfa\xf9\x18\x06\n" +
+	"\x02ev\x18\x01B\b\n" +
 	"\x06_count\"?\n" +
 	"\vEventSource\x12\x1c\n" +
 	"\tcomponent\x18\x01 \x01(\tR\tcomponent\x12\x12\n" +
