@@ -4,11 +4,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/url"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
+	"syscall"
 )
 
 // setupNetwork creates the node's network namespace and its link to the host: a veth pair (HostVeth on the host with
@@ -18,8 +23,10 @@ import (
 func setupNetwork(s *Slot) error {
 	ns := s.Name()
 	link := s.NodeCIDR.Bits()
+	if err := addNetNS(ns); err != nil {
+		return err
+	}
 	steps := [][]string{
-		{"ip", "netns", "add", ns},
 		{"ip", "link", "add", s.HostVeth(), "type", "veth", "peer", "name", "eth0", "netns", ns},
 		{"ip", "addr", "add", fmt.Sprintf("%s/%d", s.HostIP, link), "dev", s.HostVeth()},
 		{"ip", "link", "set", s.HostVeth(), "up"},
@@ -47,8 +54,10 @@ func setupNetwork(s *Slot) error {
 func setupMachineNetwork(s, parent *Slot) error {
 	ns, pns := s.Name(), parent.Name()
 	link := s.NodeCIDR.Bits()
+	if err := addNetNS(ns); err != nil {
+		return err
+	}
 	steps := [][]string{
-		{"ip", "netns", "add", ns},
 		{"ip", "-n", pns, "link", "add", s.HostVeth(), "type", "veth", "peer", "name", "eth0", "netns", ns},
 		{"ip", "-n", pns, "addr", "add", fmt.Sprintf("%s/%d", s.HostIP, link), "dev", s.HostVeth()},
 		{"ip", "-n", pns, "link", "set", s.HostVeth(), "up"},
@@ -83,6 +92,73 @@ func removeMachineHostRoute(s *Slot) error {
 }
 
 // runSteps runs commands in order, stopping at the first that fails.
+// netnsDir is where `ip netns` keeps named network namespaces. The first `ip netns add` on a machine creates it and
+// bind-mounts it onto itself (a shared mount, so that the namespaces' own mounts propagate); removeNetNS takes both
+// away with the last namespace.
+const netnsDir = "/run/netns"
+
+// addNetNS creates the network namespace name (`ip netns add`), holding the machine's netns lock, so that no other
+// node's teardown unmounts netnsDir meanwhile.
+func addNetNS(name string) error {
+	return withNetNSLock(func() error { return runSteps([][]string{{"ip", "netns", "add", name}}) })
+}
+
+// removeNetNS deletes the network namespace name (`ip netns delete`) and, when no named namespace is left, the mount
+// and the directory that `ip netns add` made of netnsDir, holding the machine's netns lock.
+func removeNetNS(name string) error {
+	return withNetNSLock(func() error {
+		if _, err := os.Lstat(filepath.Join(netnsDir, name)); err == nil {
+			if err := runSteps([][]string{{"ip", "netns", "delete", name}}); err != nil {
+				return err
+			}
+		}
+		if entries, err := os.ReadDir(netnsDir); err != nil || len(entries) > 0 {
+			return nil // absent, or other namespaces live there
+		}
+		for range 4 { // `ip netns add` bind-mounts it once; a mount made twice is unmounted twice
+			if !slices.ContainsFunc(mounts(), func(m mount) bool { return m.point == netnsDir }) {
+				break
+			}
+			if err := syscall.Unmount(netnsDir, syscall.MNT_DETACH); err != nil {
+				return fmt.Errorf("unmount %s: %w", netnsDir, err)
+			}
+		}
+		if err := syscall.Rmdir(netnsDir); err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTEMPTY) {
+			return fmt.Errorf("remove %s: %w", netnsDir, err)
+		}
+		return nil
+	})
+}
+
+// strayNetNS reports netnsDir when it is left mounted with no namespace in it, which removeNetNS prevents.
+func strayNetNS() []string {
+	var left []string
+	_ = withNetNSLock(func() error {
+		if entries, err := os.ReadDir(netnsDir); err == nil && len(entries) == 0 &&
+			slices.ContainsFunc(mounts(), func(m mount) bool { return m.point == netnsDir }) {
+			left = append(left, "mount "+netnsDir+" with no namespace in it")
+		}
+		return nil
+	})
+	return left
+}
+
+// withNetNSLock runs f holding an exclusive lock on netns.lock in lockDir, across processes.
+func withNetNSLock(f func() error) error {
+	if err := os.MkdirAll(lockDir, 0o755); err != nil {
+		return err
+	}
+	lf, err := os.OpenFile(filepath.Join(lockDir, "netns.lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return err
+	}
+	defer lf.Close()
+	if err := syscall.Flock(int(lf.Fd()), syscall.LOCK_EX); err != nil {
+		return fmt.Errorf("lock %s: %w", lf.Name(), err)
+	}
+	return f()
+}
+
 func runSteps(steps [][]string) error {
 	for _, step := range steps {
 		if out, err := exec.Command(step[0], step[1:]...).CombinedOutput(); err != nil {

@@ -226,7 +226,8 @@ func SlotAt(i int) *Slot { return newSlot(i) }
 // released its slot, another node (of another test, another package) may take it at once, and its processes and
 // mounts are not the stopped node's leftovers. held is false when another node still holds the slot after a few tries
 // (another Reserve looks at free slots briefly): the slot was taken again, and the Stop that released it had already
-// checked it (Node.Stop fails on leftovers, looked at before its release).
+// checked it (Node.Stop fails on leftovers, looked at before its release). A /run/netns left mounted without a
+// namespace in it counts too (removeNetNS).
 func leftoversOfFreed(i int) (left []string, held bool, err error) {
 	s := newSlot(i)
 	for try := 0; ; try++ {
@@ -243,7 +244,7 @@ func leftoversOfFreed(i int) (left []string, held bool, err error) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	defer s.unlock()
-	return s.Leftovers(), true, nil
+	return append(s.Leftovers(), strayNetNS()...), true, nil
 }
 
 // Reporter is what CheckFreed reports to: a *testing.T.

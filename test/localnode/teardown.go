@@ -234,10 +234,8 @@ func (s *Slot) cleanup() error {
 			errs = append(errs, err)
 		}
 	}
-	if _, err := os.Lstat(s.NetNSPath()); err == nil {
-		if out, err := exec.Command("ip", "netns", "delete", s.Name()).CombinedOutput(); err != nil {
-			errs = append(errs, fmt.Errorf("ip netns delete %s: %v: %s", s.Name(), err, out))
-		}
+	if err := removeNetNS(s.Name()); err != nil {
+		errs = append(errs, err)
 	}
 	if err := removeMachineHostRoute(s); err != nil {
 		errs = append(errs, err)
