@@ -297,9 +297,9 @@ bench-scheduler:
 ## provider-local (its ControllerInstallation's pod), the example resources;
 ## writes .trellis/local/env. Ctrl-C or `make down` stops it; the next `make up` reuses the data. Flags in UP_ARGS.
 up: build testbin
-	$(GO) build -o bin/ ./test/localseed ./test/landscape/cmd/landscape
+	$(GO) build -trimpath -o bin/ ./test/localseed ./test/landscape/cmd/landscape
 	@# Static: with nodes, provider-local and the agent run as pods from images of these binaries.
-	CGO_ENABLED=0 $(GO) build -o bin/ ./cmd/provider-local ./cmd/trellis-agent
+	CGO_ENABLED=0 $(GO) build -trimpath -o bin/ ./cmd/provider-local ./cmd/trellis-agent
 	bin/landscape $(UP_ARGS)
 
 ## down: stop a landscape that `make up` left running (pid in .trellis/local/landscape.pid).
