@@ -139,6 +139,10 @@ func Warn(ctx context.Context, text string) {
 // UnknownFieldWarning is the warning for a field that ?fieldValidation=Warn dropped, kube-apiserver's text.
 func UnknownFieldWarning(path string) string { return fmt.Sprintf("unknown field %q", path) }
 
+// DuplicateFieldWarning is the warning for a member that an object of a ?fieldValidation=Warn body repeats (its last
+// value is kept), kube-apiserver's text.
+func DuplicateFieldWarning(path string) string { return fmt.Sprintf("duplicate field %q", path) }
+
 // forwardWarnings writes the warnings a handler added (Warn) as Warning headers.
 func forwardWarnings(ctx context.Context, w http.ResponseWriter) {
 	if md, ok := runtime.ServerMetadataFromContext(ctx); ok {
@@ -159,7 +163,7 @@ func addWarning(h http.Header, text string) {
 }
 
 // warningBody is the body of a request with ?fieldValidation=Warn: the decoder (Marshaler.NewDecoder) names each
-// unknown field it drops in a Warning header of the answer, before the answer is written.
+// unknown field it drops and each repeated member in a Warning header of the answer, before the answer is written.
 type warningBody struct {
 	io.ReadCloser
 	header http.Header

@@ -3,12 +3,14 @@ package gateway
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"reflect"
 	"strings"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
+	yamlv2 "go.yaml.in/yaml/v2"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"sigs.k8s.io/yaml"
@@ -87,8 +89,9 @@ func (m *Marshaler) marshalJSON(v any) ([]byte, error) {
 // Unmarshal implements runtime.Marshaler.
 func (m *Marshaler) Unmarshal(data []byte, v any) error { return m.unmarshal(data, v, nil) }
 
-// unmarshal is Unmarshal that, when Lenient, calls onUnknown (when not nil) with the path of each field it drops.
-func (m *Marshaler) unmarshal(data []byte, v any, onUnknown func(path string)) error {
+// unmarshal is Unmarshal that, when Lenient, calls warn (when not nil) with kube-apiserver's warning for each field
+// it drops and each member an object repeats.
+func (m *Marshaler) unmarshal(data []byte, v any, warn func(text string)) error {
 	msg, ok := v.(proto.Message)
 	if !ok {
 		// grpc-gateway decodes a body mapped to a message field through a pointer to that (nil) field.
@@ -97,14 +100,14 @@ func (m *Marshaler) unmarshal(data []byte, v any, onUnknown func(path string)) e
 			if rv.Elem().IsNil() {
 				rv.Elem().Set(reflect.New(rv.Elem().Type().Elem()))
 			}
-			return m.unmarshal(data, rv.Elem().Interface(), onUnknown)
+			return m.unmarshal(data, rv.Elem().Interface(), warn)
 		}
 		return json.Unmarshal(data, v)
 	}
 	if m.YAML || m.ReadYAML {
-		j, err := yaml.YAMLToJSON(data)
+		j, err := yamlToJSON(data, m.Lenient, warn)
 		if err != nil {
-			return fmt.Errorf("invalid YAML: %w", err)
+			return err
 		}
 		data = j
 	}
@@ -117,7 +120,45 @@ func (m *Marshaler) unmarshal(data []byte, v any, onUnknown func(path string)) e
 		raw.Raw = buf.Bytes()
 		return nil
 	}
-	return kjson.UnmarshalOptions{DiscardUnknown: m.Lenient, OnUnknown: onUnknown}.Unmarshal(data, msg)
+	return LenientDecoding(m.Lenient, warn).Unmarshal(data, msg)
+}
+
+// LenientDecoding is how an object is read for ?fieldValidation=Ignore or Warn (lenient), as kube-apiserver reads it:
+// unknown fields dropped, repeated members accepted (the last value wins, repeated objects merge), and for Warn each
+// named by warn (not nil) in kube-apiserver's words. Not lenient (Strict), both are errors.
+func LenientDecoding(lenient bool, warn func(text string)) kjson.UnmarshalOptions {
+	if !lenient {
+		return kjson.UnmarshalOptions{}
+	}
+	o := kjson.UnmarshalOptions{DiscardUnknown: true, OnDuplicate: func(string) {}}
+	if warn != nil {
+		o.OnUnknown = func(path string) { warn(UnknownFieldWarning(path)) }
+		o.OnDuplicate = func(path string) { warn(DuplicateFieldWarning(path)) }
+	}
+	return o
+}
+
+// yamlToJSON converts a YAML body as kube-apiserver reads one: a key that a mapping repeats is refused (Strict), or
+// its last value wins (lenient) and, for Warn, warn gets kube-apiserver's warning for each ("line 7: key "x" already
+// set in map").
+func yamlToJSON(data []byte, lenient bool, warn func(text string)) ([]byte, error) {
+	j, err := yaml.YAMLToJSONStrict(data)
+	if err == nil {
+		return j, nil
+	}
+	var te *yamlv2.TypeError
+	if !lenient || !errors.As(err, &te) {
+		return nil, fmt.Errorf("invalid YAML: %w", err)
+	}
+	if warn != nil {
+		for _, e := range te.Errors {
+			warn(e)
+		}
+	}
+	if j, err = yaml.YAMLToJSON(data); err != nil {
+		return nil, fmt.Errorf("invalid YAML: %w", err)
+	}
+	return j, nil
 }
 
 var protoMessageType = reflect.TypeFor[proto.Message]()
@@ -132,11 +173,11 @@ func (m *Marshaler) NewDecoder(r io.Reader) runtime.Decoder {
 		if len(data) > maxBody {
 			return fmt.Errorf("request body larger than %d bytes", maxBody)
 		}
-		var onUnknown func(string)
+		var warn func(string)
 		if wb, ok := r.(*warningBody); ok {
-			onUnknown = func(path string) { addWarning(wb.header, UnknownFieldWarning(path)) }
+			warn = func(text string) { addWarning(wb.header, text) }
 		}
-		return m.unmarshal(data, v, onUnknown)
+		return m.unmarshal(data, v, warn)
 	})
 }
 

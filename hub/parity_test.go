@@ -156,6 +156,12 @@ func TestOptionsParityWithKubeAPIServer(t *testing.T) {
 		{"POST", cms + "?fieldValidation=Warn", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: yaml-warned\nspam: 1\n", yaml, 1},
 		{"POST", cms + "?fieldValidation=Ignore", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: yaml-ignored\nspam: 1\n", yaml, 0},
 		{"POST", cms + "?fieldValidation=Ignore", `{"metadata":{"name":"ignored"},"spam":1}`, nil, 0},
+		// Repeated members: the last value wins, repeated objects merge, null clears; Warn names each.
+		{"POST", cms + "?fieldValidation=Warn", dupBody("dup-warned"), nil, 4},
+		{"POST", cms + "?fieldValidation=Ignore", dupBody("dup-ignored"), nil, 0},
+		{"PUT", cms + "/dup-warned?fieldValidation=Warn", `{"metadata":{"name":"dup-warned"},"data":{"c":"3"},"data":{"d":"4"},"spam":{},"spam":[]}`, nil, 2},
+		// In YAML a repeated key's last value wins (no merge), named by the YAML decoder's words.
+		{"POST", cms + "?fieldValidation=Warn", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: yaml-dup\n  labels:\n    x: a\n    x: b\ndata:\n  a: \"1\"\ndata:\n  b: \"2\"\n", yaml, 2},
 	} {
 		hub, kube := both(r.method, r.path, r.body, r.header...)
 		if hub.code != kube.code || hub.code >= 300 || len(hub.warnings) != r.warnings || strings.Join(hub.warnings, "|") != strings.Join(kube.warnings, "|") {
@@ -252,6 +258,28 @@ func TestOptionsParityWithKubeAPIServer(t *testing.T) {
 		}
 	}
 
+	for _, name := range []string{"dup-warned", "dup-ignored", "yaml-dup"} {
+		hub, kube := both("GET", cms+"/"+name, "")
+		for _, f := range []string{"labels", "finalizers"} {
+			if fmt.Sprint(meta(hub)[f]) != fmt.Sprint(meta(kube)[f]) {
+				t.Errorf("%s: metadata.%s: hub %v, kube-apiserver %v", name, f, meta(hub)[f], meta(kube)[f])
+			}
+		}
+		if fmt.Sprint(hub.body["data"]) != fmt.Sprint(kube.body["data"]) {
+			t.Errorf("%s: data: hub %v, kube-apiserver %v", name, hub.body["data"], kube.body["data"])
+		}
+	}
+	for _, r := range [][]string{
+		{dupBody("dup-strict")},
+		{"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: yaml-strict\ndata:\n  a: \"1\"\n  a: \"2\"\n", "Content-Type", "application/yaml"},
+	} {
+		hub, kube := both("POST", cms+"?fieldValidation=Strict", r[0], r[1:]...)
+		if hub.code != kube.code || hub.body["reason"] != kube.body["reason"] {
+			t.Errorf("repeated members, Strict: hub %d %v %q, kube-apiserver %d %v %q", hub.code, hub.body["reason"], hub.body["message"],
+				kube.code, kube.body["reason"], kube.body["message"])
+		}
+	}
+
 	// The hub names the parameter that does not decode, where kube-apiserver gives the decoder's error alone.
 	hub, kube = both("GET", cms+"?limit=many", "")
 	if hub.code != kube.code || hub.body["message"] != "limit: "+kube.body["message"].(string) {
@@ -266,3 +294,10 @@ const shootCRD = `{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResource
 		"names":{"plural":"shoots","singular":"shoot","kind":"Shoot","listKind":"ShootList"},
 		"versions":[{"name":"v1beta1","served":true,"storage":true,"subresources":{"status":{}},
 			"schema":{"openAPIV3Schema":{"type":"object","x-kubernetes-preserve-unknown-fields":true}}}]}}`
+
+// dupBody is a ConfigMap named name whose objects repeat members: a label key, the finalizers (the second null), an
+// unknown field, and data (whose two objects merge).
+func dupBody(name string) string {
+	return `{"metadata":{"name":"` + name + `","labels":{"x":"1","x":"2"},"finalizers":["test/dup"],"finalizers":null},
+		"data":{"a":"1"},"spam":1,"data":{"b":"2"},"spam":2}`
+}

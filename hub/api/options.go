@@ -66,10 +66,9 @@ func patchedDecoding(ctx context.Context) kjson.UnmarshalOptions {
 	for _, v := range md.Get(gateway.MetadataFieldValidation) {
 		switch v {
 		case "Ignore":
-			o.DiscardUnknown = true
+			o = gateway.LenientDecoding(true, nil)
 		case "Warn":
-			o.DiscardUnknown = true
-			o.OnUnknown = func(path string) { gateway.Warn(ctx, gateway.UnknownFieldWarning(path)) }
+			o = gateway.LenientDecoding(true, func(text string) { gateway.Warn(ctx, text) })
 		}
 	}
 	return o

@@ -60,6 +60,12 @@ type UnmarshalOptions struct {
 	DiscardUnknown bool
 	// OnUnknown, when set with DiscardUnknown, is called with the path of each unknown field (for warnings).
 	OnUnknown func(path string)
+	// OnDuplicate, when set, accepts a member that an object repeats, as kube-apiserver's decoder does unless its
+	// fieldValidation is Strict, and is called with its path in kube-apiserver's form ("data", "metadata.labels.x"):
+	// a repeated object (a message, a map) is read into what its first occurrence set, a repeated array or value
+	// replaces it, null clears it, a repeated map key's value replaces the first, and a repeated unknown field is
+	// skipped. Unset, a repeated member is an error.
+	OnDuplicate func(path string)
 }
 
 // Unmarshal reads Kubernetes JSON into m, which is reset first. Errors below the top level are *FieldError.

@@ -178,8 +178,8 @@ func (d *decoder) message(mi *messageInfo, m protoreflect.Message, k byte) error
 		d.path = append(d.path, pathSeg{kind: segField, name: fi.name})
 		if w, bit := fi.index>>6, uint64(1)<<(fi.index&63); seen[w]&bit == 0 {
 			seen[w] |= bit
-		} else {
-			return d.fail(fmt.Errorf("duplicate field %q", fi.name))
+		} else if err := d.repeated(fi, m); err != nil {
+			return err
 		}
 		if p := gl.field(base, fi); p != nil {
 			err = d.fastField(fi, p)
@@ -195,6 +195,34 @@ func (d *decoder) message(mi *messageInfo, m protoreflect.Message, k byte) error
 	return d.syntaxError(err)
 }
 
+// repeated handles a field of m that its object names again (at d.path): an error, or (OnDuplicate) reported and
+// prepared for the value that follows, as kube-apiserver's decoder (Go's encoding/json) reads it: an object is read
+// into what the first occurrence set, anything else replaces it.
+func (d *decoder) repeated(fi *fieldInfo, m protoreflect.Message) error {
+	if d.opts.OnDuplicate == nil {
+		return d.fail(fmt.Errorf("duplicate field %q", fi.name))
+	}
+	d.opts.OnDuplicate(kubePath(d.path))
+	k, err := d.peek()
+	if err != nil {
+		return err
+	}
+	if k == 'n' || fi.isList || !fi.isMap && (fi.elemMsg == nil || fi.elemSpecial != specialNone) {
+		m.Clear(fi.fd)
+	}
+	return nil
+}
+
+// duplicateKey handles a key that a map names again: an error, or (OnDuplicate) reported, its value to replace the
+// first.
+func (d *decoder) duplicateKey(key string) error {
+	if d.opts.OnDuplicate == nil {
+		return d.fail(fmt.Errorf("duplicate key %q", key))
+	}
+	d.opts.OnDuplicate(kubePath(d.path))
+	return nil
+}
+
 // unknown handles a member name the message does not have: an error, or skipped (and reported) when discarding.
 func (d *decoder) unknown(rawName []byte, seen *[]string) error {
 	name := string(d.unquote(rawName))
@@ -202,19 +230,24 @@ func (d *decoder) unknown(rawName []byte, seen *[]string) error {
 	if !d.opts.DiscardUnknown {
 		return d.fail(&unknownFieldError{name: name})
 	}
-	if slices.Contains(*seen, name) {
+	again := slices.Contains(*seen, name)
+	switch {
+	case again && d.opts.OnDuplicate == nil:
 		return d.fail(fmt.Errorf("duplicate field %q", name))
-	}
-	*seen = append(*seen, name)
-	if d.opts.OnUnknown != nil {
-		d.opts.OnUnknown(pathString(d.path))
+	case !again:
+		*seen = append(*seen, name)
+		if d.opts.OnUnknown != nil {
+			d.opts.OnUnknown(pathString(d.path))
+		}
 	}
 	raw, err := d.dec.ReadValue()
 	if err != nil {
 		return d.syntaxError(err)
 	}
-	if err := d.checkDuplicates(raw); err != nil {
-		return err
+	if d.opts.OnDuplicate == nil { // else what it repeats inside is dropped with it
+		if err := d.checkDuplicates(raw); err != nil {
+			return err
+		}
 	}
 	d.path = d.path[:len(d.path)-1]
 	return nil
@@ -245,7 +278,7 @@ func (d *decoder) field(fi *fieldInfo, m protoreflect.Message) error {
 		return d.syntaxError(err)
 	}
 	if fi.oneof != nil {
-		if which := m.WhichOneof(fi.oneof); which != nil {
+		if which := m.WhichOneof(fi.oneof); which != nil && which != fi.fd { // itself: a repeated member (OnDuplicate)
 			return d.fail(fmt.Errorf("%q and %q are alternatives (oneof %s); only one may be set",
 				which.JSONName(), fi.name, fi.oneof.Name()))
 		}
@@ -354,7 +387,9 @@ func (d *decoder) mapObject(fi *fieldInfo, m protoreflect.Message, k byte) error
 			return err
 		}
 		if mp.Has(mk) {
-			return d.fail(fmt.Errorf("duplicate key %q", key)) // also "0" and "-0" for integer keys
+			if err := d.duplicateKey(key); err != nil { // also "0" and "-0" for integer keys
+				return err
+			}
 		}
 		v, err := d.element(fi, k, mp.NewValue)
 		if err != nil {
@@ -679,7 +714,9 @@ func (d *decoder) fastField(fi *fieldInfo, p unsafe.Pointer) error {
 		}
 		return d.fastMap(k, func(key string, k byte) error {
 			if _, dup := (*mp)[key]; dup {
-				return d.fail(fmt.Errorf("duplicate key %q", key))
+				if err := d.duplicateKey(key); err != nil {
+					return err
+				}
 			}
 			v, err := d.fastString(fi, k)
 			(*mp)[key] = v
@@ -692,7 +729,9 @@ func (d *decoder) fastField(fi *fieldInfo, p unsafe.Pointer) error {
 		}
 		return d.fastMap(k, func(key string, k byte) error {
 			if _, dup := (*mp)[key]; dup {
-				return d.fail(fmt.Errorf("duplicate key %q", key))
+				if err := d.duplicateKey(key); err != nil {
+					return err
+				}
 			}
 			if k == 'n' {
 				_, err := d.dec.ReadValue()

@@ -375,3 +375,59 @@ status: Failure
 		t.Error("invalid YAML accepted")
 	}
 }
+
+// TestUnmarshalDuplicates: with OnDuplicate, repeated members are accepted as kube-apiserver's decoder accepts them
+// (Go's encoding/json: objects merge, arrays and values are replaced, null clears, a map key's last value wins, a
+// repeated unknown field is skipped) and each is reported with kube-apiserver's path. A RawExtension, kept as sent,
+// still may not repeat a key: the encoder could not write it back.
+func TestUnmarshalDuplicates(t *testing.T) {
+	meta := func() proto.Message { return &metav1.ObjectMeta{} }
+	kitchen := func() proto.Message { return newKitchen() }
+	for _, c := range []struct {
+		name, in string
+		msg      func() proto.Message
+		want     string   // Marshal of the result
+		paths    []string // reported, in order
+		unknown  []string // OnUnknown's paths
+	}{
+		{"value", `{"name":"a","name":"b"}`, meta, `{"name":"b"}`, []string{"name"}, nil},
+		{"map key", `{"labels":{"a":"1","b":"2","a":"3"}}`, meta, `{"labels":{"a":"3","b":"2"}}`, []string{"labels.a"}, nil},
+		{"maps merge", `{"labels":{"a":"1"},"labels":{"b":"2"}}`, meta, `{"labels":{"a":"1","b":"2"}}`, []string{"labels"}, nil},
+		{"array replaced", `{"finalizers":["x"],"finalizers":["y","z"]}`, meta, `{"finalizers":["y","z"]}`, []string{"finalizers"}, nil},
+		{"null clears", `{"finalizers":["x"],"generation":2,"finalizers":null,"generation":null}`, meta, `{}`, []string{"finalizers", "generation"}, nil},
+		{"objects merge", `{"metadata":{"name":"a","labels":{"x":"1"}},"metadata":{"uid":"u","labels":{"y":"2"}}}`, kitchen,
+			`{"metadata":{"name":"a","uid":"u","labels":{"x":"1","y":"2"}}}`, []string{"metadata"}, nil},
+		{"nested", `{"metadata":{"name":"a","name":"b","labels":{"k":"1","k":"2"}}}`, kitchen, `{"metadata":{"name":"b","labels":{"k":"2"}}}`,
+			[]string{"metadata.name", "metadata.labels.k"}, nil},
+		{"list element", `{"metadata":{"ownerReferences":[{"kind":"A","kind":"B"}]}}`, kitchen, `{"metadata":{"ownerReferences":[{"kind":"B"}]}}`,
+			[]string{"metadata.ownerReferences[0].kind"}, nil},
+		{"time replaced", `{"ts":"2026-05-16T13:04:16Z","ts":null}`, kitchen, `{}`, []string{"ts"}, nil},
+		{"oneof member", `{"oneS":"a","oneS":"b"}`, kitchen, `{"oneS":"b"}`, []string{"oneS"}, nil},
+		{"unknown once", `{"zz":1,"name":"a","zz":{"a":1,"a":2}}`, meta, `{"name":"a"}`, nil, []string{"zz"}},
+	} {
+		var paths, unknown []string
+		m := c.msg()
+		err := UnmarshalOptions{
+			DiscardUnknown: true,
+			OnUnknown:      func(p string) { unknown = append(unknown, p) },
+			OnDuplicate:    func(p string) { paths = append(paths, p) },
+		}.Unmarshal([]byte(c.in), m)
+		if err != nil {
+			t.Errorf("%s: %v", c.name, err)
+			continue
+		}
+		if out, err := Marshal(m); err != nil || string(out) != c.want {
+			t.Errorf("%s: %s (%v), want %s", c.name, out, err, c.want)
+		}
+		if !slices.Equal(paths, c.paths) || !slices.Equal(unknown, c.unknown) {
+			t.Errorf("%s: reported duplicates %q and unknown %q, want %q and %q", c.name, paths, unknown, c.paths, c.unknown)
+		}
+		if err := Unmarshal([]byte(c.in), c.msg()); len(c.paths) > 0 && err == nil {
+			t.Errorf("%s: accepted without OnDuplicate", c.name)
+		}
+	}
+	err := UnmarshalOptions{OnDuplicate: func(string) {}}.Unmarshal([]byte(`{"raw":{"x":{"a":1,"a":2}}}`), newKitchen())
+	if err == nil || err.Error() != `raw: duplicate key "a" at /x/a` {
+		t.Errorf("a RawExtension repeating a key: %v", err)
+	}
+}

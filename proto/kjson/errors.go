@@ -47,20 +47,22 @@ type pathSeg struct {
 	index int
 }
 
-// appendPath writes the path of segs.
-func appendPath(sb *strings.Builder, segs []pathSeg) {
+// appendPath writes the path of segs: fields joined by dots, list indexes and map keys in brackets
+// ("metadata.labels[x]"); with dottedKeys map keys are joined by dots too, as kube-apiserver's decoding warnings
+// name them ("metadata.labels.x").
+func appendPath(sb *strings.Builder, segs []pathSeg, dottedKeys bool) {
 	for i, s := range segs {
-		switch s.kind {
-		case segField:
+		switch {
+		case s.kind == segField || s.kind == segKey && dottedKeys:
 			if i > 0 {
 				sb.WriteByte('.')
 			}
 			sb.WriteString(s.name)
-		case segIndex:
+		case s.kind == segIndex:
 			sb.WriteByte('[')
 			sb.WriteString(strconv.Itoa(s.index))
 			sb.WriteByte(']')
-		case segKey:
+		default:
 			sb.WriteByte('[')
 			sb.WriteString(s.name)
 			sb.WriteByte(']')
@@ -68,9 +70,16 @@ func appendPath(sb *strings.Builder, segs []pathSeg) {
 	}
 }
 
+// kubePath is the path in the form of kube-apiserver's decoding warnings ("metadata.labels.x").
+func kubePath(segs []pathSeg) string {
+	var sb strings.Builder
+	appendPath(&sb, segs, true)
+	return sb.String()
+}
+
 func pathString(segs []pathSeg) string {
 	var sb strings.Builder
-	appendPath(&sb, segs)
+	appendPath(&sb, segs, false)
 	return sb.String()
 }
 

@@ -30,7 +30,8 @@ func FuzzUnmarshal(f *testing.F) {
 		`{"ios":1}`, `{"ios":"25%"}`, `{"ioss":{"a":null}}`, `{"intMap":{"-0":"a"}}`, `{"boolMap":{"true":1}}`,
 		`{"val":null}`, `{"vals":[null,{"a":[]}]}`, `{"st":{"a":{"b":[1,{}]}}}`, `{"by":"AA"}`, `{"by":"AA=="}`,
 		`{"fl":1e-46}`, `{"fl":-0}`, `{"color":7}`, `{"oneS":null,"oneI":2}`, `{"child":{"child":{"child":{}}}}`,
-		`{"name":"a","name":"b"}`, `{"name":"a"} x`, `{"unknown":1}`, `{"name":"\ud83d\ude00\u0000"}`,
+		`{"name":"a","name":"b"}`, `{"labels":{"a":"1","a":null},"finalizers":["x"],"finalizers":null,"zz":1,"zz":{}}`,
+		`{"metadata":{"name":"a"},"metadata":{"uid":"u"},"oneS":"a","oneS":"b","ts":null,"ts":"2026-05-16T13:04:16Z"}`, `{"name":"a"} x`, `{"unknown":1}`, `{"name":"\ud83d\ude00\u0000"}`,
 		`{"kids":{"k":null}}`, `{"tss":[null]}`, `{"metadata":{"ownerReferences":[{"controller":false}]}}`,
 		// Quantities (fields marked (trellis.meta.v1.quantity)): numbers, strings, nulls in maps and lists, invalid text.
 		`{"spec":{"kubernetes":{"kubelet":{"containerLogMaxSize":100,"kubeReserved":{"cpu":2,"memory":"1Gi","ephemeralStorage":1e9,"pid":1000},` +
@@ -59,11 +60,28 @@ func FuzzUnmarshal(f *testing.F) {
 		func() proto.Message { return &structpb.Struct{} },
 		func() proto.Message { return &corev1beta1.Shoot{} },
 	}
+	// Lenient decoding (?fieldValidation=Ignore|Warn) accepts whatever strict decoding does, with the same result,
+	// and what it alone accepts encodes and decodes back strictly.
+	lenient := UnmarshalOptions{DiscardUnknown: true, OnDuplicate: func(string) {}}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		for _, newMsg := range newMsgs {
+			ml := newMsg()
+			lerr := lenient.Unmarshal(data, ml)
 			m := newMsg()
 			if err := Unmarshal(data, m); err != nil {
+				if lerr == nil {
+					out, err := Marshal(ml)
+					if err != nil {
+						t.Fatalf("lenient Unmarshal(%q) succeeded but Marshal failed: %v", data, err)
+					}
+					if m2 := newMsg(); Unmarshal(out, m2) != nil || !proto.Equal(ml, m2) {
+						t.Fatalf("lenient Unmarshal(%q) gave %q, which does not decode back to it", data, out)
+					}
+				}
 				continue
+			}
+			if lerr != nil || !proto.Equal(m, ml) {
+				t.Fatalf("lenient Unmarshal(%q) differs from strict: %v", data, lerr)
 			}
 			out, err := Marshal(m)
 			if err != nil {
