@@ -569,9 +569,10 @@ func (s *Server[T, L, E, PE]) update(ctx context.Context, obj T, sub string) (T,
 	reset := metadataTrue(ctx, gateway.MetadataResetManagedFields)
 	// Without a resourceVersion, a kind that allows it is updated whatever its current version (kube-apiserver sets
 	// the current one), its status too; others are refused once the object is known to exist.
-	unconditional := sub == "" && md.GetResourceVersion() == "" && s.kind.UnconditionalUpdate()
+	unversioned := md.GetResourceVersion() == ""
+	unconditional := sub == "" && unversioned && s.kind.UnconditionalUpdate()
 	out, err := w.GuaranteedUpdate(ctx, md.GetNamespace(), md.GetName(), status, func(cur store.Object) (store.Object, error) {
-		if md.GetResourceVersion() == "" && !s.kind.UnconditionalUpdate() {
+		if unversioned && !s.kind.UnconditionalUpdate() {
 			return nil, s.resourceVersionRequired(md.GetName())
 		}
 		old, err := s.out(cur)

@@ -97,6 +97,9 @@ func removeMachineHostRoute(s *Slot) error {
 // away with the last namespace.
 const netnsDir = "/run/netns"
 
+// netnsPath is the file of the named network namespace name.
+func netnsPath(name string) string { return filepath.Join(netnsDir, name) }
+
 // addNetNS creates the network namespace name (`ip netns add`), holding the machine's netns lock, so that no other
 // node's teardown unmounts netnsDir meanwhile.
 func addNetNS(name string) error {
@@ -107,7 +110,7 @@ func addNetNS(name string) error {
 // and the directory that `ip netns add` made of netnsDir, holding the machine's netns lock.
 func removeNetNS(name string) error {
 	return withNetNSLock(func() error {
-		if _, err := os.Lstat(filepath.Join(netnsDir, name)); err == nil {
+		if _, err := os.Lstat(netnsPath(name)); err == nil {
 			if err := runSteps([][]string{{"ip", "netns", "delete", name}}); err != nil {
 				return err
 			}
@@ -116,7 +119,7 @@ func removeNetNS(name string) error {
 			return nil // absent, or other namespaces live there
 		}
 		for range 4 { // `ip netns add` bind-mounts it once; a mount made twice is unmounted twice
-			if !slices.ContainsFunc(mounts(), func(m mount) bool { return m.point == netnsDir }) {
+			if !netnsDirMounted() {
 				break
 			}
 			if err := syscall.Unmount(netnsDir, syscall.MNT_DETACH); err != nil {
@@ -134,13 +137,17 @@ func removeNetNS(name string) error {
 func strayNetNS() []string {
 	var left []string
 	_ = withNetNSLock(func() error {
-		if entries, err := os.ReadDir(netnsDir); err == nil && len(entries) == 0 &&
-			slices.ContainsFunc(mounts(), func(m mount) bool { return m.point == netnsDir }) {
+		if entries, err := os.ReadDir(netnsDir); err == nil && len(entries) == 0 && netnsDirMounted() {
 			left = append(left, "mount "+netnsDir+" with no namespace in it")
 		}
 		return nil
 	})
 	return left
+}
+
+// netnsDirMounted reports whether netnsDir is a mount point.
+func netnsDirMounted() bool {
+	return slices.ContainsFunc(mounts(), func(m mount) bool { return m.point == netnsDir })
 }
 
 // withNetNSLock runs f holding an exclusive lock on netns.lock in lockDir, across processes.

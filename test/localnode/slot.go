@@ -56,7 +56,7 @@ func (s *Slot) RunDir() string { return "/run/" + s.Name() }
 func (s *Slot) ShimSocketDir() string { return filepath.Join(s.RunDir(), "s") }
 
 // NetNSPath is the node's network namespace, as `ip netns` names it.
-func (s *Slot) NetNSPath() string { return "/run/netns/" + s.Name() }
+func (s *Slot) NetNSPath() string { return netnsPath(s.Name()) }
 
 func newSlot(i int) *Slot {
 	s := &Slot{Index: i}
