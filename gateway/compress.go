@@ -34,7 +34,7 @@ const CompressThreshold = 128 << 10
 // they hand on, as a proxy would: the gateway pre-compresses only for a request that still accepts gzip.
 func Compress(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodGet || isWatchRequest(r) || !AcceptsGzip(r.Header.Get("Accept-Encoding")) {
+		if r.Method != http.MethodGet || IsWatch(r) || !AcceptsGzip(r.Header.Get("Accept-Encoding")) {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -44,7 +44,8 @@ func Compress(next http.Handler) http.Handler {
 	})
 }
 
-func isWatchRequest(r *http.Request) bool {
+// IsWatch reports whether r asks for a watch (?watch=true or a /watch/ path).
+func IsWatch(r *http.Request) bool {
 	return isTrue(r.URL.Query().Get("watch")) || strings.Contains(r.URL.Path, "/watch/")
 }
 

@@ -106,9 +106,10 @@ type Config struct {
 	// those in the logs and in docs/controller-manager.md (for example shoot-statuslabel, project-stale).
 	Controllers []string
 	// Loops is the share of the replica its scheduler and controller-manager loops get (controller.Lane): at most
-	// Seats reconciliations at once, writing to the store at QPS per second (Burst at once). Zero fields: at most
-	// half the CPUs (at least 2) and 100 writes/s with bursts of 200, about what gardener-controller-manager's client
-	// connection allows.
+	// Seats reconciliations at once, writing to the store at QPS per second (Burst at once) and at BusyQPS while API
+	// requests are being served. Zero fields: at most half the CPUs (at least 2) and 100 writes/s with bursts of 200,
+	// about what gardener-controller-manager's client connection allows, and 20 writes/s (a fifth) while the API is
+	// busy. Its API field is set by the replica.
 	Loops controller.LaneConfig
 	// DisableScheduler leaves shoots without spec.seedName unplaced (the scheduler, package scheduler, runs in the
 	// replica that wins its own election otherwise).
@@ -164,6 +165,9 @@ func (c *Config) Default() {
 	}
 	if c.Loops.Burst == 0 {
 		c.Loops.Burst = 200
+	}
+	if c.Loops.BusyQPS == 0 {
+		c.Loops.BusyQPS = c.Loops.QPS / 5
 	}
 }
 
@@ -227,7 +231,7 @@ func (c *Config) Validate() error {
 		errs = append(errs, err)
 	}
 	if err := c.Loops.Validate(); err != nil {
-		errs = append(errs, fmt.Errorf("loop-seats, loop-qps and loop-burst: %w", err))
+		errs = append(errs, fmt.Errorf("loop-seats, loop-qps, loop-burst and loop-busy-qps: %w", err))
 	}
 	return errors.Join(errs...)
 }
@@ -277,6 +281,7 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.Loops.Seats, "loop-seats", 0, "reconciliations the scheduler and controller-manager loops run at once, all together (default half the CPUs, at least 2)")
 	fs.Float64Var(&c.Loops.QPS, "loop-qps", 0, "writes per second of the loops to the store, all together (default 100)")
 	fs.IntVar(&c.Loops.Burst, "loop-burst", 0, "writes the loops may make at once above --loop-qps (default 200)")
+	fs.Float64Var(&c.Loops.BusyQPS, "loop-busy-qps", 0, "writes per second of the loops, all together, while the API serves requests (default a fifth of --loop-qps; --loop-qps's value: no yielding)")
 	fs.BoolVar(&c.DisableScheduler, "disable-scheduler", false, "do not place shoots without spec.seedName on seeds")
 	fs.BoolVar(&c.AllowUnregisteredExtensions, "allow-unregistered-extensions", false, "accept shoots, seeds, BackupBuckets and BackupEntries whose provider, networking, DNS, backup, extension, container runtime or operating system types no ControllerRegistration registers (Gardener's --disable-admission-plugins=ExtensionValidator; by default they are refused, as Gardener does)")
 	fs.DurationVar(&c.MaxTokenLifetime, "max-token-lifetime", 0, "longest lifetime of an AccessToken, e.g. 2160h (default: no maximum; tokens live 90 days unless their create asks otherwise)")
@@ -460,7 +465,10 @@ func (h *Hub) Run(ctx context.Context) error {
 	run("agent link", link.Run)
 	run("CA watch", func(ctx context.Context) error { return trust.watch(ctx, st.Client(), st.Prefix()+"/pki/ca") })
 	// The leader's loops and the scheduler run in one lane, a bounded share of the replica beside the API.
-	lane, err := controller.NewLane(h.cfg.Loops)
+	// They yield to the API's requests (--loop-busy-qps while any is served).
+	laneCfg := h.cfg.Loops
+	laneCfg.API = metrics
+	lane, err := controller.NewLane(laneCfg)
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -78,6 +79,8 @@ func requestID(ctx context.Context) (context.Context, metadata.MD) {
 
 func (ic *interceptors) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 	start := time.Now()
+	ic.metrics.inflight.Add(1)
+	defer ic.metrics.inflight.Add(-1)
 	ctx, header := requestID(ctx)
 	_ = grpc.SetHeader(ctx, header)
 	ctx = beginGRPC(ctx, ic.auditor, info.FullMethod)
@@ -148,6 +151,9 @@ type metrics struct {
 	// handshakesRefused counts connections of the gRPC-only listener closed before their TLS handshake
 	// (boundedHandshakes).
 	handshakesRefused prometheus.Counter
+	// inflight counts the API requests being served: unary gRPC calls and REST requests, not watches and streams,
+	// which wait more than they work. The loops' lane yields to them (Busy).
+	inflight atomic.Int64
 }
 
 func newMetrics() *metrics {
@@ -161,9 +167,14 @@ func newMetrics() *metrics {
 		httpDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "trellis_http_request_duration_seconds", Help: "REST request latency by method (watches: their lifetime).", Buckets: prometheus.ExponentialBuckets(0.0001, 2, 18)}, []string{"method"}),
 	}
 	m.handshakesRefused = prometheus.NewCounter(prometheus.CounterOpts{Name: "trellis_grpc_handshakes_refused_total", Help: "Connections of the gRPC-only listener closed before their TLS handshake because too many waited for one."})
-	reg.MustRegister(m.grpcRequests, m.grpcDuration, m.httpRequests, m.httpDuration, m.handshakesRefused)
+	inflight := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "trellis_api_inflight_requests", Help: "API requests being served (unary gRPC calls and REST requests; not watches and streams). While there are any, the loops write at --loop-busy-qps."},
+		func() float64 { return float64(m.inflight.Load()) })
+	reg.MustRegister(m.grpcRequests, m.grpcDuration, m.httpRequests, m.httpDuration, m.handshakesRefused, inflight)
 	return m
 }
+
+// Busy reports whether API requests are being served: the loops' lane yields to them (controller.Load).
+func (m *metrics) Busy() bool { return m.inflight.Load() > 0 }
 
 func (m *metrics) observe(method, code string, d time.Duration) {
 	m.grpcRequests.WithLabelValues(method, code).Inc()
@@ -171,7 +182,14 @@ func (m *metrics) observe(method, code string, d time.Duration) {
 }
 
 func (m *metrics) http(next http.Handler) http.Handler {
-	return promhttp.InstrumentHandlerCounter(m.httpRequests, promhttp.InstrumentHandlerDuration(m.httpDuration, next))
+	instrumented := promhttp.InstrumentHandlerCounter(m.httpRequests, promhttp.InstrumentHandlerDuration(m.httpDuration, next))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !gateway.IsWatch(r) {
+			m.inflight.Add(1)
+			defer m.inflight.Add(-1)
+		}
+		instrumented.ServeHTTP(w, r)
+	})
 }
 
 func (m *metrics) handler() http.Handler {

@@ -15,11 +15,20 @@ import (
 // watch cache and are free, as a controller-runtime client's cached reads are). It plays the part kube-apiserver's
 // API Priority and Fairness and client-go's rate limits play for Gardener's controllers: the loops call the store
 // in-process, so their work is bounded there, and under a burst of user writes they fall behind (their queues
-// deduplicate keys) instead of competing with the API for the CPU. A controller runs under the lane of its Run
-// context (WithLane); without one it is unbounded.
+// deduplicate keys) instead of competing with the API for the CPU. While the API serves requests (LaneConfig.API),
+// the writes wait for a lower rate as well (BusyQPS): the loops yield to the API's clients and take the full rate
+// back when it is idle, as API Priority and Fairness lets a priority level borrow the seats others leave unused. A
+// controller runs under the lane of its Run context (WithLane); without one it is unbounded.
 type Lane struct {
 	seats   chan struct{}
 	limiter *rate.Limiter
+	busy    *rate.Limiter // nil: no bound while the API is busy
+	api     Load
+}
+
+// Load tells a lane whether the API is serving requests.
+type Load interface {
+	Busy() bool
 }
 
 // LaneConfig sizes a Lane.
@@ -29,6 +38,11 @@ type LaneConfig struct {
 	// QPS and Burst bound how fast the reconciliations write to the store.
 	QPS   float64
 	Burst int
+	// BusyQPS bounds the writes further, one at a time, while API.Busy(): the loops' share when the API has work.
+	// Zero: no further bound.
+	BusyQPS float64
+	// API is the load the lane yields to; nil: never busy.
+	API Load
 }
 
 // Validate names what is wrong with c.
@@ -40,6 +54,9 @@ func (c LaneConfig) Validate() error {
 	if c.QPS <= 0 || c.Burst < 1 {
 		errs = append(errs, fmt.Errorf("qps and burst must be positive, got %v and %d", c.QPS, c.Burst))
 	}
+	if c.BusyQPS < 0 || c.BusyQPS > c.QPS {
+		errs = append(errs, fmt.Errorf("busy qps must be between 0 and qps (%v), got %v", c.QPS, c.BusyQPS))
+	}
 	return errors.Join(errs...)
 }
 
@@ -48,7 +65,25 @@ func NewLane(c LaneConfig) (*Lane, error) {
 	if err := c.Validate(); err != nil {
 		return nil, fmt.Errorf("lane: %w", err)
 	}
-	return &Lane{seats: make(chan struct{}, c.Seats), limiter: rate.NewLimiter(rate.Limit(c.QPS), c.Burst)}, nil
+	l := &Lane{seats: make(chan struct{}, c.Seats), limiter: rate.NewLimiter(rate.Limit(c.QPS), c.Burst), api: c.API}
+	if c.BusyQPS > 0 && c.API != nil {
+		l.busy = rate.NewLimiter(rate.Limit(c.BusyQPS), 1)
+	}
+	return l, nil
+}
+
+// laneWrites is the write limiter of a lane's reconciliations.
+type laneWrites struct{ l *Lane }
+
+// Wait waits for the lane's rate and, while the API is busy, for its busy rate too.
+func (w laneWrites) Wait(ctx context.Context) error {
+	if err := w.l.limiter.Wait(ctx); err != nil {
+		return err
+	}
+	if w.l.busy != nil && w.l.api.Busy() {
+		return w.l.busy.Wait(ctx)
+	}
+	return nil
 }
 
 type laneKey struct{}
@@ -71,7 +106,7 @@ func (l *Lane) enter(ctx context.Context) (_ context.Context, leave func(), err 
 	}
 	select {
 	case l.seats <- struct{}{}:
-		return store.WithWriteLimiter(ctx, l.limiter), func() { <-l.seats }, nil
+		return store.WithWriteLimiter(ctx, laneWrites{l}), func() { <-l.seats }, nil
 	case <-ctx.Done():
 		return nil, nil, ctx.Err()
 	}

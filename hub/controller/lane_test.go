@@ -69,8 +69,56 @@ func TestLaneBoundsReconcilesAcrossControllers(t *testing.T) {
 	}
 }
 
+// apiLoad is a Load switched by the test.
+type apiLoad struct{ busy atomic.Bool }
+
+func (l *apiLoad) Busy() bool { return l.busy.Load() }
+
+// TestLaneYieldsToBusyAPI: while the API is busy the lane's writes wait for its busy rate as well, and get the whole
+// rate back when it is idle. A limiter's Wait fails at once when the wait would pass the context's deadline, so the
+// waits show without timing anything.
+func TestLaneYieldsToBusyAPI(t *testing.T) {
+	api := &apiLoad{}
+	lane, err := controller.NewLane(controller.LaneConfig{Seats: 1, QPS: 1000, Burst: 1000, BusyQPS: 0.01, API: api})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := controller.LaneWrites(lane)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	for i := range 10 {
+		if err := w.Wait(ctx); err != nil {
+			t.Fatalf("idle API, write %d: %v", i, err)
+		}
+	}
+	api.busy.Store(true)
+	if err := w.Wait(ctx); err != nil {
+		t.Fatalf("busy API, first write: %v", err)
+	}
+	if err := w.Wait(ctx); err == nil {
+		t.Fatal("busy API: a second write did not wait for the busy rate (one write per 100 s)")
+	}
+	api.busy.Store(false)
+	for i := range 10 {
+		if err := w.Wait(ctx); err != nil {
+			t.Fatalf("idle API again, write %d: %v", i, err)
+		}
+	}
+	// Without a load to yield to, BusyQPS binds nothing.
+	free, err := controller.NewLane(controller.LaneConfig{Seats: 1, QPS: 1000, Burst: 1000, BusyQPS: 0.01})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 10 {
+		if err := controller.LaneWrites(free).Wait(ctx); err != nil {
+			t.Fatalf("no load, write %d: %v", i, err)
+		}
+	}
+}
+
 func TestLaneConfigValidation(t *testing.T) {
-	for _, c := range []controller.LaneConfig{{Seats: 0, QPS: 1, Burst: 1}, {Seats: 1, QPS: 0, Burst: 1}, {Seats: 1, QPS: 1, Burst: 0}} {
+	for _, c := range []controller.LaneConfig{{Seats: 0, QPS: 1, Burst: 1}, {Seats: 1, QPS: 0, Burst: 1}, {Seats: 1, QPS: 1, Burst: 0},
+		{Seats: 1, QPS: 1, Burst: 1, BusyQPS: -1}, {Seats: 1, QPS: 1, Burst: 1, BusyQPS: 2}} {
 		if _, err := controller.NewLane(c); err == nil {
 			t.Errorf("NewLane(%+v) accepted", c)
 		}

@@ -36,6 +36,7 @@
 //	        both binaries.
 //	-loops  a second hub with its scheduler and controller-manager on, three seeds that never become ready (no
 //	        agent), so every shoot stays unschedulable; its ratio to the hub with its loops off is the loops' cost.
+//	        -loops-flags "--loop-qps 50 ..." passes more flags to it (the lane's, to compare its settings).
 //
 // kube-apiserver's watch cache keeps fewer events than the hub's window, and the loops write the shoots besides the
 // workload: those targets are watched from the last revision the workload saw, without the replay. -cpuprofile DIR

@@ -77,7 +77,9 @@ type config struct {
 	// peer runs the workload against kube-apiserver + etcd from testbin too; loops against a second hub with its
 	// scheduler and controllers on.
 	peer, loops bool
-	testbin     string
+	// loopsFlags are more flags for the hubs with their loops on (e.g. "--loop-qps 50").
+	loopsFlags string
+	testbin    string
 	// compare is another hub binary (an earlier build) run as targets "before" (and "before+loops" with loops).
 	compare string
 	// cpuprofile is a directory for the hubs' CPU profiles of the write and list phases, profileFor their length.
@@ -135,6 +137,7 @@ func main() {
 	flag.StringVar(&cfg.auditLevel, "audit-level", "", "audit every request at this level to a file beside the hub's log (None, Metadata, Request, RequestResponse; empty: no audit log)")
 	flag.BoolVar(&cfg.peer, "peer", false, "run the same workload against kube-apiserver + etcd from -testbin serving a Shoot CRD, phase by phase in turn with the hub, and print the ratios")
 	flag.BoolVar(&cfg.loops, "loops", false, "run the same workload against a second hub with its scheduler and controllers on (3 seeds, the shoots unschedulable), in turn with the hub with its loops off, and print the ratios")
+	flag.StringVar(&cfg.loopsFlags, "loops-flags", "", "more flags for the hubs with their loops on, separated by spaces (e.g. \"--loop-qps 50\")")
 	flag.StringVar(&cfg.compare, "compare", "", "another hub binary (an earlier build) to run the same workload against in the same run, as target \"before\" (and \"before+loops\" with -loops)")
 	flag.StringVar(&cfg.testbin, "testbin", "bin/testbin", "directory with etcd and kube-apiserver for -peer")
 	flag.StringVar(&cfg.cpuprofile, "cpuprofile", "", "directory for CPU profiles of the hubs during the write phases (create, update, patch, delete), the get phase and the list phase, from their /debug/pprof/profile")
@@ -215,6 +218,7 @@ func run(ctx context.Context, cfg config) (failed bool, err error) {
 		prereqs := prerequisites
 		if loops {
 			prereqs = loopsPrerequisites
+			args = append(args, strings.Fields(cfg.loopsFlags)...)
 		} else {
 			args = append(args, loopsOff...)
 		}
