@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -113,9 +114,10 @@ type runner interface {
 
 // seedSide is the agent's seed side: clients and an informer cache of the seed cluster, and the controllers.
 type seedSide struct {
-	informers   cache.Cache   // the seed's informers, for the client's cached reads
-	client      client.Client // reads the extension kinds from informers, the rest from the API server
-	direct      client.Client // reads everything from the API server
+	mapper      meta.RESTMapper // the clients' and informers' (discovery, refreshed on a miss)
+	informers   cache.Cache     // the seed's informers, for the client's cached reads
+	client      client.Client   // reads the extension kinds from informers, the rest from the API server
+	direct      client.Client   // reads everything from the API server
 	controllers []runner
 }
 
@@ -149,7 +151,7 @@ func newSeedClients(cfg *rest.Config, scheme *runtime.Scheme) (*seedSide, error)
 	if err != nil {
 		return nil, err
 	}
-	return &seedSide{informers: informers, client: cached, direct: direct}, nil
+	return &seedSide{mapper: mapper, informers: informers, client: cached, direct: direct}, nil
 }
 
 // newSeedSide builds the seed clients and every seed-side controller, without starting anything. An error means a
@@ -269,8 +271,12 @@ func (a *Agent) newGardenletController(base controller.Base, releases *helmrelea
 // start, and nil when ctx ended.
 func (s *seedSide) run(ctx context.Context, a *Agent) error {
 	b := &backoff.Backoff{Initial: time.Second, Max: 30 * time.Second, Rand: a.rand}
+	kinds := append([]client.Object{&extensionsv1alpha1.Cluster{}}, objectsOf(extensionsv1alpha1.ObjectKinds())...)
 	for {
 		err := a.installCRDs(ctx, s.direct)
+		if err == nil {
+			err = s.waitServed(ctx, kinds)
+		}
 		if err == nil {
 			break
 		}
@@ -294,17 +300,24 @@ func (s *seedSide) run(ctx context.Context, a *Agent) error {
 			a.log.Error("seed cache stopped", "err", err)
 		}
 	})
-	// Start the informers of every extension kind now, so that the first shoot does not wait for them.
-	for _, obj := range append([]client.Object{&extensionsv1alpha1.Cluster{}}, objectsOf(extensionsv1alpha1.ObjectKinds())...) {
-		if _, err := s.informers.GetInformer(ctx, obj); err != nil {
+	// Start the informers of every extension kind now, so that the first shoot does not wait for them. As a
+	// controller-runtime manager, the agent gives up when they do not sync within cacheSyncTimeout (and stops with
+	// that error, to be restarted) instead of waiting without end.
+	syncCtx, cancelSync := context.WithTimeout(ctx, cacheSyncTimeout)
+	defer cancelSync()
+	for _, obj := range kinds {
+		if _, err := s.informers.GetInformer(syncCtx, obj); err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
 			return fmt.Errorf("seed informer of %T: %w", obj, err)
 		}
 	}
-	if !s.informers.WaitForCacheSync(ctx) {
-		return nil // ctx ended
+	if !s.informers.WaitForCacheSync(syncCtx) {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("the seed's informers did not sync within %s", cacheSyncTimeout)
 	}
 	if _, err := a.HubConn(ctx); err != nil {
 		return nil // ctx ended
@@ -320,6 +333,49 @@ func (s *seedSide) run(ctx context.Context, a *Agent) error {
 	}
 	<-ctx.Done()
 	return nil
+}
+
+// cacheSyncTimeout bounds the start of the seed's informers: controller-runtime's default CacheSyncTimeout.
+const cacheSyncTimeout = 2 * time.Minute
+
+// servedTimeout bounds the wait for the seed's discovery to list the kinds of newly established CRDs.
+const servedTimeout = 10 * time.Second
+
+// waitServed waits until the seed's discovery lists every kind in objs, as the REST mapper sees it. kube-apiserver
+// marks a CRD Established before its discovery document lists the kind (tens of milliseconds later under load), and
+// an informer started in between fails for as long as it runs: its mapping is taken once. Each miss makes the mapper
+// read the group's discovery again. The error names the kinds still missing after servedTimeout.
+func (s *seedSide) waitServed(ctx context.Context, objs []client.Object) error {
+	return waitMapped(ctx, s.mapper, objs, servedTimeout)
+}
+
+// waitMapped polls mapper until it maps every kind in objs, at most timeout.
+func waitMapped(ctx context.Context, mapper meta.RESTMapper, objs []client.Object, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	scheme := Scheme()
+	for {
+		var missing []string
+		for _, obj := range objs {
+			gvk, err := apiutil.GVKForObject(obj, scheme)
+			if err != nil {
+				return err
+			}
+			if _, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version); meta.IsNoMatchError(err) {
+				missing = append(missing, gvk.Kind)
+			} else if err != nil {
+				return fmt.Errorf("discovery of %s: %w", gvk.Kind, err)
+			}
+		}
+		if len(missing) == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the seed does not serve %v %s after their CRDs were established", missing, timeout)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // installCRDs installs or upgrades the extension CRDs the agent ships, with the seed client c.

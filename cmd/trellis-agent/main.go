@@ -7,7 +7,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"github.com/trellis-dev/trellis/tracing"
 	"io"
 	"log/slog"
 	"os"
@@ -16,8 +15,12 @@ import (
 	"runtime/debug"
 	"syscall"
 
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
 	"github.com/trellis-dev/trellis/agent"
 	"github.com/trellis-dev/trellis/agent/config"
+	"github.com/trellis-dev/trellis/tracing"
 )
 
 // version is the agent's build version; release builds set it with -ldflags "-X main.version=...".
@@ -97,6 +100,9 @@ func run(args []string, stderr io.Writer) int {
 		return 2
 	}
 
+	// The seed's informers (client-go reflectors under controller-runtime's cache) log through controller-runtime's
+	// global logger: their list and watch failures go to the agent's log.
+	ctrllog.SetLogger(logr.FromSlogHandler(logger.Handler()))
 	a, err := agent.New(agent.Config{Configuration: cfg, Logger: logger, Version: buildVersion()})
 	if err != nil {
 		fmt.Fprintf(stderr, "trellis-agent: %v\n", err)

@@ -1,0 +1,4 @@
+package agent
+
+// WaitMapped is waitMapped, for tests.
+var WaitMapped = waitMapped
