@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -275,7 +276,7 @@ func (s *seedSide) run(ctx context.Context, a *Agent) error {
 	for {
 		err := a.installCRDs(ctx, s.direct)
 		if err == nil {
-			err = s.waitServed(ctx, kinds)
+			err = waitMapped(ctx, s.mapper, kinds, servedTimeout)
 		}
 		if err == nil {
 			break
@@ -341,26 +342,25 @@ const cacheSyncTimeout = 2 * time.Minute
 // servedTimeout bounds the wait for the seed's discovery to list the kinds of newly established CRDs.
 const servedTimeout = 10 * time.Second
 
-// waitServed waits until the seed's discovery lists every kind in objs, as the REST mapper sees it. kube-apiserver
-// marks a CRD Established before its discovery document lists the kind (tens of milliseconds later under load), and
-// an informer started in between fails for as long as it runs: its mapping is taken once. Each miss makes the mapper
-// read the group's discovery again. The error names the kinds still missing after servedTimeout.
-func (s *seedSide) waitServed(ctx context.Context, objs []client.Object) error {
-	return waitMapped(ctx, s.mapper, objs, servedTimeout)
-}
-
-// waitMapped polls mapper until it maps every kind in objs, at most timeout.
+// waitMapped waits until mapper maps every kind in objs, at most timeout. kube-apiserver marks a CRD Established
+// before its discovery document lists the kind (tens of milliseconds later under load), and an informer started in
+// between fails for as long as it runs: its mapping is taken once. Each miss makes the seed side's mapper read the
+// group's discovery again. The error names the kinds still missing after timeout.
 func waitMapped(ctx context.Context, mapper meta.RESTMapper, objs []client.Object, timeout time.Duration) error {
+	gvks := make([]schema.GroupVersionKind, len(objs))
+	scheme := Scheme()
+	for i, obj := range objs {
+		gvk, err := apiutil.GVKForObject(obj, scheme)
+		if err != nil {
+			return err
+		}
+		gvks[i] = gvk
+	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	scheme := Scheme()
 	for {
 		var missing []string
-		for _, obj := range objs {
-			gvk, err := apiutil.GVKForObject(obj, scheme)
-			if err != nil {
-				return err
-			}
+		for _, gvk := range gvks {
 			if _, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version); meta.IsNoMatchError(err) {
 				missing = append(missing, gvk.Kind)
 			} else if err != nil {

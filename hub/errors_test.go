@@ -74,10 +74,10 @@ func (f failingHealth) Watch(req *healthpb.HealthCheckRequest, _ grpc.ServerStre
 	return f.fail(req.GetService())
 }
 
-// TestGRPCInternalErrorHasRequestID: through the hub's interceptors, an internal error reaches a gRPC client as
-// codes.Internal naming the request id it gets in the audit-id response header, and the log line with that id has
-// the detail; a unary call and a stream alike. A client's own id is kept; a mapped error passes unchanged.
-func TestGRPCInternalErrorHasRequestID(t *testing.T) {
+// serveIntercepted serves h through the hub's interceptors (authentication on a real store, request ids, errors
+// logged to logs, metrics m) and returns a client and a context carrying the admin token.
+func serveIntercepted(t *testing.T, m *metrics, logs io.Writer, h healthpb.HealthServer) (healthpb.HealthClient, context.Context) {
+	t.Helper()
 	st := storetest.NewStore(t)
 	tokenFile := filepath.Join(t.TempDir(), "admin-token")
 	authn, err := auth.Open(t.Context(), auth.Config{Etcd: st.Client(), Prefix: st.Prefix(), TokenFile: tokenFile})
@@ -88,10 +88,9 @@ func TestGRPCInternalErrorHasRequestID(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &logBuffer{}
-	ic := &interceptors{authn: authn, metrics: newMetrics(), errors: api.Errors{Log: slog.New(slog.NewTextHandler(logs, nil))}}
+	ic := &interceptors{authn: authn, metrics: m, errors: api.Errors{Log: slog.New(slog.NewTextHandler(logs, nil))}}
 	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(ic.unary), grpc.ChainStreamInterceptor(ic.stream))
-	healthpb.RegisterHealthServer(srv, failingHealth{})
+	healthpb.RegisterHealthServer(srv, h)
 	lis := bufconn.Listen(1 << 20)
 	served := make(chan struct{})
 	go func() { defer close(served); _ = srv.Serve(lis) }()
@@ -102,8 +101,15 @@ func TestGRPCInternalErrorHasRequestID(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close() })
-	client := healthpb.NewHealthClient(conn)
-	ctx := metadata.AppendToOutgoingContext(t.Context(), "authorization", "Bearer "+strings.TrimSpace(string(token)))
+	return healthpb.NewHealthClient(conn), metadata.AppendToOutgoingContext(t.Context(), "authorization", "Bearer "+strings.TrimSpace(string(token)))
+}
+
+// TestGRPCInternalErrorHasRequestID: through the hub's interceptors, an internal error reaches a gRPC client as
+// codes.Internal naming the request id it gets in the audit-id response header, and the log line with that id has
+// the detail; a unary call and a stream alike. A client's own id is kept; a mapped error passes unchanged.
+func TestGRPCInternalErrorHasRequestID(t *testing.T) {
+	logs := &logBuffer{}
+	client, ctx := serveIntercepted(t, newMetrics(), logs, failingHealth{})
 
 	check := func(name string, err error, header metadata.MD, wantID string) {
 		t.Helper()
@@ -126,7 +132,7 @@ func TestGRPCInternalErrorHasRequestID(t *testing.T) {
 	}
 
 	var header metadata.MD
-	_, err = client.Check(ctx, &healthpb.HealthCheckRequest{}, grpc.Header(&header))
+	_, err := client.Check(ctx, &healthpb.HealthCheckRequest{}, grpc.Header(&header))
 	check("unary", err, header, "")
 
 	header = nil
