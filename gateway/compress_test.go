@@ -67,7 +67,7 @@ func FuzzAcceptsGzip(f *testing.F) {
 func marshalGzipped(m *Marshaler, msg proto.Message) ([]byte, error) {
 	rec := httptest.NewRecorder()
 	cw := &compressWriter{ResponseWriter: rec}
-	rest, err := m.Marshal(&compressible{msg: msg, w: cw})
+	rest, err := m.Marshal(&writable{msg: msg, gz: cw})
 	if err != nil {
 		return nil, err
 	}
@@ -407,7 +407,7 @@ func TestListOfSmallItemsIsCompressedAsOneStream(t *testing.T) {
 	}
 	m.ObjectJSON, m.ObjectDeflated = nil, nil // not memoized: the items changed
 	cw := &compressWriter{ResponseWriter: httptest.NewRecorder()}
-	got, err := m.Marshal(&compressible{msg: list, w: cw})
+	got, err := m.Marshal(&writable{msg: list, gz: cw})
 	if err != nil || !bytes.Equal(got, want) || cw.pre || len(want) < CompressThreshold {
 		t.Fatalf("list of %d bytes of small items: %v, precompressed %v, %d bytes answered", len(want), err, cw.pre, len(got))
 	}
@@ -423,7 +423,7 @@ func TestGzippedListGoesOutAsItIsJoined(t *testing.T) {
 	}
 	w := &chunkRecorder{}
 	cw := &compressWriter{ResponseWriter: w}
-	rest, err := m.Marshal(&compressible{msg: list, w: cw})
+	rest, err := m.Marshal(&writable{msg: list, gz: cw})
 	if err != nil || !cw.pre {
 		t.Fatalf("gzipped list: %v, precompressed %v", err, cw.pre)
 	}
@@ -444,6 +444,42 @@ func TestGzippedListGoesOutAsItIsJoined(t *testing.T) {
 }
 
 // chunkRecorder is a ResponseWriter that keeps the body and the size of each write.
+// TestPlainListGoesOutAsItIsJoined: a large list for a client that takes no gzip is written a chunk at a time as it
+// is joined, never as one copy of the whole list; the chunks and the rest are the list's JSON. A small list and a
+// single object are one piece, as before.
+func TestPlainListGoesOutAsItIsJoined(t *testing.T) {
+	list, m := benchList(2000)
+	want, err := (&Marshaler{}).Marshal(list)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &chunkRecorder{}
+	rest, err := m.Marshal(&writable{msg: list, plain: w})
+	if err != nil || !bytes.Equal(append(w.body, rest...), want) {
+		t.Fatalf("plain list of %d bytes: %v; the chunks and the rest differ from it", len(want), err)
+	}
+	if len(w.writes) < len(want)/(2*streamChunk) || len(rest) > 2*streamChunk {
+		t.Fatalf("%d bytes went out in %d writes before the rest (%d bytes)", len(want), len(w.writes), len(rest))
+	}
+	for i, n := range w.writes {
+		if n < streamChunk || n > 2*streamChunk {
+			t.Errorf("write %d of %d bytes; want a chunk of about %d", i, n, streamChunk)
+		}
+	}
+	small, m := benchList(3)
+	w = &chunkRecorder{}
+	for _, msg := range []proto.Message{small, small.Items[0]} {
+		want, err := (&Marshaler{}).Marshal(msg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := m.Marshal(&writable{msg: msg, plain: w})
+		if err != nil || !bytes.Equal(got, want) || len(w.writes) != 0 {
+			t.Fatalf("%T of %d bytes: %v, %d writes before the answer, answer equal: %v", msg, len(want), err, len(w.writes), bytes.Equal(got, want))
+		}
+	}
+}
+
 type chunkRecorder struct {
 	discardWriter
 	body   []byte
@@ -502,7 +538,7 @@ func BenchmarkListAnswer(b *testing.B) {
 		b.SetBytes(int64(len(plain)))
 	})
 	b.Run("gzip", func(b *testing.B) {
-		c := &compressible{msg: list, w: &compressWriter{ResponseWriter: discardWriter{}}}
+		c := &writable{msg: list, gz: &compressWriter{ResponseWriter: discardWriter{}}}
 		for b.Loop() {
 			_, _ = m.Marshal(c)
 		}

@@ -80,7 +80,7 @@ func newMux(objectJSON func(proto.Message) ([]byte, bool), objectDeflated func(p
 		runtime.WithRoutingErrorHandler(routingErrorHandler),
 		runtime.WithOutgoingHeaderMatcher(func(string) (string, bool) { return "", false }),
 		runtime.WithForwardResponseOption(setHTTPCode),
-		runtime.WithForwardResponseRewriter(compressibleAnswer),
+		runtime.WithForwardResponseRewriter(writableAnswer),
 		runtime.WithIncomingHeaderMatcher(incomingHeader),
 	)
 }
@@ -111,13 +111,20 @@ func setHTTPCode(ctx context.Context, w http.ResponseWriter, m proto.Message) er
 	return nil
 }
 
-type precompressKey struct{}
+type (
+	precompressKey struct{}
+	plainStreamKey struct{}
+)
 
-// compressibleAnswer hands the marshaler an answer it may gzip itself: one for a request that reaches its client
-// through Compress unchanged (ServeHTTP marks it).
-func compressibleAnswer(ctx context.Context, resp proto.Message) (any, error) {
+// writableAnswer hands the marshaler an answer it may write itself as it joins it: gzipped, for a request that
+// reaches its client through Compress unchanged, or plain, for another GET that is not a watch (ServeHTTP marks
+// both).
+func writableAnswer(ctx context.Context, resp proto.Message) (any, error) {
 	if cw, ok := ctx.Value(precompressKey{}).(*compressWriter); ok {
-		return &compressible{msg: resp, w: cw}, nil
+		return &writable{msg: resp, gz: cw}, nil
+	}
+	if w, ok := ctx.Value(plainStreamKey{}).(http.ResponseWriter); ok {
+		return &writable{msg: resp, plain: w}, nil
 	}
 	return resp, nil
 }
@@ -202,6 +209,8 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if cw := compressorFor(r); cw != nil {
 		r = r.WithContext(context.WithValue(r.Context(), precompressKey{}, cw))
+	} else if r.Method == http.MethodGet && !IsWatch(r) {
+		r = r.WithContext(context.WithValue(r.Context(), plainStreamKey{}, w))
 	}
 	if r.Header.Get(MetadataFieldValidation) == "Warn" && r.Body != nil {
 		r.Body = &warningBody{ReadCloser: r.Body, header: w.Header()}

@@ -67,11 +67,14 @@ func (m *Marshaler) Marshal(v any) ([]byte, error) {
 }
 
 func (m *Marshaler) marshalJSON(v any) ([]byte, error) {
-	if c, ok := v.(*compressible); ok {
-		if m.YAML {
+	if c, ok := v.(*writable); ok {
+		switch {
+		case m.YAML:
 			return m.marshalJSON(c.msg) // YAML is compressed as it is written, if large enough
+		case c.gz != nil:
+			return m.marshalCompressible(c)
 		}
-		return m.marshalCompressible(c)
+		return m.marshalPlain(c)
 	}
 	x, ok := v.(proto.Message)
 	if !ok {
@@ -275,17 +278,49 @@ func (m *Marshaler) listPieces(list proto.Message) ([]piece, int, error) {
 
 var listEnd = []byte("]}")
 
-// compressible is an answer for a client that takes gzip, whose bytes reach the client unchanged through w (see
-// Compress): the forward response rewriter hands it to the marshaler.
-type compressible struct {
-	msg proto.Message
-	w   *compressWriter
+// writable is an answer that the marshaler may write itself as it joins it, the rest returned by Marshal going out
+// after it: through gz, Compress's writer, for a client that takes gzip (the forward response rewriter hands it to
+// the marshaler), else through plain, the answer's writer.
+type writable struct {
+	msg   proto.Message
+	gz    *compressWriter
+	plain io.Writer
+}
+
+// marshalPlain writes c's message as JSON: a list of at least CompressThreshold bytes a chunk at a time as it is
+// joined from its items' memoized JSON, so that answering it never holds a copy of the whole list (a list of 2,000
+// shoots is 31 MB) and the client reads the first items while the hub joins the rest; anything else as one piece.
+func (m *Marshaler) marshalPlain(c *writable) ([]byte, error) {
+	if _, ok := m.objectJSON(c.msg); ok || !isList(c.msg) {
+		return m.marshalJSON(c.msg)
+	}
+	pieces, size, err := m.listPieces(c.msg)
+	if err != nil {
+		return nil, err
+	}
+	if size < CompressThreshold {
+		return joinPieces(pieces, size), nil
+	}
+	out := make([]byte, 0, 2*streamChunk)
+	for _, p := range pieces {
+		if p.comma {
+			out = append(out, ',')
+		}
+		out = append(out, p.data...)
+		if len(out) >= streamChunk {
+			if _, err := c.plain.Write(out); err != nil {
+				return nil, nil //nolint:nilerr // the answer has begun: nothing more can reach the client
+			}
+			out = out[:0]
+		}
+	}
+	return out, nil // the rest, written by the caller
 }
 
 // marshalCompressible writes c's message as JSON, gzipped when it reaches CompressThreshold: the objects' memoized
 // deflate segments (ObjectDeflated, else compressed here) and the glue stored, joined into one gzip member, which it
 // writes to c's writer as it goes and returns the end of.
-func (m *Marshaler) marshalCompressible(c *compressible) ([]byte, error) {
+func (m *Marshaler) marshalCompressible(c *writable) ([]byte, error) {
 	var pieces []piece
 	size := 0
 	if b, ok := m.objectJSON(c.msg); ok {
@@ -305,7 +340,7 @@ func (m *Marshaler) marshalCompressible(c *compressible) ([]byte, error) {
 	}
 	// The member goes out as it is joined, a chunk at a time: the client inflates the first items while the hub joins
 	// the rest. Nothing after the first chunk can fail but the connection, and then the client is gone.
-	c.w.precompressed()
+	c.gz.precompressed()
 	j := gzipJoiner{out: make([]byte, 0, 2*streamChunk)}
 	j.begin()
 	var before Before // the piece before: an object's JSON is held (memoized, or made for this answer)
@@ -324,7 +359,7 @@ func (m *Marshaler) marshalCompressible(c *compressible) ([]byte, error) {
 		}
 		j.add(part)
 		if len(j.out) >= streamChunk {
-			if _, err := c.w.Write(j.out); err != nil {
+			if _, err := c.gz.Write(j.out); err != nil {
 				return nil, nil //nolint:nilerr // the answer has begun: nothing more can reach the client
 			}
 			j.out = j.out[:0]
