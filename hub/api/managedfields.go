@@ -677,53 +677,17 @@ func (r *jsonReader) number() (any, bool) {
 	return f, err == nil
 }
 
+// decodeJSONValue reads a value as apimachinery's JSON decoder does: integers that fit as int64, other numbers as
+// float64.
 func decodeJSONValue(dec *jsontext.Decoder) (any, error) {
-	tok, err := dec.ReadToken()
-	if err != nil {
-		return nil, err
-	}
-	switch tok.Kind() {
-	case 'n':
-		return nil, nil
-	case 'f', 't':
-		return tok.Bool(), nil
-	case '"':
-		return tok.String(), nil
-	case '0':
-		lit := tok.String()
+	return kjson.DecodeAny(dec, func(lit string) (any, error) {
 		if !strings.Contains(lit, ".") {
 			if i, err := strconv.ParseInt(lit, 10, 64); err == nil {
 				return i, nil
 			}
 		}
 		return strconv.ParseFloat(lit, 64)
-	case '{':
-		m := map[string]any{}
-		for dec.PeekKind() != '}' {
-			name, err := dec.ReadToken()
-			if err != nil {
-				return nil, err
-			}
-			k := name.String()
-			if m[k], err = decodeJSONValue(dec); err != nil {
-				return nil, err
-			}
-		}
-		_, err := dec.ReadToken()
-		return m, err
-	case '[':
-		a := []any{}
-		for dec.PeekKind() != ']' {
-			v, err := decodeJSONValue(dec)
-			if err != nil {
-				return nil, err
-			}
-			a = append(a, v)
-		}
-		_, err := dec.ReadToken()
-		return a, err
-	}
-	return nil, fmt.Errorf("unexpected JSON token %v", tok)
+	})
 }
 
 // toKubeManagedFields converts the proto's managed fields to apimachinery's (validated with the metadata).

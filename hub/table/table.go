@@ -3,6 +3,7 @@ package table
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"mime"
 	"net/http"
@@ -10,15 +11,18 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-json-experiment/json/jsontext"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/reflect/protoregistry"
 	kmetav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 
 	"github.com/trellis-dev/trellis/hub/api"
 	"github.com/trellis-dev/trellis/proto/columns"
 	cliv1 "github.com/trellis-dev/trellis/proto/gen/trellis/cli/v1"
+	"github.com/trellis-dev/trellis/proto/kjson"
 )
 
 // Wanted returns the Table version an Accept header asks for ("v1" or "v1beta1" of meta.k8s.io), "" when it asks
@@ -90,8 +94,60 @@ func Handler(next http.Handler, now func() time.Time) http.Handler {
 				w.Header()[h] = vs
 			}
 		}
-		writeJSON(w, http.StatusOK, t)
+		b, err := encode(t)
+		if err != nil {
+			writeJSON(w, http.StatusInternalServerError, kmetav1.Status{TypeMeta: kmetav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: kmetav1.StatusFailure,
+				Reason: kmetav1.StatusReasonInternalError, Code: http.StatusInternalServerError, Message: "table: " + err.Error()})
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write(b) //nolint:gosec // G705: a Table served as application/json, not HTML
 	})
+}
+
+// encode is json.Marshal of t, with a newline as json.Encoder ends it, but for the rows' objects: those are JSON that
+// Of made (an item's bytes, or its metadata's in a PartialObjectMetadata), written as they are, where encoding/json
+// would check and compact them again (a fifth of a large list's Table, measured).
+func encode(t *kmetav1.Table) ([]byte, error) {
+	head := *t
+	head.Rows = nil
+	hb, err := json.Marshal(&head)
+	if err != nil {
+		return nil, err
+	}
+	open, ok := bytes.CutSuffix(hb, []byte(`"rows":null}`))
+	if !ok {
+		return nil, fmt.Errorf("encode: a Table ends in %q", hb[max(0, len(hb)-20):])
+	}
+	size := len(open) + 3
+	for _, r := range t.Rows {
+		size += len(r.Object.Raw) + 64
+	}
+	out := make([]byte, 0, size)
+	out = append(append(out, open...), `"rows":[`...)
+	for i, r := range t.Rows {
+		obj := r.Object.Raw
+		r.Object.Raw = nil
+		rb, err := json.Marshal(r)
+		if err != nil {
+			return nil, err
+		}
+		if i > 0 {
+			out = append(out, ',')
+		}
+		if obj == nil {
+			out = append(out, rb...)
+			continue
+		}
+		rest, ok := bytes.CutSuffix(rb, []byte(`"object":null}`))
+		if !ok {
+			return nil, fmt.Errorf("encode: a row ends in %q", rb[max(0, len(rb)-20):])
+		}
+		out = append(append(append(out, rest...), `"object":`...), obj...)
+		out = append(out, '}')
+	}
+	return append(out, "]}\n"...), nil
 }
 
 // watchWriter turns a watch's JSON event lines into events whose objects are Tables of one row, as kube-apiserver
@@ -129,7 +185,7 @@ func (t *watchWriter) Write(b []byte) (int, error) {
 			return len(b), nil
 		}
 		line := t.event(t.buf[:i])
-		if _, err := t.w.Write(append(line, '\n')); err != nil {
+		if _, err := t.w.Write(append(line, '\n')); err != nil { //nolint:gosec // G705: JSON watch events served as application/json, not HTML
 			return 0, err
 		}
 		t.buf = t.buf[i+1:]
@@ -184,33 +240,141 @@ func (t *watchWriter) event(line []byte) []byte {
 
 // Of turns a get's object or a list's JSON into a Table of version v with the kind's columns: NAME, the columns of
 // priority 0, AGE, then those of higher priority (shown by -o wide), as Gardener's and Kubernetes' tables order them.
+//
+// A list of thousands of shoots is tens of megabytes of JSON, so Of reads it once with jsontext's decoder: of each
+// item it decodes only the members its columns read (need), and takes the metadata of a PartialObjectMetadata row
+// as the bytes the item has (compact JSON from the gateway), not decoded and encoded again.
 func Of(doc []byte, v string, include kmetav1.IncludeObjectPolicy, now time.Time) (*kmetav1.Table, error) {
-	var head struct {
-		APIVersion string            `json:"apiVersion"`
-		Kind       string            `json:"kind"`
-		Metadata   kmetav1.ListMeta  `json:"metadata"`
-		Items      []json.RawMessage `json:"items"`
+	dec := newDecoder(doc)
+	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
+		return nil, fmt.Errorf("decode: %w", orNotObject(err))
 	}
-	if err := json.Unmarshal(doc, &head); err != nil {
-		return nil, err
+	var (
+		apiVersion, kind string
+		listMeta         []byte
+		items            jsontext.Value // the items when they come before apiVersion and kind (the gateway's come after)
+		t                *kmetav1.Table
+		tb               *tableBuilder
+	)
+	start := func() error {
+		kindName, list := strings.CutSuffix(kind, "List")
+		if !list {
+			return nil // an object: decided at the end, when all of it has been seen
+		}
+		k, ok := api.KindFor(apiVersion, kindName)
+		if !ok {
+			return fmt.Errorf("no kind %s %s", apiVersion, kindName)
+		}
+		var err error
+		t, tb, err = newTable(k, v, include, now)
+		return err
 	}
-	items := head.Items
-	kind, list := strings.CutSuffix(head.Kind, "List")
-	if !list || head.Items == nil && !bytes.Contains(doc, []byte(`"items"`)) {
-		kind, list, items = head.Kind, false, []json.RawMessage{doc}
+	for dec.PeekKind() != '}' {
+		name, err := dec.ReadToken()
+		if err != nil {
+			return nil, fmt.Errorf("decode: %w", err)
+		}
+		switch key := name.String(); key { // a token is valid until the decoder's next call
+		case "apiVersion", "kind":
+			val, err := dec.ReadToken()
+			if err != nil {
+				return nil, fmt.Errorf("decode: %w", err)
+			}
+			if key == "kind" {
+				kind = val.String()
+			} else {
+				apiVersion = val.String()
+			}
+		case "metadata":
+			val, err := dec.ReadValue()
+			if err != nil {
+				return nil, fmt.Errorf("decode: %w", err)
+			}
+			listMeta = bytes.Clone(val)
+		case "items":
+			if t == nil && apiVersion != "" && kind != "" {
+				if err := start(); err != nil {
+					return nil, err
+				}
+			}
+			if tb == nil {
+				val, err := dec.ReadValue()
+				if err != nil {
+					return nil, fmt.Errorf("decode: %w", err)
+				}
+				items = bytes.Clone(val)
+				continue
+			}
+			if err := tb.rows(dec, doc, t); err != nil {
+				return nil, err
+			}
+		default:
+			if err := dec.SkipValue(); err != nil {
+				return nil, fmt.Errorf("decode: %w", err)
+			}
+		}
 	}
-	k, ok := api.KindFor(head.APIVersion, kind)
-	if !ok {
-		return nil, fmt.Errorf("no kind %s %s", head.APIVersion, kind)
+	if _, err := dec.ReadToken(); err != nil {
+		return nil, fmt.Errorf("decode: %w", err)
 	}
+	if t == nil {
+		if _, list := strings.CutSuffix(kind, "List"); list && (items != nil || bytes.Contains(doc, []byte(`"items"`))) {
+			if err := start(); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if t == nil { // a single object: one row
+		k, ok := api.KindFor(apiVersion, kind)
+		if !ok {
+			return nil, fmt.Errorf("no kind %s %s", apiVersion, kind)
+		}
+		var err error
+		if t, tb, err = newTable(k, v, include, now); err != nil {
+			return nil, err
+		}
+		if err := tb.row(newDecoder(doc), doc, t); err != nil {
+			return nil, err
+		}
+		return t, nil
+	}
+	if len(listMeta) > 0 {
+		if err := utiljson.Unmarshal(listMeta, &t.ListMeta); err != nil { // case-sensitive, as Kubernetes reads it
+			return nil, fmt.Errorf("decode list metadata: %w", err)
+		}
+	}
+	if items != nil {
+		if err := tb.rows(newDecoder(items), items, t); err != nil {
+			return nil, err
+		}
+	}
+	return t, nil
+}
+
+func orNotObject(err error) error {
+	if err != nil {
+		return err
+	}
+	return errors.New("the document is not a JSON object")
+}
+
+// tableBuilder makes the rows of a kind's Table.
+type tableBuilder struct {
+	cols    []*cliv1.Column
+	named   bool
+	need    *need
+	v       string
+	include kmetav1.IncludeObjectPolicy
+	now     time.Time
+}
+
+// newTable is an empty Table of kind k's columns, and what adds its rows.
+func newTable(k api.Kind, v string, include kmetav1.IncludeObjectPolicy, now time.Time) (*kmetav1.Table, *tableBuilder, error) {
 	cols, named, err := kindColumns(k)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	t := &kmetav1.Table{TypeMeta: kmetav1.TypeMeta{APIVersion: "meta.k8s.io/" + v, Kind: "Table"}, Rows: []kmetav1.TableRow{}}
-	if list {
-		t.ListMeta = head.Metadata
-	}
 	if named {
 		t.ColumnDefinitions = append(t.ColumnDefinitions, kmetav1.TableColumnDefinition{Name: "Name", Type: "string", Format: "name",
 			Description: "Name must be unique within a namespace."})
@@ -219,43 +383,206 @@ func Of(doc []byte, v string, include kmetav1.IncludeObjectPolicy, now time.Time
 		t.ColumnDefinitions = append(t.ColumnDefinitions, kmetav1.TableColumnDefinition{Name: c.GetName(), Type: "string", Priority: c.GetPriority(),
 			Description: "JSONPath " + c.GetJsonPath()})
 	}
-	for _, raw := range items {
-		obj, err := decode(raw)
-		if err != nil {
-			return nil, err
-		}
-		var meta struct {
-			APIVersion string             `json:"apiVersion"`
-			Kind       string             `json:"kind"`
-			Metadata   kmetav1.ObjectMeta `json:"metadata"`
-		}
-		if err := json.Unmarshal(raw, &meta); err != nil {
-			return nil, err
-		}
-		row := kmetav1.TableRow{Cells: []any{}}
-		if named {
-			row.Cells = append(row.Cells, meta.Metadata.Name)
-		}
-		for _, c := range cols {
-			row.Cells = append(row.Cells, columns.Cell(c.GetJsonPath(), c.GetFormat(), obj, now))
-		}
-		switch include {
-		case kmetav1.IncludeObject:
-			row.Object = runtime.RawExtension{Raw: raw}
-		case kmetav1.IncludeMetadata:
-			if meta.APIVersion == "" {
-				meta.APIVersion = head.APIVersion
-			}
-			pom := kmetav1.PartialObjectMetadata{TypeMeta: kmetav1.TypeMeta{APIVersion: "meta.k8s.io/" + v, Kind: "PartialObjectMetadata"}, ObjectMeta: meta.Metadata}
-			j, err := json.Marshal(pom)
-			if err != nil {
-				return nil, err
-			}
-			row.Object = runtime.RawExtension{Raw: j}
-		}
-		t.Rows = append(t.Rows, row)
+	n := &need{members: map[string]*need{}}
+	n.add("metadata", "name")
+	for _, c := range cols {
+		n.addColumn(c)
 	}
-	return t, nil
+	return t, &tableBuilder{cols: cols, named: named, need: n, v: v, include: include, now: now}, nil
+}
+
+// newDecoder reads src as encoding/json does: the last of repeated names wins, invalid UTF-8 reads as U+FFFD.
+func newDecoder(src []byte) *jsontext.Decoder {
+	return jsontext.NewDecoder(bytes.NewReader(src), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
+}
+
+// rows adds a row for every item of the array dec reads next from src.
+func (b *tableBuilder) rows(dec *jsontext.Decoder, src []byte, t *kmetav1.Table) error {
+	if dec.PeekKind() == 'n' { // "items":null
+		_, err := dec.ReadToken()
+		return err
+	}
+	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '[' {
+		if err == nil {
+			return errors.New("decode: items is not an array")
+		}
+		return fmt.Errorf("decode: %w", err)
+	}
+	for dec.PeekKind() != ']' {
+		if err := b.row(dec, src, t); err != nil {
+			return err
+		}
+	}
+	_, err := dec.ReadToken()
+	return err
+}
+
+// row adds the row of the object dec reads next from src.
+func (b *tableBuilder) row(dec *jsontext.Decoder, src []byte, t *kmetav1.Table) error {
+	var (
+		obj  any
+		meta []byte
+		raw  jsontext.Value
+		err  error
+	)
+	if b.include == kmetav1.IncludeObject {
+		if raw, err = dec.ReadValue(); err != nil {
+			return fmt.Errorf("decode: %w", err)
+		}
+		raw = bytes.Clone(raw)
+		src, dec = raw, newDecoder(raw)
+	}
+	want := b.include == kmetav1.IncludeMetadata || b.include == ""
+	if obj, meta, err = decodeNeeded(dec, src, b.need, want); err != nil {
+		return fmt.Errorf("decode: %w", err)
+	}
+	m, ok := obj.(map[string]any)
+	if !ok {
+		return errors.New("decode: an item is not an object")
+	}
+	row := kmetav1.TableRow{Cells: make([]any, 0, len(b.cols)+1)}
+	if b.named {
+		md, _ := m["metadata"].(map[string]any)
+		name, _ := md["name"].(string)
+		row.Cells = append(row.Cells, name)
+	}
+	for _, c := range b.cols {
+		row.Cells = append(row.Cells, columns.Cell(c.GetJsonPath(), c.GetFormat(), obj, b.now))
+	}
+	switch {
+	case b.include == kmetav1.IncludeObject:
+		row.Object = runtime.RawExtension{Raw: raw}
+	case want:
+		j := make([]byte, 0, len(meta)+96)
+		j = append(j, `{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/`...)
+		j = append(j, b.v...)
+		j = append(j, `","metadata":`...)
+		if len(meta) == 0 {
+			meta = []byte("{}")
+		}
+		j = append(append(j, meta...), '}')
+		row.Object = runtime.RawExtension{Raw: j}
+	}
+	t.Rows = append(t.Rows, row)
+	return nil
+}
+
+// need is what a table reads of a JSON value: all of it, or the members named (each with what it reads of them).
+type need struct {
+	all     bool
+	members map[string]*need
+}
+
+// add marks the value at the path of member names as needed whole.
+func (n *need) add(path ...string) {
+	for _, name := range path {
+		if n.all {
+			return
+		}
+		if n.members == nil {
+			n.members = map[string]*need{}
+		}
+		child := n.members[name]
+		if child == nil {
+			child = &need{}
+			n.members[name] = child
+		}
+		n = child
+	}
+	n.all, n.members = true, nil
+}
+
+// addColumn marks what column c reads: the members its JSONPath names up to its first bracket, wildcard or filter
+// (from there the whole value), all of the object for a path of "." (but what the formats that take it read).
+func (n *need) addColumn(c *cliv1.Column) {
+	if c.GetFormat() == cliv1.Format_FORMAT_HIBERNATION {
+		n.add("spec", "hibernation")
+		n.add("status", "hibernated")
+		return
+	}
+	p := strings.TrimSuffix(strings.TrimPrefix(strings.TrimSpace(c.GetJsonPath()), "{"), "}")
+	if !strings.HasPrefix(p, ".") {
+		n.add()
+		return
+	}
+	var path []string
+	for p != "" {
+		if p[0] != '.' {
+			break // a bracket: what follows reads the value at path
+		}
+		p = p[1:]
+		i := strings.IndexAny(p, ".[")
+		if i < 0 {
+			i = len(p)
+		}
+		name := p[:i]
+		if name == "" || strings.ContainsAny(name, `*@$()?{}'"\`) {
+			break // recursive descent, a wildcard or anything else: the whole value at path
+		}
+		path = append(path, name)
+		p = p[i:]
+	}
+	n.add(path...)
+}
+
+// decodeNeeded decodes what n needs of the value dec reads next from src (json.Number for numbers, as the columns
+// read them) and skips the rest; with meta, it also returns the bytes of the top level's metadata member (in src).
+func decodeNeeded(dec *jsontext.Decoder, src []byte, n *need, meta bool) (any, []byte, error) {
+	if dec.PeekKind() != '{' || !meta && (n == nil || n.all) {
+		v, err := decodeValue(dec)
+		return v, nil, err
+	}
+	if _, err := dec.ReadToken(); err != nil {
+		return nil, nil, err
+	}
+	m := map[string]any{}
+	var metaRaw []byte
+	for dec.PeekKind() != '}' {
+		name, err := dec.ReadToken()
+		if err != nil {
+			return nil, nil, err
+		}
+		key := name.String()
+		child := n.members[key]
+		if n.all {
+			child = whole
+		}
+		switch {
+		case meta && key == "metadata":
+			// The value's bytes are src's from the end of the name (the offset of the last token read) to its own end,
+			// but the colon and whitespace before it.
+			start := dec.InputOffset()
+			if child != nil {
+				m[key], _, err = decodeNeeded(dec, src, child, false)
+			} else {
+				err = dec.SkipValue()
+			}
+			if err != nil {
+				return nil, nil, err
+			}
+			metaRaw = bytes.TrimLeft(src[start:dec.InputOffset()], ": \t\r\n")
+		case child != nil:
+			if m[key], _, err = decodeNeeded(dec, src, child, false); err != nil {
+				return nil, nil, err
+			}
+		default:
+			if err := dec.SkipValue(); err != nil {
+				return nil, nil, err
+			}
+		}
+	}
+	if _, err := dec.ReadToken(); err != nil {
+		return nil, nil, err
+	}
+	return m, metaRaw, nil
+}
+
+// whole is the need of all of a value.
+var whole = &need{all: true}
+
+// decodeValue decodes the value dec reads next as encoding/json decodes into an any with UseNumber.
+func decodeValue(dec *jsontext.Decoder) (any, error) {
+	return kjson.DecodeAny(dec, func(lit string) (any, error) { return json.Number(lit), nil })
 }
 
 // age is every table's AGE column, after the columns of priority 0.
@@ -289,14 +616,6 @@ func kindColumns(k api.Kind) (cols []*cliv1.Column, named bool, err error) {
 		}
 	}
 	return append(append(out, age), wide...), true, nil
-}
-
-// decode decodes JSON with numbers as json.Number, as the columns' JSONPaths read it.
-func decode(j []byte) (any, error) {
-	d := json.NewDecoder(bytes.NewReader(j))
-	d.UseNumber()
-	var v any
-	return v, d.Decode(&v)
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {

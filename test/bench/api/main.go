@@ -405,12 +405,20 @@ func (c *client) do(ctx context.Context, method, path string, body []byte) (int,
 
 // doType is do with the body's content type (the default's when contentType is empty).
 func (c *client) doType(ctx context.Context, method, path, contentType string, body []byte) (int, []byte, error) {
+	if contentType != "" {
+		return c.doHeaders(ctx, method, path, body, "Content-Type", contentType)
+	}
+	return c.doHeaders(ctx, method, path, body)
+}
+
+// doHeaders is do with more request headers, name and value in turn.
+func (c *client) doHeaders(ctx context.Context, method, path string, body []byte, headers ...string) (int, []byte, error) {
 	req, err := binproc.Request(ctx, method, c.url+path, c.token, body)
 	if err != nil {
 		return 0, nil, err
 	}
-	if contentType != "" {
-		req.Header.Set("Content-Type", contentType)
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
@@ -957,6 +965,58 @@ func (b *bench) listPhase(ctx context.Context) {
 	}{{b.clients[0], ""}, {plain, "-plain"}} {
 		b.listVariant(ctx, variant.c, variant.suffix)
 	}
+	b.tableVariant(ctx, b.clients[0])
+}
+
+// tableAccept is what kubectl get asks for: a Table of meta.k8s.io v1, else v1beta1, else the plain JSON.
+const tableAccept = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json"
+
+// tableVariant lists the whole collection -lists times as kubectl get shoots does (phase list-table): as a Table,
+// gzip accepted; each Table must have a row per shoot.
+func (b *bench) tableVariant(ctx context.Context, c *client) {
+	snap := b.snapshot()
+	rec := &recorder{}
+	start := time.Now()
+	for k := 0; k < b.cfg.lists && ctx.Err() == nil && time.Since(start) < b.cfg.phaseLimit; k++ {
+		t0 := time.Now()
+		code, body, err := c.doHeaders(ctx, http.MethodGet, shootsPath, nil, "Accept", tableAccept)
+		d := time.Since(t0)
+		if err = expect("GET", shootsPath, code, body, err, http.StatusOK); err == nil {
+			err = checkTable(body, b.cfg.n)
+		}
+		if err != nil {
+			rec.add(nil, []error{err}, 1)
+		} else {
+			rec.add([]time.Duration{d}, nil, 1)
+		}
+	}
+	rec.notRun = b.cfg.lists - rec.ops
+	ph := rec.phase("list-table", time.Since(start))
+	b.finish(ph, snap)
+	ph.Note = "ops/s = lists/s, one client, as kubectl get asks (a Table, gzip accepted)"
+	fmt.Printf("  %-8s done: %d lists, %d errors, p50 %.1f ms\n", ph.Name, ph.Ops, ph.Errors, ph.P50Ms)
+}
+
+// checkTable checks that body is a Table with want rows, each naming its shoot in its first cell.
+func checkTable(body []byte, want int) error {
+	var t struct {
+		Kind string `json:"kind"`
+		Rows []struct {
+			Cells []any `json:"cells"`
+		} `json:"rows"`
+	}
+	if err := json.Unmarshal(body, &t); err != nil {
+		return fmt.Errorf("decode table: %w", err)
+	}
+	if t.Kind != "Table" || len(t.Rows) != want {
+		return fmt.Errorf("table: kind %q, %d rows, want a Table of %d", t.Kind, len(t.Rows), want)
+	}
+	for _, r := range t.Rows {
+		if name, _ := r.Cells[0].(string); len(r.Cells) < 2 || !strings.HasPrefix(name, shootName(0)[:6]) {
+			return fmt.Errorf("table row %v: no shoot's name first", r.Cells)
+		}
+	}
+	return nil
 }
 
 func (b *bench) listVariant(ctx context.Context, c *client, suffix string) {

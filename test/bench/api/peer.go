@@ -45,13 +45,36 @@ func shootCRD() *apiextensionsv1.CustomResourceDefinition {
 			Scope: apiextensionsv1.NamespaceScoped,
 			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
 				Name: "v1beta1", Served: true, Storage: true,
-				Subresources: &apiextensionsv1.CustomResourceSubresources{Status: &apiextensionsv1.CustomResourceSubresourceStatus{}},
+				Subresources:             &apiextensionsv1.CustomResourceSubresources{Status: &apiextensionsv1.CustomResourceSubresourceStatus{}},
+				AdditionalPrinterColumns: shootColumns(),
 				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
 					Type:       "object",
 					Properties: map[string]apiextensionsv1.JSONSchemaProps{"spec": open, "status": open},
 				}},
 			}},
 		},
+	}
+}
+
+// shootColumns are the hub's Shoot table columns (proto/trellis/core/v1beta1) as a CRD can state them: JSONPaths
+// without filters, so HIBERNATION and LAST OPERATION read one field each and the wide condition columns are left
+// out (the hub's table has 8 columns and 6 wide ones; this one 8 and 3).
+func shootColumns() []apiextensionsv1.CustomResourceColumnDefinition {
+	col := func(name, path string, priority int32) apiextensionsv1.CustomResourceColumnDefinition {
+		return apiextensionsv1.CustomResourceColumnDefinition{Name: name, Type: "string", JSONPath: path, Priority: priority}
+	}
+	return []apiextensionsv1.CustomResourceColumnDefinition{
+		col("CloudProfile", ".spec.cloudProfile.name", 0),
+		col("Provider", ".spec.provider.type", 0),
+		col("Region", ".spec.region", 0),
+		col("K8S Version", ".spec.kubernetes.version", 0),
+		col("Hibernation", ".spec.hibernation.enabled", 0),
+		col("Last Operation", ".status.lastOperation.state", 0),
+		col("Status", ".metadata.labels.shoot\\.gardener\\.cloud/status", 0),
+		{Name: "Age", Type: "date", JSONPath: ".metadata.creationTimestamp"},
+		col("Seed", ".spec.seedName", 1),
+		col("Purpose", ".spec.purpose", 1),
+		col("Gardener Version", ".status.gardener.version", 1),
 	}
 }
 
