@@ -2,6 +2,8 @@ package store
 
 import (
 	"bytes"
+	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -354,4 +356,90 @@ func TestBackfillSharesObjects(t *testing.T) {
 	<-c.cache.backfilled
 	checkHistoryStates(t, c)
 	checkReplay(t, c, from)
+}
+
+// TestContinueFromCache: continuation pages come from the watch cache, as etcd holds the snapshot: objects unchanged
+// since the first page are the cache's own (their memoized encodings serve them), changed ones as they were, deleted
+// ones still listed, new ones not; remainingItemCount counts the snapshot. A token whose revision the history no
+// longer reaches is read from etcd, with the same pages.
+func TestContinueFromCache(t *testing.T) {
+	s, c := openTestStore(t, t.TempDir())
+	defer s.Close()
+	ctx := t.Context()
+	for i := range 12 {
+		if _, err := c.Create(ctx, newTestObject(fmt.Sprintf("n%02d", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first, err := c.List(ctx, "", ListOptions{Limit: 4})
+	if err != nil || first.Continue == "" {
+		t.Fatalf("first page: %v, continue %q", err, first.Continue)
+	}
+	// After the first page: n05 changed, n06 deleted, n07 deleted and created again, n99 created.
+	cur, err := c.Get(ctx, "", "n05")
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := clone(cur).(*kcorev1.Namespace)
+	next.Metadata.Labels = map[string]string{"changed": "yes"}
+	if _, err := c.Update(ctx, next); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"n06", "n07"} {
+		if _, _, err := c.Delete(ctx, "", n, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, n := range []string{"n07", "n99"} {
+		obj, err := c.Create(ctx, newTestObject(n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitCache(t, c, obj.GetMetadata().GetResourceVersion())
+	}
+	pages := func() (names []string, fromCache int, remaining []int64) {
+		o := ListOptions{Limit: 4, Continue: first.Continue}
+		for o.Continue != "" {
+			res, err := c.List(ctx, "", o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.ResourceVersion != first.ResourceVersion {
+				t.Fatalf("page at %s, the first at %s", res.ResourceVersion, first.ResourceVersion)
+			}
+			for _, it := range res.Items {
+				name := it.GetMetadata().GetName()
+				if it.GetMetadata().GetLabels()["changed"] != "" {
+					t.Errorf("%s shows a change after the snapshot", name)
+				}
+				c.cache.mu.RLock()
+				if e := c.cache.items[name]; e != nil && e.obj == it {
+					fromCache++
+				}
+				c.cache.mu.RUnlock()
+				names = append(names, name)
+			}
+			if res.RemainingItemCount != nil {
+				remaining = append(remaining, *res.RemainingItemCount)
+			}
+			o.Continue = res.Continue
+		}
+		return names, fromCache, remaining
+	}
+	want := []string{"n04", "n05", "n06", "n07", "n08", "n09", "n10", "n11"}
+	names, fromCache, remaining := pages()
+	if !slices.Equal(names, want) || !slices.Equal(remaining, []int64{4}) {
+		t.Fatalf("pages %v remaining %v, want %v and [4]", names, remaining, want)
+	}
+	if fromCache != 5 { // n04, n08–n11: unchanged since the snapshot
+		t.Fatalf("%d of the pages' objects are the cache's, want the 5 unchanged ones", fromCache)
+	}
+	// The history no longer reaching the snapshot (as after a relist): etcd serves the same pages.
+	c.cache.mu.Lock()
+	c.cache.history.reset(c.cache.rev.Load())
+	c.cache.mu.Unlock()
+	names, fromCache, remaining = pages()
+	if !slices.Equal(names, want) || !slices.Equal(remaining, []int64{4}) || fromCache != 0 {
+		t.Fatalf("from etcd: pages %v remaining %v (%d objects the cache's), want %v and [4]", names, remaining, fromCache, want)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
@@ -80,7 +81,11 @@ func (c *Collection) List(ctx context.Context, namespace string, o ListOptions) 
 		return nil, err
 	}
 	if o.Continue != "" {
-		return c.listContinue(ctx, namespace, pred, o)
+		tok, err := decodeContinue(o.Continue)
+		if err != nil {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid continue token: %v", err))
+		}
+		return c.listContinue(ctx, namespace, pred, o, tok)
 	}
 	if err := c.fresh(ctx); err != nil {
 		return nil, err
@@ -128,16 +133,22 @@ func (c *Collection) List(ctx context.Context, namespace string, o ListOptions) 
 	return res, nil
 }
 
-// listContinue serves a continuation page from etcd at the token's revision.
-func (c *Collection) listContinue(ctx context.Context, namespace string, pred predicate, o ListOptions) (*ListResult, error) {
-	tok, err := decodeContinue(o.Continue)
-	if err != nil {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid continue token: %v", err))
-	}
+// listContinue serves a continuation page at the token's revision: from the watch cache when it can (pageFromCache),
+// else from etcd.
+func (c *Collection) listContinue(ctx context.Context, namespace string, pred predicate, o ListOptions, tok continueToken) (*ListResult, error) {
 	start, end := tok.Start, clientv3.GetPrefixRangeEnd(c.prefix)
 	if namespace != "" {
 		start = max(start, namespace+"/")
 		end = c.prefix + namespace + "0" // '0' follows '/'
+	}
+	// etcd counts the page's range at the revision, which also refuses a compacted revision (410 Expired) or one in
+	// the future as a read of the page itself would.
+	count, err := c.store.client.Get(ctx, c.prefix+start, clientv3.WithRange(end), clientv3.WithRev(tok.RV), clientv3.WithCountOnly())
+	if err != nil {
+		return nil, c.continueError(err)
+	}
+	if res, ok := c.pageFromCache(namespace, start, pred, o.Limit, tok.RV, count.Count); ok {
+		return res, nil
 	}
 	key := c.prefix + start
 	res := &ListResult{ResourceVersion: strconv.FormatInt(tok.RV, 10), Items: []Object{}}
@@ -147,13 +158,8 @@ func (c *Collection) listContinue(ctx context.Context, namespace string, pred pr
 	}
 	for key < end {
 		resp, err := c.store.client.Get(ctx, key, clientv3.WithRange(end), clientv3.WithRev(tok.RV), clientv3.WithLimit(page))
-		switch {
-		case errors.Is(err, rpctypes.ErrCompacted):
-			return nil, apierrors.NewResourceExpired(msgContinueExpired)
-		case errors.Is(err, rpctypes.ErrFutureRev):
-			return nil, apierrors.NewBadRequest("invalid continue token: revision in the future")
-		case err != nil:
-			return nil, c.internal("list", err)
+		if err != nil {
+			return nil, c.continueError(err)
 		}
 		for i, kv := range resp.Kvs {
 			obj, err := c.decode(string(kv.Key), kv.Value, kv.ModRevision)
@@ -181,4 +187,94 @@ func (c *Collection) listContinue(ctx context.Context, namespace string, pred pr
 		page = min(2*page, 10*listPageSize)
 	}
 	return res, nil
+}
+
+// continueError is the answer to a continuation whose read of etcd at the token's revision failed with err.
+func (c *Collection) continueError(err error) error {
+	switch {
+	case errors.Is(err, rpctypes.ErrCompacted):
+		return apierrors.NewResourceExpired(msgContinueExpired)
+	case errors.Is(err, rpctypes.ErrFutureRev):
+		return apierrors.NewBadRequest("invalid continue token: revision in the future")
+	}
+	return c.internal("list", err)
+}
+
+// pageFromCache serves a continuation page at revision rev from the watch cache, as the first page was: the state at
+// rev of the keys from start on (in namespace, or all) is the cache's, but for keys changed since, whose state at rev
+// is the one before their first event after rev in the history. It walks the whole range and checks that as many
+// objects existed at rev as etcd counted there (count); ok is false when the cache cannot serve the page exactly:
+// it is behind rev, its history no longer reaches back to rev, a state there is not held, or the counts differ.
+// Items unchanged since rev keep their memoized encodings (CachedEncoding), which a page read from etcd lacks.
+func (c *Collection) pageFromCache(namespace, start string, pred predicate, limit, rev, count int64) (*ListResult, bool) {
+	ch := c.cache
+	ch.mu.RLock()
+	defer ch.mu.RUnlock()
+	if ch.rev.Load() < rev {
+		return nil, false
+	}
+	evs, ok := ch.history.since(rev)
+	if !ok {
+		return nil, false
+	}
+	entries := ch.rangeOf(namespace)
+	i, _ := slices.BinarySearchFunc(entries, start, compareEntryKey)
+	entries = entries[i:]
+	then := map[string]Object{} // the state at rev of the keys changed since (nil: none)
+	var gone []string           // of those, the keys the cache no longer has
+	for _, ev := range evs {
+		if _, seen := then[ev.key]; seen || ev.key < start || namespace != "" && namespaceOfKey(ev.key) != namespace {
+			continue
+		}
+		var prev Object
+		if ev.typ != Added {
+			if prev = ch.prevOf(ev); prev == nil {
+				return nil, false
+			}
+			if _, ok := ch.items[ev.key]; !ok {
+				gone = append(gone, ev.key)
+			}
+		}
+		then[ev.key] = prev
+	}
+	slices.Sort(gone)
+	res := &ListResult{ResourceVersion: strconv.FormatInt(rev, 10), Items: []Object{}}
+	var existed, atFull int64
+	full := false
+	for len(entries) > 0 || len(gone) > 0 {
+		var key string
+		var obj Object
+		if len(gone) == 0 || len(entries) > 0 && entries[0].key < gone[0] {
+			key, obj = entries[0].key, entries[0].obj
+			entries = entries[1:]
+			if st, changed := then[key]; changed {
+				obj = st
+			}
+		} else {
+			key, obj = gone[0], then[gone[0]]
+			gone = gone[1:]
+		}
+		if obj == nil {
+			continue // created after rev
+		}
+		existed++
+		if full || !pred.matches(obj) {
+			continue
+		}
+		if limit > 0 && int64(len(res.Items)) == limit {
+			full, atFull = true, existed-1
+			res.Continue = encodeContinue(rev, key)
+			continue
+		}
+		res.Items = append(res.Items, obj)
+	}
+	if existed != count {
+		c.cache.log.Warn("a continuation page does not match etcd's count at its revision; read from etcd", "rev", rev, "cache", existed, "etcd", count)
+		return nil, false
+	}
+	if full && pred.everything() {
+		rest := count - atFull
+		res.RemainingItemCount = &rest
+	}
+	return res, true
 }

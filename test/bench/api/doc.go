@@ -11,7 +11,8 @@
 //	list    -lists times the whole collection and -lists times with a label selector matching 10 %, first with gzip
 //	        accepted (Go's transport asks for it and decompresses, as client-go and kubectl), then again without
 //	        compression (phases list-all-plain, list-10%-plain); each list reports the bytes read from the connection;
-//	        then -lists times the whole collection as kubectl get asks for it, a Table with gzip (list-table)
+//	        then -lists times the whole collection as kubectl get asks for it, a Table with gzip, in one answer
+//	        (list-table) and in pages of 500 following the continue tokens, kubectl's default (list-table-500)
 //	watch   one watcher on the collection from the resourceVersion after the creates: it first replays the updates,
 //	        then -watch-updates PUTs carry a send timestamp annotation and the watcher measures sent → received
 //	        by the first event of each timestamp (with -loops the loops' later writes of the shoot carry it too);

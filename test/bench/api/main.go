@@ -12,6 +12,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -24,6 +25,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/go-json-experiment/json/jsontext"
 	"golang.org/x/time/rate"
 
 	"github.com/trellis-dev/trellis/test/bench/benchcmd"
@@ -965,24 +967,57 @@ func (b *bench) listPhase(ctx context.Context) {
 	}{{b.clients[0], ""}, {plain, "-plain"}} {
 		b.listVariant(ctx, variant.c, variant.suffix)
 	}
-	b.tableVariant(ctx, b.clients[0])
+	b.tableVariant(ctx, b.clients[0], 0)
+	b.tableVariant(ctx, b.clients[0], 500)
 }
 
 // tableAccept is what kubectl get asks for: a Table of meta.k8s.io v1, else v1beta1, else the plain JSON.
 const tableAccept = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json"
 
-// tableVariant lists the whole collection -lists times as kubectl get shoots does (phase list-table): as a Table,
-// gzip accepted; each Table must have a row per shoot.
-func (b *bench) tableVariant(ctx context.Context, c *client) {
+// tableVariant lists the whole collection -lists times as kubectl get shoots does: as a Table, gzip accepted, in one
+// answer (phase list-table) or, with chunk > 0, in pages of chunk rows following the continue tokens as kubectl's
+// default --chunk-size=500 does (phase list-table-<chunk>); each list must have a row per shoot.
+func (b *bench) tableVariant(ctx context.Context, c *client, chunk int) {
+	name := "list-table"
+	if chunk > 0 {
+		name = fmt.Sprintf("list-table-%d", chunk)
+	}
 	snap := b.snapshot()
 	rec := &recorder{}
 	start := time.Now()
 	for k := 0; k < b.cfg.lists && ctx.Err() == nil && time.Since(start) < b.cfg.phaseLimit; k++ {
+		// The time to the last byte of the last page; the pages' rows are counted outside of it.
 		t0 := time.Now()
-		code, body, err := c.doHeaders(ctx, http.MethodGet, shootsPath, nil, "Accept", tableAccept)
+		var bodies [][]byte
+		cont, err := "", error(nil)
+		for page := 0; err == nil && (page == 0 || cont != ""); page++ {
+			p := shootsPath
+			if chunk > 0 {
+				p += fmt.Sprintf("?limit=%d", chunk)
+				if cont != "" {
+					p += "&continue=" + url.QueryEscape(cont)
+				}
+			}
+			code, body, e := c.doHeaders(ctx, http.MethodGet, p, nil, "Accept", tableAccept)
+			if err = expect("GET", p, code, body, e, http.StatusOK); err == nil {
+				bodies = append(bodies, body)
+				cont, err = tableContinue(body)
+			}
+			if chunk == 0 {
+				break
+			}
+		}
 		d := time.Since(t0)
-		if err = expect("GET", shootsPath, code, body, err, http.StatusOK); err == nil {
-			err = checkTable(body, b.cfg.n)
+		rows := 0
+		for _, body := range bodies {
+			n, _, e := tableRows(body)
+			if err == nil {
+				err = e
+			}
+			rows += n
+		}
+		if err == nil && rows != b.cfg.n {
+			err = fmt.Errorf("%s: %d rows, want %d", name, rows, b.cfg.n)
 		}
 		if err != nil {
 			rec.add(nil, []error{err}, 1)
@@ -991,32 +1026,69 @@ func (b *bench) tableVariant(ctx context.Context, c *client) {
 		}
 	}
 	rec.notRun = b.cfg.lists - rec.ops
-	ph := rec.phase("list-table", time.Since(start))
+	ph := rec.phase(name, time.Since(start))
 	b.finish(ph, snap)
 	ph.Note = "ops/s = lists/s, one client, as kubectl get asks (a Table, gzip accepted)"
+	if chunk > 0 {
+		ph.Note += fmt.Sprintf(", pages of %d", chunk)
+	}
 	fmt.Printf("  %-8s done: %d lists, %d errors, p50 %.1f ms\n", ph.Name, ph.Ops, ph.Errors, ph.P50Ms)
 }
 
-// checkTable checks that body is a Table with want rows, each naming its shoot in its first cell.
-func checkTable(body []byte, want int) error {
+// tableContinue reads the continue token of a Table from its metadata, which comes before its rows, as a client
+// that asks for the next page before it has read the rows of this one.
+func tableContinue(body []byte) (string, error) {
+	dec := jsontext.NewDecoder(bytes.NewReader(body))
+	if _, err := dec.ReadToken(); err != nil {
+		return "", err
+	}
+	for dec.PeekKind() == '"' {
+		name, err := dec.ReadToken()
+		if err != nil {
+			return "", err
+		}
+		if name.String() != "metadata" {
+			if err := dec.SkipValue(); err != nil {
+				return "", err
+			}
+			continue
+		}
+		v, err := dec.ReadValue()
+		if err != nil {
+			return "", err
+		}
+		var md struct {
+			Continue string `json:"continue"`
+		}
+		return md.Continue, json.Unmarshal(v, &md)
+	}
+	return "", errors.New("a Table without metadata")
+}
+
+// tableRows checks that body is a Table whose rows each name a shoot in their first cell, and returns how many rows it
+// has and its continue token.
+func tableRows(body []byte) (int, string, error) {
 	var t struct {
-		Kind string `json:"kind"`
+		Kind     string `json:"kind"`
+		Metadata struct {
+			Continue string `json:"continue"`
+		} `json:"metadata"`
 		Rows []struct {
 			Cells []any `json:"cells"`
 		} `json:"rows"`
 	}
 	if err := json.Unmarshal(body, &t); err != nil {
-		return fmt.Errorf("decode table: %w", err)
+		return 0, "", fmt.Errorf("decode table: %w", err)
 	}
-	if t.Kind != "Table" || len(t.Rows) != want {
-		return fmt.Errorf("table: kind %q, %d rows, want a Table of %d", t.Kind, len(t.Rows), want)
+	if t.Kind != "Table" {
+		return 0, "", fmt.Errorf("table: kind %q", t.Kind)
 	}
 	for _, r := range t.Rows {
 		if name, _ := r.Cells[0].(string); len(r.Cells) < 2 || !strings.HasPrefix(name, shootName(0)[:6]) {
-			return fmt.Errorf("table row %v: no shoot's name first", r.Cells)
+			return 0, "", fmt.Errorf("table row %v: no shoot's name first", r.Cells)
 		}
 	}
-	return nil
+	return len(t.Rows), t.Metadata.Continue, nil
 }
 
 func (b *bench) listVariant(ctx context.Context, c *client, suffix string) {
