@@ -138,6 +138,17 @@ func TestKubectlGetTable(t *testing.T) {
 	if len(out) != 2 || out[0] != "NAME DATA AGE" || !strings.HasPrefix(out[1], "c 2 ") {
 		t.Errorf("kubectl get configmaps: %q", out)
 	}
+	// kubectl's pages (--chunk-size, 500 by default): a Table per page, the continue token in its metadata, one
+	// header for all of them, every row once.
+	for _, n := range []string{"d", "e", "f", "g"} {
+		if code, body := h.Do(t, "POST", "/api/v1/namespaces/garden-dev/configmaps", `{"metadata":{"name":"`+n+`"},"data":{"a":"1"}}`); code != 201 {
+			t.Fatalf("configmap %s: %d %s", n, code, body)
+		}
+	}
+	out = fields(kc("get", "configmaps", "-n", "garden-dev", "--chunk-size=2"))
+	if len(out) != 6 || out[0] != "NAME DATA AGE" || !strings.HasPrefix(out[1], "c 2 ") || !strings.HasPrefix(out[5], "g 1 ") {
+		t.Errorf("kubectl get configmaps --chunk-size=2: %q", out)
+	}
 	out = fields(kc("get", "projects"))
 	if len(out) != 2 || out[0] != "NAME NAMESPACE STATUS OWNER CREATOR AGE" || !strings.HasPrefix(out[1], "dev garden-dev ") {
 		t.Errorf("kubectl get projects: %q", out)
