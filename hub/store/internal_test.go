@@ -3,12 +3,14 @@ package store
 import (
 	"bytes"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
 
@@ -442,4 +444,114 @@ func TestContinueFromCache(t *testing.T) {
 	if !slices.Equal(names, want) || !slices.Equal(remaining, []int64{4}) || fromCache != 0 {
 		t.Fatalf("from etcd: pages %v remaining %v (%d objects the cache's), want %v and [4]", names, remaining, fromCache, want)
 	}
+}
+
+// TestContinueFromCacheRandom: after random creates, updates, deletes and re-creates between a first page and the
+// rest, the pages of every namespace and selector and limit show what etcd holds at the first page's revision.
+func TestContinueFromCacheRandom(t *testing.T) {
+	s, err := Open(t.Context(), Config{DataDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	c, err := s.Register(t.Context(), Resource{Resource: "configmaps", Namespaced: true, New: func() Object { return &kcorev1.ConfigMap{} }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	rnd := rand.New(rand.NewPCG(1, 2))
+	namespaces := []string{"ns-a", "ns-b", "ns-c"}
+	obj := func(i int) *kcorev1.ConfigMap {
+		return &kcorev1.ConfigMap{Metadata: &metav1.ObjectMeta{Namespace: namespaces[i%3], Name: fmt.Sprintf("cm-%02d", i),
+			Labels: map[string]string{"a": strconv.Itoa(rnd.IntN(2))}}}
+	}
+	var last string
+	for i := range 40 {
+		o, err := c.Create(ctx, obj(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = o.GetMetadata().GetResourceVersion()
+	}
+	waitCache(t, c, last)
+	selectors := []labels.Selector{labels.Everything(), labels.SelectorFromSet(labels.Set{"a": "1"})}
+	fromCache := 0 // objects of later pages that are the cache's own: those pages came from the cache
+	defer func() {
+		t.Logf("%d objects of later pages were the cache's", fromCache)
+		if fromCache == 0 && !t.Failed() {
+			t.Error("no later page came from the cache")
+		}
+	}()
+	for round := range 40 {
+		ns := []string{"", "ns-a", "ns-b", "ns-c"}[rnd.IntN(4)]
+		o := ListOptions{Limit: int64(1 + rnd.IntN(6)), Labels: selectors[rnd.IntN(2)]}
+		first, err := c.List(ctx, ns, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rev, _ := strconv.ParseInt(first.ResourceVersion, 10, 64)
+		// What etcd holds at the first page's revision, in key order.
+		resp, err := s.client.Get(ctx, c.prefix, clientv3.WithPrefix(), clientv3.WithRev(rev))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want []string
+		for _, kv := range resp.Kvs {
+			x, err := c.decode(string(kv.Key), kv.Value, kv.ModRevision)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (ns == "" || x.GetMetadata().GetNamespace() == ns) && o.Labels.Matches(labels.Set(x.GetMetadata().GetLabels())) {
+				want = append(want, objectKeyOf(x)+"@"+x.GetMetadata().GetResourceVersion())
+			}
+		}
+		// Between the pages: writes to random objects.
+		for range 1 + rnd.IntN(8) {
+			i := rnd.IntN(45)
+			cur, err := c.Get(ctx, namespaces[i%3], fmt.Sprintf("cm-%02d", i))
+			var w Object
+			switch {
+			case apierrors.IsNotFound(err):
+				w, err = c.Create(ctx, obj(i))
+			case err != nil:
+			case rnd.IntN(2) == 0:
+				next := clone(cur).(*kcorev1.ConfigMap)
+				next.Metadata.Labels = map[string]string{"a": strconv.Itoa(rnd.IntN(2))}
+				w, err = c.Update(ctx, next)
+			default:
+				w, _, err = c.Delete(ctx, namespaces[i%3], fmt.Sprintf("cm-%02d", i), nil)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			last = w.GetMetadata().GetResourceVersion()
+		}
+		waitCache(t, c, last)
+		var got []string
+		res := first
+		for page := 0; ; page++ {
+			for _, x := range res.Items {
+				got = append(got, objectKeyOf(x)+"@"+x.GetMetadata().GetResourceVersion())
+				c.cache.mu.RLock()
+				if e := c.cache.items[objectKeyOf(x)]; page > 0 && e != nil && e.obj == x {
+					fromCache++
+				}
+				c.cache.mu.RUnlock()
+			}
+			if res.Continue == "" {
+				break
+			}
+			o.Continue = res.Continue
+			if res, err = c.List(ctx, ns, o); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("round %d, namespace %q, %v, limit %d:\n pages %v\n etcd  %v", round, ns, o.Labels, o.Limit, got, want)
+		}
+	}
+}
+
+func objectKeyOf(o Object) string {
+	return o.GetMetadata().GetNamespace() + "/" + o.GetMetadata().GetName()
 }
