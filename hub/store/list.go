@@ -269,7 +269,7 @@ func (c *Collection) pageFromCache(namespace, start string, pred predicate, limi
 		res.Items = append(res.Items, obj)
 	}
 	if existed != count {
-		c.cache.log.Warn("a continuation page does not match etcd's count at its revision; read from etcd", "rev", rev, "cache", existed, "etcd", count)
+		ch.log.Warn("a continuation page does not match etcd's count at its revision; read from etcd", "rev", rev, "cache", existed, "etcd", count)
 		return nil, false
 	}
 	if full && pred.everything() {

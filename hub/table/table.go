@@ -85,8 +85,7 @@ func Handler(next http.Handler, now func() time.Time) http.Handler {
 		}
 		t, err := Of(rec.Body.Bytes(), v, kmetav1.IncludeObjectPolicy(include), now())
 		if err != nil {
-			writeJSON(w, http.StatusInternalServerError, kmetav1.Status{TypeMeta: kmetav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: kmetav1.StatusFailure,
-				Reason: kmetav1.StatusReasonInternalError, Code: http.StatusInternalServerError, Message: "table: " + err.Error()})
+			writeInternalError(w, err)
 			return
 		}
 		for _, h := range []string{"Audit-Id", "Warning"} {
@@ -96,8 +95,7 @@ func Handler(next http.Handler, now func() time.Time) http.Handler {
 		}
 		b, err := encode(t)
 		if err != nil {
-			writeJSON(w, http.StatusInternalServerError, kmetav1.Status{TypeMeta: kmetav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: kmetav1.StatusFailure,
-				Reason: kmetav1.StatusReasonInternalError, Code: http.StatusInternalServerError, Message: "table: " + err.Error()})
+			writeInternalError(w, err)
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
@@ -616,6 +614,12 @@ func kindColumns(k api.Kind) (cols []*cliv1.Column, named bool, err error) {
 		}
 	}
 	return append(append(out, age), wide...), true, nil
+}
+
+// writeInternalError answers a Table that could not be made from the answer of next.
+func writeInternalError(w http.ResponseWriter, err error) {
+	writeJSON(w, http.StatusInternalServerError, kmetav1.Status{TypeMeta: kmetav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: kmetav1.StatusFailure,
+		Reason: kmetav1.StatusReasonInternalError, Code: http.StatusInternalServerError, Message: "table: " + err.Error()})
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {
