@@ -262,12 +262,14 @@ bench-cli: build
 ## another tunnel's round trips timed meanwhile), memory of 1,000 idle tunnels; then with the hub as its own process: its memory per idle tunnel
 ## and per watch, 1,000 watches through the hub against direct (event delays); then 1,000 watches through 100 agents
 ## (hub RSS per open tunnel, event delays and deliveries/s against direct); then with two hub replicas, streams and seed
-## API requests through the agent's replica and through the other (forwarded); one run, results in
-## bin/bench/tunnel.json, tunnel-process.json, tunnel-agents.json and tunnel-replica.json. TRELLIS_BENCH_PARTS picks parts of the first;
+## API requests through the agent's replica and through the other (forwarded); then 100 MB streams with the client and
+## target in a process of their own, sharing the CPUs with the hub and agent and then pinned to a CPU of their own (the
+## relays to the other); one run, results in bin/bench/tunnel.json, tunnel-process.json, tunnel-agents.json,
+## tunnel-replica.json and tunnel-split.json. TRELLIS_BENCH_PARTS picks parts of the first;
 ## TRELLIS_BENCH_SEED_CLUSTERS=N gives the 100 seeds N kube-apiservers (default 1).
 .PHONY: bench-tunnel
 bench-tunnel: testbin
-	TRELLIS_BENCH=1 $(GO) test -count=1 -v -timeout 20m -run 'TestTunnel(Process|Agents|Replica)?Bench' ./test/bench/tunnel $(BENCH_ARGS)
+	TRELLIS_BENCH=1 $(GO) test -count=1 -v -timeout 20m -run 'TestTunnel(Process|Agents|Replica|Split)?Bench' ./test/bench/tunnel $(BENCH_ARGS)
 
 ## bench-agents: agent link benchmark: N simulated agents (default 1000) against a real hub over loopback TCP
 ## (connect, steady-state RSS/CPU/heartbeat acks/etcd writes, assignment latency, reconnect storm); results in

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // relay splices between two connections as the hub's passthrough does: each direction with Splice, the end of b's
@@ -129,6 +131,11 @@ func TestSpliceStalledReader(t *testing.T) {
 	if m := moved.Load(); m >= int64(len(data)) {
 		t.Fatalf("%d bytes moved to a reader that read nothing; the test needs more than the buffers hold", m)
 	}
+	// What the destination queues unsent for the stalled reader is bounded (TCP_NOTSENT_LOWAT; one segment more
+	// may be taken before the bound is checked), not the send buffer's autotuned megabytes.
+	if unsent := notSent(t, r.dstEnd); unsent > notSentLowat+64<<10 {
+		t.Errorf("the destination holds %d bytes unsent for a stalled reader, want at most %d", unsent, notSentLowat+64<<10)
+	}
 	got, err := io.ReadAll(io.LimitReader(out, int64(len(data))))
 	if err != nil || !bytes.Equal(got, data) {
 		t.Fatalf("read %d bytes (%v) after the stall, want the %d written", len(got), err, len(data))
@@ -136,6 +143,24 @@ func TestSpliceStalledReader(t *testing.T) {
 	if <-r.done; r.err != nil {
 		t.Fatalf("Splice at the source's end: %v", r.err)
 	}
+}
+
+// notSent is how many bytes c holds that it has not sent yet (SIOCOUTQNSD).
+func notSent(t *testing.T, c net.Conn) int {
+	t.Helper()
+	rc, err := c.(*net.TCPConn).SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	var ierr error
+	if err := rc.Control(func(fd uintptr) { n, ierr = unix.IoctlGetInt(int(fd), unix.SIOCOUTQNSD) }); err != nil {
+		t.Fatal(err)
+	}
+	if ierr != nil {
+		t.Fatal(ierr)
+	}
+	return n
 }
 
 // Closing a connection under a waiting copy ends it with an error, not as the source's end (which the hub would

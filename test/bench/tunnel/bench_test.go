@@ -35,7 +35,12 @@ import (
 	"github.com/trellis-dev/trellis/test/seedtest"
 )
 
-func TestMain(m *testing.M) { agenttest.Main(m) }
+func TestMain(m *testing.M) {
+	if os.Getenv(endpointsEnv) != "" {
+		os.Exit(endpointsMain())
+	}
+	agenttest.Main(m)
+}
 
 const (
 	requests    = 2000
@@ -52,18 +57,28 @@ const (
 
 func ptr[T any](v T) *T { return &v }
 
-// target is the stand-in shoot kube-apiserver: after the handshake it answers each byte with one byte ("ping"), or,
-// when the first byte is 's', streams streamBytes and closes.
+// target is the stand-in shoot kube-apiserver (startTarget), stopped when the test ends.
 func target(t *testing.T) (addr string, cfg *tls.Config) {
+	addr, cfg, stop, err := startTarget()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	return addr, cfg
+}
+
+// startTarget starts the stand-in shoot kube-apiserver: after the handshake it answers each byte with one byte
+// ("ping"), or, when the first byte is 's', streams streamBytes and closes. cfg is a client configuration that
+// trusts it (its name is example.com); stop closes its listener and waits for its connections to end.
+func startTarget() (addr string, cfg *tls.Config, stop func(), err error) {
 	srv := httptest.NewUnstartedServer(nil)
 	srv.StartTLS() // for its certificate
 	srv.Close()
 	lis, err := tls.Listen("tcp", "127.0.0.1:0", srv.TLS)
 	if err != nil {
-		t.Fatal(err)
+		return "", nil, nil, err
 	}
 	var wg sync.WaitGroup
-	t.Cleanup(func() { lis.Close(); wg.Wait() })
 	wg.Go(func() {
 		for {
 			c, err := lis.Accept()
@@ -97,7 +112,7 @@ func target(t *testing.T) (addr string, cfg *tls.Config) {
 		}
 	})
 	pool := srv.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs
-	return lis.Addr().String(), &tls.Config{RootCAs: pool, ServerName: "example.com"}
+	return lis.Addr().String(), &tls.Config{RootCAs: pool, ServerName: "example.com"}, func() { lis.Close(); wg.Wait() }, nil
 }
 
 // startBench starts a hub (changed by hubOpts) and a seed with its agent, a shoot on it whose kube-apiserver Service
@@ -105,12 +120,19 @@ func target(t *testing.T) (addr string, cfg *tls.Config) {
 // tunnel name.
 func startBench(t *testing.T, hubOpts ...func(*hub.Config)) (h *agenttest.Hub, seed *agenttest.Seed, targetAddr string, targetTLS *tls.Config, sni string) {
 	t.Helper()
+	targetAddr, targetTLS = target(t)
+	h, seed, sni = startBenchTo(t, targetAddr, hubOpts...)
+	return h, seed, targetAddr, targetTLS, sni
+}
+
+// startBenchTo is startBench with the target at targetAddr, started elsewhere.
+func startBenchTo(t *testing.T, targetAddr string, hubOpts ...func(*hub.Config)) (h *agenttest.Hub, seed *agenttest.Seed, sni string) {
+	t.Helper()
 	ctx := context.Background()
 	h = agenttest.StartHub(t, append([]func(*hub.Config){func(c *hub.Config) {
 		c.TunnelListen, c.TunnelMaxPerSeed, c.TunnelMaxPerClient = "127.0.0.1:0", 10*idle, 10*idle
 		c.HeartbeatInterval = heartbeat
 	}}, hubOpts...)...)
-	targetAddr, targetTLS = target(t)
 	var svcAddr string
 	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
 		if addr != svcAddr {
@@ -133,7 +155,7 @@ func startBench(t *testing.T, hubOpts ...func(*hub.Config)) (h *agenttest.Hub, s
 		t.Fatal(err)
 	}
 	svcAddr = net.JoinHostPort(svc.Spec.ClusterIP, "443")
-	return h, seed, targetAddr, targetTLS, tunnel.ShootServerName("bench", "dev", tunnel.DefaultDomain)
+	return h, seed, tunnel.ShootServerName("bench", "dev", tunnel.DefaultDomain)
 }
 
 // dialVia opens a TLS connection to the target: through the SNI listener at listener with the shoot's name sni (the
