@@ -200,6 +200,12 @@ var flateWriters = sync.Pool{New: func() any {
 type Segment struct {
 	after segmentKey // what it was made after
 	data  []byte
+	// sum is the CRC-32 of the bytes the segment holds compressed (the comma and the JSON), shift x^(8n) for their
+	// length n: a gzip member's CRC is combined from its segments' (crc.go). json is the JSON's first byte and n its
+	// length: a segment's sum stands for a part's bytes only when it was made of the same allocation (MadeOf).
+	sum, shift uint32
+	json       *byte
+	n          int
 	// alt is the segment made before it after other bytes (without an alt of its own): an object is listed after
 	// one item in the whole collection and after another in a list by label, and a client that asks for both in
 	// turn finds both kept.
@@ -208,6 +214,18 @@ type Segment struct {
 
 // Bytes returns the segment's part of the deflate stream.
 func (s *Segment) Bytes() []byte { return s.data }
+
+// MadeOf reports whether s was made of json itself (the same bytes of the same allocation, which a memoized encoding
+// never changes), so that its CRC is json's: the joiner then combines it instead of hashing json again.
+func (s *Segment) MadeOf(json []byte) bool { return s.json == firstByte(json) && s.n == len(json) }
+
+// firstByte is the address of b's first byte, nil when it has none.
+func firstByte(b []byte) *byte {
+	if len(b) == 0 {
+		return nil
+	}
+	return &b[0]
+}
 
 // Before is what a segment follows in an answer: Dict, the bytes before it, of which the last 32 KiB (deflate's
 // window) count; Comma, whether a comma leads the segment; and Held, whether Dict is an object's JSON that is never
@@ -256,7 +274,10 @@ func NextSegment(memo *Segment, json []byte, before Before) *Segment {
 			return memo
 		}
 		if a := memo.alt; a != nil && a.after == key {
-			return &Segment{after: a.after, data: a.data, alt: &Segment{after: memo.after, data: memo.data}}
+			next, alt := *a, *memo
+			alt.alt = nil
+			next.alt = &alt
+			return &next
 		}
 	}
 	var buf bytes.Buffer
@@ -270,9 +291,18 @@ func NextSegment(memo *Segment, json []byte, before Before) *Segment {
 	_ = fw.Flush()
 	fw.ResetDict(nil, nil)
 	flateWriters.Put(fw)
-	seg := &Segment{after: key, data: buf.Bytes()}
+	seg := &Segment{after: key, data: buf.Bytes(), json: firstByte(json), n: len(json)}
+	n := len(json)
+	if before.Comma {
+		seg.sum = crc32.Update(seg.sum, crc32.IEEETable, commaByte)
+		n++
+	}
+	seg.sum = crc32.Update(seg.sum, crc32.IEEETable, json)
+	seg.shift = crcShift(uint64(n))
 	if memo != nil {
-		seg.alt = &Segment{after: memo.after, data: memo.data}
+		alt := *memo
+		alt.alt = nil
+		seg.alt = &alt
 	}
 	return seg
 }
@@ -282,8 +312,9 @@ var commaByte = []byte(",")
 // gzipPart is a piece of an answer: its bytes, after a comma if comma, and, when it has one, their Segment's bytes;
 // a part without one is stored uncompressed (a list's head and end).
 type gzipPart struct {
-	comma          bool
-	data, deflated []byte
+	comma bool
+	data  []byte
+	seg   *Segment // data's segment after what comes before it, if it has one; else data goes stored
 }
 
 // gzipHeader is a gzip member's header: deflate, no flags, no time, no extra flags, unknown OS (as Go's writer).
@@ -315,13 +346,21 @@ func (j *gzipJoiner) begin() { j.out = append(j.out, gzipHeader...) }
 
 func (j *gzipJoiner) add(p gzipPart) {
 	if p.comma {
-		j.crc = crc32.Update(j.crc, crc32.IEEETable, commaByte)
 		j.size++
 	}
-	j.crc = crc32.Update(j.crc, crc32.IEEETable, p.data)
 	j.size += uint32(len(p.data)) //nolint:gosec // ISIZE is the size modulo 2^32
-	if p.deflated != nil {
-		j.out = append(j.out, p.deflated...)
+	if p.seg != nil && p.seg.MadeOf(p.data) {
+		j.crc = crcMul(p.seg.shift, j.crc) ^ p.seg.sum // crc32Combine, with the segment's shift made once
+	} else {
+		// Of the part's own bytes: a segment made of other bytes then fails the client's check of the CRC instead
+		// of passing for the part.
+		if p.comma {
+			j.crc = crc32.Update(j.crc, crc32.IEEETable, commaByte)
+		}
+		j.crc = crc32.Update(j.crc, crc32.IEEETable, p.data)
+	}
+	if p.seg != nil {
+		j.out = append(j.out, p.seg.data...)
 		return
 	}
 	if p.comma {

@@ -110,7 +110,7 @@ func parts(data [][]byte, deflate func(i int) bool) ([]gzipPart, []byte) {
 	for i, d := range data {
 		p := gzipPart{data: d, comma: i%3 == 1}
 		if deflate(i) {
-			p.deflated = NextSegment(nil, d, Before{Dict: dict, Comma: p.comma, Held: i%2 == 0}).Bytes()
+			p.seg = NextSegment(nil, d, Before{Dict: dict, Comma: p.comma, Held: i%2 == 0})
 		}
 		if p.comma {
 			want = append(want, ',')
@@ -150,13 +150,41 @@ func TestAppendGzipJoinsSegmentsAndStoredParts(t *testing.T) {
 }
 
 func TestAppendGzipWrongSegmentFailsTheChecksum(t *testing.T) {
-	parts := []gzipPart{{data: []byte(`{"a":1}`), deflated: NextSegment(nil, []byte(`{"a":2}`), Before{}).Bytes()}}
+	parts := []gzipPart{{data: []byte(`{"a":1}`), seg: NextSegment(nil, []byte(`{"a":2}`), Before{})}}
 	zr, err := gzip.NewReader(bytes.NewReader(appendGzip(nil, parts)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := io.ReadAll(zr); err == nil {
 		t.Fatal("a segment of other bytes than its part's decoded without an error")
+	}
+
+	// Made of equal bytes in another allocation, its sum is not taken for the part's: the part's bytes are hashed.
+	parts[0].seg = NextSegment(nil, []byte(`{"a":1}`), Before{})
+	parts[0].seg.sum ^= 1
+	if got := gunzipOne(t, appendGzip(nil, parts)); string(got) != `{"a":1}` {
+		t.Fatalf("decoded %s", got)
+	}
+}
+
+// A segment made of the part's own bytes gives the member's CRC from its sum, combined (crc.go): its bytes are not
+// hashed again. A wrong sum then shows in the checksum; the right one decodes.
+func TestAppendGzipCombinesTheSegmentsSums(t *testing.T) {
+	data := [][]byte{[]byte(`{"kind":"List","items":[`), []byte(`{"a":1}`), []byte(`{"b":2}`), []byte(`]}`)}
+	ps := []gzipPart{{data: data[0]}, {data: data[1]}, {data: data[2], comma: true}, {data: data[3]}}
+	for i := 1; i <= 2; i++ {
+		ps[i].seg = NextSegment(nil, data[i], Before{Dict: data[i-1], Comma: ps[i].comma})
+	}
+	if got, want := gunzipOne(t, appendGzip(nil, ps)), []byte(`{"kind":"List","items":[{"a":1},{"b":2}]}`); !bytes.Equal(got, want) {
+		t.Fatalf("decoded %s, want %s", got, want)
+	}
+	ps[2].seg.sum ^= 1
+	zr, err := gzip.NewReader(bytes.NewReader(appendGzip(nil, ps)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.ReadAll(zr); err == nil {
+		t.Fatal("a member joined with a segment's wrong sum decoded: the sum was not what made its CRC")
 	}
 }
 
@@ -205,7 +233,7 @@ func TestHeldDictionaryIsKnownByIdentity(t *testing.T) {
 			if next == s {
 				t.Fatal("a segment was reused after other bytes at the address of the freed dictionary")
 			}
-			parts := []gzipPart{{data: b}, {data: json, comma: true, deflated: next.Bytes()}}
+			parts := []gzipPart{{data: b}, {data: json, comma: true, seg: next}}
 			if want := append(append(bytes.Clone(b), ','), json...); !bytes.Equal(gunzipOne(t, appendGzip(nil, parts)), want) {
 				t.Fatal("the segment made after the new bytes does not decode")
 			}
@@ -226,7 +254,7 @@ func TestSegmentsOfSimilarObjects(t *testing.T) {
 	var independent []gzipPart
 	for _, p := range withDict {
 		q := p
-		q.deflated = NextSegment(nil, p.data, Before{Comma: p.comma}).Bytes()
+		q.seg = NextSegment(nil, p.data, Before{Comma: p.comma})
 		independent = append(independent, q)
 	}
 	a, b := appendGzip(nil, withDict), appendGzip(nil, independent)
@@ -330,7 +358,7 @@ func TestCompressWriter(t *testing.T) {
 				if cw == nil {
 					panic("no compressor")
 				}
-				b := appendGzip(nil, []gzipPart{{data: big, deflated: NextSegment(nil, big, Before{}).Bytes()}})
+				b := appendGzip(nil, []gzipPart{{data: big, seg: NextSegment(nil, big, Before{})}})
 				cw.precompressed()
 				w.Header().Set("Content-Length", strconv.Itoa(len(b)))
 				_, _ = w.Write(b)
@@ -385,10 +413,10 @@ func benchList(n int) (*kcorev1.ConfigMapList, *Marshaler) {
 	}
 	m := &Marshaler{
 		ObjectJSON: func(x proto.Message) ([]byte, bool) { b, ok := jsonMemo[x]; return b, ok },
-		ObjectDeflated: func(x proto.Message, before Before) ([]byte, bool) {
+		ObjectDeflated: func(x proto.Message, before Before) (*Segment, bool) {
 			s := NextSegment(segMemo[x], jsonMemo[x], before)
 			segMemo[x] = s
-			return s.Bytes(), true
+			return s, true
 		},
 	}
 	return list, m

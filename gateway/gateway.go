@@ -33,7 +33,7 @@ type Config struct {
 	ObjectJSON func(m proto.Message) ([]byte, bool)
 	// ObjectDeflated returns the Segment of ObjectJSON's JSON after before, memoized with it (see
 	// Marshaler.ObjectDeflated).
-	ObjectDeflated func(m proto.Message, before Before) ([]byte, bool)
+	ObjectDeflated func(m proto.Message, before Before) (*Segment, bool)
 	// PublicError maps an error to what the client may see before it is written (the hub hides internal errors'
 	// detail behind a request id, api.Errors); nil writes errors as they are.
 	PublicError func(ctx context.Context, err error) error
@@ -59,7 +59,7 @@ func New(ctx context.Context, cfg Config) (http.Handler, error) {
 	return &handler{mux: mux, authenticate: cfg.Authenticate, public: public}, nil
 }
 
-func newMux(objectJSON func(proto.Message) ([]byte, bool), objectDeflated func(proto.Message, Before) ([]byte, bool), public func(context.Context, error) error) *runtime.ServeMux {
+func newMux(objectJSON func(proto.Message) ([]byte, bool), objectDeflated func(proto.Message, Before) (*Segment, bool), public func(context.Context, error) error) *runtime.ServeMux {
 	strict := &Marshaler{ObjectJSON: objectJSON, ObjectDeflated: objectDeflated}
 	lenient := &Marshaler{Lenient: true, ObjectJSON: objectJSON, ObjectDeflated: objectDeflated}
 	return runtime.NewServeMux(

@@ -41,10 +41,10 @@ type Marshaler struct {
 	// ObjectJSON, when set, returns the memoized JSON of an object served from the hub's cache (false for other
 	// messages); lists and gets are then assembled from it instead of being encoded anew.
 	ObjectJSON func(m proto.Message) ([]byte, bool)
-	// ObjectDeflated, when set, returns the bytes of the Segment of ObjectJSON's JSON of an object after before
-	// (NextSegment), memoized with the JSON (false when ObjectJSON has none): gzipped answers are joined from them
-	// instead of being compressed anew.
-	ObjectDeflated func(m proto.Message, before Before) ([]byte, bool)
+	// ObjectDeflated, when set, returns the Segment of ObjectJSON's JSON of an object after before (NextSegment),
+	// memoized with the JSON (false when ObjectJSON has none): gzipped answers are joined from them instead of being
+	// compressed anew.
+	ObjectDeflated func(m proto.Message, before Before) (*Segment, bool)
 }
 
 var _ runtime.Marshaler = (*Marshaler)(nil)
@@ -348,14 +348,14 @@ func (m *Marshaler) marshalCompressible(c *writable) ([]byte, error) {
 		before.Comma = p.comma
 		part := gzipPart{comma: p.comma, data: p.data}
 		if p.obj != nil {
-			d, ok := []byte(nil), false
+			seg, ok := (*Segment)(nil), false
 			if m.ObjectDeflated != nil {
-				d, ok = m.ObjectDeflated(p.obj, before)
+				seg, ok = m.ObjectDeflated(p.obj, before)
 			}
 			if !ok {
-				d = NextSegment(nil, p.data, before).Bytes()
+				seg = NextSegment(nil, p.data, before)
 			}
-			part.deflated = d
+			part.seg = seg
 		}
 		j.add(part)
 		if len(j.out) >= streamChunk {

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
 	"github.com/trellis-dev/trellis/gateway"
 	"github.com/trellis-dev/trellis/test/hubtest"
 )
@@ -111,6 +113,18 @@ func TestResponseCompression(t *testing.T) {
 	}
 	if _, again := rawGet(t, h, list, "Accept-Encoding", "gzip"); !bytes.Equal(again, gz) {
 		t.Error("a second gzipped list differs from the first")
+	}
+	// Each item's segment is made of the very JSON the cache memoized for it, so that the list's CRC is combined from
+	// the segments' own (gateway/crc.go), not hashed over the list's 160 KB again.
+	cms, _ := h.Registry().Collection(schema.GroupResource{Resource: "configmaps"})
+	cm, err := cms.Get(t.Context(), "big", "cm-03")
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, ok := h.Registry().ObjectJSON(cm)
+	seg, ok2 := h.Registry().ObjectDeflated(cm, gateway.Before{Comma: true})
+	if !ok || !ok2 || !seg.MadeOf(js) {
+		t.Errorf("the cached ConfigMap's segment (%v) is not made of its memoized JSON (%v)", ok2, ok)
 	}
 	// After an update, the list holds the new version.
 	mustDo(t, h, 200, "PATCH", list+"/cm-07", `{"metadata":{"labels":{"changed":"yes"}}}`)

@@ -220,7 +220,7 @@ func (r *Registry) ObjectJSON(m proto.Message) ([]byte, bool) {
 // ObjectDeflated returns the deflate segment (gateway.Segment) of ObjectJSON's JSON of m after before, memoized with
 // the JSON in the watch cache; false when ObjectJSON has none. The REST gateway joins them into gzipped lists and
 // gets.
-func (r *Registry) ObjectDeflated(m proto.Message, before gateway.Before) ([]byte, bool) {
+func (r *Registry) ObjectDeflated(m proto.Message, before gateway.Before) (*gateway.Segment, bool) {
 	obj, ok := m.(store.Object)
 	if !ok {
 		return nil, false
@@ -237,7 +237,7 @@ func (r *Registry) ObjectDeflated(m proto.Message, before gateway.Before) ([]byt
 	if err != nil {
 		return nil, false
 	}
-	return v.(*gateway.Segment).Bytes(), true
+	return v.(*gateway.Segment), true
 }
 
 func (r *Registry) objectJSON(obj store.Object) ([]byte, bool) {
