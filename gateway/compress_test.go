@@ -573,3 +573,51 @@ func BenchmarkListAnswer(b *testing.B) {
 		b.SetBytes(int64(len(plain)))
 	})
 }
+
+// A plain list to a ListWriter goes to it as its parts, nothing written: the head (the list's JSON object but items,
+// joined with the items as the answer would be) and each item's memoized JSON itself, not a copy. A single object
+// still goes out as it is.
+func TestPlainListToAListWriter(t *testing.T) {
+	for _, n := range []int{0, 3, 2000} {
+		list, m := benchList(n)
+		want, err := (&Marshaler{}).Marshal(list)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := &listCatcher{}
+		rest, err := m.Marshal(&writable{msg: list, plain: w})
+		if err != nil || len(rest) != 0 || len(w.writes) != 0 || !w.listed || len(w.items) != n {
+			t.Fatalf("%d items: %v, %d bytes returned, %d writes, listed %v with %d items", n, err, len(rest), len(w.writes), w.listed, len(w.items))
+		}
+		joined := append(bytes.TrimSuffix(bytes.Clone(w.head), []byte("}")), `,"items":[`...)
+		for i, it := range w.items {
+			if i > 0 {
+				joined = append(joined, ',')
+			}
+			joined = append(joined, it...)
+			if memo, _ := m.ObjectJSON(list.Items[i]); &memo[0] != &it[0] {
+				t.Fatalf("item %d is not the memoized JSON", i)
+			}
+		}
+		if joined = append(joined, "]}"...); !bytes.Equal(joined, want) {
+			t.Fatalf("%d items: the parts joined are not the list's JSON:\n%.200s\n%.200s", n, joined, want)
+		}
+	}
+	small, m := benchList(1)
+	w := &listCatcher{}
+	got, err := m.Marshal(&writable{msg: small.Items[0], plain: w})
+	if want, _ := (&Marshaler{}).Marshal(small.Items[0]); err != nil || !bytes.Equal(got, want) || w.listed {
+		t.Fatalf("a single object: %v, listed %v", err, w.listed)
+	}
+}
+
+type listCatcher struct {
+	chunkRecorder
+	listed bool
+	head   []byte
+	items  [][]byte
+}
+
+func (c *listCatcher) WriteListJSON(head []byte, items [][]byte) {
+	c.listed, c.head, c.items = true, head, items
+}

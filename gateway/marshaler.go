@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"reflect"
 	"strings"
 
@@ -235,8 +236,43 @@ func joinPieces(pieces []piece, size int) []byte {
 	return out
 }
 
+// ListWriter is a ResponseWriter that takes a JSON list answer as it is made, not joined: the gateway hands a GET's
+// list to WriteListJSON instead of writing it, with head, the JSON object of the list's members but items, and each
+// item's JSON, which may be the cache's memoized encodings: the writer must neither change nor keep them beyond
+// answering. The hub's Table handler reads lists this way (hub/table).
+type ListWriter interface {
+	http.ResponseWriter
+	WriteListJSON(head []byte, items [][]byte)
+}
+
 // listPieces returns a list's JSON in pieces, and their total size: the head, each item, and the end.
 func (m *Marshaler) listPieces(list proto.Message) ([]piece, int, error) {
+	hb, items, err := m.listParts(list)
+	if err != nil {
+		return nil, 0, err
+	}
+	open := hb[: len(hb)-1 : len(hb)-1]
+	if len(hb) > 2 {
+		open = append(open, ',')
+	}
+	open = append(open, `"items":[`...)
+	pieces := make([]piece, 0, len(items)+2)
+	pieces = append(pieces, piece{data: open})
+	size := len(open) + len(listEnd)
+	for i, it := range items {
+		it.comma = i > 0
+		pieces = append(pieces, it)
+		size += len(it.data)
+		if i > 0 {
+			size++
+		}
+	}
+	return append(pieces, piece{data: listEnd}), size, nil
+}
+
+// listParts returns the JSON of a list's members but items, as an object, and its items' pieces (memoized JSON
+// where the cache has it).
+func (m *Marshaler) listParts(list proto.Message) ([]byte, []piece, error) {
 	src := list.ProtoReflect()
 	itemsField := src.Descriptor().Fields().ByName("items")
 	head := src.Type().New()
@@ -248,32 +284,21 @@ func (m *Marshaler) listPieces(list proto.Message) ([]piece, int, error) {
 	})
 	hb, err := kjson.Marshal(head.Interface())
 	if err != nil {
-		return nil, 0, err
+		return nil, nil, err
 	}
-	open := hb[: len(hb)-1 : len(hb)-1]
-	if len(hb) > 2 {
-		open = append(open, ',')
-	}
-	open = append(open, `"items":[`...)
 	items := src.Get(itemsField).List()
-	pieces := make([]piece, 0, items.Len()+2)
-	pieces = append(pieces, piece{data: open})
-	size := len(open) + len(listEnd)
+	pieces := make([]piece, 0, items.Len())
 	for i := range items.Len() {
 		item := items.Get(i).Message().Interface()
 		b, ok := m.objectJSON(item)
 		if !ok {
 			if b, err = kjson.Marshal(item); err != nil {
-				return nil, 0, err
+				return nil, nil, err
 			}
 		}
-		pieces = append(pieces, piece{data: b, obj: item, comma: i > 0})
-		size += len(b)
-		if i > 0 {
-			size++
-		}
+		pieces = append(pieces, piece{data: b, obj: item})
 	}
-	return append(pieces, piece{data: listEnd}), size, nil
+	return hb, pieces, nil
 }
 
 var listEnd = []byte("]}")
@@ -293,6 +318,18 @@ type writable struct {
 func (m *Marshaler) marshalPlain(c *writable) ([]byte, error) {
 	if _, ok := m.objectJSON(c.msg); ok || !isList(c.msg) {
 		return m.marshalJSON(c.msg)
+	}
+	if lw, ok := c.plain.(ListWriter); ok {
+		head, items, err := m.listParts(c.msg)
+		if err != nil {
+			return nil, err
+		}
+		jsons := make([][]byte, len(items))
+		for i, it := range items {
+			jsons[i] = it.data
+		}
+		lw.WriteListJSON(head, jsons)
+		return nil, nil
 	}
 	pieces, size, err := m.listPieces(c.msg)
 	if err != nil {

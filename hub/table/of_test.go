@@ -198,6 +198,41 @@ func TestOfAsReference(t *testing.T) {
 	}
 }
 
+// OfList, given a list as the gateway hands it to a ListWriter (its head and each item's JSON), makes the Table Of
+// makes of the list's document, for every kind of Gardener's examples, include policy and Table version; a head that
+// is not a list's, or not a kind served, is an error.
+func TestOfListAsOf(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	for key, items := range exampleObjects(t) {
+		apiVersion, kind := key[:strings.LastIndex(key, "/")], key[strings.LastIndex(key, "/")+1:]
+		head := fmt.Appendf(nil, `{"apiVersion":%q,"kind":"%sList","metadata":{"resourceVersion":"42","continue":"c","remainingItemCount":3}}`, apiVersion, kind)
+		for _, its := range [][][]byte{items, nil} {
+			doc := append(append(bytes.TrimSuffix(bytes.Clone(head), []byte("}")), `,"items":[`...), bytes.Join(its, []byte(","))...)
+			doc = append(doc, "]}"...)
+			for _, include := range []kmetav1.IncludeObjectPolicy{kmetav1.IncludeNone, kmetav1.IncludeMetadata, kmetav1.IncludeObject} {
+				for _, v := range []string{"v1", "v1beta1"} {
+					want, err := Of(doc, v, include, now)
+					if err != nil {
+						t.Fatal(err)
+					}
+					got, err := OfList(head, its, v, include, now)
+					if err != nil {
+						t.Fatalf("%s, %s, %s: %v", key, include, v, err)
+					}
+					if g, w := normalized(t, got), normalized(t, want); !reflect.DeepEqual(g, w) {
+						t.Fatalf("%s, %d items, include %s, %s:\n got  %v\n want %v", key, len(its), include, v, g, w)
+					}
+				}
+			}
+		}
+	}
+	for _, head := range []string{`{"apiVersion":"v1","kind":"ConfigMap"}`, `{"apiVersion":"v1","kind":"NoSuchList"}`, `{"apiVersion":"v1","kind":"ConfigMapList","metadata":[]}`, `[`} {
+		if _, err := OfList([]byte(head), nil, "v1", kmetav1.IncludeMetadata, now); err == nil {
+			t.Errorf("OfList of the head %s: no error", head)
+		}
+	}
+}
+
 func normalized(t *testing.T, tb *kmetav1.Table) any {
 	t.Helper()
 	b, err := json.Marshal(tb)

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 
+	"github.com/trellis-dev/trellis/gateway"
 	"github.com/trellis-dev/trellis/hub/api"
 	"github.com/trellis-dev/trellis/proto/columns"
 	cliv1 "github.com/trellis-dev/trellis/proto/gen/trellis/cli/v1"
@@ -75,7 +76,7 @@ func Handler(next http.Handler, now func() time.Time) http.Handler {
 			tw.Flush()
 			return
 		}
-		rec := httptest.NewRecorder() // the answer to re-encode
+		rec := &listRecorder{ResponseRecorder: httptest.NewRecorder()} // the answer to re-encode
 		next.ServeHTTP(rec, r2)
 		if rec.Code != http.StatusOK {
 			copyHeader(w.Header(), rec.Header())
@@ -83,7 +84,13 @@ func Handler(next http.Handler, now func() time.Time) http.Handler {
 			_, _ = w.Write(rec.Body.Bytes())
 			return
 		}
-		t, err := Of(rec.Body.Bytes(), v, kmetav1.IncludeObjectPolicy(include), now())
+		var t *kmetav1.Table
+		var err error
+		if rec.listed {
+			t, err = OfList(rec.head, rec.items, v, kmetav1.IncludeObjectPolicy(include), now())
+		} else {
+			t, err = Of(rec.Body.Bytes(), v, kmetav1.IncludeObjectPolicy(include), now())
+		}
 		if err != nil {
 			writeInternalError(w, err)
 			return
@@ -102,6 +109,21 @@ func Handler(next http.Handler, now func() time.Time) http.Handler {
 		w.WriteHeader(http.StatusOK)
 		_, _ = w.Write(b) //nolint:gosec // G705: a Table served as application/json, not HTML
 	})
+}
+
+// listRecorder records an answer; a list the gateway hands it as its parts (gateway.ListWriter) is kept as they are,
+// its items the cache's memoized JSON, not joined into one document to be read again.
+type listRecorder struct {
+	*httptest.ResponseRecorder
+	listed bool
+	head   []byte
+	items  [][]byte
+}
+
+var _ gateway.ListWriter = (*listRecorder)(nil)
+
+func (r *listRecorder) WriteListJSON(head []byte, items [][]byte) {
+	r.listed, r.head, r.items = true, head, items
 }
 
 // encode is json.Marshal of t, with a newline as json.Encoder ends it, but for the rows' objects: those are JSON that
@@ -343,6 +365,38 @@ func Of(doc []byte, v string, include kmetav1.IncludeObjectPolicy, now time.Time
 	}
 	if items != nil {
 		if err := tb.rows(newDecoder(items), items, t); err != nil {
+			return nil, err
+		}
+	}
+	return t, nil
+}
+
+// OfList is Of for a list given as its parts (gateway.ListWriter): head, the JSON object of its members but items,
+// and each item's JSON. The items are read where they are, one at a time.
+func OfList(head []byte, items [][]byte, v string, include kmetav1.IncludeObjectPolicy, now time.Time) (*kmetav1.Table, error) {
+	var h struct {
+		APIVersion string           `json:"apiVersion"`
+		Kind       string           `json:"kind"`
+		Metadata   kmetav1.ListMeta `json:"metadata"`
+	}
+	if err := utiljson.Unmarshal(head, &h); err != nil { // case-sensitive, as Kubernetes reads it
+		return nil, fmt.Errorf("decode list: %w", err)
+	}
+	kindName, list := strings.CutSuffix(h.Kind, "List")
+	if !list {
+		return nil, fmt.Errorf("decode list: kind %q is not a list", h.Kind)
+	}
+	k, ok := api.KindFor(h.APIVersion, kindName)
+	if !ok {
+		return nil, fmt.Errorf("no kind %s %s", h.APIVersion, kindName)
+	}
+	t, tb, err := newTable(k, v, include, now)
+	if err != nil {
+		return nil, err
+	}
+	t.ListMeta = h.Metadata
+	for _, item := range items {
+		if err := tb.row(newDecoder(item), item, t); err != nil {
 			return nil, err
 		}
 	}
