@@ -350,7 +350,7 @@ func (j *gzipJoiner) add(p gzipPart) {
 	}
 	j.size += uint32(len(p.data)) //nolint:gosec // ISIZE is the size modulo 2^32
 	if p.seg != nil && p.seg.MadeOf(p.data) {
-		j.crc = crcMul(p.seg.shift, j.crc) ^ p.seg.sum // crc32Combine, with the segment's shift made once
+		j.crc = crcCombine(j.crc, p.seg.sum, p.seg.shift)
 	} else {
 		// Of the part's own bytes: a segment made of other bytes then fails the client's check of the CRC instead
 		// of passing for the part.

@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// crc32Combine of two parts' CRCs is the CRC of the two joined, for any split (hash/crc32 is the reference).
+// crcCombine of two parts' CRCs is the CRC of the two joined, for any split (hash/crc32 is the reference).
 func FuzzCRC32Combine(f *testing.F) {
 	f.Add([]byte("hello, "), []byte("world"))
 	f.Add([]byte{}, []byte("x"))
@@ -13,8 +13,8 @@ func FuzzCRC32Combine(f *testing.F) {
 	f.Add(make([]byte, 70000), []byte(`,{"kind":"Shoot"}`))
 	f.Fuzz(func(t *testing.T, a, b []byte) {
 		want := crc32.ChecksumIEEE(append(append([]byte{}, a...), b...))
-		if got := crc32Combine(crc32.ChecksumIEEE(a), crc32.ChecksumIEEE(b), uint64(len(b))); got != want {
-			t.Fatalf("crc32Combine of %d and %d bytes: %08x, want %08x", len(a), len(b), got, want)
+		if got := crcCombine(crc32.ChecksumIEEE(a), crc32.ChecksumIEEE(b), crcShift(uint64(len(b)))); got != want {
+			t.Fatalf("crcCombine of %d and %d bytes: %08x, want %08x", len(a), len(b), got, want)
 		}
 	})
 }
@@ -25,7 +25,7 @@ func TestCRC32CombineLongParts(t *testing.T) {
 		zeros := make([]byte, n)
 		a := []byte("the part before")
 		want := crc32.ChecksumIEEE(append(append([]byte{}, a...), zeros...))
-		if got := crc32Combine(crc32.ChecksumIEEE(a), crc32.ChecksumIEEE(zeros), uint64(n)); got != want {
+		if got := crcCombine(crc32.ChecksumIEEE(a), crc32.ChecksumIEEE(zeros), crcShift(uint64(n))); got != want {
 			t.Errorf("%d bytes after: %08x, want %08x", n, got, want)
 		}
 	}
@@ -33,6 +33,6 @@ func TestCRC32CombineLongParts(t *testing.T) {
 
 func BenchmarkCRC32Combine(b *testing.B) {
 	for i := range b.N {
-		_ = crc32Combine(uint32(i), 0x12345678, uint64(19000+i%1000))
+		_ = crcCombine(uint32(i), 0x12345678, crcShift(uint64(19000+i%1000)))
 	}
 }

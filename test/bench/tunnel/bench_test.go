@@ -165,17 +165,23 @@ func dialVia(t *testing.T, listener, sni, targetAddr string, targetTLS *tls.Conf
 	addr, cfg := targetAddr, targetTLS.Clone()
 	if listener != "" {
 		addr = listener
-		cfg.ServerName = sni
-		cfg.InsecureSkipVerify = true //nolint:gosec // verified against example.com below
-		cfg.VerifyConnection = func(cs tls.ConnectionState) error {
-			return cs.PeerCertificates[0].VerifyHostname("example.com")
-		}
+		throughListener(cfg, sni)
 	}
 	c, err := tls.Dial("tcp", addr, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// throughListener makes cfg, a client configuration of the target, one for the SNI listener: it names the shoot's
+// sni and checks the target's certificate for the target's own name.
+func throughListener(cfg *tls.Config, sni string) {
+	cfg.ServerName = sni
+	cfg.InsecureSkipVerify = true //nolint:gosec // verified against example.com below
+	cfg.VerifyConnection = func(cs tls.ConnectionState) error {
+		return cs.PeerCertificates[0].VerifyHostname("example.com")
+	}
 }
 
 type stats struct{ P50, P99 time.Duration }
@@ -406,16 +412,26 @@ func TestTunnelBench(t *testing.T) {
 func streamOnce(t *testing.T, c *tls.Conn) (mibps, mib float64) {
 	t.Helper()
 	defer c.Close()
+	mibps, mib, err := readStream(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mibps, mib
+}
+
+// readStream asks the target at c for a stream (streamBytes) and reads it to the end: the rate in MiB/s and the MiB
+// read.
+func readStream(c *tls.Conn) (mibps, mib float64, err error) {
 	start := time.Now()
 	if _, err := c.Write([]byte{'s'}); err != nil {
-		t.Fatal(err)
+		return 0, 0, err
 	}
 	n, _ := io.Copy(io.Discard, c)
 	if n < streamBytes {
-		t.Fatalf("streamed %d bytes", n)
+		return 0, 0, fmt.Errorf("streamed %d bytes", n)
 	}
 	mib = float64(n) / (1 << 20)
-	return mib / time.Since(start).Seconds(), mib
+	return mib / time.Since(start).Seconds(), mib, nil
 }
 
 // streamCount is how many streams each way the throughput parts run: streams, or TRELLIS_BENCH_STREAMS.
