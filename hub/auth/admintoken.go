@@ -52,7 +52,7 @@ func (a *Authenticator) StartAdminTokenRotation(ctx context.Context) error {
 	if !txn.Succeeded {
 		return nil
 	}
-	if err := os.WriteFile(a.admin.tokenFile+".next", []byte(token+"\n"), 0o600); err != nil {
+	if err := writeTokenFile(a.admin.tokenFile+".next", token); err != nil {
 		return fmt.Errorf("write the next admin token: %w", err)
 	}
 	a.mu.Lock()

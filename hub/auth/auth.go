@@ -146,14 +146,24 @@ func Open(ctx context.Context, cfg Config) (*Authenticator, error) {
 		if !txn.Succeeded {
 			continue
 		}
-		if err := os.MkdirAll(filepath.Dir(tokenFile), 0o700); err != nil {
-			return nil, err
-		}
-		if err := os.WriteFile(tokenFile, []byte(token+"\n"), 0o600); err != nil {
+		if err := writeTokenFile(tokenFile, token); err != nil {
 			return nil, fmt.Errorf("write admin token: %w", err)
 		}
 	}
 	return nil, errors.New("could not create or read the admin token")
+}
+
+// writeTokenFile writes token to path (mode 0600) through a temporary file renamed into place, so that a reader never
+// sees the file empty or half written: a client waiting for the file reads no token or the whole one.
+func writeTokenFile(path, token string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(token+"\n"), 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
 }
 
 // NewToken returns a random bearer token.

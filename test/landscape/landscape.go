@@ -349,7 +349,7 @@ func (l *Landscape) waitHub(ctx context.Context) error {
 	return l.waitFor(ctx, l.hub, "ready", func(ctx context.Context) (bool, error) {
 		if l.hubc == nil {
 			tok, err := os.ReadFile(tokenFile)
-			if err != nil {
+			if err != nil || strings.TrimSpace(string(tok)) == "" {
 				return false, nil
 			}
 			c, err := newHubClient(l.HubURL, l.CAFile, strings.TrimSpace(string(tok)))
