@@ -164,3 +164,31 @@ func BenchmarkWatchLatency(b *testing.B) {
 		i++
 	}
 }
+
+// BenchmarkCachedEncodings reads the memoized encoding and a derived value of every object of a list of 2,000, as the
+// REST gateway does for a gzipped list (its JSON, then its deflate segment).
+func BenchmarkCachedEncodings(b *testing.B) {
+	_, c := benchStore(b)
+	fill(b, c, 2000)
+	res, err := c.List(b.Context(), "", store.ListOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	encode := func(o store.Object) ([]byte, error) { return []byte(o.GetMetadata().GetName()), nil }
+	derive := func(data []byte, memo any) (any, bool) {
+		if memo != nil {
+			return memo, false
+		}
+		return len(data), true
+	}
+	for b.Loop() {
+		for _, o := range res.Items {
+			if _, err := c.CachedEncoding(o, encode); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := c.CachedDerivedEncoding(o, encode, derive); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}

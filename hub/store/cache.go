@@ -353,14 +353,32 @@ func (ch *cache) waitFor(ctx context.Context, rev int64) error {
 	}
 }
 
-// get returns the cached object of key or nil.
-func (ch *cache) get(key string) Object {
-	ch.mu.RLock()
-	defer ch.mu.RUnlock()
-	if e := ch.items[key]; e != nil {
+// get returns the cached object of namespace/name or nil.
+func (ch *cache) get(namespace, name string) Object {
+	if e := ch.entry(namespace, name); e != nil {
 		return e.obj
 	}
 	return nil
+}
+
+// entry returns the cache's entry of namespace/name or nil. The key is built on the stack (objectKey's
+// concatenation allocated on every lookup; a map index by a []byte conversion does not): lists served from the
+// memoized encodings look up every item twice.
+func (ch *cache) entry(namespace, name string) *entry {
+	var buf [128]byte
+	var e *entry
+	ch.mu.RLock()
+	switch {
+	case namespace == "":
+		e = ch.items[name]
+	case len(namespace)+1+len(name) <= len(buf):
+		k := append(append(append(buf[:0], namespace...), '/'), name...)
+		e = ch.items[string(k)]
+	default:
+		e = ch.items[objectKey(namespace, name)]
+	}
+	ch.mu.RUnlock()
+	return e
 }
 
 // keyedObject is an object with its cache key, as read under the cache's lock.

@@ -139,7 +139,7 @@ func (c *Collection) Get(ctx context.Context, namespace, name string) (Object, e
 	if err := c.fresh(ctx); err != nil {
 		return nil, err
 	}
-	if obj := c.cache.get(objectKey(namespace, name)); obj != nil {
+	if obj := c.cache.get(namespace, name); obj != nil {
 		return obj, nil
 	}
 	return nil, c.notFound(name)
@@ -203,7 +203,8 @@ func (c *Collection) CachedDerivedEncoding(obj Object, encode func(Object) ([]by
 	}
 	v, changed := derive(m.data, memo)
 	if changed {
-		m.derived.Store(&v)
+		kept := v // a copy: storing &v itself would put v on the heap for every call
+		m.derived.Store(&kept)
 	}
 	return v, nil
 }
@@ -211,10 +212,7 @@ func (c *Collection) CachedDerivedEncoding(obj Object, encode func(Object) ([]by
 // cachedEntry returns obj's entry in the watch cache when obj is its cached state, else nil.
 func (c *Collection) cachedEntry(obj Object) *entry {
 	md := obj.GetMetadata()
-	ch := c.cache
-	ch.mu.RLock()
-	e := ch.items[objectKey(md.GetNamespace(), md.GetName())]
-	ch.mu.RUnlock()
+	e := c.cache.entry(md.GetNamespace(), md.GetName())
 	if e == nil || e.obj != obj {
 		return nil
 	}
@@ -239,10 +237,7 @@ func (e *entry) encoding(obj Object, encode func(Object) ([]byte, error)) (*enco
 // at resourceVersion (the state a write applies to), else nil: a write reuses what a read or a watch serialized of
 // the version it replaces, without encoding (and memoizing) a version that is about to be replaced.
 func (c *Collection) MemoizedEncoding(namespace, name, resourceVersion string) []byte {
-	ch := c.cache
-	ch.mu.RLock()
-	e := ch.items[objectKey(namespace, name)]
-	ch.mu.RUnlock()
+	e := c.cache.entry(namespace, name)
 	if e == nil {
 		return nil
 	}
@@ -265,7 +260,7 @@ func (c *Collection) Outdated(namespace, name, resourceVersion string) error {
 	if err != nil {
 		return nil // the write's own checks name the bad value
 	}
-	if cur := c.cache.get(objectKey(namespace, name)); cur != nil && revisionOf(cur) > want {
+	if cur := c.cache.get(namespace, name); cur != nil && revisionOf(cur) > want {
 		return c.conflict(name)
 	}
 	return nil

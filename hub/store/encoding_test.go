@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -10,6 +11,8 @@ import (
 	"github.com/trellis-dev/trellis/hub/store"
 	"github.com/trellis-dev/trellis/hub/store/storetest"
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
+	kcorev1 "github.com/trellis-dev/trellis/proto/gen/trellis/kubernetes/core/v1"
+	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
 )
 
 func TestCachedEncodingFollowsTheCachedState(t *testing.T) {
@@ -110,4 +113,57 @@ func TestCachedDerivedEncodingKeepsWhatWasDerived(t *testing.T) {
 	if c != "derived from "+cur.GetMetadata().GetResourceVersion() || len(seen) != 1 || seen[0] != nil {
 		t.Fatalf("after an update: derived %v; derive saw the memos %v", c, seen)
 	}
+}
+
+// TestCachedEncodingFindsEveryKey: the cache finds the entry of a cluster-scoped object, of a namespaced one, and of
+// one whose key is longer than the lookup's stack buffer (a 63-character namespace and a 253-character name), and
+// serving a memoized encoding allocates nothing.
+func TestCachedEncodingFindsEveryKey(t *testing.T) {
+	ctx := context.Background()
+	st := storetest.NewStore(t)
+	shoots, err := st.Register(ctx, storetest.Shoots())
+	if err != nil {
+		t.Fatal(err)
+	}
+	namespaces, err := st.Register(ctx, storetest.Namespaces())
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := strings.Repeat("n", 63)
+	longName := strings.Repeat("s", 253)
+	if _, err := namespaces.Create(ctx, &kcorev1.Namespace{Metadata: &metav1.ObjectMeta{Name: long}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range []struct{ ns, name string }{{"garden-a", "s1"}, {"garden-platform-team-31", "shoot-of-a-longer-name-00001"}, {long, longName}} {
+		if _, err := shoots.Create(ctx, storetest.NewShoot(o.ns, o.name, "seed", nil)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var calls atomic.Int32
+	encode := func(o store.Object) ([]byte, error) {
+		calls.Add(1)
+		return []byte(o.GetMetadata().GetNamespace() + "/" + o.GetMetadata().GetName()), nil
+	}
+	check := func(c *store.Collection, ns, name string) {
+		t.Helper()
+		cached, err := c.Get(ctx, ns, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := calls.Load()
+		a, _ := c.CachedEncoding(cached, encode)
+		if allocs := testing.AllocsPerRun(100, func() { _, _ = c.CachedEncoding(cached, encode) }); allocs != 0 && len(ns)+len(name) < 100 {
+			t.Errorf("%s/%s: a memoized encoding served with %v allocations", ns, name, allocs)
+		}
+		if calls.Load() != before+1 || string(a) != ns+"/"+name {
+			t.Errorf("%s/%s: encoded %d times (%q): the cached entry was not found", ns, name, calls.Load()-before, a)
+		}
+		if m := c.MemoizedEncoding(ns, name, cached.GetMetadata().GetResourceVersion()); string(m) != string(a) {
+			t.Errorf("%s/%s: memoized encoding %q, want %q", ns, name, m, a)
+		}
+	}
+	check(namespaces, "", long)
+	check(shoots, "garden-a", "s1")
+	check(shoots, "garden-platform-team-31", "shoot-of-a-longer-name-00001")
+	check(shoots, long, longName)
 }

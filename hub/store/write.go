@@ -343,15 +343,14 @@ func (c *Collection) guaranteed(ctx context.Context, namespace, name string, dry
 	requested := trace.SpanContextFromContext(ctx).IsSampled() // a traced request's write, not a hub loop's
 	ctx, span := c.startSpan(ctx, "store.Update")
 	defer func() { endSpan(span, err) }()
-	objKey := objectKey(namespace, name)
-	key := c.prefix + objKey
+	key := c.prefix + objectKey(namespace, name)
 	if dryRun {
 		return c.dryRun(ctx, key, name, decide)
 	}
 	// No wait for the cache to catch up: the cached object is only a first guess, the compare-and-swap on its
 	// revision catches a stale one, and every decision that could be wrong on stale data is re-made on etcd's state.
 	// Waiting would make every writer wait for every other writer's watch delivery.
-	cur, fromEtcd := c.cache.get(objKey), false
+	cur, fromEtcd := c.cache.get(namespace, name), false
 	reread := func() error {
 		obj, err := c.read(ctx, key)
 		cur, fromEtcd = obj, true
