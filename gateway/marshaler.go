@@ -239,7 +239,9 @@ func joinPieces(pieces []piece, size int) []byte {
 // ListWriter is a ResponseWriter that takes a JSON list answer as it is made, not joined: the gateway hands a GET's
 // list to WriteListJSON instead of writing it, with head, the JSON object of the list's members but items, and each
 // item's JSON, which may be the cache's memoized encodings: the writer must neither change nor keep them beyond
-// answering. The hub's Table handler reads lists this way (hub/table).
+// answering. An item's bytes never change for as long as they live (a memoized encoding is replaced, not rewritten;
+// any other is made for this answer), so a writer may memoize what it reads of an item by the item's allocation
+// without holding it (weak.Pointer), as the hub's Table handler does (hub/table, which reads lists this way).
 type ListWriter interface {
 	http.ResponseWriter
 	WriteListJSON(head []byte, items [][]byte)

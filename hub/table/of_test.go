@@ -203,6 +203,7 @@ func TestOfAsReference(t *testing.T) {
 // is not a list's, or not a kind served, is an error.
 func TestOfListAsOf(t *testing.T) {
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	memo := NewMemo()
 	for key, items := range exampleObjects(t) {
 		apiVersion, kind := key[:strings.LastIndex(key, "/")], key[strings.LastIndex(key, "/")+1:]
 		head := fmt.Appendf(nil, `{"apiVersion":%q,"kind":"%sList","metadata":{"resourceVersion":"42","continue":"c","remainingItemCount":3}}`, apiVersion, kind)
@@ -215,19 +216,23 @@ func TestOfListAsOf(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					got, err := OfList(head, its, v, include, now)
-					if err != nil {
-						t.Fatalf("%s, %s, %s: %v", key, include, v, err)
-					}
-					if g, w := normalized(t, got), normalized(t, want); !reflect.DeepEqual(g, w) {
-						t.Fatalf("%s, %d items, include %s, %s:\n got  %v\n want %v", key, len(its), include, v, g, w)
+					// Without a memo, then with the shared one twice: the first fills it, the second reads every row
+					// from it.
+					for i, m := range []*Memo{nil, memo, memo} {
+						got, err := OfList(head, its, v, include, now, m)
+						if err != nil {
+							t.Fatalf("%s, %s, %s: %v", key, include, v, err)
+						}
+						if g, w := normalized(t, got), normalized(t, want); !reflect.DeepEqual(g, w) {
+							t.Fatalf("%s, %d items, include %s, %s, pass %d:\n got  %v\n want %v", key, len(its), include, v, i, g, w)
+						}
 					}
 				}
 			}
 		}
 	}
 	for _, head := range []string{`{"apiVersion":"v1","kind":"ConfigMap"}`, `{"apiVersion":"v1","kind":"NoSuchList"}`, `{"apiVersion":"v1","kind":"ConfigMapList","metadata":[]}`, `[`} {
-		if _, err := OfList([]byte(head), nil, "v1", kmetav1.IncludeMetadata, now); err == nil {
+		if _, err := OfList([]byte(head), nil, "v1", kmetav1.IncludeMetadata, now, nil); err == nil {
 			t.Errorf("OfList of the head %s: no error", head)
 		}
 	}
@@ -247,7 +252,8 @@ func normalized(t *testing.T, tb *kmetav1.Table) any {
 }
 
 // BenchmarkOf makes the Table of a list of 2,000 of Gardener's example shoots (with managedFields), as kubectl get
-// asks for it (metadata included), with Of and with referenceOf, and encodes it.
+// asks for it (metadata included), with Of, with referenceOf and from the list's parts (OfList) without and with a
+// memo (after the first round, every item from it), and encodes it.
 func BenchmarkOf(b *testing.B) {
 	t := &testing.T{}
 	shoots := exampleObjects(t)["core.gardener.cloud/v1beta1/Shoot"]
@@ -270,6 +276,20 @@ func BenchmarkOf(b *testing.B) {
 			b.SetBytes(int64(len(list)))
 			for b.Loop() {
 				if _, err := c.of(list, "v1", kmetav1.IncludeMetadata, now); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+	head := []byte(`{"apiVersion":"core.gardener.cloud/v1beta1","kind":"ShootList","metadata":{"resourceVersion":"42"}}`)
+	for _, c := range []struct {
+		name string
+		memo *Memo
+	}{{"list-parts", nil}, {"list-parts-memo", NewMemo()}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.SetBytes(int64(len(list)))
+			for b.Loop() {
+				if _, err := OfList(head, items, "v1", kmetav1.IncludeMetadata, now, c.memo); err != nil {
 					b.Fatal(err)
 				}
 			}

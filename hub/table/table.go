@@ -45,8 +45,10 @@ func Wanted(accept string) string {
 }
 
 // Handler serves gets and lists that ask for a Table: it asks next for the JSON and turns the answer into a Table;
-// every other request passes to next unchanged. now is the clock of the AGE column.
+// every other request passes to next unchanged. now is the clock of the AGE column. What the Tables of lists read of
+// their items is memoized (Memo) for as long as the items' JSON lives.
 func Handler(next http.Handler, now func() time.Time) http.Handler {
+	memo := NewMemo()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		v := Wanted(r.Header.Get("Accept"))
 		q := r.URL.Query()
@@ -87,7 +89,7 @@ func Handler(next http.Handler, now func() time.Time) http.Handler {
 		var t *kmetav1.Table
 		var err error
 		if rec.listed {
-			t, err = OfList(rec.head, rec.items, v, kmetav1.IncludeObjectPolicy(include), now())
+			t, err = OfList(rec.head, rec.items, v, kmetav1.IncludeObjectPolicy(include), now(), memo)
 		} else {
 			t, err = Of(rec.Body.Bytes(), v, kmetav1.IncludeObjectPolicy(include), now())
 		}
@@ -372,8 +374,9 @@ func Of(doc []byte, v string, include kmetav1.IncludeObjectPolicy, now time.Time
 }
 
 // OfList is Of for a list given as its parts (gateway.ListWriter): head, the JSON object of its members but items,
-// and each item's JSON. The items are read where they are, one at a time.
-func OfList(head []byte, items [][]byte, v string, include kmetav1.IncludeObjectPolicy, now time.Time) (*kmetav1.Table, error) {
+// and each item's JSON. The items are read where they are, one at a time; with a memo, only those it does not hold
+// yet, which it then keeps (Memo: the items must not change for as long as they live).
+func OfList(head []byte, items [][]byte, v string, include kmetav1.IncludeObjectPolicy, now time.Time, memo *Memo) (*kmetav1.Table, error) {
 	var h struct {
 		APIVersion string           `json:"apiVersion"`
 		Kind       string           `json:"kind"`
@@ -396,9 +399,17 @@ func OfList(head []byte, items [][]byte, v string, include kmetav1.IncludeObject
 	}
 	t.ListMeta = h.Metadata
 	for _, item := range items {
-		if err := tb.row(newDecoder(item), item, t); err != nil {
-			return nil, err
+		if memo == nil {
+			if err := tb.row(newDecoder(item), item, t); err != nil {
+				return nil, err
+			}
+			continue
 		}
+		im, err := tb.memoized(memo, item)
+		if err != nil {
+			return nil, fmt.Errorf("decode: %w", err)
+		}
+		tb.add(t, im, item, bytes.TrimSpace(item))
 	}
 	return t, nil
 }
@@ -471,52 +482,87 @@ func (b *tableBuilder) rows(dec *jsontext.Decoder, src []byte, t *kmetav1.Table)
 
 // row adds the row of the object dec reads next from src.
 func (b *tableBuilder) row(dec *jsontext.Decoder, src []byte, t *kmetav1.Table) error {
-	var (
-		obj  any
-		meta []byte
-		raw  jsontext.Value
-		err  error
-	)
+	var raw jsontext.Value
 	if b.include == kmetav1.IncludeObject {
+		var err error
 		if raw, err = dec.ReadValue(); err != nil {
 			return fmt.Errorf("decode: %w", err)
 		}
 		raw = bytes.Clone(raw)
 		src, dec = raw, newDecoder(raw)
 	}
-	want := b.include == kmetav1.IncludeMetadata || b.include == ""
-	if obj, meta, err = decodeNeeded(dec, src, b.need, want); err != nil {
+	im, err := b.decodeItem(dec, src)
+	if err != nil {
 		return fmt.Errorf("decode: %w", err)
+	}
+	b.add(t, im, src, raw)
+	return nil
+}
+
+var errNotAnObject = errors.New("an item is not an object")
+
+// decodeItem reads what the table takes of the object dec reads next from src: its cells (the timed ones as their
+// values) and where its metadata is in src.
+func (b *tableBuilder) decodeItem(dec *jsontext.Decoder, src []byte) (*itemMemo, error) {
+	obj, meta, err := decodeNeeded(dec, src, b.need, true)
+	if err != nil {
+		return nil, err
 	}
 	m, ok := obj.(map[string]any)
 	if !ok {
-		return errors.New("decode: an item is not an object")
+		return nil, errNotAnObject
 	}
-	row := kmetav1.TableRow{Cells: make([]any, 0, len(b.cols)+1)}
+	im := &itemMemo{cells: make([]any, 0, len(b.cols)+1), metaStart: -1}
+	if meta != nil {
+		// meta is a part of src: its offset is how much shorter its capacity is.
+		im.metaStart = cap(src) - cap(meta)
+		im.metaEnd = im.metaStart + len(meta)
+	}
 	if b.named {
 		md, _ := m["metadata"].(map[string]any)
 		name, _ := md["name"].(string)
-		row.Cells = append(row.Cells, name)
+		im.cells = append(im.cells, name)
 	}
 	for _, c := range b.cols {
-		row.Cells = append(row.Cells, columns.Cell(c.GetJsonPath(), c.GetFormat(), obj, b.now))
+		vals, err := columns.Values(c.GetJsonPath(), obj)
+		switch {
+		case err != nil:
+			im.cells = append(im.cells, "<bad path>")
+		case columns.Timed(c.GetFormat()):
+			im.cells = append(im.cells, timedValues{format: c.GetFormat(), vals: vals})
+		default:
+			im.cells = append(im.cells, columns.Render(c.GetFormat(), vals, time.Time{}))
+		}
+	}
+	return im, nil
+}
+
+// add adds the row of an item of src (raw: the item, when the rows include the objects) whose cells and metadata im
+// holds; the timed cells are rendered at the table's time.
+func (b *tableBuilder) add(t *kmetav1.Table, im *itemMemo, src, raw []byte) {
+	row := kmetav1.TableRow{Cells: make([]any, len(im.cells))}
+	for i, c := range im.cells {
+		if tv, ok := c.(timedValues); ok {
+			c = columns.Render(tv.format, tv.vals, b.now)
+		}
+		row.Cells[i] = c
 	}
 	switch {
 	case b.include == kmetav1.IncludeObject:
 		row.Object = runtime.RawExtension{Raw: raw}
-	case want:
+	case b.include == kmetav1.IncludeMetadata || b.include == "":
+		meta := []byte("{}")
+		if im.metaStart >= 0 && im.metaEnd > im.metaStart {
+			meta = src[im.metaStart:im.metaEnd]
+		}
 		j := make([]byte, 0, len(meta)+96)
 		j = append(j, `{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/`...)
 		j = append(j, b.v...)
 		j = append(j, `","metadata":`...)
-		if len(meta) == 0 {
-			meta = []byte("{}")
-		}
 		j = append(append(j, meta...), '}')
 		row.Object = runtime.RawExtension{Raw: j}
 	}
 	t.Rows = append(t.Rows, row)
-	return nil
 }
 
 // need is what a table reads of a JSON value: all of it, or the members named (each with what it reads of them).

@@ -88,11 +88,34 @@ func parsed(s string) (*jsonpath.Path, error) {
 
 // Cell renders the column of path and format of object v (decoded JSON, numbers as json.Number) at time now.
 func Cell(path string, format cliv1.Format, v any, now time.Time) string {
-	p, err := parsed(path)
+	vals, err := Values(path, v)
 	if err != nil {
 		return "<bad path>"
 	}
-	vals := p.Eval(v)
+	return Render(format, vals, now)
+}
+
+// Values are what path finds in object v (decoded JSON): the first step of Cell, which does not depend on the time.
+func Values(path string, v any) ([]any, error) {
+	p, err := parsed(path)
+	if err != nil {
+		return nil, err
+	}
+	return p.Eval(v), nil
+}
+
+// Timed reports whether a column of format renders differently as time passes (an age), so that a rendering kept
+// for later must keep the column's Values instead.
+func Timed(format cliv1.Format) bool {
+	switch format {
+	case cliv1.Format_FORMAT_AGE, cliv1.Format_FORMAT_EVENT_LAST_SEEN, cliv1.Format_FORMAT_EVENT_FIRST_SEEN:
+		return true
+	}
+	return false
+}
+
+// Render is the cell of a column of format whose path found vals (Values), at time now: the second step of Cell.
+func Render(format cliv1.Format, vals []any, now time.Time) string {
 	var first any
 	if len(vals) > 0 {
 		first = vals[0]
