@@ -552,7 +552,7 @@ func (b *tableBuilder) add(t *kmetav1.Table, im *itemMemo, src, raw []byte) {
 		row.Object = runtime.RawExtension{Raw: raw}
 	case b.include == kmetav1.IncludeMetadata || b.include == "":
 		meta := []byte("{}")
-		if im.metaStart >= 0 && im.metaEnd > im.metaStart {
+		if im.metaStart >= 0 && im.metaEnd > im.metaStart && im.metaEnd <= len(src) {
 			meta = src[im.metaStart:im.metaEnd]
 		}
 		j := make([]byte, 0, len(meta)+96)
