@@ -36,8 +36,8 @@ type timedValues struct {
 	vals   []any
 }
 
-// Len is the number of items the memo holds.
-func (m *Memo) Len() int {
+// size is the number of items the memo holds.
+func (m *Memo) size() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return len(m.items)

@@ -48,8 +48,8 @@ func TestMemoServesItemsAgainAndAges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if memo.Len() != len(items) {
-		t.Fatalf("the memo holds %d items, want %d", memo.Len(), len(items))
+	if memo.size() != len(items) {
+		t.Fatalf("the memo holds %d items, want %d", memo.size(), len(items))
 	}
 	region, age := column(t, first, "REGION"), column(t, first, "Age")
 	i := bytes.Index(items[0], []byte(`"region":"`))
@@ -85,8 +85,8 @@ func TestMemoServesItemsAgainAndAges(t *testing.T) {
 	if _, err := OfList([]byte(shootListHead), [][]byte{{}}, "v1", kmetav1.IncludeMetadata, later, memo); err == nil {
 		t.Error("an empty item: no error")
 	}
-	if memo.Len() != len(items) {
-		t.Errorf("the memo holds %d items after two bad ones, want %d", memo.Len(), len(items))
+	if memo.size() != len(items) {
+		t.Errorf("the memo holds %d items after two bad ones, want %d", memo.size(), len(items))
 	}
 }
 
@@ -99,17 +99,17 @@ func TestMemoForgetsFreedItems(t *testing.T) {
 		if _, err := OfList([]byte(shootListHead), items, "v1", kmetav1.IncludeMetadata, time.Now(), memo); err != nil {
 			t.Fatal(err)
 		}
-		if memo.Len() != len(items) {
-			t.Fatalf("the memo holds %d items, want %d", memo.Len(), len(items))
+		if memo.size() != len(items) {
+			t.Fatalf("the memo holds %d items, want %d", memo.size(), len(items))
 		}
 	}()
 	// Cleanups run on their own goroutine after a collection found the JSON unreachable.
 	deadline := time.Now().Add(30 * time.Second)
-	for memo.Len() > 0 && time.Now().Before(deadline) {
+	for memo.size() > 0 && time.Now().Before(deadline) {
 		runtime.GC()
 		time.Sleep(10 * time.Millisecond)
 	}
-	if n := memo.Len(); n > 0 {
+	if n := memo.size(); n > 0 {
 		t.Fatalf("the memo still holds %d of 50 freed items", n)
 	}
 }
