@@ -70,6 +70,26 @@ func unchanged(t *testing.T, h *hubtest.Hub, before etcdState, what string) {
 // restWatch opens a REST watch on path from rv and returns its events' types and object names, one per line.
 func restWatch(t *testing.T, h *hubtest.Hub, path, rv string) <-chan string {
 	t.Helper()
+	lines := rawWatch(t, h, path, rv)
+	events := make(chan string, 100)
+	go func() {
+		defer close(events)
+		for line := range lines {
+			var ev struct {
+				Type   string
+				Object struct{ Metadata struct{ Name string } }
+			}
+			if json.Unmarshal([]byte(line), &ev) == nil {
+				events <- ev.Type + " " + ev.Object.Metadata.Name
+			}
+		}
+	}()
+	return events
+}
+
+// rawWatch opens a REST watch on path from rv and returns its events as sent, one per line.
+func rawWatch(t *testing.T, h *hubtest.Hub, path, rv string) <-chan string {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	req, err := http.NewRequestWithContext(ctx, "GET", h.URL+path+"?watch=true&resourceVersion="+rv, nil)
 	if err != nil {
@@ -86,14 +106,9 @@ func restWatch(t *testing.T, h *hubtest.Hub, path, rv string) <-chan string {
 		defer close(done)
 		defer close(events)
 		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(nil, 1<<20)
 		for sc.Scan() {
-			var ev struct {
-				Type   string
-				Object struct{ Metadata struct{ Name string } }
-			}
-			if json.Unmarshal(sc.Bytes(), &ev) == nil {
-				events <- ev.Type + " " + ev.Object.Metadata.Name
-			}
+			events <- sc.Text()
 		}
 	}()
 	t.Cleanup(func() { cancel(); resp.Body.Close(); <-done })

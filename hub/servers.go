@@ -158,7 +158,13 @@ func (h *Hub) newServers(ctx context.Context, trust *trust, ca *pki.Authority, a
 func (h *Hub) handlers(ctx context.Context, authn *auth.Authenticator, reg *api.Registry, st *store.Store, m *metrics, errs api.Errors, tunnels *tunnel.Tunnels, ca *pki.Authority, routes []api.Routes) (http.Handler, error) {
 	// The REST gateway calls the kinds' servers in-process; it authenticates requests itself.
 	gwCfg := gateway.Config{Logger: h.log, ObjectJSON: reg.ObjectJSON, ObjectDeflated: reg.ObjectDeflated, PublicError: errs.Public,
-		Authenticate: func(r *http.Request) (context.Context, error) { return authenticateHTTP(authn, r) }}
+		Authenticate: func(r *http.Request) (context.Context, error) {
+			ctx, err := authenticateHTTP(authn, r)
+			if err != nil {
+				return nil, err
+			}
+			return api.WithREST(ctx), nil
+		}}
 	for _, rt := range append(reg.Routes(), routes...) {
 		gwCfg.Routes = append(gwCfg.Routes, rt)
 	}

@@ -136,6 +136,24 @@ func (s *Server[T, L, E, PE]) storedNew() func() store.Object {
 	return func() store.Object { return s.newT() }
 }
 
+// restKey marks the context of a call through the REST gateway (WithREST).
+type restKey struct{}
+
+// WithREST marks ctx as a call through the REST gateway, which answers a write with the JSON of the object the
+// server returns, from the store's CachedEncoding (Registry.ObjectJSON).
+func WithREST(ctx context.Context) context.Context { return context.WithValue(ctx, restKey{}, true) }
+
+// answeredAsStored is ctx for a write whose result the server answers as the store returns it (no conversion, no
+// concealed field revealed), marked for the store when the call came through the REST gateway
+// (store.WithEncodedAnswer): the JSON of the answer is then the written state's memoized encoding, made once for
+// the answer and the reads and watches of that state.
+func (s *Server[T, L, E, PE]) answeredAsStored(ctx context.Context) context.Context {
+	if s.conv != nil || ctx.Value(restKey{}) == nil {
+		return ctx
+	}
+	return store.WithEncodedAnswer(ctx)
+}
+
 // out converts a stored object to the served type. Without conversion the stored (shared, immutable) object is
 // returned as is.
 func (s *Server[T, L, E, PE]) out(obj store.Object) (T, error) {
@@ -454,7 +472,11 @@ func (s *Server[T, L, E, PE]) create(ctx context.Context, w writer, obj T, appli
 	if s.plugin.Conceal != nil {
 		reveal = s.plugin.Conceal(in)
 	}
-	stored, err := w.Create(ctx, in)
+	wctx := ctx
+	if reveal == nil {
+		wctx = s.answeredAsStored(ctx)
+	}
+	stored, err := w.Create(wctx, in)
 	if err != nil {
 		return zero, err
 	}
@@ -571,7 +593,7 @@ func (s *Server[T, L, E, PE]) update(ctx context.Context, obj T, sub string) (T,
 	// the current one), its status too; others are refused once the object is known to exist.
 	unversioned := md.GetResourceVersion() == ""
 	unconditional := sub == "" && unversioned && s.kind.UnconditionalUpdate()
-	out, err := w.GuaranteedUpdate(ctx, md.GetNamespace(), md.GetName(), status, func(cur store.Object) (store.Object, error) {
+	out, err := w.GuaranteedUpdate(s.answeredAsStored(ctx), md.GetNamespace(), md.GetName(), status, func(cur store.Object) (store.Object, error) {
 		if unversioned && !s.kind.UnconditionalUpdate() {
 			return nil, s.resourceVersionRequired(md.GetName())
 		}
@@ -688,7 +710,7 @@ func (s *Server[T, L, E, PE]) Patch(ctx context.Context, req *metav1.PatchReques
 			return zero, err
 		}
 	}
-	out, err := w.GuaranteedUpdate(ctx, req.GetNamespace(), req.GetName(), status, func(cur store.Object) (store.Object, error) {
+	out, err := w.GuaranteedUpdate(s.answeredAsStored(ctx), req.GetNamespace(), req.GetName(), status, func(cur store.Object) (store.Object, error) {
 		curT, err := s.out(cur)
 		if err != nil {
 			return nil, err

@@ -10,12 +10,15 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"weak"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc/metadata"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
 )
 
 // Tunables of the watch cache.
@@ -39,9 +42,21 @@ type entry struct {
 
 // encoding is one serialization of one cached object, and what was derived from it (CachedDerivedEncoding).
 type encoding struct {
-	obj     Object
+	obj Object
+	// data is obj's serialization; nil while there is none yet, when the encoding only names answered.
 	data    []byte
 	derived atomic.Pointer[any]
+	// answered is the metadata of the result of the write that stored obj, when that write was this hub's and is
+	// answered encoded (WithEncodedAnswer): CachedEncoding of that result is obj's.
+	answered weak.Pointer[metav1.ObjectMeta]
+}
+
+// answers reports whether obj, not the cached state, is the result of the write that stored m.obj (answered): the
+// same message type and revision, so the same content while the result is unchanged.
+func (m *encoding) answers(obj Object) bool {
+	md := obj.GetMetadata()
+	return md != nil && m.answered.Value() == md && md.GetResourceVersion() == m.obj.GetMetadata().GetResourceVersion() &&
+		obj.ProtoReflect().Descriptor() == m.obj.ProtoReflect().Descriptor()
 }
 
 // cache is the watch cache of one resource: the objects at revision rev, sorted by key, the secondary indexes, the
@@ -63,6 +78,8 @@ type cache struct {
 	changed atomic.Pointer[chan struct{}]
 	// backfilled is closed when the history of the revisions before the store opened is loaded (or given up).
 	backfilled chan struct{}
+	// beforeApply, when set (tests only), runs before each batch of events is applied.
+	beforeApply atomic.Pointer[func()]
 }
 
 func newCache(c *Collection) *cache {
@@ -122,6 +139,7 @@ func (ch *cache) list(ctx context.Context) error {
 	}
 	ch.setRev(rev)
 	ch.mu.Unlock()
+	ch.c.answers.reset()
 	ch.wake()
 	return nil
 }
@@ -264,10 +282,15 @@ func (ch *cache) apply(evs []*clientv3.Event) {
 		batch = append(batch, d)
 	}
 
+	if f := ch.beforeApply.Load(); f != nil {
+		(*f)()
+	}
 	ch.mu.Lock()
 	last := ch.rev.Load()
 	for _, d := range batch {
 		last = max(last, d.rev)
+		// Taken under the lock: an answer encoded until the write is applied gives the entry its encoding.
+		answer := ch.c.answers.take(d.key, d.rev)
 		old := ch.items[d.key]
 		var ev event
 		switch {
@@ -282,12 +305,15 @@ func (ch *cache) apply(evs []*clientv3.Event) {
 			}
 			ev = event{typ: Deleted, key: d.key, rev: d.rev, obj: ch.c.withRevision(prev, d.rev), prev: prev}
 		case old == nil:
-			ch.insert(&entry{key: d.key, obj: d.obj})
+			e := &entry{key: d.key, obj: d.obj}
+			e.adopt(answer)
+			ch.insert(e)
 			ev = event{typ: Added, key: d.key, rev: d.rev, obj: d.obj}
 		default:
 			ch.index(old, false)
 			ev = event{typ: Modified, key: d.key, rev: d.rev, obj: d.obj, prev: old.obj}
 			old.obj = d.obj
+			old.adopt(answer)
 			ch.index(old, true)
 		}
 		ch.history.add(ev)
@@ -297,6 +323,33 @@ func (ch *cache) apply(evs []*clientv3.Event) {
 	ch.setRev(last)
 	ch.mu.Unlock()
 	ch.wake()
+}
+
+// answered makes the entry of key, when its state is the one written at rev, name meta's object, the write's
+// result, as answered (encoding.answered), keeping an encoding made already.
+func (ch *cache) answered(key string, rev int64, meta weak.Pointer[metav1.ObjectMeta]) {
+	ch.mu.RLock()
+	defer ch.mu.RUnlock()
+	e := ch.items[key]
+	if e == nil || revisionOf(e.obj) != rev {
+		return
+	}
+	m := e.encoded.Load()
+	n := &encoding{obj: e.obj, answered: meta}
+	if m != nil && m.obj == e.obj {
+		n.data = m.data
+		n.derived.Store(m.derived.Load())
+	}
+	e.encoded.CompareAndSwap(m, n)
+}
+
+// adopt gives e, whose state a write of this hub just stored, the encoding of the write's answer, or what names the
+// answer when it was not encoded yet; nothing when a is nil.
+func (e *entry) adopt(a *answer) {
+	if a == nil {
+		return
+	}
+	e.encoded.Store(&encoding{obj: e.obj, data: a.data, answered: a.meta})
 }
 
 // progressTo records that etcd has delivered every event up to rev.

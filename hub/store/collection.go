@@ -46,6 +46,8 @@ type Collection struct {
 
 	// written is the highest revision this Store wrote to the resource; reads wait for the cache to reach it.
 	written atomic.Int64
+	// answers are the results of writes WithEncodedAnswer that the cache has not applied yet.
+	answers answers
 }
 
 func newCollection(s *Store, r Resource) (*Collection, error) {
@@ -168,11 +170,11 @@ func (c *Collection) ByIndex(ctx context.Context, index, value string) ([]Object
 // its caching objects. Objects that are not the cached state (results of writes, converted objects) are encoded
 // without memoization. encode must be deterministic and the same for every caller of a collection.
 func (c *Collection) CachedEncoding(obj Object, encode func(Object) ([]byte, error)) ([]byte, error) {
-	e := c.cachedEntry(obj)
+	e, state := c.cachedEntry(obj)
 	if e == nil {
-		return encode(obj)
+		return c.answerEncoding(obj, encode)
 	}
-	m, err := e.encoding(obj, encode)
+	m, err := e.encoding(state, encode)
 	if err != nil {
 		return nil, err
 	}
@@ -184,16 +186,16 @@ func (c *Collection) CachedEncoding(obj Object, encode func(Object) ([]byte, err
 // encoding, so a caller derives anew only when what it derives from changed (the REST gateway's deflate segment of
 // an object, which depends on the object before it in a list too). derive returns memo and false when it still holds.
 func (c *Collection) CachedDerivedEncoding(obj Object, encode func(Object) ([]byte, error), derive func(data []byte, memo any) (v any, changed bool)) (any, error) {
-	e := c.cachedEntry(obj)
+	e, state := c.cachedEntry(obj)
 	if e == nil {
-		data, err := encode(obj)
+		data, err := c.answerEncoding(obj, encode)
 		if err != nil {
 			return nil, err
 		}
 		v, _ := derive(data, nil)
 		return v, nil
 	}
-	m, err := e.encoding(obj, encode)
+	m, err := e.encoding(state, encode)
 	if err != nil {
 		return nil, err
 	}
@@ -209,28 +211,59 @@ func (c *Collection) CachedDerivedEncoding(obj Object, encode func(Object) ([]by
 	return v, nil
 }
 
-// cachedEntry returns obj's entry in the watch cache when obj is its cached state, else nil.
-func (c *Collection) cachedEntry(obj Object) *entry {
+// cachedEntry returns obj's entry in the watch cache and the cached state whose encoding is obj's: obj itself when it
+// is the cached state, or the state a write stored when obj is that write's result, answered encoded (answers);
+// nil when obj is neither.
+func (c *Collection) cachedEntry(obj Object) (*entry, Object) {
 	md := obj.GetMetadata()
 	e := c.cache.entry(md.GetNamespace(), md.GetName())
-	if e == nil || e.obj != obj {
-		return nil
+	if e == nil {
+		return nil, nil
 	}
-	return e
+	if e.obj == obj {
+		return e, obj
+	}
+	if m := e.encoded.Load(); m != nil && m.answers(obj) {
+		return e, m.obj
+	}
+	return nil, nil
+}
+
+// answerEncoding is encode(obj) for an object that is not a cached state. When obj is the result of a write the
+// cache has not applied yet (answers), the encoding is kept for the cache to take as the written state's.
+func (c *Collection) answerEncoding(obj Object, encode func(Object) ([]byte, error)) ([]byte, error) {
+	var (
+		w   *answer
+		key string
+	)
+	if c.answers.n.Load() > 0 && obj.ProtoReflect().Descriptor() == c.shape.desc {
+		md := obj.GetMetadata()
+		key = objectKey(md.GetNamespace(), md.GetName())
+		w = c.answers.find(key, revisionOf(obj), md)
+	}
+	data, err := encode(obj)
+	if err == nil && w != nil {
+		c.answers.encoded(key, w, data)
+	}
+	return data, err
 }
 
 // encoding returns e's memoized encoding of obj, its cached state, encoding and memoizing it first when there is none.
 func (e *entry) encoding(obj Object, encode func(Object) ([]byte, error)) (*encoding, error) {
-	if m := e.encoded.Load(); m != nil && m.obj == obj {
+	m := e.encoded.Load()
+	if m != nil && m.obj == obj && m.data != nil {
 		return m, nil
 	}
 	data, err := encode(obj)
 	if err != nil {
 		return nil, err
 	}
-	m := &encoding{obj: obj, data: data}
-	e.encoded.Store(m)
-	return m, nil
+	n := &encoding{obj: obj, data: data}
+	if m != nil && m.obj == obj {
+		n.answered = m.answered
+	}
+	e.encoded.Store(n)
+	return n, nil
 }
 
 // MemoizedEncoding returns the encoding CachedEncoding memoized for the cached state of an object when that state is
@@ -242,7 +275,7 @@ func (c *Collection) MemoizedEncoding(namespace, name, resourceVersion string) [
 		return nil
 	}
 	m := e.encoded.Load()
-	if m == nil || m.obj.GetMetadata().GetResourceVersion() != resourceVersion {
+	if m == nil || m.data == nil || m.obj.GetMetadata().GetResourceVersion() != resourceVersion {
 		return nil
 	}
 	return m.data

@@ -16,6 +16,12 @@
 // (Create, Update, UpdateStatus, GuaranteedUpdate, Delete) belong to the caller. The cur object handed to a
 // GuaranteedUpdate mutate function is a private copy.
 //
+// Encodings. CachedEncoding memoizes an encoding (the REST gateway's JSON) of each cached state. A write made with a
+// context from WithEncodedAnswer (the REST gateway's calls to the kinds' servers) is remembered by its result, weakly,
+// until the cache applies it: CachedEncoding of that result, while the caller has not changed it, is the written
+// state's memoized encoding, so a state a REST client wrote is encoded once for the answer and every later get, list
+// and watch of it, whichever comes first (answers.go).
+//
 // Errors. Every error a Collection returns is a *k8s.io/apimachinery/pkg/api/errors.StatusError, so the API edge maps
 // them to gRPC and HTTP codes in one place.
 //

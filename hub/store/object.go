@@ -30,6 +30,7 @@ var objectMetaName = (&metav1.ObjectMeta{}).ProtoReflect().Descriptor().FullName
 // shape is what the store knows about a kind's message: where metadata and status are and which fields are desired
 // state.
 type shape struct {
+	desc    protoreflect.MessageDescriptor
 	kind    string
 	meta    protoreflect.FieldDescriptor
 	status  protoreflect.FieldDescriptor // nil when the kind has no status
@@ -38,7 +39,7 @@ type shape struct {
 
 func newShape(obj Object) (*shape, error) {
 	md := obj.ProtoReflect().Descriptor()
-	s := &shape{kind: string(md.Name())}
+	s := &shape{desc: md, kind: string(md.Name())}
 	fds := md.Fields()
 	for i := 0; i < fds.Len(); i++ {
 		fd := fds.Get(i)

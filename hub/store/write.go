@@ -116,6 +116,9 @@ func (c *Collection) create(ctx context.Context, obj Object, dryRun bool) (_ Obj
 		c.wrote(resp.Header.Revision)
 		endTrace(resp.Header.Revision)
 		m.ResourceVersion = strconv.FormatInt(resp.Header.Revision, 10)
+		if encodedAnswer(ctx) {
+			c.answered(objectKey(m.Namespace, m.Name), resp.Header.Revision, obj)
+		}
 		return obj, nil
 	}
 }
@@ -455,6 +458,9 @@ func (c *Collection) guaranteed(ctx context.Context, namespace, name string, dry
 			out = clone(cur)
 		}
 		c.shape.metaOf(out).ResourceVersion = strconv.FormatInt(rev, 10)
+		if !p.delete && encodedAnswer(ctx) {
+			c.answered(objectKey(namespace, name), rev, out)
+		}
 		return out, p.delete, nil
 	}
 	return nil, false, apierrors.NewConflict(c.gr, name, fmt.Errorf("gave up after %d conflicting attempts", maxUpdateAttempts))

@@ -1,0 +1,132 @@
+package store
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"weak"
+
+	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
+)
+
+// A write's answer and the cached state it stored are the same object: a REST client gets the written object as
+// JSON, and the watch cache then holds the same state, decoded from etcd's watch, which the first get, list or
+// watch of it encoded again. For a request marked WithEncodedAnswer, the collection remembers each object its write
+// returns (by its metadata's address, weakly: nothing is kept alive for it) with the revision it wrote, and
+// CachedEncoding serves such an object as the cached state it stored: the answer's encoding is the cached state's
+// memoized encoding, made once, whichever comes first (the answer before the cache applied the write: the encoding
+// waits in answers and the cache takes it; the cache first: the answer encodes the cached state and memoizes it).
+//
+// This relies on what CachedEncoding already asks of its callers (an encoding depends on the object's content
+// only) and on the write's result being unchanged when it is encoded: the API's servers answer with it as the store
+// returned it (a conversion or a revealed credential is another object).
+
+// answerKey is the context key of WithEncodedAnswer.
+type answerKey struct{}
+
+// WithEncodedAnswer marks ctx as a request whose writes' results are answered encoded through CachedEncoding (the
+// REST gateway's requests): the collection remembers them, so that the encoding of the answer is the written state's
+// memoized encoding too.
+func WithEncodedAnswer(ctx context.Context) context.Context {
+	return context.WithValue(ctx, answerKey{}, true)
+}
+
+func encodedAnswer(ctx context.Context) bool {
+	v, _ := ctx.Value(answerKey{}).(bool)
+	return v
+}
+
+// answer is a write's result that the cache has not applied yet.
+type answer struct {
+	rev  int64
+	meta weak.Pointer[metav1.ObjectMeta] // the result's metadata: identifies the result
+	data []byte                          // the result's encoding, when the answer was encoded first; under answers.mu
+}
+
+// answers are a collection's write results that the cache has not applied yet, by object key: at most one per key,
+// the latest write's, and each only until the cache applies its revision (or a later one of its key).
+type answers struct {
+	n  atomic.Int64 // len(m): the cache skips the lock while it is 0
+	mu sync.Mutex
+	m  map[string]*answer
+}
+
+// put remembers the result whose metadata is meta, written to key at rev.
+func (a *answers) put(key string, rev int64, meta *metav1.ObjectMeta) {
+	w := &answer{rev: rev, meta: weak.Make(meta)}
+	a.mu.Lock()
+	if cur := a.m[key]; cur == nil || cur.rev < rev {
+		if a.m == nil {
+			a.m = map[string]*answer{}
+		}
+		a.m[key] = w
+		a.n.Store(int64(len(a.m)))
+	}
+	a.mu.Unlock()
+}
+
+// answered remembers the result of a write WithEncodedAnswer: obj, written to key at rev. When the cache has applied
+// the write already, its entry names the result at once; otherwise the cache takes the answer when it applies it.
+func (c *Collection) answered(key string, rev int64, obj Object) {
+	meta := c.shape.metaOf(obj)
+	c.answers.put(key, rev, meta)
+	if c.cache.rev.Load() < rev {
+		return
+	}
+	// The cache applied rev before or while the answer was put: take it back unless the cache took it.
+	if w := c.answers.take(key, rev); w != nil {
+		c.cache.answered(key, rev, w.meta)
+	}
+}
+
+// take returns the answer of the write of key at rev, which the cache applies now, and forgets it and any earlier
+// one of key; nil when there is none.
+func (a *answers) take(key string, rev int64) *answer {
+	if a.n.Load() == 0 {
+		return nil
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	w := a.m[key]
+	if w == nil || w.rev > rev {
+		return nil
+	}
+	delete(a.m, key)
+	a.n.Store(int64(len(a.m)))
+	if w.rev != rev {
+		return nil
+	}
+	return w
+}
+
+// find returns the answer that meta names, the metadata of a result written to key at rev; nil when the cache
+// applied it already (or the result is no write's).
+func (a *answers) find(key string, rev int64, meta *metav1.ObjectMeta) *answer {
+	if a.n.Load() == 0 {
+		return nil
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	w := a.m[key]
+	if w == nil || w.rev != rev || w.meta.Value() != meta {
+		return nil
+	}
+	return w
+}
+
+// encoded keeps data, the encoding of w's result, for the cache to take with the write, unless it took it already.
+func (a *answers) encoded(key string, w *answer, data []byte) {
+	a.mu.Lock()
+	if a.m[key] == w {
+		w.data = data
+	}
+	a.mu.Unlock()
+}
+
+// reset forgets every answer: the cache relisted, and what it applies next is not the writes' events.
+func (a *answers) reset() {
+	a.mu.Lock()
+	clear(a.m)
+	a.n.Store(0)
+	a.mu.Unlock()
+}

@@ -1,0 +1,168 @@
+package store
+
+import (
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	kcorev1 "github.com/trellis-dev/trellis/proto/gen/trellis/kubernetes/core/v1"
+)
+
+// countingEncoder encodes a namespace as its resourceVersion and labels, counting its calls.
+type countingEncoder struct{ calls atomic.Int32 }
+
+func (e *countingEncoder) encode(o Object) ([]byte, error) {
+	e.calls.Add(1)
+	ns := o.(*kcorev1.Namespace)
+	var b strings.Builder
+	b.WriteString(ns.GetMetadata().GetResourceVersion())
+	for k, v := range ns.GetMetadata().GetLabels() {
+		b.WriteString(" " + k + "=" + v)
+	}
+	return []byte(b.String()), nil
+}
+
+// holdApply makes c's cache wait before it applies the next batch of events, until the returned func is called.
+func holdApply(c *Collection) (release func()) {
+	gate := make(chan struct{})
+	var once sync.Once
+	f := func() { <-gate }
+	c.cache.beforeApply.Store(&f)
+	return func() {
+		once.Do(func() {
+			c.cache.beforeApply.Store(nil)
+			close(gate)
+		})
+	}
+}
+
+// TestEncodedAnswerIsTheWrittenState: the result of a write WithEncodedAnswer, encoded for its answer, is the
+// written state's memoized encoding, whether the answer is encoded before the cache applies the write or after;
+// nothing else shares it.
+func TestEncodedAnswerIsTheWrittenState(t *testing.T) {
+	s, c := openTestStore(t, t.TempDir())
+	defer s.Close()
+	ctx := WithEncodedAnswer(t.Context())
+
+	t.Run("answer first", func(t *testing.T) {
+		var enc countingEncoder
+		release := holdApply(c)
+		defer release()
+		created, err := c.Create(ctx, newTestObject("first"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		answer, err := c.CachedEncoding(created, enc.encode)
+		if err != nil {
+			t.Fatal(err)
+		}
+		release()
+		cached, err := c.Get(t.Context(), "", "first")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cached == created {
+			t.Fatal("the cache holds the write's result itself")
+		}
+		got, _ := c.CachedEncoding(cached, enc.encode)
+		if string(got) != string(answer) || enc.calls.Load() != 1 {
+			t.Fatalf("cached state encoded as %q after the answer %q, %d encodings; want the answer's, one", got, answer, enc.calls.Load())
+		}
+		if m := c.MemoizedEncoding("", "first", created.GetMetadata().GetResourceVersion()); string(m) != string(answer) {
+			t.Fatalf("memoized encoding %q, want the answer's %q", m, answer)
+		}
+	})
+
+	t.Run("cache first", func(t *testing.T) {
+		var enc countingEncoder
+		created, err := c.Create(ctx, newTestObject("second"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitCache(t, c, created.GetMetadata().GetResourceVersion())
+		cached, _ := c.Get(t.Context(), "", "second")
+		if m := c.MemoizedEncoding("", "second", created.GetMetadata().GetResourceVersion()); m != nil {
+			t.Fatalf("memoized encoding %q before any was made", m)
+		}
+		answer, _ := c.CachedEncoding(created, enc.encode)
+		got, _ := c.CachedEncoding(cached, enc.encode)
+		if string(got) != string(answer) || enc.calls.Load() != 1 {
+			t.Fatalf("cached state encoded as %q after the answer %q, %d encodings; want the answer's, one", got, answer, enc.calls.Load())
+		}
+	})
+
+	t.Run("read first", func(t *testing.T) {
+		var enc countingEncoder
+		created, err := c.Create(ctx, newTestObject("third"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cached, _ := c.Get(t.Context(), "", "third")
+		read, _ := c.CachedEncoding(cached, enc.encode) // a watcher's or a list's
+		answer, _ := c.CachedEncoding(created, enc.encode)
+		if string(read) != string(answer) || enc.calls.Load() != 1 {
+			t.Fatalf("answer %q after the read %q, %d encodings; want the read's, one", answer, read, enc.calls.Load())
+		}
+	})
+
+	t.Run("update, the cache applied the write before it was remembered", func(t *testing.T) {
+		var enc countingEncoder
+		cur, _ := c.Get(t.Context(), "", "second")
+		next := clone(cur).(*kcorev1.Namespace)
+		next.Metadata.Labels = map[string]string{"step": "1"}
+		updated, err := c.Update(t.Context(), next) // not marked: remembered below, as a write is that the cache outran
+		if err != nil {
+			t.Fatal(err)
+		}
+		rv := updated.GetMetadata().GetResourceVersion()
+		waitCache(t, c, rv)
+		c.answered("second", revisionOf(updated), updated)
+		answer, _ := c.CachedEncoding(updated, enc.encode)
+		cached, _ := c.Get(t.Context(), "", "second")
+		got, _ := c.CachedEncoding(cached, enc.encode)
+		if string(got) != string(answer) || !strings.Contains(string(got), "step=1") || enc.calls.Load() != 1 {
+			t.Fatalf("cached state %q, answer %q, %d encodings; want the answer's, one", got, answer, enc.calls.Load())
+		}
+		if c.answers.n.Load() != 0 {
+			t.Fatalf("%d answers left after the cache applied their writes", c.answers.n.Load())
+		}
+	})
+
+	t.Run("what is not the answer", func(t *testing.T) {
+		var enc countingEncoder
+		// Not marked: the result is encoded as itself, the cached state on its own.
+		plain, err := c.Create(t.Context(), newTestObject("plain"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cached, _ := c.Get(t.Context(), "", "plain")
+		_, _ = c.CachedEncoding(plain, enc.encode)
+		_, _ = c.CachedEncoding(cached, enc.encode)
+		if enc.calls.Load() != 2 {
+			t.Fatalf("%d encodings of an unmarked write's result and its cached state, want 2", enc.calls.Load())
+		}
+
+		created, err := c.Create(ctx, newTestObject("marked"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cached, _ = c.Get(t.Context(), "", "marked")
+		answer, _ := c.CachedEncoding(cached, enc.encode)
+		// Another object at the same version (a copy changed by a caller) is encoded as what it is.
+		changed := clone(created).(*kcorev1.Namespace)
+		changed.Metadata.Labels = map[string]string{"changed": "yes"}
+		if got, _ := c.CachedEncoding(changed, enc.encode); !strings.Contains(string(got), "changed=yes") {
+			t.Fatalf("a changed copy of the result encoded as %q (the answer is %q)", got, answer)
+		}
+		// Another message sharing the result's metadata (a conversion to another version) is not the state either.
+		converted := &kcorev1.Secret{Metadata: created.GetMetadata()}
+		calls := enc.calls.Load()
+		if got, err := c.CachedEncoding(converted, func(Object) ([]byte, error) { enc.calls.Add(1); return []byte("secret"), nil }); err != nil || string(got) != "secret" {
+			t.Fatalf("another kind sharing the result's metadata encoded as %q, %v", got, err)
+		}
+		if enc.calls.Load() != calls+1 {
+			t.Fatal("another kind sharing the result's metadata was not encoded")
+		}
+	})
+}
