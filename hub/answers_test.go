@@ -56,6 +56,16 @@ func TestRESTAnswersAreTheWrittenState(t *testing.T) {
 		}
 	}
 
+	// A deletion that finalizers hold up answers the object marked for deletion, and reads serve that answer.
+	held := do(201, "POST", cms, `{"metadata":{"name":"held","finalizers":["test/hold"]},"data":{"a":"1"}}`)
+	marked := do(200, "DELETE", cms+"/held", "")
+	if o := decodeObject(t, []byte(marked)); o.Metadata.DeletionTimestamp == "" || o.Metadata.ResourceVersion == decodeObject(t, []byte(held)).Metadata.ResourceVersion {
+		t.Fatalf("delete held by a finalizer answered %s", marked)
+	}
+	if got := do(200, "GET", cms+"/held", ""); got != marked {
+		t.Fatalf("get after the deletion started:\n%s\nwant the delete's answer:\n%s", got, marked)
+	}
+
 	// An access token is revealed only in the answer to its creation.
 	const tokens = "/apis/auth.trellis.dev/v1alpha1/namespaces/trellis-system/accesstokens"
 	created := do(201, "POST", tokens, `{"metadata":{"name":"tok"},"spec":{"user":"u@example.com"}}`)

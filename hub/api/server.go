@@ -899,7 +899,7 @@ func (s *Server[T, L, E, PE]) Delete(ctx context.Context, req *metav1.DeleteRequ
 	if err != nil {
 		return zero, err
 	}
-	out, _, err := w.DeleteFinalizing(ctx, req.GetNamespace(), req.GetName(), req.GetPreconditions(), finalize)
+	out, _, err := w.DeleteFinalizing(s.answeredAsStored(ctx), req.GetNamespace(), req.GetName(), req.GetPreconditions(), finalize)
 	if err != nil {
 		return zero, err
 	}
