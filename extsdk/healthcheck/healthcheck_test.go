@@ -9,10 +9,12 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	extensionsv1alpha1 "github.com/trellis-dev/trellis/extsdk/apis/extensions/v1alpha1"
 	"github.com/trellis-dev/trellis/extsdk/healthcheck"
@@ -39,6 +41,15 @@ type switchable struct {
 	result healthcheck.Result
 	err    error
 	seen   []string // names of the objects checked
+	// holdName is an object whose check signals entered and waits for release.
+	holdName string
+	entered  chan struct{}
+	release  chan struct{}
+}
+
+// hold makes the check of the object name wait, once it has begun, until release is closed.
+func (s *switchable) hold(name string) {
+	s.holdName, s.entered, s.release = name, make(chan struct{}, 1), make(chan struct{})
 }
 
 func (s *switchable) set(r healthcheck.Result, err error) {
@@ -49,8 +60,18 @@ func (s *switchable) set(r healthcheck.Result, err error) {
 
 func (s *switchable) Check(_ context.Context, req healthcheck.Request) (healthcheck.Result, error) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.seen = append(s.seen, req.Object.GetName())
+	held := s.holdName != "" && req.Object.GetName() == s.holdName
+	s.mu.Unlock()
+	if held {
+		select {
+		case s.entered <- struct{}{}:
+		default:
+		}
+		<-s.release
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	return s.result, s.err
 }
 
@@ -299,4 +320,57 @@ func testDeployment(ns string) *appsv1.Deployment {
 			},
 		},
 	}
+}
+
+// TestObjectDeletedWhileChecked: an object deleted while its checks ran has no conditions to write, which is not a
+// reconcile error (the write's NotFound is ignored, not retried).
+func TestObjectDeletedWhileChecked(t *testing.T) {
+	sw := &switchable{result: healthcheck.Healthy()}
+	sw.hold("gone")
+	env := setup(t, sw)
+	const name = "healthcheck-infrastructure-" + testType
+	errorsBefore, _ := reconcileCounts(t, name)
+	createInfra(t, env, "gone", nil, succeeded(extensionsv1alpha1.LastOperationTypeCreate))
+	select {
+	case <-sw.entered:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the object was not checked")
+	}
+	if err := env.Client.Delete(context.Background(), &infra{ObjectMeta: metav1.ObjectMeta{Name: "gone", Namespace: env.Namespace}}); err != nil {
+		t.Fatal(err)
+	}
+	_, reconciles := reconcileCounts(t, name)
+	close(sw.release)
+	exttest.Eventually(t, "the reconcile of the deleted object ends", func() error {
+		if _, n := reconcileCounts(t, name); n <= reconciles {
+			return fmt.Errorf("%v reconciles, as before the release", n)
+		}
+		return nil
+	})
+	if errs, _ := reconcileCounts(t, name); errs != errorsBefore {
+		t.Fatalf("%v reconcile errors after the object was deleted during its check, %v before", errs, errorsBefore)
+	}
+}
+
+// reconcileCounts returns controller-runtime's counts of the controller's reconcile errors and of its reconciles.
+func reconcileCounts(t *testing.T, controller string) (errs, total float64) {
+	t.Helper()
+	families, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		for _, m := range f.GetMetric() {
+			if !slices.ContainsFunc(m.GetLabel(), func(l *dto.LabelPair) bool { return l.GetName() == "controller" && l.GetValue() == controller }) {
+				continue
+			}
+			switch f.GetName() {
+			case "controller_runtime_reconcile_errors_total":
+				errs += m.GetCounter().GetValue()
+			case "controller_runtime_reconcile_total":
+				total += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return errs, total
 }

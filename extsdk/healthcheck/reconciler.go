@@ -245,7 +245,8 @@ func (r *reconciler[T]) write(ctx context.Context, obj T, conds []condition) err
 	if equality.Semantic.DeepEqual(base.GetExtensionStatus().Conditions, st.Conditions) {
 		return nil
 	}
-	if err := r.client.Status().Patch(ctx, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+	// An object deleted since it was read has no health to report: not an error, nothing to retry.
+	if err := r.client.Status().Patch(ctx, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("write health conditions: %w", err)
 	}
 	return nil
