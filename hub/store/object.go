@@ -170,10 +170,29 @@ func (c *Collection) decode(key string, value []byte, rev int64) (Object, error)
 	return obj, nil
 }
 
-// withRevision returns a copy of obj with another resourceVersion (for DELETED events, which carry the deletion's).
+// withRevision returns obj, a state the cache holds, at another resourceVersion (for DELETED events, which carry the
+// deletion's). The copy is shallow: it shares every field of obj but metadata, and every field of obj's metadata but
+// the resourceVersion, with obj. Both are the cache's and immutable; a deep copy of a large object was most of a
+// delete's cost in the cache.
 func (c *Collection) withRevision(obj Object, rev int64) Object {
-	out := proto.Clone(obj).(Object)
-	c.shape.metaOf(out).ResourceVersion = strconv.FormatInt(rev, 10)
+	out := shallowCopy(obj.ProtoReflect())
+	meta := shallowCopy(c.shape.metaOf(obj).ProtoReflect()).Interface().(*metav1.ObjectMeta)
+	meta.ResourceVersion = strconv.FormatInt(rev, 10)
+	out.Set(c.shape.meta, protoreflect.ValueOfMessage(meta.ProtoReflect()))
+	return out.Interface().(Object)
+}
+
+// shallowCopy returns a new message with m's populated and unknown fields, sharing their values (messages, lists,
+// maps, bytes) with m.
+func shallowCopy(m protoreflect.Message) protoreflect.Message {
+	out := m.New()
+	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		out.Set(fd, v)
+		return true
+	})
+	if u := m.GetUnknown(); len(u) > 0 {
+		out.SetUnknown(u)
+	}
 	return out
 }
 
