@@ -733,15 +733,35 @@ func (s *Server[T, L, E, PE]) recordSubresource(ctx context.Context, sub string,
 }
 
 // resetsManagedFields reports whether a patched object's JSON has an empty metadata.managedFields list, which
-// resets them in Kubernetes.
+// resets them in Kubernetes. It reads the document only up to the end of its metadata, skipping the other members
+// (the object was decoded from doc already, so doc is valid JSON); names match exactly, as Kubernetes' decoders do.
 func resetsManagedFields(doc []byte) bool {
 	if !bytes.Contains(doc, []byte(`"managedFields"`)) {
 		return false
 	}
-	var d struct {
-		Metadata struct {
-			ManagedFields *[]json.RawMessage `json:"managedFields"`
-		} `json:"metadata"`
+	dec := jsontext.NewDecoder(bytes.NewReader(doc), jsontext.AllowDuplicateNames(true))
+	// member finds name among the members of the object dec is in, leaving dec before its value.
+	member := func(name string) bool {
+		if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
+			return false
+		}
+		for dec.PeekKind() == '"' {
+			tok, err := dec.ReadToken()
+			if err != nil {
+				return false
+			}
+			if tok.String() == name {
+				return true
+			}
+			if dec.SkipValue() != nil {
+				return false
+			}
+		}
+		return false
 	}
-	return json.Unmarshal(doc, &d) == nil && d.Metadata.ManagedFields != nil && len(*d.Metadata.ManagedFields) == 0
+	if !member("metadata") || !member("managedFields") {
+		return false
+	}
+	v, err := dec.ReadValue()
+	return err == nil && v.Kind() == '[' && len(bytes.TrimSpace(v[1:len(v)-1])) == 0
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/go-json-experiment/json/jsontext"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 	kmetav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -572,6 +573,58 @@ func FuzzDecodeJSONMembers(f *testing.F) {
 		want, err := decodeJSONObject(doc)
 		if err != nil || !reflect.DeepEqual(got, want) {
 			t.Fatalf("%s with %s: read %#v, decodeJSONObject reads %#v (%v)", doc, likeDoc, got, want, err)
+		}
+	})
+}
+
+// resetsManagedFieldsReference is resetsManagedFields read the slow way: the whole document into maps, names
+// matched exactly.
+func resetsManagedFieldsReference(doc []byte) bool {
+	var m map[string]any
+	if json.Unmarshal(doc, &m) != nil {
+		return false
+	}
+	md, _ := m["metadata"].(map[string]any)
+	mf, ok := md["managedFields"].([]any)
+	return ok && len(mf) == 0
+}
+
+func TestResetsManagedFields(t *testing.T) {
+	for doc, want := range map[string]bool{
+		`{"metadata":{"managedFields":[]}}`:                                                        true,
+		`{"apiVersion":"v1","metadata":{"name":"a","managedFields":[ ]},"x":1}`:                    true,
+		`{"spec":{"metadata":{"managedFields":[]}},"metadata":{"managedFields" : [` + "\n" + `]}}`: true,
+		`{"metadata":{"managedFields":[{}]}}`:                                                      false,
+		`{"metadata":{"managedFields":null}}`:                                                      false,
+		`{"metadata":{}}`:                                                                          false,
+		`{"spec":{"metadata":{"managedFields":[]}}}`:                                               false,
+		`{"metadata":{"labels":{"managedFields":"[]"}}}`:                                           false,
+		`{"Metadata":{"managedFields":[]}}`:                                                        false,
+		`{"metadata":{"ManagedFields":[]}}`:                                                        false,
+		`{"metadata":{"annotations":{"a":"\"managedFields\""}}}`:                                   false,
+	} {
+		if got := resetsManagedFields([]byte(doc)); got != want {
+			t.Errorf("%s: %v, want %v", doc, got, want)
+		}
+		if ref := resetsManagedFieldsReference([]byte(doc)); ref != want {
+			t.Errorf("%s: reference %v, want %v", doc, ref, want)
+		}
+	}
+}
+
+// FuzzResetsManagedFields compares resetsManagedFields with reading the whole document, on valid JSON without
+// duplicate names (what the patch appliers make).
+func FuzzResetsManagedFields(f *testing.F) {
+	for _, seed := range []string{`{"metadata":{"managedFields":[]}}`, `{"a":[1,{"b":null}],"metadata":{"name":"x","managedFields":[{}]}}`,
+		`{"metadata":{"managedFields":[ ]}}`, `{"metadata":{"managedFields":"[]"}}`} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, doc []byte) {
+		if !jsontext.Value(doc).IsValid() {
+			return
+		}
+		if got, want := resetsManagedFields(doc), resetsManagedFieldsReference(doc); got != want {
+			t.Fatalf("%q: %v, reading the whole document %v", doc, got, want)
 		}
 	})
 }
