@@ -1,6 +1,7 @@
 package hub_test
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -49,6 +50,12 @@ func TestRESTAnswersAreTheWrittenState(t *testing.T) {
 	if list := do(200, "GET", cms, ""); !strings.Contains(list, answers[2]) {
 		t.Fatalf("list after a dry run does not hold the stored state %s:\n%s", answers[2], list)
 	}
+	// A deletion answers the last state at the deletion's resourceVersion, as the watch's DELETED event carries it.
+	deleted := do(200, "DELETE", cms+"/cm", "")
+	if o := decodeObject(t, []byte(deleted)); o.Data["a"] != "3" || revision(t, o.Metadata.ResourceVersion) <= revision(t, cur.Metadata.ResourceVersion) {
+		t.Fatalf("delete answered %s after %s", deleted, answers[2])
+	}
+	answers = append(answers, deleted)
 	for i, want := range answers {
 		ev := nextEvent(t, watch)
 		if !strings.Contains(ev, `"object":`+strings.TrimSpace(want)) {
@@ -77,4 +84,13 @@ func TestRESTAnswersAreTheWrittenState(t *testing.T) {
 			t.Fatalf("GET %s shows the token or no hash: %s", path, got)
 		}
 	}
+}
+
+func revision(t *testing.T, rv string) int64 {
+	t.Helper()
+	n, err := strconv.ParseInt(rv, 10, 64)
+	if err != nil {
+		t.Fatalf("resourceVersion %q: %v", rv, err)
+	}
+	return n
 }

@@ -26,7 +26,8 @@ type answerKey struct{}
 
 // WithEncodedAnswer marks ctx as a request whose writes' results are answered encoded through CachedEncoding (the
 // REST gateway's requests): the collection remembers them, so that the encoding of the answer is the written state's
-// memoized encoding too.
+// memoized encoding too. Such a request only reads what its writes return: a deletion's result then shares the
+// fields of the deleted state (as a DELETED event's object does) instead of being a deep copy.
 func WithEncodedAnswer(ctx context.Context) context.Context {
 	return context.WithValue(ctx, answerKey{}, true)
 }

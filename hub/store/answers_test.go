@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"google.golang.org/protobuf/proto"
+
 	kcorev1 "github.com/trellis-dev/trellis/proto/gen/trellis/kubernetes/core/v1"
 )
 
@@ -126,6 +128,30 @@ func TestEncodedAnswerIsTheWrittenState(t *testing.T) {
 		}
 		if c.answers.n.Load() != 0 {
 			t.Fatalf("%d answers left after the cache applied their writes", c.answers.n.Load())
+		}
+	})
+
+	t.Run("deletion", func(t *testing.T) {
+		created, err := c.Create(t.Context(), newTestObject("deleted"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cached, _ := c.Get(t.Context(), "", "deleted")
+		rv := cached.GetMetadata().GetResourceVersion()
+		out, deleted, err := c.Delete(ctx, "", "deleted", nil)
+		if err != nil || !deleted {
+			t.Fatalf("delete: %v, deleted %v", err, deleted)
+		}
+		if cached.GetMetadata().GetResourceVersion() != rv {
+			t.Fatalf("the deletion's answer changed the cached state's resourceVersion to %s", cached.GetMetadata().GetResourceVersion())
+		}
+		if revisionOf(out) <= revisionOf(created) {
+			t.Fatalf("deletion answered at resourceVersion %s, the state was at %s", out.GetMetadata().GetResourceVersion(), rv)
+		}
+		want := clone(cached)
+		want.GetMetadata().ResourceVersion = out.GetMetadata().GetResourceVersion()
+		if !proto.Equal(out, want) {
+			t.Fatalf("deletion answered %v, want the last state %v", out, want)
 		}
 	})
 

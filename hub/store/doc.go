@@ -13,7 +13,8 @@
 //
 // Sharing. Objects returned by Get, List, ByIndex and delivered by watches are shared with the cache and with other
 // callers: they must be treated as immutable. Clone them (proto.Clone) before modifying. Objects returned by writes
-// (Create, Update, UpdateStatus, GuaranteedUpdate, Delete) belong to the caller. The cur object handed to a
+// (Create, Update, UpdateStatus, GuaranteedUpdate, Delete) belong to the caller, but for a deletion made with a
+// context from WithEncodedAnswer, whose result shares the deleted state's fields. The cur object handed to a
 // GuaranteedUpdate mutate function is a private copy.
 //
 // Encodings. CachedEncoding memoizes an encoding (the REST gateway's JSON) of each cached state. A write made with a

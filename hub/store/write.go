@@ -454,12 +454,18 @@ func (c *Collection) guaranteed(ctx context.Context, namespace, name string, dry
 		c.wrote(rev)
 		endTrace(rev)
 		out := p.next
-		if out == nil {
+		switch {
+		case out != nil:
+			c.shape.metaOf(out).ResourceVersion = strconv.FormatInt(rev, 10)
+			if encodedAnswer(ctx) {
+				c.answered(objectKey(namespace, name), rev, out)
+			}
+		case encodedAnswer(ctx):
+			// A deletion answered encoded: the answer is only read, so it may share cur's fields.
+			out = c.withRevision(cur, rev)
+		default:
 			out = clone(cur)
-		}
-		c.shape.metaOf(out).ResourceVersion = strconv.FormatInt(rev, 10)
-		if !p.delete && encodedAnswer(ctx) {
-			c.answered(objectKey(namespace, name), rev, out)
+			c.shape.metaOf(out).ResourceVersion = strconv.FormatInt(rev, 10)
 		}
 		return out, p.delete, nil
 	}
