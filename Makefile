@@ -209,16 +209,23 @@ testbin-kube:
 ## its output (bin/fuzz.log) follows go test's, and either failing fails make test. go test and the go builds the
 ## tests run (GOFLAGS) use -trimpath: the module's packages, compiled without it, are cached per directory, so a fresh
 ## clone would compile them all again; with it a clone reuses what any clone of the same sources compiled.
+## TEST_RACE are the packages whose tests also run with the race detector, beside go test at the fuzz phase's lower
+## priority: the watch cache, the agent link's sessions, the REST gateway and the Table handler, where goroutines share
+## cached objects and memos (bin/race.log follows the fuzz log; a race fails make test).
 TEST_FIRST ?= ./test/e2e ./test/shootcontrolplane
 TEST_P ?= 3
+TEST_RACE ?= ./hub/store ./hub/agentlink ./gateway ./hub/table
 test: testbin build tools
 	@mkdir -p bin; rm -rf bin/fuzz/corpus; \
 	nice -n 10 $(MAKE) --no-print-directory fuzz FUZZTIME=10000x FUZZPARALLEL=1 FUZZCACHE=$(CURDIR)/bin/fuzz/corpus \
 		>bin/fuzz.log 2>&1 & fuzz=$$!; \
+	nice -n 10 $(GO) test -race -trimpath -count=1 -timeout 20m $(TEST_RACE) >bin/race.log 2>&1 & race=$$!; \
 	GOFLAGS="$$GOFLAGS -trimpath" $(GO) test -p $(TEST_P) -count=1 -timeout 30m $(TEST_FIRST) ./...; tests=$$?; \
 	wait $$fuzz; fuzzed=$$?; cat bin/fuzz.log; \
 	if [ $$fuzzed -ne 0 ]; then echo "make test: the fuzz phase failed (bin/fuzz.log)"; fi; \
-	[ $$tests -eq 0 ] && [ $$fuzzed -eq 0 ]
+	wait $$race; raced=$$?; cat bin/race.log; \
+	if [ $$raced -ne 0 ]; then echo "make test: the race detector's run failed (bin/race.log)"; fi; \
+	[ $$tests -eq 0 ] && [ $$fuzzed -eq 0 ] && [ $$raced -eq 0 ]
 
 ## fuzz: run every fuzz target (found by its `func Fuzz…(` line) for FUZZTIME; one instrumented test binary per package,
 ## built once (-trimpath: the instrumented compiles are Go's cached ones in any clone of the same sources, where a

@@ -408,16 +408,14 @@ func (ch *cache) waitFor(ctx context.Context, rev int64) error {
 
 // get returns the cached object of namespace/name or nil.
 func (ch *cache) get(namespace, name string) Object {
-	if e := ch.entry(namespace, name); e != nil {
-		return e.obj
-	}
-	return nil
+	_, obj := ch.entry(namespace, name)
+	return obj
 }
 
-// entry returns the cache's entry of namespace/name or nil. The key is built on the stack (objectKey's
-// concatenation allocated on every lookup; a map index by a []byte conversion does not): lists served from the
-// memoized encodings look up every item twice.
-func (ch *cache) entry(namespace, name string) *entry {
+// entry returns the cache's entry of namespace/name and its object, read under the lock (apply replaces an entry's
+// object), or nil. The key is built on the stack (objectKey's concatenation allocated on every lookup; a map index by
+// a []byte conversion does not): lists served from the memoized encodings look up every item twice.
+func (ch *cache) entry(namespace, name string) (*entry, Object) {
 	var buf [128]byte
 	var e *entry
 	ch.mu.RLock()
@@ -430,8 +428,12 @@ func (ch *cache) entry(namespace, name string) *entry {
 	default:
 		e = ch.items[objectKey(namespace, name)]
 	}
+	var obj Object
+	if e != nil {
+		obj = e.obj
+	}
 	ch.mu.RUnlock()
-	return e
+	return e, obj
 }
 
 // keyedObject is an object with its cache key, as read under the cache's lock.

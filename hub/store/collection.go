@@ -216,11 +216,11 @@ func (c *Collection) CachedDerivedEncoding(obj Object, encode func(Object) ([]by
 // nil when obj is neither.
 func (c *Collection) cachedEntry(obj Object) (*entry, Object) {
 	md := obj.GetMetadata()
-	e := c.cache.entry(md.GetNamespace(), md.GetName())
+	e, cur := c.cache.entry(md.GetNamespace(), md.GetName())
 	if e == nil {
 		return nil, nil
 	}
-	if e.obj == obj {
+	if cur == obj {
 		return e, obj
 	}
 	if m := e.encoded.Load(); m != nil && m.answers(obj) {
@@ -270,7 +270,7 @@ func (e *entry) encoding(obj Object, encode func(Object) ([]byte, error)) (*enco
 // at resourceVersion (the state a write applies to), else nil: a write reuses what a read or a watch serialized of
 // the version it replaces, without encoding (and memoizing) a version that is about to be replaced.
 func (c *Collection) MemoizedEncoding(namespace, name, resourceVersion string) []byte {
-	e := c.cache.entry(namespace, name)
+	e, _ := c.cache.entry(namespace, name)
 	if e == nil {
 		return nil
 	}
