@@ -9,8 +9,8 @@ import (
 	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
 )
 
-// A write's answer and the cached state it stored are the same object: a REST client gets the written object as
-// JSON, and the watch cache then holds the same state, decoded from etcd's watch, which the first get, list or
+// A write's answer and the cached state it stored are one state in two objects: a REST client gets the write's result
+// as JSON, and the watch cache then holds the same state decoded from etcd's watch, which the first get, list or
 // watch of it encoded again. For a request marked WithEncodedAnswer, the collection remembers each object its write
 // returns (by its metadata's address, weakly: nothing is kept alive for it) with the revision it wrote, and
 // CachedEncoding serves such an object as the cached state it stored: the answer's encoding is the cached state's
