@@ -155,6 +155,17 @@ func TestEncodedAnswerIsTheWrittenState(t *testing.T) {
 		}
 	})
 
+	t.Run("relist", func(t *testing.T) {
+		// An answer whose write a relist took in (not an event) is not kept: the relist forgets every answer.
+		c.answers.put("never-applied", c.cache.rev.Load()+1000, newTestObject("never-applied").GetMetadata())
+		if err := c.cache.list(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if n := c.answers.n.Load(); n != 0 {
+			t.Fatalf("%d answers kept after a relist", n)
+		}
+	})
+
 	t.Run("what is not the answer", func(t *testing.T) {
 		var enc countingEncoder
 		// Not marked: the result is encoded as itself, the cached state on its own.

@@ -346,7 +346,8 @@ func (c *Collection) guaranteed(ctx context.Context, namespace, name string, dry
 	requested := trace.SpanContextFromContext(ctx).IsSampled() // a traced request's write, not a hub loop's
 	ctx, span := c.startSpan(ctx, "store.Update")
 	defer func() { endSpan(span, err) }()
-	key := c.prefix + objectKey(namespace, name)
+	objKey := objectKey(namespace, name)
+	key := c.prefix + objKey
 	if dryRun {
 		return c.dryRun(ctx, key, name, decide)
 	}
@@ -453,14 +454,14 @@ func (c *Collection) guaranteed(ctx context.Context, namespace, name string, dry
 		rev := resp.Header.Revision
 		c.wrote(rev)
 		endTrace(rev)
-		out := p.next
+		out, answered := p.next, encodedAnswer(ctx)
 		switch {
 		case out != nil:
 			c.shape.metaOf(out).ResourceVersion = strconv.FormatInt(rev, 10)
-			if encodedAnswer(ctx) {
-				c.answered(objectKey(namespace, name), rev, out)
+			if answered {
+				c.answered(objKey, rev, out)
 			}
-		case encodedAnswer(ctx):
+		case answered:
 			// A deletion answered encoded: the answer is only read, so it may share cur's fields.
 			out = c.withRevision(cur, rev)
 		default:
