@@ -740,28 +740,30 @@ func resetsManagedFields(doc []byte) bool {
 		return false
 	}
 	dec := jsontext.NewDecoder(bytes.NewReader(doc), jsontext.AllowDuplicateNames(true))
-	// member finds name among the members of the object dec is in, leaving dec before its value.
-	member := func(name string) bool {
-		if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
-			return false
-		}
-		for dec.PeekKind() == '"' {
-			tok, err := dec.ReadToken()
-			if err != nil {
-				return false
-			}
-			if tok.String() == name {
-				return true
-			}
-			if dec.SkipValue() != nil {
-				return false
-			}
-		}
-		return false
-	}
-	if !member("metadata") || !member("managedFields") {
+	if !jsonMember(dec, "metadata") || !jsonMember(dec, "managedFields") {
 		return false
 	}
 	v, err := dec.ReadValue()
 	return err == nil && v.Kind() == '[' && len(bytes.TrimSpace(v[1:len(v)-1])) == 0
+}
+
+// jsonMember reads the start of an object from dec and finds name among its members (the first of that name),
+// leaving dec before its value; false when the next value is no object or has no such member.
+func jsonMember(dec *jsontext.Decoder, name string) bool {
+	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
+		return false
+	}
+	for dec.PeekKind() == '"' {
+		tok, err := dec.ReadToken()
+		if err != nil {
+			return false
+		}
+		if tok.String() == name {
+			return true
+		}
+		if dec.SkipValue() != nil {
+			return false
+		}
+	}
+	return false
 }

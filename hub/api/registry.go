@@ -1,11 +1,15 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
+
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"google.golang.org/grpc"
@@ -156,6 +160,7 @@ func (r *Registry) collection(k Kind, newObj func() store.Object) (*store.Collec
 		Group: k.Group, Resource: k.Resource, Namespaced: k.Namespaced, Encrypted: k.Encrypted,
 		New: newObj, Fields: getters, Indexes: indexesFor(k, r.indexes[gr]),
 		MustIncreaseGeneration: r.plugins.For(newObj()).MustIncreaseGeneration,
+		Revised:                reviseJSON,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("register %s: %w", gr, err)
@@ -254,3 +259,29 @@ func (r *Registry) objectJSON(obj store.Object) ([]byte, bool) {
 
 // encodeJSON is the encoding the watch cache memoizes for the REST gateway.
 func encodeJSON(o store.Object) ([]byte, error) { return kjson.Marshal(o) }
+
+// reviseJSON returns doc, an object's JSON (encodeJSON), with metadata.resourceVersion set to resourceVersion, a
+// revision: the JSON of a deletion's answer, the deleted state at the deletion's resourceVersion
+// (store.Resource.Revised). It reads doc only up to that member, which kjson writes near the start; false when doc has
+// no string there or resourceVersion is not a revision.
+func reviseJSON(doc []byte, resourceVersion string) ([]byte, bool) {
+	if resourceVersion == "" || strings.Trim(resourceVersion, "0123456789") != "" {
+		return nil, false
+	}
+	dec := jsontext.NewDecoder(bytes.NewReader(doc))
+	if !jsonMember(dec, "metadata") || !jsonMember(dec, "resourceVersion") {
+		return nil, false
+	}
+	v, err := dec.ReadValue()
+	if err != nil || v.Kind() != '"' {
+		return nil, false
+	}
+	end := int(dec.InputOffset())
+	start := end - len(v)
+	out := make([]byte, 0, len(doc)-len(v)+len(resourceVersion)+2)
+	out = append(out, doc[:start]...)
+	out = append(out, '"')
+	out = append(out, resourceVersion...)
+	out = append(out, '"')
+	return append(out, doc[end:]...), true
+}

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"weak"
@@ -130,4 +131,85 @@ func (a *answers) reset() {
 	clear(a.m)
 	a.n.Store(0)
 	a.mu.Unlock()
+}
+
+// A deletion answered encoded returns the deleted state at the deletion's resourceVersion (withRevision): the content
+// of a state the cache held, whose encoding is often memoized already (a get, a list, a watch or the last write's
+// answer made it). When the collection can revise an encoding's resourceVersion (Resource.Revised), the deletion
+// keeps that encoding for its result, and the answer is the encoding revised instead of a new encoding of the whole
+// object. The cache does not take these: the deleted state has no entry left to share an encoding with.
+
+// deletions are the results of deletions answered encoded, by their metadata's address (weakly), with the memoized
+// encoding of the state each deleted. Each is kept until its answer is encoded or the result is collected.
+type deletions struct {
+	n  atomic.Int64 // len(m): answerEncoding skips the lock while it is 0
+	mu sync.Mutex
+	m  map[weak.Pointer[metav1.ObjectMeta]][]byte
+}
+
+// put keeps data, the encoding of the state that a deletion's result, whose metadata is meta, carries.
+func (d *deletions) put(meta *metav1.ObjectMeta, data []byte) {
+	p := weak.Make(meta)
+	d.mu.Lock()
+	if d.m == nil {
+		d.m = map[weak.Pointer[metav1.ObjectMeta]][]byte{}
+	}
+	d.m[p] = data
+	d.n.Store(int64(len(d.m)))
+	d.mu.Unlock()
+	// A result whose answer is never encoded (the request failed after the deletion) takes its record with it.
+	runtime.AddCleanup(meta, d.forget, p)
+}
+
+// take returns the encoding kept for the result whose metadata is meta, and forgets it; nil when there is none.
+func (d *deletions) take(meta *metav1.ObjectMeta) []byte {
+	if d.n.Load() == 0 || meta == nil {
+		return nil
+	}
+	p := weak.Make(meta)
+	d.mu.Lock()
+	data := d.m[p]
+	if data != nil {
+		delete(d.m, p)
+		d.n.Store(int64(len(d.m)))
+	}
+	d.mu.Unlock()
+	return data
+}
+
+func (d *deletions) forget(p weak.Pointer[metav1.ObjectMeta]) {
+	d.mu.Lock()
+	delete(d.m, p)
+	d.n.Store(int64(len(d.m)))
+	d.mu.Unlock()
+}
+
+// memoized returns the memoized encoding of cur when cur is the cached state of namespace/name and the collection
+// can revise encodings; nil otherwise.
+func (c *Collection) memoized(namespace, name string, cur Object) []byte {
+	if c.res.Revised == nil {
+		return nil
+	}
+	e, _ := c.cache.entry(namespace, name)
+	if e == nil {
+		return nil
+	}
+	if m := e.encoded.Load(); m != nil && m.obj == cur {
+		return m.data
+	}
+	return nil
+}
+
+// deletionEncoding returns the encoding of obj when it is the result of a deletion answered encoded whose deleted
+// state had a memoized encoding: that encoding revised to obj's resourceVersion.
+func (c *Collection) deletionEncoding(obj Object) ([]byte, bool) {
+	if c.deletions.n.Load() == 0 || obj.ProtoReflect().Descriptor() != c.shape.desc {
+		return nil, false // nothing kept, or another kind sharing a result's metadata (a conversion)
+	}
+	md := obj.GetMetadata()
+	data := c.deletions.take(md)
+	if data == nil {
+		return nil, false
+	}
+	return c.res.Revised(data, md.GetResourceVersion())
 }

@@ -1,10 +1,12 @@
 package store
 
 import (
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -200,6 +202,141 @@ func TestEncodedAnswerIsTheWrittenState(t *testing.T) {
 		}
 		if enc.calls.Load() != calls+1 {
 			t.Fatal("another kind sharing the result's metadata was not encoded")
+		}
+	})
+}
+
+// reviseCounted revises countingEncoder's encoding (the resourceVersion first), counting its calls.
+func reviseCounted(calls *atomic.Int32) func([]byte, string) ([]byte, bool) {
+	return func(data []byte, rv string) ([]byte, bool) {
+		calls.Add(1)
+		_, rest, _ := strings.Cut(string(data), " ")
+		if rest != "" {
+			rest = " " + rest
+		}
+		return []byte(rv + rest), true
+	}
+}
+
+// TestDeletionAnswerIsTheDeletedStateRevised: a deletion WithEncodedAnswer answers the deleted state's memoized
+// encoding revised to the deletion's resourceVersion (Resource.Revised), also when the cache applied the deletion
+// first; without a memoized encoding, or for another kind sharing the result's metadata, the result is encoded as
+// it is. A result whose answer is never encoded leaves nothing behind.
+func TestDeletionAnswerIsTheDeletedStateRevised(t *testing.T) {
+	s, err := Open(t.Context(), Config{DataDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var revisions atomic.Int32
+	res := testResource()
+	res.Revised = reviseCounted(&revisions)
+	c, err := s.Register(t.Context(), res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := WithEncodedAnswer(t.Context())
+	// deleteEncoded creates name with a label, encodes its cached state when memo is set, and deletes it.
+	deleteEncoded := func(t *testing.T, name string, memo bool, enc *countingEncoder) Object {
+		t.Helper()
+		obj := newTestObject(name)
+		obj.Metadata.Labels = map[string]string{"name": name}
+		created, err := c.Create(t.Context(), obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitCache(t, c, created.GetMetadata().GetResourceVersion())
+		if memo {
+			cached, _ := c.Get(t.Context(), "", name)
+			if _, err := c.CachedEncoding(cached, enc.encode); err != nil {
+				t.Fatal(err)
+			}
+		}
+		out, deleted, err := c.Delete(ctx, "", name, nil)
+		if err != nil || !deleted {
+			t.Fatalf("delete %s: %v, deleted %v", name, err, deleted)
+		}
+		return out
+	}
+	want := func(obj Object) string {
+		var enc countingEncoder
+		b, _ := enc.encode(obj)
+		return string(b)
+	}
+
+	t.Run("memoized, the cache applied the deletion first", func(t *testing.T) {
+		var enc countingEncoder
+		revisions.Store(0)
+		out := deleteEncoded(t, "memoized", true, &enc)
+		waitCache(t, c, out.GetMetadata().GetResourceVersion())
+		if e, _ := c.cache.entry("", "memoized"); e != nil {
+			t.Fatal("the cache still holds the deleted object")
+		}
+		got, err := c.CachedEncoding(out, enc.encode)
+		if err != nil || string(got) != want(out) {
+			t.Fatalf("deletion answered %q, %v; want %q", got, err, want(out))
+		}
+		if enc.calls.Load() != 1 || revisions.Load() != 1 {
+			t.Fatalf("%d encodings and %d revisions; want the state's one encoding, revised once", enc.calls.Load(), revisions.Load())
+		}
+		if n := c.deletions.n.Load(); n != 0 {
+			t.Fatalf("%d deletions kept after their answer", n)
+		}
+		// A second encoding of the same result (none is made by the gateway) is a new one.
+		if got, _ := c.CachedEncoding(out, enc.encode); string(got) != want(out) || enc.calls.Load() != 2 {
+			t.Fatalf("encoded again as %q after %d encodings", got, enc.calls.Load())
+		}
+	})
+
+	t.Run("not memoized", func(t *testing.T) {
+		var enc countingEncoder
+		revisions.Store(0)
+		out := deleteEncoded(t, "unread", false, &enc)
+		if got, _ := c.CachedEncoding(out, enc.encode); string(got) != want(out) || enc.calls.Load() != 1 || revisions.Load() != 0 {
+			t.Fatalf("deletion answered %q after %d encodings, %d revisions; want %q, encoded", got, enc.calls.Load(), revisions.Load(), want(out))
+		}
+	})
+
+	t.Run("another kind sharing the result's metadata", func(t *testing.T) {
+		var enc countingEncoder
+		out := deleteEncoded(t, "converted", true, &enc)
+		converted := &kcorev1.Secret{Metadata: out.GetMetadata()}
+		if got, _ := c.CachedEncoding(converted, func(Object) ([]byte, error) { return []byte("secret"), nil }); string(got) != "secret" {
+			t.Fatalf("another kind sharing a deletion's metadata encoded as %q", got)
+		}
+		if got, _ := c.CachedEncoding(out, enc.encode); string(got) != want(out) || enc.calls.Load() != 1 {
+			t.Fatalf("deletion answered %q after %d encodings, want %q from the state's", got, enc.calls.Load(), want(out))
+		}
+	})
+
+	t.Run("not marked", func(t *testing.T) {
+		var enc countingEncoder
+		created, err := c.Create(t.Context(), newTestObject("plain"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitCache(t, c, created.GetMetadata().GetResourceVersion())
+		cached, _ := c.Get(t.Context(), "", "plain")
+		_, _ = c.CachedEncoding(cached, enc.encode)
+		if _, _, err := c.Delete(t.Context(), "", "plain", nil); err != nil {
+			t.Fatal(err)
+		}
+		if n := c.deletions.n.Load(); n != 0 {
+			t.Fatalf("%d deletions kept for an unmarked request", n)
+		}
+	})
+
+	t.Run("answer never encoded", func(t *testing.T) {
+		var enc countingEncoder
+		_ = deleteEncoded(t, "dropped", true, &enc)
+		if c.deletions.n.Load() != 1 {
+			t.Fatalf("%d deletions kept, want the one just made", c.deletions.n.Load())
+		}
+		for deadline := time.Now().Add(10 * time.Second); c.deletions.n.Load() != 0; time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("a deletion's record outlived its result")
+			}
+			runtime.GC()
 		}
 	})
 }

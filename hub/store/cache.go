@@ -248,7 +248,9 @@ type decodedEvent struct {
 	rev    int64
 	delete bool
 	obj    Object // new state of a put; nil if undecodable
-	prev   Object // decoded PrevKv of a delete, used only if the cache lacks the key
+	// prevKv is the state a delete removed, decoded (under the lock) only if the cache lacks the key: the cache's
+	// own object is that state.
+	prevKv *mvccpb.KeyValue
 	// prevEnc is PrevKv as stored: the history keeps the superseded state so (history.supersede).
 	prevEnc stored
 }
@@ -275,8 +277,8 @@ func (ch *cache) apply(evs []*clientv3.Event) {
 			}
 			d.obj = obj
 		}
-		if d.delete && ev.PrevKv != nil {
-			d.prev, _ = ch.c.decode(full, ev.PrevKv.Value, ev.PrevKv.ModRevision)
+		if d.delete {
+			d.prevKv = ev.PrevKv
 		}
 		d.prevEnc = storedOf(ev.PrevKv)
 		batch = append(batch, d)
@@ -295,10 +297,12 @@ func (ch *cache) apply(evs []*clientv3.Event) {
 		var ev event
 		switch {
 		case d.delete:
-			prev := d.prev
+			var prev Object
 			if old != nil {
 				prev = old.obj
 				ch.remove(old)
+			} else if d.prevKv != nil {
+				prev, _ = ch.c.decode(string(d.prevKv.Key), d.prevKv.Value, d.prevKv.ModRevision)
 			}
 			if prev == nil {
 				continue

@@ -32,6 +32,11 @@ type Resource struct {
 	// the kind's own reasons, as Gardener's strategies have them (a Shoot annotated with a credentials rotation).
 	// next is the object to be stored, cur the stored one; neither may be changed.
 	MustIncreaseGeneration func(next, cur Object) bool
+	// Revised, if set, returns data, an encoding that CachedEncoding made of an object (its callers' encode), as the
+	// encoding of the same object at resourceVersion; false when it cannot. The answer to a deletion WithEncodedAnswer
+	// (the deleted state at the deletion's resourceVersion) is then the deleted state's memoized encoding revised,
+	// not a new encoding of the same content.
+	Revised func(data []byte, resourceVersion string) ([]byte, bool)
 }
 
 // Collection is one registered resource: its writes go to etcd, its reads to its watch cache.
@@ -48,6 +53,8 @@ type Collection struct {
 	written atomic.Int64
 	// answers are the results of writes WithEncodedAnswer that the cache has not applied yet.
 	answers answers
+	// deletions are the results of deletions WithEncodedAnswer whose deleted state had a memoized encoding.
+	deletions deletions
 }
 
 func newCollection(s *Store, r Resource) (*Collection, error) {
@@ -232,6 +239,9 @@ func (c *Collection) cachedEntry(obj Object) (*entry, Object) {
 // answerEncoding is encode(obj) for an object that is not a cached state. When obj is the result of a write the
 // cache has not applied yet (answers), the encoding is kept for the cache to take as the written state's.
 func (c *Collection) answerEncoding(obj Object, encode func(Object) ([]byte, error)) ([]byte, error) {
+	if data, ok := c.deletionEncoding(obj); ok {
+		return data, nil
+	}
 	var (
 		w   *answer
 		key string

@@ -432,6 +432,12 @@ func (c *Collection) guaranteed(ctx context.Context, namespace, name string, dry
 			tp = c.store.cfg.Traces.LookupObject(curRev, traceKey)
 		}
 		endTrace := c.store.cfg.Traces.Begin(traceKey, tp)
+		// A deletion answered encoded answers with the deleted state's encoding, when it has one: taken now, as the
+		// cache may apply the deletion (and drop the state) before the write returns.
+		var deleted []byte
+		if p.delete && encodedAnswer(ctx) {
+			deleted = c.memoized(namespace, name, cur)
+		}
 		resp, err := c.store.client.Txn(ctx).
 			If(clientv3.Compare(clientv3.ModRevision(key), "=", curRev)).
 			Then(op).
@@ -464,6 +470,9 @@ func (c *Collection) guaranteed(ctx context.Context, namespace, name string, dry
 		case answered:
 			// A deletion answered encoded: the answer is only read, so it may share cur's fields.
 			out = c.withRevision(cur, rev)
+			if deleted != nil {
+				c.deletions.put(c.shape.metaOf(out), deleted)
+			}
 		default:
 			out = clone(cur)
 			c.shape.metaOf(out).ResourceVersion = strconv.FormatInt(rev, 10)
