@@ -360,6 +360,9 @@ func fromKubeManagedFields(in []kmetav1.ManagedFieldsEntry) []*metav1.ManagedFie
 // what every fieldsV1 but those naming unusual keys is.
 func sortedJSON(doc []byte) []byte {
 	if plainJSON(doc) {
+		if sortedFields(doc) {
+			return bytes.Clone(doc) // what structured-merge-diff writes, but for lists' keys and indexes
+		}
 		v := jsontext.Value(bytes.Clone(doc))
 		if v.Canonicalize() == nil {
 			return v
@@ -374,6 +377,98 @@ func sortedJSON(doc []byte) []byte {
 		return doc
 	}
 	return out
+}
+
+// sortedFields reports whether doc, plain JSON (plainJSON), is a fieldsV1 document in canonical form as it is: objects
+// whose values are objects, without whitespace, every object's names in increasing order. structured-merge-diff
+// writes a set's fields in that order; the names of list items (k:, v:, i:) it orders by their values, which need not
+// be their JSON's order.
+func sortedFields(doc []byte) bool {
+	// open holds, for each object still open, the last name read in it.
+	var stack [32][]byte
+	open := stack[:0]
+	for i := 0; i < len(doc); {
+		switch doc[i] {
+		case '{':
+			if len(open) == cap(open) {
+				return false
+			}
+			open = append(open, nil)
+			if i++; i < len(doc) && doc[i] == '}' {
+				continue
+			}
+			var ok bool
+			if i, ok = sortedName(doc, i, &open[len(open)-1]); !ok {
+				return false
+			}
+		case '}':
+			if len(open) == 0 {
+				return false
+			}
+			open = open[:len(open)-1]
+			i++
+			switch {
+			case len(open) == 0:
+				return i == len(doc)
+			case i < len(doc) && doc[i] == '}':
+			case i < len(doc) && doc[i] == ',':
+				var ok bool
+				if i, ok = sortedName(doc, i+1, &open[len(open)-1]); !ok {
+					return false
+				}
+			default:
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return false
+}
+
+// sortedName reads the name at doc[i:] and the colon after it, and reports whether it comes after *prev (then the
+// new *prev); i is then at the name's value.
+func sortedName(doc []byte, i int, prev *[]byte) (int, bool) {
+	if i >= len(doc) || doc[i] != '"' {
+		return i, false
+	}
+	start := i + 1
+	for i = start; i < len(doc) && doc[i] != '"'; i++ {
+		if doc[i] == '\\' {
+			i++ // plainJSON: \" only
+		}
+	}
+	if i+1 >= len(doc) || doc[i+1] != ':' {
+		return i, false
+	}
+	name := doc[start:i]
+	if *prev != nil && compareNames(*prev, name) >= 0 {
+		return i, false
+	}
+	*prev = name
+	return i + 2, true
+}
+
+// compareNames compares two JSON strings' contents, plain JSON's (\" the only escape), by their decoded bytes.
+func compareNames(a, b []byte) int {
+	i, j := 0, 0
+	for i < len(a) && j < len(b) {
+		ca, cb := a[i], b[j]
+		if ca == '\\' {
+			i++
+			ca = a[i]
+		}
+		if cb == '\\' {
+			j++
+			cb = b[j]
+		}
+		if ca != cb {
+			return int(ca) - int(cb)
+		}
+		i++
+		j++
+	}
+	return (len(a) - i) - (len(b) - j)
 }
 
 // plainJSON reports whether doc is printable ASCII without <, >, & and without escapes other than \".

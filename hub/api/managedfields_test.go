@@ -258,6 +258,12 @@ func TestSortedJSON(t *testing.T) {
 		`{"f:list":{"v:\"b\"":{},"v:\"a\"":{},"i:10":{},"i:9":{}}}`,
 		`{"f:a&b":{},"f:<":{},"f:\u00e9":{},"f:é":{},"f:\n":{},"f:\\":{}}`,
 		` { "f:z" : { } , "f:y" : { } } `,
+		// Canonical as they are (sortedFields), and near misses.
+		`{".":{},"f:a":{"f:b":{}},"f:c":{"k:{\"name\":\"a\"}":{},"k:{\"name\":\"b\"}":{".":{}}}}`,
+		`{"f:c":{"k:{\"name\":\"b\"}":{},"k:{\"name\":\"a\"}":{}}}`,
+		`{"f:a\"":{},"f:a#":{}}`, `{"f:a#":{},"f:a\"":{}}`, `{"f:a":{},"f:ab":{}}`, `{"f:ab":{},"f:a":{}}`,
+		`{}`, `{"a":{}}`, `{"a":{},"a":{}}`, `{"a":{"b":{"c":{}}},"b":{}}`, `{"a":{} }`,
+		strings.Repeat(`{"a":`, 40) + `{}` + strings.Repeat(`}`, 40),
 	} {
 		m, err := decodeJSONObject([]byte(doc))
 		if err != nil {
@@ -271,6 +277,72 @@ func TestSortedJSON(t *testing.T) {
 			t.Errorf("sortedJSON(%s) = %s, want %s", doc, got, want)
 		}
 	}
+}
+
+// TestSortedFields: documents already in canonical form are taken as they are, the others are not.
+func TestSortedFields(t *testing.T) {
+	for doc, want := range map[string]bool{
+		`{}`:                true,
+		`{".":{},"f:a":{}}`: true,
+		`{"f:a":{},"f:ab":{"f:x":{},"f:y":{}},"f:b":{}}`:            true,
+		`{"f:c":{"k:{\"name\":\"a\"}":{},"k:{\"name\":\"b\"}":{}}}`: true,
+		`{"f:a\"":{},"f:a#":{}}`:                                    true,
+		`{"f:a#":{},"f:a\"":{}}`:                                    false,
+		`{"f:b":{},"f:a":{}}`:                                       false,
+		`{"f:a":{},"f:a":{}}`:                                       false,
+		`{"f:a":{"f:y":{},"f:x":{}}}`:                               false,
+		`{"i:10":{},"i:9":{}}`:                                      true,
+		`{"i:9":{},"i:10":{}}`:                                      false,
+		`{"f:a": {}}`:                                               false,
+		`{"f:a":1}`:                                                 false,
+		`{"f:a":{}}{}`:                                              false,
+		`{"f:a":{}}}`:                                               false,
+		`{"f:a":{}`:                                                 false,
+		`{"f:a"}`:                                                   false,
+		`[]`:                                                        false,
+	} {
+		if got := sortedFields([]byte(doc)); got != want {
+			t.Errorf("sortedFields(%s) = %v, want %v", doc, got, want)
+		}
+	}
+}
+
+// FuzzSortedJSON compares sortedJSON with encoding/json's sorting of the decoded document, on valid fieldsV1-shaped
+// documents (objects of objects) without duplicate names, what structured-merge-diff writes; and sortedFields'
+// verdict with the document being its own sorted form.
+func FuzzSortedJSON(f *testing.F) {
+	for _, seed := range []string{`{".":{},"f:a":{"f:b":{}},"f:c":{"k:{\"name\":\"a\"}":{}}}`, `{"f:b":{},"f:a":{}}`,
+		`{"i:10":{},"i:9":{}}`, `{"f:a\"":{},"f:a#":{}}`} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, doc []byte) {
+		if !jsontext.Value(doc).IsValid() {
+			return
+		}
+		m, err := decodeJSONObject(doc)
+		if err != nil || !objectsOnly(m) {
+			return
+		}
+		want, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := sortedJSON(doc); string(got) != string(want) {
+			t.Fatalf("sortedJSON(%q) = %q, want %q", doc, got, want)
+		}
+		if plainJSON(doc) && sortedFields(doc) && string(doc) != string(want) {
+			t.Fatalf("%q taken as sorted; sorted, it is %q", doc, want)
+		}
+	})
+}
+
+func objectsOnly(m map[string]any) bool {
+	for _, v := range m {
+		if c, ok := v.(map[string]any); !ok || !objectsOnly(c) {
+			return false
+		}
+	}
+	return true
 }
 
 // createdShoot is Gardener's example Shoot (uid u1) with the managedFields of its create by "creator", recorded by
