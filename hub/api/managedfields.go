@@ -834,7 +834,7 @@ func resetsManagedFields(doc []byte) bool {
 	if !bytes.Contains(doc, []byte(`"managedFields"`)) {
 		return false
 	}
-	dec := jsontext.NewDecoder(bytes.NewReader(doc), jsontext.AllowDuplicateNames(true))
+	dec := jsontext.NewDecoder(bytes.NewBuffer(doc), jsontext.AllowDuplicateNames(true))
 	if !jsonMember(dec, "metadata") || !jsonMember(dec, "managedFields") {
 		return false
 	}

@@ -268,7 +268,7 @@ func reviseJSON(doc []byte, resourceVersion string) ([]byte, bool) {
 	if resourceVersion == "" || strings.Trim(resourceVersion, "0123456789") != "" {
 		return nil, false
 	}
-	dec := jsontext.NewDecoder(bytes.NewReader(doc))
+	dec := jsontext.NewDecoder(bytes.NewBuffer(doc), jsontext.AllowDuplicateNames(true)) // kjson writes none
 	if !jsonMember(dec, "metadata") || !jsonMember(dec, "resourceVersion") {
 		return nil, false
 	}

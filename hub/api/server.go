@@ -850,7 +850,15 @@ func (s *Server[T, L, E, PE]) patchFunc(patchType string, patch []byte) (func([]
 	}
 	switch patchType {
 	case "", PatchTypeMerge, PatchTypeStrategic:
-		return func(doc []byte) ([]byte, error) { return jsonpatch.MergePatch(doc, patch) }, nil
+		parsed, fast := parseMergePatch(patch)
+		return func(doc []byte) ([]byte, error) {
+			if fast {
+				if out, ok := mergePatch(doc, parsed); ok {
+					return out, nil
+				}
+			}
+			return jsonpatch.MergePatch(doc, patch)
+		}, nil
 	case PatchTypeJSON:
 		p, err := jsonpatch.DecodePatch(patch)
 		if err != nil {
