@@ -15,10 +15,15 @@ import (
 // Settings of the embedded single-member etcd. Short ticks make a fresh member elect itself within tens of
 // milliseconds; a single member has no peers to disturb with them.
 const (
-	embeddedTickMs          = 10
-	embeddedElectionMs      = 100
-	embeddedQuotaBytes      = 8 << 30
-	embeddedCompaction      = "5m"
+	embeddedTickMs     = 10
+	embeddedElectionMs = 100
+	embeddedQuotaBytes = 8 << 30
+	embeddedCompaction = "5m"
+	// embeddedCatchUpEntries is how many applied raft entries the member keeps in memory after a snapshot of its
+	// state (etcd takes one every 100 entries): they are there for followers that fell behind, and the embedded
+	// member has none. etcd's default, 5,000, held the last 5,000 writes' requests (a shoot's write is about 10 KB)
+	// in the hub's heap.
+	embeddedCatchUpEntries  = 100
 	embeddedReadyTimeout    = 60 * time.Second
 	embeddedName            = "trellis"
 	embeddedDefaultListen   = "http://127.0.0.1:0"
@@ -51,6 +56,7 @@ func startEmbedded(ctx context.Context, cfg Config, lg *zap.Logger) (*embed.Etcd
 	ec.AutoCompactionMode = embed.CompactorModePeriodic
 	ec.AutoCompactionRetention = embeddedCompaction
 	ec.QuotaBackendBytes = embeddedQuotaBytes
+	ec.SnapshotCatchUpEntries = embeddedCatchUpEntries
 	ec.LogLevel = "error"
 	ec.Logger = "zap"
 	ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(lg)
