@@ -160,7 +160,26 @@ func (p *page) do(steps ...chromedp.Action[chromedp.Void]) {
 	}
 }
 
-func (p *page) goTo(path string) { p.t.Helper(); p.do(chromedp.Navigate(p.base + path)) }
+// goTo loads the dashboard's page at path. Chromium fails a load with net::ERR_NETWORK_CHANGED when the machine's
+// network interfaces change while it loads (other tests' nodes create and remove some): such a load is made again,
+// as a user reloads, three attempts in all.
+func (p *page) goTo(path string) {
+	p.t.Helper()
+	for attempt := 1; ; attempt++ {
+		ctx, cancel := context.WithTimeout(p.ctx, 30*time.Second)
+		err := chromedp.Do(ctx, chromedp.Navigate(p.base+path))
+		cancel()
+		switch {
+		case err == nil:
+			return
+		case strings.Contains(err.Error(), "net::ERR_NETWORK_CHANGED") && attempt < 3:
+			p.t.Logf("loading %s: %v; loading it again", path, err)
+			continue
+		}
+		p.shot("failure-" + strings.ReplaceAll(p.t.Name(), "/", "-"))
+		p.t.Fatalf("browser: %v", err)
+	}
+}
 
 // eval evaluates a JavaScript expression (promises awaited) and decodes its value into T.
 func eval[T any](p *page, expr string) T {

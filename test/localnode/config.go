@@ -117,6 +117,8 @@ state = %[2]q
 }
 `, s.Bridge(), filepath.Join(s.RunDir(), "cni"), s.PodCIDR)
 
+	// The node shares the machine's disk with everything else on it: its eviction thresholds are absolute amounts, not
+	// shares of the disk (1 % of a 252 GB disk, 2.5 GB, evicted the shoots' control planes while gigabytes were free).
 	kubelet := fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 address: %[1]s
@@ -146,7 +148,7 @@ staticPodPath: ""
 serializeImagePulls: false
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
-evictionHard: {memory.available: "1Mi", nodefs.available: "1%%", imagefs.available: "1%%"}
+evictionHard: {memory.available: "1Mi", nodefs.available: "512Mi", imagefs.available: "512Mi"}
 nodeStatusReportFrequency: 10s
 syncFrequency: 10s
 `, s.NodeIP, s.Name(), f.containerdSocket, dns, filepath.Join(cfg.Dir, "resolv.conf"), s.PodCIDR,
