@@ -155,9 +155,15 @@ func (p *page) do(steps ...chromedp.Action[chromedp.Void]) {
 	ctx, cancel := context.WithTimeout(p.ctx, 30*time.Second)
 	defer cancel()
 	if err := chromedp.Do(ctx, steps...); err != nil {
-		p.shot("failure-" + strings.ReplaceAll(p.t.Name(), "/", "-"))
-		p.t.Fatalf("browser: %v", err)
+		p.fail(err)
 	}
+}
+
+// fail ends the test with err, a browser step's, after a screenshot of the page.
+func (p *page) fail(err error) {
+	p.t.Helper()
+	p.shot("failure-" + strings.ReplaceAll(p.t.Name(), "/", "-"))
+	p.t.Fatalf("browser: %v", err)
 }
 
 // goTo loads the dashboard's page at path. Chromium fails a load with net::ERR_NETWORK_CHANGED when the machine's
@@ -176,8 +182,7 @@ func (p *page) goTo(path string) {
 			p.t.Logf("loading %s: %v; loading it again", path, err)
 			continue
 		}
-		p.shot("failure-" + strings.ReplaceAll(p.t.Name(), "/", "-"))
-		p.t.Fatalf("browser: %v", err)
+		p.fail(err)
 	}
 }
 

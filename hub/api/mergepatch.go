@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"io"
 
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -26,11 +27,8 @@ type mergeMember struct {
 func parseMergePatch(patch []byte) ([]mergeMember, bool) {
 	dec := jsontext.NewDecoder(bytes.NewBuffer(patch))
 	members, ok := readMergeObject(dec)
-	if !ok {
+	if !ok || !atEnd(dec) {
 		return nil, false
-	}
-	if _, err := dec.ReadToken(); err == nil {
-		return nil, false // a second value after the object
 	}
 	return members, true
 }
@@ -81,13 +79,16 @@ func readMergeObject(dec *jsontext.Decoder) ([]mergeMember, bool) {
 func mergePatch(doc []byte, patch []mergeMember) ([]byte, bool) {
 	dec := jsontext.NewDecoder(bytes.NewBuffer(doc))
 	out, ok := mergeObject(make([]byte, 0, len(doc)+64), dec, patch)
-	if !ok {
-		return nil, false
-	}
-	if _, err := dec.ReadToken(); err == nil {
+	if !ok || !atEnd(dec) {
 		return nil, false
 	}
 	return out, true
+}
+
+// atEnd reports whether dec has nothing left but whitespace: no second value and no invalid bytes.
+func atEnd(dec *jsontext.Decoder) bool {
+	_, err := dec.ReadToken()
+	return err == io.EOF
 }
 
 // mergeObject appends the object read from dec with patch merged into it.

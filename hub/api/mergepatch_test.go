@@ -60,13 +60,13 @@ func TestMergePatch(t *testing.T) {
 		`{"list":[1,{"a":null}]}`,           // arrays: the library's
 		`{"metadata":{"finalizers":["a"]}}`, // arrays at any depth
 		`{"a":1,"a":2}`,                     // duplicate names
-		`[1]`, `"x"`, `null`, `{"a":1} {}`, `{"a":`,
+		`[1]`, `"x"`, `null`, `{"a":1} {}`, `{"a":`, `{"a":1} x`, `{"a":1}}`,
 	} {
 		if sameAsLibrary(t, doc, patch) {
 			t.Errorf("%s: taken, want it left to the library", patch)
 		}
 	}
-	for _, target := range []string{`[]`, `{"a":1,"a":2}`, `{"a":`, `{} {}`} {
+	for _, target := range []string{`[]`, `{"a":1,"a":2}`, `{"a":`, `{} {}`, `{"a":1} x`, `{"a":1}}`} {
 		if sameAsLibrary(t, target, `{"b":1}`) {
 			t.Errorf("patch of %s taken, want it left to the library", target)
 		}
@@ -78,5 +78,6 @@ func FuzzMergePatch(f *testing.F) {
 	f.Add(`{"metadata":{"labels":{"a":"1"}},"spec":{"x":[1,2]}}`, `{"metadata":{"labels":{"a":null,"b":"2"}}}`)
 	f.Add(`{"a":null,"b":{"c":1}}`, `{"a":{"x":null,"y":{}},"b":{"c":{"d":null}},"e":"f"}`)
 	f.Add(`{"a":"\u00e9"}`, `{"\u00e9":1,"a":null}`)
+	f.Add(`{"a":1}`, `{"b":2} x`)
 	f.Fuzz(func(t *testing.T, doc, patch string) { sameAsLibrary(t, doc, patch) })
 }

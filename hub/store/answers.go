@@ -184,22 +184,6 @@ func (d *deletions) forget(p weak.Pointer[metav1.ObjectMeta]) {
 	d.mu.Unlock()
 }
 
-// memoized returns the memoized encoding of cur when cur is the cached state of namespace/name and the collection
-// can revise encodings; nil otherwise.
-func (c *Collection) memoized(namespace, name string, cur Object) []byte {
-	if c.res.Revised == nil {
-		return nil
-	}
-	e, _ := c.cache.entry(namespace, name)
-	if e == nil {
-		return nil
-	}
-	if m := e.encoded.Load(); m != nil && m.obj == cur {
-		return m.data
-	}
-	return nil
-}
-
 // deletionEncoding returns the encoding of obj when it is the result of a deletion answered encoded whose deleted
 // state had a memoized encoding: that encoding revised to obj's resourceVersion.
 func (c *Collection) deletionEncoding(obj Object) ([]byte, bool) {

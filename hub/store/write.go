@@ -435,8 +435,8 @@ func (c *Collection) guaranteed(ctx context.Context, namespace, name string, dry
 		// A deletion answered encoded answers with the deleted state's encoding, when it has one: taken now, as the
 		// cache may apply the deletion (and drop the state) before the write returns.
 		var deleted []byte
-		if p.delete && encodedAnswer(ctx) {
-			deleted = c.memoized(namespace, name, cur)
+		if p.delete && encodedAnswer(ctx) && c.res.Revised != nil {
+			deleted = c.MemoizedEncoding(namespace, name, c.shape.metaOf(cur).GetResourceVersion())
 		}
 		resp, err := c.store.client.Txn(ctx).
 			If(clientv3.Compare(clientv3.ModRevision(key), "=", curRev)).
