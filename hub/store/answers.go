@@ -72,10 +72,13 @@ func (a *answers) put(key string, rev int64, meta *metav1.ObjectMeta) {
 func (c *Collection) answered(key string, rev int64, obj Object) {
 	meta := c.shape.metaOf(obj)
 	c.answers.put(key, rev, meta)
-	if c.cache.rev.Load() < rev {
+	// put stores answers.n before this load and the cache stores applying before take loads answers.n (both
+	// sequentially consistent): either the cache's take sees the answer or this sees the batch that applies rev.
+	if c.cache.applying.Load() < rev {
 		return
 	}
-	// The cache applied rev before or while the answer was put: take it back unless the cache took it.
+	// The cache applies or applied rev while the answer was put: take it back unless the cache took it, and name it
+	// in the entry once the batch is applied (cache.answered waits for the cache's lock).
 	if w := c.answers.take(key, rev); w != nil {
 		c.cache.answered(key, rev, w.meta)
 	}

@@ -96,6 +96,32 @@ func TestEncodedAnswerIsTheWrittenState(t *testing.T) {
 		}
 	})
 
+	t.Run("the cache applied the write while it was remembered", func(t *testing.T) {
+		// The cache looks for the write's answer before the write remembers it, and moves its revision after.
+		var enc countingEncoder
+		f := func() {
+			for deadline := time.Now().Add(300 * time.Millisecond); c.answers.n.Load() == 0 && time.Now().Before(deadline); {
+				time.Sleep(time.Millisecond)
+			}
+		}
+		c.cache.whileApplying.Store(&f)
+		created, err := c.Create(ctx, newTestObject("raced"))
+		c.cache.whileApplying.Store(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitCache(t, c, created.GetMetadata().GetResourceVersion())
+		cached, _ := c.Get(t.Context(), "", "raced")
+		answer, _ := c.CachedEncoding(created, enc.encode)
+		got, _ := c.CachedEncoding(cached, enc.encode)
+		if string(got) != string(answer) || enc.calls.Load() != 1 {
+			t.Fatalf("cached state encoded as %q after the answer %q, %d encodings; want the answer's, one", got, answer, enc.calls.Load())
+		}
+		if n := c.answers.n.Load(); n != 0 {
+			t.Fatalf("%d answers kept after the cache applied their writes", n)
+		}
+	})
+
 	t.Run("read first", func(t *testing.T) {
 		var enc countingEncoder
 		created, err := c.Create(ctx, newTestObject("third"))

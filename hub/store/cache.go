@@ -74,12 +74,17 @@ type cache struct {
 
 	// rev is the revision the cache reflects: every event up to it is applied. Written under mu, read without.
 	rev atomic.Int64
+	// applying is the last revision of the batch being applied, stored before the batch takes its writes' answers:
+	// a write that remembers its answer after the batch looked for it sees that the cache has it (answered).
+	applying atomic.Int64
 	// changed is closed and replaced whenever rev moves, to wake readers waiting for a revision.
 	changed atomic.Pointer[chan struct{}]
 	// backfilled is closed when the history of the revisions before the store opened is loaded (or given up).
 	backfilled chan struct{}
 	// beforeApply, when set (tests only), runs before each batch of events is applied.
 	beforeApply atomic.Pointer[func()]
+	// whileApplying, when set (tests only), runs after a batch's events are applied, before the revision moves.
+	whileApplying atomic.Pointer[func()]
 }
 
 func newCache(c *Collection) *cache {
@@ -289,6 +294,9 @@ func (ch *cache) apply(evs []*clientv3.Event) {
 	}
 	ch.mu.Lock()
 	last := ch.rev.Load()
+	if len(batch) > 0 {
+		ch.applying.Store(batch[len(batch)-1].rev)
+	}
 	for _, d := range batch {
 		last = max(last, d.rev)
 		// Taken under the lock: an answer encoded until the write is applied gives the entry its encoding.
@@ -323,6 +331,9 @@ func (ch *cache) apply(evs []*clientv3.Event) {
 		ch.history.add(ev)
 		ch.dispatch(&ev)
 		ch.history.supersede(d.key, d.prevEnc)
+	}
+	if f := ch.whileApplying.Load(); f != nil {
+		(*f)()
 	}
 	ch.setRev(last)
 	ch.mu.Unlock()
@@ -371,6 +382,9 @@ func (ch *cache) progressTo(rev int64) {
 
 // setRev moves the revision; mu must be held.
 func (ch *cache) setRev(rev int64) {
+	if rev > ch.applying.Load() {
+		ch.applying.Store(rev) // a relist's or a progress notification's revision
+	}
 	ch.rev.Store(rev)
 	ch.c.store.observe(rev)
 }
