@@ -210,11 +210,11 @@ testbin-kube:
 ## tests run (GOFLAGS) use -trimpath: the module's packages, compiled without it, are cached per directory, so a fresh
 ## clone would compile them all again; with it a clone reuses what any clone of the same sources compiled.
 ## TEST_RACE are the packages whose tests also run with the race detector, beside go test at the fuzz phase's lower
-## priority: the watch cache, the agent link's sessions, the REST gateway and the Table handler, where goroutines share
-## cached objects and memos (bin/race.log follows the fuzz log; a race fails make test).
+## priority: the watch cache, the agent link's sessions, the REST gateway, the Table handler and the hub's controllers,
+## where goroutines share cached objects and memos (bin/race.log follows the fuzz log; a race fails make test).
 TEST_FIRST ?= ./test/e2e ./test/shootcontrolplane
 TEST_P ?= 3
-TEST_RACE ?= ./hub/store ./hub/agentlink ./gateway ./hub/table
+TEST_RACE ?= ./hub/store ./hub/agentlink ./gateway ./hub/table ./hub/controller/...
 test: testbin build tools
 	@mkdir -p bin; rm -rf bin/fuzz/corpus; \
 	nice -n 10 $(MAKE) --no-print-directory fuzz FUZZTIME=10000x FUZZPARALLEL=1 FUZZCACHE=$(CURDIR)/bin/fuzz/corpus \

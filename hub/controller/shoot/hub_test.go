@@ -70,7 +70,8 @@ func (g *garden) createShoot(s *corev1beta1.Shoot) {
 		if !apierrors.IsConflict(err) || attempt == 10 {
 			g.t.Fatal(err)
 		}
-		out = g.shoot(s.GetMetadata().GetNamespace(), s.GetMetadata().GetName())
+		// The cache's object is shared with the controllers: the status goes onto a copy.
+		out = proto.Clone(g.shoot(s.GetMetadata().GetNamespace(), s.GetMetadata().GetName())).(*corev1beta1.Shoot)
 	}
 }
 
