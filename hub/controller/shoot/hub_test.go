@@ -123,7 +123,10 @@ func TestHibernation(t *testing.T) {
 	controllertest.Consistently(t, "the shoot awake before the schedule", 300*time.Millisecond, func() bool {
 		return g.shoot("garden-dev", "s").GetSpec().GetHibernation().Enabled == nil
 	})
-	g.eventually("hibernation at 20:00 Berlin", time.Second, enabled(true))
+	// The controller writes spec.hibernation.enabled first and then the status' trigger time: wait for both.
+	g.eventually("hibernation at 20:00 Berlin", time.Second, func() bool {
+		return enabled(true)() && g.shoot("garden-dev", "s").GetStatus().GetLastHibernationTriggerTime() != nil
+	})
 	if at := g.shoot("garden-dev", "s").GetStatus().GetLastHibernationTriggerTime().AsTime(); at.Before(time.Date(2030, 6, 3, 18, 0, 0, 0, time.UTC)) {
 		t.Fatalf("triggered at %v, before the schedule", at)
 	}
