@@ -144,7 +144,8 @@ func (b *Backups) snapshot(ctx context.Context) (Object, error) {
 	return Object{Name: name, Size: cr.n, Modified: b.cfg.Now()}, nil
 }
 
-// retain deletes the snapshots beyond Keep and older than MaxAge, never the newest.
+// retain deletes the snapshots beyond Keep and older than MaxAge, never the newest. It runs after a new snapshot is
+// stored, never before (a failed snapshot must not cost an old one): until it has run there are Keep+1.
 func (b *Backups) retain(ctx context.Context) error {
 	objs, err := b.cfg.Store.List(ctx)
 	if err != nil {
