@@ -152,11 +152,16 @@ func isExpectedConsole(l string) bool {
 
 func (p *page) do(steps ...chromedp.Action[chromedp.Void]) {
 	p.t.Helper()
-	ctx, cancel := context.WithTimeout(p.ctx, 30*time.Second)
-	defer cancel()
-	if err := chromedp.Do(ctx, steps...); err != nil {
+	if err := p.run(steps...); err != nil {
 		p.fail(err)
 	}
+}
+
+// run runs browser steps, 30 s at most.
+func (p *page) run(steps ...chromedp.Action[chromedp.Void]) error {
+	ctx, cancel := context.WithTimeout(p.ctx, 30*time.Second)
+	defer cancel()
+	return chromedp.Do(ctx, steps...)
 }
 
 // fail ends the test with err, a browser step's, after a screenshot of the page.
@@ -172,9 +177,7 @@ func (p *page) fail(err error) {
 func (p *page) goTo(path string) {
 	p.t.Helper()
 	for attempt := 1; ; attempt++ {
-		ctx, cancel := context.WithTimeout(p.ctx, 30*time.Second)
-		err := chromedp.Do(ctx, chromedp.Navigate(p.base+path))
-		cancel()
+		err := p.run(chromedp.Navigate(p.base + path))
 		switch {
 		case err == nil:
 			return
