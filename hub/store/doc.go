@@ -30,7 +30,12 @@
 // revisions get 410 Expired and the client re-lists. On Register the cache also loads, in the background, the
 // resource's events of the last WatchWindow etcd revisions, so clients of a restarted hub can still resume.
 //
+// Embedded etcd. The store calls the embedded member in its own process (inprocess.go: etcd's v3client, its watch
+// streams' sends queued), so requests and events are not marshaled and sent through the member's socket, which
+// stays open for etcdctl and other tools.
+//
 // Goroutines. Open starts the embedded etcd (if any) and a progress requester; Register starts two goroutines per
-// resource (its etcd watch and the history backfill); Watch starts one goroutine per watcher. Close stops all of
-// them and waits for them.
+// resource (its etcd watch and the history backfill); Watch starts one goroutine per watcher; each in-process etcd
+// watch stream has one that forwards its requests, ending with the stream. Close stops all of them and waits for
+// them.
 package store

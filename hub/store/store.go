@@ -183,7 +183,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		enc:         enc,
 		collections: map[string]*Collection{},
 	}
-	zl := zap.New(newSlogCore(cfg.Logger.With("component", "etcd-client"), zap.ErrorLevel, &s.closing))
+	var client *clientv3.Client
 	endpoints := cfg.Endpoints
 	if len(endpoints) == 0 {
 		start := time.Now()
@@ -194,21 +194,22 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		s.etcd = e
 		endpoints = []string{endpoint}
 		s.log.Info("embedded etcd ready", "dir", e.Config().Dir, "endpoint", endpoint, "took", time.Since(start))
-	}
-	client, err := clientv3.New(clientv3.Config{
-		Endpoints:            endpoints,
-		TLS:                  cfg.TLS,
-		DialTimeout:          5 * time.Second,
-		DialKeepAliveTime:    30 * time.Second,
-		DialKeepAliveTimeout: 10 * time.Second,
-		Logger:               zl,
-		Context:              context.WithoutCancel(ctx),
-		MaxCallRecvMsgSize:   64 << 20,
-	})
-	if err != nil {
-		s.closing.Store(true)
-		s.closeEtcd()
-		return nil, fmt.Errorf("store: connect to etcd %v: %w", endpoints, err)
+		// The store calls the member in this process; the endpoint serves etcdctl and other tools.
+		client = inProcessClient(e.Server)
+	} else {
+		client, err = clientv3.New(clientv3.Config{
+			Endpoints:            endpoints,
+			TLS:                  cfg.TLS,
+			DialTimeout:          5 * time.Second,
+			DialKeepAliveTime:    30 * time.Second,
+			DialKeepAliveTimeout: 10 * time.Second,
+			Logger:               zap.New(newSlogCore(cfg.Logger.With("component", "etcd-client"), zap.ErrorLevel, &s.closing)),
+			Context:              context.WithoutCancel(ctx),
+			MaxCallRecvMsgSize:   64 << 20,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("store: connect to etcd %v: %w", endpoints, err)
+		}
 	}
 	s.client = client
 	// clientv3.New does not wait for a connection; a first read proves the cluster answers.

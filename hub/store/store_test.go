@@ -2,8 +2,10 @@ package store_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -113,5 +115,53 @@ func TestEmbeddedUnixSocket(t *testing.T) {
 	defer s.Close()
 	if _, err := s.Client().Put(t.Context(), "/x", "y"); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestManyCachesShareTheEmbeddedWatchStream registers many resources at once on the embedded member, whose caches
+// share one in-process watch stream with the history backfills (created and cancelled) and the progress requests,
+// while writes go on: every cache must still reach etcd's revision. A stream whose sends wait for the member's
+// receiving loop deadlocks here (the member's loops wait for the client to read, the client's loop waits to send).
+func TestManyCachesShareTheEmbeddedWatchStream(t *testing.T) {
+	s := openEmbedded(t, store.Config{DataDir: t.TempDir(), Logger: storetest.Logger(t)})
+	ctx := t.Context()
+	shoots, err := s.Register(ctx, storetest.Shoots())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const resources = 64
+	cols := make([]*store.Collection, resources)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for i := range 200 {
+			if _, err := shoots.Create(ctx, storetest.NewShoot("garden-a", fmt.Sprintf("s%d", i), "", nil)); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	})
+	for i := range resources {
+		wg.Go(func() {
+			r := storetest.Shoots()
+			r.Resource = fmt.Sprintf("shoots%d", i)
+			c, err := s.Register(ctx, r)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			cols[i] = c
+		})
+	}
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+	for i, c := range append(cols, shoots) {
+		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		err := c.Sync(sctx)
+		cancel()
+		if err != nil {
+			t.Fatalf("resource %d: the cache did not reach etcd's revision: %v", i, err)
+		}
 	}
 }
