@@ -318,6 +318,11 @@ func (c *Collection) delete(ctx context.Context, namespace, name string, pre *me
 		next := clone(cur)
 		nm := c.shape.metaOf(next)
 		if nm.DeletionTimestamp == nil {
+			// Marking an object as deleting moves its generation, as kube-apiserver's registry does (markAsDeleting):
+			// controllers that compare status.observedGeneration with it see the deletion as a change to act on.
+			if nm.Generation > 0 {
+				nm.Generation++
+			}
 			nm.DeletionTimestamp = timestamppb.New(time.Now().Truncate(time.Second))
 			nm.DeletionGracePeriodSeconds = proto.Int64(0)
 		}

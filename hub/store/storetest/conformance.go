@@ -574,13 +574,18 @@ func testFinalizers(t *testing.T, e *env) {
 	if m.GetDeletionTimestamp() == nil || m.DeletionGracePeriodSeconds == nil || *m.DeletionGracePeriodSeconds != 0 || m.GetDeletionTimestamp().Nanos != 0 {
 		t.Fatalf("deletion not marked: %v", m)
 	}
+	// Marking it as deleting moves the generation once, as kube-apiserver's registry does.
+	if m.GetGeneration() != s.GetMetadata().GetGeneration()+1 {
+		t.Fatalf("generation %d after the deletion mark, want %d", m.GetGeneration(), s.GetMetadata().GetGeneration()+1)
+	}
 	marked := e.getShoot("garden-a", "s1")
 	if !proto.Equal(marked, obj) {
 		t.Fatalf("Get after delete:\n%v\nwant\n%v", marked, obj)
 	}
 	// Deleting again changes nothing.
 	again, deleted, err := e.shoots.Delete(e.ctx, "garden-a", "s1", nil)
-	if err != nil || deleted || rv(again) != rv(marked) || !proto.Equal(again.GetMetadata().GetDeletionTimestamp(), m.GetDeletionTimestamp()) {
+	if err != nil || deleted || rv(again) != rv(marked) || !proto.Equal(again.GetMetadata().GetDeletionTimestamp(), m.GetDeletionTimestamp()) ||
+		again.GetMetadata().GetGeneration() != m.GetGeneration() {
 		t.Fatalf("second delete: deleted %v err %v rv %d (want %d)", deleted, err, rv(again), rv(marked))
 	}
 	// No new finalizers on an object being deleted.
