@@ -595,3 +595,58 @@ func TestUnconditionalUpdates(t *testing.T) {
 		}
 	}
 }
+
+// TestTooLargeWithManagedFieldsIsWrittenWithout: a ConfigMap whose managedFields (one entry per data key) make it
+// larger than etcd takes is created, replaced and patched without them, as kube-apiserver retries such writes; the
+// client's data is all stored.
+func TestTooLargeWithManagedFieldsIsWrittenWithout(t *testing.T) {
+	h := hubtest.Start(t)
+	mustDo(t, h, 201, "POST", "/api/v1/namespaces", `{"metadata":{"name":"big"}}`)
+	// 15,000 keys of 60 bytes: about 1 MB of data, and about as much again in managedFields' fieldsV1; etcd takes
+	// 1.5 MiB per request.
+	data := map[string]string{}
+	for i := range 15000 {
+		data[fmt.Sprintf("k%059d", i)] = ""
+	}
+	path := "/api/v1/namespaces/big/configmaps"
+	check := func(what string, body []byte, keys int) map[string]any {
+		t.Helper()
+		var obj map[string]any
+		if err := json.Unmarshal(body, &obj); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if mf := obj["metadata"].(map[string]any)["managedFields"]; mf != nil {
+			t.Fatalf("%s: managedFields kept: %.200v", what, mf)
+		}
+		if got := len(obj["data"].(map[string]any)); got != keys {
+			t.Fatalf("%s: %d keys stored, want %d", what, got, keys)
+		}
+		return obj
+	}
+	check("create", mustDo(t, h, 201, "POST", path, map[string]any{"metadata": map[string]any{"name": "cm"}, "data": data}), 15000)
+	got := check("get", mustDo(t, h, 200, "GET", path+"/cm", nil), 15000)
+	got["data"].(map[string]any)["added"] = "by update"
+	check("update", mustDo(t, h, 200, "PUT", path+"/cm", got), 15001)
+	check("patch", mustDo(t, h, 200, "PATCH", path+"/cm", `{"data":{"patched":"yes"}}`), 15002)
+	// A small object keeps its managedFields.
+	small := mustDo(t, h, 201, "POST", path, `{"metadata":{"name":"small"},"data":{"a":"1"}}`)
+	if !strings.Contains(string(small), `"managedFields"`) {
+		t.Fatalf("a small ConfigMap lost its managedFields: %s", small)
+	}
+}
+
+// TestTooLargeObjectIsRefusedAs413: an object larger than etcd takes even without managedFields is refused with 413
+// and etcd's reason, not a bare internal error, and nothing is stored.
+func TestTooLargeObjectIsRefusedAs413(t *testing.T) {
+	h := hubtest.Start(t)
+	mustDo(t, h, 201, "POST", "/api/v1/namespaces", `{"metadata":{"name":"big"}}`)
+	path := "/apis/core.gardener.cloud/v1beta1/namespaces/big/shootstates"
+	body := map[string]any{"metadata": map[string]any{"name": "s"}, "spec": map[string]any{
+		"gardener": []any{map[string]any{"name": "blob", "type": "secret", "data": map[string]any{"raw": strings.Repeat("x", 2<<20)}}}}}
+	code, out := h.Do(t, "POST", path, body)
+	st := decodeStatus(t, out)
+	if code != http.StatusRequestEntityTooLarge || st.Reason != "RequestEntityTooLarge" || !strings.Contains(st.Message, "request is too large") {
+		t.Fatalf("POST of a 2 MiB ShootState: %d %s, want 413 RequestEntityTooLarge naming etcd's reason", code, out)
+	}
+	mustDo(t, h, 404, "GET", path+"/s", nil)
+}

@@ -477,6 +477,12 @@ func (s *Server[T, L, E, PE]) create(ctx context.Context, w writer, obj T, appli
 		wctx = s.answeredAsStored(ctx)
 	}
 	stored, err := w.Create(wctx, in)
+	if store.IsRequestTooLarge(err) && !applied && len(in.GetMetadata().GetManagedFields()) > 0 {
+		// As kube-apiserver does: the managed fields may be what makes the object too large for etcd, and they are
+		// the server's record, not the client's intent.
+		in.GetMetadata().ManagedFields = nil
+		stored, err = w.Create(wctx, in)
+	}
 	if err != nil {
 		return zero, err
 	}
@@ -593,59 +599,91 @@ func (s *Server[T, L, E, PE]) update(ctx context.Context, obj T, sub string) (T,
 	// the current one), its status too; others are refused once the object is known to exist.
 	unversioned := md.GetResourceVersion() == ""
 	unconditional := sub == "" && unversioned && s.kind.UnconditionalUpdate()
-	out, err := w.GuaranteedUpdate(s.answeredAsStored(ctx), md.GetNamespace(), md.GetName(), status, func(cur store.Object) (store.Object, error) {
-		if unversioned && !s.kind.UnconditionalUpdate() {
-			return nil, s.resourceVersionRequired(md.GetName())
-		}
-		old, err := s.out(cur)
-		if err != nil {
-			return nil, err
-		}
-		if status {
+	out, err := writeOrDropManagedFields(func(drop bool) (store.Object, error) {
+		return w.GuaranteedUpdate(s.answeredAsStored(ctx), md.GetNamespace(), md.GetName(), status, func(cur store.Object) (store.Object, error) {
+			if unversioned && !s.kind.UnconditionalUpdate() {
+				return nil, s.resourceVersionRequired(md.GetName())
+			}
+			old, err := s.out(cur)
+			if err != nil {
+				return nil, err
+			}
+			if status {
+				if check != nil {
+					attrs.Current = cur
+					if err := check(attrs); err != nil {
+						return nil, err
+					}
+				}
+				if err := s.recordSubresource(ctx, sub, old, obj); err != nil {
+					return nil, err
+				}
+				return dropManagedFields(drop)(s.in(obj))
+			}
+			next, vctx := obj, ctx
+			if sub == SubresourceBinding {
+				next, vctx = s.bound(old, obj), admission.WithSubresource(ctx, sub)
+			}
+			if unconditional {
+				s.meta(next).ResourceVersion = old.GetMetadata().GetResourceVersion()
+			}
+			if sub == "" && s.plugin.PrepareUpdate != nil {
+				s.plugin.PrepareUpdate(next, old)
+			}
+			if sub == "" {
+				err = s.recordUpdateJSON(ctx, sub, old, s.memoizedJSON(cur), next, reset)
+			} else {
+				err = s.recordSubresource(ctx, sub, old, next)
+			}
+			if err != nil {
+				return nil, err
+			}
 			if check != nil {
-				attrs.Current = cur
+				attrs.Object, attrs.Current = next, cur
 				if err := check(attrs); err != nil {
 					return nil, err
 				}
 			}
-			if err := s.recordSubresource(ctx, sub, old, obj); err != nil {
+			if err := s.validate(vctx, next, old); err != nil {
 				return nil, err
 			}
-			return s.in(obj)
-		}
-		next, vctx := obj, ctx
-		if sub == SubresourceBinding {
-			next, vctx = s.bound(old, obj), admission.WithSubresource(ctx, sub)
-		}
-		if unconditional {
-			s.meta(next).ResourceVersion = old.GetMetadata().GetResourceVersion()
-		}
-		if sub == "" && s.plugin.PrepareUpdate != nil {
-			s.plugin.PrepareUpdate(next, old)
-		}
-		if sub == "" {
-			err = s.recordUpdateJSON(ctx, sub, old, s.memoizedJSON(cur), next, reset)
-		} else {
-			err = s.recordSubresource(ctx, sub, old, next)
-		}
-		if err != nil {
-			return nil, err
-		}
-		if check != nil {
-			attrs.Object, attrs.Current = next, cur
-			if err := check(attrs); err != nil {
-				return nil, err
-			}
-		}
-		if err := s.validate(vctx, next, old); err != nil {
-			return nil, err
-		}
-		return s.in(next)
+			return dropManagedFields(drop)(s.in(next))
+		})
 	})
 	if err != nil {
 		return zero, err
 	}
 	return s.out(out)
+}
+
+// writeOrDropManagedFields runs write; when etcd refused the object as too large (store.IsRequestTooLarge), it runs
+// it once more with drop set, for the write to store the object without managedFields, as kube-apiserver's update
+// and patch handlers retry: the managed fields may be what makes the object too large, and they are the server's
+// record of the writes, not a client's intent. A write that cannot do without them returns errNoRetry when asked,
+// and the first error stands.
+func writeOrDropManagedFields(write func(drop bool) (store.Object, error)) (store.Object, error) {
+	out, err := write(false)
+	if !store.IsRequestTooLarge(err) {
+		return out, err
+	}
+	if again, err2 := write(true); !errors.Is(err2, errNoRetry) {
+		return again, err2
+	}
+	return out, err
+}
+
+// errNoRetry is a write's answer to writeOrDropManagedFields' retry when it cannot be made without managedFields.
+var errNoRetry = errors.New("no retry without managedFields")
+
+// dropManagedFields returns what clears the managedFields of a write's object when drop is set
+// (writeOrDropManagedFields).
+func dropManagedFields(drop bool) func(store.Object, error) (store.Object, error) {
+	return func(o store.Object, err error) (store.Object, error) {
+		if drop && err == nil {
+			o.GetMetadata().ManagedFields = nil
+		}
+		return o, err
+	}
 }
 
 // resourceVersionRequired is kube-apiserver's refusal of an update without metadata.resourceVersion for a kind that
@@ -710,74 +748,80 @@ func (s *Server[T, L, E, PE]) Patch(ctx context.Context, req *metav1.PatchReques
 			return zero, err
 		}
 	}
-	out, err := w.GuaranteedUpdate(s.answeredAsStored(ctx), req.GetNamespace(), req.GetName(), status, func(cur store.Object) (store.Object, error) {
-		curT, err := s.out(cur)
-		if err != nil {
-			return nil, err
+	out, err := writeOrDropManagedFields(func(drop bool) (store.Object, error) {
+		if drop && applying {
+			// A server-side apply's managed fields are what it asks for: it is not written without them.
+			return nil, errNoRetry
 		}
-		doc := s.memoizedJSON(cur)
-		if doc == nil {
-			if doc, err = kjson.Marshal(curT); err != nil {
-				return nil, apierrors.NewInternalError(err)
-			}
-		}
-		patched, err := apply(doc)
-		if err != nil {
-			if applying {
+		return w.GuaranteedUpdate(s.answeredAsStored(ctx), req.GetNamespace(), req.GetName(), status, func(cur store.Object) (store.Object, error) {
+			curT, err := s.out(cur)
+			if err != nil {
 				return nil, err
 			}
-			return nil, apierrors.NewBadRequest(fmt.Sprintf("the patch could not be applied: %v", err))
-		}
-		obj := s.newT()
-		if err := decoding.Unmarshal(patched, obj); err != nil {
-			return nil, decodeError(s.kind, req.GetName(), err)
-		}
-		if err := s.checkTypeMeta(obj); err != nil {
-			return nil, err
-		}
-		md := s.meta(obj)
-		if md.GetName() != req.GetName() || md.GetNamespace() != req.GetNamespace() {
-			return nil, apierrors.NewBadRequest("the patch must not change metadata.name or metadata.namespace")
-		}
-		if md.GetResourceVersion() == "" {
-			// A patch that drops the resourceVersion applies to whatever is current, as in Kubernetes.
-			md.ResourceVersion = cur.GetMetadata().GetResourceVersion()
-		}
-		if md.GetResourceVersion() != cur.GetMetadata().GetResourceVersion() {
-			return nil, apierrors.NewConflict(s.kind.GroupResource(), req.GetName(), fmt.Errorf("the patch requires resourceVersion %s, the object has %s", md.GetResourceVersion(), cur.GetMetadata().GetResourceVersion()))
-		}
-		vctx := ctx
-		if binding {
-			obj, vctx = s.bound(curT, obj), admission.WithSubresource(ctx, SubresourceBinding)
-		} else if !status && s.plugin.PrepareUpdate != nil {
-			s.plugin.PrepareUpdate(obj, curT)
-		}
-		if check != nil {
-			attrs.Object, attrs.Current = obj, cur
-			if err := check(attrs); err != nil {
+			doc := s.memoizedJSON(cur)
+			if doc == nil {
+				if doc, err = kjson.Marshal(curT); err != nil {
+					return nil, apierrors.NewInternalError(err)
+				}
+			}
+			patched, err := apply(doc)
+			if err != nil {
+				if applying {
+					return nil, err
+				}
+				return nil, apierrors.NewBadRequest(fmt.Sprintf("the patch could not be applied: %v", err))
+			}
+			obj := s.newT()
+			if err := decoding.Unmarshal(patched, obj); err != nil {
+				return nil, decodeError(s.kind, req.GetName(), err)
+			}
+			if err := s.checkTypeMeta(obj); err != nil {
 				return nil, err
 			}
-		}
-		if !status && s.plugin.Default != nil && !binding {
-			s.plugin.Default(obj)
-		}
-		switch {
-		case applying:
-		case req.GetSubresource() == "":
-			// doc is curT's JSON: the field manager reads the live object from it.
-			err = s.recordUpdateJSON(ctx, "", curT, doc, obj, resetsManagedFields(patched))
-		default:
-			err = s.recordSubresource(ctx, req.GetSubresource(), curT, obj)
-		}
-		if err != nil {
-			return nil, err
-		}
-		if !status {
-			if err := s.validate(vctx, obj, curT); err != nil {
+			md := s.meta(obj)
+			if md.GetName() != req.GetName() || md.GetNamespace() != req.GetNamespace() {
+				return nil, apierrors.NewBadRequest("the patch must not change metadata.name or metadata.namespace")
+			}
+			if md.GetResourceVersion() == "" {
+				// A patch that drops the resourceVersion applies to whatever is current, as in Kubernetes.
+				md.ResourceVersion = cur.GetMetadata().GetResourceVersion()
+			}
+			if md.GetResourceVersion() != cur.GetMetadata().GetResourceVersion() {
+				return nil, apierrors.NewConflict(s.kind.GroupResource(), req.GetName(), fmt.Errorf("the patch requires resourceVersion %s, the object has %s", md.GetResourceVersion(), cur.GetMetadata().GetResourceVersion()))
+			}
+			vctx := ctx
+			if binding {
+				obj, vctx = s.bound(curT, obj), admission.WithSubresource(ctx, SubresourceBinding)
+			} else if !status && s.plugin.PrepareUpdate != nil {
+				s.plugin.PrepareUpdate(obj, curT)
+			}
+			if check != nil {
+				attrs.Object, attrs.Current = obj, cur
+				if err := check(attrs); err != nil {
+					return nil, err
+				}
+			}
+			if !status && s.plugin.Default != nil && !binding {
+				s.plugin.Default(obj)
+			}
+			switch {
+			case applying:
+			case req.GetSubresource() == "":
+				// doc is curT's JSON: the field manager reads the live object from it.
+				err = s.recordUpdateJSON(ctx, "", curT, doc, obj, resetsManagedFields(patched))
+			default:
+				err = s.recordSubresource(ctx, req.GetSubresource(), curT, obj)
+			}
+			if err != nil {
 				return nil, err
 			}
-		}
-		return s.in(obj)
+			if !status {
+				if err := s.validate(vctx, obj, curT); err != nil {
+					return nil, err
+				}
+			}
+			return dropManagedFields(drop)(s.in(obj))
+		})
 	})
 	if applying && apierrors.IsNotFound(err) && req.GetSubresource() == "" {
 		// Server-side apply creates what does not exist, as in Kubernetes.

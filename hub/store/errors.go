@@ -38,6 +38,20 @@ func (c *Collection) internal(op string, err error) error {
 		return apierrors.NewServerTimeout(c.gr, op, 1)
 	case errors.Is(err, context.Canceled):
 		return apierrors.NewTimeoutError(fmt.Sprintf("%s %s: %v", op, c.gr, err), 1)
+	case errors.Is(err, rpctypes.ErrRequestTooLarge), errors.Is(err, rpctypes.ErrGRPCRequestTooLarge):
+		return tooLargeError{apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("%s %s: %v", op, c.gr, err))}
 	}
 	return apierrors.NewInternalError(fmt.Errorf("%s %s: %w", op, c.gr, err))
+}
+
+// tooLargeError is a write etcd refused as larger than its request limit ("etcdserver: request is too large"): 413
+// Request Entity Too Large with etcd's reason, which IsRequestTooLarge recognises. kube-apiserver passes etcd's error
+// on as a 500; the hub says what it is, as it does for a body over its limit.
+type tooLargeError struct{ *apierrors.StatusError }
+
+// IsRequestTooLarge reports whether err is a write etcd refused as larger than its request limit. kube-apiserver
+// writes such an object once more without its managedFields (package api does too).
+func IsRequestTooLarge(err error) bool {
+	var t tooLargeError
+	return errors.As(err, &t)
 }
