@@ -13,6 +13,9 @@ func OpenEmbedded(t *testing.T, cfg store.Config) *store.Store {
 	if err != nil {
 		t.Fatalf("open embedded store: %v", err)
 	}
+	// Closed at the test's end at the latest (Close is idempotent): a member left running after its data dir is
+	// removed stops the test binary at its next file purge (etcd logs that as fatal).
+	t.Cleanup(func() { _ = s.Close() })
 	return s
 }
 
@@ -26,6 +29,7 @@ func OpenExternal(endpoint string) Open {
 		if err != nil {
 			t.Fatalf("open store on external etcd: %v", err)
 		}
+		t.Cleanup(func() { _ = s.Close() })
 		return s
 	}
 }
