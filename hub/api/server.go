@@ -476,13 +476,14 @@ func (s *Server[T, L, E, PE]) create(ctx context.Context, w writer, obj T, appli
 	if reveal == nil {
 		wctx = s.answeredAsStored(ctx)
 	}
-	stored, err := w.Create(wctx, in)
-	if store.IsRequestTooLarge(err) && !applied && len(in.GetMetadata().GetManagedFields()) > 0 {
-		// As kube-apiserver does: the managed fields may be what makes the object too large for etcd, and they are
-		// the server's record, not the client's intent.
-		in.GetMetadata().ManagedFields = nil
-		stored, err = w.Create(wctx, in)
-	}
+	// A server-side apply's managed fields are what it asks for; an object without any has none to leave out.
+	retry := !applied && len(in.GetMetadata().GetManagedFields()) > 0
+	stored, err := writeOrDropManagedFields(retry, func(drop bool) (store.Object, error) {
+		if drop {
+			in.GetMetadata().ManagedFields = nil
+		}
+		return w.Create(wctx, in)
+	})
 	if err != nil {
 		return zero, err
 	}
@@ -599,7 +600,7 @@ func (s *Server[T, L, E, PE]) update(ctx context.Context, obj T, sub string) (T,
 	// the current one), its status too; others are refused once the object is known to exist.
 	unversioned := md.GetResourceVersion() == ""
 	unconditional := sub == "" && unversioned && s.kind.UnconditionalUpdate()
-	out, err := writeOrDropManagedFields(func(drop bool) (store.Object, error) {
+	out, err := writeOrDropManagedFields(true, func(drop bool) (store.Object, error) {
 		return w.GuaranteedUpdate(s.answeredAsStored(ctx), md.GetNamespace(), md.GetName(), status, func(cur store.Object) (store.Object, error) {
 			if unversioned && !s.kind.UnconditionalUpdate() {
 				return nil, s.resourceVersionRequired(md.GetName())
@@ -656,24 +657,17 @@ func (s *Server[T, L, E, PE]) update(ctx context.Context, obj T, sub string) (T,
 	return s.out(out)
 }
 
-// writeOrDropManagedFields runs write; when etcd refused the object as too large (store.IsRequestTooLarge), it runs
-// it once more with drop set, for the write to store the object without managedFields, as kube-apiserver's update
-// and patch handlers retry: the managed fields may be what makes the object too large, and they are the server's
-// record of the writes, not a client's intent. A write that cannot do without them returns errNoRetry when asked,
-// and the first error stands.
-func writeOrDropManagedFields(write func(drop bool) (store.Object, error)) (store.Object, error) {
+// writeOrDropManagedFields runs write; when etcd refused the object as too large (store.IsRequestTooLarge) and retry
+// is set, it runs it once more with drop set, for the write to store the object without managedFields, as
+// kube-apiserver's create, update and patch handlers retry: the managed fields may be what makes the object too
+// large, and they are the server's record of the writes, not a client's intent.
+func writeOrDropManagedFields(retry bool, write func(drop bool) (store.Object, error)) (store.Object, error) {
 	out, err := write(false)
-	if !store.IsRequestTooLarge(err) {
-		return out, err
-	}
-	if again, err2 := write(true); !errors.Is(err2, errNoRetry) {
-		return again, err2
+	if retry && store.IsRequestTooLarge(err) {
+		return write(true)
 	}
 	return out, err
 }
-
-// errNoRetry is a write's answer to writeOrDropManagedFields' retry when it cannot be made without managedFields.
-var errNoRetry = errors.New("no retry without managedFields")
 
 // dropManagedFields returns what clears the managedFields of a write's object when drop is set
 // (writeOrDropManagedFields).
@@ -748,11 +742,8 @@ func (s *Server[T, L, E, PE]) Patch(ctx context.Context, req *metav1.PatchReques
 			return zero, err
 		}
 	}
-	out, err := writeOrDropManagedFields(func(drop bool) (store.Object, error) {
-		if drop && applying {
-			// A server-side apply's managed fields are what it asks for: it is not written without them.
-			return nil, errNoRetry
-		}
+	// A server-side apply's managed fields are what it asks for: it is not written without them.
+	out, err := writeOrDropManagedFields(!applying, func(drop bool) (store.Object, error) {
 		return w.GuaranteedUpdate(s.answeredAsStored(ctx), req.GetNamespace(), req.GetName(), status, func(cur store.Object) (store.Object, error) {
 			curT, err := s.out(cur)
 			if err != nil {
