@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -20,6 +21,7 @@ import (
 	"github.com/trellis-dev/trellis/hub/audit"
 	"github.com/trellis-dev/trellis/hub/auth"
 	"github.com/trellis-dev/trellis/hub/authz"
+	"github.com/trellis-dev/trellis/hub/controller/protection"
 	"github.com/trellis-dev/trellis/hub/csr"
 	"github.com/trellis-dev/trellis/hub/leader"
 	"github.com/trellis-dev/trellis/hub/openapi"
@@ -139,7 +141,7 @@ func (h *Hub) newAPI(ctx context.Context, st *store.Store, services grpc.Service
 	}
 	return api.NewRegistry(ctx, api.Config{
 		Store: st, Services: services, PatchMeta: patchMeta, TypeConverter: types,
-		Indexes:         append(authz.Indexes(), api.Index{Resource: auth.AccessTokens, Name: auth.TokenHashIndex, Values: auth.TokenHashes}),
+		Indexes:         slices.Concat(authz.Indexes(), protection.Indexes(), []api.Index{{Resource: auth.AccessTokens, Name: auth.TokenHashIndex, Values: auth.TokenHashes}}),
 		Admission:       plugins,
 		AdmissionConfig: admission.Config{AccessTokenMaxLifetime: h.cfg.MaxTokenLifetime, Now: h.cfg.Now, AllowUnregisteredExtensions: h.cfg.AllowUnregisteredExtensions},
 		CreateQuota:     quotas,

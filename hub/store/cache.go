@@ -472,6 +472,12 @@ func (ch *cache) byIndex(index, value string) []keyedObject {
 	return out
 }
 
+func (ch *cache) countByIndex(index, value string) int {
+	ch.mu.RLock()
+	defer ch.mu.RUnlock()
+	return len(ch.indexes[index][value])
+}
+
 // insert adds a new entry; mu must be held for writing.
 func (ch *cache) insert(e *entry) {
 	ch.items[e.key] = e

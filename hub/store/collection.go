@@ -172,6 +172,18 @@ func (c *Collection) ByIndex(ctx context.Context, index, value string) ([]Object
 	return out, nil
 }
 
+// CountByIndex returns how many objects the index function yields value for: whether any object does, without
+// collecting and sorting them (an index value many objects share, e.g. a Secret every Shoot references).
+func (c *Collection) CountByIndex(ctx context.Context, index, value string) (int, error) {
+	if _, ok := c.res.Indexes[index]; !ok {
+		return 0, apierrors.NewBadRequest(fmt.Sprintf("%s has no index %q", c.gr, index))
+	}
+	if err := c.fresh(ctx); err != nil {
+		return 0, err
+	}
+	return c.cache.countByIndex(index, value), nil
+}
+
 // CachedEncoding returns encode(obj), memoized in the watch cache while obj is the cached state of its object, so
 // that serving the same object many times (lists, gets) serializes it once — what Kubernetes' watch cache does with
 // its caching objects. Objects that are not the cached state (results of writes, converted objects) are encoded

@@ -16,9 +16,9 @@ import (
 
 // NewRegistry returns the hub's registry of kinds on a new real store (storetest.NewStore), with the hub's admission
 // plugins and without a served API; the store closes when the test ends.
-func NewRegistry(t testing.TB) *api.Registry {
+func NewRegistry(t testing.TB, indexes ...api.Index) *api.Registry {
 	t.Helper()
-	reg, err := api.NewRegistry(t.Context(), api.Config{Store: storetest.NewStore(t), Services: grpc.NewServer(), Admission: admission.Builtin()})
+	reg, err := api.NewRegistry(t.Context(), api.Config{Store: storetest.NewStore(t), Services: grpc.NewServer(), Admission: admission.Builtin(), Indexes: indexes})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,7 +28,7 @@ type garden struct {
 // start runs the protection controllers on a real store.
 func start(t *testing.T) *garden {
 	t.Helper()
-	reg := controllertest.NewRegistry(t)
+	reg := controllertest.NewRegistry(t, protection.Indexes()...)
 	cs, err := protection.New(protection.Config{Source: reg})
 	if err != nil {
 		t.Fatal(err)
@@ -190,4 +190,40 @@ func TestShootReferences(t *testing.T) {
 	controllertest.Eventually(t, "the shoot gone and the secret released", func() bool {
 		return g.get(shoots, "garden-dev", "s") == nil && !g.has(secrets, "garden-dev", "dns", f)
 	})
+}
+
+// TestShootReferencesShared: a Secret stays protected while any Shoot of its namespace references it, and only
+// those count: a Shoot of another namespace referencing a Secret of the same name does not hold it.
+func TestShootReferencesShared(t *testing.T) {
+	g := start(t)
+	shoots := controllertest.Collection(t, g.reg, "core.gardener.cloud", "shoots")
+	secrets := controllertest.Collection(t, g.reg, "", "secrets")
+	dns := func(s *corev1beta1.ShootSpec) {
+		s.Dns = &corev1beta1.DNS{Providers: []*corev1beta1.DNSProvider{{SecretName: proto.String("dns")}}}
+	}
+	controllertest.Create(t, secrets, &kcorev1.Secret{Metadata: meta("garden-dev", "dns")})
+	controllertest.Create(t, secrets, &kcorev1.Secret{Metadata: meta("garden-other", "dns")})
+	controllertest.Create(t, shoots, shoot("a", dns))
+	controllertest.Create(t, shoots, shoot("b", dns))
+	other := shoot("c", dns)
+	other.Metadata.Namespace = "garden-other"
+	controllertest.Create(t, shoots, other)
+	const f = protection.FinalizerReferenceProtection
+	controllertest.Eventually(t, "both namespaces' secrets protected", func() bool {
+		return g.has(secrets, "garden-dev", "dns", f) && g.has(secrets, "garden-other", "dns", f) &&
+			g.has(shoots, "garden-dev", "a", f) && g.has(shoots, "garden-dev", "b", f)
+	})
+	controllertest.Delete(t, shoots, "garden-dev", "a")
+	controllertest.Eventually(t, "shoot a gone", func() bool { return g.get(shoots, "garden-dev", "a") == nil })
+	time.Sleep(hold)
+	if !g.has(secrets, "garden-dev", "dns", f) {
+		t.Fatal("the secret shoot b still references was released")
+	}
+	controllertest.Delete(t, shoots, "garden-dev", "b")
+	controllertest.Eventually(t, "garden-dev's secret released once no shoot of its namespace references it", func() bool {
+		return g.get(shoots, "garden-dev", "b") == nil && !g.has(secrets, "garden-dev", "dns", f)
+	})
+	if !g.has(secrets, "garden-other", "dns", f) {
+		t.Fatal("garden-other's secret, still referenced there, was released")
+	}
 }

@@ -4,10 +4,10 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"maps"
 	"slices"
 	"strings"
 
+	"github.com/trellis-dev/trellis/hub/api"
 	"github.com/trellis-dev/trellis/hub/controller"
 	"github.com/trellis-dev/trellis/hub/store"
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
@@ -66,9 +66,9 @@ func (r *referenceReconciler) Reconcile(ctx context.Context, key controller.Key)
 	}
 	if !ok {
 		// The shoot is gone: what only it referenced is released.
-		return controller.Result{}, r.releaseUnreferenced(ctx, key.Namespace, nil)
+		return controller.Result{}, r.releaseUnreferenced(ctx, key.Namespace)
 	}
-	if err := r.releaseUnreferenced(ctx, key.Namespace, shoot); err != nil {
+	if err := r.releaseUnreferenced(ctx, key.Namespace); err != nil {
 		return controller.Result{}, err
 	}
 	md := shoot.GetMetadata()
@@ -99,58 +99,80 @@ func (r *referenceReconciler) Reconcile(ctx context.Context, key controller.Key)
 	return controller.Result{}, setFinalizer(ctx, r.c.shoots, key, FinalizerReferenceProtection, protected)
 }
 
-// releaseUnreferenced removes the reference-protection finalizer from the user-managed Secrets and ConfigMaps of
-// namespace that no Shoot there references any more (shoot, being deleted and done, does not count). It looks at the
-// shoots only while some protected object is not yet known to be referenced, so that a namespace of many shoots
-// referencing the same few objects costs each reconciliation a scan of a few shoots, not of all of them.
-func (r *referenceReconciler) releaseUnreferenced(ctx context.Context, namespace string, shoot *corev1beta1.Shoot) error {
-	type protected struct {
-		col   *store.Collection
-		names map[string]bool // protected and not known to be referenced
+// Indexes are the store indexes the protection controllers find objects by; the hub registers them with its kinds
+// (api.Config.Indexes), as controller-runtime's field indexers are registered with a manager's cache.
+func Indexes() []api.Index {
+	refs := func(o store.Object) []string {
+		if o.GetMetadata().GetDeletionTimestamp() != nil && !slices.Contains(o.GetMetadata().GetFinalizers(), FinalizerGardener) {
+			return nil // a shoot being deleted whose flow is done references nothing any more
+		}
+		return shootReferences(o.(*corev1beta1.Shoot))
 	}
-	secrets := protected{r.c.secrets, map[string]bool{}}
-	configMaps := protected{r.c.configMaps, map[string]bool{}}
-	for _, p := range []protected{secrets, configMaps} {
-		res, err := p.col.List(ctx, namespace, store.ListOptions{})
+	protected := func(o store.Object) []string {
+		md := o.GetMetadata()
+		if !slices.Contains(md.GetFinalizers(), FinalizerReferenceProtection) {
+			return nil
+		}
+		return []string{md.GetNamespace()}
+	}
+	return []api.Index{
+		{Resource: gr("core.gardener.cloud", "shoots"), Name: IndexShootReferences, Values: refs},
+		{Resource: gr("", "secrets"), Name: IndexReferenceProtected, Values: protected},
+		{Resource: gr("", "configmaps"), Name: IndexReferenceProtected, Values: protected},
+	}
+}
+
+const (
+	// IndexShootReferences indexes Shoots by the Secrets and ConfigMaps they reference (referenceValue), leaving out
+	// a shoot being deleted whose flow is done.
+	IndexShootReferences = "shootReferences"
+	// IndexReferenceProtected indexes Secrets and ConfigMaps that carry FinalizerReferenceProtection by namespace.
+	IndexReferenceProtected = "referenceProtected"
+)
+
+// referenceValue is the IndexShootReferences value of a Secret or ConfigMap (kind) namespace/name.
+func referenceValue(kind, namespace, name string) string { return kind + "/" + namespace + "/" + name }
+
+// shootReferences are the IndexShootReferences values of a shoot's references.
+func shootReferences(s *corev1beta1.Shoot) []string {
+	ns := s.GetMetadata().GetNamespace()
+	var out []string
+	for _, n := range referencedSecrets(s) {
+		out = append(out, referenceValue("Secret", ns, n))
+	}
+	for _, n := range referencedConfigMaps(s) {
+		out = append(out, referenceValue("ConfigMap", ns, n))
+	}
+	return out
+}
+
+// releaseUnreferenced removes the reference-protection finalizer from the user-managed Secrets and ConfigMaps of
+// namespace that no Shoot there references any more. A shoot being deleted whose flow is done does not count: the
+// index leaves it out, and it cannot count again (no finalizer can be added to an object being deleted). Both are
+// looked up by index (IndexReferenceProtected, IndexShootReferences), so a reconciliation costs a lookup per
+// protected object, not a scan of the namespace's Secrets, ConfigMaps and Shoots.
+func (r *referenceReconciler) releaseUnreferenced(ctx context.Context, namespace string) error {
+	for _, p := range []struct {
+		col  *store.Collection
+		kind string
+	}{{r.c.secrets, "Secret"}, {r.c.configMaps, "ConfigMap"}} {
+		objs, err := p.col.ByIndex(ctx, IndexReferenceProtected, namespace)
 		if err != nil {
 			return err
 		}
-		for _, o := range res.Items {
+		for _, o := range objs {
 			om := o.GetMetadata()
-			if !slices.Contains(om.GetFinalizers(), FinalizerReferenceProtection) {
+			if p.kind == "Secret" && om.GetLabels()[LabelGardenRole] != "" {
 				continue
 			}
-			if p.col == r.c.secrets && om.GetLabels()[LabelGardenRole] != "" {
+			users, err := r.c.shoots.CountByIndex(ctx, IndexShootReferences, referenceValue(p.kind, namespace, om.GetName()))
+			if err != nil {
+				return err
+			}
+			if users > 0 {
 				continue
 			}
-			p.names[om.GetName()] = true
-		}
-	}
-	if len(secrets.names)+len(configMaps.names) == 0 {
-		return nil
-	}
-	shoots, err := listAll[*corev1beta1.Shoot](ctx, r.c.shoots, namespace)
-	if err != nil {
-		return err
-	}
-	for _, s := range shoots {
-		sm := s.GetMetadata()
-		if shoot != nil && sm.GetName() == shoot.GetMetadata().GetName() && sm.GetDeletionTimestamp() != nil && !slices.Contains(sm.GetFinalizers(), FinalizerGardener) {
-			continue
-		}
-		for _, n := range referencedSecrets(s) {
-			delete(secrets.names, n)
-		}
-		for _, n := range referencedConfigMaps(s) {
-			delete(configMaps.names, n)
-		}
-		if len(secrets.names)+len(configMaps.names) == 0 {
-			return nil
-		}
-	}
-	for _, p := range []protected{secrets, configMaps} {
-		for _, name := range slices.Sorted(maps.Keys(p.names)) {
-			if err := setFinalizer(ctx, p.col, controller.Key{Namespace: namespace, Name: name}, FinalizerReferenceProtection, false); err != nil {
+			if err := setFinalizer(ctx, p.col, controller.Key{Namespace: namespace, Name: om.GetName()}, FinalizerReferenceProtection, false); err != nil {
 				return err
 			}
 		}

@@ -745,7 +745,12 @@ func testByIndex(t *testing.T, e *env) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return names(objs)
+		names := names(objs)
+		// CountByIndex counts what ByIndex returns.
+		if n, err := e.shoots.CountByIndex(e.ctx, "seed", seed); err != nil || n != len(names) {
+			t.Fatalf("CountByIndex(seed, %s) = %d, %v; ByIndex returned %v", seed, n, err, names)
+		}
+		return names
 	}
 	if got := by("seed-1"); !slices.Equal(got, []string{"garden-a/s1", "garden-b/s1"}) {
 		t.Fatalf("seed-1: %v", got)
@@ -767,6 +772,8 @@ func testByIndex(t *testing.T, e *env) {
 	}
 	_, err := e.shoots.ByIndex(e.ctx, "nope", "x")
 	expectErr(t, err, func(err error) bool { return apierrors.IsBadRequest(err) || apierrors.IsInternalError(err) }, "unknown index")
+	_, err = e.shoots.CountByIndex(e.ctx, "nope", "x")
+	expectErr(t, err, func(err error) bool { return apierrors.IsBadRequest(err) || apierrors.IsInternalError(err) }, "unknown index counted")
 }
 
 // pageAll lists with a limit until the last page and returns every page's names.
