@@ -20,7 +20,9 @@
 //     kept as written, not canonicalized, and always written as a string. null inside a map or list of quantities is
 //     "0", Kubernetes' zero quantity. Other string fields reject numbers.
 //   - google.protobuf.Timestamp is an RFC 3339 string in UTC ("2026-05-16T13:04:16Z", fractional seconds only when
-//     non-zero); trellis.meta.v1.RawExtension is the embedded JSON value itself, compacted on input;
+//     non-zero); trellis.meta.v1.RawExtension is the embedded JSON value itself, compacted on input and written as
+//     held when it is valid JSON (a value with duplicate member names, which the decoder refuses, is written as is, as
+//     encoding/json writes Kubernetes' RawExtension);
 //     trellis.meta.v1.IntOrString is a number or a string; google.protobuf.Struct, Value and ListValue use the
 //     standard JSON mapping. Other well-known types (Any, Duration, wrappers, ...) are rejected. A RawExtension or
 //     IntOrString that holds nothing is written as null, and left out where it is a field.

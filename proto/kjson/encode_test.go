@@ -291,3 +291,23 @@ func TestFloatFormatMatchesEncodingJSON(t *testing.T) {
 		}
 	}
 }
+
+// TestMarshalRawExtensionAsHeld: a RawExtension is written as it is held once it is valid JSON, duplicate member
+// names included (as encoding/json writes Kubernetes' RawExtension; only the decoder refuses them), and refused when
+// it is not valid JSON or not UTF-8.
+func TestMarshalRawExtensionAsHeld(t *testing.T) {
+	for raw, want := range map[string]string{
+		`{"a":1,"a":{"b":[{"c":2,"c":3}]}}`: `{"patch":{"a":1,"a":{"b":[{"c":2,"c":3}]}}}`,
+		`[1,"x",null]`:                      `{"patch":[1,"x",null]}`,
+	} {
+		got, err := Marshal(&metav1.PatchRequest{Patch: &metav1.RawExtension{Raw: []byte(raw)}})
+		if err != nil || string(got) != want {
+			t.Errorf("%s: Marshal = %s, %v; want %s", raw, got, err, want)
+		}
+	}
+	for _, raw := range []string{`{"a":1,}`, "\"\xff\"", `{"a":1}{}`} {
+		if got, err := Marshal(&metav1.PatchRequest{Patch: &metav1.RawExtension{Raw: []byte(raw)}}); err == nil {
+			t.Errorf("%q: Marshal = %s, want an error", raw, got)
+		}
+	}
+}

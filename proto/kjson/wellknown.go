@@ -34,6 +34,12 @@ func errUnsupportedKind(k protoreflect.Kind) error {
 	return fmt.Errorf("unsupported field kind %v", k)
 }
 
+// rawOutput is how a RawExtension is checked before it is written: valid JSON (RFC 8259, UTF-8), duplicate member
+// names allowed, as encoding/json writes Kubernetes' RawExtension. Tracking the names of every object (RFC 7493) cost
+// three quarters of the check and an allocation per object: 28 of 38 µs for the 8 KB fieldsV1 of a shoot's managed
+// fields, at every encoding of an object that has them. The decoder still refuses duplicates (or reports them).
+var rawOutput = jsontext.AllowDuplicateNames(true)
+
 // special appends a message that has its own JSON form.
 func (e *encoder) special(b []byte, mi *messageInfo, m protoreflect.Message) ([]byte, error) {
 	switch mi.special {
@@ -44,7 +50,7 @@ func (e *encoder) special(b []byte, mi *messageInfo, m protoreflect.Message) ([]
 		if len(raw) == 0 {
 			return append(b, "null"...), nil
 		}
-		if !jsontext.Value(raw).IsValid() {
+		if !jsontext.Value(raw).IsValid(rawOutput) {
 			return b, errInvalidRaw
 		}
 		return append(b, raw...), nil
