@@ -87,6 +87,8 @@ type Config struct {
 	AdminTokenFile string
 	// WatchWindow is the number of events per kind kept for watch resumption.
 	WatchWindow int
+	// WatchWindowAge is how long an event is kept for watch resumption at most (default 5m).
+	WatchWindowAge time.Duration
 	// HeartbeatInterval is the interval agents heartbeat at (default 2 s).
 	HeartbeatInterval time.Duration
 	// MonitorPeriod is how long an agent may be silent before its Seed's GardenletReady turns Unknown (default 40 s);
@@ -216,6 +218,9 @@ func (c *Config) Validate() error {
 	if c.WatchWindow < 0 {
 		errs = append(errs, errors.New("watch-window: must not be negative"))
 	}
+	if c.WatchWindowAge < 0 {
+		errs = append(errs, errors.New("watch-window-age: must not be negative"))
+	}
 	for i, e := range c.Controllers {
 		if name := strings.TrimPrefix(e, "-"); e != "*" && !controllerName.MatchString(name) {
 			errs = append(errs, fmt.Errorf("controllers[%d]: %q is not \"*\", a controller name or -name", i, e))
@@ -270,6 +275,7 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.TLSKeyFile, "tls-key-file", "", "key of --tls-cert-file (PEM)")
 	fs.StringVar(&c.AdminTokenFile, "admin-token-file", "", "file holding the admin token to store on first start instead of a generated one")
 	fs.IntVar(&c.WatchWindow, "watch-window", 0, "events per kind kept for watch resumption (default 10000)")
+	fs.DurationVar(&c.WatchWindowAge, "watch-window-age", 0, "how long an event is kept for watch resumption at most (default 5m)")
 	fs.DurationVar(&c.HeartbeatInterval, "heartbeat-interval", 0, "interval agents heartbeat at (default 2s)")
 	fs.DurationVar(&c.MonitorPeriod, "seed-monitor-period", 0, "how long an agent may be silent before GardenletReady turns Unknown (default 40s)")
 	fs.StringVar(&c.ClusterIdentity, "cluster-identity", "", "the garden's cluster identity, published in ConfigMap kube-system/cluster-identity (default: the stored one, or a random one on first start; immutable)")

@@ -52,7 +52,7 @@ func (h *Hub) openStore(ctx context.Context) (*store.Store, error) {
 	}
 	st, err := store.Open(ctx, store.Config{
 		DataDir: h.cfg.DataDir, Endpoints: h.cfg.EtcdEndpoints, TLS: etcdTLS, EncryptionKeys: keys,
-		WatchWindow: h.cfg.WatchWindow, Logger: h.log.With("component", "store"), Traces: h.traces,
+		WatchWindow: h.cfg.WatchWindow, WatchWindowAge: h.cfg.WatchWindowAge, Logger: h.log.With("component", "store"), Traces: h.traces,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)

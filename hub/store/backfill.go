@@ -163,6 +163,15 @@ func (ch *cache) historyEvent(e *clientv3.Event, latest map[string]int64) (event
 // prepend puts older events before the history's, keeping the newest capacity events; every event after oldest
 // must be in evs.
 func (h *history) prepend(evs []event, oldest int64) {
+	// The backfilled events count as applied when the first event the cache applied itself was (now, when there is
+	// none), so that the history stays in the order of its times (trim).
+	at := time.Now().UnixNano()
+	if len(h.buf) > 0 {
+		at = h.at(0).at
+	}
+	for i := range evs {
+		evs[i].at = at
+	}
 	all := make([]event, 0, len(evs)+len(h.buf))
 	all = append(all, evs...)
 	for i := range h.buf {

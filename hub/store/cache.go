@@ -95,7 +95,7 @@ func newCache(c *Collection) *cache {
 		watchers:   map[*watcher]struct{}{},
 		backfilled: make(chan struct{}),
 	}
-	ch.history.capacity = c.store.cfg.WatchWindow
+	ch.history.capacity, ch.history.maxAge = c.store.cfg.WatchWindow, c.store.cfg.WatchWindowAge
 	wake := make(chan struct{})
 	ch.changed.Store(&wake)
 	return ch
@@ -213,6 +213,20 @@ func (ch *cache) run(ctx context.Context) {
 	}
 }
 
+// trimHistory drops the history's events older than its maxAge (history.trim), when there are any.
+func (ch *cache) trimHistory() {
+	now := time.Now().UnixNano()
+	ch.mu.RLock()
+	stale := len(ch.history.buf) > 0 && ch.history.at(0).at < now-int64(ch.history.maxAge)
+	ch.mu.RUnlock()
+	if !stale {
+		return
+	}
+	ch.mu.Lock()
+	ch.history.trim(now)
+	ch.mu.Unlock()
+}
+
 // watch applies the events after the cache's revision until the watch fails or ctx ends. It also sends bookmarks.
 func (ch *cache) watch(ctx context.Context) error {
 	wctx, cancel := context.WithCancel(watchContext(ctx))
@@ -230,6 +244,7 @@ func (ch *cache) watch(ctx context.Context) error {
 			return ctx.Err()
 		case <-ticker.C:
 			ch.bookmark()
+			ch.trimHistory()
 		case resp, ok := <-wch:
 			switch {
 			case !ok:
@@ -297,6 +312,7 @@ func (ch *cache) apply(evs []*clientv3.Event) {
 	if len(batch) > 0 {
 		ch.applying.Store(batch[len(batch)-1].rev)
 	}
+	now := time.Now().UnixNano()
 	for _, d := range batch {
 		last = max(last, d.rev)
 		// Taken under the lock: an answer encoded until the write is applied gives the entry its encoding.
@@ -328,6 +344,7 @@ func (ch *cache) apply(evs []*clientv3.Event) {
 			old.adopt(answer)
 			ch.index(old, true)
 		}
+		ev.at = now
 		ch.history.add(ev)
 		ch.dispatch(&ev)
 		ch.history.supersede(d.key, d.prevEnc)

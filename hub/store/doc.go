@@ -26,9 +26,12 @@
 // Errors. Every error a Collection returns is a *k8s.io/apimachinery/pkg/api/errors.StatusError, so the API edge maps
 // them to gRPC and HTTP codes in one place.
 //
-// History. Each resource keeps its last WatchWindow events, so a watch resumes from any revision they cover; older
-// revisions get 410 Expired and the client re-lists. On Register the cache also loads, in the background, the
-// resource's events of the last WatchWindow etcd revisions, so clients of a restarted hub can still resume.
+// History. Each resource keeps its last WatchWindow events, none applied longer than WatchWindowAge ago (trimmed
+// once a second with the bookmarks), so a watch resumes from any revision they cover; older revisions get 410 Expired
+// and the client re-lists. The age bound gives back what a burst of writes (a fleet's arrival, 10,000 Seeds and
+// Shoots written several times each) left in the history of a resource that is quiet afterwards. On Register the
+// cache also loads, in the background, the resource's events of the last WatchWindow etcd revisions (they count as
+// applied when the cache's first own event was), so clients of a restarted hub can still resume.
 //
 // Embedded etcd. The store calls the embedded member in its own process (inprocess.go: etcd's v3client, its watch
 // streams' sends queued), so requests and events are not marshaled and sent through the member's socket, which

@@ -2,6 +2,7 @@ package store
 
 import (
 	"sort"
+	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 )
@@ -15,6 +16,7 @@ type event struct {
 	typ  EventType // Added, Modified or Deleted
 	key  string    // object key
 	rev  int64
+	at   int64  // when the cache applied it (or backfilled it), in Unix nanoseconds
 	obj  Object // state after the change (for Deleted the last state with the deletion's resourceVersion); nil: objEnc
 	prev Object // state before the change; nil for Added, or when it is held in prevEnc
 
@@ -42,8 +44,9 @@ func storedOf(kv *mvccpb.KeyValue) stored {
 // resume from any revision >= oldest.
 type history struct {
 	capacity int
-	buf      []event // grows to capacity, then wraps
-	start    int     // index of the oldest event once wrapped
+	maxAge   time.Duration // trim drops the events older than this
+	buf      []event       // grows to capacity, then wraps
+	start    int           // index of the oldest event once wrapped
 	oldest   int64
 }
 
@@ -60,6 +63,23 @@ func (h *history) add(e event) {
 	h.oldest = h.buf[h.start].rev
 	h.buf[h.start] = e
 	h.start = (h.start + 1) % len(h.buf)
+}
+
+// trim drops the events applied before now less maxAge, the oldest first, and gives their slots back: a watch
+// resumes from any revision since the newest one dropped.
+func (h *history) trim(now int64) {
+	n := len(h.buf)
+	cutoff := now - int64(h.maxAge)
+	if n == 0 || h.at(0).at >= cutoff {
+		return
+	}
+	i := sort.Search(n, func(i int) bool { return h.at(i).at >= cutoff })
+	h.oldest = h.at(i - 1).rev
+	kept := make([]event, n-i)
+	for j := range kept {
+		kept[j] = *h.at(i + j)
+	}
+	h.buf, h.start = kept, 0
 }
 
 func (h *history) at(i int) *event { return &h.buf[(h.start+i)%len(h.buf)] }

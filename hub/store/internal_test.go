@@ -610,3 +610,39 @@ func TestWithRevisionIsAShallowCopy(t *testing.T) {
 		t.Fatal("withRevision should copy the metadata only and share the rest")
 	}
 }
+
+// TestHistoryTrim: trim drops the events applied before the age, wrapped or not, keeps the rest in order, gives their
+// slots back and moves oldest to the newest dropped event's revision.
+func TestHistoryTrim(t *testing.T) {
+	h := history{capacity: 4, maxAge: time.Minute}
+	h.reset(10)
+	now := time.Now().UnixNano()
+	for i := range 6 { // events 11..16, applied a minute apart; the ring wraps after 4
+		h.add(event{key: "k", rev: int64(11 + i), at: now - int64(6-i)*int64(time.Minute)})
+	}
+	if h.oldest != 12 || len(h.buf) != 4 || h.start != 2 {
+		t.Fatalf("before the trim: oldest %d, %d events, start %d", h.oldest, len(h.buf), h.start)
+	}
+	h.trim(now - int64(time.Minute)) // events 13 and 14 were applied more than a minute before that, 15 and 16 not
+	if h.oldest != 14 || len(h.buf) != 2 || cap(h.buf) != 2 || h.start != 0 || h.at(0).rev != 15 || h.at(1).rev != 16 {
+		t.Fatalf("after the trim: oldest %d, events %v, start %d", h.oldest, h.buf, h.start)
+	}
+	if _, ok := h.since(13); ok {
+		t.Fatal("resumed from before the dropped events")
+	}
+	if evs, ok := h.since(14); !ok || len(evs) != 2 {
+		t.Fatalf("from the newest dropped event's revision: %d events, %v", len(evs), ok)
+	}
+	h.add(event{key: "k", rev: 17, at: now})
+	h.trim(now - int64(time.Minute))
+	if h.oldest != 14 || len(h.buf) != 3 || h.at(2).rev != 17 {
+		t.Fatalf("nothing to trim: oldest %d, %d events", h.oldest, len(h.buf))
+	}
+	h.trim(now + int64(2*time.Minute))
+	if h.oldest != 17 || len(h.buf) != 0 {
+		t.Fatalf("everything trimmed: oldest %d, %d events", h.oldest, len(h.buf))
+	}
+	if _, ok := h.since(17); !ok {
+		t.Fatal("no resumption from the newest revision")
+	}
+}

@@ -22,8 +22,9 @@ import (
 
 // Defaults of Config.
 const (
-	DefaultPrefix      = "/trellis"
-	DefaultWatchWindow = 10000
+	DefaultPrefix         = "/trellis"
+	DefaultWatchWindow    = 10000
+	DefaultWatchWindowAge = 5 * time.Minute
 )
 
 // Config says where the data lives and how it is protected. The zero value plus DataDir is a working embedded store.
@@ -43,6 +44,11 @@ type Config struct {
 	EncryptionKeys []Key
 	// WatchWindow is how many events of history each resource keeps for watch resumption (default 10000).
 	WatchWindow int
+	// WatchWindowAge is how long the history keeps an event at most (default 5m): a watch resumes from any
+	// revision of the last WatchWindowAge, or of the last WatchWindow events if they span less. kube-apiserver's watch
+	// cache keeps 75 s of events at least; the bound gives back what a burst of writes (a fleet's arrival) left in
+	// the history of a resource that is quiet afterwards.
+	WatchWindowAge time.Duration
 	// EtcdListen is the client URL of the embedded etcd, e.g. "http://127.0.0.1:2379" or "unix:///run/trellis/etcd".
 	// Default: an ephemeral port on 127.0.0.1. It must be a loopback address or a unix socket.
 	EtcdListen string
@@ -63,6 +69,9 @@ func (c *Config) setDefaults() {
 	c.Prefix = "/" + strings.Trim(c.Prefix, "/")
 	if c.WatchWindow == 0 {
 		c.WatchWindow = DefaultWatchWindow
+	}
+	if c.WatchWindowAge == 0 {
+		c.WatchWindowAge = DefaultWatchWindowAge
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -91,6 +100,9 @@ func (c *Config) Validate() error {
 	}
 	if c.WatchWindow < 0 {
 		return fmt.Errorf("store: WatchWindow must not be negative, got %d", c.WatchWindow)
+	}
+	if c.WatchWindowAge < 0 {
+		return fmt.Errorf("store: WatchWindowAge must not be negative, got %s", c.WatchWindowAge)
 	}
 	seen := map[string]bool{}
 	for i, k := range c.EncryptionKeys {

@@ -61,6 +61,7 @@ func RunConformance(t *testing.T, open Open) {
 		{"Watch", testWatch},
 		{"WatchResume", testWatchResume},
 		{"WatchExpired", testWatchExpired},
+		{"WatchExpiredByAge", testWatchExpiredByAge},
 		{"WatchResumeAfterRestart", testWatchResumeAfterRestart},
 		{"WatchFuture", testWatchFuture},
 		{"WatchSelectorTransitions", testWatchSelectorTransitions},
@@ -1102,6 +1103,42 @@ func testWatchExpired(t *testing.T, e *env) {
 	}
 	expectQuiet(t, w, 50*time.Millisecond)
 }
+
+// testWatchExpiredByAge: the history keeps no event longer than WatchWindowAge; a watch from a revision before the
+// dropped events gets Expired, one from the newest dropped event's revision on still resumes.
+func testWatchExpiredByAge(t *testing.T, e *env) {
+	e.with(func(c *store.Config) { c.WatchWindowAge = 300 * time.Millisecond })
+	s0 := e.createShoot("garden-a", "s0", "seed", nil)
+	s1 := e.createShoot("garden-a", "s1", "seed", nil)
+	// Within the age the history resumes from s0's revision.
+	w := e.watch("", store.WatchOptions{ResourceVersion: rvOf(s0)})
+	if ev := watchNext(t, w); ev.Type != store.Added || ev.Object.GetMetadata().GetName() != "s1" {
+		t.Fatalf("resumed with %s %v, want s1 added", ev.Type, ev.Err)
+	}
+	// Once the events are older than the age (trimmed within a second), it does not.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		w, err := e.shoots.Watch(e.ctx, "", store.WatchOptions{ResourceVersion: rvOf(s0)})
+		if err != nil {
+			expectErr(t, err, apierrors.IsResourceExpired, "resume from before the age")
+			break
+		}
+		w.Stop()
+		if time.Now().After(deadline) {
+			t.Fatalf("a watch from revision %s still resumes after %s", rvOf(s0), 10*time.Second)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// From the newest dropped event's revision on, every later event is still there.
+	s2 := e.createShoot("garden-a", "s2", "seed", nil)
+	w = e.watch("", store.WatchOptions{ResourceVersion: rvOf(s1)})
+	if ev := watchNext(t, w); ev.Type != store.Added || ev.Object.GetMetadata().GetName() != "s2" || rvOf(ev.Object) != rvOf(s2) {
+		t.Fatalf("resumed from s1 with %s %v, want s2 added", ev.Type, ev.Err)
+	}
+	expectQuiet(t, w, 50*time.Millisecond)
+}
+
+func rvOf(o store.Object) string { return o.GetMetadata().GetResourceVersion() }
 
 func testWatchResumeAfterRestart(t *testing.T, e *env) {
 	s := e.createShoot("garden-a", "s1", "seed", nil)
