@@ -34,7 +34,7 @@ func newMetrics(reg prometheus.Registerer, s *Server) *metrics {
 			defer s.mu.Unlock()
 			n := 0
 			for _, ss := range s.sessions {
-				n += ss.queueLen()
+				n += ss.queuedAssignments()
 			}
 			return float64(n)
 		})

@@ -367,5 +367,5 @@ func (s *Server) QueueLength(seed string) int {
 	if ss == nil {
 		return -1
 	}
-	return ss.queueLen()
+	return ss.queuedAssignments()
 }

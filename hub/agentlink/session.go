@@ -235,10 +235,22 @@ func (ss *session) sendAck(seq, synced int64) error {
 	return ss.stream.Send(&ss.ackMsg)
 }
 
+// queueLen is how many entries are queued, the sync marker among them while it waits.
 func (ss *session) queueLen() int {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	return len(ss.order) - ss.head
+}
+
+// queuedAssignments is how many objects are queued: the entries less the sync marker while it waits.
+func (ss *session) queuedAssignments() int {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	n := len(ss.order) - ss.head
+	if _, ok := ss.pending[syncMarker]; ok {
+		n--
+	}
+	return n
 }
 
 // serveSession runs the session of an agent with a seed client certificate.
@@ -306,7 +318,7 @@ func (s *Server) serveSession(ctx context.Context, id Identity, stream agentv1.A
 		}}})
 	})
 	defer unsubscribe()
-	s.cfg.Log.Info("agent session started", "seed", ss.seed, "session", ss.id, "resumed", resumed, "queued", ss.queueLen())
+	s.cfg.Log.Info("agent session started", "seed", ss.seed, "session", ss.id, "resumed", resumed, "queued", ss.queuedAssignments())
 	ss.checkIssuer()
 	s.metrics.sessionsStarted.Inc()
 
