@@ -217,7 +217,7 @@ func (ch *cache) run(ctx context.Context) {
 func (ch *cache) trimHistory() {
 	now := time.Now().UnixNano()
 	ch.mu.RLock()
-	stale := len(ch.history.buf) > 0 && ch.history.at(0).at < now-int64(ch.history.maxAge)
+	stale := ch.history.expired(now)
 	ch.mu.RUnlock()
 	if !stale {
 		return

@@ -157,10 +157,7 @@ func (c *Collection) Get(ctx context.Context, namespace, name string) (Object, e
 // ByIndex returns the objects whose index function yields value, sorted by key. The objects are shared: do not
 // modify them.
 func (c *Collection) ByIndex(ctx context.Context, index, value string) ([]Object, error) {
-	if _, ok := c.res.Indexes[index]; !ok {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("%s has no index %q", c.gr, index))
-	}
-	if err := c.fresh(ctx); err != nil {
+	if err := c.freshIndex(ctx, index); err != nil {
 		return nil, err
 	}
 	entries := c.cache.byIndex(index, value)
@@ -175,13 +172,19 @@ func (c *Collection) ByIndex(ctx context.Context, index, value string) ([]Object
 // CountByIndex returns how many objects the index function yields value for: whether any object does, without
 // collecting and sorting them (an index value many objects share, e.g. a Secret every Shoot references).
 func (c *Collection) CountByIndex(ctx context.Context, index, value string) (int, error) {
-	if _, ok := c.res.Indexes[index]; !ok {
-		return 0, apierrors.NewBadRequest(fmt.Sprintf("%s has no index %q", c.gr, index))
-	}
-	if err := c.fresh(ctx); err != nil {
+	if err := c.freshIndex(ctx, index); err != nil {
 		return 0, err
 	}
 	return c.cache.countByIndex(index, value), nil
+}
+
+// freshIndex checks that the collection has index and waits, as every read does, for the cache to reflect this
+// hub's writes (fresh).
+func (c *Collection) freshIndex(ctx context.Context, index string) error {
+	if _, ok := c.res.Indexes[index]; !ok {
+		return apierrors.NewBadRequest(fmt.Sprintf("%s has no index %q", c.gr, index))
+	}
+	return c.fresh(ctx)
 }
 
 // CachedEncoding returns encode(obj), memoized in the watch cache while obj is the cached state of its object, so

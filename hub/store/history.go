@@ -68,11 +68,10 @@ func (h *history) add(e event) {
 // trim drops the events applied before now less maxAge, the oldest first, and gives their slots back: a watch
 // resumes from any revision since the newest one dropped.
 func (h *history) trim(now int64) {
-	n := len(h.buf)
-	cutoff := now - int64(h.maxAge)
-	if n == 0 || h.at(0).at >= cutoff {
+	if !h.expired(now) {
 		return
 	}
+	n, cutoff := len(h.buf), now-int64(h.maxAge)
 	i := sort.Search(n, func(i int) bool { return h.at(i).at >= cutoff })
 	h.oldest = h.at(i - 1).rev
 	kept := make([]event, n-i)
@@ -80,6 +79,11 @@ func (h *history) trim(now int64) {
 		kept[j] = *h.at(i + j)
 	}
 	h.buf, h.start = kept, 0
+}
+
+// expired reports whether the oldest event was applied before now less maxAge: whether trim has work.
+func (h *history) expired(now int64) bool {
+	return len(h.buf) > 0 && h.at(0).at < now-int64(h.maxAge)
 }
 
 func (h *history) at(i int) *event { return &h.buf[(h.start+i)%len(h.buf)] }

@@ -11,6 +11,7 @@ import (
 	"github.com/trellis-dev/trellis/hub/controller"
 	"github.com/trellis-dev/trellis/hub/store"
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
+	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
 )
 
 // referencedSecrets are the Secrets a Shoot references: its DNS providers' secretName and its spec.resources of
@@ -64,16 +65,12 @@ func (r *referenceReconciler) Reconcile(ctx context.Context, key controller.Key)
 	if err != nil {
 		return controller.Result{}, err
 	}
-	if !ok {
-		// The shoot is gone: what only it referenced is released.
-		return controller.Result{}, r.releaseUnreferenced(ctx, key.Namespace)
-	}
-	if err := r.releaseUnreferenced(ctx, key.Namespace); err != nil {
+	// What no shoot references any more (this one's old references, or all of it when it is gone) is released.
+	if err := r.releaseUnreferenced(ctx, key.Namespace); err != nil || !ok {
 		return controller.Result{}, err
 	}
-	md := shoot.GetMetadata()
-	// A shoot being deleted whose flow is done (the agent's "gardener" finalizer is gone) needs nothing any more.
-	if md.GetDeletionTimestamp() != nil && !slices.Contains(md.GetFinalizers(), FinalizerGardener) {
+	// A shoot being deleted whose flow is done needs nothing any more.
+	if flowDone(shoot.GetMetadata()) {
 		return controller.Result{}, setFinalizer(ctx, r.c.shoots, key, FinalizerReferenceProtection, false)
 	}
 	protected := false
@@ -99,12 +96,17 @@ func (r *referenceReconciler) Reconcile(ctx context.Context, key controller.Key)
 	return controller.Result{}, setFinalizer(ctx, r.c.shoots, key, FinalizerReferenceProtection, protected)
 }
 
+// flowDone reports whether a shoot is being deleted and its flow is done: the agent's "gardener" finalizer is gone.
+func flowDone(md *metav1.ObjectMeta) bool {
+	return md.GetDeletionTimestamp() != nil && !slices.Contains(md.GetFinalizers(), FinalizerGardener)
+}
+
 // Indexes are the store indexes the protection controllers find objects by; the hub registers them with its kinds
 // (api.Config.Indexes), as controller-runtime's field indexers are registered with a manager's cache.
 func Indexes() []api.Index {
 	refs := func(o store.Object) []string {
-		if o.GetMetadata().GetDeletionTimestamp() != nil && !slices.Contains(o.GetMetadata().GetFinalizers(), FinalizerGardener) {
-			return nil // a shoot being deleted whose flow is done references nothing any more
+		if flowDone(o.GetMetadata()) {
+			return nil // it references nothing any more
 		}
 		return shootReferences(o.(*corev1beta1.Shoot))
 	}
