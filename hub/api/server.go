@@ -146,7 +146,8 @@ func WithREST(ctx context.Context) context.Context { return context.WithValue(ct
 // answeredAsStored is ctx for a write whose result the server answers as the store returns it (no conversion, no
 // concealed field revealed), marked for the store when the call came through the REST gateway
 // (store.WithEncodedAnswer): the JSON of the answer is then the written state's memoized encoding, made once for
-// the answer and the reads and watches of that state.
+// the answer and the reads and watches of that state. The server only reads the result and changes no more than the
+// metadata of an object it created afterwards (a retry without managedFields), so the store copies only the metadata.
 func (s *Server[T, L, E, PE]) answeredAsStored(ctx context.Context) context.Context {
 	if s.conv != nil || ctx.Value(restKey{}) == nil {
 		return ctx

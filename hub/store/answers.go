@@ -27,8 +27,11 @@ type answerKey struct{}
 
 // WithEncodedAnswer marks ctx as a request whose writes' results are answered encoded through CachedEncoding (the
 // REST gateway's requests): the collection remembers them, so that the encoding of the answer is the written state's
-// memoized encoding too. Such a request only reads what its writes return: a deletion's result then shares the
-// fields of the deleted state (as a DELETED event's object does) instead of being a deep copy.
+// memoized encoding too. Such a request hands over the objects it creates and only reads what its writes return: a
+// create's result then shares all but the metadata with the request's object, a deletion's result shares the
+// fields of the deleted state (as a DELETED event's object does) instead of being a deep copy, and a deletion that
+// only marks the object (finalizers hold it) writes and returns a copy of its metadata sharing the rest with the
+// cached state.
 func WithEncodedAnswer(ctx context.Context) context.Context {
 	return context.WithValue(ctx, answerKey{}, true)
 }

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"runtime"
 	"strings"
 	"sync"
@@ -11,6 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	kcorev1 "github.com/trellis-dev/trellis/proto/gen/trellis/kubernetes/core/v1"
+	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
 )
 
 // countingEncoder encodes a namespace as its resourceVersion and labels, counting its calls.
@@ -365,4 +367,190 @@ func TestDeletionAnswerIsTheDeletedStateRevised(t *testing.T) {
 			runtime.GC()
 		}
 	})
+}
+
+// TestMarkAnsweredEncodedCopiesTheMetadataOnly: a deletion that marks an object held by finalizers writes and
+// returns, for a request WithEncodedAnswer, a copy of the metadata sharing the rest with the cached state, and leaves
+// that state as it was; without the marker the result is a deep copy. Both marks store the same state.
+func TestMarkAnsweredEncodedCopiesTheMetadataOnly(t *testing.T) {
+	s, c := openTestStore(t, t.TempDir())
+	defer s.Close()
+	held := func(name string) Object {
+		obj := newTestObject(name)
+		obj.Metadata.Finalizers = []string{"example.com/hold"}
+		obj.Metadata.Labels = map[string]string{"team": "a"}
+		obj.Spec = &kcorev1.NamespaceSpec{Finalizers: []string{"kubernetes"}}
+		created, err := c.Create(t.Context(), obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitCache(t, c, created.GetMetadata().GetResourceVersion())
+		cached, err := c.Get(t.Context(), "", name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cached
+	}
+	mark := func(ctx context.Context, name string) (cached, before, marked *kcorev1.Namespace) {
+		cur := held(name)
+		before = proto.Clone(cur).(*kcorev1.Namespace)
+		out, deleted, err := c.Delete(ctx, "", name, nil)
+		if err != nil || deleted {
+			t.Fatalf("delete %s: deleted %v, %v; want a mark", name, deleted, err)
+		}
+		return cur.(*kcorev1.Namespace), before, out.(*kcorev1.Namespace)
+	}
+
+	cached, before, marked := mark(WithEncodedAnswer(t.Context()), "answered")
+	if !proto.Equal(cached, before) {
+		t.Fatalf("the mark changed the cached state:\n%v\nwas\n%v", cached, before)
+	}
+	if marked.Metadata == cached.Metadata || marked.Spec != cached.Spec {
+		t.Fatal("the answered mark should copy the metadata only and share the rest with the cached state")
+	}
+	md := marked.GetMetadata()
+	if md.GetDeletionTimestamp() == nil || md.GetDeletionGracePeriodSeconds() != 0 || md.GetGeneration() != before.GetMetadata().GetGeneration()+1 ||
+		md.GetResourceVersion() == before.GetMetadata().GetResourceVersion() {
+		t.Fatalf("marked metadata %v", md)
+	}
+	waitCache(t, c, md.GetResourceVersion())
+	stored, _ := c.Get(t.Context(), "", "answered")
+	if !proto.Equal(stored, marked) {
+		t.Fatalf("stored\n%v\nanswered\n%v", stored, marked)
+	}
+
+	plainCached, plainBefore, plainMarked := mark(t.Context(), "plain")
+	if !proto.Equal(plainCached, plainBefore) || plainMarked.Spec == plainCached.Spec || plainMarked.Metadata.Labels == nil {
+		t.Fatal("a mark without the marker should be a deep copy of the cached state")
+	}
+	// The same mark either way, but for the names, uids and times the two objects differ in.
+	for _, m := range []*kcorev1.Namespace{marked, plainMarked} {
+		m := m.GetMetadata()
+		m.Name, m.Uid, m.ResourceVersion, m.CreationTimestamp, m.DeletionTimestamp = "", "", "", nil, nil
+	}
+	if !proto.Equal(marked, plainMarked) {
+		t.Fatalf("answered mark\n%v\nplain mark\n%v", marked, plainMarked)
+	}
+}
+
+// answering is the context of a write WithEncodedAnswer when answered is set, else a plain one, and the name of the
+// object it writes.
+func answering(t *testing.T, answered bool) (context.Context, string) {
+	if answered {
+		return WithEncodedAnswer(t.Context()), "answered"
+	}
+	return t.Context(), "plain"
+}
+
+// TestCreateAnsweredEncodedCopiesTheMetadataOnly: a create WithEncodedAnswer writes and returns a copy of the request's
+// metadata sharing the rest with the request, and leaves the request as it was; without the marker the result is a
+// deep copy.
+func TestCreateAnsweredEncodedCopiesTheMetadataOnly(t *testing.T) {
+	s, c := openTestStore(t, t.TempDir())
+	defer s.Close()
+	for _, answered := range []bool{true, false} {
+		ctx, name := answering(t, answered)
+		req := newTestObject(name)
+		req.Metadata.Labels = map[string]string{"team": "a"}
+		req.Spec = &kcorev1.NamespaceSpec{Finalizers: []string{"kubernetes"}}
+		before := proto.Clone(req)
+		out, err := c.Create(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !proto.Equal(req, before) {
+			t.Fatalf("create changed the request:\n%v\nwas\n%v", req, before)
+		}
+		created := out.(*kcorev1.Namespace)
+		if created.Metadata == req.Metadata || created.GetMetadata().GetUid() == "" || created.GetMetadata().GetResourceVersion() == "" {
+			t.Fatalf("created metadata %v", created.GetMetadata())
+		}
+		if shared := created.Spec == req.Spec; shared != answered {
+			t.Fatalf("answered %v: the result shares the request's spec: %v", answered, shared)
+		}
+		waitCache(t, c, created.GetMetadata().GetResourceVersion())
+		if stored, _ := c.Get(t.Context(), "", name); !proto.Equal(stored, created) {
+			t.Fatalf("stored\n%v\ncreated\n%v", stored, created)
+		}
+	}
+	// A request without metadata gets it on the copy only.
+	bare := &kcorev1.Namespace{}
+	if _, err := c.Create(WithEncodedAnswer(t.Context()), bare); err == nil || bare.Metadata != nil {
+		t.Fatalf("a create without a name: %v, the request's metadata %v", err, bare.Metadata)
+	}
+}
+
+// TestUpdateAnsweredEncodedCopiesTheMetadataOnly: an update WithEncodedAnswer (as the REST server's, whose mutate
+// returns the request) writes a copy of the request's metadata sharing the rest with the request and the cached
+// status, and leaves the request and the cached state as they were, also when a conflict makes it decide again;
+// without the marker the result is a deep copy. A status update shares the cached object's spec and the request's
+// status.
+func TestUpdateAnsweredEncodedCopiesTheMetadataOnly(t *testing.T) {
+	s, c := openTestStore(t, t.TempDir())
+	defer s.Close()
+	for _, answered := range []bool{true, false} {
+		ctx, name := answering(t, answered)
+		obj := newTestObject(name)
+		obj.Spec = &kcorev1.NamespaceSpec{Finalizers: []string{"kubernetes"}}
+		obj.Status = &kcorev1.NamespaceStatus{Phase: "Active"}
+		created, err := c.Create(t.Context(), obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := newTestObject(name)
+		req.Metadata.Labels = map[string]string{"team": "b"}
+		req.Spec = &kcorev1.NamespaceSpec{Finalizers: []string{"kubernetes", "example.com/other"}}
+		before := proto.Clone(req)
+		calls := 0
+		out, err := c.GuaranteedUpdate(ctx, "", name, false, func(cur Object) (Object, error) {
+			if calls++; calls == 1 {
+				// Another writer moves the object after this decision: the update decides again.
+				if _, err := c.GuaranteedUpdate(t.Context(), "", name, false, func(cur Object) (Object, error) {
+					cur.GetMetadata().Annotations = map[string]string{"moved": "yes"}
+					return cur, nil
+				}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			return req, nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if calls != 2 || !proto.Equal(req, before) {
+			t.Fatalf("%d decisions; the request after the update:\n%v\nwas\n%v", calls, req, before)
+		}
+		updated := out.(*kcorev1.Namespace)
+		if updated.Metadata == req.Metadata || updated.GetMetadata().GetUid() != created.GetMetadata().GetUid() ||
+			updated.GetMetadata().GetGeneration() != 2 || updated.GetStatus().GetPhase() != "Active" {
+			t.Fatalf("updated %v", updated)
+		}
+		if shared := updated.Spec == req.Spec; shared != answered {
+			t.Fatalf("answered %v: the result shares the request's spec: %v", answered, shared)
+		}
+		waitCache(t, c, updated.GetMetadata().GetResourceVersion())
+		cached, _ := c.Get(t.Context(), "", name)
+		if !proto.Equal(cached, updated) {
+			t.Fatalf("stored\n%v\nupdated\n%v", cached, updated)
+		}
+		if shared := updated.Status == cached.(*kcorev1.Namespace).Status; shared {
+			t.Fatal("the result shares the status of a state decoded after it")
+		}
+
+		cachedBefore := proto.Clone(cached)
+		statusReq := proto.Clone(cached).(*kcorev1.Namespace)
+		statusReq.Status = &kcorev1.NamespaceStatus{Phase: "Terminating"}
+		statusReq.Metadata.ManagedFields = []*metav1.ManagedFieldsEntry{{Manager: "m", Subresource: "status"}}
+		out, err = c.GuaranteedUpdate(ctx, "", name, true, func(Object) (Object, error) { return statusReq, nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := out.(*kcorev1.Namespace)
+		if !proto.Equal(cached, cachedBefore) || st.GetStatus().GetPhase() != "Terminating" || len(st.GetMetadata().GetManagedFields()) != 1 {
+			t.Fatalf("status update %v; the cached state after it %v", st, cached)
+		}
+		if shared := st.Spec == cached.(*kcorev1.Namespace).Spec && st.Status == statusReq.Status; shared != answered {
+			t.Fatalf("answered %v: the status update shares the cached spec and the request's status: %v", answered, shared)
+		}
+	}
 }

@@ -13,9 +13,11 @@
 //
 // Sharing. Objects returned by Get, List, ByIndex and delivered by watches are shared with the cache and with other
 // callers: they must be treated as immutable. Clone them (proto.Clone) before modifying. Objects returned by writes
-// (Create, Update, UpdateStatus, GuaranteedUpdate, Delete) belong to the caller, but for a deletion made with a
-// context from WithEncodedAnswer, whose result shares the deleted state's fields. The cur object handed to a
-// GuaranteedUpdate mutate function is a private copy.
+// (Create, Update, UpdateStatus, GuaranteedUpdate, Delete) belong to the caller and leave the objects passed in as
+// they were; a caller may change both afterwards. A write made with a context from WithEncodedAnswer instead only
+// reads its result: the store copies only the metadata it sets, and the result shares every other field with the
+// objects passed in and the cached state (a deletion's, the deleted state's fields), so the messages, lists and maps
+// they share must not be changed in place afterwards. The cur object handed to a GuaranteedUpdate mutate function is a private copy.
 //
 // Encodings. CachedEncoding memoizes an encoding (the REST gateway's JSON) of each cached state. A write made with a
 // context from WithEncodedAnswer (the REST gateway's calls to the kinds' servers) is remembered by its result, weakly,

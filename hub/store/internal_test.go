@@ -567,18 +567,7 @@ func objectKeyOf(o Object) string {
 // equal to a deep copy of it with that version (unknown fields too), without changing the state or copying more
 // than its metadata.
 func TestWithRevisionIsAShallowCopy(t *testing.T) {
-	y, err := os.ReadFile(filepath.Join(gardenerexamples.Dir(t), "90-shoot.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	j, err := kjson.YAMLToJSON(y)
-	if err != nil {
-		t.Fatal(err)
-	}
-	shoot := &corev1beta1.Shoot{}
-	if err := (kjson.UnmarshalOptions{DiscardUnknown: true}).Unmarshal(j, shoot); err != nil {
-		t.Fatal(err)
-	}
+	shoot, c := exampleShoot(t)
 	shoot.Metadata.ResourceVersion = "41"
 	shoot.Metadata.Finalizers = []string{"gardener"}
 	shoot.Metadata.ManagedFields = []*metav1.ManagedFieldsEntry{{Manager: "m", FieldsV1: &metav1.RawExtension{Raw: []byte(`{"f:spec":{}}`)}}}
@@ -586,16 +575,6 @@ func TestWithRevisionIsAShallowCopy(t *testing.T) {
 	// A field of a newer hub, unknown to this one: kept, as a deep copy keeps it.
 	shoot.ProtoReflect().SetUnknown(protowire.AppendString(protowire.AppendTag(nil, 999, protowire.BytesType), "newer"))
 
-	s, err := Open(t.Context(), Config{DataDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	c, err := s.Register(t.Context(), Resource{Group: "core.gardener.cloud", Resource: "shoots", Namespaced: true,
-		New: func() Object { return &corev1beta1.Shoot{} }})
-	if err != nil {
-		t.Fatal(err)
-	}
 	before := proto.Clone(shoot)
 	got := c.withRevision(shoot, 42).(*corev1beta1.Shoot)
 	want := proto.Clone(shoot).(*corev1beta1.Shoot)
@@ -645,4 +624,47 @@ func TestHistoryTrim(t *testing.T) {
 	if _, ok := h.since(17); !ok {
 		t.Fatal("no resumption from the newest revision")
 	}
+}
+
+// BenchmarkWritable: what a write's copy of a shoot costs, deep (writable without shared) or of its metadata alone
+// (with shared, a request WithEncodedAnswer), on Gardener's example shoot with 8 KB of managed fields.
+func BenchmarkWritable(b *testing.B) {
+	shoot, c := exampleShoot(b)
+	shoot.Metadata.ManagedFields = []*metav1.ManagedFieldsEntry{{Manager: "m", FieldsV1: &metav1.RawExtension{Raw: []byte(`{"f:spec":{` + strings.Repeat(`"f:x":{},`, 900) + `"f:y":{}}}`)}}}
+	for _, shared := range []bool{false, true} {
+		b.Run(fmt.Sprintf("shared=%v", shared), func(b *testing.B) {
+			for b.Loop() {
+				_, m := c.writable(shared, shoot)
+				m.Generation++
+			}
+		})
+	}
+}
+
+// exampleShoot is Gardener's example shoot, and a shoots collection of a store that the test closes.
+func exampleShoot(tb testing.TB) (*corev1beta1.Shoot, *Collection) {
+	tb.Helper()
+	y, err := os.ReadFile(filepath.Join(gardenerexamples.Dir(tb), "90-shoot.yaml"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	j, err := kjson.YAMLToJSON(y)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	shoot := &corev1beta1.Shoot{}
+	if err := (kjson.UnmarshalOptions{DiscardUnknown: true}).Unmarshal(j, shoot); err != nil {
+		tb.Fatal(err)
+	}
+	s, err := Open(tb.Context(), Config{DataDir: tb.TempDir()})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = s.Close() })
+	c, err := s.Register(tb.Context(), Resource{Group: "core.gardener.cloud", Resource: "shoots", Namespaced: true,
+		New: func() Object { return &corev1beta1.Shoot{} }})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return shoot, c
 }

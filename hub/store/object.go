@@ -76,8 +76,8 @@ func (s *shape) metaOf(obj Object) *metav1.ObjectMeta {
 	return m
 }
 
-// copyStatus sets dst's status to a deep copy of src's (or clears it).
-func (s *shape) copyStatus(dst, src Object) {
+// copyStatus sets dst's status to a deep copy of src's, or to src's own with shared (or clears it).
+func (s *shape) copyStatus(dst, src Object, shared bool) {
 	if s.status == nil {
 		return
 	}
@@ -86,8 +86,11 @@ func (s *shape) copyStatus(dst, src Object) {
 		d.Clear(s.status)
 		return
 	}
-	st := proto.Clone(sr.Get(s.status).Message().Interface())
-	d.Set(s.status, protoreflect.ValueOfMessage(st.ProtoReflect()))
+	st := sr.Get(s.status)
+	if !shared {
+		st = protoreflect.ValueOfMessage(proto.Clone(st.Message().Interface()).ProtoReflect())
+	}
+	d.Set(s.status, st)
 }
 
 // desiredEqual reports whether a and b have the same desired state.
@@ -175,11 +178,32 @@ func (c *Collection) decode(key string, value []byte, rev int64) (Object, error)
 // the resourceVersion, with obj. Both are the cache's and immutable; a deep copy of a large object was most of a
 // delete's cost in the cache.
 func (c *Collection) withRevision(obj Object, rev int64) Object {
-	out := shallowCopy(obj.ProtoReflect())
-	meta := shallowCopy(c.shape.metaOf(obj).ProtoReflect()).Interface().(*metav1.ObjectMeta)
+	out, meta := c.metaCopy(obj)
 	meta.ResourceVersion = strconv.FormatInt(rev, 10)
-	out.Set(c.shape.meta, protoreflect.ValueOfMessage(meta.ProtoReflect()))
-	return out.Interface().(Object)
+	return out
+}
+
+// writable returns the copy of obj that a write sets metadata fields of, and its metadata: with shared (a request
+// WithEncodedAnswer, which hands its objects over and only reads what it gets back) a copy of the metadata alone,
+// sharing the rest with obj (metaCopy); otherwise a deep copy, as the caller may change obj or the result afterwards.
+func (c *Collection) writable(shared bool, obj Object) (Object, *metav1.ObjectMeta) {
+	if shared {
+		return c.metaCopy(obj)
+	}
+	out := clone(obj)
+	return out, c.shape.metaOf(out)
+}
+
+// metaCopy returns a copy of obj that shares every field but metadata with obj, and its metadata, which shares every
+// field with obj's: setting a field of meta leaves obj as it is; changing a shared value in place would not.
+func (c *Collection) metaCopy(obj Object) (out Object, meta *metav1.ObjectMeta) {
+	m := shallowCopy(obj.ProtoReflect())
+	meta = &metav1.ObjectMeta{}
+	if om := obj.GetMetadata(); om != nil {
+		meta = shallowCopy(om.ProtoReflect()).Interface().(*metav1.ObjectMeta)
+	}
+	m.Set(c.shape.meta, protoreflect.ValueOfMessage(meta.ProtoReflect()))
+	return m.Interface().(Object), meta
 }
 
 // shallowCopy returns a new message with m's populated and unknown fields, sharing their values (messages, lists,
