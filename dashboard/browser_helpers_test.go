@@ -19,6 +19,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/trellis-dev/trellis/test/hubtest"
+	"github.com/trellis-dev/trellis/test/timescale"
 )
 
 // The browser tests drive a real headless Chromium (Debian's chromium; .ci/run installs it) against a real hub
@@ -204,7 +205,7 @@ func eval[T any](p *page, expr string) T {
 // waitJS waits until a JavaScript predicate is true.
 func (p *page) waitJS(what, predicate string) {
 	p.t.Helper()
-	ctx, cancel := context.WithTimeout(p.ctx, 20*time.Second)
+	ctx, cancel := context.WithTimeout(p.ctx, timescale.Scale(20*time.Second))
 	defer cancel()
 	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](predicate, chromedp.WithPollingInterval(20*time.Millisecond))); err != nil {
 		p.shot("failure-" + strings.ReplaceAll(p.t.Name(), "/", "-"))

@@ -21,6 +21,7 @@ import (
 	extensionsv1alpha1 "github.com/trellis-dev/trellis/extsdk/apis/extensions/v1alpha1"
 	"github.com/trellis-dev/trellis/extsdk/controller"
 	"github.com/trellis-dev/trellis/test/seedtest"
+	"github.com/trellis-dev/trellis/test/timescale"
 )
 
 const (
@@ -64,10 +65,10 @@ func Main(m *testing.M) {
 // Eventually polls cond until it holds and fails the test after WaitTimeout; what names the condition in the failure.
 func Eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(WaitTimeout)
+	deadline := time.Now().Add(timescale.Scale(WaitTimeout))
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", WaitTimeout, what)
+			t.Fatalf("timed out after %v waiting for %s", timescale.Scale(WaitTimeout), what)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -117,7 +118,7 @@ func goRun(t testing.TB, what string, run func(context.Context) error) (stop fun
 			if err != nil {
 				t.Errorf("%s: Run: %v", what, err)
 			}
-		case <-time.After(WaitTimeout):
+		case <-time.After(timescale.Scale(WaitTimeout)):
 			t.Errorf("%s did not stop", what)
 		}
 	})

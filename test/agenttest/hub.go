@@ -27,6 +27,7 @@ import (
 	"github.com/trellis-dev/trellis/proto/resources"
 	"github.com/trellis-dev/trellis/test/hubtest"
 	"github.com/trellis-dev/trellis/test/seedtest"
+	"github.com/trellis-dev/trellis/test/timescale"
 )
 
 // Hub is a running hub with a connection for the test's own setup and assertions.
@@ -157,7 +158,7 @@ func (h *Hub) StartSeed(t testing.TB, name, spec string, cluster *seedtest.Seed,
 	}
 	s.AgentConfig = cfg
 	s.Agent = StartAgent(t, cfg, mutate...)
-	wctx, cancel := context.WithTimeout(ctx, WaitTimeout)
+	wctx, cancel := context.WithTimeout(ctx, timescale.Scale(WaitTimeout))
 	defer cancel()
 	if s.Conn, err = s.Agent.HubConn(wctx); err != nil {
 		t.Fatalf("no hub connection: %v", err)

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/trellis-dev/trellis/test/timescale"
 )
 
 // HubConfig says how to run trellis-hub.
@@ -74,7 +76,7 @@ func StartHub(ctx context.Context, cfg HubConfig) (*Hub, error) {
 		cfg.LogPath = filepath.Join(filepath.Dir(filepath.Clean(cfg.DataDir)), "hub.log")
 	}
 	if cfg.ReadyTimeout <= 0 {
-		cfg.ReadyTimeout = 20 * time.Second
+		cfg.ReadyTimeout = timescale.Scale(20 * time.Second)
 	}
 	pick := cfg.Addr == "" || len(cfg.PickListen) > 0
 	base := cfg

@@ -18,6 +18,7 @@ import (
 
 	"github.com/trellis-dev/trellis/test/landscape"
 	"github.com/trellis-dev/trellis/test/seedtest"
+	"github.com/trellis-dev/trellis/test/timescale"
 )
 
 // seedGrant is one verb on one resource (resource/subresource) of one API group.
@@ -103,7 +104,7 @@ func TestAgentRBACIsWhatTheAgentDoes(t *testing.T) {
 		t.Skip("a local node needs root")
 	}
 	landscapeBinaries(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), timescale.Scale(8*time.Minute))
 	defer cancel()
 	l := startLandscape(ctx, t, landscape.Config{
 		Node:                 true,
@@ -128,7 +129,7 @@ func TestAgentRBACIsWhatTheAgentDoes(t *testing.T) {
 	wait := func(what string, cond func(*shootStatus) bool) {
 		t.Helper()
 		var last *shootStatus
-		for deadline := time.Now().Add(3 * time.Minute); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		for deadline := time.Now().Add(timescale.Scale(3 * time.Minute)); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
 			if last = shoot(); cond(last) {
 				return
 			}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/trellis-dev/trellis/test/agentsim"
 	"github.com/trellis-dev/trellis/test/faultproxy"
+	"github.com/trellis-dev/trellis/test/timescale"
 )
 
 // The agent link fault test's world: one project namespace holding, per seed, a credentials binding and its secret
@@ -83,7 +84,7 @@ func TestAgentLinkSurvivesFaults(t *testing.T) {
 		}
 	})
 
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), timescale.Scale(3*time.Minute))
 	defer cancel()
 	w := newFaultWorld(t, addr, dataDir, h.Token)
 	setupStart := time.Now()

@@ -23,6 +23,7 @@ import (
 	"github.com/trellis-dev/trellis/test/doctest"
 	"github.com/trellis-dev/trellis/test/gardenerexamples"
 	"github.com/trellis-dev/trellis/test/landscape"
+	"github.com/trellis-dev/trellis/test/timescale"
 )
 
 // trellisctlBinary builds trellisctl once per test binary.
@@ -107,7 +108,7 @@ func TestCLIAndDocs(t *testing.T) {
 		t.Skip("starts a landscape of real binaries")
 	}
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), timescale.Scale(10*time.Minute))
 	defer cancel()
 	l := startLandscape(ctx, t, landscape.Config{Examples: true, RequireProviderLocal: true})
 	bin := trellisctlBinary(t)
@@ -117,7 +118,7 @@ func TestCLIAndDocs(t *testing.T) {
 	// The documentation shows the example shoot reconciled, at its latest generation: the shoot maintenance's first
 	// run may move the generation (its tasks annotation) after the first reconciliation succeeded, and the shoot is
 	// then reconciled again.
-	for deadline := time.Now().Add(5 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
+	for deadline := time.Now().Add(timescale.Scale(5 * time.Minute)); ; time.Sleep(200 * time.Millisecond) {
 		admin.ok(t, "wait", "shoot", "local", "-p", "local", "--for=jsonpath={.status.lastOperation.state}=Succeeded", "--timeout", "5m")
 		state := admin.ok(t, "get", "shoot", "local", "-p", "local", "-o",
 			"jsonpath={.metadata.generation} {.status.observedGeneration} {.status.lastOperation.state}")

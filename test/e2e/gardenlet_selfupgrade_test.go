@@ -14,6 +14,7 @@ import (
 	kmetav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/trellis-dev/trellis/test/landscape"
+	"github.com/trellis-dev/trellis/test/timescale"
 )
 
 // gardenletStatus is the part of a Gardenlet the test reads.
@@ -49,7 +50,7 @@ func TestGardenletSelfUpgrade(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), timescale.Scale(8*time.Minute))
 	defer cancel()
 	l := startLandscape(ctx, t, landscape.Config{Node: true, NodeImages: []string{archive}})
 	seed := l.Seed(landscape.DefaultSeedName)
@@ -72,7 +73,7 @@ func TestGardenletSelfUpgrade(t *testing.T) {
 	waitCondition := func(status, want string) gardenletStatus {
 		t.Helper()
 		var g gardenletStatus
-		deadline := time.Now().Add(4 * time.Minute)
+		deadline := time.Now().Add(timescale.Scale(4 * time.Minute))
 		for {
 			if err := json.Unmarshal(r.must(http.StatusOK, http.MethodGet, path+"/"+seed.Name, nil), &g); err != nil {
 				t.Fatal(err)
@@ -132,7 +133,7 @@ func TestGardenletSelfUpgrade(t *testing.T) {
 			Conditions []struct{ Type, Status string } `json:"conditions"`
 		} `json:"status"`
 	}
-	deadline := time.Now().Add(2 * time.Minute)
+	deadline := time.Now().Add(timescale.Scale(2 * time.Minute))
 	for {
 		if err := json.Unmarshal(r.must(http.StatusOK, http.MethodGet, "/apis/core.gardener.cloud/v1beta1/seeds/"+seed.Name, nil), &s); err != nil {
 			t.Fatal(err)
@@ -159,7 +160,7 @@ func TestGardenletSelfUpgrade(t *testing.T) {
 		t.Errorf("condition message %q: want the new pod's waiting reason", msg)
 	}
 	t.Logf("rolled back: %s", msg)
-	deadline = time.Now().Add(2 * time.Minute)
+	deadline = time.Now().Add(timescale.Scale(2 * time.Minute))
 	for {
 		d, err := seed.Client.AppsV1().Deployments(landscape.AgentNamespace).Get(ctx, landscape.AgentRelease, kmetav1.GetOptions{})
 		if err != nil {

@@ -31,6 +31,7 @@ import (
 	"github.com/trellis-dev/trellis/test/landscape"
 	"github.com/trellis-dev/trellis/test/localnode"
 	"github.com/trellis-dev/trellis/test/seedtest"
+	"github.com/trellis-dev/trellis/test/timescale"
 )
 
 // hubPodNamespace and hubPodRelease are where TestHubChartOnNode installs the hub.
@@ -65,7 +66,7 @@ func TestHubChartOnNode(t *testing.T) {
 	}
 	logf.SetLogger(logr.Discard()) // envtest logs through controller-runtime's global logger
 	seed := seedtest.Start(t, seedtest.WithNode(nil), seedtest.WithNodeImages(archive, agentArchive))
-	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), timescale.Scale(12*time.Minute))
 	defer cancel()
 	core := seed.Client.CoreV1()
 

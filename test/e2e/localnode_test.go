@@ -15,6 +15,7 @@ import (
 
 	"github.com/trellis-dev/trellis/test/landscape"
 	"github.com/trellis-dev/trellis/test/localnode"
+	"github.com/trellis-dev/trellis/test/timescale"
 )
 
 // TestLocalSeedNodes runs `make up`'s landscape with a real node in each of two seeds, side by side: every seed has
@@ -37,7 +38,7 @@ func TestLocalSeedNodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	landscapeBinaries(t) // built before the clock starts: a cold static build takes minutes
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), timescale.Scale(5*time.Minute))
 	defer cancel()
 	begin := time.Now()
 	l := startLandscape(ctx, t, landscape.Config{
@@ -108,7 +109,7 @@ func TestLocalSeedNodes(t *testing.T) {
 	// The example shoot, scheduled by the hub, reaches Succeeded through provider-local.
 	const shootPath = "/apis/core.gardener.cloud/v1beta1/namespaces/garden-local/shoots/local"
 	var last string
-	deadline := time.Now().Add(2 * time.Minute)
+	deadline := time.Now().Add(timescale.Scale(2 * time.Minute))
 	for {
 		code, body, err := l.Do(ctx, http.MethodGet, shootPath, nil)
 		var sh struct {

@@ -18,6 +18,7 @@ import (
 	"github.com/trellis-dev/trellis/test/gardenerexamples"
 	"github.com/trellis-dev/trellis/test/landscape"
 	"github.com/trellis-dev/trellis/test/machinestandin"
+	"github.com/trellis-dev/trellis/test/timescale"
 )
 
 // TestManagedSeedOnLocalNode runs ManagedSeeds in `make up`'s landscape with a node, where the seed's agent and
@@ -42,7 +43,7 @@ func TestManagedSeedOnLocalNode(t *testing.T) {
 		t.Skip("a local node needs root")
 	}
 	bins := landscapeBinaries(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), timescale.Scale(40*time.Minute))
 	defer cancel()
 	begin := time.Now()
 	l := startLandscape(ctx, t, landscape.Config{Seeds: []landscape.SeedConfig{{Name: "local"}}, Node: true, Examples: true,
@@ -322,6 +323,7 @@ func (e *managedSeedEnv) gone(path string) bool { return hubGone(e.ctx, e.l, pat
 // wait polls cond until it holds; after timeout it logs the local seed's agent pod and fails.
 func (e *managedSeedEnv) wait(t *testing.T, what string, timeout time.Duration, cond func() bool) {
 	t.Helper()
+	timeout = timescale.Scale(timeout)
 	deadline := time.Now().Add(timeout)
 	for !cond() {
 		if time.Now().After(deadline) || e.ctx.Err() != nil {

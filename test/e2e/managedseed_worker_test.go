@@ -24,6 +24,7 @@ import (
 	agentshoot "github.com/trellis-dev/trellis/agent/shoot"
 	"github.com/trellis-dev/trellis/test/landscape"
 	"github.com/trellis-dev/trellis/test/machinestandin"
+	"github.com/trellis-dev/trellis/test/timescale"
 )
 
 // TestManagedSeedWithRealWorker: in `make up`'s landscape with a node, a ManagedSeed for a shoot with one real worker
@@ -60,7 +61,7 @@ func TestManagedSeedWithRealWorker(t *testing.T) {
 		}
 		_ = os.Remove(agentshoot.LocalStorageRoot) // unless other shoots' volumes are there
 	})
-	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), timescale.Scale(25*time.Minute))
 	defer cancel()
 	start := time.Now()
 	l := startLandscape(ctx, t, landscape.Config{Seeds: []landscape.SeedConfig{{Name: "local"}}, Node: true,
@@ -432,6 +433,7 @@ func hubGone(ctx context.Context, l *landscape.Landscape, path string) bool {
 // wait polls cond every 250 ms until it holds, failing the test after timeout with the seed agent's pod logs.
 func (m *msLandscape) wait(what string, timeout time.Duration, cond func() bool) {
 	m.t.Helper()
+	timeout = timescale.Scale(timeout)
 	deadline := time.Now().Add(timeout)
 	for !cond() {
 		if time.Now().After(deadline) {

@@ -20,6 +20,7 @@ import (
 	"github.com/trellis-dev/trellis/test/binproc"
 	"github.com/trellis-dev/trellis/test/faultproxy"
 	"github.com/trellis-dev/trellis/test/landscape"
+	"github.com/trellis-dev/trellis/test/timescale"
 	"github.com/trellis-dev/trellis/tracing/tracingtest"
 )
 
@@ -44,7 +45,7 @@ func TestOperated(t *testing.T) {
 		t.Skip("starts a landscape of real binaries")
 	}
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), timescale.Scale(4*time.Minute))
 	defer cancel()
 	rcv := tracingtest.Start(t)
 	dir := t.TempDir()
@@ -121,7 +122,7 @@ func TestOperated(t *testing.T) {
 		}
 		wait := func(what string, want int) {
 			t.Helper()
-			deadline := time.Now().Add(time.Minute)
+			deadline := time.Now().Add(timescale.Scale(time.Minute))
 			for readyz() != want {
 				if time.Now().After(deadline) {
 					t.Fatalf("/readyz not %d within a minute: %s", want, what)

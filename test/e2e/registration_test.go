@@ -22,6 +22,7 @@ import (
 	"github.com/trellis-dev/trellis/deploy/charts"
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
 	"github.com/trellis-dev/trellis/test/landscape"
+	"github.com/trellis-dev/trellis/test/timescale"
 )
 
 // installationStatus is the part of a ControllerInstallation the test reads.
@@ -95,6 +96,7 @@ func (r *rest) installations(seed string) []*installationStatus {
 // waitInstallation polls until the seed has exactly one installation of provider-local for which cond holds.
 func (r *rest) waitInstallation(seed, what string, timeout time.Duration, cond func(*installationStatus) bool) (*installationStatus, time.Duration) {
 	r.t.Helper()
+	timeout = timescale.Scale(timeout)
 	begin := time.Now()
 	var last []*installationStatus
 	for time.Since(begin) < timeout {
@@ -111,6 +113,7 @@ func (r *rest) waitInstallation(seed, what string, timeout time.Duration, cond f
 // waitGone polls until GET path answers 404.
 func (r *rest) waitGone(what, path string, timeout time.Duration) time.Duration {
 	r.t.Helper()
+	timeout = timescale.Scale(timeout)
 	begin := time.Now()
 	for time.Since(begin) < timeout {
 		if code, _ := r.do(http.MethodGet, path, nil); code == http.StatusNotFound {
@@ -183,7 +186,7 @@ func TestExtensionRegistration(t *testing.T) {
 		t.Skip("starts a landscape of real binaries")
 	}
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), timescale.Scale(4*time.Minute))
 	defer cancel()
 	const seed = "edge"
 	l := startLandscape(ctx, t, landscape.Config{

@@ -22,6 +22,7 @@ import (
 	"github.com/trellis-dev/trellis/test/agentsim"
 	"github.com/trellis-dev/trellis/test/binproc"
 	"github.com/trellis-dev/trellis/test/etcdcluster"
+	"github.com/trellis-dev/trellis/test/timescale"
 )
 
 const (
@@ -56,7 +57,7 @@ func TestReplicasShareTheFleet(t *testing.T) {
 	if etcdBin == "" {
 		t.Fatal("no etcd binary at bin/testbin/etcd: run `make testbin`")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), timescale.Scale(5*time.Minute))
 	defer cancel()
 	tmp := t.TempDir()
 	cluster, err := etcdcluster.Start(ctx, etcdcluster.Config{Bin: etcdBin, Dir: filepath.Join(tmp, "etcd"), NoFsync: true})

@@ -21,6 +21,7 @@ import (
 	extensionsv1alpha1 "github.com/trellis-dev/trellis/extsdk/apis/extensions/v1alpha1"
 	"github.com/trellis-dev/trellis/test/binproc"
 	"github.com/trellis-dev/trellis/test/landscape"
+	"github.com/trellis-dev/trellis/test/timescale"
 )
 
 // landscapeBinaries builds the binaries a landscape runs (hub, agent, provider-local, localseed) once per test
@@ -145,6 +146,7 @@ func (s *shootStatus) String() string {
 // waitShoot polls the shoot every 50 ms until cond holds and returns how long that took.
 func (r *rest) waitShoot(what string, timeout time.Duration, cond func(*shootStatus) bool) (*shootStatus, time.Duration) {
 	r.t.Helper()
+	timeout = timescale.Scale(timeout)
 	begin := time.Now()
 	var last *shootStatus
 	for time.Since(begin) < timeout {
@@ -295,7 +297,7 @@ func TestShootLifecycle(t *testing.T) {
 		t.Skip("starts a landscape of real binaries")
 	}
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), timescale.Scale(3*time.Minute))
 	defer cancel()
 	l := startLandscape(ctx, t, landscape.Config{
 		Seeds:                   []landscape.SeedConfig{{Name: "local"}, {Name: "other"}},

@@ -29,6 +29,7 @@ import (
 	"github.com/trellis-dev/trellis/hub/api"
 	"github.com/trellis-dev/trellis/hub/pki"
 	"github.com/trellis-dev/trellis/hub/store"
+	"github.com/trellis-dev/trellis/test/timescale"
 )
 
 // Hub is a running hub and clients for it.
@@ -121,7 +122,7 @@ func Start(t testing.TB, mutate ...func(*hub.Config)) *Hub {
 	case err := <-done:
 		stopped = true
 		t.Fatalf("hub failed to start: %v", err)
-	case <-time.After(60 * time.Second):
+	case <-time.After(timescale.Scale(60 * time.Second)):
 		t.Fatal("hub not ready within 60s")
 	}
 	c := connect(t, h, cfg.DataDir)
@@ -238,7 +239,7 @@ func (h *Hub) UserToken(t testing.TB, user string, groups ...string) string {
 // WaitNamespace waits up to 10 s for namespace name to exist (a new project's, which the project controller makes).
 func (h *Hub) WaitNamespace(t testing.TB, name string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(timescale.Scale(10 * time.Second))
 	for {
 		if code, _ := h.Do(t, "GET", "/api/v1/namespaces/"+name, nil); code == 200 {
 			return

@@ -14,6 +14,7 @@ import (
 	"github.com/trellis-dev/trellis/agent/config"
 
 	"github.com/trellis-dev/trellis/test/binproc"
+	"github.com/trellis-dev/trellis/test/timescale"
 )
 
 // Defaults of a Config.
@@ -146,7 +147,7 @@ func (c *Config) Default() error {
 		c.Log = io.Discard
 	}
 	if c.ReadyTimeout == 0 {
-		c.ReadyTimeout = DefaultReadyTimeout
+		c.ReadyTimeout = timescale.Scale(DefaultReadyTimeout)
 	}
 	if c.StopTimeout == 0 {
 		c.StopTimeout = DefaultStopTimeout

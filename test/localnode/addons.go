@@ -22,6 +22,8 @@ import (
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
+
+	"github.com/trellis-dev/trellis/test/timescale"
 )
 
 //go:embed addons.yaml
@@ -102,7 +104,7 @@ func (n *Node) apply(ctx context.Context, manifest []byte) error {
 
 // waitAvailable waits for a Deployment to have all its replicas updated and available.
 func (n *Node) waitAvailable(ctx context.Context, ns, name string) error {
-	ctx, cancel := context.WithTimeout(ctx, startTimeout)
+	ctx, cancel := context.WithTimeout(ctx, timescale.Scale(startTimeout))
 	defer cancel()
 	var d *appsv1.Deployment
 	err := wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {

@@ -20,6 +20,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/trellis-dev/trellis/test/timescale"
 )
 
 // Config says how to run a node.
@@ -307,7 +309,7 @@ func (n *Node) imageArchives(names []string) ([]string, error) {
 
 // waitReady waits for the Node object to be Ready.
 func (n *Node) waitReady(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, startTimeout)
+	ctx, cancel := context.WithTimeout(ctx, timescale.Scale(startTimeout))
 	defer cancel()
 	var last string
 	err := wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {

@@ -19,6 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
+
+	"github.com/trellis-dev/trellis/test/timescale"
 )
 
 // ProbePage is what the probe's web server serves.
@@ -91,7 +93,7 @@ func Probe(ctx context.Context, pc ProbeConfig) (ProbeResult, error) {
 	}
 	res.ClusterIP = svc.Spec.ClusterIP
 	begin := time.Now()
-	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timescale.Scale(2*time.Minute), true, func(ctx context.Context) (bool, error) {
 		d, err := c.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
 		return err == nil && DeploymentAvailable(d), nil
 	})
@@ -160,7 +162,7 @@ func Probe(ctx context.Context, pc ProbeConfig) (ProbeResult, error) {
 // WaitPodDone waits for a pod to succeed or fail and returns its phase.
 func WaitPodDone(ctx context.Context, c kubernetes.Interface, ns, name string) (corev1.PodPhase, error) {
 	var phase corev1.PodPhase
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timescale.Scale(2*time.Minute), true, func(ctx context.Context) (bool, error) {
 		p, err := c.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, nil

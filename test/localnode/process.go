@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/trellis-dev/trellis/test/timescale"
 )
 
 // binaries are the paths of the node's programs.
@@ -105,7 +107,7 @@ func (p *process) stop(grace time.Duration) {
 
 // waitFile waits until path exists, failing if p exits first.
 func waitFile(ctx context.Context, p *process, path string) error {
-	ctx, cancel := context.WithTimeout(ctx, startTimeout)
+	ctx, cancel := context.WithTimeout(ctx, timescale.Scale(startTimeout))
 	defer cancel()
 	for {
 		if _, err := os.Stat(path); err == nil {

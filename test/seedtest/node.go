@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/trellis-dev/trellis/test/localnode"
+	"github.com/trellis-dev/trellis/test/timescale"
 )
 
 // WithNode runs a real node in the seed (test/localnode): containerd, kubelet, kube-proxy, kube-scheduler, CoreDNS
@@ -108,7 +109,7 @@ func configureForNode(api *envtest.APIServer, certDir string, o options) (*local
 
 // startNode starts the node of a seed whose control plane runs.
 func (s *Seed) startNode(ctx context.Context, slot *localnode.Slot, testbin string, o options) error {
-	ctx, cancel := context.WithTimeout(ctx, 4*StartTimeout)
+	ctx, cancel := context.WithTimeout(ctx, 4*timescale.Scale(StartTimeout))
 	defer cancel()
 	n, err := localnode.Start(ctx, localnode.Config{Slot: slot, Dir: filepath.Join(s.Dir, "node"), Testbin: testbin,
 		Kubeconfig: s.Kubeconfig, Images: o.nodeImages, Log: o.nodeLog})

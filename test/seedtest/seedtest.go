@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/trellis-dev/trellis/test/localnode"
+	"github.com/trellis-dev/trellis/test/timescale"
 )
 
 const (
@@ -264,7 +265,7 @@ func start(ctx context.Context, dir string, o options) (_ *Seed, err error) {
 	s.env = &envtest.Environment{
 		UseExistingCluster:       &falseValue,
 		ControlPlane:             envtest.ControlPlane{Etcd: etcd},
-		ControlPlaneStartTimeout: StartTimeout,
+		ControlPlaneStartTimeout: timescale.Scale(StartTimeout),
 		ControlPlaneStopTimeout:  StopTimeout,
 		CRDDirectoryPaths:        o.crdPaths,
 		ErrorIfCRDPathMissing:    true,
@@ -336,7 +337,7 @@ func start(ctx context.Context, dir string, o options) (_ *Seed, err error) {
 	if s.kcm, err = startControllerManager(kcmPath, s.KubeconfigPath, out, run, kcmArgs...); err != nil {
 		return nil, fmt.Errorf("start kube-controller-manager %s: %w", bins.controllerManager, err)
 	}
-	kcmCtx, cancel := context.WithTimeout(ctx, StartTimeout)
+	kcmCtx, cancel := context.WithTimeout(ctx, timescale.Scale(StartTimeout))
 	defer cancel()
 	if err := s.waitCollecting(kcmCtx); err != nil {
 		return nil, fmt.Errorf("start kube-controller-manager %s: %w", bins.controllerManager, err)

@@ -48,6 +48,7 @@ import (
 	"github.com/trellis-dev/trellis/test/localmachine"
 	"github.com/trellis-dev/trellis/test/localnode"
 	"github.com/trellis-dev/trellis/test/seedtest"
+	"github.com/trellis-dev/trellis/test/timescale"
 )
 
 func TestMain(m *testing.M) { agenttest.Main(m) }
@@ -155,7 +156,7 @@ func (e *env) addSeedWith(t *testing.T, name, spec, backupDir string, machines b
 	d := func(v time.Duration) *kmetav1.Duration { return &kmetav1.Duration{Duration: v} }
 	cfg.Controllers.Shoot.RetryMinDelay = d(200 * time.Millisecond)
 	cfg.Controllers.Shoot.RetryMaxDelay = d(2 * time.Second)
-	cfg.Controllers.Shoot.TaskTimeout = d(2 * time.Minute)
+	cfg.Controllers.Shoot.TaskTimeout = d(timescale.Scale(2 * time.Minute))
 	cfg.Controllers.Shoot.ControlPlane.ImageVector = e.vectorFile
 	cfg.Controllers.ShootCare.SyncPeriod = d(2 * time.Second)
 	agenttest.StartAgent(t, cfg)
@@ -198,6 +199,7 @@ func (e *env) patch(t *testing.T, patch string) {
 // waitShoot waits until cond holds for the shoot, failing with its last operation after timeout.
 func (e *env) waitShoot(t *testing.T, what string, timeout time.Duration, cond func(*corev1beta1.Shoot) bool) {
 	t.Helper()
+	timeout = timescale.Scale(timeout)
 	deadline := time.Now().Add(timeout)
 	for {
 		s := e.shoot(t)
@@ -333,7 +335,7 @@ current-context: shoot
 // shootKubeconfig has bin/trellisctl write the shoot's kubeconfig (trellisctl shoot kubeconfig, with flags such as
 // --viewer) to <dir>/<name>.kubeconfig as the hub's admin, and returns its path.
 func (e *env) shootKubeconfig(name string, flags ...string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), timescale.Scale(time.Minute))
 	defer cancel()
 	path := filepath.Join(e.dir, name+".kubeconfig")
 	cmd := exec.CommandContext(ctx, e.trellisctl, append([]string{"shoot", "kubeconfig", shootName, "-p", project, "--file", path}, flags...)...)
@@ -390,7 +392,7 @@ func (e *env) configMap(t *testing.T, name, answer string) string {
 // open, the hub counts a tunnel to the shoot's API.
 func (e *env) watchAndApply(t *testing.T, kubeconfig string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), timescale.Scale(2*time.Minute))
 	defer cancel()
 	watch := exec.CommandContext(ctx, e.kubectl, "--kubeconfig", kubeconfig, "-n", "demo", "get", "configmaps", "-w",
 		"-o", `jsonpath={.metadata.name}={.data.answer}{"\n"}`)
@@ -465,7 +467,7 @@ func (e *env) shootTunnels(t *testing.T) float64 {
 }
 
 func (e *env) run(kubeconfig string, args ...string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), timescale.Scale(time.Minute))
 	defer cancel()
 	out, err := exec.CommandContext(ctx, e.kubectl, append([]string{"--kubeconfig", kubeconfig}, args...)...).CombinedOutput()
 	return strings.TrimSpace(string(out)), err
@@ -564,7 +566,7 @@ func (e *env) createShoot(t *testing.T, seed string) created {
 	}
 	// The user's way in: trellisctl shoot kubeconfig, once the agent has published the shoot's client CA.
 	var answered time.Duration
-	deadline := time.Now().Add(3 * time.Minute)
+	deadline := time.Now().Add(timescale.Scale(3 * time.Minute))
 	for answered == 0 {
 		if c.kubeconfig == "" {
 			if ca, _, _, ok := e.clientCA(t); ok {
@@ -743,7 +745,7 @@ func TestWorkerlessShootControlPlane(t *testing.T) {
 	woke := time.Now()
 	e.patch(t, `{"spec":{"hibernation":{"enabled":false}}}`)
 	for !e.apiAnswers(t, adminCert, adminKey, clusterCA) {
-		if time.Since(woke) > 3*time.Minute {
+		if time.Since(woke) > timescale.Scale(3*time.Minute) {
 			t.Fatal("the woken shoot's API does not answer after 3m")
 		}
 		time.Sleep(100 * time.Millisecond)

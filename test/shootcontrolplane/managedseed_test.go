@@ -27,6 +27,7 @@ import (
 	"github.com/trellis-dev/trellis/test/agentsim"
 	"github.com/trellis-dev/trellis/test/binproc"
 	"github.com/trellis-dev/trellis/test/machinestandin"
+	"github.com/trellis-dev/trellis/test/timescale"
 )
 
 // gardenletConfig is a ManagedSeed's GardenletConfiguration: the Seed template with the agent tests' seed spec
@@ -105,7 +106,7 @@ func tail(s string, n int) string {
 
 // kubeconfigOf has bin/trellisctl write the admin kubeconfig of shoot in project.
 func (e *env) kubeconfigOf(shoot, project string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), timescale.Scale(time.Minute))
 	defer cancel()
 	path := filepath.Join(e.dir, project+"-"+shoot+".kubeconfig")
 	cmd := exec.CommandContext(ctx, e.trellisctl, "shoot", "kubeconfig", shoot, "-p", project, "--file", path)
@@ -120,6 +121,7 @@ func (e *env) kubeconfigOf(shoot, project string) (string, error) {
 // poll waits until cond holds, failing after timeout.
 func poll(t *testing.T, what string, timeout time.Duration, cond func() bool) {
 	t.Helper()
+	timeout = timescale.Scale(timeout)
 	deadline := time.Now().Add(timeout)
 	for !cond() {
 		if time.Now().After(deadline) {

@@ -20,6 +20,7 @@ import (
 	kcorev1 "github.com/trellis-dev/trellis/proto/gen/trellis/kubernetes/core/v1"
 	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
 	"github.com/trellis-dev/trellis/test/agenttest"
+	"github.com/trellis-dev/trellis/test/timescale"
 )
 
 // backupSpec adds backups of provider-local to agenttest.SeedSpec, with the credentials garden/backup-local.
@@ -113,7 +114,7 @@ func TestShootMigrationKeepsData(t *testing.T) {
 	})
 	restored := time.Since(begin)
 	for !e.apiAnswers(t, c.cert, c.key, c.clusterCA) {
-		if time.Since(begin) > 5*time.Minute {
+		if time.Since(begin) > timescale.Scale(5*time.Minute) {
 			t.Fatal("the migrated shoot's API does not answer through the hub")
 		}
 		time.Sleep(100 * time.Millisecond)

@@ -32,6 +32,7 @@ import (
 	"github.com/trellis-dev/trellis/test/localmachine"
 	"github.com/trellis-dev/trellis/test/localnode"
 	"github.com/trellis-dev/trellis/test/seedtest"
+	"github.com/trellis-dev/trellis/test/timescale"
 )
 
 // startMachines serves a local machine provider on loopback (provider-local runs in the test's process) for the
@@ -266,7 +267,7 @@ func (e *env) noLeftovers(t *testing.T, slots map[string]*localnode.Slot) {
 // logsFollow runs kubectl logs -f against the web pod and waits for its first line.
 func (e *env) logsFollow(t *testing.T, kubeconfig string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), timescale.Scale(time.Minute))
 	defer cancel()
 	cmd := exec.CommandContext(ctx, e.kubectl, "--kubeconfig", kubeconfig, "-n", "default", "logs", "-f", "deploy/web")
 	out, err := cmd.StdoutPipe()
@@ -295,7 +296,7 @@ func (e *env) logsFollow(t *testing.T, kubeconfig string) {
 // portForward runs kubectl port-forward to the web pod's 8080 and fetches the page through it.
 func (e *env) portForward(t *testing.T, kubeconfig string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), timescale.Scale(time.Minute))
 	defer cancel()
 	cmd := exec.CommandContext(ctx, e.kubectl, "--kubeconfig", kubeconfig, "-n", "default", "port-forward", "--address", "127.0.0.1",
 		"deploy/web", ":8080")
@@ -340,6 +341,7 @@ func (e *env) portForward(t *testing.T, kubeconfig string) {
 // within polls cond every 500 ms (it runs kubectl) until it holds, failing the test after d.
 func within(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
+	d = timescale.Scale(d)
 	deadline := time.Now().Add(d)
 	for !cond() {
 		if time.Now().After(deadline) {
@@ -400,7 +402,7 @@ func (e *env) clusterNetworking(t *testing.T, admin, image string, seedNode, mac
 	}
 	inPod := func(what, want string, args ...string) {
 		t.Helper()
-		deadline := time.Now().Add(time.Minute)
+		deadline := time.Now().Add(timescale.Scale(time.Minute))
 		for {
 			out, err := e.run(admin, append([]string{"-n", "default", "exec", "client", "--"}, args...)...)
 			if err == nil && strings.Contains(out, want) {
