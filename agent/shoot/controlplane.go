@@ -150,6 +150,16 @@ func podSecurity() *corev1.PodSecurityContext {
 	return &corev1.PodSecurityContext{RunAsUser: ptr(nonRootUser), RunAsGroup: ptr(nonRootUser), FSGroup: ptr(nonRootUser), RunAsNonRoot: ptr(true)}
 }
 
+// startupProbe guards a control-plane container's start with its liveness check, as kubeadm does for the
+// control plane's static pods: at least four minutes (240 tries a second apart, each allowed 15 s) before the liveness
+// probe takes over; the readiness probe, too, waits for it, so it tries every second (kubeadm's every 10 s would hold
+// each start up to 10 s longer). Without it a kube-apiserver that needs longer than its liveness probe's budget to
+// finish its post-start hooks (a loaded seed: etcd slow to answer, the CPU shared) is killed before it is up, starts
+// its work again, and never comes up: a restart loop that loads the seed further.
+func startupProbe(check corev1.ProbeHandler) *corev1.Probe {
+	return &corev1.Probe{ProbeHandler: check, PeriodSeconds: 1, TimeoutSeconds: 15, FailureThreshold: 240}
+}
+
 // etcdMember is one of the shoot's etcds, as Gardener runs them: main (every object but events, backed up) and
 // events (the events, kube-apiserver's --etcd-servers-overrides; not backed up, as in Gardener).
 type etcdMember struct {
@@ -273,8 +283,9 @@ func (op *operation) deployETCDMember(ctx context.Context, e etcdMember, set *cr
 					Ports: []corev1.ContainerPort{{Name: "client", ContainerPort: portETCDClient}, {Name: "metrics", ContainerPort: portETCDMetrics}},
 					ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/health", Port: intstr.FromInt32(portETCDMetrics)}},
 						PeriodSeconds: 1, FailureThreshold: 3},
+					StartupProbe: startupProbe(corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/health", Port: intstr.FromInt32(portETCDMetrics)}}),
 					LivenessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/health", Port: intstr.FromInt32(portETCDMetrics)}},
-						InitialDelaySeconds: 15, PeriodSeconds: 10, FailureThreshold: 6},
+						PeriodSeconds: 10, FailureThreshold: 6},
 					Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("50m"), corev1.ResourceMemory: resource.MustParse("64Mi")}},
 					VolumeMounts: []corev1.VolumeMount{
 						{Name: e.name, MountPath: "/var/etcd/data"},
@@ -620,7 +631,8 @@ func (op *operation) deployKubeAPIServer(ctx context.Context) error {
 					Command:         append([]string{"/usr/local/bin/kube-apiserver"}, op.kubeAPIServerFlags(audit)...),
 					Ports:           []corev1.ContainerPort{{Name: "https", ContainerPort: portKubeAPIServer}},
 					ReadinessProbe:  &corev1.Probe{ProbeHandler: probe("/readyz"), PeriodSeconds: 1, FailureThreshold: 3, TimeoutSeconds: 5},
-					LivenessProbe:   &corev1.Probe{ProbeHandler: probe("/livez"), InitialDelaySeconds: 30, PeriodSeconds: 10, FailureThreshold: 6, TimeoutSeconds: 15},
+					StartupProbe:    startupProbe(probe("/livez")),
+					LivenessProbe:   &corev1.Probe{ProbeHandler: probe("/livez"), PeriodSeconds: 10, FailureThreshold: 6, TimeoutSeconds: 15},
 					Resources:       corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("256Mi")}},
 					VolumeMounts:    mounts,
 					SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: ptr(false)},
@@ -739,8 +751,10 @@ func (op *operation) deployComponent(ctx context.Context, name string, labels ma
 				AutomountServiceAccountToken: ptr(false),
 				Containers: []corev1.Container{{
 					Name: name, Image: img, ImagePullPolicy: corev1.PullIfNotPresent, Command: command,
+					StartupProbe: startupProbe(corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz",
+						Port: intstr.FromInt32(port), Scheme: corev1.URISchemeHTTPS}}),
 					LivenessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz",
-						Port: intstr.FromInt32(port), Scheme: corev1.URISchemeHTTPS}}, InitialDelaySeconds: 15, PeriodSeconds: 10, FailureThreshold: 6},
+						Port: intstr.FromInt32(port), Scheme: corev1.URISchemeHTTPS}}, PeriodSeconds: 10, FailureThreshold: 6},
 					Resources:       corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("20m"), corev1.ResourceMemory: resource.MustParse("64Mi")}},
 					VolumeMounts:    mounts,
 					SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: ptr(false)},

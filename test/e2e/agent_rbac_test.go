@@ -136,7 +136,7 @@ func TestAgentRBACIsWhatTheAgentDoes(t *testing.T) {
 		}
 		logs, err := seed.AgentPodLogs(ctx)
 		t.Logf("the agent's pod (%v):\n%s", err, logs)
-		t.Fatalf("the example shoot: no %s after 3m; last %v", what, last)
+		t.Fatalf("the example shoot: no %s after %v; last %v", what, timescale.Scale(3*time.Minute), last)
 	}
 	wait("Succeeded create", succeededAt(0))
 

@@ -126,7 +126,7 @@ func TestCLIAndDocs(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the example shoot is not reconciled at its latest generation after 5m: generation, observed generation, state: %s", state)
+			t.Fatalf("the example shoot is not reconciled at its latest generation after %v: generation, observed generation, state: %s", timescale.Scale(5*time.Minute), state)
 		}
 	}
 

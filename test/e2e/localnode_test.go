@@ -128,7 +128,7 @@ func TestLocalSeedNodes(t *testing.T) {
 				logs, err := s.AgentPodLogs(ctx)
 				t.Logf("seed %s: the agent's pod (%v):\n%s", s.Name, err, logs)
 			}
-			t.Fatalf("example shoot not Succeeded after 2m; last state %q", last)
+			t.Fatalf("example shoot not Succeeded after %v; last state %q", timescale.Scale(2*time.Minute), last)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}

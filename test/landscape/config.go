@@ -27,10 +27,10 @@ const (
 	// failing extension fails the shoot's flow (and the retry follows) within seconds, not the 30 s of a real seed.
 	DefaultExtensionErrorThreshold = 2 * time.Second
 	// DefaultReadyTimeout bounds each wait for a process to become ready; a seed's first start on a loaded 2-core
-	// machine takes most of a minute.
+	// machine takes most of a minute. Scaled by test/timescale's factor.
 	DefaultReadyTimeout = 3 * time.Minute
 	// DefaultStopTimeout bounds a process's graceful stop before it is killed; a seed stops etcd and kube-apiserver
-	// gracefully, which can take a while.
+	// gracefully, which can take a while. Scaled by test/timescale's factor.
 	DefaultStopTimeout = 30 * time.Second
 )
 
@@ -150,7 +150,7 @@ func (c *Config) Default() error {
 		c.ReadyTimeout = timescale.Scale(DefaultReadyTimeout)
 	}
 	if c.StopTimeout == 0 {
-		c.StopTimeout = DefaultStopTimeout
+		c.StopTimeout = timescale.Scale(DefaultStopTimeout)
 	}
 	return nil
 }

@@ -266,7 +266,7 @@ func start(ctx context.Context, dir string, o options) (_ *Seed, err error) {
 		UseExistingCluster:       &falseValue,
 		ControlPlane:             envtest.ControlPlane{Etcd: etcd},
 		ControlPlaneStartTimeout: timescale.Scale(StartTimeout),
-		ControlPlaneStopTimeout:  StopTimeout,
+		ControlPlaneStopTimeout:  timescale.Scale(StopTimeout),
 		CRDDirectoryPaths:        o.crdPaths,
 		ErrorIfCRDPathMissing:    true,
 	}

@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -492,6 +493,41 @@ func condition(s *corev1beta1.Shoot, typ string) (string, string) {
 	return "", ""
 }
 
+// startupGuarded checks that every container of the control plane's pods that has a liveness probe starts under a
+// startup probe of the same check with at least four minutes' budget, so that a kube-apiserver or etcd slow to start
+// on a loaded seed is not killed before it is up (a restart loop seen on a slow machine); it logs the restarts.
+func (e *env) startupGuarded(t *testing.T, ns string) {
+	t.Helper()
+	pods := &corev1.PodList{}
+	if err := e.seed.Client.List(context.Background(), pods, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	restarts, guarded := map[string]int32{}, 0
+	for _, p := range pods.Items {
+		for _, c := range p.Spec.Containers {
+			if c.LivenessProbe == nil {
+				continue
+			}
+			sp := c.StartupProbe
+			if sp == nil || !reflect.DeepEqual(sp.ProbeHandler, c.LivenessProbe.ProbeHandler) {
+				t.Errorf("pod %s container %s: liveness probe %+v without a startup probe of the same check (%+v)", p.Name, c.Name, c.LivenessProbe.ProbeHandler, sp)
+				continue
+			}
+			if budget := time.Duration(sp.InitialDelaySeconds+sp.PeriodSeconds*sp.FailureThreshold) * time.Second; budget < 4*time.Minute {
+				t.Errorf("pod %s container %s: the startup probe allows %v, want at least 4m", p.Name, c.Name, budget)
+			}
+			guarded++
+		}
+		for _, cs := range p.Status.ContainerStatuses {
+			restarts[p.Name+"/"+cs.Name] = cs.RestartCount
+		}
+	}
+	if guarded < 4 { // etcd-main, etcd-events, kube-apiserver, kube-controller-manager
+		t.Errorf("%d containers of the control plane have startup and liveness probes, want at least 4", guarded)
+	}
+	t.Logf("control plane containers' restarts: %v", restarts)
+}
+
 // controlPlaneMemory sums the resident memory (cgroup v1 memory.stat total_rss) of the pods of the shoot's namespace.
 func (e *env) controlPlaneMemory(t *testing.T, ns string) (total int64, per map[string]int64) {
 	t.Helper()
@@ -582,7 +618,7 @@ func (e *env) createShoot(t *testing.T, seed string) created {
 		}
 		if time.Now().After(deadline) {
 			lo := e.shoot(t).GetStatus().GetLastOperation()
-			t.Fatalf("the shoot's API does not answer after 3m; last operation %s %d%% (%s)", lo.GetState(), lo.GetProgress(), lo.GetDescription())
+			t.Fatalf("the shoot's API does not answer after %v; last operation %s %d%% (%s)", timescale.Scale(3*time.Minute), lo.GetState(), lo.GetProgress(), lo.GetDescription())
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -679,6 +715,7 @@ func TestWorkerlessShootControlPlane(t *testing.T) {
 	})
 	total, per := e.controlPlaneMemory(t, ns)
 	t.Logf("control plane memory (cgroup total_rss): %d MiB %v", total>>20, per)
+	e.startupGuarded(t, ns)
 
 	// Rotate the CAs: while Prepared, kubeconfigs issued before and after the start work; after completing, the one
 	// issued before the start is refused.
@@ -746,7 +783,7 @@ func TestWorkerlessShootControlPlane(t *testing.T) {
 	e.patch(t, `{"spec":{"hibernation":{"enabled":false}}}`)
 	for !e.apiAnswers(t, adminCert, adminKey, clusterCA) {
 		if time.Since(woke) > timescale.Scale(3*time.Minute) {
-			t.Fatal("the woken shoot's API does not answer after 3m")
+			t.Fatalf("the woken shoot's API does not answer after %v", timescale.Scale(3*time.Minute))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
