@@ -69,6 +69,10 @@ type session struct {
 	order   []seedgraph.Ref
 	head    int
 	control []*agentv1.HubMessage
+	// welcomed is set once the session's Welcome and initial state are queued (Graph.Subscribe's initial call); the
+	// sender sends nothing before it. The session is registered, and so reachable by tunnels and rotations that
+	// queue control messages and poke the sender, before that.
+	welcomed atomic.Bool
 	// ackSeq is the sequence of the latest heartbeat not yet acknowledged, if ackDue: acknowledgements are
 	// cumulative (the agent takes an ack as one for every heartbeat up to its sequence), so heartbeats that arrive
 	// while the sender is behind are answered by one ack.
@@ -146,6 +150,38 @@ func newSessionID() string {
 	b := make([]byte, 8)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// welcome queues the seed's members the agent does not hold (all of them unless resumed from versions), the sync
+// marker and, ahead of every control message queued so far, the Welcome; then lets the sender send. It runs under
+// the graph's lock (Graph.Subscribe's initial call), before any Notify can start the sender, and takes the session's
+// lock as enqueue does: tunnels and rotations reach a session once it is registered, before this, and a sender they
+// poked may have dropped the emptied queue.
+func (ss *session) welcome(members []seedgraph.Member, resumed bool, resume map[string]int64) {
+	cfg := ss.srv.cfg
+	sort.Slice(members, func(i, j int) bool { return members[i].Version < members[j].Version })
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.pending == nil {
+		ss.pending = map[seedgraph.Ref]struct{}{}
+	}
+	for _, m := range members {
+		if !streamed[m.Ref.Resource] {
+			continue
+		}
+		if resumed && m.Version <= resume[m.Ref.Resource] {
+			continue // the agent holds it as it is
+		}
+		ss.pending[m.Ref] = struct{}{}
+		ss.order = append(ss.order, m.Ref)
+	}
+	ss.pending[syncMarker] = struct{}{}
+	ss.order = append(ss.order, syncMarker)
+	ss.control = append([]*agentv1.HubMessage{{Message: &agentv1.HubMessage_Welcome{Welcome: &agentv1.Welcome{
+		SessionId: ss.id, HeartbeatInterval: durationpb.New(cfg.HeartbeatInterval), Resumed: resumed,
+		HubVersion: cfg.HubVersion, TunnelDomain: cfg.TunnelDomain,
+	}}}}, ss.control...)
+	ss.welcomed.Store(true)
 }
 
 // Notify queues ref for sending (seedgraph.Subscriber). It runs under the graph's lock.
@@ -298,24 +334,7 @@ func (s *Server) serveSession(ctx context.Context, id Identity, stream agentv1.A
 	var resumed bool
 	unsubscribe := s.cfg.Graph.Subscribe(ss.seed, ss, func(members []seedgraph.Member, synced int64) {
 		resumed = canResume(resume, synced, s.cfg.ResumeFloor)
-		sort.Slice(members, func(i, j int) bool { return members[i].Version < members[j].Version })
-		for _, m := range members {
-			if !streamed[m.Ref.Resource] {
-				continue
-			}
-			if resumed && m.Version <= resume[m.Ref.Resource] {
-				continue // the agent holds it as it is
-			}
-			ss.pending[m.Ref] = struct{}{}
-			ss.order = append(ss.order, m.Ref)
-		}
-		ss.pending[syncMarker] = struct{}{}
-		ss.order = append(ss.order, syncMarker)
-		// Queued here, under the graph's lock, before any Notify can start the sender: Welcome goes first.
-		ss.control = append(ss.control, &agentv1.HubMessage{Message: &agentv1.HubMessage_Welcome{Welcome: &agentv1.Welcome{
-			SessionId: ss.id, HeartbeatInterval: durationpb.New(s.cfg.HeartbeatInterval), Resumed: resumed,
-			HubVersion: s.cfg.HubVersion, TunnelDomain: s.cfg.TunnelDomain,
-		}}})
+		ss.welcome(members, resumed, resume)
 	})
 	defer unsubscribe()
 	s.cfg.Log.Info("agent session started", "seed", ss.seed, "session", ss.id, "resumed", resumed, "queued", ss.queuedAssignments())
@@ -474,8 +493,8 @@ func (ss *session) silent(now time.Time) error {
 // heartbeat acks, certificates) first, then assignments in batches, until nothing is queued. A failed send ends the
 // session.
 func (ss *session) send() {
-	if ss.ctx.Err() != nil {
-		return
+	if ss.ctx.Err() != nil || !ss.welcomed.Load() {
+		return // not yet welcomed: serveSession pokes the sender once it is
 	}
 	if err := ss.sendQueued(); err != nil {
 		ss.end(err)
