@@ -223,6 +223,7 @@ func (op *operation) deployETCD(ctx context.Context) error {
 // is set.
 func (op *operation) deployETCDMember(ctx context.Context, e etcdMember, set *credentials.Set, serverSecret, img string,
 	backup *etcdBackupStore, backupImg string) error {
+	health := corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/health", Port: intstr.FromInt32(portETCDMetrics)}}
 	svcName := e.service
 	selector := map[string]string{"instance": e.name, "name": "etcd"}
 	svc := &corev1.Service{ObjectMeta: op.objectMeta(svcName)}
@@ -280,13 +281,11 @@ func (op *operation) deployETCDMember(ctx context.Context, e etcdMember, set *cr
 						"--quota-backend-bytes=8589934592",
 						"--auto-compaction-mode=periodic", "--auto-compaction-retention=30m",
 					},
-					Ports: []corev1.ContainerPort{{Name: "client", ContainerPort: portETCDClient}, {Name: "metrics", ContainerPort: portETCDMetrics}},
-					ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/health", Port: intstr.FromInt32(portETCDMetrics)}},
-						PeriodSeconds: 1, FailureThreshold: 3},
-					StartupProbe: startupProbe(corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/health", Port: intstr.FromInt32(portETCDMetrics)}}),
-					LivenessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/health", Port: intstr.FromInt32(portETCDMetrics)}},
-						PeriodSeconds: 10, FailureThreshold: 6},
-					Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("50m"), corev1.ResourceMemory: resource.MustParse("64Mi")}},
+					Ports:          []corev1.ContainerPort{{Name: "client", ContainerPort: portETCDClient}, {Name: "metrics", ContainerPort: portETCDMetrics}},
+					ReadinessProbe: &corev1.Probe{ProbeHandler: health, PeriodSeconds: 1, FailureThreshold: 3},
+					StartupProbe:   startupProbe(health),
+					LivenessProbe:  &corev1.Probe{ProbeHandler: health, PeriodSeconds: 10, FailureThreshold: 6},
+					Resources:      corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("50m"), corev1.ResourceMemory: resource.MustParse("64Mi")}},
 					VolumeMounts: []corev1.VolumeMount{
 						{Name: e.name, MountPath: "/var/etcd/data"},
 						{Name: "ca", MountPath: "/var/etcd/ssl/ca"},
@@ -738,6 +737,7 @@ func (op *operation) deployKubeScheduler(ctx context.Context) error {
 // secure port, and waits until it is ready.
 func (op *operation) deployComponent(ctx context.Context, name string, labels map[string]string, img string, command []string,
 	port int32, volumes []corev1.Volume, mounts []corev1.VolumeMount) error {
+	healthz := corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromInt32(port), Scheme: corev1.URISchemeHTTPS}}
 	dep := &appsv1.Deployment{ObjectMeta: op.objectMeta(name)}
 	_, err := controllerutil.CreateOrUpdate(ctx, op.c.cfg.Seed, dep, func() error {
 		exists := !dep.CreationTimestamp.IsZero()
@@ -751,10 +751,8 @@ func (op *operation) deployComponent(ctx context.Context, name string, labels ma
 				AutomountServiceAccountToken: ptr(false),
 				Containers: []corev1.Container{{
 					Name: name, Image: img, ImagePullPolicy: corev1.PullIfNotPresent, Command: command,
-					StartupProbe: startupProbe(corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz",
-						Port: intstr.FromInt32(port), Scheme: corev1.URISchemeHTTPS}}),
-					LivenessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz",
-						Port: intstr.FromInt32(port), Scheme: corev1.URISchemeHTTPS}}, PeriodSeconds: 10, FailureThreshold: 6},
+					StartupProbe:    startupProbe(healthz),
+					LivenessProbe:   &corev1.Probe{ProbeHandler: healthz, PeriodSeconds: 10, FailureThreshold: 6},
 					Resources:       corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("20m"), corev1.ResourceMemory: resource.MustParse("64Mi")}},
 					VolumeMounts:    mounts,
 					SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: ptr(false)},

@@ -158,7 +158,7 @@ func newSessionID() string {
 // lock as enqueue does: tunnels and rotations reach a session once it is registered, before this, and a sender they
 // poked may have dropped the emptied queue.
 func (ss *session) welcome(members []seedgraph.Member, resumed bool, resume map[string]int64) {
-	cfg := ss.srv.cfg
+	cfg := &ss.srv.cfg
 	sort.Slice(members, func(i, j int) bool { return members[i].Version < members[j].Version })
 	ss.mu.Lock()
 	defer ss.mu.Unlock()

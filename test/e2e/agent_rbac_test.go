@@ -129,14 +129,15 @@ func TestAgentRBACIsWhatTheAgentDoes(t *testing.T) {
 	wait := func(what string, cond func(*shootStatus) bool) {
 		t.Helper()
 		var last *shootStatus
-		for deadline := time.Now().Add(timescale.Scale(3 * time.Minute)); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		limit := timescale.Scale(3 * time.Minute)
+		for deadline := time.Now().Add(limit); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
 			if last = shoot(); cond(last) {
 				return
 			}
 		}
 		logs, err := seed.AgentPodLogs(ctx)
 		t.Logf("the agent's pod (%v):\n%s", err, logs)
-		t.Fatalf("the example shoot: no %s after %v; last %v", what, timescale.Scale(3*time.Minute), last)
+		t.Fatalf("the example shoot: no %s after %v; last %v", what, limit, last)
 	}
 	wait("Succeeded create", succeededAt(0))
 

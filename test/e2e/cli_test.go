@@ -118,7 +118,8 @@ func TestCLIAndDocs(t *testing.T) {
 	// The documentation shows the example shoot reconciled, at its latest generation: the shoot maintenance's first
 	// run may move the generation (its tasks annotation) after the first reconciliation succeeded, and the shoot is
 	// then reconciled again.
-	for deadline := time.Now().Add(timescale.Scale(5 * time.Minute)); ; time.Sleep(200 * time.Millisecond) {
+	limit := timescale.Scale(5 * time.Minute)
+	for deadline := time.Now().Add(limit); ; time.Sleep(200 * time.Millisecond) {
 		admin.ok(t, "wait", "shoot", "local", "-p", "local", "--for=jsonpath={.status.lastOperation.state}=Succeeded", "--timeout", "5m")
 		state := admin.ok(t, "get", "shoot", "local", "-p", "local", "-o",
 			"jsonpath={.metadata.generation} {.status.observedGeneration} {.status.lastOperation.state}")
@@ -126,7 +127,7 @@ func TestCLIAndDocs(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the example shoot is not reconciled at its latest generation after %v: generation, observed generation, state: %s", timescale.Scale(5*time.Minute), state)
+			t.Fatalf("the example shoot is not reconciled at its latest generation after %v: generation, observed generation, state: %s", limit, state)
 		}
 	}
 

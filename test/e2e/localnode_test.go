@@ -109,7 +109,8 @@ func TestLocalSeedNodes(t *testing.T) {
 	// The example shoot, scheduled by the hub, reaches Succeeded through provider-local.
 	const shootPath = "/apis/core.gardener.cloud/v1beta1/namespaces/garden-local/shoots/local"
 	var last string
-	deadline := time.Now().Add(timescale.Scale(2 * time.Minute))
+	limit := timescale.Scale(2 * time.Minute)
+	deadline := time.Now().Add(limit)
 	for {
 		code, body, err := l.Do(ctx, http.MethodGet, shootPath, nil)
 		var sh struct {
@@ -128,7 +129,7 @@ func TestLocalSeedNodes(t *testing.T) {
 				logs, err := s.AgentPodLogs(ctx)
 				t.Logf("seed %s: the agent's pod (%v):\n%s", s.Name, err, logs)
 			}
-			t.Fatalf("example shoot not Succeeded after %v; last state %q", timescale.Scale(2*time.Minute), last)
+			t.Fatalf("example shoot not Succeeded after %v; last state %q", limit, last)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}

@@ -602,7 +602,8 @@ func (e *env) createShoot(t *testing.T, seed string) created {
 	}
 	// The user's way in: trellisctl shoot kubeconfig, once the agent has published the shoot's client CA.
 	var answered time.Duration
-	deadline := time.Now().Add(timescale.Scale(3 * time.Minute))
+	limit := timescale.Scale(3 * time.Minute)
+	deadline := time.Now().Add(limit)
 	for answered == 0 {
 		if c.kubeconfig == "" {
 			if ca, _, _, ok := e.clientCA(t); ok {
@@ -618,7 +619,7 @@ func (e *env) createShoot(t *testing.T, seed string) created {
 		}
 		if time.Now().After(deadline) {
 			lo := e.shoot(t).GetStatus().GetLastOperation()
-			t.Fatalf("the shoot's API does not answer after %v; last operation %s %d%% (%s)", timescale.Scale(3*time.Minute), lo.GetState(), lo.GetProgress(), lo.GetDescription())
+			t.Fatalf("the shoot's API does not answer after %v; last operation %s %d%% (%s)", limit, lo.GetState(), lo.GetProgress(), lo.GetDescription())
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -782,8 +783,8 @@ func TestWorkerlessShootControlPlane(t *testing.T) {
 	woke := time.Now()
 	e.patch(t, `{"spec":{"hibernation":{"enabled":false}}}`)
 	for !e.apiAnswers(t, adminCert, adminKey, clusterCA) {
-		if time.Since(woke) > timescale.Scale(3*time.Minute) {
-			t.Fatalf("the woken shoot's API does not answer after %v", timescale.Scale(3*time.Minute))
+		if limit := timescale.Scale(3 * time.Minute); time.Since(woke) > limit {
+			t.Fatalf("the woken shoot's API does not answer after %v", limit)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

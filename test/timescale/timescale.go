@@ -31,9 +31,6 @@ func parse(s string) (float64, error) {
 	return f, nil
 }
 
-// Factor is the factor Scale applies (TRELLIS_TEST_TIMEOUT_SCALE); it panics, naming the variable, when the
-// variable holds anything but a number from 1 to 1000.
-func Factor() float64 { return factor() }
-
-// Scale is d times the factor: the limit a test waits for work whose speed depends on the machine.
+// Scale is d times the factor (TRELLIS_TEST_TIMEOUT_SCALE): the limit a test waits for work whose speed depends on
+// the machine. It panics, naming the variable, when the variable holds anything but a number from 1 to 1000.
 func Scale(d time.Duration) time.Duration { return time.Duration(float64(d) * factor()) }
