@@ -158,9 +158,9 @@ func (p *page) do(steps ...chromedp.Action[chromedp.Void]) {
 	}
 }
 
-// run runs browser steps, 30 s at most.
+// run runs browser steps, 30 s at most (scaled: test/timescale).
 func (p *page) run(steps ...chromedp.Action[chromedp.Void]) error {
-	ctx, cancel := context.WithTimeout(p.ctx, 30*time.Second)
+	ctx, cancel := context.WithTimeout(p.ctx, timescale.Scale(30*time.Second))
 	defer cancel()
 	return chromedp.Do(ctx, steps...)
 }
@@ -193,7 +193,7 @@ func (p *page) goTo(path string) {
 // eval evaluates a JavaScript expression (promises awaited) and decodes its value into T.
 func eval[T any](p *page, expr string) T {
 	p.t.Helper()
-	ctx, cancel := context.WithTimeout(p.ctx, 30*time.Second)
+	ctx, cancel := context.WithTimeout(p.ctx, timescale.Scale(30*time.Second))
 	defer cancel()
 	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr, chromedp.EvalAwaitPromise))
 	if err != nil {
@@ -487,13 +487,14 @@ func annotation(s map[string]any, key string) string {
 	return v
 }
 
-// eventually retries check every 20 ms for up to 10 s.
+// eventually retries check every 20 ms for up to 10 s (scaled: test/timescale).
 func eventually(t *testing.T, what string, check func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	limit := timescale.Scale(10 * time.Second)
+	deadline := time.Now().Add(limit)
 	for !check() {
 		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 10s", what)
+			t.Fatalf("%s: not within %v", what, limit)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -152,12 +152,29 @@ func podSecurity() *corev1.PodSecurityContext {
 
 // startupProbe guards a control-plane container's start with its liveness check, as kubeadm does for the
 // control plane's static pods: at least four minutes (240 tries a second apart, each allowed 15 s) before the liveness
-// probe takes over; the readiness probe, too, waits for it, so it tries every second (kubeadm's every 10 s would hold
-// each start up to 10 s longer). Without it a kube-apiserver that needs longer than its liveness probe's budget to
-// finish its post-start hooks (a loaded seed: etcd slow to answer, the CPU shared) is killed before it is up, starts
-// its work again, and never comes up: a restart loop that loads the seed further.
+// probe takes over; the readiness probe, too, waits for it (the kubelet runs it at once when the start is confirmed).
+// Without it a kube-apiserver that needs longer than its liveness probe's budget to finish its post-start hooks (a
+// loaded seed: etcd slow to answer, the CPU shared) is killed before it is up, starts its work again, and never comes
+// up: a restart loop that loads the seed further.
 func startupProbe(check corev1.ProbeHandler) *corev1.Probe {
-	return &corev1.Probe{ProbeHandler: check, PeriodSeconds: 1, TimeoutSeconds: 15, FailureThreshold: 240}
+	return &corev1.Probe{ProbeHandler: check, PeriodSeconds: 1, TimeoutSeconds: probeTimeoutSeconds, FailureThreshold: 240}
+}
+
+// probeTimeoutSeconds is what every control-plane probe allows an answer, as Gardener's kube-apiserver and kubeadm's
+// static pods do: a loaded seed answers /readyz or etcd's /health in seconds, not in the kubelet's default 1 s.
+const probeTimeoutSeconds = 15
+
+// readinessProbe takes a running control-plane container out of its Service only after half a minute of failed checks
+// (Gardener's kube-apiserver: 3 × 10 s), each allowed 15 s, and back within 5 s of a passing one. A readiness probe
+// that gives up within seconds (it was 3 × 1 s, etcd's answers allowed 1 s) cascades on a loaded seed: etcd's Service
+// loses its endpoint, kube-apiserver's /readyz fails on etcd, and the shoot's API refuses connections for minutes.
+func readinessProbe(check corev1.ProbeHandler) *corev1.Probe {
+	return &corev1.Probe{ProbeHandler: check, PeriodSeconds: 5, TimeoutSeconds: probeTimeoutSeconds, FailureThreshold: 6}
+}
+
+// livenessProbe restarts a control-plane container after a minute of failed checks (6 × 10 s), each allowed 15 s.
+func livenessProbe(check corev1.ProbeHandler) *corev1.Probe {
+	return &corev1.Probe{ProbeHandler: check, PeriodSeconds: 10, TimeoutSeconds: probeTimeoutSeconds, FailureThreshold: 6}
 }
 
 // etcdMember is one of the shoot's etcds, as Gardener runs them: main (every object but events, backed up) and
@@ -282,9 +299,9 @@ func (op *operation) deployETCDMember(ctx context.Context, e etcdMember, set *cr
 						"--auto-compaction-mode=periodic", "--auto-compaction-retention=30m",
 					},
 					Ports:          []corev1.ContainerPort{{Name: "client", ContainerPort: portETCDClient}, {Name: "metrics", ContainerPort: portETCDMetrics}},
-					ReadinessProbe: &corev1.Probe{ProbeHandler: health, PeriodSeconds: 1, FailureThreshold: 3},
+					ReadinessProbe: readinessProbe(health),
 					StartupProbe:   startupProbe(health),
-					LivenessProbe:  &corev1.Probe{ProbeHandler: health, PeriodSeconds: 10, FailureThreshold: 6},
+					LivenessProbe:  livenessProbe(health),
 					Resources:      corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("50m"), corev1.ResourceMemory: resource.MustParse("64Mi")}},
 					VolumeMounts: []corev1.VolumeMount{
 						{Name: e.name, MountPath: "/var/etcd/data"},
@@ -629,9 +646,9 @@ func (op *operation) deployKubeAPIServer(ctx context.Context) error {
 					Name: "kube-apiserver", Image: img, ImagePullPolicy: corev1.PullIfNotPresent,
 					Command:         append([]string{"/usr/local/bin/kube-apiserver"}, op.kubeAPIServerFlags(audit)...),
 					Ports:           []corev1.ContainerPort{{Name: "https", ContainerPort: portKubeAPIServer}},
-					ReadinessProbe:  &corev1.Probe{ProbeHandler: probe("/readyz"), PeriodSeconds: 1, FailureThreshold: 3, TimeoutSeconds: 5},
+					ReadinessProbe:  readinessProbe(probe("/readyz")),
 					StartupProbe:    startupProbe(probe("/livez")),
-					LivenessProbe:   &corev1.Probe{ProbeHandler: probe("/livez"), PeriodSeconds: 10, FailureThreshold: 6, TimeoutSeconds: 15},
+					LivenessProbe:   livenessProbe(probe("/livez")),
 					Resources:       corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("256Mi")}},
 					VolumeMounts:    mounts,
 					SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: ptr(false)},
@@ -752,7 +769,7 @@ func (op *operation) deployComponent(ctx context.Context, name string, labels ma
 				Containers: []corev1.Container{{
 					Name: name, Image: img, ImagePullPolicy: corev1.PullIfNotPresent, Command: command,
 					StartupProbe:    startupProbe(healthz),
-					LivenessProbe:   &corev1.Probe{ProbeHandler: healthz, PeriodSeconds: 10, FailureThreshold: 6},
+					LivenessProbe:   livenessProbe(healthz),
 					Resources:       corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("20m"), corev1.ResourceMemory: resource.MustParse("64Mi")}},
 					VolumeMounts:    mounts,
 					SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: ptr(false)},

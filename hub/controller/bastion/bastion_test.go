@@ -51,19 +51,19 @@ func TestRules(t *testing.T) {
 		name        string
 		shoot       *corev1beta1.Shoot // nil: no shoot
 		deleteShoot bool
-		bastion     *operationsv1alpha1.Bastion
-		at          time.Duration // after now
+		expiresIn   *time.Duration // the bastion's expiration after its creation; nil: none
+		at          time.Duration  // after the bastion's creation
 		deleted     bool
 		requeue     time.Duration // approximately, when kept
 	}{
-		{name: "fresh, no expiration", shoot: newShoot("s", "seed-1"), bastion: newBastion("b", "s", "seed-1", nil), requeue: maxLifetime},
-		{name: "fresh, expires in 1h", shoot: newShoot("s", "seed-1"), bastion: newBastion("b", "s", "seed-1", d(time.Hour)), requeue: time.Hour},
-		{name: "expired", shoot: newShoot("s", "seed-1"), bastion: newBastion("b", "s", "seed-1", d(time.Hour)), at: time.Hour + time.Second, deleted: true},
-		{name: "far expiration, past max lifetime", shoot: newShoot("s", "seed-1"), bastion: newBastion("b", "s", "seed-1", d(1000*time.Hour)), at: maxLifetime + time.Second, deleted: true},
-		{name: "far expiration, before max lifetime", shoot: newShoot("s", "seed-1"), bastion: newBastion("b", "s", "seed-1", d(1000*time.Hour)), at: maxLifetime - time.Hour, requeue: time.Hour},
-		{name: "shoot gone", bastion: newBastion("b", "s", "seed-1", nil), deleted: true},
-		{name: "shoot being deleted", shoot: newShoot("s", "seed-1"), deleteShoot: true, bastion: newBastion("b", "s", "seed-1", nil), deleted: true},
-		{name: "shoot moved to another seed", shoot: newShoot("s", "seed-2"), bastion: newBastion("b", "s", "seed-1", nil), deleted: true},
+		{name: "fresh, no expiration", shoot: newShoot("s", "seed-1"), requeue: maxLifetime},
+		{name: "fresh, expires in 1h", shoot: newShoot("s", "seed-1"), expiresIn: d(time.Hour), requeue: time.Hour},
+		{name: "expired", shoot: newShoot("s", "seed-1"), expiresIn: d(time.Hour), at: time.Hour + time.Second, deleted: true},
+		{name: "far expiration, past max lifetime", shoot: newShoot("s", "seed-1"), expiresIn: d(1000 * time.Hour), at: maxLifetime + time.Second, deleted: true},
+		{name: "far expiration, before max lifetime", shoot: newShoot("s", "seed-1"), expiresIn: d(1000 * time.Hour), at: maxLifetime - time.Hour, requeue: time.Hour},
+		{name: "shoot gone", deleted: true},
+		{name: "shoot being deleted", shoot: newShoot("s", "seed-1"), deleteShoot: true, deleted: true},
+		{name: "shoot moved to another seed", shoot: newShoot("s", "seed-2"), deleted: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
@@ -77,7 +77,8 @@ func TestRules(t *testing.T) {
 					controllertest.Delete(t, shoots, "garden-dev", "s")
 				}
 			}
-			created := controllertest.Create(t, bastions, tc.bastion)
+			// The bastion is built now, not with the table: its expiration counts from about its creation.
+			created := controllertest.Create(t, bastions, newBastion("b", "s", "seed-1", tc.expiresIn))
 			// The clock starts at the bastion's creation, to the second, as the store stamps it.
 			clk := clocktesting.NewFakePassiveClock(created.GetMetadata().GetCreationTimestamp().AsTime().Add(tc.at))
 			r := &bastion.Reconciler{Bastions: bastions, Shoots: shoots, MaxLifetime: maxLifetime, Clock: clk}
@@ -93,7 +94,7 @@ func TestRules(t *testing.T) {
 				t.Fatalf("deleted = %v, want %v", deleted, tc.deleted)
 			}
 			if !tc.deleted {
-				// The expiration in the case is relative to the test's start, not the creation: allow a few seconds.
+				// The expiration counts from just before the creation, which the store stamps to the second.
 				if diff := res.RequeueAfter - tc.requeue; diff < -5*time.Second || diff > 5*time.Second {
 					t.Errorf("requeue after %v, want about %v", res.RequeueAfter, tc.requeue)
 				}
