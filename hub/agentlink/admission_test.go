@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/tap"
 
 	agentv1 "github.com/trellis-dev/trellis/proto/gen/trellis/agent/v1"
+	"github.com/trellis-dev/trellis/test/timescale"
 )
 
 func admissionServer(starts, waiting int, timeout time.Duration) *Server {
@@ -57,7 +58,7 @@ func TestStartAdmission(t *testing.T) {
 		_, err := s.admitStart(ctx)
 		waited <- err
 	}()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(timescale.Scale(5 * time.Second))
 	for s.waiting.Load() != 1 {
 		if time.Now().After(deadline) {
 			t.Fatal("the second start does not wait")

@@ -13,6 +13,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/trellis-dev/trellis/proto/tunnelwire"
+	"github.com/trellis-dev/trellis/test/timescale"
 )
 
 // TestDataConnections: the agent port's listener hands TLS connections on untouched and serves data prefaces: a good
@@ -75,7 +76,7 @@ func TestDataConnections(t *testing.T) {
 		if _, err := c.Write(preface); err != nil {
 			t.Fatal(err)
 		}
-		_ = c.SetReadDeadline(time.Now().Add(20 * time.Second))
+		_ = c.SetReadDeadline(time.Now().Add(timescale.Scale(20 * time.Second)))
 		answer := make([]byte, len(tunnelwire.DataAccepted))
 		n, _ := io.ReadFull(c, answer)
 		return c, string(answer[:n])
@@ -95,7 +96,7 @@ func TestDataConnections(t *testing.T) {
 	// counted waits for a result's count to reach want: the hub counts an accepted connection after its answer, so
 	// the client can read the answer first.
 	counted := func(result string, want float64) float64 {
-		deadline := time.Now().Add(10 * time.Second)
+		deadline := time.Now().Add(timescale.Scale(10 * time.Second))
 		for count(result) < want && time.Now().Before(deadline) {
 			time.Sleep(time.Millisecond)
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/trellis-dev/trellis/hub/store"
 	"github.com/trellis-dev/trellis/hub/store/storetest"
+	"github.com/trellis-dev/trellis/test/timescale"
 )
 
 // testEtcd starts an etcd for the test and returns a client of it (closed at the test's end) and a silent logger.
@@ -43,7 +44,7 @@ func TestReplicasCounted(t *testing.T) {
 	defer func() { stopA(); <-doneA }()
 	waitCount := func(want int) {
 		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
+		deadline := time.Now().Add(timescale.Scale(30 * time.Second))
 		for got := a.countReplicas(ctx); got != want; got = a.countReplicas(ctx) {
 			if time.Now().After(deadline) {
 				t.Fatalf("%d replicas counted, want %d", got, want)
@@ -94,9 +95,9 @@ func TestUnhealthySeedKeepsItsTunnelRoute(t *testing.T) {
 	wg.Go(func() { l.followPresence(ctx) })
 	eventually := func(what string, cond func() bool) {
 		t.Helper()
-		for deadline := time.Now().Add(20 * time.Second); !cond(); time.Sleep(20 * time.Millisecond) {
+		for deadline := time.Now().Add(timescale.Scale(20 * time.Second)); !cond(); time.Sleep(20 * time.Millisecond) {
 			if time.Now().After(deadline) {
-				t.Fatalf("not within 20s: %s", what)
+				t.Fatalf("not within %v: %s", timescale.Scale(20*time.Second), what)
 			}
 		}
 	}

@@ -13,6 +13,7 @@ import (
 
 	kcorev1 "github.com/trellis-dev/trellis/proto/gen/trellis/kubernetes/core/v1"
 	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
+	"github.com/trellis-dev/trellis/test/timescale"
 )
 
 // countingEncoder encodes a namespace as its resourceVersion and labels, counting its calls.
@@ -360,7 +361,7 @@ func TestDeletionAnswerIsTheDeletedStateRevised(t *testing.T) {
 		if c.deletions.n.Load() != 1 {
 			t.Fatalf("%d deletions kept, want the one just made", c.deletions.n.Load())
 		}
-		for deadline := time.Now().Add(10 * time.Second); c.deletions.n.Load() != 0; time.Sleep(10 * time.Millisecond) {
+		for deadline := time.Now().Add(timescale.Scale(10 * time.Second)); c.deletions.n.Load() != 0; time.Sleep(10 * time.Millisecond) {
 			if time.Now().After(deadline) {
 				t.Fatal("a deletion's record outlived its result")
 			}

@@ -23,6 +23,7 @@ import (
 	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
 	"github.com/trellis-dev/trellis/proto/kjson"
 	"github.com/trellis-dev/trellis/test/gardenerexamples"
+	"github.com/trellis-dev/trellis/test/timescale"
 )
 
 func TestHistory(t *testing.T) {
@@ -157,7 +158,7 @@ func TestRelist(t *testing.T) {
 		if ok {
 			t.Fatal("event after the error")
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(timescale.Scale(5 * time.Second)):
 		t.Fatal("watcher not closed")
 	}
 	if _, err := c.Get(t.Context(), "", "b"); err != nil {
@@ -230,7 +231,7 @@ func waitCache(t *testing.T, c *Collection, rv string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(10 * time.Second); c.cache.rev.Load() < rev; time.Sleep(time.Millisecond) {
+	for deadline := time.Now().Add(timescale.Scale(10 * time.Second)); c.cache.rev.Load() < rev; time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the cache did not reach revision %d", rev)
 		}
@@ -277,7 +278,7 @@ func checkReplay(t *testing.T, c *Collection, from int64) {
 		select {
 		case ev := <-w.Events():
 			return ev
-		case <-time.After(10 * time.Second):
+		case <-time.After(timescale.Scale(10 * time.Second)):
 			t.Fatal("no event")
 		}
 		return Event{}
@@ -347,7 +348,7 @@ func TestHistoryKeepsSupersededStatesEncoded(t *testing.T) {
 		if md := ev.Object.GetMetadata(); ev.Type != Deleted || md.GetLabels()["step"] != "1" || md.GetResourceVersion() != strconv.FormatInt(last.rev, 10) {
 			t.Fatalf("replayed deletion: %s step=%q at %s, want DELETED step=1 at %d", ev.Type, md.GetLabels()["step"], md.GetResourceVersion(), last.rev)
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(timescale.Scale(10 * time.Second)):
 		t.Fatal("no replayed deletion")
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/trellis-dev/trellis/hub/store/storetest"
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
 	"github.com/trellis-dev/trellis/test/etcdcluster"
+	"github.com/trellis-dev/trellis/test/timescale"
 )
 
 // TestReplicaCachesFollowOtherWriters: two Stores on one external etcd, as two hub replicas. Everything is written
@@ -136,7 +137,7 @@ func testReplicaCaches(t *testing.T, open storetest.Open) {
 	if err := shoots[1].Sync(ctx); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(timescale.Scale(5 * time.Second))
 	for {
 		var stale []string
 		for name, rv := range want {

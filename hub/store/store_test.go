@@ -13,6 +13,7 @@ import (
 
 	"github.com/trellis-dev/trellis/hub/store"
 	"github.com/trellis-dev/trellis/hub/store/storetest"
+	"github.com/trellis-dev/trellis/test/timescale"
 )
 
 func openEmbedded(t *testing.T, cfg store.Config) *store.Store { return storetest.OpenEmbedded(t, cfg) }
@@ -95,7 +96,7 @@ func TestExternalEtcdRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(timescale.Scale(15 * time.Second))
 	for {
 		_, err := shoots.Create(t.Context(), storetest.NewShoot("garden-a", "after", "seed", nil))
 		if err == nil {
@@ -114,7 +115,7 @@ func TestExternalEtcdRestart(t *testing.T) {
 		if ev.Type != store.Added || ev.Object.GetMetadata().GetName() != "after" {
 			t.Fatalf("event after restart: %s %v", ev.Type, ev.Err)
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(timescale.Scale(10 * time.Second)):
 		t.Fatal("no event after restart")
 	}
 }
@@ -171,7 +172,7 @@ func TestManyCachesShareTheEmbeddedWatchStream(t *testing.T) {
 		return
 	}
 	for i, c := range append(cols, shoots) {
-		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		sctx, cancel := context.WithTimeout(ctx, timescale.Scale(10*time.Second))
 		err := c.Sync(sctx)
 		cancel()
 		if err != nil {

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	kmetav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/trellis-dev/trellis/test/timescale"
 )
 
 const shootListHead = `{"apiVersion":"core.gardener.cloud/v1beta1","kind":"ShootList","metadata":{"resourceVersion":"7"}}`
@@ -104,7 +106,7 @@ func TestMemoForgetsFreedItems(t *testing.T) {
 		}
 	}()
 	// Cleanups run on their own goroutine after a collection found the JSON unreachable.
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(timescale.Scale(30 * time.Second))
 	for memo.size() > 0 && time.Now().Before(deadline) {
 		runtime.GC()
 		time.Sleep(10 * time.Millisecond)

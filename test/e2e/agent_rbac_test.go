@@ -104,7 +104,7 @@ func TestAgentRBACIsWhatTheAgentDoes(t *testing.T) {
 		t.Skip("a local node needs root")
 	}
 	landscapeBinaries(t)
-	ctx, cancel := context.WithTimeout(context.Background(), timescale.Scale(8*time.Minute))
+	ctx, cancel := context.WithTimeout(context.Background(), timescale.Scale(10*time.Minute))
 	defer cancel()
 	l := startLandscape(ctx, t, landscape.Config{
 		Node:                 true,
@@ -129,7 +129,9 @@ func TestAgentRBACIsWhatTheAgentDoes(t *testing.T) {
 	wait := func(what string, cond func(*shootStatus) bool) {
 		t.Helper()
 		var last *shootStatus
-		limit := timescale.Scale(3 * time.Minute)
+		// A create needs a control plane and a machine (which imports the control plane's images too): on a loaded
+		// 2-core machine 5 and 4 minutes.
+		limit := timescale.Scale(5 * time.Minute)
 		for deadline := time.Now().Add(limit); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
 			if last = shoot(); cond(last) {
 				return

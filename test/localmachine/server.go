@@ -21,6 +21,7 @@ import (
 
 	"github.com/trellis-dev/trellis/extsdk/provider/local"
 	"github.com/trellis-dev/trellis/test/localnode"
+	"github.com/trellis-dev/trellis/test/timescale"
 )
 
 // Config configures the machine provider.
@@ -211,7 +212,9 @@ func (s *Server) start(m *machine, spec local.MachineSpec, files machineFiles) {
 			s.forget(m)
 			return
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		// Scaled (test/timescale): a machine imports the control plane's images too (it may become a ManagedSeed's
+		// node), which took longer than 3 minutes on a loaded 2-core machine.
+		ctx, cancel := context.WithTimeout(context.Background(), timescale.Scale(3*time.Minute))
 		defer cancel()
 		m.node, m.err = localnode.Start(ctx, localnode.Config{Slot: slot, Dir: filepath.Join(s.cfg.Dir, m.name), Testbin: s.cfg.Testbin,
 			Images: s.cfg.Images, Log: s.log, Machine: &localnode.Machine{Parent: s.cfg.Parent, NodeName: m.name,

@@ -5,11 +5,14 @@ import (
 	"time"
 
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/trellis-dev/trellis/test/timescale"
 )
 
 // Bound is how long a test waits for controllers to react (they react at once; the bound leaves room for a loaded
-// machine).
-const Bound = 20 * time.Second
+// machine): 20 s, scaled by TRELLIS_TEST_TIMEOUT_SCALE (test/timescale; make test runs the race detector's run of these
+// packages beside everything else).
+var Bound = timescale.Scale(20 * time.Second)
 
 // poll is how often the waits look at their condition.
 const poll = 20 * time.Millisecond
