@@ -287,7 +287,7 @@ func kubeProxyDaemonSet(pool, image, checksum string, labels map[string]string) 
 							corev1ac.EnvVar().WithName("PATH").WithValue("/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")).
 						WithSecurityContext(corev1ac.SecurityContext().WithPrivileged(privileged)).
 						WithPorts(corev1ac.ContainerPort().WithName("metrics").WithContainerPort(portKubeProxyMetrics).WithProtocol(corev1.ProtocolTCP)).
-						WithReadinessProbe(corev1ac.Probe().WithPeriodSeconds(2).WithTimeoutSeconds(probeTimeoutSeconds).WithFailureThreshold(15).WithHTTPGet(corev1ac.HTTPGetAction().
+						WithReadinessProbe(systemReadiness().WithHTTPGet(corev1ac.HTTPGetAction().
 							WithPath("/healthz").WithPort(intstr.FromInt32(portKubeProxyHealthz)))).
 						WithLivenessProbe(corev1ac.Probe().WithInitialDelaySeconds(15).WithTimeoutSeconds(probeTimeoutSeconds).WithHTTPGet(corev1ac.HTTPGetAction().
 							WithPath("/livez").WithPort(intstr.FromInt32(portKubeProxyHealthz)))).
@@ -382,6 +382,13 @@ func (op *operation) applyCoreDNS(ctx context.Context, cs clientset) error {
 	return nil
 }
 
+// systemReadiness is the readiness probe of the shoot's kube-proxy and CoreDNS: tried every 2 s, each try allowed
+// probeTimeoutSeconds as the control plane's are, out of its Service only after 30 s of failures (15 × 2 s): a loaded
+// node answers slowly, and a DNS without endpoints fails every name the shoot's pods look up.
+func systemReadiness() *corev1ac.ProbeApplyConfiguration {
+	return corev1ac.Probe().WithPeriodSeconds(2).WithTimeoutSeconds(probeTimeoutSeconds).WithFailureThreshold(15)
+}
+
 // coreDNSDeployment is CoreDNS's Deployment.
 func coreDNSDeployment(image, checksum string, selector, labels map[string]string) *appsv1ac.DeploymentApplyConfiguration {
 	optional := true
@@ -413,7 +420,7 @@ func coreDNSDeployment(image, checksum string, selector, labels map[string]strin
 							corev1ac.ContainerPort().WithName("dns-udp").WithContainerPort(portCoreDNS).WithProtocol(corev1.ProtocolUDP),
 							corev1ac.ContainerPort().WithName("dns-tcp").WithContainerPort(portCoreDNS).WithProtocol(corev1.ProtocolTCP),
 							corev1ac.ContainerPort().WithName("metrics").WithContainerPort(portCoreDNSMetrics).WithProtocol(corev1.ProtocolTCP)).
-						WithReadinessProbe(corev1ac.Probe().WithPeriodSeconds(2).WithTimeoutSeconds(probeTimeoutSeconds).WithFailureThreshold(15).WithHTTPGet(corev1ac.HTTPGetAction().
+						WithReadinessProbe(systemReadiness().WithHTTPGet(corev1ac.HTTPGetAction().
 							WithPath("/ready").WithPort(intstr.FromInt32(portCoreDNSReady)))).
 						WithLivenessProbe(corev1ac.Probe().WithInitialDelaySeconds(60).WithTimeoutSeconds(probeTimeoutSeconds).WithHTTPGet(corev1ac.HTTPGetAction().
 							WithPath("/health").WithPort(intstr.FromInt32(portCoreDNSHealth)))).

@@ -3,9 +3,11 @@ package shoot
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"sigs.k8s.io/yaml"
 
 	extensionsv1alpha1 "github.com/trellis-dev/trellis/extsdk/apis/extensions/v1alpha1"
@@ -114,5 +116,33 @@ func TestDaemonSetReady(t *testing.T) {
 				t.Errorf("rollingOut: %v, want %v", !tc.rollingOut, tc.rollingOut)
 			}
 		})
+	}
+}
+
+// TestSystemComponentsProbesTolerateLoad: kube-proxy's and CoreDNS's probes allow a loaded node's slow answers, as the
+// control plane's do (test/shootcontrolplane's startupGuarded): at least 10 s an answer, and half a minute of
+// failures before a probe takes the pod out of its Service or restarts it.
+func TestSystemComponentsProbesTolerateLoad(t *testing.T) {
+	containers := map[string]corev1ac.ContainerApplyConfiguration{
+		"kube-proxy": kubeProxyDaemonSet("a", "img:v1", "abc", nil).Spec.Template.Spec.Containers[0],
+		"coredns":    coreDNSDeployment("img:v1", "abc", nil, nil).Spec.Template.Spec.Containers[0],
+	}
+	or := func(v *int32, def int32) int32 { // the API's defaults of a field left out
+		if v == nil {
+			return def
+		}
+		return *v
+	}
+	for name, c := range containers {
+		for kind, pr := range map[string]*corev1ac.ProbeApplyConfiguration{"readiness": c.ReadinessProbe, "liveness": c.LivenessProbe} {
+			if pr == nil {
+				t.Errorf("%s: no %s probe", name, kind)
+				continue
+			}
+			timeout, acts := or(pr.TimeoutSeconds, 1), time.Duration(or(pr.PeriodSeconds, 10)*or(pr.FailureThreshold, 3))*time.Second
+			if timeout < 10 || acts < 30*time.Second {
+				t.Errorf("%s: %s probe allows %d s an answer and acts after %v of failures, want at least 10 s and 30s", name, kind, timeout, acts)
+			}
+		}
 	}
 }
