@@ -209,9 +209,13 @@ testbin-kube:
 ## its output (bin/fuzz.log) follows go test's, and either failing fails make test. go test and the go builds the
 ## tests run (GOFLAGS) use -trimpath: the module's packages, compiled without it, are cached per directory, so a fresh
 ## clone would compile them all again; with it a clone reuses what any clone of the same sources compiled.
-## TEST_RACE are the packages whose tests also run with the race detector, beside go test at the fuzz phase's lower
-## priority: the watch cache, the agent link's sessions, the REST gateway, the Table handler and the hub's controllers,
-## where goroutines share cached objects and memos (bin/race.log follows the fuzz log; a race fails make test).
+## TEST_RACE are the packages whose tests also run with the race detector once go test has ended, beside the fuzz
+## phase's tail: the watch cache, the agent link's sessions, the REST gateway, the Table handler and the hub's
+## controllers, where goroutines share cached objects and memos (bin/race.log follows the fuzz log; a race fails make
+## test). Alone they take two minutes; beside the node tests, at nice 10, they starved for half an hour and their own
+## waits ran out. The long node tests (a landscape or shoots on local nodes, in test/e2e and test/shootcontrolplane)
+## take turns across both packages: TEST_NODE_TESTS at once (TRELLIS_NODE_TESTS, localnode.TakeTurn; default one per
+## core, at least two).
 ## TEST_TIMEOUT_SCALE multiplies every wait the tests set for work whose speed depends on the machine (control planes
 ## on local nodes, rollouts, the browser; test/timescale, TRELLIS_TEST_TIMEOUT_SCALE): the waits written in the tests
 ## are a lone test's on an idle fast machine, and a machine that takes twice the CPU for the same work, with all of
@@ -222,18 +226,20 @@ TEST_FIRST ?= ./test/e2e ./test/shootcontrolplane
 TEST_P ?= 3
 TEST_TIMEOUT_SCALE ?= 3
 TEST_TIMEOUT ?= 80m
-TEST_RACE_TIMEOUT ?= 40m
+TEST_RACE_TIMEOUT ?= 20m
+TEST_NODE_TESTS ?=
 TEST_RACE ?= ./hub/store ./hub/agentlink ./gateway ./hub/table ./hub/controller/...
 test: export TRELLIS_TEST_TIMEOUT_SCALE = $(TEST_TIMEOUT_SCALE)
+test: export TRELLIS_NODE_TESTS = $(TEST_NODE_TESTS)
 test: testbin build tools
 	@mkdir -p bin; rm -rf bin/fuzz/corpus; \
 	nice -n 10 $(MAKE) --no-print-directory fuzz FUZZTIME=10000x FUZZPARALLEL=1 FUZZCACHE=$(CURDIR)/bin/fuzz/corpus \
 		>bin/fuzz.log 2>&1 & fuzz=$$!; \
-	nice -n 10 $(GO) test -race -trimpath -count=1 -timeout $(TEST_RACE_TIMEOUT) $(TEST_RACE) >bin/race.log 2>&1 & race=$$!; \
 	GOFLAGS="$$GOFLAGS -trimpath" $(GO) test -p $(TEST_P) -count=1 -timeout $(TEST_TIMEOUT) $(TEST_FIRST) ./...; tests=$$?; \
+	$(GO) test -race -trimpath -count=1 -timeout $(TEST_RACE_TIMEOUT) $(TEST_RACE) >bin/race.log 2>&1; raced=$$?; \
 	wait $$fuzz; fuzzed=$$?; cat bin/fuzz.log; \
 	if [ $$fuzzed -ne 0 ]; then echo "make test: the fuzz phase failed (bin/fuzz.log)"; fi; \
-	wait $$race; raced=$$?; cat bin/race.log; \
+	cat bin/race.log; \
 	if [ $$raced -ne 0 ]; then echo "make test: the race detector's run failed (bin/race.log)"; fi; \
 	[ $$tests -eq 0 ] && [ $$fuzzed -eq 0 ] && [ $$raced -eq 0 ]
 

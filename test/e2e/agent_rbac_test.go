@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/trellis-dev/trellis/test/landscape"
+	"github.com/trellis-dev/trellis/test/localnode"
 	"github.com/trellis-dev/trellis/test/seedtest"
 	"github.com/trellis-dev/trellis/test/timescale"
 )
@@ -104,6 +105,7 @@ func TestAgentRBACIsWhatTheAgentDoes(t *testing.T) {
 		t.Skip("a local node needs root")
 	}
 	landscapeBinaries(t)
+	localnode.TakeTurn(t)
 	ctx, cancel := context.WithTimeout(context.Background(), timescale.Scale(10*time.Minute))
 	defer cancel()
 	l := startLandscape(ctx, t, landscape.Config{
@@ -111,6 +113,7 @@ func TestAgentRBACIsWhatTheAgentDoes(t *testing.T) {
 		Examples:             true,
 		RequireProviderLocal: true,
 		SeedAuditLog:         true,
+		MachinesHostNoSeeds:  true, // the example shoot never becomes a seed
 	})
 	seed := l.Seed(landscape.DefaultSeedName)
 	r := newREST(t, l)

@@ -14,6 +14,7 @@ import (
 	kmetav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/trellis-dev/trellis/test/landscape"
+	"github.com/trellis-dev/trellis/test/localnode"
 	"github.com/trellis-dev/trellis/test/timescale"
 )
 
@@ -50,6 +51,7 @@ func TestGardenletSelfUpgrade(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	localnode.TakeTurn(t)
 	ctx, cancel := context.WithTimeout(context.Background(), timescale.Scale(8*time.Minute))
 	defer cancel()
 	l := startLandscape(ctx, t, landscape.Config{Node: true, NodeImages: []string{archive}})

@@ -64,6 +64,7 @@ func TestHubChartOnNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	localnode.TakeTurn(t)
 	logf.SetLogger(logr.Discard()) // envtest logs through controller-runtime's global logger
 	seed := seedtest.Start(t, seedtest.WithNode(nil), seedtest.WithNodeImages(archive, agentArchive))
 	ctx, cancel := context.WithTimeout(context.Background(), timescale.Scale(12*time.Minute))

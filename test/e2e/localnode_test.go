@@ -38,6 +38,7 @@ func TestLocalSeedNodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	landscapeBinaries(t) // built before the clock starts: a cold static build takes minutes
+	localnode.TakeTurn(t)
 	ctx, cancel := context.WithTimeout(context.Background(), timescale.Scale(5*time.Minute))
 	defer cancel()
 	begin := time.Now()
@@ -46,6 +47,7 @@ func TestLocalSeedNodes(t *testing.T) {
 		Node:                 true,
 		Examples:             true,
 		RequireProviderLocal: true,
+		MachinesHostNoSeeds:  true, // the example shoot never becomes a seed
 	})
 	t.Logf("landscape with 2 seeds and their nodes ready in %v", time.Since(begin).Round(100*time.Millisecond))
 

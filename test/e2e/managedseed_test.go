@@ -17,6 +17,7 @@ import (
 
 	"github.com/trellis-dev/trellis/test/gardenerexamples"
 	"github.com/trellis-dev/trellis/test/landscape"
+	"github.com/trellis-dev/trellis/test/localnode"
 	"github.com/trellis-dev/trellis/test/machinestandin"
 	"github.com/trellis-dev/trellis/test/timescale"
 )
@@ -43,11 +44,15 @@ func TestManagedSeedOnLocalNode(t *testing.T) {
 		t.Skip("a local node needs root")
 	}
 	bins := landscapeBinaries(t)
+	localnode.TakeTurn(t)
 	ctx, cancel := context.WithTimeout(context.Background(), timescale.Scale(40*time.Minute))
 	defer cancel()
 	begin := time.Now()
 	l := startLandscape(ctx, t, landscape.Config{Seeds: []landscape.SeedConfig{{Name: "local"}}, Node: true, Examples: true,
-		RequireProviderLocal: true, TunnelListen: "127.0.0.1:0"})
+		RequireProviderLocal: true, TunnelListen: "127.0.0.1:0",
+		// The ManagedSeeds' shoots are workerless (a stand-in machine runs their agents); the example shoot's machine
+		// never hosts a seed.
+		MachinesHostNoSeeds: true})
 	t.Logf("landscape with a node ready in %v", time.Since(begin).Round(100*time.Millisecond))
 	e := &managedSeedEnv{ctx: ctx, l: l, ctl: trellisctlBinary(t), bins: bins, dir: t.TempDir(),
 		runners: map[string]*machinestandin.Runner{}, stops: map[string]context.CancelFunc{}}

@@ -23,6 +23,7 @@ import (
 	"github.com/trellis-dev/trellis/agent/managedseed"
 	agentshoot "github.com/trellis-dev/trellis/agent/shoot"
 	"github.com/trellis-dev/trellis/test/landscape"
+	"github.com/trellis-dev/trellis/test/localnode"
 	"github.com/trellis-dev/trellis/test/machinestandin"
 	"github.com/trellis-dev/trellis/test/timescale"
 )
@@ -49,6 +50,7 @@ func TestManagedSeedWithRealWorker(t *testing.T) {
 	}
 	bins := landscapeBinaries(t)
 	ctl := trellisctlBinary(t)
+	localnode.TakeTurn(t)
 	if free, err := exec.Command("free", "-m").Output(); err == nil {
 		t.Logf("memory before the landscape:\n%s", free)
 	}

@@ -83,6 +83,10 @@ type Config struct {
 	// the node's. Needs root and `make testbin`. NodeImages are further image archives its node imports.
 	Node       bool
 	NodeImages []string
+	// MachinesHostNoSeeds keeps the shoots' machines to the images their workers run. Without it every machine also
+	// imports the control plane's images (about 290 MB, minutes on a loaded machine), which the agent of a ManagedSeed
+	// on that shoot runs there; for tests whose shoots with workers never become seeds.
+	MachinesHostNoSeeds bool
 	// SeedAuditLog makes every seed's kube-apiserver write an audit log of every request (localseed --audit-log),
 	// Seed.AuditLog, for tests that check what the agent and the extensions do in the seed.
 	SeedAuditLog bool

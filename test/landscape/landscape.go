@@ -167,8 +167,10 @@ func Start(ctx context.Context, cfg Config) (_ *Landscape, err error) {
 		}
 		l.cfg.NodeImages = append(l.cfg.NodeImages, localnode.ControlPlaneArchives(l.cfg.TestBinDir)...)
 		// A shoot with machines may become a seed (a ManagedSeed) whose agent, with this vector, runs other shoots'
-		// control planes there: the machines import the same images.
-		l.machineImages = append(l.machineImages, localnode.ControlPlaneArchives(l.cfg.TestBinDir)...)
+		// control planes there: the machines import the same images, unless the caller knows none will.
+		if !cfg.MachinesHostNoSeeds {
+			l.machineImages = append(l.machineImages, localnode.ControlPlaneArchives(l.cfg.TestBinDir)...)
+		}
 	}
 	for _, sc := range cfg.Seeds {
 		l.seeds = append(l.seeds, l.newSeed(sc, l.ProviderLocal && !podMode))

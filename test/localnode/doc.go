@@ -23,6 +23,9 @@
 // cgroups in every hierarchy, the network namespace with its veth, bridge and iptables chains, the state
 // directories, and kubelet's links in /var/log/containers. Leftovers lists what remains, for tests.
 //
+// The long tests that run landscapes or shoots on local nodes take turns (TakeTurn): at most Turns of them at once on
+// the machine, across test processes, so that they do not starve one another's control planes.
+//
 // Host requirements, measured on these machines (docs/local.md): root, cgroup v1 (kubelet runs with failCgroupV1
 // false and the cgroupfs driver), no CAP_SYS_RESOURCE (containerd restricts pods' oom_score_adj), br_netfilter.
 package localnode

@@ -121,19 +121,28 @@ func Reserve(prefer int) (*Slot, error) {
 func (s *Slot) Release() { s.unlock() }
 
 func (s *Slot) tryLock() (bool, error) {
-	f, err := os.OpenFile(filepath.Join(lockDir, strconv.Itoa(s.Index)+".lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	f, ok, err := tryLockFile(filepath.Join(lockDir, strconv.Itoa(s.Index)+".lock"))
+	if ok {
+		s.lock = f
+	}
+	return ok, err
+}
+
+// tryLockFile takes an exclusive lock on the file at path (created if missing) unless another open file holds it;
+// closing the returned file gives the lock back, and so does the process's end.
+func tryLockFile(path string) (*os.File, bool, error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
-		return false, err
+		return nil, false, err
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		_ = f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return false, nil
+			return nil, false, nil
 		}
-		return false, err
+		return nil, false, err
 	}
-	s.lock = f
-	return true, nil
+	return f, true, nil
 }
 
 func (s *Slot) unlock() {

@@ -99,10 +99,11 @@ func startWith(t *testing.T, machines bool) *env {
 	return e
 }
 
-// startHub starts the hub with its passthrough listener and stores the project and the cloud profile; seeds come
-// with addSeed.
+// startHub takes the test's turn among the machine's node tests (localnode.TakeTurn), starts the hub with its
+// passthrough listener and stores the project and the cloud profile; seeds come with addSeed.
 func startHub(t *testing.T) *env {
 	t.Helper()
+	localnode.TakeTurn(t)
 	bin := testbin(t)
 	e := &env{dir: t.TempDir(), bin: bin, kubectl: filepath.Join(bin, "node", "kubectl")}
 	vector, err := localnode.ControlPlaneImageVector(bin)
