@@ -22,9 +22,9 @@ import (
 	"github.com/trellis-dev/trellis/test/timescale"
 )
 
-// TestManagedSeedOnLocalNode runs ManagedSeeds in `make up`'s landscape with a node, where the seed's agent and
-// provider-local run as their charts' pods, as a sequence of subtests on one landscape (one landscape with a node is
-// what a 2-core machine affords):
+// TestManagedSeedOnLocalNode runs ManagedSeeds in `make up`'s landscape with a node (without the example shoot, which
+// it does not use), where the seed's agent and provider-local run as their charts' pods, as a sequence of subtests on
+// one landscape (one landscape with a node is what a 2-core machine affords):
 //
 //   - ManagedSeed: a ManagedSeed for a workerless shoot on that seed becomes a Seed with GardenletReady=True. The
 //     agent's pod installs the agent chart into the shoot; the stand-in machine runner (test/machinestandin: the
@@ -48,11 +48,9 @@ func TestManagedSeedOnLocalNode(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), timescale.Scale(40*time.Minute))
 	defer cancel()
 	begin := time.Now()
+	// The example resources but the shoot, whose control plane and machine this test does not use.
 	l := startLandscape(ctx, t, landscape.Config{Seeds: []landscape.SeedConfig{{Name: "local"}}, Node: true, Examples: true,
-		RequireProviderLocal: true, TunnelListen: "127.0.0.1:0",
-		// The ManagedSeeds' shoots are workerless (a stand-in machine runs their agents); the example shoot's machine
-		// never hosts a seed.
-		MachinesHostNoSeeds: true})
+		ExamplesWithoutShoot: true, RequireProviderLocal: true, TunnelListen: "127.0.0.1:0"})
 	t.Logf("landscape with a node ready in %v", time.Since(begin).Round(100*time.Millisecond))
 	e := &managedSeedEnv{ctx: ctx, l: l, ctl: trellisctlBinary(t), bins: bins, dir: t.TempDir(),
 		runners: map[string]*machinestandin.Runner{}, stops: map[string]context.CancelFunc{}}
@@ -60,15 +58,27 @@ func TestManagedSeedOnLocalNode(t *testing.T) {
 
 	// The garden project, and the example shoot's Kubernetes version for the workerless shoots.
 	e.do(t, http.MethodPost, "/apis/core.gardener.cloud/v1beta1/projects", `{"metadata":{"name":"garden"},"spec":{"namespace":"garden"}}`, http.StatusCreated)
-	var example struct {
-		Spec struct {
-			Kubernetes struct{ Version string } `json:"kubernetes"`
-		} `json:"spec"`
+	exs, err := landscape.Examples()
+	if err != nil {
+		t.Fatal(err)
 	}
-	if !e.get("/apis/core.gardener.cloud/v1beta1/namespaces/garden-local/shoots/local", &example) {
-		t.Fatal("the example shoot")
+	for _, ex := range exs {
+		if ex.Kind.Kind != "Shoot" {
+			continue
+		}
+		var example struct {
+			Spec struct {
+				Kubernetes struct{ Version string } `json:"kubernetes"`
+			} `json:"spec"`
+		}
+		if err := json.Unmarshal(ex.JSON, &example); err != nil {
+			t.Fatalf("the example shoot: %v", err)
+		}
+		e.kubernetesVersion = example.Spec.Kubernetes.Version
 	}
-	e.kubernetesVersion = example.Spec.Kubernetes.Version
+	if e.kubernetesVersion == "" {
+		t.Fatal("the examples have no shoot with a Kubernetes version")
+	}
 
 	if !t.Run("ManagedSeed", e.managedSeed) {
 		return

@@ -59,6 +59,9 @@ type Config struct {
 	// provider secret, credentials binding local and shoot local) once everything runs; objects that exist already
 	// are left alone.
 	Examples bool
+	// ExamplesWithoutShoot, with Examples, leaves the example shoot out: for tests that run shoots of their own, to
+	// which its control plane and machine would only be load.
+	ExamplesWithoutShoot bool
 	// ExtensionErrorThreshold is the agents' controllers.shoot.extensionErrorThreshold (default
 	// DefaultExtensionErrorThreshold).
 	ExtensionErrorThreshold time.Duration

@@ -82,18 +82,21 @@ func Examples() ([]Example, error) {
 	return out, nil
 }
 
-// applyExamples creates the example resources that do not exist; existing ones are left as they are, so a user's
-// changes survive a restart.
+// applyExamples creates the example resources that do not exist (the shoot only withShoot); existing ones are left as
+// they are, so a user's changes survive a restart.
 func (l *Landscape) applyExamples(ctx context.Context) error {
-	return applyExamples(ctx, l.hubc, l.logf)
+	return applyExamples(ctx, l.hubc, l.logf, !l.cfg.ExamplesWithoutShoot)
 }
 
-func applyExamples(ctx context.Context, c *hubClient, logf func(string, ...any)) error {
+func applyExamples(ctx context.Context, c *hubClient, logf func(string, ...any), withShoot bool) error {
 	exs, err := Examples()
 	if err != nil {
 		return err
 	}
 	for _, e := range exs {
+		if e.Kind.Kind == "Shoot" && !withShoot {
+			continue
+		}
 		created, err := c.create(ctx, e.Path(), e.JSON)
 		if err != nil {
 			return fmt.Errorf("example %s: %w", e.File, err)

@@ -16,7 +16,8 @@ import (
 )
 
 // TestHubAcceptsSeedAndExamples sends what the landscape sends to a real hub: the seeds' Secrets, the Seed as agents
-// register it, and the examples, twice (the second time everything exists and is left alone).
+// register it, and the examples, first without the shoot (ExamplesWithoutShoot), then all of them twice (the second
+// time everything exists and is left alone).
 func TestHubAcceptsSeedAndExamples(t *testing.T) {
 	h := hubtest.Start(t)
 	c := &hubClient{url: h.URL, token: h.Token, http: h.HTTP}
@@ -45,23 +46,39 @@ func TestHubAcceptsSeedAndExamples(t *testing.T) {
 
 	var lines []string
 	logf := func(format string, args ...any) { lines = append(lines, fmt.Sprintf(format, args...)) }
-	if err := applyExamples(ctx, c, logf); err != nil {
-		t.Fatalf("first apply: %v", err)
+	// Without the shoot first (ExamplesWithoutShoot), then all: only the shoot is new.
+	if err := applyExamples(ctx, c, logf, false); err != nil {
+		t.Fatalf("apply without the shoot: %v", err)
 	}
 	exs, err := Examples()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(lines) != len(exs) || len(exs) != 6 {
-		t.Fatalf("applied %d of %d examples (want 6): %q", len(lines), len(exs), lines)
+	if len(lines) != len(exs)-1 || len(exs) != 6 {
+		t.Fatalf("applied %d of %d examples without the shoot (want 5 of 6): %q", len(lines), len(exs), lines)
 	}
 	for _, l := range lines {
-		if !strings.HasSuffix(l, " created") {
-			t.Errorf("first apply: %s", l)
+		if !strings.HasSuffix(l, " created") || strings.Contains(l, "Shoot") {
+			t.Errorf("apply without the shoot: %s", l)
+		}
+	}
+	if code, body, err := c.do(ctx, http.MethodGet, "/apis/core.gardener.cloud/v1beta1/namespaces/garden-local/shoots/local", nil); err != nil || code != http.StatusNotFound {
+		t.Fatalf("the example shoot applied without the shoot: %d %s %v", code, body, err)
+	}
+	lines = nil
+	if err := applyExamples(ctx, c, logf, true); err != nil {
+		t.Fatalf("first apply: %v", err)
+	}
+	if len(lines) != len(exs) {
+		t.Fatalf("applied %d of %d examples: %q", len(lines), len(exs), lines)
+	}
+	for _, l := range lines {
+		if strings.Contains(l, "Shoot") != strings.HasSuffix(l, " created") {
+			t.Errorf("first apply (only the shoot new): %s", l)
 		}
 	}
 	lines = nil
-	if err := applyExamples(ctx, c, logf); err != nil {
+	if err := applyExamples(ctx, c, logf, true); err != nil {
 		t.Fatalf("second apply: %v", err)
 	}
 	for _, l := range lines {
