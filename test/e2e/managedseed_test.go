@@ -58,27 +58,19 @@ func TestManagedSeedOnLocalNode(t *testing.T) {
 
 	// The garden project, and the example shoot's Kubernetes version for the workerless shoots.
 	e.do(t, http.MethodPost, "/apis/core.gardener.cloud/v1beta1/projects", `{"metadata":{"name":"garden"},"spec":{"namespace":"garden"}}`, http.StatusCreated)
-	exs, err := landscape.Examples()
+	ex, err := landscape.ExampleShoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, ex := range exs {
-		if ex.Kind.Kind != "Shoot" {
-			continue
-		}
-		var example struct {
-			Spec struct {
-				Kubernetes struct{ Version string } `json:"kubernetes"`
-			} `json:"spec"`
-		}
-		if err := json.Unmarshal(ex.JSON, &example); err != nil {
-			t.Fatalf("the example shoot: %v", err)
-		}
-		e.kubernetesVersion = example.Spec.Kubernetes.Version
+	var example struct {
+		Spec struct {
+			Kubernetes struct{ Version string } `json:"kubernetes"`
+		} `json:"spec"`
 	}
-	if e.kubernetesVersion == "" {
-		t.Fatal("the examples have no shoot with a Kubernetes version")
+	if err := json.Unmarshal(ex.JSON, &example); err != nil || example.Spec.Kubernetes.Version == "" {
+		t.Fatalf("the example shoot's Kubernetes version: %q, %v", example.Spec.Kubernetes.Version, err)
 	}
+	e.kubernetesVersion = example.Spec.Kubernetes.Version
 
 	if !t.Run("ManagedSeed", e.managedSeed) {
 		return

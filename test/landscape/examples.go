@@ -82,6 +82,20 @@ func Examples() ([]Example, error) {
 	return out, nil
 }
 
+// ExampleShoot is the example shoot among Examples (garden-local/local).
+func ExampleShoot() (Example, error) {
+	exs, err := Examples()
+	if err != nil {
+		return Example{}, err
+	}
+	for _, e := range exs {
+		if e.Kind.Kind == "Shoot" {
+			return e, nil
+		}
+	}
+	return Example{}, fmt.Errorf("the examples have no shoot")
+}
+
 // applyExamples creates the example resources that do not exist (the shoot only withShoot); existing ones are left as
 // they are, so a user's changes survive a restart.
 func (l *Landscape) applyExamples(ctx context.Context) error {

@@ -87,6 +87,10 @@ func TestHubAcceptsSeedAndExamples(t *testing.T) {
 		}
 	}
 
+	// ExampleShoot finds it among the examples.
+	if ex, err := ExampleShoot(); err != nil || ex.Path()+"/"+ex.Name != "/apis/core.gardener.cloud/v1beta1/namespaces/garden-local/shoots/local" {
+		t.Errorf("ExampleShoot: %s/%s %v", ex.Path(), ex.Name, err)
+	}
 	// The shoot is what provider-local is asked for.
 	code, body, err := c.do(ctx, http.MethodGet, "/apis/core.gardener.cloud/v1beta1/namespaces/garden-local/shoots/local", nil)
 	if err != nil || code != http.StatusOK {
