@@ -67,7 +67,7 @@ func TestAgentLinkSurvivesFaults(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a hub process with 50 agents through fault injection (~1 min)")
 	}
-	t.Parallel()
+	lightTest(t)
 	testStart := time.Now()
 	bin := hubBinary(t)
 	tmp := t.TempDir()

@@ -107,7 +107,7 @@ func TestCLIAndDocs(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a landscape of real binaries")
 	}
-	t.Parallel()
+	lightTest(t)
 	ctx, cancel := context.WithTimeout(context.Background(), timescale.Scale(10*time.Minute))
 	defer cancel()
 	l := startLandscape(ctx, t, landscape.Config{Examples: true, RequireProviderLocal: true})

@@ -23,49 +23,6 @@ import (
 	"github.com/trellis-dev/trellis/test/hubtest"
 )
 
-// binDir holds the binaries built for this test binary; TestMain removes it.
-var binDir string
-
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "trellis-e2e-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	binDir = dir
-	code := m.Run()
-	_ = os.RemoveAll(dir)
-	os.Exit(code)
-}
-
-// builds are the binaries built for this test binary, by directory under binDir.
-var builds sync.Map // name → *build
-
-type build struct {
-	once sync.Once
-	err  error
-}
-
-// binaries builds the main packages pkgs into <binDir>/<name> once per test binary and returns that directory (go's
-// build cache makes it quick when nothing changed).
-func binaries(t *testing.T, name string, pkgs ...string) string {
-	t.Helper()
-	v, _ := builds.LoadOrStore(name, &build{})
-	b := v.(*build)
-	dir := filepath.Join(binDir, name)
-	b.once.Do(func() { b.err = binproc.Build(context.Background(), dir, pkgs...) })
-	if b.err != nil {
-		t.Fatal(b.err)
-	}
-	return dir
-}
-
-// hubBinary builds cmd/trellis-hub once per test binary.
-func hubBinary(t *testing.T) string {
-	t.Helper()
-	return filepath.Join(binaries(t, "hub", "github.com/trellis-dev/trellis/cmd/trellis-hub"), "trellis-hub")
-}
-
 // startHubAt runs the hub on dataDir and addr (empty: a free loopback port) with extra flags, logging to logPath,
 // and waits until it is ready; the test stops it (SIGTERM, SIGKILL after 10 s) at its end.
 func startHubAt(t *testing.T, bin, dataDir, logPath, addr string, args ...string) *binproc.Hub {
@@ -168,6 +125,7 @@ type stored struct {
 // the same data dir, and checks that every create answered with 201 survived with the data sent, that every create
 // left in doubt is either absent or complete, and that the Secrets' values are not on disk in plain text.
 func TestSIGKILLLosesNoAcknowledgedWrite(t *testing.T) {
+	lightTest(t)
 	bin := hubBinary(t)
 	dataDir, logPath := filepath.Join(t.TempDir(), "data"), filepath.Join(t.TempDir(), "hub.log")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

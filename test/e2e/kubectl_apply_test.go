@@ -49,6 +49,7 @@ func shootGarden(t *testing.T, h *hubtest.Hub) {
 // configurations (ConfigMap), its dynamic client (a Shoot, created and changed by apply) and a controller-runtime
 // client apply as well.
 func TestKubectlServerSideApply(t *testing.T) {
+	lightTest(t)
 	kubectl := kubectlBinary(t)
 	h := hubtest.Start(t, func(c *hub.Config) { c.Controllers, c.DisableScheduler = []string{"project"}, true })
 	shootGarden(t, h)
@@ -166,6 +167,7 @@ func TestKubectlServerSideApply(t *testing.T) {
 // gardener-apiserver's: Gardener's warnings for a shoot that sets deprecated fields, and the unknown fields that
 // `--validate=warn` (fieldValidation=Warn) dropped, while the objects are written.
 func TestKubectlPrintsWarnings(t *testing.T) {
+	lightTest(t)
 	kubectl := kubectlBinary(t)
 	h := hubtest.Start(t, func(c *hub.Config) { c.Controllers, c.DisableScheduler = []string{"project"}, true })
 	shootGarden(t, h)

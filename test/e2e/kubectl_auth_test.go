@@ -18,6 +18,7 @@ import (
 // the hub's authorizer decides the requests they describe, for a project's owner, a viewer, a robot (a
 // ServiceAccount member with role admin, authenticated by a robot token) and a user of no project.
 func TestKubectlAuth(t *testing.T) {
+	lightTest(t)
 	kubectl := kubectlBinary(t)
 	h := hubtest.Start(t, func(c *hub.Config) { c.Controllers, c.DisableScheduler = []string{"project"}, true })
 	owner, viewer, outsider := h.UserToken(t, "olivia"), h.UserToken(t, "vic", "team-v"), h.UserToken(t, "otto")

@@ -12,6 +12,7 @@ import (
 // while a dependent with blockOwnerDeletion is held by a finalizer of its own, and goes once it is released; an
 // orphaning delete returns when the owner is gone, and its dependent stays without the owner reference.
 func TestKubectlDeleteCascade(t *testing.T) {
+	lightTest(t)
 	_, kc, ok := startKubectlHub(t, "--controllers=garbagecollector", "--disable-scheduler")
 	ok("apply", "-f", writeTemp(t, `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"cascade"}}`))
 	withDependent := func(owner, finalizers string) {

@@ -14,6 +14,7 @@ import (
 // (CloudProfile), created, changed and deleted by dry run, read back as they were before, at the same
 // resourceVersions.
 func TestKubectlServerDryRun(t *testing.T) {
+	lightTest(t)
 	// No controller loops (a list naming one "-name" and no "*" enables none): only kubectl writes, so that what the
 	// hub holds is compared before and after the dry runs without a loop's write (a CloudProfile's finalizer) between.
 	h, kc, ok := startKubectlHub(t, "--controllers=-shoot-statuslabel", "--disable-scheduler")

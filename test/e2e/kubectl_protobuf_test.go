@@ -28,6 +28,7 @@ import (
 // clientset with the protobuf content type creates, updates, reads and watches them; Gardener's kinds in protobuf
 // stay 415.
 func TestKubectlProtobuf(t *testing.T) {
+	lightTest(t)
 	kubectl := kubectlBinary(t)
 	h := hubtest.Start(t, func(c *hub.Config) { c.Controllers, c.DisableScheduler = []string{"-project"}, true })
 	kc := kubectlAs(t, kubectl, h, h.Token)

@@ -23,6 +23,7 @@ import (
 // every kind's list (but Events', which are kube-apiserver's) has NAME first and AGE after the columns of priority 0; shoots have Gardener's columns; kubectl
 // get shows them, -o wide adds the wide ones; includeObject decides what each row carries.
 func TestKubectlGetTable(t *testing.T) {
+	lightTest(t)
 	kubectl := kubectlBinary(t)
 	h := hubtest.Start(t, func(c *hub.Config) { c.Controllers, c.DisableScheduler = []string{"project"}, true })
 	const accept = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
@@ -159,6 +160,7 @@ func TestKubectlGetTable(t *testing.T) {
 // objects are Tables of one row, the first with the column definitions, so kubectl prints Gardener's columns for
 // the shoot as it is, then a row for its change.
 func TestKubectlGetWatchTable(t *testing.T) {
+	lightTest(t)
 	kubectl := kubectlBinary(t)
 	h := hubtest.Start(t, func(c *hub.Config) { c.Controllers, c.DisableScheduler = []string{"project"}, true })
 	shootGarden(t, h)
@@ -189,6 +191,7 @@ func TestKubectlGetWatchTable(t *testing.T) {
 // -o wide the wide ones after them. One object of each kind is written to the store directly (past admission: only
 // the header is compared, which needs a row).
 func TestKubectlGetEveryGardenerKind(t *testing.T) {
+	lightTest(t)
 	kubectl := kubectlBinary(t)
 	// Only the event loop: no controller acts on the bare objects.
 	h := hubtest.Start(t, func(c *hub.Config) { c.Controllers, c.DisableScheduler = []string{"event"}, true })

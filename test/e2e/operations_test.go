@@ -44,7 +44,7 @@ func TestOperated(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a landscape of real binaries")
 	}
-	t.Parallel()
+	lightTest(t)
 	ctx, cancel := context.WithTimeout(context.Background(), timescale.Scale(4*time.Minute))
 	defer cancel()
 	rcv := tracingtest.Start(t)

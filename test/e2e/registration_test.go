@@ -185,7 +185,7 @@ func TestExtensionRegistration(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a landscape of real binaries")
 	}
-	t.Parallel()
+	lightTest(t)
 	ctx, cancel := context.WithTimeout(context.Background(), timescale.Scale(4*time.Minute))
 	defer cancel()
 	const seed = "edge"

@@ -52,7 +52,7 @@ func TestReplicasShareTheFleet(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a three-member etcd cluster, three hub processes and 300 agents (1–2 min)")
 	}
-	t.Parallel()
+	lightTest(t)
 	etcdBin := storetest.EtcdBinary()
 	if etcdBin == "" {
 		t.Fatal("no etcd binary at bin/testbin/etcd: run `make testbin`")

@@ -296,7 +296,7 @@ func TestShootLifecycle(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a landscape of real binaries")
 	}
-	t.Parallel()
+	lightTest(t)
 	ctx, cancel := context.WithTimeout(context.Background(), timescale.Scale(3*time.Minute))
 	defer cancel()
 	l := startLandscape(ctx, t, landscape.Config{

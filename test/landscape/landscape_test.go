@@ -4,7 +4,6 @@ import (
 	"context"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -21,10 +20,11 @@ import (
 // envBinDir names a directory with prebuilt binaries for TestLandscape; without it the test builds them.
 const envBinDir = "TRELLIS_LANDSCAPE_BIN_DIR"
 
-// buildBinaries builds the landscape's binaries from this checkout into a temporary directory, so that the test runs
-// the code under test, not whatever bin/ holds. provider-local is built when cmd/provider-local exists.
 // alive reports whether process pid exists.
 func alive(pid int) bool { return syscall.Kill(pid, 0) == nil }
+
+// buildBinaries builds the landscape's binaries from this checkout into a temporary directory, so that the test runs
+// the code under test, not whatever bin/ holds. provider-local is built when cmd/provider-local exists.
 
 func buildBinaries(t *testing.T, root string) (dir string, providerLocal bool) {
 	t.Helper()
@@ -32,17 +32,17 @@ func buildBinaries(t *testing.T, root string) (dir string, providerLocal bool) {
 		_, err := os.Stat(filepath.Join(dir, "provider-local"))
 		return dir, err == nil
 	}
-	pkgs := []string{"./cmd/trellis-hub", "./cmd/trellis-agent", "./test/localseed"}
+	// The same packages, in the same order, as test/e2e's landscapes: binproc links them once for both.
+	pkgs := []string{"github.com/trellis-dev/trellis/cmd/trellis-hub", "github.com/trellis-dev/trellis/cmd/trellis-agent"}
 	if m, _ := filepath.Glob(filepath.Join(root, "cmd", "provider-local", "*.go")); len(m) > 0 {
-		pkgs = append(pkgs, "./cmd/provider-local")
+		pkgs = append(pkgs, "github.com/trellis-dev/trellis/cmd/provider-local")
 		providerLocal = true
 	}
+	pkgs = append(pkgs, "github.com/trellis-dev/trellis/test/localseed")
 	dir = t.TempDir()
 	begin := time.Now()
-	cmd := exec.Command("go", append([]string{"build", "-o", dir + string(filepath.Separator)}, pkgs...)...)
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build %v: %v\n%s", pkgs, err, out)
+	if err := binproc.Build(t.Context(), dir, pkgs...); err != nil {
+		t.Fatal(err)
 	}
 	t.Logf("built %v in %s", pkgs, time.Since(begin).Round(time.Millisecond))
 	return dir, providerLocal

@@ -256,8 +256,9 @@ func start(ctx context.Context, dir string, o options) (_ *Seed, err error) {
 	}()
 
 	etcd := &envtest.Etcd{DataDir: filepath.Join(dir, "etcd")}
-	// A single member has nobody to lose an election to: short ticks only make it elect itself sooner.
-	etcd.Configure().Set("heartbeat-interval", "10").Set("election-timeout", "100")
+	// etcd's own ticks (heartbeat 100 ms, election 1 s). Ticks of 10 and 100 ms made the single member elect itself
+	// about 0.4 s sooner, and then cost it 1.0–1.3 CPU-seconds a minute idle instead of 0.4–0.6: a seed lives for
+	// minutes beside many others in make test, whose machine is busy from start to end (docs/testing.md).
 	if etcd.Path, err = processPath(dir, bins.etcd); err != nil {
 		return nil, err
 	}
