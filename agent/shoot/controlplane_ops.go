@@ -83,6 +83,7 @@ func ptrValue[T any](p *T, def T) T {
 func (op *operation) waitReady(ctx context.Context, obj client.Object) error {
 	t := time.NewTicker(op.c.cfg.WaitInterval * 2)
 	defer t.Stop()
+	last := ""
 	for {
 		err := op.c.cfg.Seed.Get(ctx, client.ObjectKeyFromObject(obj), obj)
 		why := ""
@@ -93,6 +94,10 @@ func (op *operation) waitReady(ctx context.Context, obj client.Object) error {
 			}
 		} else {
 			why = err.Error()
+		}
+		if why != last {
+			op.log.Debug("waiting", "object", obj.GetName(), "for", why)
+			last = why
 		}
 		select {
 		case <-ctx.Done():
@@ -183,6 +188,7 @@ func (op *operation) waitNoPods(ctx context.Context, selector map[string]string)
 func (op *operation) waitPods(ctx context.Context, selector map[string]string, problem func([]corev1.Pod) string) error {
 	t := time.NewTicker(op.c.cfg.WaitInterval * 2)
 	defer t.Stop()
+	last := ""
 	for {
 		pods := &corev1.PodList{}
 		if err := op.c.cfg.Seed.List(ctx, pods, client.InNamespace(op.ns), client.MatchingLabels(selector)); err != nil {
@@ -191,6 +197,10 @@ func (op *operation) waitPods(ctx context.Context, selector map[string]string, p
 		why := problem(pods.Items)
 		if why == "" {
 			return nil
+		}
+		if why != last {
+			op.log.Debug("waiting for pods", "selector", selector, "for", why)
+			last = why
 		}
 		select {
 		case <-ctx.Done():

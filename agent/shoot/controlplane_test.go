@@ -45,10 +45,15 @@ func TestKubeAPIServerFlags(t *testing.T) {
 		"--audit-policy-file=/etc/kubernetes/audit/audit-policy.yaml",
 		"--etcd-servers=https://etcd-main-client.shoot--dev--s.svc:2379",
 		"--service-account-issuer=https://api.s.dev.internal.example.com",
+		"--shutdown-watch-termination-grace-period=5s",
 	} {
 		if !slices.Contains(flags, want) {
 			t.Errorf("flags lack %s:\n%s", want, strings.Join(flags, "\n"))
 		}
+	}
+	if kubeAPIServerWatchDrain >= kubeAPIServerTerminationGrace/2 {
+		t.Errorf("kube-apiserver ends its watches within %v of a %v grace period: too little is left for the rest of its shutdown",
+			kubeAPIServerWatchDrain, kubeAPIServerTerminationGrace)
 	}
 	if i, j := slices.Index(flags, "--oidc-required-claim=a=1"), slices.Index(flags, "--oidc-required-claim=b=2"); i > j {
 		t.Error("required claims are not in a stable order")

@@ -29,6 +29,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	corev1 "k8s.io/api/core/v1"
 	kmetav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -202,10 +203,12 @@ func (e *env) patch(t *testing.T, patch string) {
 func (e *env) waitShoot(t *testing.T, what string, timeout time.Duration, cond func(*corev1beta1.Shoot) bool) {
 	t.Helper()
 	timeout = timescale.Scale(timeout)
-	deadline := time.Now().Add(timeout)
+	begin := time.Now()
+	deadline := begin.Add(timeout)
 	for {
 		s := e.shoot(t)
 		if cond(s) {
+			t.Logf("%s after %v", what, time.Since(begin).Round(100*time.Millisecond))
 			return
 		}
 		if time.Now().After(deadline) {
@@ -732,7 +735,9 @@ func TestWorkerlessShootControlPlane(t *testing.T) {
 	e.startupGuarded(t, ns)
 
 	// Rotate the CAs: while Prepared, kubeconfigs issued before and after the start work; after completing, the one
-	// issued before the start is refused.
+	// issued before the start is refused. Each phase replaces the kube-apiserver pod: the old one stops on its own,
+	// ending its watches, instead of being killed when its grace period runs out.
+	exits := e.watchExits(t, ns, "role=apiserver", "kube-apiserver")
 	e.patch(t, `{"metadata":{"annotations":{"gardener.cloud/operation":"rotate-ca-start"}}}`)
 	e.waitShoot(t, "CA rotation prepared", 3*time.Minute, func(s *corev1beta1.Shoot) bool {
 		return succeeded(s) && s.GetStatus().GetCredentials().GetRotation().GetCertificateAuthorities().GetPhase() == "Prepared"
@@ -776,6 +781,16 @@ func TestWorkerlessShootControlPlane(t *testing.T) {
 	}
 	admin = completed
 	adminCert, adminKey, clusterCA := e.credentials(t, admin)
+	if ended := exits(); len(ended) < 2 {
+		t.Errorf("kube-apiserver containers that ended during the CA rotation: %v, want the two replaced pods'", ended)
+	} else {
+		for pod, st := range ended {
+			if st.ExitCode != 0 {
+				t.Errorf("the replaced kube-apiserver %s ended with exit code %d (%s), want 0: it did not stop within its grace period",
+					pod, st.ExitCode, st.Reason)
+			}
+		}
+	}
 
 	// Hibernate: the API goes away, etcd's volume stays.
 	e.patch(t, `{"spec":{"hibernation":{"enabled":true}}}`)
@@ -821,6 +836,45 @@ func TestWorkerlessShootControlPlane(t *testing.T) {
 		t.Fatalf("control plane pods after the deletion: %d %v", len(pods.Items), err)
 	}
 	agenttest.Eventually(t, "the client CA unpublished", func() bool { _, _, _, ok := e.clientCA(t); return !ok })
+}
+
+// watchExits watches the pods of namespace ns that match selector from now on and returns what stops the watch and
+// gives how each pod's container ended (its terminated state, by pod name), for those that ended meanwhile.
+func (e *env) watchExits(t *testing.T, ns, selector, container string) func() map[string]corev1.ContainerStateTerminated {
+	t.Helper()
+	c, err := client.NewWithWatch(e.seed.Cluster.Config, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sel, err := labels.Parse(selector)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := c.Watch(context.Background(), &corev1.PodList{}, client.InNamespace(ns), client.MatchingLabelsSelector{Selector: sel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
+	ended, done := map[string]corev1.ContainerStateTerminated{}, make(chan struct{})
+	go func() {
+		defer close(done)
+		for ev := range w.ResultChan() {
+			p, ok := ev.Object.(*corev1.Pod)
+			if !ok {
+				continue
+			}
+			for _, cs := range p.Status.ContainerStatuses {
+				if cs.Name == container && cs.State.Terminated != nil {
+					ended[p.Name] = *cs.State.Terminated
+				}
+			}
+		}
+	}()
+	return func() map[string]corev1.ContainerStateTerminated {
+		w.Stop()
+		<-done
+		return ended
+	}
 }
 
 // selfSignedCA is a CA the shoot does not trust.
