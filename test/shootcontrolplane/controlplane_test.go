@@ -785,9 +785,14 @@ func TestWorkerlessShootControlPlane(t *testing.T) {
 		t.Errorf("kube-apiserver containers that ended during the CA rotation: %v, want the two replaced pods'", ended)
 	} else {
 		for pod, st := range ended {
-			if st.ExitCode != 0 {
-				t.Errorf("the replaced kube-apiserver %s ended with exit code %d (%s), want 0: it did not stop within its grace period",
-					pod, st.ExitCode, st.Reason)
+			// 137: SIGKILL, the kubelet's when the grace period ran out. On a loaded machine kube-apiserver may end its
+			// shutdown with an error of its own (exit code 1 once in make test): it still stopped by itself.
+			switch st.ExitCode {
+			case 137:
+				t.Errorf("the replaced kube-apiserver %s was killed (exit code 137, %s): it did not stop within its grace period", pod, st.Reason)
+			case 0:
+			default:
+				t.Logf("the replaced kube-apiserver %s stopped with exit code %d (%s: %s)", pod, st.ExitCode, st.Reason, st.Message)
 			}
 		}
 	}
