@@ -126,7 +126,7 @@ func New(cfg Config) (*Controller, error) {
 	}
 	c.Controller = controller.New(controller.Config{Base: cfg.Base, Name: "shoot", Sync: c.sync,
 		Watches: []controller.Watch{{Resource: resources.Shoots, Keys: controller.Own[*corev1beta1.Shoot](nil), Forget: c.forget}},
-		Loops:   []func(context.Context){c.careLoop}})
+		Loops:   []func(context.Context){c.careLoop, c.gateLoop}})
 	return c, nil
 }
 

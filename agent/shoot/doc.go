@@ -26,6 +26,9 @@
 // their codes, observedGeneration and the shoot's conditions (care.go, with the agent's own probes of the control
 // plane in health.go) go to the hub as status patches (status.go).
 //
+// Beside the flows, the node gate (nodegate.go) takes Gardener's critical-components taint off the Nodes of shoots
+// with workers whose control plane runs here once each node's critical components (kube-proxy) are ready.
+//
 // Every step is idempotent and keyed by name, so a flow interrupted by a crash is simply run again: the Shoot's
 // lastOperation is still Processing, and the restarted agent resumes the same operation.
 package shoot

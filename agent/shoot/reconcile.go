@@ -520,7 +520,7 @@ func (op *operation) kubernetesVersion(w *corev1beta1.Worker) string {
 // A provision config also carries the bootstrap token's placeholder and, when the agent runs the control plane, the
 // kubelet's bootstrap kubeconfig (bootstrap).
 // The kubelet's configuration names the shoot's cluster DNS (dnsIP: the kube-dns Service, systemcomponents.go) and
-// domain, as Gardener's does.
+// domain, and registers the Node with Gardener's critical-components taint (nodegate.go), as Gardener's does.
 func (op *operation) oscSpec(osc *extensionsv1alpha1.OperatingSystemConfig, w *corev1beta1.Worker, purpose extensionsv1alpha1.OperatingSystemConfigPurpose, bootstrap, dnsIP string) {
 	osc.Spec.Type = w.GetMachine().GetImage().GetName()
 	osc.Spec.ProviderConfig = rawExt(w.GetMachine().GetImage().GetProviderConfig())
@@ -530,8 +530,9 @@ func (op *operation) oscSpec(osc *extensionsv1alpha1.OperatingSystemConfig, w *c
 	kubelet := fmt.Sprintf("[Unit]\nDescription=kubelet daemon\n[Service]\nExecStart=/opt/bin/kubelet --config=/var/lib/kubelet/config/kubelet --node-labels=%s=%s\nRestart=always\n[Install]\nWantedBy=multi-user.target\n", labelWorkerPool, w.GetName())
 	osc.Spec.Units = []extensionsv1alpha1.Unit{{Name: "kubelet.service", Command: &start, Enable: &enable, Content: &kubelet}}
 	perm := int32(0o600)
-	config := fmt.Sprintf("apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n# Kubernetes %s, pool %s\nclusterDNS: [%s]\nclusterDomain: %s\n",
-		op.kubernetesVersion(w), w.GetName(), dnsIP, clusterDomain)
+	config := fmt.Sprintf("apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n# Kubernetes %s, pool %s\nclusterDNS: [%s]\nclusterDomain: %s\n"+
+		"registerWithTaints:\n- {key: %s, effect: %s}\n",
+		op.kubernetesVersion(w), w.GetName(), dnsIP, clusterDomain, TaintCriticalComponentsNotReady, corev1.TaintEffectNoSchedule)
 	osc.Spec.Files = []extensionsv1alpha1.File{{Path: extensionsv1alpha1.KubeletConfigPath, Permissions: &perm,
 		Content: extensionsv1alpha1.FileContent{Inline: &extensionsv1alpha1.FileContentInline{Encoding: "", Data: config}}}}
 	if purpose == extensionsv1alpha1.OperatingSystemConfigPurposeProvision {

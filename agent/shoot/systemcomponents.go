@@ -260,13 +260,13 @@ func kubeProxyDaemonSet(pool, image, checksum string, labels map[string]string) 
 	poolLabels := mergeLabels(labels, map[string]string{"pool": pool})
 	privileged := true
 	return appsv1ac.DaemonSet(kubeProxyDaemonSetName(pool), kmetav1.NamespaceSystem).
-		WithLabels(mergeLabels(poolLabels, systemLabels, map[string]string{"node.gardener.cloud/critical-component": "true"})).
+		WithLabels(mergeLabels(poolLabels, systemLabels, map[string]string{labelCriticalComponent: "true"})).
 		WithSpec(appsv1ac.DaemonSetSpec().
 			WithSelector(metav1ac.LabelSelector().WithMatchLabels(poolLabels)).
 			WithRevisionHistoryLimit(2).
 			WithUpdateStrategy(appsv1ac.DaemonSetUpdateStrategy().WithType("RollingUpdate")).
 			WithTemplate(corev1ac.PodTemplateSpec().
-				WithLabels(mergeLabels(poolLabels, systemLabels, map[string]string{"node.gardener.cloud/critical-component": "true"})).
+				WithLabels(mergeLabels(poolLabels, systemLabels, map[string]string{labelCriticalComponent: "true"})).
 				WithAnnotations(map[string]string{"checksum/config": checksum}).
 				WithSpec(corev1ac.PodSpec().
 					WithNodeSelector(map[string]string{labelWorkerPool: pool}).

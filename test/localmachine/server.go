@@ -118,6 +118,7 @@ const maxBody = 1 << 20
 type machineFiles struct {
 	kubeconfig         []byte
 	clusterDNS, domain string
+	taints             []localnode.Taint
 }
 
 // decodeSpec reads a PUT's body: a local.MachineSpec whose user data holds a bootstrap kubeconfig.
@@ -144,11 +145,11 @@ func decodeSpec(body []byte) (local.MachineSpec, machineFiles, error) {
 			return spec, mf, fmt.Errorf("labels[%s]: %s", k, msg)
 		}
 	}
-	dns, domain, err := clusterDNS(spec.UserData)
+	dns, domain, taints, err := kubeletConfig(spec.UserData)
 	if err != nil {
 		return spec, mf, err
 	}
-	return spec, machineFiles{kubeconfig: kc, clusterDNS: dns, domain: domain}, nil
+	return spec, machineFiles{kubeconfig: kc, clusterDNS: dns, domain: domain, taints: taints}, nil
 }
 
 func validName(name string) error {
@@ -218,7 +219,8 @@ func (s *Server) start(m *machine, spec local.MachineSpec, files machineFiles) {
 		defer cancel()
 		m.node, m.err = localnode.Start(ctx, localnode.Config{Slot: slot, Dir: filepath.Join(s.cfg.Dir, m.name), Testbin: s.cfg.Testbin,
 			Images: s.cfg.Images, Log: s.log, Machine: &localnode.Machine{Parent: s.cfg.Parent, NodeName: m.name,
-				BootstrapKubeconfig: files.kubeconfig, Labels: spec.Labels, ClusterDNS: files.clusterDNS, ClusterDomain: files.domain}})
+				BootstrapKubeconfig: files.kubeconfig, Labels: spec.Labels, ClusterDNS: files.clusterDNS, ClusterDomain: files.domain,
+				RegisterWithTaints: files.taints}})
 		if m.err != nil {
 			s.log.Error("machine failed", "machine", m.name, "err", m.err)
 			s.forget(m)

@@ -7,16 +7,19 @@ import (
 	"net"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 
 	extensionsv1alpha1 "github.com/trellis-dev/trellis/extsdk/apis/extensions/v1alpha1"
+	"github.com/trellis-dev/trellis/test/localnode"
 )
 
 // BootstrapKubeconfigPath is where the user data puts the kubelet's bootstrap kubeconfig (Gardener's path).
 const BootstrapKubeconfigPath = extensionsv1alpha1.KubeletBootstrapKubeconfigPath
 
 // KubeletConfigPath is where the user data puts the kubelet's configuration (Gardener's path): the machine takes
-// clusterDNS and clusterDomain from it, so that its pods ask the shoot's CoreDNS.
+// clusterDNS and clusterDomain from it, so that its pods ask the shoot's CoreDNS, and the taints its Node registers
+// with.
 const KubeletConfigPath = extensionsv1alpha1.KubeletConfigPath
 
 // cloudConfig is the part of cloud-init's #cloud-config a machine reads.
@@ -28,10 +31,11 @@ type cloudConfig struct {
 	} `json:"write_files"`
 }
 
-// kubeletDNS is the part of a KubeletConfiguration a machine reads.
-type kubeletDNS struct {
-	ClusterDNS    []string `json:"clusterDNS"`
-	ClusterDomain string   `json:"clusterDomain"`
+// kubeletSettings is the part of a KubeletConfiguration a machine reads.
+type kubeletSettings struct {
+	ClusterDNS         []string          `json:"clusterDNS"`
+	ClusterDomain      string            `json:"clusterDomain"`
+	RegisterWithTaints []localnode.Taint `json:"registerWithTaints"`
 }
 
 // parseUserData reads cloud-config user data: the files it writes, by path (decoded).
@@ -74,26 +78,43 @@ func bootstrapKubeconfig(userData []byte) ([]byte, error) {
 	return kc, nil
 }
 
-// clusterDNS returns the first clusterDNS address and the clusterDomain of the kubelet configuration in cloud-config
-// user data; empty when the user data has no kubelet configuration or it names neither.
-func clusterDNS(userData []byte) (dns, domain string, err error) {
+// kubeletConfig reads the kubelet configuration in cloud-config user data: its first clusterDNS address, its
+// clusterDomain and the taints the Node registers with; empty when the user data has no kubelet configuration or it
+// names none of them.
+func kubeletConfig(userData []byte) (dns, domain string, taints []localnode.Taint, err error) {
 	files, err := parseUserData(userData)
 	if err != nil {
-		return "", "", err
+		return "", "", nil, err
 	}
 	cfg, ok := files[KubeletConfigPath]
 	if !ok {
-		return "", "", nil
+		return "", "", nil, nil
 	}
-	k := kubeletDNS{}
+	k := kubeletSettings{}
 	if err := yaml.Unmarshal(cfg, &k); err != nil {
-		return "", "", fmt.Errorf("userData: %s: %w", KubeletConfigPath, err)
+		return "", "", nil, fmt.Errorf("userData: %s: %w", KubeletConfigPath, err)
 	}
 	if len(k.ClusterDNS) > 0 {
 		if net.ParseIP(k.ClusterDNS[0]) == nil {
-			return "", "", fmt.Errorf("userData: %s: clusterDNS %q is no IP address", KubeletConfigPath, k.ClusterDNS[0])
+			return "", "", nil, fmt.Errorf("userData: %s: clusterDNS %q is no IP address", KubeletConfigPath, k.ClusterDNS[0])
 		}
 		dns = k.ClusterDNS[0]
 	}
-	return dns, k.ClusterDomain, nil
+	for i, t := range k.RegisterWithTaints {
+		for _, msg := range validation.IsQualifiedName(t.Key) {
+			return "", "", nil, fmt.Errorf("userData: %s: registerWithTaints[%d].key %q: %s", KubeletConfigPath, i, t.Key, msg)
+		}
+		if t.Value != "" {
+			for _, msg := range validation.IsValidLabelValue(t.Value) {
+				return "", "", nil, fmt.Errorf("userData: %s: registerWithTaints[%d].value %q: %s", KubeletConfigPath, i, t.Value, msg)
+			}
+		}
+		switch t.Effect {
+		case "NoSchedule", "PreferNoSchedule", "NoExecute":
+		default:
+			return "", "", nil, fmt.Errorf("userData: %s: registerWithTaints[%d].effect %q: want NoSchedule, PreferNoSchedule or NoExecute",
+				KubeletConfigPath, i, t.Effect)
+		}
+	}
+	return dns, k.ClusterDomain, k.RegisterWithTaints, nil
 }

@@ -2,8 +2,11 @@ package localmachine
 
 import (
 	"encoding/base64"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/trellis-dev/trellis/test/localnode"
 )
 
 func TestDecodeSpec(t *testing.T) {
@@ -39,33 +42,42 @@ func TestDecodeSpec(t *testing.T) {
 	}
 }
 
-// TestClusterDNS: the machine's kubelet takes clusterDNS and clusterDomain from the kubelet configuration of the user
-// data (the shoot's CoreDNS Service); without one, the machine's defaults stay.
-func TestClusterDNS(t *testing.T) {
+// TestKubeletConfig: the machine's kubelet takes clusterDNS, clusterDomain and registerWithTaints from the kubelet
+// configuration of the user data (the shoot's CoreDNS Service, Gardener's critical-components taint); without one,
+// the machine's defaults stay. A taint the kubelet would refuse is an error naming it.
+func TestKubeletConfig(t *testing.T) {
 	withConfig := func(cfg string) []byte {
 		return []byte("#cloud-config\nwrite_files:\n- path: " + KubeletConfigPath + "\n  encoding: b64\n  content: " +
 			base64.StdEncoding.EncodeToString([]byte(cfg)) + "\n")
 	}
+	taint := localnode.Taint{Key: "node.gardener.cloud/critical-components-not-ready", Effect: "NoSchedule"}
 	for name, tc := range map[string]struct {
 		userData                     []byte
 		wantDNS, wantDomain, wantErr string
+		wantTaints                   []localnode.Taint
 	}{
-		"shoot's":      {userData: withConfig("kind: KubeletConfiguration\nclusterDNS: [100.64.0.10]\nclusterDomain: cluster.local\n"), wantDNS: "100.64.0.10", wantDomain: "cluster.local"},
+		"shoot's": {userData: withConfig("kind: KubeletConfiguration\nclusterDNS: [100.64.0.10]\nclusterDomain: cluster.local\n" +
+			"registerWithTaints:\n- {key: node.gardener.cloud/critical-components-not-ready, effect: NoSchedule}\n"),
+			wantDNS: "100.64.0.10", wantDomain: "cluster.local", wantTaints: []localnode.Taint{taint}},
 		"no config":    {userData: []byte("#cloud-config\nwrite_files: []\n")},
 		"no dns":       {userData: withConfig("kind: KubeletConfiguration\n")},
 		"not an IP":    {userData: withConfig("clusterDNS: [kube-dns]\n"), wantErr: "no IP address"},
 		"not a config": {userData: withConfig("clusterDNS: {a: b}\n"), wantErr: KubeletConfigPath},
+		"bad effect": {userData: withConfig("registerWithTaints: [{key: a, effect: Never}]\n"),
+			wantErr: `registerWithTaints[0].effect "Never"`},
+		"bad key": {userData: withConfig("registerWithTaints: [{key: 'a b', effect: NoSchedule}]\n"),
+			wantErr: `registerWithTaints[0].key "a b"`},
 	} {
 		t.Run(name, func(t *testing.T) {
-			dns, domain, err := clusterDNS(tc.userData)
+			dns, domain, taints, err := kubeletConfig(tc.userData)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("clusterDNS: %v, want an error with %q", err, tc.wantErr)
+					t.Fatalf("kubeletConfig: %v, want an error with %q", err, tc.wantErr)
 				}
 				return
 			}
-			if err != nil || dns != tc.wantDNS || domain != tc.wantDomain {
-				t.Fatalf("clusterDNS: %q %q %v, want %q %q", dns, domain, err, tc.wantDNS, tc.wantDomain)
+			if err != nil || dns != tc.wantDNS || domain != tc.wantDomain || !slices.Equal(taints, tc.wantTaints) {
+				t.Fatalf("kubeletConfig: %q %q %v %v, want %q %q %v", dns, domain, taints, err, tc.wantDNS, tc.wantDomain, tc.wantTaints)
 			}
 		})
 	}

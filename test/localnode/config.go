@@ -1,6 +1,7 @@
 package localnode
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -53,6 +54,14 @@ func writeConfigs(cfg Config, bins binaries, api *rest.Config, fwdAddr string) (
 	}
 	if m := cfg.Machine; m != nil && m.ClusterDomain != "" {
 		domain = m.ClusterDomain
+	}
+	taints := "[]"
+	if m := cfg.Machine; m != nil && len(m.RegisterWithTaints) > 0 {
+		b, err := json.Marshal(m.RegisterWithTaints) // YAML reads JSON
+		if err != nil {
+			return f, err
+		}
+		taints = string(b)
 	}
 	cniConf := filepath.Join(cfg.Dir, "cni")
 	containerd := fmt.Sprintf(`version = 3
@@ -151,8 +160,9 @@ imageGCLowThresholdPercent: 99
 evictionHard: {memory.available: "1Mi", nodefs.available: "512Mi", imagefs.available: "512Mi"}
 nodeStatusReportFrequency: 10s
 syncFrequency: 10s
+registerWithTaints: %[10]s
 `, s.NodeIP, s.Name(), f.containerdSocket, dns, filepath.Join(cfg.Dir, "resolv.conf"), s.PodCIDR,
-		filepath.Join(s.StateDir(), "pod-logs"), filepath.Join(s.StateDir(), "volume-plugins"), domain)
+		filepath.Join(s.StateDir(), "pod-logs"), filepath.Join(s.StateDir(), "volume-plugins"), domain, taints)
 
 	kubeProxy := fmt.Sprintf(`apiVersion: kubeproxy.config.k8s.io/v1alpha1
 kind: KubeProxyConfiguration

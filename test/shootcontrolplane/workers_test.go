@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -22,8 +23,10 @@ import (
 	"time"
 
 	"google.golang.org/protobuf/proto"
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/trellis-dev/trellis/agent/shoot"
 	"github.com/trellis-dev/trellis/extsdk/provider/local"
 	corev1beta1 "github.com/trellis-dev/trellis/proto/gen/trellis/core/v1beta1"
 	"github.com/trellis-dev/trellis/proto/kjson"
@@ -101,6 +104,47 @@ spec:
         ports: [{containerPort: 8080}]
         readinessProbe: {tcpSocket: {port: 8080}, periodSeconds: 1}
 `, image, strings.TrimSpace(localnode.ProbePage))
+}
+
+// criticalFirst checks that node no longer has the critical-components taint and that CoreDNS was scheduled there
+// only once the node's kube-proxy was ready: the agent takes the taint off then (agent/shoot/nodegate.go).
+func (e *env) criticalFirst(t *testing.T, kubeconfig, node string) {
+	t.Helper()
+	if taints := e.ok(t, kubeconfig, "get", "node", node, "-o", "jsonpath={.spec.taints[*].key}"); strings.Contains(taints, shoot.TaintCriticalComponentsNotReady) {
+		t.Errorf("node %s still has the taint %s once its system components are healthy: %s", node, shoot.TaintCriticalComponentsNotReady, taints)
+	}
+	out := e.ok(t, kubeconfig, "-n", "kube-system", "get", "pods", "--field-selector", "spec.nodeName="+node, "-o", "json")
+	var pods corev1.PodList
+	if err := json.Unmarshal([]byte(out), &pods); err != nil {
+		t.Fatal(err)
+	}
+	at := func(p corev1.Pod, c corev1.PodConditionType) time.Time {
+		for _, pc := range p.Status.Conditions {
+			if pc.Type == c {
+				return pc.LastTransitionTime.Time
+			}
+		}
+		return time.Time{}
+	}
+	var proxyReady time.Time
+	var dns []corev1.Pod
+	for _, p := range pods.Items {
+		switch {
+		case p.Labels["app"] == "kubernetes" && p.Labels["role"] == "proxy":
+			proxyReady = at(p, corev1.PodReady)
+		case p.Labels["k8s-app"] == "kube-dns":
+			dns = append(dns, p)
+		}
+	}
+	if proxyReady.IsZero() || len(dns) == 0 {
+		t.Fatalf("node %s runs no ready kube-proxy or no CoreDNS: %d pods", node, len(pods.Items))
+	}
+	for _, p := range dns {
+		// Conditions have whole seconds: scheduled in the second kube-proxy became ready is in order.
+		if scheduled := at(p, corev1.PodScheduled); scheduled.Before(proxyReady) {
+			t.Errorf("CoreDNS %s was scheduled on %s at %v, before its kube-proxy was ready (%v)", p.Name, node, scheduled, proxyReady)
+		}
+	}
 }
 
 // TestShootWorkers: a shoot with one worker pool of one machine gets a real Node: provider-local's Worker has the
@@ -185,6 +229,7 @@ func TestShootWorkers(t *testing.T) {
 		return st == "True"
 	})
 	t.Logf("Node Ready → SystemComponentsHealthy True: %v", (time.Since(begin) - nodeReady).Round(100*time.Millisecond))
+	e.criticalFirst(t, admin, node)
 
 	// A Deployment in the shoot runs on the machine.
 	e.apply(t, admin, "web.yaml", webManifest(busybox))
