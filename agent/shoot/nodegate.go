@@ -71,22 +71,23 @@ func (c *Controller) gateLoop(ctx context.Context) {
 				want[key] = s.GetStatus().GetTechnicalId()
 			}
 		}
-		if len(want) > 0 {
-			// Machines join only a control plane the agent runs (a seed with nodes, or one told to deploy it).
-			if cp, err := c.deploysControlPlane(ctx); err != nil || !cp {
-				clear(want)
-			}
-		}
 		for key, stop := range gates {
 			if _, ok := want[key]; !ok {
 				stop()
 				delete(gates, key)
 			}
 		}
-		for key, ns := range want {
-			if _, ok := gates[key]; ok {
-				continue
+		for key := range gates {
+			delete(want, key)
+		}
+		if len(want) > 0 {
+			// Machines join only a control plane the agent runs (a seed with nodes, or one told to deploy it). Asked
+			// only before a gate starts: the seed's Nodes are read from its API server, not from an informer.
+			if cp, err := c.deploysControlPlane(ctx); err != nil || !cp {
+				clear(want)
 			}
+		}
+		for key, ns := range want {
 			gctx, stop := context.WithCancel(ctx)
 			gates[key] = stop
 			wg.Go(func() { c.gateNodes(gctx, key, ns) })

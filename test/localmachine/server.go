@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -118,7 +119,7 @@ const maxBody = 1 << 20
 type machineFiles struct {
 	kubeconfig         []byte
 	clusterDNS, domain string
-	taints             []localnode.Taint
+	taints             []corev1.Taint
 }
 
 // decodeSpec reads a PUT's body: a local.MachineSpec whose user data holds a bootstrap kubeconfig.

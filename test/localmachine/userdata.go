@@ -7,11 +7,11 @@ import (
 	"net"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 
 	extensionsv1alpha1 "github.com/trellis-dev/trellis/extsdk/apis/extensions/v1alpha1"
-	"github.com/trellis-dev/trellis/test/localnode"
 )
 
 // BootstrapKubeconfigPath is where the user data puts the kubelet's bootstrap kubeconfig (Gardener's path).
@@ -33,9 +33,9 @@ type cloudConfig struct {
 
 // kubeletSettings is the part of a KubeletConfiguration a machine reads.
 type kubeletSettings struct {
-	ClusterDNS         []string          `json:"clusterDNS"`
-	ClusterDomain      string            `json:"clusterDomain"`
-	RegisterWithTaints []localnode.Taint `json:"registerWithTaints"`
+	ClusterDNS         []string       `json:"clusterDNS"`
+	ClusterDomain      string         `json:"clusterDomain"`
+	RegisterWithTaints []corev1.Taint `json:"registerWithTaints"`
 }
 
 // parseUserData reads cloud-config user data: the files it writes, by path (decoded).
@@ -81,7 +81,7 @@ func bootstrapKubeconfig(userData []byte) ([]byte, error) {
 // kubeletConfig reads the kubelet configuration in cloud-config user data: its first clusterDNS address, its
 // clusterDomain and the taints the Node registers with; empty when the user data has no kubelet configuration or it
 // names none of them.
-func kubeletConfig(userData []byte) (dns, domain string, taints []localnode.Taint, err error) {
+func kubeletConfig(userData []byte) (dns, domain string, taints []corev1.Taint, err error) {
 	files, err := parseUserData(userData)
 	if err != nil {
 		return "", "", nil, err
@@ -110,7 +110,7 @@ func kubeletConfig(userData []byte) (dns, domain string, taints []localnode.Tain
 			}
 		}
 		switch t.Effect {
-		case "NoSchedule", "PreferNoSchedule", "NoExecute":
+		case corev1.TaintEffectNoSchedule, corev1.TaintEffectPreferNoSchedule, corev1.TaintEffectNoExecute:
 		default:
 			return "", "", nil, fmt.Errorf("userData: %s: registerWithTaints[%d].effect %q: want NoSchedule, PreferNoSchedule or NoExecute",
 				KubeletConfigPath, i, t.Effect)

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/trellis-dev/trellis/test/localnode"
+	corev1 "k8s.io/api/core/v1"
 )
 
 func TestDecodeSpec(t *testing.T) {
@@ -50,15 +50,15 @@ func TestKubeletConfig(t *testing.T) {
 		return []byte("#cloud-config\nwrite_files:\n- path: " + KubeletConfigPath + "\n  encoding: b64\n  content: " +
 			base64.StdEncoding.EncodeToString([]byte(cfg)) + "\n")
 	}
-	taint := localnode.Taint{Key: "node.gardener.cloud/critical-components-not-ready", Effect: "NoSchedule"}
+	taint := corev1.Taint{Key: "node.gardener.cloud/critical-components-not-ready", Effect: corev1.TaintEffectNoSchedule}
 	for name, tc := range map[string]struct {
 		userData                     []byte
 		wantDNS, wantDomain, wantErr string
-		wantTaints                   []localnode.Taint
+		wantTaints                   []corev1.Taint
 	}{
 		"shoot's": {userData: withConfig("kind: KubeletConfiguration\nclusterDNS: [100.64.0.10]\nclusterDomain: cluster.local\n" +
 			"registerWithTaints:\n- {key: node.gardener.cloud/critical-components-not-ready, effect: NoSchedule}\n"),
-			wantDNS: "100.64.0.10", wantDomain: "cluster.local", wantTaints: []localnode.Taint{taint}},
+			wantDNS: "100.64.0.10", wantDomain: "cluster.local", wantTaints: []corev1.Taint{taint}},
 		"no config":    {userData: []byte("#cloud-config\nwrite_files: []\n")},
 		"no dns":       {userData: withConfig("kind: KubeletConfiguration\n")},
 		"not an IP":    {userData: withConfig("clusterDNS: [kube-dns]\n"), wantErr: "no IP address"},

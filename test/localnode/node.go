@@ -67,14 +67,7 @@ type Machine struct {
 	// RegisterWithTaints are the taints the kubelet registers the Node with, from the shoot's kubelet configuration
 	// (Gardener's node.gardener.cloud/critical-components-not-ready, which the agent removes once the node's critical
 	// components are ready).
-	RegisterWithTaints []Taint
-}
-
-// Taint is a taint of a Node (corev1.Taint's key, value and effect), as a kubelet's registerWithTaints lists it.
-type Taint struct {
-	Key    string `json:"key"`
-	Value  string `json:"value,omitempty"`
-	Effect string `json:"effect"`
+	RegisterWithTaints []corev1.Taint
 }
 
 // Validate checks the configuration.
