@@ -148,6 +148,24 @@ func TestKubectlAuth(t *testing.T) {
 // kubeconfig, cache and HOME of its own; it returns kubectl's output, trimmed, and exit status.
 func kubectlAs(t *testing.T, kubectl string, h *hubtest.Hub, token string) func(args ...string) (string, int) {
 	t.Helper()
+	command := kubectlCommandAs(t, kubectl, h, token)
+	return func(args ...string) (string, int) {
+		t.Helper()
+		out, err := command(args...).CombinedOutput()
+		code := 0
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatalf("kubectl %v: %v", args, err)
+		}
+		return strings.TrimSpace(string(out)), code
+	}
+}
+
+// kubectlCommandAs is kubectlAs's command, for a test that reads kubectl's output while it runs.
+func kubectlCommandAs(t *testing.T, kubectl string, h *hubtest.Hub, token string) func(args ...string) *exec.Cmd {
+	t.Helper()
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "ca.crt"), h.CA, 0o600); err != nil {
 		t.Fatal(err)
@@ -162,18 +180,9 @@ current-context: hub
 `, h.URL, filepath.Join(dir, "ca.crt"), token), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return func(args ...string) (string, int) {
-		t.Helper()
+	return func(args ...string) *exec.Cmd {
 		cmd := exec.Command(kubectl, append([]string{"--kubeconfig", kubeconfig, "--cache-dir", filepath.Join(dir, "cache")}, args...)...)
 		cmd.Env = append(os.Environ(), "HOME="+dir)
-		out, err := cmd.CombinedOutput()
-		code := 0
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			code = ee.ExitCode()
-		} else if err != nil {
-			t.Fatalf("kubectl %v: %v", args, err)
-		}
-		return strings.TrimSpace(string(out)), code
+		return cmd
 	}
 }

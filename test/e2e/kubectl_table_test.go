@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"strings"
@@ -17,6 +19,7 @@ import (
 	"github.com/trellis-dev/trellis/hub/store"
 	metav1 "github.com/trellis-dev/trellis/proto/gen/trellis/meta/v1"
 	"github.com/trellis-dev/trellis/test/hubtest"
+	"github.com/trellis-dev/trellis/test/timescale"
 )
 
 // TestKubectlGetTable: the hub answers kubectl get with Tables of the kinds' printer columns (server-side printing):
@@ -169,20 +172,33 @@ func TestKubectlGetWatchTable(t *testing.T) {
 		"provider":{"type":"local","workers":[{"name":"w1","minimum":1,"maximum":2,"machine":{"type":"m5.large"}}]},"networking":{"type":"calico","nodes":"10.0.0.0/16"}}}`); code != 201 {
 		t.Fatalf("shoot: %d %s", code, out)
 	}
-	kc := kubectlAs(t, kubectl, h, h.Token)
-	go func() {
-		time.Sleep(2 * time.Second)
-		h.Do(t, "PATCH", "/apis/core.gardener.cloud/v1beta1/namespaces/garden-dev/shoots/watched", `{"spec":{"hibernation":{"enabled":true}}}`,
-			"Content-Type", "application/merge-patch+json")
-	}()
-	out, _ := kc("get", "shoots", "-w", "--request-timeout=5s")
-	var rows []string
-	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
-		rows = append(rows, strings.Join(strings.Fields(l), " "))
+	// The shoot changes once kubectl has printed it as it is (kubectl's start takes seconds on a loaded machine); the
+	// watch ends after the change's row, or at its request timeout.
+	cmd := kubectlCommandAs(t, kubectl, h, h.Token)("get", "shoots", "-w", "--request-timeout="+timescale.Scale(20*time.Second).String())
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
 	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var rows []string
+	for sc := bufio.NewScanner(stdout); sc.Scan(); {
+		rows = append(rows, strings.Join(strings.Fields(sc.Text()), " "))
+		if len(rows) == 2 {
+			h.Do(t, "PATCH", "/apis/core.gardener.cloud/v1beta1/namespaces/garden-dev/shoots/watched", `{"spec":{"hibernation":{"enabled":true}}}`,
+				"Content-Type", "application/merge-patch+json")
+		}
+		if len(rows) == 3 {
+			_ = cmd.Process.Kill()
+		}
+	}
+	_ = cmd.Wait()
 	if len(rows) < 3 || rows[0] != "NAME CLOUDPROFILE PROVIDER REGION K8S VERSION HIBERNATION LAST OPERATION STATUS AGE" ||
 		!strings.HasPrefix(rows[1], "watched local local local 1.35.4 Awake ") || !strings.HasPrefix(rows[2], "watched local local local 1.35.4 Hibernating ") {
-		t.Errorf("kubectl get shoots -w: want Gardener's columns, the shoot, then its change; got\n%s", out)
+		t.Errorf("kubectl get shoots -w: want Gardener's columns, the shoot, then its change; got\n%s\n%s", strings.Join(rows, "\n"), stderr.String())
 	}
 }
 
