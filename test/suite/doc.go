@@ -12,9 +12,9 @@
 // -trimpath in GOFLAGS as make test sets it. A lock file serializes runs that share the cache; a run that finds it held
 // builds into a temporary directory of its own instead of waiting.
 //
-// The packages run in the order given, at most -p at once (go test -p); each starts as soon as its binary is built,
-// and the binaries are built in that order too, a few packages per go test -c, so the first packages start while the
-// rest are linked. Each runs in its package's directory with -test.count=1, -test.paniconexit0 and -test.timeout
+// The packages run in the order given; each starts as soon as its binary is built, and the binaries are built in that
+// order too, a few packages per go test -c, so the first packages start while the rest are linked. At most -p programs
+// run at once, as with go test -p: a go test -c (which links one binary at a time) takes a slot as a test binary does. Each runs in its package's directory with -test.count=1, -test.paniconexit0 and -test.timeout
 // (-timeout), and is sent SIGQUIT a minute after its timeout if it has not ended, as go test does. A passing package
 // prints "ok", its import path and its time; a failing one its whole output, then FAIL (a package whose test binary
 // does not build: the compiler's output). suite exits 1 if any package failed. Arguments after "--" are passed to

@@ -109,11 +109,21 @@ func run(ctx context.Context, cfg config, patterns []string, out io.Writer) (ok 
 	defer cleanup()
 	assignDirs(pkgs, root)
 
+	// A build takes one of the -p slots, as the test binaries do, and links one binary at a time: at most -p programs
+	// run at once, as go test -p runs its builds and tests.
+	slots := make(chan struct{}, cfg.parallel)
 	built := make(chan result, len(pkgs)) // a package whose binary is ready (ok) or did not build
 	go func() {
 		defer close(built)
 		for _, g := range groups(pkgs, cfg.group) {
-			for _, r := range buildGroup(ctx, g, cfg.race) {
+			select {
+			case slots <- struct{}{}:
+			case <-ctx.Done():
+				return
+			}
+			rs := buildGroup(ctx, g, cfg.race)
+			<-slots
+			for _, r := range rs {
 				built <- r
 			}
 			if ctx.Err() != nil {
@@ -141,7 +151,6 @@ func run(ctx context.Context, cfg config, patterns []string, out io.Writer) (ok 
 		}
 		fmt.Fprintf(out, "ok  \t%s\t%.3fs%s\n", r.p.path, r.elapsed.Seconds(), prefixed(r.note))
 	}
-	slots := make(chan struct{}, cfg.parallel)
 	for r := range built {
 		if !r.ok {
 			report(r)
@@ -303,7 +312,7 @@ func goTestC(ctx context.Context, g []pkg, race bool) ([]byte, error) {
 	if err := os.MkdirAll(g[0].binDir, 0o755); err != nil {
 		return []byte(err.Error()), err
 	}
-	args := []string{"test", "-c", "-o", g[0].binDir + string(filepath.Separator)}
+	args := []string{"test", "-c", "-p", "1", "-o", g[0].binDir + string(filepath.Separator)}
 	if race {
 		args = append(args, "-race")
 	}

@@ -45,7 +45,8 @@ func TestRunBuildsOnceAndReports(t *testing.T) {
 	})
 	t.Chdir(mod)
 	cache := t.TempDir()
-	cfg := config{parallel: 2, timeout: time.Minute, cache: cache, group: 8}
+	// One slot: the builds and the tests take turns in it.
+	cfg := config{parallel: 1, timeout: time.Minute, cache: cache, group: 8}
 	var out bytes.Buffer
 	ok, err := run(context.Background(), cfg, []string{"./e", "./..."}, &out)
 	if err != nil {
@@ -104,8 +105,8 @@ func TestRunBuildsOnceAndReports(t *testing.T) {
 
 	// Arguments after "--" reach the binaries: -test.run selects no test.
 	out.Reset()
-	cfg.testArgs = []string{"-test.run", "^$"}
-	if ok, err := run(context.Background(), cfg, []string{"./f"}, &out); err != nil || !ok || !strings.Contains(out.String(), "[no tests to run]") {
+	cfg.testArgs, cfg.parallel = []string{"-test.run", "^$"}, 3
+	if ok, err := run(context.Background(), cfg, []string{"./f", "./e"}, &out); err != nil || !ok || strings.Count(out.String(), "[no tests to run]") != 2 {
 		t.Errorf("-test.run ^$: ok %v, %v:\n%s", ok, err, out.String())
 	}
 }
