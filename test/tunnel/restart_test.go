@@ -20,12 +20,14 @@ import (
 	"github.com/trellis-dev/trellis/hub/tunnel"
 	"github.com/trellis-dev/trellis/test/agenttest"
 	"github.com/trellis-dev/trellis/test/seedtest"
+	"github.com/trellis-dev/trellis/test/timescale"
 )
 
 // backWithin bounds how long after the restarted hub is ready new tunnels must work: the agent's reconnect and a
-// tunnel's set-up, on a busy machine. The agent runs with its default reconnect backoff: while the hub is away its
-// connects are refused, and after a refused connect it waits at most a second (backoff.Backoff.RefusedMax).
-const backWithin = 10 * time.Second
+// tunnel's set-up, on a busy machine (scaled by timescale: under make test's load on two cores, 10.5 s after a SIGKILL
+// was seen once). The agent runs with its default reconnect backoff: while the hub is away its connects are refused,
+// and after a refused connect it waits at most a second (backoff.Backoff.RefusedMax).
+var backWithin = timescale.Scale(10 * time.Second)
 
 // TestHubRestart: the hub is a real trellis-hub process, stopped with SIGTERM and, in a second round, with SIGKILL,
 // then started again on the same data dir. Open tunnels — a kubectl watch and a raw watch on the seed API, a TLS
