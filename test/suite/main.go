@@ -197,13 +197,8 @@ func listPackages(ctx context.Context, patterns []string) ([]pkg, error) {
 		if len(f) != 5 {
 			return nil, fmt.Errorf("go list: unexpected line %q", line)
 		}
-		if f[4] != "" {
-			// go test -c reports it with the package's name; a package that does not load must fail the run.
-			pkgs = append(pkgs, pkg{path: f[0], dir: f[1]})
-			seen[f[0]] = true
-			continue
-		}
-		if seen[f[0]] || (f[2] == "0" && f[3] == "0") {
+		// A package that does not load is kept: go test -c reports its error, and it fails the run.
+		if seen[f[0]] || (f[2] == "0" && f[3] == "0" && f[4] == "") {
 			continue
 		}
 		seen[f[0]] = true
@@ -331,48 +326,33 @@ func goTestC(ctx context.Context, g []pkg, race bool) ([]byte, error) {
 	return out, err
 }
 
-// runTest runs a package's test binary in its directory, as go test does.
+// runTest runs a package's test binary in its directory, as go test does: a minute past its timeout it is sent SIGQUIT
+// (an interrupted run: SIGINT), and killed quitGrace later.
 func runTest(ctx context.Context, p pkg, cfg config) result {
+	runCtx, cancel := context.WithTimeout(ctx, cfg.timeout+killAfter)
+	defer cancel()
 	args := append([]string{"-test.paniconexit0", "-test.count=1", "-test.timeout=" + cfg.timeout.String()}, cfg.testArgs...)
-	cmd := exec.Command(p.binary(), args...)
+	cmd := exec.CommandContext(runCtx, p.binary(), args...)
 	cmd.Dir = p.dir
 	cmd.Env = append(os.Environ(), "PWD="+p.dir)
 	var buf bytes.Buffer
 	cmd.Stdout = &buf
 	cmd.Stderr = &buf
-	begin := time.Now()
-	if err := cmd.Start(); err != nil {
-		return result{p: p, output: []byte(err.Error()), elapsed: time.Since(begin)}
+	cmd.Cancel = func() error {
+		if ctx.Err() != nil {
+			return cmd.Process.Signal(os.Interrupt)
+		}
+		return cmd.Process.Signal(syscall.SIGQUIT)
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	deadline := time.NewTimer(cfg.timeout + killAfter)
-	defer deadline.Stop()
-	var err error
-	select {
-	case err = <-done:
-	case <-deadline.C:
-		_ = cmd.Process.Signal(syscall.SIGQUIT)
-		err = waitOrKill(done, cmd.Process)
-		buf.WriteString(fmt.Sprintf("*** Test killed with quit: ran too long (%v).\n", cfg.timeout+killAfter))
-	case <-ctx.Done():
-		_ = cmd.Process.Signal(os.Interrupt)
-		err = waitOrKill(done, cmd.Process)
+	cmd.WaitDelay = quitGrace
+	begin := time.Now()
+	err := cmd.Run()
+	if ctx.Err() == nil && runCtx.Err() != nil {
+		fmt.Fprintf(&buf, "*** Test killed with quit: ran too long (%v).\n", cfg.timeout+killAfter)
 	}
 	r := result{p: p, ok: err == nil, elapsed: time.Since(begin), output: buf.Bytes()}
 	if r.ok && bytes.Contains(r.output, []byte("testing: warning: no tests to run")) {
 		r.note = "[no tests to run]"
 	}
 	return r
-}
-
-// waitOrKill waits quitGrace for the process to end after a signal, then kills it.
-func waitOrKill(done <-chan error, p *os.Process) error {
-	select {
-	case err := <-done:
-		return err
-	case <-time.After(quitGrace):
-		_ = p.Kill()
-		return <-done
-	}
 }
