@@ -250,7 +250,7 @@ test: testbin build tools
 	[ $$tests -eq 0 ] && [ $$fuzzed -eq 0 ] && [ $$raced -eq 0 ]
 
 ## fuzz: run every fuzz target (found by its `func Fuzz…(` line) for FUZZTIME; one instrumented test binary per package,
-## built once (-trimpath: the instrumented compiles are Go's cached ones in any clone of the same sources, where a
+## built once without go vet (make lint runs it) (-trimpath: the instrumented compiles are Go's cached ones in any clone of the same sources, where a
 ## path in the cache key would compile the module again in each new clone), runs each of its targets in the package's
 ## directory with go test's corpus cache: a number of executions (10000x) or a duration (30s). make test uses
 ## a count: Go 1.26's fuzzing coordinator can fail a duration-bounded run with a spurious "context deadline exceeded"
@@ -267,7 +267,7 @@ fuzz:
 	@set -e; mkdir -p bin/fuzz $(FUZZBIN); cache=$(or $(FUZZCACHE),$$($(GO) env GOCACHE)/fuzz); mod=$$($(GO) list -m); \
 	for dir in $$(grep -rl --include='*_test.go' -E '^func Fuzz[A-Za-z0-9_]*\(' . | grep -v '^./bin/' | xargs -n1 dirname | sort -u); do \
 		pkg=$$mod/$${dir#./}; bin=$(FUZZBIN)/$$(echo $${dir#./} | tr / _).test; \
-		echo "fuzz: build $$pkg"; $(GO) test -c -trimpath -fuzz=. -o $$bin $$dir; \
+		echo "fuzz: build $$pkg"; $(GO) test -c -vet=off -trimpath -fuzz=. -o $$bin $$dir; \
 		for f in $$(sed -n -E 's/^func (Fuzz[A-Za-z0-9_]*)\(.*/\1/p' $$dir/*_test.go | sort -u); do \
 			echo "fuzz $$pkg $$f"; \
 			(cd $$dir && $$bin -test.run '^$$' -test.fuzz "^$$f$$" -test.fuzztime $(FUZZTIME) \

@@ -74,6 +74,10 @@ state = %[2]q
 [ttrpc]
   address = %[4]q
 
+[plugins."io.containerd.internal.v1.opt"]
+  # The opt service's directory (by default /opt/containerd, which no teardown removes); nothing is installed there.
+  path = %[11]q
+
 [plugins."io.containerd.nri.v1.nri"]
   # No NRI plugins here; enabled, it listens on the machine's one /run/nri/nri.sock.
   disable = true
@@ -110,9 +114,9 @@ state = %[2]q
 [plugins."io.containerd.grpc.v1.cri"]
   stream_server_address = "127.0.0.1"
   stream_server_port = "0"
-`, filepath.Join(s.StateDir(), "containerd"), filepath.Join(s.RunDir(), "containerd-state"), f.containerdSocket,
+`, containerdRoot(s), filepath.Join(s.RunDir(), "containerd-state"), f.containerdSocket,
 		filepath.Join(s.RunDir(), "containerd", "containerd.sock.ttrpc"), bins.runc, bins.cniDir, cniConf, pause,
-		s.ShimSocketDir(), filepath.Join(s.RunDir(), "runc"))
+		s.ShimSocketDir(), filepath.Join(s.RunDir(), "runc"), filepath.Join(s.StateDir(), "containerd-opt"))
 
 	cni := fmt.Sprintf(`{
   "cniVersion": "1.0.0",

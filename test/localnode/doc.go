@@ -1,7 +1,8 @@
 // Package localnode runs a real Kubernetes node for a local seed on this machine: containerd (v2, runc, the CNI
 // bridge plugin), kubelet registered to the seed's kube-apiserver, kube-proxy (iptables), kube-scheduler, CoreDNS and
 // local-path-provisioner (the default StorageClass), from the binaries and images `make testbin` builds. No Docker and
-// no registry: images are archives imported with ctr.
+// no registry: images are archives imported with ctr, those of testbin/images once per machine into an image root
+// that every node's containerd root is a copy of (hard links but for containerd's databases; ImageRootCacheEnv).
 //
 // Every node has a slot (Reserve): an index in [0, Slots) held by a lock file under /run/trellis-node, which gives it
 // networks that never overlap another node's or the machine's routes, and its own names:

@@ -213,13 +213,6 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 // startContainerd starts containerd and imports the images named (from testbin/images) and, unless the node is a
 // machine (which imports them while its kubelet bootstraps: startMachine), the configured ones.
 func (n *Node) startContainerd(ctx context.Context, bins binaries, files files, images []string) error {
-	ctrd, err := n.start(ctx, "containerd", true, bins.containerd, "--config", files.containerd)
-	if err != nil {
-		return err
-	}
-	if err := waitFile(ctx, ctrd, files.containerdSocket); err != nil {
-		return fmt.Errorf("containerd: %w", err)
-	}
 	archives, err := n.imageArchives(images)
 	if err != nil {
 		return err
@@ -227,14 +220,61 @@ func (n *Node) startContainerd(ctx context.Context, bins binaries, files files, 
 	if n.cfg.Machine == nil {
 		archives = append(archives, n.cfg.Images...)
 	}
+	archives = n.cloneImageRoot(ctx, bins, archives)
+	ctrd, err := n.start(ctx, "containerd", true, bins.containerd, "--config", files.containerd)
+	if err != nil {
+		return err
+	}
+	if err := waitFile(ctx, ctrd, files.containerdSocket); err != nil {
+		return fmt.Errorf("containerd: %w", err)
+	}
 	return importImages(ctx, bins, files, archives)
+}
+
+// cloneImageRoot makes the node's containerd root a copy of the machine's image root holding the archives of
+// testbin/images among archives (imageRoots), and returns the archives left to import: the others, or all of them
+// when the cache is off or the copy failed (logged).
+func (n *Node) cloneImageRoot(ctx context.Context, bins binaries, archives []string) []string {
+	var fromTestbin, rest []string
+	dir := filepath.Join(n.cfg.Testbin, "images") + string(filepath.Separator)
+	for _, a := range archives {
+		if strings.HasPrefix(a, dir) {
+			fromTestbin = append(fromTestbin, a)
+		} else {
+			rest = append(rest, a)
+		}
+	}
+	if len(fromTestbin) == 0 {
+		return archives
+	}
+	roots, err := newImageRoots(bins)
+	if err != nil || roots == nil {
+		if err != nil {
+			n.log.Info("importing the node's images: no image root", "err", err)
+		}
+		return archives
+	}
+	begin := time.Now()
+	did, err := roots.clone(ctx, fromTestbin, containerdRoot(n.cfg.Slot))
+	if err != nil {
+		n.log.Info("importing the node's images: image root not copied", "err", err)
+		return archives
+	}
+	n.log.Info("images from the machine's image root", "node", n.Name, "images", len(fromTestbin), "root", did,
+		"in", time.Since(begin).Round(time.Millisecond))
+	return rest
 }
 
 // importImages imports image archives into the node's containerd.
 func importImages(ctx context.Context, bins binaries, files files, archives []string) error {
+	return importArchives(ctx, bins.ctr, files.containerdSocket, archives)
+}
+
+// importArchives imports image archives with ctr into the containerd at sock, in the CRI's namespace, unpacked.
+func importArchives(ctx context.Context, ctr, sock string, archives []string) error {
 	for _, a := range archives {
-		out, err := exec.CommandContext(ctx, bins.ctr, "--address", files.containerdSocket, "-n", "k8s.io", "images",
-			"import", "--no-unpack=false", a).CombinedOutput()
+		out, err := exec.CommandContext(ctx, ctr, "--address", sock, "-n", "k8s.io", "images", "import",
+			"--no-unpack=false", a).CombinedOutput()
 		if err != nil {
 			return fmt.Errorf("import image %s: %v: %s", a, err, out)
 		}

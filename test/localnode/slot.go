@@ -52,6 +52,9 @@ func (s *Slot) StateDir() string { return "/var/lib/" + s.Name() }
 // RunDir is the node's runtime state: sockets, containerd's state, pods' network namespaces, CNI state.
 func (s *Slot) RunDir() string { return "/run/" + s.Name() }
 
+// containerdRoot is the root directory of the slot's containerd (its content, snapshots and metadata).
+func containerdRoot(s *Slot) string { return filepath.Join(s.StateDir(), "containerd") }
+
 // ShimSocketDir is where the node's containerd shims put their sockets (containerd's socket_dir), inside RunDir.
 func (s *Slot) ShimSocketDir() string { return filepath.Join(s.RunDir(), "s") }
 

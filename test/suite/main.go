@@ -307,7 +307,8 @@ func goTestC(ctx context.Context, g []pkg, race bool) ([]byte, error) {
 	if err := os.MkdirAll(g[0].binDir, 0o755); err != nil {
 		return []byte(err.Error()), err
 	}
-	args := []string{"test", "-c", "-p", "1", "-o", g[0].binDir + string(filepath.Separator)}
+	// go test -c runs go vet too (its results cached per package) unless told not to.
+	args := []string{"test", "-c", "-vet=off", "-p", "1", "-o", g[0].binDir + string(filepath.Separator)}
 	if race {
 		args = append(args, "-race")
 	}

@@ -25,22 +25,24 @@ func writeModule(t *testing.T, dir string, files map[string]string) {
 }
 
 // TestRunBuildsOnceAndReports runs a module with two packages of the same name (one passing, one failing), one that
-// does not build and one without tests: each package's result is go test's, and a second run links nothing that did
-// not change, while a changed test is linked again.
+// does not build, one without tests and one that go vet finds fault with: each package's result is go test's but
+// for the last, which passes (no vet), and a second run links nothing that did not change, while a changed test is
+// linked again.
 func TestRunBuildsOnceAndReports(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the go command")
 	}
 	mod := t.TempDir()
 	writeModule(t, mod, map[string]string{
-		"go.mod":          "module example.com/m\n\ngo 1.24\n",
-		"a/x/x.go":        "package x\n\nfunc One() int { return 1 }\n",
-		"a/x/x_test.go":   "package x\n\nimport \"testing\"\n\nfunc TestOne(t *testing.T) {\n\tif One() != 1 {\n\t\tt.Fatal(\"not one\")\n\t}\n}\n",
-		"b/x/x_test.go":   "package x\n\nimport \"testing\"\n\nfunc TestFails(t *testing.T) { t.Fatal(\"fails on purpose\") }\n",
-		"c/c_test.go":     "package c\n\nimport \"testing\"\n\nfunc TestBroken(t *testing.T) { undefined() }\n",
-		"d/d.go":          "package d\n",
-		"e/e_test.go":     "package e\n\nimport (\n\t\"os\"\n\t\"testing\"\n)\n\nfunc TestDir(t *testing.T) {\n\tif _, err := os.Stat(\"e_test.go\"); err != nil {\n\t\tt.Fatal(\"not run in the package's directory:\", err)\n\t}\n}\n",
-		"f/f_test.go":     "package f\n\nimport \"testing\"\n\nfunc TestArgs(t *testing.T) {}\n",
+		"go.mod":        "module example.com/m\n\ngo 1.24\n",
+		"a/x/x.go":      "package x\n\nfunc One() int { return 1 }\n",
+		"a/x/x_test.go": "package x\n\nimport \"testing\"\n\nfunc TestOne(t *testing.T) {\n\tif One() != 1 {\n\t\tt.Fatal(\"not one\")\n\t}\n}\n",
+		"b/x/x_test.go": "package x\n\nimport \"testing\"\n\nfunc TestFails(t *testing.T) { t.Fatal(\"fails on purpose\") }\n",
+		"c/c_test.go":   "package c\n\nimport \"testing\"\n\nfunc TestBroken(t *testing.T) { undefined() }\n",
+		"d/d.go":        "package d\n",
+		"e/e_test.go":   "package e\n\nimport (\n\t\"os\"\n\t\"testing\"\n)\n\nfunc TestDir(t *testing.T) {\n\tif _, err := os.Stat(\"e_test.go\"); err != nil {\n\t\tt.Fatal(\"not run in the package's directory:\", err)\n\t}\n}\n",
+		// go vet's printf check finds the Logf; suite runs no vet, so it passes.
+		"f/f_test.go":     "package f\n\nimport \"testing\"\n\nfunc TestArgs(t *testing.T) { t.Logf(\"%d\", \"vet\") }\n",
 		"a/x/testdata/ok": "",
 	})
 	t.Chdir(mod)
