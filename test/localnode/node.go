@@ -236,9 +236,13 @@ func (n *Node) startContainerd(ctx context.Context, bins binaries, files files, 
 // when the cache is off or the copy failed (logged).
 func (n *Node) cloneImageRoot(ctx context.Context, bins binaries, archives []string) []string {
 	var fromTestbin, rest []string
-	dir := filepath.Join(n.cfg.Testbin, "images") + string(filepath.Separator)
+	// The same directory however the caller named it (a test's relative testbin, seedtest's absolute one).
+	dir, err := filepath.Abs(filepath.Join(n.cfg.Testbin, "images"))
+	if err != nil {
+		return archives
+	}
 	for _, a := range archives {
-		if strings.HasPrefix(a, dir) {
+		if abs, err := filepath.Abs(a); err == nil && filepath.Dir(abs) == dir {
 			fromTestbin = append(fromTestbin, a)
 		} else {
 			rest = append(rest, a)
