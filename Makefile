@@ -250,11 +250,12 @@ test: testbin build tools
 	[ $$tests -eq 0 ] && [ $$fuzzed -eq 0 ] && [ $$raced -eq 0 ]
 
 ## fuzz: run every fuzz target (found by its `func Fuzz…(` line) for FUZZTIME; one instrumented test binary per package,
-## built once without go vet (make lint runs it) (-trimpath: the instrumented compiles are Go's cached ones in any clone of the same sources, where a
-## path in the cache key would compile the module again in each new clone), runs each of its targets in the package's
-## directory with go test's corpus cache: a number of executions (10000x) or a duration (30s). make test uses
-## a count: Go 1.26's fuzzing coordinator can fail a duration-bounded run with a spurious "context deadline exceeded"
-## when its deadline meets a busy worker (go.dev/issue/75804, fixed in Go 1.27), which a count never hits.
+## built once, without go vet (make lint runs it) and with -trimpath (the instrumented compiles are Go's cached ones in
+## any clone of the same sources, where a path in the cache key would compile the module again in each new clone),
+## runs each of its targets in the package's directory with go test's corpus cache: a number of executions (10000x) or
+## a duration (30s). make test uses a count: Go 1.26's fuzzing coordinator can fail a duration-bounded run with a
+## spurious "context deadline exceeded" when its deadline meets a busy worker (go.dev/issue/75804, fixed in Go 1.27),
+## which a count never hits.
 ## FUZZCACHE: where the corpora a run finds are kept and read again (default Go's own, $GOCACHE/fuzz, which
 ## `go test -fuzz` shares); FUZZPARALLEL: worker processes per target (default GOMAXPROCS); FUZZBIN: where the
 ## instrumented binaries are kept (default the machine's test binary cache, TRELLIS_TEST_CACHE as test/suite reads it,

@@ -86,36 +86,35 @@ func (r *imageRoots) rootKey(archives []string) (string, error) {
 }
 
 // clone makes dst, a containerd root that does not exist yet, a copy of the root holding archives, building that
-// root first when the machine has none. It returns what it did, for the node's log.
-func (r *imageRoots) clone(ctx context.Context, archives []string, dst string) (string, error) {
+// root first when the machine has none. It returns the root's directory and whether it built it.
+func (r *imageRoots) clone(ctx context.Context, archives []string, dst string) (root string, built bool, err error) {
 	if _, err := os.Lstat(dst); err == nil {
-		return "", fmt.Errorf("%s exists", dst)
+		return "", false, fmt.Errorf("%s exists", dst)
 	}
 	key, err := r.rootKey(archives)
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
-	root := filepath.Join(r.dir, key)
+	root = filepath.Join(r.dir, key)
 	lock, err := lockWait(ctx, root+".lock")
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
 	defer lock.Close()
-	built := "reused"
 	if _, err := os.Stat(filepath.Join(root, "done")); err != nil {
 		if err := r.build(ctx, archives, root); err != nil {
-			return "", fmt.Errorf("build image root %s: %w", root, err)
+			return "", false, fmt.Errorf("build image root %s: %w", root, err)
 		}
-		built = "built"
+		built = true
 		r.removeUnused(key)
 	}
 	now := time.Now()
 	_ = os.Chtimes(filepath.Join(root, "done"), now, now)
 	if err := copyRoot(ctx, filepath.Join(root, "root"), dst); err != nil {
 		_ = os.RemoveAll(dst)
-		return "", err
+		return "", false, err
 	}
-	return built + " " + root, nil
+	return root, built, nil
 }
 
 // build imports archives with a containerd of its own into root/root, and marks root done once containerd has
@@ -285,6 +284,7 @@ func lockWait(ctx context.Context, path string) (*os.File, error) {
 // copyRoot copies the containerd root src to dst (which must not exist): directories with their modes, owners,
 // times and extended attributes (overlayfs keeps opaque directories in them), files as hard links, but containerd's
 // bolt databases, which are copied, and the introspection service's UUID, which the node's containerd makes anew.
+// The images' own files (content blobs, snapshots' layers) are not looked at: whatever their names, they stay links.
 func copyRoot(ctx context.Context, src, dst string) error {
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		return err
@@ -297,6 +297,8 @@ func copyRoot(ctx context.Context, src, dst string) error {
 			return err
 		}
 		switch {
+		case d.IsDir() && (d.Name() == "blobs" || d.Name() == "snapshots"):
+			return filepath.SkipDir
 		case d.Type().IsRegular() && strings.HasSuffix(d.Name(), ".db"):
 			return unlinkCopy(path)
 		case d.Type().IsRegular() && d.Name() == "uuid" && filepath.Base(filepath.Dir(path)) == "io.containerd.grpc.v1.introspection":

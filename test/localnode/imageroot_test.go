@@ -50,21 +50,21 @@ func TestImageRootCopies(t *testing.T) {
 	defer cancel()
 	nodes := t.TempDir()
 	a, b := filepath.Join(nodes, "a", "containerd"), filepath.Join(nodes, "b", "containerd")
-	did, err := roots.clone(ctx, archives, a)
+	dir, built, err := roots.clone(ctx, archives, a)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(did, "built ") {
-		t.Fatalf("first copy: %q, want the root built", did)
+	if !built {
+		t.Fatalf("first copy: root %s reused, want it built", dir)
 	}
-	if did, err = roots.clone(ctx, archives, b); err != nil {
+	if dir, built, err = roots.clone(ctx, archives, b); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(did, "reused ") {
-		t.Fatalf("second copy: %q, want the root reused", did)
+	if built {
+		t.Fatalf("second copy: root %s built, want it reused", dir)
 	}
-	root := filepath.Join(strings.TrimPrefix(did, "reused "), "root")
-	if _, err := roots.clone(ctx, archives, a); err == nil {
+	root := filepath.Join(dir, "root")
+	if _, _, err := roots.clone(ctx, archives, a); err == nil {
 		t.Error("a copy over an existing root succeeded")
 	}
 

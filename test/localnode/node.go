@@ -210,8 +210,9 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	return n, nil
 }
 
-// startContainerd starts containerd and imports the images named (from testbin/images) and, unless the node is a
-// machine (which imports them while its kubelet bootstraps: startMachine), the configured ones.
+// startContainerd starts containerd on a copy of the machine's image root of the images named (from testbin/images)
+// and, unless the node is a machine (which imports them while its kubelet bootstraps: startMachine), the configured
+// ones, and imports those the copy does not hold.
 func (n *Node) startContainerd(ctx context.Context, bins binaries, files files, images []string) error {
 	archives, err := n.imageArchives(images)
 	if err != nil {
@@ -228,7 +229,7 @@ func (n *Node) startContainerd(ctx context.Context, bins binaries, files files, 
 	if err := waitFile(ctx, ctrd, files.containerdSocket); err != nil {
 		return fmt.Errorf("containerd: %w", err)
 	}
-	return importImages(ctx, bins, files, archives)
+	return importArchives(ctx, bins.ctr, files.containerdSocket, archives)
 }
 
 // cloneImageRoot makes the node's containerd root a copy of the machine's image root holding the archives of
@@ -259,19 +260,14 @@ func (n *Node) cloneImageRoot(ctx context.Context, bins binaries, archives []str
 		return archives
 	}
 	begin := time.Now()
-	did, err := roots.clone(ctx, fromTestbin, containerdRoot(n.cfg.Slot))
+	root, built, err := roots.clone(ctx, fromTestbin, containerdRoot(n.cfg.Slot))
 	if err != nil {
 		n.log.Info("importing the node's images: image root not copied", "err", err)
 		return archives
 	}
-	n.log.Info("images from the machine's image root", "node", n.Name, "images", len(fromTestbin), "root", did,
-		"in", time.Since(begin).Round(time.Millisecond))
+	n.log.Info("images from the machine's image root", "node", n.Name, "images", len(fromTestbin), "root", root,
+		"built", built, "in", time.Since(begin).Round(time.Millisecond))
 	return rest
-}
-
-// importImages imports image archives into the node's containerd.
-func importImages(ctx context.Context, bins binaries, files files, archives []string) error {
-	return importArchives(ctx, bins.ctr, files.containerdSocket, archives)
 }
 
 // importArchives imports image archives with ctr into the containerd at sock, in the CRI's namespace, unpacked.
@@ -321,7 +317,7 @@ func (n *Node) startMachine(ctx context.Context, bins binaries) error {
 	}
 	// The further images (Config.Images: what a ManagedSeed runs on the machine) are not needed before the shoot is
 	// reconciled, which waits for this machine: they are imported while kubelet bootstraps.
-	if err := importImages(ctx, bins, files, cfg.Images); err != nil {
+	if err := importArchives(ctx, bins.ctr, files.containerdSocket, cfg.Images); err != nil {
 		return err
 	}
 	// kubelet writes its kubeconfig at once and bootstraps in the background; the certificate it names comes once the

@@ -87,8 +87,10 @@ func TestNode(t *testing.T) {
 		return
 	}
 	// The shims' sockets and runc's state are in the node's run directory (not in the shared /run/containerd/s and
-	// /run/containerd/runc, where killed shims and containers leave them behind); Stop removes the directory.
-	for _, dir := range []string{slot.ShimSocketDir(), filepath.Join(slot.RunDir(), "runc", "k8s.io")} {
+	// /run/containerd/runc, where killed shims and containers leave them behind), containerd's opt directory in its
+	// state directory (not /opt/containerd, which no teardown removes); Stop removes both.
+	for _, dir := range []string{slot.ShimSocketDir(), filepath.Join(slot.RunDir(), "runc", "k8s.io"),
+		filepath.Join(slot.StateDir(), "containerd-opt")} {
 		if entries, err := os.ReadDir(dir); err != nil || len(entries) == 0 {
 			t.Errorf("nothing in %s with pods running: %v", dir, err)
 		}

@@ -20,6 +20,6 @@
 // does not build: the compiler's output). suite exits 1 if any package failed. Arguments after "--" are passed to
 // every test binary.
 //
-// Unlike go test, suite runs no go vet (go test -c runs it unless given -vet=off): make lint does (golangci-lint's govet, every analyzer go test runs and more),
-// and CI runs it before make test.
+// Unlike go test, suite runs no go vet (go test -c runs it unless given -vet=off): make lint does (golangci-lint's
+// govet, every analyzer go test runs and more), and CI runs it before make test.
 package main
